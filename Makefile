@@ -1,0 +1,57 @@
+# Gradient Checkpointing Lab: `make run` starts the app, `make test` runs every test.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+PORT ?= 8501
+ADDRESS ?= 0.0.0.0
+CHROMIUM := /usr/bin/chromium
+
+.PHONY: run dev chromium test test-unit test-browser lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# Reinstall only when the pinned requirements change.
+$(VENV)/.runtime-installed: requirements.txt | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	touch $@
+
+$(VENV)/.dev-installed: requirements.txt requirements-dev.txt | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	touch $(VENV)/.runtime-installed $@
+
+run: $(VENV)/.runtime-installed
+	$(BIN)/streamlit run app.py --server.port $(PORT) --server.address $(ADDRESS)
+
+# Development: file watcher on, error details shown.
+dev: $(VENV)/.runtime-installed
+	STREAMLIT_CLIENT_SHOW_ERROR_DETAILS=full $(BIN)/streamlit run app.py \
+		--server.port $(PORT) --server.fileWatcherType auto --server.runOnSave true
+
+chromium:
+	@if [ ! -x $(CHROMIUM) ]; then \
+		if [ "$$(id -u)" = "0" ]; then \
+			(apt-get install -y --no-install-recommends chromium || \
+			 (apt-get update && apt-get install -y --no-install-recommends chromium)); \
+		else echo "Chromium is missing: run 'sudo apt-get install chromium' for the browser tests"; fi; \
+	fi
+
+test: $(VENV)/.dev-installed chromium
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# One layer at a time: unit tests (engine, quiz, lessons), or the browser tests alone.
+test-unit: $(VENV)/.dev-installed
+	$(BIN)/python -m pytest -m "not browser" $(PYTEST_ARGS)
+
+test-browser: $(VENV)/.dev-installed chromium
+	$(BIN)/python -m pytest -m browser $(PYTEST_ARGS)
+
+lint: $(VENV)/.dev-installed
+	$(BIN)/ruff check .
+
+bench: $(VENV)/.runtime-installed
+	$(BIN)/python -m demos bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache tests/artifacts

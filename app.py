@@ -1,0 +1,19 @@
+"""Gradient Checkpointing Lab: the router.
+
+Every page is registered on every run (the verify page too, which learners reach by
+a link), so a deep link such as /verify?id=... or /compare?layers=16 opens that page.
+"""
+
+import streamlit as st
+
+from ui.navigation import build_navigation
+from ui.sidebar import render_sidebar
+
+st.set_page_config(
+    page_title="Gradient Checkpointing Lab",
+    page_icon=":material/memory:",
+    layout="wide",
+)
+navigation = st.navigation(build_navigation())
+render_sidebar()
+navigation.run()

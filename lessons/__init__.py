@@ -1,0 +1,1 @@
+"""Lesson content (Markdown) and the pure helpers behind its calculators and figures."""

@@ -1,0 +1,47 @@
+"""The course outline: the seven lessons in order, with their URL paths."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Lesson:
+    path: str
+    title: str
+    icon: str
+    minutes: int
+
+    @property
+    def page_file(self) -> str:
+        """The thin page script that shows this lesson, relative to the app root."""
+        return f"pages/lessons/{self.path.replace('-', '_')}.py"
+
+
+LESSONS: tuple[Lesson, ...] = (
+    Lesson("why-memory", "Why training runs out of memory", ":material/memory:", 8),
+    Lesson("how-it-works", "How checkpointing works", ":material/replay:", 10),
+    Lesson("how-many", "Where to put checkpoints", ":material/tune:", 8),
+    Lesson("language-models", "Checkpointing a language model", ":material/layers:", 10),
+    Lesson("large-vocabularies", "Large vocabularies: the logits", ":material/dictionary:", 5),
+    Lesson("cost-and-correctness", "What it costs, what it keeps", ":material/balance:", 6),
+    Lesson("in-practice", "Checkpointing in practice", ":material/build:", 8),
+)
+
+LESSON_PATHS: tuple[str, ...] = tuple(lesson.path for lesson in LESSONS)
+
+
+def lesson(path: str) -> Lesson:
+    """The lesson at `path`; KeyError for an unknown path."""
+    for item in LESSONS:
+        if item.path == path:
+            return item
+    raise KeyError(path)
+
+
+def neighbours(path: str) -> tuple[Lesson | None, Lesson | None]:
+    """The lessons before and after `path` in course order."""
+    index = LESSON_PATHS.index(path)
+    before = LESSONS[index - 1] if index > 0 else None
+    after = LESSONS[index + 1] if index + 1 < len(LESSONS) else None
+    return before, after

@@ -1,0 +1,44 @@
+"""Home: what the lab teaches, for whom, and the path through it."""
+
+import streamlit as st
+
+from lessons.catalog import LESSONS
+
+st.title("Gradient Checkpointing Lab")
+st.markdown(
+    "Learn how **gradient (activation) checkpointing** trades a little compute for a lot "
+    "of training memory, and watch it happen: a small GPT-style transformer trains for real "
+    "on this server while you move the sliders."
+)
+st.markdown(
+    "**For** ML engineers and students who train or fine-tune neural networks and have met "
+    "*CUDA out of memory*. You need to know what a forward and a backward pass are; "
+    "no other background is assumed."
+)
+
+lesson_minutes = sum(item.minutes for item in LESSONS)
+steps = st.columns(4)
+with steps[0]:
+    st.markdown(f"##### 1. Lessons\n~{lesson_minutes} min")
+    st.caption("Seven short lessons with calculators and step-by-step figures.")
+    st.page_link(LESSONS[0].page_file, label="Start the first lesson", icon="▶️")
+with steps[1]:
+    st.markdown("##### 2. Live demos\n~15 min")
+    st.caption("Real forward and backward passes, measured memory and time beside theory.")
+    st.page_link("pages/demos/compare.py", label="Compare strategies", icon="📊")
+with steps[2]:
+    st.markdown("##### 3. Quiz\n~10 min")
+    st.caption("About 12 questions with instant feedback; 80% passes.")
+    st.page_link("pages/quiz.py", label="Take the quiz", icon="📝")
+with steps[3]:
+    st.markdown("##### 4. Certificate\n1 min")
+    st.caption("A signed PDF with an ID anyone can check.")
+    st.page_link("pages/verify.py", label="Verify a certificate", icon="✅")
+
+st.subheader("The lessons")
+for number, item in enumerate(LESSONS, start=1):
+    st.page_link(
+        item.page_file,
+        label=f"{number}. {item.title} (~{item.minutes} min)",
+        icon=item.icon,
+    )

@@ -1,0 +1,146 @@
+"""Fixtures shared by every test layer.
+
+* `app_url`: the real app, started once per session with `streamlit run` on a free port
+  and a temporary DATA_DIR; stopped (with its whole process group) at the end.
+* `page`: a Playwright page in Debian's Chromium; a failing test leaves a screenshot in
+  tests/artifacts/.
+* `app_test`: a factory for AppTest runs of one page script.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = ROOT / "tests" / "artifacts"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "/browser/" in str(item.path).replace(os.sep, "/"):
+            item.add_marker(pytest.mark.browser)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator:
+    report = yield
+    setattr(item, f"report_{report.when}", report)
+    return report
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_healthy(url: str, process: subprocess.Popen, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"streamlit exited early with code {process.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    raise TimeoutError(f"{url}/_stcore/health did not answer within {timeout} s")
+
+
+@pytest.fixture(scope="session")
+def app_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("app-data")
+
+
+@pytest.fixture(scope="session")
+def app_url(app_data_dir: Path) -> Iterator[str]:
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "DATA_DIR": str(app_data_dir), "APP_BASE_URL": url,
+           "QUIZ_COOLDOWN_SECONDS": "0"}
+    log_path = app_data_dir / "streamlit.log"
+    with log_path.open("w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
+             "--server.port", str(port), "--server.address", "127.0.0.1",
+             "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        try:
+            _wait_healthy(url, process)
+            yield url
+        finally:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: `make test` installs Debian's chromium")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+        )
+        yield instance
+        instance.close()
+
+
+@pytest.fixture
+def page(browser, request: pytest.FixtureRequest) -> Iterator:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    context.set_default_timeout(60_000)
+    tab = context.new_page()
+    yield tab
+    report = getattr(request.node, "report_call", None)
+    if report is not None and report.failed:
+        ARTIFACTS.mkdir(exist_ok=True)
+        name = request.node.nodeid.replace("/", "_").replace("::", "__")
+        tab.screenshot(path=str(ARTIFACTS / f"FAILED-{name}.png"), full_page=True)
+    context.close()
+
+
+@pytest.fixture
+def app_test(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable:
+    """`app_test("pages/compare.py", query={"layers": "4"})` runs one page under AppTest."""
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("QUIZ_COOLDOWN_SECONDS", "0")
+
+    def run(script: str, query: dict[str, str] | None = None, timeout: float = 60) -> AppTest:
+        at = AppTest.from_file(str(ROOT / script), default_timeout=timeout)
+        for key, value in (query or {}).items():
+            at.query_params[key] = value
+        return at.run()
+
+    return run

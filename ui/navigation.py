@@ -1,0 +1,63 @@
+"""Every page of the app, with the URL path learners share, in navigation order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import streamlit as st
+
+from lessons.catalog import LESSONS
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class PageSpec:
+    section: str
+    file: str  # relative to the app root
+    url_path: str  # "" for the home page
+    title: str
+    icon: str
+
+
+PAGES: tuple[PageSpec, ...] = (
+    PageSpec("Start", "pages/home.py", "", "Home", ":material/home:"),
+    *(
+        PageSpec("Lessons", item.page_file, item.path, f"{number}. {item.title}", item.icon)
+        for number, item in enumerate(LESSONS, start=1)
+    ),
+    PageSpec("Live demos", "pages/demos/compare.py", "compare", "Compare strategies",
+             ":material/compare_arrows:"),
+    PageSpec("Live demos", "pages/demos/timeline.py", "timeline", "Memory timeline",
+             ":material/timeline:"),
+    PageSpec("Live demos", "pages/demos/curves.py", "curves", "Memory & time curves",
+             ":material/show_chart:"),
+    PageSpec("Live demos", "pages/demos/what_fits.py", "what-fits", "What fits in memory",
+             ":material/straighten:"),
+    PageSpec("Live demos", "pages/demos/same_result.py", "same-result", "Same result",
+             ":material/check_circle:"),
+    PageSpec("Quiz & certificate", "pages/quiz.py", "quiz", "Quiz", ":material/quiz:"),
+    PageSpec("Quiz & certificate", "pages/verify.py", "verify", "Verify a certificate",
+             ":material/verified:"),
+)
+
+
+def available_pages() -> list[PageSpec]:
+    """The pages whose script exists: a page is registered only once it is there."""
+    return [spec for spec in PAGES if (ROOT / spec.file).exists()]
+
+
+def build_navigation() -> dict[str, list[st.Page]]:
+    """st.Page objects grouped by section, for st.navigation. Called on every run."""
+    sections: dict[str, list[st.Page]] = {}
+    for spec in available_pages():
+        page = st.Page(
+            str(ROOT / spec.file),
+            title=spec.title,
+            icon=spec.icon,
+            url_path=spec.url_path or None,
+            default=not spec.url_path,
+        )
+        sections.setdefault(spec.section, []).append(page)
+    return sections

@@ -1,0 +1,28 @@
+"""The sidebar every page shares: where the demos run, and the learner's progress."""
+
+from __future__ import annotations
+
+import streamlit as st
+import torch
+
+from demos.device import DeviceInfo, detect_device
+from lessons.catalog import LESSONS
+from ui.progress import visited_lessons
+
+
+@st.cache_resource
+def server_device() -> DeviceInfo:
+    """The device the live demos run on, detected once per server process."""
+    return detect_device()
+
+
+def render_sidebar() -> None:
+    device = server_device()
+    with st.sidebar:
+        st.markdown("**Demos run on**")
+        icon = ":material/developer_board:" if device.kind == "cuda" else ":material/computer:"
+        st.markdown(f"{icon} {device.label()}")
+        st.caption(f"PyTorch {torch.__version__}")
+        visited = visited_lessons()
+        st.markdown(f"**Lessons visited: {len(visited)} / {len(LESSONS)}**")
+        st.progress(len(visited) / len(LESSONS))
