@@ -1,0 +1,149 @@
+"""The question bank: `questions.yaml`, a list a teacher can edit, validated on load."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+BANK_PATH = Path(__file__).with_name("questions.yaml")
+TOPICS: tuple[str, ...] = (
+    "why-memory",
+    "how-it-works",
+    "how-many",
+    "language-models",
+    "large-vocabularies",
+    "cost-and-correctness",
+    "in-practice",
+)
+MIN_QUESTIONS = 30
+_FIELDS = ("id", "topic", "prompt", "options", "correct", "explanations")
+
+
+class BankError(ValueError):
+    """The bank is not valid; the message names the entry and what is wrong."""
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    topic: str
+    prompt: str
+    options: tuple[str, ...]
+    correct: frozenset[int]
+    explanations: tuple[str, ...]
+
+    @property
+    def multiple(self) -> bool:
+        """True when more than one option is right (the page asks to pick all)."""
+        return len(self.correct) > 1
+
+
+def _text(value: Any, where: str, field: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise BankError(f"{where}: `{field}` must be non-empty text")
+    return value.strip()
+
+
+def _texts(value: Any, where: str, field: str) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise BankError(f"{where}: `{field}` must be a list")
+    return tuple(_text(item, where, f"{field}[{i}]") for i, item in enumerate(value))
+
+
+def parse_question(entry: Any, position: int) -> Question:
+    """One entry of the bank, checked; `position` is its 1-based place in the file."""
+    where = f"entry {position}"
+    if not isinstance(entry, Mapping):
+        raise BankError(f"{where}: must be a mapping with {', '.join(_FIELDS)}")
+    if isinstance(entry.get("id"), str) and entry["id"].strip():
+        where = f"entry {position} (id {entry['id'].strip()!r})"
+    missing = [field for field in _FIELDS if field not in entry]
+    unknown = sorted(set(map(str, entry)) - set(_FIELDS))
+    if missing:
+        raise BankError(f"{where}: missing {', '.join(missing)}")
+    if unknown:
+        raise BankError(f"{where}: unknown field(s) {', '.join(unknown)}")
+    question_id = _text(entry["id"], where, "id")
+    topic = _text(entry["topic"], where, "topic")
+    if topic not in TOPICS:
+        raise BankError(f"{where}: topic {topic!r} is not one of {', '.join(TOPICS)}")
+    options = _texts(entry["options"], where, "options")
+    if len(options) < 2:
+        raise BankError(f"{where}: needs at least 2 options")
+    if len(set(options)) != len(options):
+        raise BankError(f"{where}: two options have the same text")
+    correct = entry["correct"]
+    if (
+        not isinstance(correct, list)
+        or not correct
+        or not all(isinstance(i, int) and not isinstance(i, bool) for i in correct)
+    ):
+        raise BankError(f"{where}: `correct` must be a non-empty list of option indices")
+    if len(set(correct)) != len(correct):
+        raise BankError(f"{where}: `correct` lists an index twice")
+    if any(not 0 <= i < len(options) for i in correct):
+        raise BankError(f"{where}: `correct` index out of range 0..{len(options) - 1}")
+    if len(correct) == len(options):
+        raise BankError(f"{where}: every option is marked correct")
+    explanations = _texts(entry["explanations"], where, "explanations")
+    if len(explanations) != len(options):
+        raise BankError(
+            f"{where}: {len(explanations)} explanations for {len(options)} options (one per option)"
+        )
+    return Question(
+        question_id,
+        topic,
+        _text(entry["prompt"], where, "prompt"),
+        options,
+        frozenset(correct),
+        explanations,
+    )
+
+
+def parse_bank(entries: Any, min_questions: int = MIN_QUESTIONS) -> tuple[Question, ...]:
+    """A whole bank: unique ids, every topic covered, at least `min_questions` entries."""
+    if not isinstance(entries, list):
+        raise BankError("the bank must be a YAML list of questions")
+    questions = tuple(parse_question(entry, i) for i, entry in enumerate(entries, start=1))
+    seen: dict[str, int] = {}
+    for position, question in enumerate(questions, start=1):
+        if question.id in seen:
+            raise BankError(
+                f"entry {position} (id {question.id!r}): id already used by entry "
+                f"{seen[question.id]}"
+            )
+        seen[question.id] = position
+    if len(questions) < min_questions:
+        raise BankError(f"the bank has {len(questions)} questions; it needs {min_questions}")
+    uncovered = [topic for topic in TOPICS if all(q.topic != topic for q in questions)]
+    if uncovered:
+        raise BankError(f"no question covers the lesson(s) {', '.join(uncovered)}")
+    return questions
+
+
+def load_bank(path: Path = BANK_PATH) -> tuple[Question, ...]:
+    """Read and validate a bank file; BankError names the file and the entry at fault."""
+    try:
+        entries = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        raise BankError(f"{path.name}: not valid YAML: {error}") from error
+    try:
+        return parse_bank(entries)
+    except BankError as error:
+        raise BankError(f"{path.name}: {error}") from error
+
+
+@functools.lru_cache(maxsize=4)
+def _load_cached(path: Path, mtime_ns: int) -> tuple[Question, ...]:
+    return load_bank(path)
+
+
+def default_bank(path: Path = BANK_PATH) -> tuple[Question, ...]:
+    """The shipped bank, read again only when the file changes (a teacher's edit shows up
+    in the next attempt; attempts already drawn keep their frozen copy)."""
+    return _load_cached(path, path.stat().st_mtime_ns)

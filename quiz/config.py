@@ -1,0 +1,58 @@
+"""Settings read from the environment at call time (so tests can change them)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import quote
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+COURSE_NAME = "Gradient Checkpointing Lab"
+COURSE_VERSION = "1.0"
+PASS_MARK = 0.8
+QUESTIONS_PER_ATTEMPT = 12
+DEFAULT_COOLDOWN_SECONDS = 60
+DEFAULT_ATTEMPT_TTL_SECONDS = 6 * 3600
+DEFAULT_BASE_URL = "http://localhost:8501"
+
+
+def data_dir() -> Path:
+    """The folder that holds the database and the signing key (`DATA_DIR`, default data/)."""
+    return Path(os.environ.get("DATA_DIR") or REPO_ROOT / "data")
+
+
+def base_url() -> str:
+    """Where the app is served, for verify links (`APP_BASE_URL`)."""
+    return (os.environ.get("APP_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+
+
+def _seconds(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(float(raw))
+    except ValueError as error:
+        raise ValueError(f"{name} must be a number of seconds, not {raw!r}") from error
+    return max(0, value)
+
+
+def cooldown_seconds() -> int:
+    """Wait after a failed attempt before a new draw (`QUIZ_COOLDOWN_SECONDS`)."""
+    return _seconds("QUIZ_COOLDOWN_SECONDS", DEFAULT_COOLDOWN_SECONDS)
+
+
+def attempt_ttl_seconds() -> int:
+    """How long an attempt stays open on the server (`QUIZ_ATTEMPT_TTL_SECONDS`)."""
+    return _seconds("QUIZ_ATTEMPT_TTL_SECONDS", DEFAULT_ATTEMPT_TTL_SECONDS)
+
+
+def signing_key_env() -> str | None:
+    """A signing key given in the environment (`CERT_SIGNING_KEY`), if any."""
+    return os.environ.get("CERT_SIGNING_KEY") or None
+
+
+def verify_url(certificate_id: str) -> str:
+    """The public link that checks a certificate (a check symbol such as `=` or `$` is
+    percent-encoded)."""
+    return f"{base_url()}/verify?id={quote(certificate_id, safe='-')}"

@@ -1,0 +1,120 @@
+"""The certificate's page as a list of drawing operations in millimetres (A4 landscape).
+
+One layout, two renderers: `quiz.pdf` (fpdf2) and `quiz.preview` (Pillow, the PNG preview),
+so the preview shows what the PDF holds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import segno
+
+from quiz.certificates import Certificate
+from quiz.config import verify_url
+from quiz.fonts import BOLD, REGULAR, metrics
+
+PAGE_WIDTH = 297.0
+PAGE_HEIGHT = 210.0
+NAME_MAX_SIZE = 34.0
+NAME_MIN_SIZE = 10.0
+NAME_MAX_WIDTH = 240.0
+PT = 25.4 / 72  # millimetres per point
+INK = (22, 44, 84)
+GREY = (90, 90, 90)
+ACCENT = (196, 140, 30)
+Align = Literal["left", "center", "right"]
+
+
+@dataclass(frozen=True)
+class Text:
+    x: float  # the anchor: left edge, centre or right edge, per `align`
+    y: float  # baseline
+    text: str
+    size: float  # points
+    bold: bool = False
+    align: Align = "left"
+    color: tuple[int, int, int] = INK
+
+
+@dataclass(frozen=True)
+class Frame:
+    x: float
+    y: float
+    w: float
+    h: float
+    line: float  # line width, mm
+    color: tuple[int, int, int] = INK
+
+
+@dataclass(frozen=True)
+class QrCode:
+    x: float
+    y: float
+    size: float
+    matrix: tuple[tuple[bool, ...], ...]
+
+
+Item = Text | Frame | QrCode
+
+
+def fitted_size(text: str, max_size: float, max_width: float, bold: bool = True) -> float:
+    """The largest size up to `max_size` at which `text` fits `max_width` mm."""
+    width = metrics(BOLD if bold else REGULAR).width(text, max_size * PT)
+    if width <= max_width:
+        return max_size
+    return max(NAME_MIN_SIZE, max_size * max_width / width)
+
+
+def qr_matrix(data: str) -> tuple[tuple[bool, ...], ...]:
+    code = segno.make(data, error="m", micro=False)
+    return tuple(tuple(bool(cell) for cell in row) for row in code.matrix)
+
+
+def certificate_layout(certificate: Certificate, url: str | None = None) -> list[Item]:
+    """Every mark on the page; `url` defaults to the configured verify link."""
+    link = url or verify_url(certificate.id)
+    centre = PAGE_WIDTH / 2
+    qr_size = 40.0
+    return [
+        Frame(8, 8, PAGE_WIDTH - 16, PAGE_HEIGHT - 16, 1.4),
+        Frame(12, 12, PAGE_WIDTH - 24, PAGE_HEIGHT - 24, 0.4, ACCENT),
+        Text(centre, 42, "CERTIFICATE OF COMPLETION", 28, bold=True, align="center"),
+        Text(centre, 60, "This certifies that", 14, align="center", color=GREY),
+        Text(
+            centre,
+            82,
+            certificate.name,
+            fitted_size(certificate.name, NAME_MAX_SIZE, NAME_MAX_WIDTH),
+            bold=True,
+            align="center",
+        ),
+        Text(centre, 98, "has passed the final quiz of the course", 14, align="center", color=GREY),
+        Text(centre, 114, certificate.course, 22, bold=True, align="center"),
+        Text(centre, 122, f"version {certificate.course_version}", 10, align="center", color=GREY),
+        Text(24, 146, f"Date: {certificate.date}", 12),
+        Text(24, 156, f"Score: {certificate.score}%", 12),
+        Text(24, 168, "Certificate ID", 10, color=GREY),
+        Text(24, 177, certificate.id, 15, bold=True),
+        QrCode(PAGE_WIDTH - 24 - qr_size, 134, qr_size, qr_matrix(link)),
+        Text(24, 186, f"Verify at {link}", 9, color=GREY),
+        Text(24, 191, f"Ed25519 signature, key {certificate.key_id}:", 6.5, color=GREY),
+        Text(24, 194.5, certificate.signature, 6.5, color=GREY),
+    ]
+
+
+def qr_runs(matrix: tuple[tuple[bool, ...], ...]) -> list[tuple[int, int, int]]:
+    """Dark modules merged into horizontal runs: (row, first column, length)."""
+    runs = []
+    for row, cells in enumerate(matrix):
+        column = 0
+        while column < len(cells):
+            if cells[column]:
+                start = column
+                while column < len(cells) and cells[column]:
+                    column += 1
+                runs.append((row, start, column - start))
+            else:
+                column += 1
+    return runs

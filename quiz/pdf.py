@@ -1,0 +1,64 @@
+"""The certificate as a PDF (fpdf2, the shipped DejaVu Sans, HarfBuzz shaping when present)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+from fpdf import FPDF
+
+from quiz.config import COURSE_NAME
+from quiz.fonts import BOLD, REGULAR
+from quiz.layout import PAGE_HEIGHT, PAGE_WIDTH, PT, Frame, Item, QrCode, Text, qr_runs
+
+FAMILY = "DejaVu"
+
+
+def _draw_text(pdf: FPDF, item: Text) -> None:
+    """A line of text on its baseline. `cell()` rather than `text()`, because only cells are
+    shaped (joined Arabic letters, right-to-left order)."""
+    pdf.set_font(FAMILY, "B" if item.bold else "", item.size)
+    pdf.set_text_color(*item.color)
+    height = item.size * PT
+    if item.align == "center":
+        half = min(item.x, PAGE_WIDTH - item.x)
+        left, width, align = item.x - half, 2 * half, "C"
+    elif item.align == "right":
+        left, width, align = 0.0, item.x, "R"
+    else:
+        left, width, align = item.x, PAGE_WIDTH - item.x, "L"
+    # fpdf2 puts a cell's baseline 0.5 h + 0.3 size below its top: 0.8 size when h == size.
+    pdf.set_xy(left, item.y - 0.8 * height)
+    pdf.cell(width, height, item.text, align=align)
+
+
+def render_pdf(items: list[Item], title: str = COURSE_NAME) -> bytes:
+    pdf = FPDF(orientation="L", unit="mm", format=(PAGE_HEIGHT, PAGE_WIDTH))
+    pdf.set_auto_page_break(False)
+    pdf.set_margin(0)
+    pdf.c_margin = 0
+    pdf.set_title(title)
+    pdf.set_creator(COURSE_NAME)
+    pdf.add_font(FAMILY, "", str(REGULAR))
+    pdf.add_font(FAMILY, "B", str(BOLD))
+    if importlib.util.find_spec("uharfbuzz") is not None:
+        pdf.set_text_shaping(True)  # right-to-left scripts and joined letters
+    pdf.add_page()
+    for item in items:
+        if isinstance(item, Frame):
+            pdf.set_draw_color(*item.color)
+            pdf.set_line_width(item.line)
+            pdf.rect(item.x, item.y, item.w, item.h)
+        elif isinstance(item, Text):
+            _draw_text(pdf, item)
+        elif isinstance(item, QrCode):
+            module = item.size / len(item.matrix)
+            pdf.set_fill_color(0, 0, 0)
+            for row, column, length in qr_runs(item.matrix):
+                pdf.rect(
+                    item.x + column * module,
+                    item.y + row * module,
+                    length * module,
+                    module,
+                    style="F",
+                )
+    return bytes(pdf.output())
