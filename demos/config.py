@@ -1,0 +1,145 @@
+"""The model configuration: one frozen dataclass, its bounds and the UI slider ranges."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+
+class ConfigError(ValueError):
+    """A configuration value is out of range; the message names field, value and range."""
+
+
+LIMITS: dict[str, tuple[int | float, int | float]] = {
+    "layers": (1, 96),
+    "hidden": (32, 8192),
+    "heads": (1, 128),
+    "seq_len": (8, 8192),
+    "batch": (1, 512),
+    "vocab": (16, 262144),
+    "dropout": (0.0, 0.9),
+    "seed": (0, 2**31 - 1),
+}
+
+DTYPES_FOR_DEVICE: dict[str, list[str]] = {
+    "cpu": ["float32", "bfloat16"],
+    "cuda": ["float32", "bfloat16", "float16"],
+}
+ALL_DTYPES = ("float32", "bfloat16", "float16")
+DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """A GPT-style decoder and the batch it trains on."""
+
+    layers: int = 8
+    hidden: int = 256
+    heads: int = 4
+    seq_len: int = 256
+    batch: int = 4
+    vocab: int = 8192
+    dtype: str = "float32"
+    dropout: float = 0.0
+    seed: int = 0
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.heads
+
+    @property
+    def dtype_bytes(self) -> int:
+        return DTYPE_BYTES[self.dtype]
+
+    @property
+    def tokens(self) -> int:
+        return self.batch * self.seq_len
+
+    def validated(self, device_kind: str | None = None) -> ModelConfig:
+        """Return self if every field is in range, else raise ConfigError."""
+        for name, (lo, hi) in LIMITS.items():
+            value = getattr(self, name)
+            is_int = isinstance(lo, int)
+            if isinstance(value, bool) or not isinstance(value, int | float) or (
+                is_int and not isinstance(value, int)
+            ):
+                kind = "an integer" if is_int else "a number"
+                raise ConfigError(f"{name}={value!r} must be {kind} in {lo}..{hi}")
+            if not lo <= value <= hi:
+                raise ConfigError(f"{name}={value} is out of range; allowed {lo}..{hi}")
+        if self.hidden % self.heads:
+            raise ConfigError(
+                f"hidden={self.hidden} must be divisible by heads={self.heads} "
+                f"(allowed: a multiple of heads)"
+            )
+        if self.head_dim > 256:
+            raise ConfigError(
+                f"hidden/heads={self.head_dim} (hidden={self.hidden}, heads={self.heads}) "
+                f"is too large; allowed head size 1..256"
+            )
+        if self.dtype not in ALL_DTYPES:
+            raise ConfigError(f"dtype={self.dtype!r} is unknown; allowed {', '.join(ALL_DTYPES)}")
+        if device_kind is not None and self.dtype not in DTYPES_FOR_DEVICE[device_kind]:
+            allowed = ", ".join(DTYPES_FOR_DEVICE[device_kind])
+            raise ConfigError(f"dtype={self.dtype} is not available on {device_kind}; "
+                              f"allowed {allowed}")
+        return self
+
+    def replace(self, **changes) -> ModelConfig:
+        unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
+        if unknown:
+            raise ConfigError(f"unknown config field(s): {', '.join(sorted(unknown))}")
+        return dataclasses.replace(self, **changes)
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def slider_ranges(device_kind: str) -> dict[str, tuple]:
+    """(low, high, step) per field for UI sliders: small on a CPU, large on a GPU."""
+    if device_kind == "cuda":
+        return {
+            "layers": (1, 96, 1),
+            "hidden": (128, 8192, 128),
+            "heads": (1, 64, 1),
+            "seq_len": (64, 8192, 64),
+            "batch": (1, 64, 1),
+            "vocab": (1024, 262144, 1024),
+            "dropout": (0.0, 0.5, 0.05),
+        }
+    return {
+        "layers": (1, 24, 1),
+        "hidden": (64, 512, 64),
+        "heads": (1, 16, 1),
+        "seq_len": (32, 1024, 32),
+        "batch": (1, 8, 1),
+        "vocab": (256, 32768, 256),
+        "dropout": (0.0, 0.5, 0.05),
+    }
+
+
+def parse_bytes(text: str | int) -> int:
+    """'50MiB', '2GB', '1.5GiB', '123' -> bytes."""
+    if isinstance(text, int):
+        return text
+    units = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+             "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+    s = str(text).strip().upper().replace(" ", "")
+    num = s.rstrip("KMGTIB")
+    unit = s[len(num):]
+    try:
+        value = float(num)
+    except ValueError:
+        raise ConfigError(f"size {text!r} is not a number of bytes (e.g. 50MiB, 2GB)") from None
+    if unit not in units or value < 0:
+        raise ConfigError(f"size {text!r} is not a number of bytes (e.g. 50MiB, 2GB)")
+    return int(value * units[unit])
+
+
+def format_bytes(n: int | float | None) -> str:
+    if n is None:
+        return "-"
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(n) >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{int(n)} B"

@@ -1,0 +1,468 @@
+"""Plotly figures for the live demos: pure functions of measured records, no Streamlit.
+
+One colour per strategy everywhere (STRATEGY_COLOURS), memory axes in MiB or GiB, time
+axes in milliseconds, and titles that say what to notice. Every builder takes plain
+records or DataFrames, so the tests can feed it synthetic data.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+MIB = 2**20
+GIB = 2**30
+
+STRATEGY_COLOURS: dict[str, str] = {
+    "none": "#64748b",  # slate: the baseline
+    "every-layer": "#2563eb",  # blue
+    "every-k": "#0891b2",  # cyan
+    "sqrt": "#ea580c",  # orange
+    "selective": "#16a34a",  # green
+    "budget": "#9333ea",  # purple
+    "offload": "#be185d",  # pink
+}
+FALLBACK_COLOURS = ("#ca8a04", "#0d9488", "#7c3aed", "#dc2626", "#4d7c0f")
+
+BREAKDOWN_PARTS: tuple[str, ...] = (
+    "parameters", "gradients", "activations", "logits", "temporaries",
+)
+BREAKDOWN_COLOURS: dict[str, str] = {
+    "parameters": "#94a3b8",
+    "gradients": "#cbd5e1",
+    "activations": "#2563eb",
+    "logits": "#f59e0b",
+    "temporaries": "#e11d48",
+}
+PHASE_COLOURS: dict[str, str] = {
+    "forward": "rgba(37, 99, 235, 0.08)",
+    "recompute": "rgba(234, 88, 12, 0.14)",
+    "loss": "rgba(225, 29, 72, 0.14)",
+    "backward": "rgba(22, 163, 74, 0.08)",
+    "optimizer": "rgba(100, 116, 139, 0.10)",
+}
+PHASE_LETTER = {"forward": "F", "recompute": "R", "backward": "B", "loss": "L", "optimizer": "O"}
+
+LAYOUT = dict(
+    template="plotly_white",
+    font=dict(size=13),
+    margin=dict(l=60, r=20, t=80, b=50),
+    legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
+    hoverlabel=dict(font_size=13),
+)
+
+
+# ---------------------------------------------------------------- units and colours
+
+
+def base_strategy(label: str) -> str:
+    """'every-k:4', 'every-4' -> 'every-k'; 'selective (save-matmuls)' -> 'selective'."""
+    base = label.split(":", 1)[0].split(" ", 1)[0].strip()
+    if re.fullmatch(r"every-\d+", base):
+        return "every-k"
+    return base
+
+
+def strategy_colour(label: str) -> str:
+    """The one colour of a strategy (its base name decides), on every page."""
+    base = base_strategy(label)
+    if base in STRATEGY_COLOURS:
+        return STRATEGY_COLOURS[base]
+    return FALLBACK_COLOURS[sum(map(ord, base)) % len(FALLBACK_COLOURS)]
+
+
+def byte_unit(max_bytes: float) -> tuple[str, int]:
+    """MiB for anything under 2 GiB, GiB above: ('MiB', 2**20) or ('GiB', 2**30)."""
+    return ("GiB", GIB) if max_bytes >= 2 * GIB else ("MiB", MIB)
+
+
+def format_bytes(n: float | None) -> str:
+    if n is None or (isinstance(n, float) and math.isnan(n)):
+        return "–"
+    if abs(n) >= GIB:
+        return f"{n / GIB:.2f} GiB"
+    if abs(n) >= MIB:
+        return f"{n / MIB:.1f} MiB"
+    if abs(n) >= 1024:
+        return f"{n / 1024:.1f} KiB"
+    return f"{int(n)} B"
+
+
+def format_ms(seconds: float | None) -> str:
+    if seconds is None or (isinstance(seconds, float) and math.isnan(seconds)):
+        return "–"
+    return f"{seconds * 1000:.0f} ms" if seconds >= 0.1 else f"{seconds * 1000:.1f} ms"
+
+
+def _max(values: Iterable[float | None]) -> float:
+    finite = [float(v) for v in values if v is not None and not pd.isna(v)]
+    return max(finite, default=0.0)
+
+
+def _get(record: Any, name: str, default: Any = None) -> Any:
+    if isinstance(record, Mapping):
+        return record.get(name, default)
+    return getattr(record, name, default)
+
+
+def _label(record: Any) -> str:
+    return str(_get(record, "label") or _get(record, "strategy"))
+
+
+def _empty(title: str, message: str) -> go.Figure:
+    fig = go.Figure()
+    fig.add_annotation(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper",
+                       font=dict(size=15))
+    fig.update_layout(title=title, xaxis_visible=False, yaxis_visible=False, **LAYOUT)
+    return fig
+
+
+def _fitting(results: Sequence[Any]) -> list[Any]:
+    return [r for r in results if _get(r, "fits", True) and _get(r, "peak_bytes") is not None]
+
+
+# ---------------------------------------------------------------- compare
+
+
+def _saving_phrase(results: Sequence[Any]) -> str | None:
+    """'every-layer: 63% less peak memory for 1.25x the time' against none, or None."""
+    by_name = {_get(r, "strategy"): r for r in results}
+    base = by_name.get("none")
+    others = [r for r in results if _get(r, "strategy") != "none"]
+    if base is None or not others or not _get(base, "peak_bytes"):
+        return None
+    best = min(others, key=lambda r: _get(r, "peak_bytes"))
+    saved = 1 - _get(best, "peak_bytes") / _get(base, "peak_bytes")
+    phrase = f"{_label(best)} has {saved:.0%} less peak memory than none"
+    if _get(best, "step_seconds") and _get(base, "step_seconds"):
+        ratio = _get(best, "step_seconds") / _get(base, "step_seconds")
+        phrase += f" for {ratio:.2f}× the step time"
+    return phrase
+
+
+def peak_and_time_figure(results: Sequence[Any]) -> go.Figure:
+    """Two panels, one bar per strategy: peak memory above the parameters, and step time."""
+    fitted = _fitting(results)
+    title = "Peak memory and step time per strategy"
+    if not fitted:
+        return _empty(title, "No strategy fitted in memory")
+    unit, scale = byte_unit(_max(_get(r, "peak_bytes") for r in fitted))
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
+                        subplot_titles=(f"Peak memory ({unit})", "Step time (ms)"))
+    labels = [_label(r) for r in fitted]
+    colours = [strategy_colour(label) for label in labels]
+    peaks = [_get(r, "peak_bytes") / scale for r in fitted]
+    times = [(_get(r, "step_seconds") or float("nan")) * 1000 for r in fitted]
+    fig.add_bar(x=labels, y=peaks, marker_color=colours, row=1, col=1, showlegend=False,
+                text=[f"{p:.1f}" for p in peaks], textposition="outside",
+                hovertemplate="%{x}<br>peak %{y:.1f} " + unit + "<extra></extra>")
+    fig.add_bar(x=labels, y=times, marker_color=colours, row=1, col=2, showlegend=False,
+                text=[f"{t:.0f}" for t in times], textposition="outside",
+                hovertemplate="%{x}<br>%{y:.0f} ms per step<extra></extra>")
+    fig.update_yaxes(title_text=unit, row=1, col=1, rangemode="tozero")
+    fig.update_yaxes(title_text="ms", row=1, col=2, rangemode="tozero")
+    phrase = _saving_phrase(fitted)
+    full = f"{title}<br><sup>{phrase}</sup>" if phrase else title
+    fig.update_layout(title=full, height=420, **LAYOUT)
+    return fig
+
+
+def breakdown_figure(results: Sequence[Any]) -> go.Figure:
+    """Stacked bars of where the peak's bytes go, per strategy."""
+    fitted = [r for r in _fitting(results) if _get(r, "breakdown")]
+    title = "What the memory holds at the peak"
+    if not fitted:
+        return _empty(title, "No breakdown measured")
+    totals = [sum((_get(r, "breakdown") or {}).get(p, 0) or 0 for p in BREAKDOWN_PARTS)
+              for r in fitted]
+    unit, scale = byte_unit(max(totals))
+    labels = [_label(r) for r in fitted]
+    fig = go.Figure()
+    for part in BREAKDOWN_PARTS:
+        values = [((_get(r, "breakdown") or {}).get(part, 0) or 0) / scale for r in fitted]
+        fig.add_bar(name=part, x=labels, y=values, marker_color=BREAKDOWN_COLOURS[part],
+                    hovertemplate="%{x}<br>" + part + ": %{y:.1f} " + unit + "<extra></extra>")
+    fig.update_layout(
+        barmode="stack", height=420,
+        title=f"{title}<br><sup>Checkpointing shrinks the activations (blue); parameters, "
+              "gradients and the logits stay the same</sup>",
+        yaxis_title=unit, **LAYOUT,
+    )
+    return fig
+
+
+def activation_theory_figure(results: Sequence[Any], korthikanti_bytes: float | None = None
+                             ) -> go.Figure:
+    """Measured bytes held for backward beside this model's prediction (and, for the
+    no-checkpointing case, the Korthikanti et al. estimate)."""
+    fitted = [r for r in _fitting(results) if _get(r, "activation_bytes") is not None]
+    title = "Activations held for backward: measured vs predicted"
+    if not fitted:
+        return _empty(title, "Nothing measured")
+    labels = [_label(r) for r in fitted]
+    measured = [_get(r, "activation_bytes") for r in fitted]
+    predicted = [_get(r, "predicted_activation_bytes") for r in fitted]
+    unit, scale = byte_unit(_max([*measured, *predicted, korthikanti_bytes or 0]))
+    fig = go.Figure()
+    fig.add_bar(name="measured", x=labels, y=[m / scale for m in measured],
+                marker_color=[strategy_colour(label) for label in labels],
+                hovertemplate="%{x}<br>measured %{y:.2f} " + unit + "<extra></extra>")
+    fig.add_bar(name="this model's prediction", x=labels,
+                y=[(p / scale) if p is not None else None for p in predicted],
+                marker_color="rgba(15, 23, 42, 0.25)", marker_line_color="#0f172a",
+                marker_line_width=1,
+                hovertemplate="%{x}<br>predicted %{y:.2f} " + unit + "<extra></extra>")
+    if korthikanti_bytes:
+        fig.add_hline(y=korthikanti_bytes / scale, line_dash="dot", line_color="#b45309",
+                      annotation_text="Korthikanti et al. (16-bit), no checkpointing",
+                      annotation_position="top right")
+    gaps = [abs(m - p) / p for m, p in zip(measured, predicted, strict=True) if p]
+    sub = (f"Prediction and measurement agree within {max(gaps):.1%}" if gaps
+           else "Prediction unavailable")
+    fig.update_layout(barmode="group", height=420, yaxis_title=unit,
+                      title=f"{title}<br><sup>{sub}</sup>", **LAYOUT)
+    return fig
+
+
+# ---------------------------------------------------------------- timeline
+
+
+TIMELINE_COLUMNS = ("strategy", "index", "op", "phase", "layer", "live_bytes")
+
+
+def timeline_frame(timelines: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
+    """{label: [TimelinePoint, ...]} -> one long DataFrame (TIMELINE_COLUMNS)."""
+    rows = [
+        {"strategy": label, "index": _get(p, "index"), "op": _get(p, "op"),
+         "phase": _get(p, "phase"), "layer": _get(p, "layer"), "live_bytes": _get(p, "live_bytes")}
+        for label, points in timelines.items()
+        for p in points
+    ]
+    return pd.DataFrame(rows, columns=list(TIMELINE_COLUMNS))
+
+
+def _segments(frame: pd.DataFrame) -> list[tuple[str, Any, int, int]]:
+    """Runs of consecutive points with the same (phase, layer): (phase, layer, first, last)."""
+    segments: list[tuple[str, Any, int, int]] = []
+    for phase, layer, index in zip(frame["phase"], frame["layer"], frame["index"], strict=True):
+        layer_key = None if pd.isna(layer) else int(layer)
+        if segments and segments[-1][0] == phase and segments[-1][1] == layer_key:
+            segments[-1] = (phase, layer_key, segments[-1][2], int(index))
+        else:
+            segments.append((phase, layer_key, int(index), int(index)))
+    return segments
+
+
+def timeline_figure(frame: pd.DataFrame, facet: bool = True) -> go.Figure:
+    """Live bytes after every op of one training step, one line per strategy.
+
+    Faceted: one row per strategy, with the phases shaded (forward, loss, recompute,
+    backward) and each layer's segment labelled (F3 = layer 3 forward, R3 = its
+    recomputation, B3 = its backward). Overlaid: all lines on one axis."""
+    title = "Memory during one training step"
+    if frame.empty:
+        return _empty(title, "No timeline recorded")
+    labels = list(dict.fromkeys(frame["strategy"]))
+    unit, scale = byte_unit(_max(frame["live_bytes"]))
+    rows = len(labels) if facet else 1
+    fig = make_subplots(rows=rows, cols=1, shared_xaxes=False, vertical_spacing=0.06,
+                        subplot_titles=labels if facet else None)
+    for number, label in enumerate(labels, start=1):
+        part = frame[frame["strategy"] == label].sort_values("index")
+        row = number if facet else 1
+        layer_text = part["layer"].map(lambda v: "–" if pd.isna(v) else str(int(v)))
+        fig.add_scatter(
+            x=part["index"], y=part["live_bytes"] / scale, mode="lines", name=label,
+            line=dict(color=strategy_colour(label), width=2), row=row, col=1,
+            customdata=list(zip(part["op"], part["phase"], layer_text, strict=True)),
+            hovertemplate=(label + "<br>op %{x}: %{customdata[0]}<br>%{customdata[1]}, "
+                           "layer %{customdata[2]}<br>%{y:.1f} " + unit + "<extra></extra>"),
+            showlegend=not facet,
+        )
+        if facet:
+            _mark_phases(fig, part, row, scale)
+        peak = part.loc[part["live_bytes"].idxmax()]
+        fig.add_scatter(x=[peak["index"]], y=[peak["live_bytes"] / scale], mode="markers",
+                        marker=dict(color=strategy_colour(label), size=10, symbol="star",
+                                    line=dict(color="#0f172a", width=1)),
+                        name=f"{label} peak", showlegend=False, row=row, col=1,
+                        hovertemplate=(f"{label} peak<br>{peak['op']} ({peak['phase']})"
+                                       "<br>%{y:.1f} " + unit + "<extra></extra>"))
+        fig.update_yaxes(title_text=unit, rangemode="tozero", row=row, col=1)
+    fig.update_xaxes(title_text="op number within the step", row=rows, col=1)
+    fig.update_layout(
+        height=max(420, 260 * rows) if facet else 480,
+        title=(f"{title}<br><sup>Forward climbs, the loss spikes (logits), backward falls; "
+               "with checkpointing each layer is recomputed (orange bands) just before its "
+               "backward: the sawtooth</sup>"),
+        **LAYOUT,
+    )
+    return fig
+
+
+def _mark_phases(fig: go.Figure, part: pd.DataFrame, row: int, scale: float) -> None:
+    top = _max(part["live_bytes"]) / scale
+    xref = "x" if row == 1 else f"x{row}"
+    yref = "y" if row == 1 else f"y{row}"
+    for phase, layer, first, last in _segments(part):
+        fig.add_shape(type="rect", x0=first - 0.5, x1=last + 0.5, y0=0, y1=top * 1.08,
+                      xref=xref, yref=yref, fillcolor=PHASE_COLOURS.get(phase, "rgba(0,0,0,0)"),
+                      line_width=0, layer="below")
+        if layer is not None or phase == "loss":
+            text = PHASE_LETTER.get(phase, "?") + ("" if layer is None else str(layer))
+            fig.add_annotation(x=(first + last) / 2, y=top * 1.08, text=text, showarrow=False,
+                               xref=xref, yref=yref, font=dict(size=9, color="#334155"),
+                               yanchor="bottom")
+
+
+# ---------------------------------------------------------------- curves
+
+
+def _fitting_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows that ran (a `fits` column, when present, is True)."""
+    if "fits" not in frame:
+        return frame.copy()
+    return frame[frame["fits"].fillna(False).astype(bool)].copy()
+
+
+def sweep_figure(frame: pd.DataFrame, x: str, x_title: str, *,
+                 memory: str = "activation_bytes", theory: str | None = None,
+                 memory_title: str = "Activations held for backward",
+                 title: str = "", log_x: bool = False) -> go.Figure:
+    """Memory (left) and step time (right) against `x`, one colour per strategy.
+
+    Measured points are markers joined by solid lines; `theory` (a column of predicted
+    bytes) is drawn as a dashed line of the same colour on the same axes."""
+    if frame.empty:
+        return _empty(title or "Sweep", "No measurements")
+    data = _fitting_rows(frame)
+    if data.empty:
+        return _empty(title or "Sweep", "No strategy fitted in memory")
+    columns = [memory] + ([theory] if theory and theory in data else [])
+    unit, scale = byte_unit(_max(pd.concat([data[c] for c in columns])))
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1,
+                        subplot_titles=(f"{memory_title} ({unit})", "Step time (ms)"))
+    for label in dict.fromkeys(data["strategy"]):
+        part = data[data["strategy"] == label].sort_values(x)
+        colour = strategy_colour(label)
+        fig.add_scatter(x=part[x], y=part[memory] / scale, mode="lines+markers", name=label,
+                        legendgroup=label, line=dict(color=colour, width=2),
+                        marker=dict(size=8), row=1, col=1,
+                        hovertemplate=(f"{label}<br>{x_title} %{{x}}<br>measured %{{y:.2f}} "
+                                       f"{unit}<extra></extra>"))
+        if theory and theory in part and part[theory].notna().any():
+            fig.add_scatter(x=part[x], y=part[theory] / scale, mode="lines",
+                            name=f"{label} (theory)", legendgroup=label, showlegend=False,
+                            line=dict(color=colour, width=1.5, dash="dash"), row=1, col=1,
+                            hovertemplate=(f"{label} theory<br>{x_title} %{{x}}<br>%{{y:.2f}} "
+                                           f"{unit}<extra></extra>"))
+        if "step_seconds" in part:
+            fig.add_scatter(x=part[x], y=part["step_seconds"] * 1000, mode="lines+markers",
+                            name=label, legendgroup=label, showlegend=False,
+                            line=dict(color=colour, width=2), marker=dict(size=8), row=1, col=2,
+                            hovertemplate=(f"{label}<br>{x_title} %{{x}}<br>%{{y:.0f}} ms"
+                                           "<extra></extra>"))
+    fig.update_xaxes(title_text=x_title, type="log" if log_x else None)
+    fig.update_yaxes(title_text=unit, rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title_text="ms", rangemode="tozero", row=1, col=2)
+    if theory:
+        fig.add_annotation(text="solid: measured · dashed: theory", xref="paper", yref="paper",
+                           x=0, y=-0.2, showarrow=False, font=dict(size=11, color="#475569"))
+    fig.update_layout(title=title, height=440, **LAYOUT)
+    return fig
+
+
+def segment_figure(frame: pd.DataFrame, layers: int, *, x: str = "k",
+                   memory: str = "peak_bytes", theory: str | None = None) -> go.Figure:
+    """The U-shaped trade-off of segment size k at a fixed depth: memory against k, with
+    the measured optimum and sqrt(N) marked; step time on the right."""
+    data = _fitting_rows(frame)
+    title = f"Segment size k at {layers} layers"
+    if data.empty:
+        return _empty(title, "No measurements")
+    best = data.loc[data[memory].idxmin()]
+    root = math.sqrt(layers)
+    fig = sweep_figure(data, x, "segment size k (layers per segment)", memory=memory,
+                       theory=theory, memory_title="Peak memory")
+    unit, scale = byte_unit(_max(pd.concat([data[memory]] + (
+        [data[theory]] if theory and theory in data else []))))
+    fig.add_vline(x=root, line_dash="dot", line_color="#ea580c", row=1, col=1,
+                  annotation_text=f"√N = {root:.1f}", annotation_position="top right")
+    fig.add_scatter(x=[best[x]], y=[best[memory] / scale], mode="markers+text",
+                    marker=dict(symbol="star", size=16, color="#facc15",
+                                line=dict(color="#0f172a", width=1)),
+                    text=[f"measured optimum k={int(best[x])}"], textposition="top center",
+                    name="measured optimum", showlegend=False, row=1, col=1)
+    fig.update_layout(title=(
+        f"{title}: memory is U-shaped in k<br><sup>Small k keeps many boundaries, large k "
+        f"rebuilds a big segment at once; measured optimum k={int(best[x])}, "
+        f"√N={root:.1f}</sup>"))
+    return fig
+
+
+# ---------------------------------------------------------------- what fits
+
+
+def fits_figure(frame: pd.DataFrame, vary: str, budget_bytes: int) -> go.Figure:
+    """Largest batch (or sequence length) that fits a budget per strategy: predicted and
+    confirmed, with the tokens per second each reaches."""
+    name = "batch" if vary == "batch" else "sequence length"
+    title = f"Largest {name} within {format_bytes(budget_bytes)}"
+    if frame.empty:
+        return _empty(title, "Nothing measured")
+    labels = list(frame["strategy"])
+    colours = [strategy_colour(label) for label in labels]
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
+                        subplot_titles=(f"Largest {name}", "Tokens per second"))
+    fig.add_bar(x=labels, y=frame["value_predicted"], name="predicted", row=1, col=1,
+                marker_color="rgba(15, 23, 42, 0.2)", marker_line_color="#0f172a",
+                marker_line_width=1)
+    fig.add_bar(x=labels, y=frame["value_confirmed"], name="confirmed by a real run",
+                marker_color=colours, row=1, col=1,
+                text=frame["value_confirmed"], textposition="outside")
+    fig.add_bar(x=labels, y=frame["tokens_per_second"], marker_color=colours, row=1, col=2,
+                showlegend=False, text=[f"{v:,.0f}" if pd.notna(v) else ""
+                                        for v in frame["tokens_per_second"]],
+                textposition="outside")
+    fig.update_yaxes(title_text=name, rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title_text="tokens / s", rangemode="tozero", row=1, col=2)
+    confirmed = dict(zip(labels, frame["value_confirmed"], strict=True))
+    sub = "Checkpointing turns freed memory into a larger " + name
+    if confirmed.get("none") and confirmed.get("every-layer"):
+        sub += (f": {confirmed['every-layer'] / confirmed['none']:.1f}× with every-layer "
+                "than without")
+    fig.update_layout(barmode="group", height=420, title=f"{title}<br><sup>{sub}</sup>",
+                      **LAYOUT)
+    return fig
+
+
+# ---------------------------------------------------------------- same result
+
+
+def loss_figure(frame: pd.DataFrame, max_diff: float | None = None) -> go.Figure:
+    """Training-loss curves per run, drawn over each other: they should coincide."""
+    title = "Training loss, with and without checkpointing"
+    if frame.empty:
+        return _empty(title, "No training run")
+    fig = go.Figure()
+    labels = list(dict.fromkeys(frame["strategy"]))
+    dashes = ("solid", "dash", "dot", "dashdot", "longdash")
+    for number, label in enumerate(labels):
+        part = frame[frame["strategy"] == label].sort_values("step")
+        fig.add_scatter(x=part["step"], y=part["loss"], mode="lines", name=label,
+                        line=dict(color=strategy_colour(label), width=3 if number == 0 else 2,
+                                  dash=dashes[number % len(dashes)]),
+                        hovertemplate=label + "<br>step %{x}<br>loss %{y:.6f}<extra></extra>")
+    sub = "The curves lie on top of each other"
+    if max_diff is not None:
+        sub += (": identical to the last bit" if max_diff == 0
+                else f": largest difference {max_diff:.2e}")
+    fig.update_layout(title=f"{title}<br><sup>{sub}</sup>", xaxis_title="training step",
+                      yaxis_title="cross-entropy loss", height=440, **LAYOUT)
+    return fig

@@ -1,0 +1,404 @@
+"""One training step (forward, loss, backward) per strategy, measured: peak memory,
+bytes held for backward, a breakdown, step time, loss and gradient agreement."""
+
+from __future__ import annotations
+
+import gc
+import os
+import statistics
+import time
+from collections.abc import Sequence
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass, field
+
+import pandas as pd
+import torch
+
+from demos import theory
+from demos.budget import BudgetTooSmall
+from demos.config import ConfigError, ModelConfig, format_bytes
+from demos.device import DeviceInfo, detect_device
+from demos.model import GPT, Segment, build_model, make_batch
+from demos.strategies import CUDA_ONLY, StrategySpec, parse_strategy
+from demos.tracker import LiveTracker, TimelinePoint
+
+__all__ = ["Comparison", "StrategyResult", "TimelinePoint", "compare", "default_limit",
+           "warm_up"]
+
+TRACKER_METHOD = "live-tensor tracker (TorchDispatchMode)"
+CUDA_METHOD = "CUDA allocator (max_memory_allocated)"
+CPU_LIMIT_FRACTION = 0.5  # of available memory: the machine is shared
+CUDA_LIMIT_FRACTION = 0.9  # of free GPU memory
+
+
+@dataclass
+class StrategyResult:
+    strategy: str
+    label: str
+    fits: bool
+    error: str | None
+    peak_bytes: int | None
+    activation_bytes: int | None
+    predicted_activation_bytes: int
+    predicted_peak_bytes: int
+    breakdown: dict[str, int]
+    step_seconds: float | None
+    step_seconds_runs: list[float]
+    loss: float | None
+    max_grad_diff: float | None
+    bitwise_equal: bool | None
+    measured_by: str
+    timeline: list[TimelinePoint] | None = None
+    loss_held_bytes: int | None = None  # log-softmax etc., held by the loss
+    tracker_peak_bytes: int | None = None  # the tracker's own peak (= peak_bytes on CPU)
+    plan: list[str] = field(default_factory=list)  # the segments, e.g. "0-1 checkpoint"
+
+    def as_dict(self, timeline: bool = False) -> dict:
+        d = asdict(self)
+        d["timeline"] = ([asdict(p) for p in self.timeline]
+                         if timeline and self.timeline is not None else None)
+        return d
+
+
+@dataclass
+class Comparison:
+    config: ModelConfig
+    device: DeviceInfo
+    results: list[StrategyResult]
+    limit_bytes: int | None = None
+    parameter_bytes: int | None = None
+
+    def result(self, strategy: str) -> StrategyResult:
+        for r in self.results:
+            if r.strategy == strategy or r.label == strategy:
+                return r
+        raise KeyError(strategy)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per strategy; ratios are against 'none' where it was measured."""
+        base = next((r for r in self.results if r.strategy == "none" and r.fits), None)
+        rows = []
+        for r in self.results:
+            row = {k: v for k, v in r.as_dict().items()
+                   if k not in ("timeline", "breakdown", "step_seconds_runs", "plan")}
+            row.update({f"{k}_bytes": v for k, v in r.breakdown.items()})
+            row["activation_error"] = (
+                (r.activation_bytes - r.predicted_activation_bytes) / r.predicted_activation_bytes
+                if r.activation_bytes is not None and r.predicted_activation_bytes else None)
+            row["time_vs_none"] = (r.step_seconds / base.step_seconds
+                                   if base and base.step_seconds and r.step_seconds else None)
+            row["peak_vs_none"] = (r.peak_bytes / base.peak_bytes
+                                   if base and base.peak_bytes and r.peak_bytes else None)
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def to_json(self, timeline: bool = False) -> dict:
+        return {
+            "config": self.config.as_dict(),
+            "device": self.device.as_dict(),
+            "limit_bytes": self.limit_bytes,
+            "parameter_bytes": self.parameter_bytes,
+            "results": [r.as_dict(timeline) for r in self.results],
+        }
+
+
+# --- process set-up ---------------------------------------------------------------------
+_READY = False
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def warm_up() -> None:
+    """Import what the first checkpoint() and dispatch mode import (torch._dynamo, 1.5-2 s),
+    and set the CPU thread count, once per process."""
+    global _READY
+    if _READY:
+        return
+    torch.set_num_threads(_cores())
+    cfg = ModelConfig(layers=1, hidden=32, heads=1, seq_len=8, batch=1, vocab=16)
+    model = build_model(cfg)
+    idx, tgt = make_batch(cfg)
+    for seg in (Segment(0, 1, "checkpoint"), Segment(0, 1, "selective", "save-matmuls")):
+        tracker = LiveTracker("cpu")
+        with tracker:
+            model(idx, tgt, [seg]).backward()
+    _READY = True
+
+
+def default_limit(info: DeviceInfo) -> int | None:
+    """A safe share of the device's free memory."""
+    if info.free_bytes is None:
+        return None
+    share = CUDA_LIMIT_FRACTION if info.kind == "cuda" else CPU_LIMIT_FRACTION
+    return int(info.free_bytes * share)
+
+
+def _limit_source(info: DeviceInfo, given: int | None) -> str:
+    if given is not None:
+        return "the limit set for this run"
+    share = CUDA_LIMIT_FRACTION if info.kind == "cuda" else CPU_LIMIT_FRACTION
+    where = "free GPU memory" if info.kind == "cuda" else "available CPU memory"
+    return f"{share:.0%} of {where}"
+
+
+# --- one step -------------------------------------------------------------------------
+def _sync(dev: torch.device) -> None:
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+
+
+def _is_oom(exc: BaseException) -> bool:
+    if isinstance(exc, torch.OutOfMemoryError):
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, RuntimeError) and ("out of memory" in text
+                                              or "can't allocate memory" in text)
+
+
+def _free_memory(model: GPT | None) -> None:
+    if model is not None:
+        model.zero_grad(set_to_none=True)
+        model.set_probe(None)
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+class _Step:
+    """Runs one training step of a strategy on a shared model and batch."""
+
+    def __init__(self, cfg: ModelConfig, model: GPT, idx, tgt, dev: torch.device) -> None:
+        self.cfg, self.model, self.idx, self.tgt, self.dev = cfg, model, idx, tgt, dev
+
+    def _forward(self, spec: StrategySpec, plan: list[Segment]) -> torch.Tensor:
+        torch.manual_seed(self.cfg.seed + 1)  # same dropout masks for every strategy
+        offload = spec.name == "offload"
+        ctx = torch.autograd.graph.save_on_cpu(pin_memory=True) if offload else nullcontext()
+        with ctx:
+            return self.model(self.idx, self.tgt, plan)
+
+    def timed(self, spec: StrategySpec, plan: list[Segment]) -> float:
+        self.model.zero_grad(set_to_none=True)
+        _sync(self.dev)
+        start = time.perf_counter()
+        self._forward(spec, plan).backward()
+        _sync(self.dev)
+        return time.perf_counter() - start
+
+    def allocator_peak(self, spec: StrategySpec, plan: list[Segment]) -> int:
+        """CUDA: peak allocated bytes above what was allocated before the step."""
+        self.model.zero_grad(set_to_none=True)
+        _sync(self.dev)
+        torch.cuda.reset_peak_memory_stats(self.dev)
+        base = torch.cuda.memory_allocated(self.dev)
+        self._forward(spec, plan).backward()
+        _sync(self.dev)
+        return torch.cuda.max_memory_allocated(self.dev) - base
+
+    def tracked(self, spec: StrategySpec, plan: list[Segment], timeline: bool
+                ) -> tuple[LiveTracker, dict[str, int], float]:
+        """A step under the live tracker: (tracker, held bytes at end of forward, loss)."""
+        model = self.model
+        model.zero_grad(set_to_none=True)
+        tracker = LiveTracker(self.dev.type, timeline=timeline)
+        params = list(model.parameters())
+        tracker.ignore(params + [self.idx, self.tgt])
+        hooks = [p.register_post_accumulate_grad_hook(lambda p: tracker.mark_gradient(p.grad))
+                 for p in params]
+        model.set_probe(tracker)
+        try:
+            with tracker:
+                loss = self._forward(spec, plan)
+                held = tracker.snapshot()
+                tracker.start_backward()
+                loss.backward()
+            return tracker, held, loss.item()
+        finally:
+            model.set_probe(None)
+            for h in hooks:
+                h.remove()
+
+
+def _grads(model: GPT) -> list[torch.Tensor]:
+    return [p.grad.detach().to("cpu", copy=True) if p.grad is not None else torch.zeros(0)
+            for p in model.parameters()]
+
+
+def _compare_grads(ref: list[torch.Tensor], model: GPT) -> tuple[float, bool]:
+    worst, equal = 0.0, True
+    for r, p in zip(ref, model.parameters(), strict=True):
+        g = p.grad.detach().to("cpu")
+        equal = equal and torch.equal(r, g)
+        worst = max(worst, (r.float() - g.float()).abs().max().item())
+    return worst, equal
+
+
+def compare(config: ModelConfig, strategies: Sequence[str | StrategySpec], device: str = "auto",
+            repeats: int = 5, timeline: bool = False, time_steps: bool = True,
+            limit_bytes: int | None = None) -> Comparison:
+    """Measure one training step per strategy on one model and batch.
+
+    Never raises for a strategy that does not fit (predicted over the limit, a budget too
+    small, CUDA-only on a CPU, out of memory): its result has fits=False and an error.
+    Raises ConfigError for an invalid config or strategy text."""
+    info = detect_device(device)
+    config.validated(info.kind)
+    specs = [parse_strategy(s) for s in strategies]
+    if not specs:
+        raise ConfigError("strategies: give at least one, e.g. none,every-layer")
+    if repeats < 0 or repeats > 100:
+        raise ConfigError(f"repeats={repeats} is out of range; allowed 0..100")
+    warm_up()
+    kind = info.kind
+    dev = torch.device(kind)
+    limit = limit_bytes if limit_bytes is not None else default_limit(info)
+    param_bytes = theory.parameter_bytes(config)
+    results: list[StrategyResult] = []
+    plans: dict[int, list[Segment]] = {}
+    for i, spec in enumerate(specs):
+        result, plan = _prepare(config, spec, info, limit, limit_bytes, param_bytes)
+        results.append(result)
+        if plan is not None:
+            plans[i] = plan
+    comparison = Comparison(config, info, results, limit, param_bytes)
+    if not plans:
+        return comparison
+
+    model = None
+    try:
+        model = build_model(config, dev)
+        idx, tgt = make_batch(config, 0, dev)
+    except Exception as exc:  # noqa: BLE001 - out of memory while building: nothing fits
+        if not _is_oom(exc):
+            raise
+        _free_memory(model)
+        for i in plans:
+            _refuse(results[i], f"does not fit: the model itself ran out of memory on "
+                                f"{info.label()}")
+        return comparison
+    step = _Step(config, model, idx, tgt, dev)
+    has_none = any(specs[i].name == "none" for i in plans)
+    ref = None if has_none else _reference(step)
+    for i in sorted(plans, key=lambda i: specs[i].name != "none"):  # 'none' first
+        grads = _measure(step, specs[i], plans[i], results[i], ref, timeline, info)
+        if grads is not None and ref is None:
+            ref = grads
+    if time_steps and repeats > 0:
+        _time(step, specs, plans, results, repeats)
+    del step, model
+    _free_memory(None)
+    return comparison
+
+
+def _prepare(cfg, spec, info, limit, given_limit, param_bytes):
+    """The result skeleton and plan of one strategy, or a refusal (plan None)."""
+    kind = info.kind
+    try:
+        plan = theory.plan_for(cfg, spec, kind)
+        pred_act = theory.predicted_activation_bytes(cfg, spec, kind)
+        pred_peak = theory.predicted_peak_bytes(cfg, spec, kind)
+        error = None
+    except BudgetTooSmall as exc:
+        plan, pred_act, pred_peak, error = None, 0, 0, f"does not fit: {exc}"
+    result = StrategyResult(
+        strategy=spec.name if spec.name in ("none", "every-layer", "sqrt", "offload")
+        else spec.label,
+        label=spec.title, fits=plan is not None, error=error, peak_bytes=None,
+        activation_bytes=None, predicted_activation_bytes=pred_act,
+        predicted_peak_bytes=pred_peak, breakdown={}, step_seconds=None, step_seconds_runs=[],
+        loss=None, max_grad_diff=None, bitwise_equal=None,
+        measured_by=CUDA_METHOD if kind == "cuda" else TRACKER_METHOD,
+        plan=[f"{s.start}-{s.stop - 1} {s.policy or s.mode}" for s in plan or []])
+    if plan is None:
+        return result, None
+    if spec.name in CUDA_ONLY and kind != "cuda":
+        _refuse(result, f"{spec.name} needs a CUDA GPU (it moves saved tensors to CPU "
+                        f"memory); this device is {info.label()}")
+        return result, None
+    need = param_bytes + pred_peak
+    if limit is not None and need > limit:
+        _refuse(result, f"refused before running: predicted {format_bytes(need)} (parameters "
+                        f"{format_bytes(param_bytes)} + step peak {format_bytes(pred_peak)}) "
+                        f"is over the limit of {format_bytes(limit)} "
+                        f"({_limit_source(info, given_limit)})")
+        return result, None
+    return result, plan
+
+
+def _refuse(result: StrategyResult, message: str) -> None:
+    result.fits, result.error = False, message
+
+
+def _reference(step: _Step) -> list[torch.Tensor] | None:
+    """Gradients of 'none', the reference every strategy is compared with, when 'none'
+    itself is not among the strategies. None if it does not fit."""
+    try:
+        step.timed(StrategySpec("none"), [Segment(0, step.cfg.layers)])
+    except Exception as exc:  # noqa: BLE001
+        if not _is_oom(exc):
+            raise
+        _free_memory(step.model)
+        return None
+    return _grads(step.model)
+
+
+def _measure(step: _Step, spec, plan, result: StrategyResult, ref, timeline, info
+             ) -> list[torch.Tensor] | None:
+    """Fill in the memory, loss and gradient figures; return the gradients of 'none'."""
+    try:
+        tracker, held, loss = step.tracked(spec, plan, timeline)
+        breakdown = {"parameters": step.model.param_bytes(), **tracker.peak_by_category}
+        if step.dev.type == "cuda":  # the allocator also sees workspaces and rounding
+            result.peak_bytes = step.allocator_peak(spec, plan)
+            breakdown["temporaries"] += max(0, result.peak_bytes - tracker.peak_bytes)
+        else:
+            result.peak_bytes = tracker.peak_bytes
+    except Exception as exc:  # noqa: BLE001
+        if not _is_oom(exc):
+            raise
+        _free_memory(step.model)
+        _refuse(result, f"does not fit: out of memory on {info.label()} "
+                        f"({str(exc).splitlines()[0][:160]})")
+        return None
+    result.tracker_peak_bytes = tracker.peak_bytes
+    result.activation_bytes = held["activations"]
+    result.loss_held_bytes = held["logits"]
+    result.breakdown = breakdown
+    result.timeline = tracker.points
+    result.loss = loss
+    grads = None
+    if spec.name == "none":
+        grads = _grads(step.model)
+        result.max_grad_diff, result.bitwise_equal = 0.0, True
+    elif ref is not None:
+        result.max_grad_diff, result.bitwise_equal = _compare_grads(ref, step.model)
+    step.model.zero_grad(set_to_none=True)
+    return grads
+
+
+def _time(step: _Step, specs, plans, results, repeats: int) -> None:
+    """Median step time without any tracker, strategies interleaved run by run."""
+    if step.dev.type == "cuda":  # the tracked run warmed the CPU; warm the GPU too
+        for i, plan in plans.items():
+            if results[i].fits:
+                step.timed(specs[i], plan)
+    for _ in range(repeats):
+        for i, plan in plans.items():
+            if not results[i].fits:
+                continue
+            try:
+                results[i].step_seconds_runs.append(step.timed(specs[i], plan))
+            except Exception as exc:  # noqa: BLE001
+                if not _is_oom(exc):
+                    raise
+                _free_memory(step.model)
+                _refuse(results[i], f"does not fit: out of memory while timing ({exc})")
+    for r in results:
+        if r.fits and r.step_seconds_runs:
+            r.step_seconds = statistics.median(r.step_seconds_runs)
+        step.model.zero_grad(set_to_none=True)

@@ -1,0 +1,292 @@
+"""What this exact model should hold and peak at, from its shapes alone; FLOPs; and the
+reference figures of the sources (Korthikanti et al. 2022, the seed documents).
+
+Every number here is derived from the tensors the blocks save for backward, listed in
+block_tensors(): for a pre-LN block in fp32 with fused attention that is
+64·s·b·h + 4·(4·b·s + a·b·s) bytes, the figure measured on the prototype."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from demos.budget import dp_plan, greedy_plan
+from demos.config import ModelConfig
+from demos.model import Segment, sqrt_k
+from demos.strategies import DEFAULT_POLICY, StrategySpec, parse_strategy
+
+RECOMPUTE_BOUND = 4 / 3  # forward + backward (2x forward) + one more forward
+
+
+@dataclass(frozen=True)
+class HeldTensor:
+    name: str
+    bytes: int
+    kind: str  # input, layernorm, matmul, attention, gelu, add, dropout
+
+
+# which of a block's tensors each way of running it keeps alive for backward
+_KEEP = {"input", "ln1.out", "ln1.stats", "qkv", "attn.out", "attn.lse", "drop1.mask", "x2",
+         "ln2.out", "ln2.stats", "fc", "gelu", "drop2.mask"}
+_HELD_BY = {
+    "keep": _KEEP,
+    "checkpoint": {"input"},
+    "save-matmuls": {"input", "qkv", "proj", "fc", "out"},
+    "save-attention": {"input", "attn.out", "attn.lse"},
+    # saving the views after attention keeps its output alive; everything else is saved
+    "save-all-but-attention": (_KEEP - {"attn.lse", "drop1.mask", "drop2.mask"})
+    | {"proj", "out", "drop1.out", "drop2.out"},
+}
+
+
+def _sizes(cfg: ModelConfig, device: str) -> tuple[int, int, int, int]:
+    """(element bytes, LayerNorm-statistics bytes, dropout-mask bytes, sbh) for a device."""
+    e = cfg.dtype_bytes
+    stats = e if device == "cpu" else 4  # CUDA keeps LayerNorm statistics in fp32
+    mask = e if device == "cpu" else 1  # CPU dropout masks have the input dtype; CUDA bool
+    return e, stats, mask, cfg.batch * cfg.seq_len * cfg.hidden
+
+
+def _lse_bytes(cfg: ModelConfig, device: str) -> int:
+    s = cfg.seq_len
+    if device == "cuda" and cfg.dtype == "float32":  # memory-efficient kernel pads to 32
+        s = math.ceil(s / 32) * 32
+    return 4 * cfg.heads * cfg.batch * s
+
+
+def block_tensors(cfg: ModelConfig, device: str = "cpu") -> list[HeldTensor]:
+    """Every tensor a block makes that a strategy may keep for backward, with its bytes."""
+    e, st, m, sbh = _sizes(cfg, device)
+    bs = cfg.batch * cfg.seq_len
+    out = [
+        HeldTensor("input", sbh * e, "input"),
+        HeldTensor("ln1.out", sbh * e, "layernorm"),
+        HeldTensor("ln1.stats", 2 * bs * st, "layernorm"),
+        HeldTensor("qkv", 3 * sbh * e, "matmul"),
+        HeldTensor("attn.out", sbh * e, "attention"),
+        HeldTensor("attn.lse", _lse_bytes(cfg, device), "attention"),
+        HeldTensor("proj", sbh * e, "matmul"),
+        HeldTensor("x2", sbh * e, "add"),
+        HeldTensor("ln2.out", sbh * e, "layernorm"),
+        HeldTensor("ln2.stats", 2 * bs * st, "layernorm"),
+        HeldTensor("fc", 4 * sbh * e, "matmul"),
+        HeldTensor("gelu", 4 * sbh * e, "gelu"),
+        HeldTensor("out", sbh * e, "matmul"),
+    ]
+    if cfg.dropout > 0:
+        out += [HeldTensor("drop1.mask", sbh * m, "dropout"),
+                HeldTensor("drop1.out", sbh * e, "dropout"),
+                HeldTensor("drop2.mask", sbh * m, "dropout"),
+                HeldTensor("drop2.out", sbh * e, "dropout")]
+    return out
+
+
+def held_in_block(cfg: ModelConfig, how: str = "keep", device: str = "cpu") -> list[HeldTensor]:
+    """The tensors one block keeps: how is 'keep', 'checkpoint' or a selective policy."""
+    names = _HELD_BY[how]
+    return [t for t in block_tensors(cfg, device) if t.name in names]
+
+
+def predicted_block_bytes(cfg: ModelConfig, device: str = "cpu") -> int:
+    """Bytes one plain block keeps for backward, its input included.
+    fp32, CPU, no dropout: 64·s·b·h + 4·(4·b·s + a·b·s)."""
+    return sum(t.bytes for t in held_in_block(cfg, "keep", device))
+
+
+def outside_blocks(cfg: ModelConfig, device: str = "cpu") -> list[HeldTensor]:
+    """Held outside the blocks, loss excluded: the final LayerNorm's input, output and
+    statistics, and the embedding's dropout mask."""
+    e, st, m, sbh = _sizes(cfg, device)
+    out = [HeldTensor("ln_f.in", sbh * e, "input"), HeldTensor("ln_f.out", sbh * e, "layernorm"),
+           HeldTensor("ln_f.stats", 2 * cfg.batch * cfg.seq_len * st, "layernorm")]
+    if cfg.dropout > 0:
+        out.append(HeldTensor("emb.mask", sbh * m, "dropout"))
+    return out
+
+
+def logits_bytes(cfg: ModelConfig) -> int:
+    """One b·s·V tensor: the logits, their log-softmax, or a gradient of either."""
+    return cfg.batch * cfg.seq_len * cfg.vocab * cfg.dtype_bytes
+
+
+def loss_held_bytes(cfg: ModelConfig) -> int:
+    """Held by the loss at the end of forward: the log-softmax output and two scalars."""
+    return logits_bytes(cfg) + 2 * cfg.dtype_bytes
+
+
+def plan_for(cfg: ModelConfig, spec: StrategySpec | str, device: str = "cpu") -> list[Segment]:
+    """The segments a strategy runs the layers in. Raises BudgetTooSmall for budgets."""
+    spec = parse_strategy(spec)
+    n = cfg.layers
+    if spec.name in ("none", "offload"):
+        return [Segment(0, n, "keep")]
+    if spec.name == "selective":
+        return [Segment(i, i + 1, "selective", spec.policy or DEFAULT_POLICY) for i in range(n)]
+    if spec.name == "budget":
+        full = [predicted_block_bytes(cfg, device)] * n
+        inputs = [cfg.batch * cfg.seq_len * cfg.hidden * cfg.dtype_bytes] * n
+        method = dp_plan if spec.budget_method == "dp" else greedy_plan
+        return method(full, inputs, spec.budget_bytes)
+    k = {"every-layer": 1, "every-k": spec.k, "sqrt": sqrt_k(n)}[spec.name]
+    return [Segment(i, min(i + k, n), "checkpoint") for i in range(0, n, k)]
+
+
+def _segment_held(cfg: ModelConfig, seg: Segment, device: str) -> int:
+    if seg.mode == "keep":
+        return seg.size * predicted_block_bytes(cfg, device)
+    if seg.mode == "checkpoint":
+        return sum(t.bytes for t in held_in_block(cfg, "checkpoint", device))
+    # selective: every layer is its own checkpoint with a per-op policy
+    return seg.size * sum(t.bytes for t in held_in_block(cfg, seg.policy, device))
+
+
+def predicted_activation_bytes(cfg: ModelConfig, spec: StrategySpec | str,
+                               device: str = "cpu") -> int:
+    """Bytes held for backward at the end of forward, outside the loss (the log-softmax
+    is loss_held_bytes). Offload moves them to CPU memory: 0 stay on the GPU."""
+    spec = parse_strategy(spec)
+    if spec.name == "offload":
+        return 0
+    plan = plan_for(cfg, spec, device)
+    return (sum(_segment_held(cfg, seg, device) for seg in plan)
+            + sum(t.bytes for t in outside_blocks(cfg, device)))
+
+
+def parameter_count(cfg: ModelConfig) -> int:
+    h, v = cfg.hidden, cfg.vocab
+    block = 12 * h * h + 13 * h  # qkv, proj, fc, out with biases, and two LayerNorms
+    return v * h + cfg.seq_len * h + cfg.layers * block + 2 * h + v * h
+
+
+def parameter_bytes(cfg: ModelConfig) -> int:
+    return parameter_count(cfg) * cfg.dtype_bytes
+
+
+def predicted_peak_bytes(cfg: ModelConfig, spec: StrategySpec | str, device: str = "cpu") -> int:
+    """Peak bytes above the parameters during one step (gradients included).
+
+    The step peaks either in the loss's backward, where the log-softmax, its gradient and
+    the logits' gradient (three b·s·V tensors) sit on top of everything held, or while
+    the layers are rebuilt and differentiated, on top of the gradients made so far."""
+    spec = parse_strategy(spec)
+    e, _, _, sbh = _sizes(cfg, device)
+    held = predicted_activation_bytes(cfg, spec, device)
+    lg = logits_bytes(cfg)
+    h, v = cfg.hidden, cfg.vocab
+    head_grad = v * h * e
+    loss_peak = held + 3 * lg
+    head_peak = held + lg + head_grad + sbh * e
+    # the layers, last first: what the earlier layers still hold, plus the gradients so far
+    # (head, later layers), plus the rebuilt segment and the backward's own temporaries
+    block_grad = (12 * h * h + 13 * h) * e
+    temps = _backward_temporaries(cfg, device)
+    plan = plan_for(cfg, spec, device) if spec.name != "offload" else [Segment(0, cfg.layers)]
+    outside = sum(t.bytes for t in outside_blocks(cfg, device)) - sbh * e  # ln_f in/out gone
+    layer_peak = 0
+    held_before = [0]
+    for seg in plan:
+        held_before.append(held_before[-1] + _segment_held(cfg, seg, device))
+    for j, seg in reversed(list(enumerate(plan))):
+        grads = head_grad + (cfg.layers - seg.stop) * block_grad + block_grad
+        if seg.mode == "keep":
+            rebuilt = held_before[j + 1] - held_before[j]
+        else:
+            rebuilt = seg.size * predicted_block_bytes(cfg, device)
+        if spec.name == "offload":
+            rebuilt = predicted_block_bytes(cfg, device)
+            held_before[j] = 0
+        layer_peak = max(layer_peak, held_before[j] + rebuilt + grads + temps + outside)
+    return int(max(loss_peak, head_peak, layer_peak))
+
+
+def _backward_temporaries(cfg: ModelConfig, device: str) -> int:
+    """Gradients in flight inside one block's backward: at the MLP, the gradient of the
+    GELU output and of its input (4h each) and the residual stream's gradient."""
+    e, _, _, sbh = _sizes(cfg, device)
+    return (4 + 4 + 2) * sbh * e
+
+
+def korthikanti_layer_bytes(batch: int, seq: int, hidden: int, heads: int,
+                            full: bool = False) -> float:
+    """Korthikanti et al. 2022, 16-bit activations, 1-byte dropout masks: 34·s·b·h per
+    layer with fused (flash) attention; full=True adds the attention scores, 5·a·s²·b."""
+    value = 34.0 * seq * batch * hidden
+    if full:
+        value += 5.0 * heads * seq * seq * batch
+    return value
+
+
+def seed_example() -> dict[str, float]:
+    """The seed documents' 2B-class example: hidden 2048, 28 layers, batch 2 x 1,024."""
+    b, s, h, n, vocab = 2, 1024, 2048, 28, 248_000
+    layer = korthikanti_layer_bytes(b, s, h, 16)
+    return {
+        "all_kept_bytes": n * layer,  # ~4.0 GB
+        "checkpoint_inputs_bytes": 2.0 * b * s * h * n,  # ~0.23 GB
+        "one_layer_rebuilt_bytes": layer,  # ~0.14 GB
+        "logits_bytes": 4.0 * b * s * vocab,  # ~2.0 GB
+    }
+
+
+def step_flops(cfg: ModelConfig, spec: StrategySpec | str | None = None) -> dict[str, float]:
+    """Matmul FLOPs of one step: forward, backward (2x forward), the recomputation a
+    strategy adds, and the ratio to a step without checkpointing."""
+    b, s, h, v, n = cfg.batch, cfg.seq_len, cfg.hidden, cfg.vocab, cfg.layers
+    block = 2 * b * s * 12 * h * h + 2 * 2 * b * s * s * h / 2  # causal: half the scores
+    head = 2 * b * s * h * v
+    forward = n * block + head
+    backward = 2 * forward
+    recompute = 0.0
+    if spec is not None:
+        spec = parse_strategy(spec)
+        for seg in plan_for(cfg, spec):
+            if seg.mode == "checkpoint":
+                recompute += seg.size * block
+            elif seg.mode == "selective":
+                recompute += seg.size * _selective_recompute_share(cfg, seg.policy) * block
+    base = forward + backward
+    return {"forward": forward, "backward": backward, "recompute": recompute,
+            "total": base + recompute, "block_forward": block, "head_forward": head,
+            "overhead": (base + recompute) / base}
+
+
+def _selective_recompute_share(cfg: ModelConfig, policy: str | None) -> float:
+    """Fraction of a block's matmul FLOPs a policy recomputes."""
+    b, s, h = cfg.batch, cfg.seq_len, cfg.hidden
+    matmul = 2 * b * s * 12 * h * h
+    attention = 2 * b * s * s * h
+    policy = policy or DEFAULT_POLICY
+    if policy == "save-matmuls":
+        redo = attention
+    elif policy == "save-attention":
+        redo = 2 * b * s * 3 * h * h  # only the QKV projection is needed again
+    else:
+        redo = attention
+    return redo / (matmul + attention)
+
+
+def explain_differences(cfg: ModelConfig, device: str = "cpu") -> str:
+    """Why this model's bytes per layer differ from Korthikanti's 34·s·b·h."""
+    ours = predicted_block_bytes(cfg, device)
+    sbh = cfg.batch * cfg.seq_len * cfg.hidden
+    theirs = korthikanti_layer_bytes(cfg.batch, cfg.seq_len, cfg.hidden, cfg.heads)
+    e = cfg.dtype_bytes
+    lines = [
+        f"This model keeps {ours / sbh:.1f}·s·b·h bytes per layer; Korthikanti et al. "
+        f"count 34·s·b·h ({ours / theirs:.2f}x).",
+        f"- Number size: Korthikanti assume 16-bit activations (2 bytes); this run uses "
+        f"{cfg.dtype} ({e} bytes), so each kept tensor costs {e / 2:g}x as much.",
+        "- Dropout: Korthikanti keep 1-byte dropout masks (attention, after attention, after "
+        "the MLP: 2·s·b·h plus 1·a·s²·b). "
+        + ("This model has no dropout, so no masks." if cfg.dropout == 0 else
+           "This model drops out after attention and after the MLP, not inside attention, "
+           "so the a·s² mask is absent; " + ("on the CPU a mask has the activation's dtype."
+                                            if device == "cpu" else "masks are 1-byte bool.")),
+        "- Attention: with fused attention (scaled_dot_product_attention) the s×s scores are "
+        "never stored; only the output and a log-sum-exp per head and token are, so the "
+        "5·a·s²·b term is gone.",
+        "- Kept tensors in units of s·b·h elements: LayerNorm inputs and outputs 4, fused QKV "
+        "3, attention output 1, MLP 4h GELU input and output 8: 16, plus LayerNorm "
+        "statistics and the log-sum-exp (b·s numbers each).",
+    ]
+    return "\n".join(lines)
