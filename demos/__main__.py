@@ -1,0 +1,5 @@
+import sys
+
+from demos.cli import main
+
+sys.exit(main())
