@@ -1,0 +1,252 @@
+"""The formulas the lessons teach, as pure functions.
+
+Units: bytes unless a name says otherwise; GB means 10**9 bytes (as in the sources' figures).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+GB = 1e9
+
+
+# --------------------------------------------------------------------------------------
+# Segments: memory(k) = k checkpoints + one segment of n/k layers rebuilt (Chen et al. 2016)
+# --------------------------------------------------------------------------------------
+
+
+def segment_memory(layers: float, segments: float, boundary: float = 1.0,
+                   layer: float = 1.0) -> float:
+    """Activation memory with `segments` equal segments: the kept segment inputs
+    (`boundary` each) plus one whole segment of layers (`layer` each) rebuilt at a time.
+
+    With boundary == layer == 1 this is Chen et al.'s n/k + k.
+    """
+    if segments <= 0 or layers <= 0:
+        raise ValueError("layers and segments must be positive")
+    return segments * boundary + (layers / segments) * layer
+
+
+def optimal_segments(layers: float, boundary: float = 1.0, layer: float = 1.0) -> float:
+    """The (real-valued) segment count that minimises `segment_memory`: √(n·layer/boundary).
+
+    For boundary == layer this is √n; a layer that keeps much more than its input (a
+    transformer layer keeps ~17x its input) pushes the optimum towards one segment per layer.
+    """
+    return math.sqrt(layers * layer / boundary)
+
+
+def best_segment_count(layers: int, boundary: float = 1.0, layer: float = 1.0) -> int:
+    """The best whole number of segments (1..layers) under `segment_memory`."""
+    return min(range(1, layers + 1),
+               key=lambda k: (segment_memory(layers, k, boundary, layer), k))
+
+
+def best_segment_length(layers: int, boundary: float = 1.0, layer: float = 1.0) -> int:
+    """The best whole number of layers per segment: ⌈n/L⌉ kept inputs plus L layers rebuilt."""
+    return min(range(1, layers + 1),
+               key=lambda length: (math.ceil(layers / length) * boundary + length * layer,
+                                   length))
+
+
+def minimum_memory(layers: float, boundary: float = 1.0, layer: float = 1.0) -> float:
+    """segment_memory at its real-valued optimum: 2·√(n·boundary·layer)."""
+    return 2.0 * math.sqrt(layers * boundary * layer)
+
+
+def optimal_segment_length(layers: float, boundary: float, layer: float) -> float:
+    """Layers per segment at the optimum: √(n·boundary/layer)."""
+    return math.sqrt(layers * boundary / layer)
+
+
+# --------------------------------------------------------------------------------------
+# The recursive variant: O(log n) memory for O(n log n) forward compute
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RecursiveCost:
+    layers: int
+    forwards: int  # layer forward computations in one training step, the first pass included
+    peak_boundaries: int  # most layer inputs held at once (each one unit)
+
+
+def recursive_cost(layers: int) -> RecursiveCost:
+    """Bisection recomputation on a chain of `layers` single-tensor layers.
+
+    To backpropagate through the layers [a, b) while holding the input of layer a: if it is
+    one layer, recompute it and backpropagate; otherwise run forward to the middle, keep
+    that one tensor, handle the right half, drop it, and handle the left half. Only one
+    tensor per level of the recursion is held: about log2(n) + 1 at once.
+    """
+    if layers < 1:
+        raise ValueError("layers must be at least 1")
+    forwards = layers  # the ordinary forward pass (it keeps only the input)
+    peak = 1
+
+    def walk(start: int, stop: int, held: int) -> None:
+        nonlocal forwards, peak
+        if stop - start == 1:
+            forwards += 1  # rebuild this layer to backpropagate through it
+            peak = max(peak, held + 1)
+            return
+        middle = (start + stop) // 2
+        forwards += middle - start
+        peak = max(peak, held + 1)
+        walk(middle, stop, held + 1)
+        walk(start, middle, held)
+
+    walk(0, layers, 1)
+    return RecursiveCost(layers, forwards, peak)
+
+
+# --------------------------------------------------------------------------------------
+# Chen et al.'s placement under a memory budget
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BudgetPlan:
+    budget: float
+    checkpoints: tuple[int, ...]  # indices of the layers whose output is kept
+    stored: float  # x: total size of the kept outputs
+    largest_segment: float  # y: the most memory one segment needs when it is rebuilt
+
+    @property
+    def memory(self) -> float:
+        """Chen et al.'s estimate of activation memory: x + y."""
+        return self.stored + self.largest_segment
+
+    def segments(self, layers: int) -> list[tuple[int, int]]:
+        """The (first, last) layer index of each segment, the checkpoint layer closing it."""
+        bounds, start = [], 0
+        for index in self.checkpoints:
+            bounds.append((start, index))
+            start = index + 1
+        if start < layers:
+            bounds.append((start, layers - 1))
+        return bounds
+
+
+def budget_placement(sizes: list[float], budget: float) -> BudgetPlan:
+    """Walk the layers in order, adding up their output sizes; whenever the running total
+    passes the budget, keep that layer's output as a checkpoint and start a new segment."""
+    running, stored, largest = 0.0, 0.0, 0.0
+    checkpoints: list[int] = []
+    for index, size in enumerate(sizes):
+        running += size
+        if running > budget:
+            checkpoints.append(index)
+            stored += size
+            largest = max(largest, running)
+            running = 0.0
+    largest = max(largest, running)
+    return BudgetPlan(budget, tuple(checkpoints), stored, largest)
+
+
+def best_budget(sizes: list[float], budgets: list[float]) -> BudgetPlan:
+    """The plan with the least x + y among `budgets` (Chen et al. search around √(x·y))."""
+    return min((budget_placement(sizes, budget) for budget in budgets),
+               key=lambda plan: (plan.memory, plan.budget))
+
+
+# --------------------------------------------------------------------------------------
+# A transformer layer (Korthikanti et al. 2022)
+# --------------------------------------------------------------------------------------
+
+
+def layer_activation_parts(batch: int, seq: int, hidden: int, heads: int,
+                           efficient_attention: bool = True) -> dict[str, float]:
+    """Bytes one GPT-style layer keeps for backward, by part: 16-bit activations, 1-byte
+    dropout masks, MLP width 4h. Efficient (fused) attention never stores the s×s scores."""
+    sbh = seq * batch * hidden
+    return {
+        "attention (Q, K, V, output, projections)": 11 * sbh,
+        "attention scores (softmax, dropout)": (0 if efficient_attention
+                                                else 5 * heads * seq * seq * batch),
+        "MLP": 19 * sbh,
+        "layer norms": 4 * sbh,
+    }
+
+
+def layer_activation_bytes(batch: int, seq: int, hidden: int, heads: int = 1,
+                           efficient_attention: bool = True) -> float:
+    """s·b·h·(34 + 5·a·s/h) bytes, or 34·s·b·h with efficient attention."""
+    return float(sum(layer_activation_parts(batch, seq, hidden, heads,
+                                            efficient_attention).values()))
+
+
+def layer_input_bytes(batch: int, seq: int, hidden: int, bytes_per_value: int = 2) -> float:
+    """One layer's input: b·s·h values (2 bytes each in 16-bit): what a checkpoint keeps."""
+    return float(bytes_per_value * batch * seq * hidden)
+
+
+@dataclass(frozen=True)
+class TransformerActivations:
+    per_layer: float
+    layer_input: float
+    layers: int
+
+    @property
+    def all_kept(self) -> float:
+        return self.per_layer * self.layers
+
+    @property
+    def checkpoint_inputs(self) -> float:
+        return self.layer_input * self.layers
+
+    @property
+    def one_layer_rebuilt(self) -> float:
+        return self.per_layer
+
+    @property
+    def checkpointed(self) -> float:
+        """Every-layer checkpointing: every layer's input, plus one layer rebuilt."""
+        return self.checkpoint_inputs + self.one_layer_rebuilt
+
+    @property
+    def saving(self) -> float:
+        """The fraction of activation memory every-layer checkpointing frees."""
+        return 1.0 - self.checkpointed / self.all_kept
+
+
+def transformer_activations(batch: int, seq: int, hidden: int, layers: int, heads: int = 1,
+                            efficient_attention: bool = True) -> TransformerActivations:
+    return TransformerActivations(
+        layer_activation_bytes(batch, seq, hidden, heads, efficient_attention),
+        layer_input_bytes(batch, seq, hidden),
+        layers,
+    )
+
+
+def selective_saving(seq: int, hidden: int, heads: int) -> float:
+    """Fraction of a layer's activations selective recomputation frees by dropping only
+    the attention scores: (5as/h) / (34 + 5as/h)."""
+    scores = 5 * heads * seq / hidden
+    return scores / (34 + scores)
+
+
+def internals_ratio() -> float:
+    """How many times its input a transformer layer keeps inside it: (34 - 2) / 2 = 16."""
+    return (34 - 2) / 2
+
+
+# --------------------------------------------------------------------------------------
+# Logits and the cost of a step
+# --------------------------------------------------------------------------------------
+
+
+def logits_bytes(batch: int, seq: int, vocab: int, bytes_per_value: int = 4) -> float:
+    """b·s·V·bytes: one score per vocabulary entry at every position."""
+    return float(batch * seq * vocab * bytes_per_value)
+
+
+def recompute_overhead(backward_ratio: float = 2.0, extra_forwards: float = 1.0) -> float:
+    """Extra time per step, as a fraction of a step without checkpointing, if backward costs
+    `backward_ratio` forwards and checkpointing adds `extra_forwards` forwards."""
+    return extra_forwards / (1.0 + backward_ratio)
+
+
+def percent_change(before: float, after: float) -> float:
+    return (after - before) / before

@@ -1,0 +1,82 @@
+"""Figures the lessons quote from published sources (see ../shared/FACTS.md).
+
+These are reported results, not things we can derive, so they live here once, with their
+source, and the lessons inject them by name. Anything that *can* be derived (the worked
+examples, percentages, ratios) is computed from a formula elsewhere in `lessons/`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Source:
+    key: str
+    title: str
+    authors: str
+    url: str
+    note: str
+
+
+SOURCES: tuple[Source, ...] = (
+    Source(
+        "chen2016",
+        "Training Deep Nets with Sublinear Memory Cost",
+        "Chen, Xu, Zhang, Guestrin (2016)",
+        "https://arxiv.org/abs/1604.06174",
+        "the paper that made recomputation standard: √n memory for one extra forward pass",
+    ),
+    Source(
+        "korthikanti2022",
+        "Reducing Activation Recomputation in Large Transformer Models",
+        "Korthikanti et al. (2022)",
+        "https://arxiv.org/abs/2205.05198",
+        "the per-layer activation formula, and selective recomputation",
+    ),
+    Source(
+        "pytorch",
+        "torch.utils.checkpoint",
+        "PyTorch documentation",
+        "https://docs.pytorch.org/docs/stable/checkpoint.html",
+        "the API: checkpoint, checkpoint_sequential, selective checkpointing",
+    ),
+    Source(
+        "hf-memory",
+        "Model training anatomy (GPU memory usage)",
+        "Hugging Face Transformers documentation",
+        "https://huggingface.co/docs/transformers/model_memory_anatomy",
+        "what training memory is spent on: weights, gradients, optimizer state, activations",
+    ),
+    Source(
+        "openai2018",
+        "openai/gradient-checkpointing",
+        "Salimans and Bulatov, OpenAI (2018)",
+        "https://github.com/cybertronai/gradient-checkpointing",
+        "node-by-node animations of plain, memory-poor and √n backprop",
+    ),
+)
+
+# Chen et al. 2016: a 1,000-layer ResNet.
+CHEN_LAYERS = 1_000
+CHEN_MEMORY_BEFORE_GB = 48.0
+CHEN_MEMORY_AFTER_GB = 7.0
+CHEN_EXTRA_RUNTIME = 0.30  # "about 30% more runtime"
+
+# Korthikanti et al. 2022: selective recomputation on GPT-3 (175B).
+GPT3 = {"hidden": 12_288, "heads": 96, "seq": 2_048, "layers": 96}
+KORTHIKANTI_SELECTIVE_EXTRA_FLOPS = 0.027  # reported: ~2.7% more FLOPs on GPT-3
+# One layer of their 22B model, forward + backward time in milliseconds.
+KORTHIKANTI_22B_MS = {"baseline": 19.6, "full": 27.2, "selective": 20.9}
+
+# openai/gradient-checkpointing (2018): ">10x larger models for ~20% more compute".
+OPENAI_LARGER_MODELS = 10
+OPENAI_EXTRA_COMPUTE = 0.20
+
+# Hugging Face docs.
+HF_SLOWDOWN = 0.20  # checkpointing is "about 20% slower"
+
+# The source pages: "in practice 20-30% slower".
+PRACTICE_SLOWDOWN = (0.20, 0.30)
+# Vocabularies of recent models.
+COMMON_VOCAB_RANGE = (150_000, 250_000)

@@ -1,0 +1,302 @@
+"""Plotly figures for the lessons: pure functions from numbers to go.Figure."""
+
+from __future__ import annotations
+
+import math
+
+import plotly.graph_objects as go
+
+from lessons.checkpoint_math import (
+    GB,
+    BudgetPlan,
+    logits_bytes,
+    optimal_segments,
+    recursive_cost,
+    segment_memory,
+)
+from lessons.memory_calculator import COMPONENTS, MemoryBreakdown
+from lessons.stepper import (
+    DROPPED,
+    FREED,
+    HELD,
+    NOT_YET,
+    RECOMPUTED,
+    STATES,
+    STRATEGIES,
+    STRATEGY_LABELS,
+    TRANSIENT,
+    Simulation,
+    simulate,
+)
+
+COMPONENT_COLORS = {
+    "Weights": "#4C78A8",
+    "Gradients": "#72B7B2",
+    "Optimizer state": "#54A24B",
+    "Activations": "#F58518",
+    "Logits": "#E45756",
+}
+STATE_COLORS = {
+    NOT_YET: "#EEEEEE",
+    HELD: "#4C78A8",
+    TRANSIENT: "#9ECAE9",
+    DROPPED: "#FFFFFF",
+    RECOMPUTED: "#F58518",
+    FREED: "#D9D9D9",
+}
+_LAYOUT = {"template": "plotly_white", "margin": {"l": 10, "r": 10, "t": 50, "b": 10}}
+
+
+def memory_breakdown_figure(bars: dict[str, MemoryBreakdown]) -> go.Figure:
+    """One stacked bar per setup (e.g. without and with checkpointing), in GB."""
+    labels = list(bars)
+    fig = go.Figure()
+    for component in COMPONENTS:
+        values = [bars[label].in_gb()[component] for label in labels]
+        fig.add_bar(
+            y=labels, x=values, name=component, orientation="h",
+            marker_color=COMPONENT_COLORS[component],
+            text=[f"{value:.2f}" if value < 1 else f"{value:.1f}" for value in values],
+            textposition="inside", insidetextanchor="middle",
+            hovertemplate=f"{component}: %{{x:.2f}} GB<extra></extra>",
+        )
+    for label in labels:
+        total = bars[label].total / GB
+        fig.add_annotation(x=total, y=label, text=f"<b>{total:.1f} GB</b>",
+                           showarrow=False, xanchor="left", xshift=6)
+    fig.update_layout(barmode="stack", height=260, xaxis_title="GB (10⁹ bytes)",
+                      legend={"orientation": "h", "y": 1.18, "x": 0},
+                      yaxis={"autorange": "reversed"}, **_LAYOUT)
+    fig.update_xaxes(range=[0, max(b.total for b in bars.values()) / GB * 1.15])
+    return fig
+
+
+# --------------------------------------------------------------------------------------
+# The stepper
+# --------------------------------------------------------------------------------------
+
+
+def stepper_figure(sim: Simulation, index: int) -> go.Figure:
+    """Each layer as a column: its input (1 unit) at the bottom and its internals (r units)
+    stacked above, coloured by their state during step `index`."""
+    step = sim.steps[index]
+    n = sim.layers
+    fig = go.Figure()
+    input_height = 1.0
+    internals_height = max(sim.ratio, 0.0)
+    for state in STATES:
+        xs, ys, bases, hover = [], [], [], []
+        for layer in range(1, n + 1):
+            if step.inputs[layer - 1] == state:
+                xs.append(layer)
+                ys.append(input_height)
+                bases.append(0.0)
+                hover.append(f"input of layer {layer}: {state}")
+            if internals_height and step.internals[layer - 1] == state:
+                xs.append(layer)
+                ys.append(internals_height)
+                bases.append(input_height + 0.15)
+                hover.append(f"internals of layer {layer}: {state}")
+        fig.add_bar(
+            x=xs or [None], y=ys or [None], base=bases or [None], name=state,
+            marker={"color": STATE_COLORS[state],
+                    "line": {"color": "#555555", "width": 1.2 if state == DROPPED else 0.6},
+                    "pattern": {"shape": "/" if state == DROPPED else ""}},
+            hovertext=hover or None, hoverinfo="text", width=0.8, showlegend=True,
+        )
+    top = input_height + 0.15 + internals_height
+    checkpoint_x = [j + 1 for j in sim.checkpoints]
+    fig.add_scatter(x=checkpoint_x, y=[-0.35] * len(checkpoint_x), mode="markers",
+                    marker={"symbol": "triangle-up", "size": 11, "color": "#222222"},
+                    name="checkpoint (input kept)", hoverinfo="skip")
+    arrow = {"forward": "forward ▶", "recompute": "recompute ↻", "backward": "◀ backward"}
+    fig.add_annotation(x=step.layer, y=top, text=f"<b>{arrow[step.phase]}</b>",
+                       showarrow=True, arrowhead=2, ay=-34, ax=0, yanchor="bottom",
+                       font={"size": 13})
+    fig.update_layout(
+        barmode="overlay", height=340, bargap=0.15,
+        xaxis={"title": "layer", "tickmode": "linear", "dtick": 1, "range": [0.4, n + 0.6]},
+        yaxis={"title": "memory units", "range": [-0.7, top * 1.25 + 0.5],
+               "showticklabels": False},
+        legend={"orientation": "h", "y": -0.25, "x": 0},
+        template="plotly_white", margin={"l": 10, "r": 10, "t": 40, "b": 10},
+    )
+    return fig
+
+
+def stepper_memory_figure(sim: Simulation, index: int) -> go.Figure:
+    """Memory in use at every step, the current step marked and the peak drawn."""
+    xs = [step.index + 1 for step in sim.steps]
+    ys = [step.memory for step in sim.steps]
+    fig = go.Figure()
+    fig.add_scatter(x=xs, y=ys, mode="lines", line={"shape": "hv", "color": "#4C78A8"},
+                    name="memory in use", hovertemplate="step %{x}: %{y} units<extra></extra>")
+    fig.add_scatter(x=[index + 1], y=[sim.steps[index].memory], mode="markers",
+                    marker={"size": 12, "color": "#E45756"}, name="now")
+    fig.add_hline(y=sim.peak, line_dash="dot", line_color="#888888",
+                  annotation_text=f"peak {sim.peak:g}", annotation_position="top left")
+    fig.update_layout(height=220, showlegend=False, xaxis_title="step",
+                      yaxis_title="units", **_LAYOUT)
+    fig.update_yaxes(rangemode="tozero")
+    return fig
+
+
+def tradeoff_figure(layers: int, ratio: float) -> go.Figure:
+    """Peak memory against forward computations for every strategy, plus the recursive one
+    (single-tensor layers, so only when ratio is 0)."""
+    fig = go.Figure()
+    for strategy in STRATEGIES:
+        sim = simulate(strategy, layers, ratio)
+        fig.add_scatter(x=[sim.forwards], y=[sim.peak], mode="markers+text",
+                        text=[STRATEGY_LABELS[strategy]], textposition="top center",
+                        marker={"size": 13}, name=STRATEGY_LABELS[strategy])
+    if ratio == 0:
+        rec = recursive_cost(layers)
+        fig.add_scatter(x=[rec.forwards], y=[rec.peak_boundaries], mode="markers+text",
+                        text=["Recursive (log N)"], textposition="bottom center",
+                        marker={"size": 13, "symbol": "diamond"}, name="Recursive (log N)")
+    fig.update_layout(height=360, showlegend=False,
+                      xaxis_title="forward computations per step",
+                      yaxis_title="peak memory (units)", **_LAYOUT)
+    fig.update_yaxes(rangemode="tozero")
+    return fig
+
+
+# --------------------------------------------------------------------------------------
+# How many checkpoints
+# --------------------------------------------------------------------------------------
+
+
+def k_curve_figure(layers: int, boundary: float = 1.0, layer: float = 1.0) -> go.Figure:
+    """segment_memory over the number of segments k, with its minimum and √N marked."""
+    ks = list(range(1, layers + 1))
+    memory = [segment_memory(layers, k, boundary, layer) for k in ks]
+    stored = [k * boundary for k in ks]
+    rebuilt = [layers / k * layer for k in ks]
+    best_k = min(ks, key=lambda k: (memory[k - 1], k))
+    fig = go.Figure()
+    fig.add_scatter(x=ks, y=memory, name="total: checkpoints + one segment", mode="lines",
+                    line={"width": 3, "color": "#4C78A8"})
+    fig.add_scatter(x=ks, y=stored, name="checkpoints kept (k)", mode="lines",
+                    line={"dash": "dot", "color": "#54A24B"})
+    fig.add_scatter(x=ks, y=rebuilt, name="one segment rebuilt (N/k)", mode="lines",
+                    line={"dash": "dot", "color": "#F58518"})
+    fig.add_scatter(x=[best_k], y=[memory[best_k - 1]], mode="markers+text",
+                    marker={"size": 13, "color": "#E45756"},
+                    text=[f"minimum: k = {best_k}"], textposition="top center",
+                    name="minimum")
+    root = math.sqrt(layers)
+    fig.add_vline(x=root, line_dash="dash", line_color="#888888",
+                  annotation_text=f"√N = {root:.1f}", annotation_position="top right")
+    if boundary != layer:
+        fig.add_vline(x=min(optimal_segments(layers, boundary, layer), layers),
+                      line_dash="dash", line_color="#E45756",
+                      annotation_text="√(N·layer/input)", annotation_position="bottom right")
+    fig.update_layout(height=380, xaxis_title="number of segments k (checkpoints)",
+                      yaxis_title="activation memory (units of one layer input)",
+                      legend={"orientation": "h", "y": 1.15, "x": 0}, **_LAYOUT)
+    fig.update_yaxes(rangemode="tozero")
+    return fig
+
+
+def budget_figure(sizes: list[float], plan: BudgetPlan) -> go.Figure:
+    """The layers' output sizes, segments in alternating colours, checkpoints marked."""
+    segment_of = {}
+    for number, (first, last) in enumerate(plan.segments(len(sizes))):
+        for index in range(first, last + 1):
+            segment_of[index] = number
+    colors = ["#4C78A8" if segment_of.get(i, 0) % 2 == 0 else "#9ECAE9"
+              for i in range(len(sizes))]
+    fig = go.Figure()
+    fig.add_bar(x=list(range(1, len(sizes) + 1)), y=sizes, marker_color=colors,
+                name="layer output size", hovertemplate="layer %{x}: %{y}<extra></extra>")
+    cps = [i + 1 for i in plan.checkpoints]
+    fig.add_scatter(x=cps, y=[sizes[i - 1] + 0.4 for i in cps], mode="markers",
+                    marker={"symbol": "triangle-down", "size": 12, "color": "#E45756"},
+                    name="checkpoint")
+    fig.update_layout(height=260, showlegend=False, bargap=0.1,
+                      xaxis_title="layer (segments alternate in colour; ▼ = kept output)",
+                      yaxis_title="output size", **_LAYOUT)
+    return fig
+
+
+def budget_sweep_figure(sizes: list[float], plans: list[BudgetPlan],
+                        chosen: BudgetPlan) -> go.Figure:
+    fig = go.Figure()
+    fig.add_scatter(x=[p.budget for p in plans], y=[p.memory for p in plans],
+                    mode="lines+markers", name="x + y", line={"shape": "hv"})
+    fig.add_scatter(x=[chosen.budget], y=[chosen.memory], mode="markers",
+                    marker={"size": 14, "color": "#E45756"}, name="your budget")
+    fig.update_layout(height=240, showlegend=False, xaxis_title="budget B",
+                      yaxis_title="memory estimate x + y", **_LAYOUT)
+    fig.update_yaxes(rangemode="tozero")
+    return fig
+
+
+# --------------------------------------------------------------------------------------
+# A transformer layer, logits, and the cost of a step
+# --------------------------------------------------------------------------------------
+
+
+def layer_strategies_figure(rows: dict[str, dict[str, float]]) -> go.Figure:
+    """Stacked bars in GB: for each strategy, what it keeps (parts -> bytes)."""
+    parts = list(dict.fromkeys(part for row in rows.values() for part in row))
+    palette = ["#4C78A8", "#E45756", "#54A24B", "#B279A2", "#F58518", "#9ECAE9"]
+    fig = go.Figure()
+    for number, part in enumerate(parts):
+        values = [rows[label].get(part, 0.0) / GB for label in rows]
+        fig.add_bar(y=list(rows), x=values, name=part, orientation="h",
+                    marker_color=palette[number % len(palette)],
+                    hovertemplate=f"{part}: %{{x:.3f}} GB<extra></extra>")
+    for label, row in rows.items():
+        total = sum(row.values()) / GB
+        fig.add_annotation(x=total, y=label, text=f"<b>{total:.2f} GB</b>", showarrow=False,
+                           xanchor="left", xshift=6)
+    longest = max(sum(row.values()) for row in rows.values()) / GB
+    fig.update_layout(barmode="stack", height=300, xaxis_title="GB (10⁹ bytes)",
+                      yaxis={"autorange": "reversed"},
+                      legend={"orientation": "h", "y": 1.25, "x": 0}, **_LAYOUT)
+    fig.update_xaxes(range=[0, longest * 1.2])
+    return fig
+
+
+def logits_figure(batch: int, seq: int, vocab: int, bytes_per_value: int,
+                  marks: dict[str, int]) -> go.Figure:
+    """Logits (and logits + their gradient) in GB against vocabulary size."""
+    top = max([vocab, *marks.values()]) * 1.1
+    vocabs = [int(top * i / 100) for i in range(1, 101)]
+    values = [logits_bytes(batch, seq, v, bytes_per_value) / GB for v in vocabs]
+    fig = go.Figure()
+    fig.add_scatter(x=vocabs, y=values, name="logits", mode="lines")
+    fig.add_scatter(x=vocabs, y=[2 * y for y in values], name="logits + their gradient",
+                    mode="lines", line={"dash": "dot"})
+    for label, mark in marks.items():
+        fig.add_scatter(x=[mark], y=[logits_bytes(batch, seq, mark, bytes_per_value) / GB],
+                        mode="markers+text", text=[label], textposition="top left",
+                        marker={"size": 9, "color": "#555555"}, showlegend=False)
+    fig.add_scatter(x=[vocab], y=[logits_bytes(batch, seq, vocab, bytes_per_value) / GB],
+                    mode="markers", marker={"size": 14, "color": "#E45756"}, name="yours")
+    fig.update_layout(height=320, xaxis_title="vocabulary size V", yaxis_title="GB",
+                      legend={"orientation": "h", "y": 1.15, "x": 0}, **_LAYOUT)
+    return fig
+
+
+def step_cost_figure(backward_ratio: float = 2.0) -> go.Figure:
+    """A training step in units of one forward pass: without and with recomputation."""
+    rows = {
+        "without checkpointing": {"forward": 1.0, "backward": backward_ratio},
+        "with checkpointing": {"forward": 1.0, "recompute (forward again)": 1.0,
+                               "backward": backward_ratio},
+    }
+    colors = {"forward": "#4C78A8", "recompute (forward again)": "#F58518",
+              "backward": "#54A24B"}
+    fig = go.Figure()
+    for part, color in colors.items():
+        fig.add_bar(y=list(rows), x=[rows[label].get(part, 0.0) for label in rows],
+                    name=part, orientation="h", marker_color=color,
+                    text=[f"{rows[label][part]:g}" if part in rows[label] else ""
+                          for label in rows], textposition="inside")
+    fig.update_layout(barmode="stack", height=220, xaxis_title="time, in forward passes",
+                      yaxis={"autorange": "reversed"},
+                      legend={"orientation": "h", "y": 1.3, "x": 0}, **_LAYOUT)
+    return fig

@@ -1,0 +1,157 @@
+"""What training memory is made of: weights, gradients, optimizer state, activations, logits.
+
+Bytes per parameter follow the Hugging Face "model training anatomy" accounting; the
+activations use Korthikanti et al.'s 34·b·s·h bytes per layer (16-bit values, efficient
+attention), scaled by the bytes of one activation value; logits are b·s·V in 32-bit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from lessons.checkpoint_math import GB, layer_activation_bytes, layer_input_bytes, logits_bytes
+
+
+@dataclass(frozen=True)
+class Precision:
+    key: str
+    label: str
+    weight_bytes: int  # per parameter, every copy of the weights together
+    grad_bytes: int  # per parameter
+    activation_bytes: int  # per activation value
+
+
+PRECISIONS: dict[str, Precision] = {
+    "mixed": Precision("mixed", "Mixed precision (16-bit compute, 32-bit master weights)",
+                       6, 4, 2),
+    "fp32": Precision("fp32", "32-bit everywhere (fp32)", 4, 4, 4),
+    "bf16": Precision("bf16", "Pure 16-bit (bf16 weights and gradients)", 2, 2, 2),
+}
+
+
+@dataclass(frozen=True)
+class Optimizer:
+    key: str
+    label: str
+    state_bytes: int  # per parameter
+
+
+OPTIMIZERS: dict[str, Optimizer] = {
+    "adamw": Optimizer("adamw", "AdamW (two 32-bit states)", 8),
+    "adamw-8bit": Optimizer("adamw-8bit", "8-bit AdamW", 2),
+    "sgd-momentum": Optimizer("sgd-momentum", "SGD with momentum", 4),
+    "sgd": Optimizer("sgd", "Plain SGD (no state)", 0),
+}
+
+
+@dataclass(frozen=True)
+class TrainingSetup:
+    params: float  # number of parameters
+    precision: str = "mixed"
+    optimizer: str = "adamw"
+    batch: int = 2
+    tokens: int = 1_024
+    hidden: int = 2_048
+    layers: int = 28
+    vocab: int = 248_000
+    logits_bytes_per_value: int = 4
+
+    def with_(self, **changes: object) -> TrainingSetup:
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class Preset:
+    key: str
+    label: str
+    setup: TrainingSetup
+    note: str
+
+
+def transformer_params(hidden: int, layers: int, vocab: int) -> float:
+    """About 12·h² per layer (attention 4h², MLP 8h²) plus the embedding table V·h."""
+    return 12.0 * hidden * hidden * layers + float(vocab) * hidden
+
+
+PRESETS: dict[str, Preset] = {
+    "seed-2b": Preset(
+        "seed-2b", "2B-class model (the worked example)",
+        TrainingSetup(transformer_params(2_048, 28, 248_000), batch=2, tokens=1_024,
+                      hidden=2_048, layers=28, vocab=248_000),
+        "hidden 2,048 · 28 layers · vocabulary 248,000 · batch 2 × 1,024 tokens; "
+        "parameters estimated as 12·h²·L + V·h",
+    ),
+    "gpt2-small": Preset(
+        "gpt2-small", "GPT-2 small (124M)",
+        TrainingSetup(124_000_000, batch=8, tokens=1_024, hidden=768, layers=12,
+                      vocab=50_257),
+        "hidden 768 · 12 layers · vocabulary 50,257 · 124M parameters · "
+        "batch 8 × 1,024 tokens",
+    ),
+    "8b": Preset(
+        "8b", "8B model (Llama-3-8B-like)",
+        TrainingSetup(8_030_000_000, batch=2, tokens=4_096, hidden=4_096, layers=32,
+                      vocab=128_256),
+        "hidden 4,096 · 32 layers · vocabulary 128,256 · about 8.03B parameters · "
+        "batch 2 × 4,096 tokens",
+    ),
+}
+DEFAULT_PRESET = "seed-2b"
+
+COMPONENTS: tuple[str, ...] = ("Weights", "Gradients", "Optimizer state", "Activations",
+                               "Logits")
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    weights: float
+    gradients: float
+    optimizer: float
+    activations: float
+    logits: float
+
+    def parts(self) -> dict[str, float]:
+        return dict(zip(COMPONENTS, (self.weights, self.gradients, self.optimizer,
+                                     self.activations, self.logits), strict=True))
+
+    @property
+    def total(self) -> float:
+        return sum(self.parts().values())
+
+    @property
+    def per_parameter_state(self) -> float:
+        """Weights + gradients + optimizer state: what checkpointing never touches."""
+        return self.weights + self.gradients + self.optimizer
+
+    def in_gb(self) -> dict[str, float]:
+        return {name: value / GB for name, value in self.parts().items()}
+
+
+def bytes_per_parameter(precision: str, optimizer: str) -> int:
+    """Weights + gradients + optimizer state per parameter (18 for mixed-precision AdamW)."""
+    p, o = PRECISIONS[precision], OPTIMIZERS[optimizer]
+    return p.weight_bytes + p.grad_bytes + o.state_bytes
+
+
+def activation_bytes(setup: TrainingSetup, checkpointing: bool = False) -> float:
+    """All layers' activations; with checkpointing at every layer, every layer's input plus
+    one layer rebuilt at a time."""
+    scale = PRECISIONS[setup.precision].activation_bytes / 2  # the 34 counts 16-bit values
+    per_layer = layer_activation_bytes(setup.batch, setup.tokens, setup.hidden) * scale
+    if not checkpointing:
+        return per_layer * setup.layers
+    inputs = layer_input_bytes(setup.batch, setup.tokens, setup.hidden,
+                               PRECISIONS[setup.precision].activation_bytes)
+    return inputs * setup.layers + per_layer
+
+
+def breakdown(setup: TrainingSetup, checkpointing: bool = False) -> MemoryBreakdown:
+    p, o = PRECISIONS[setup.precision], OPTIMIZERS[setup.optimizer]
+    return MemoryBreakdown(
+        weights=setup.params * p.weight_bytes,
+        gradients=setup.params * p.grad_bytes,
+        optimizer=setup.params * o.state_bytes,
+        activations=activation_bytes(setup, checkpointing),
+        logits=logits_bytes(setup.batch, setup.tokens, setup.vocab,
+                            setup.logits_bytes_per_value),
+    )

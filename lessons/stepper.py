@@ -1,0 +1,224 @@
+"""A step-by-step simulation of one training step on a chain of N layers.
+
+Layer i (1..N) reads its input x[i-1] (one unit of memory) and computes internals (r units:
+everything else its backward needs). Backward through layer i needs x[i-1] and its
+internals; a layer's internals come back only by running its forward again from its input.
+Layer N's output goes straight into the loss, so x[N] is not tracked.
+
+Four strategies:
+
+* ``keep-all``: keep every input and all internals. N forwards; peak N·(1+r).
+* ``recompute-all``: keep only x[0]; before each layer's backward, run forward from x[0]
+  again (the "memory-poor" backprop). N + N(N+1)/2 forwards; peak 3 + r (N >= 3).
+* ``every-layer``: keep every layer's input (a checkpoint), drop internals, rebuild one
+  layer at a time in backward. 2N forwards; peak N + r.
+* ``sqrt``: keep the input of every ⌈√N⌉-th layer; rebuild a whole segment at a time in
+  backward. 2N forwards; peak = checkpoints + one segment's inputs and internals.
+
+Each step records, *during* that step, the state of every input and every layer's internals,
+the memory in use (units of one layer input) and the forward computations so far.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+Strategy = Literal["keep-all", "recompute-all", "every-layer", "sqrt"]
+STRATEGIES: tuple[Strategy, ...] = ("keep-all", "recompute-all", "every-layer", "sqrt")
+STRATEGY_LABELS: dict[str, str] = {
+    "keep-all": "Keep everything",
+    "recompute-all": "Keep nothing (recompute from the input)",
+    "every-layer": "Checkpoint every layer",
+    "sqrt": "Checkpoint every √N layers",
+}
+
+Phase = Literal["forward", "recompute", "backward"]
+
+# Item states, as seen during a step.
+NOT_YET = "not computed yet"
+HELD = "in memory"
+TRANSIENT = "in memory, dropped after this step"
+DROPPED = "dropped (will be recomputed)"
+RECOMPUTED = "recomputed, in memory"
+FREED = "freed (backward is done with it)"
+STATES: tuple[str, ...] = (NOT_YET, HELD, TRANSIENT, DROPPED, RECOMPUTED, FREED)
+IN_MEMORY = frozenset({HELD, TRANSIENT, RECOMPUTED})
+
+
+@dataclass(frozen=True)
+class Step:
+    index: int  # 0-based
+    phase: Phase
+    layer: int  # 1-based layer this step works on
+    text: str
+    inputs: tuple[str, ...]  # state of x[0..N-1] (the input of layers 1..N) during the step
+    internals: tuple[str, ...]  # state of the internals of layers 1..N during the step
+    memory: float  # units in memory during the step
+    forwards: int  # layer forward computations so far, this step included
+
+
+@dataclass(frozen=True)
+class Simulation:
+    strategy: Strategy
+    layers: int
+    ratio: float  # a layer's internals, in units of its input
+    checkpoints: tuple[int, ...]  # indices j of the inputs x[j] kept through the forward
+    steps: tuple[Step, ...]
+
+    @property
+    def peak(self) -> float:
+        return max(step.memory for step in self.steps)
+
+    @property
+    def forwards(self) -> int:
+        return self.steps[-1].forwards
+
+    @property
+    def recomputations(self) -> int:
+        return self.forwards - self.layers
+
+    def peak_so_far(self, index: int) -> float:
+        return max(step.memory for step in self.steps[: index + 1])
+
+
+def sqrt_spacing(layers: int) -> int:
+    """Layers per segment for the √N strategy: ⌈√N⌉ rounded to the nearest whole number."""
+    return max(1, round(math.sqrt(layers)))
+
+
+def checkpoint_indices(strategy: Strategy, layers: int) -> tuple[int, ...]:
+    """The inputs x[j] a strategy keeps through the forward pass."""
+    if strategy in ("keep-all", "every-layer"):
+        return tuple(range(layers))
+    if strategy == "recompute-all":
+        return (0,)
+    if strategy == "sqrt":
+        return tuple(range(0, layers, sqrt_spacing(layers)))
+    raise ValueError(f"unknown strategy {strategy!r}")
+
+
+# An action: (phase, layer, text, items created with their state, items dropped with theirs).
+Item = tuple[str, int]  # ("in", j) for x[j], ("int", i) for layer i's internals
+Action = tuple[Phase, int, str, list[tuple[Item, str]], list[tuple[Item, str]]]
+
+
+def _forward_pass(layers: int, keep: set[int], keep_internals: bool) -> Iterator[Action]:
+    for i in range(1, layers + 1):
+        created: list[tuple[Item, str]] = [(("int", i), HELD)]
+        if i < layers:
+            created.append((("in", i), HELD))
+        dropped: list[tuple[Item, str]] = []
+        if not keep_internals:
+            dropped.append((("int", i), DROPPED))
+        if i - 1 not in keep:
+            dropped.append((("in", i - 1), DROPPED))
+        if keep_internals:
+            text = f"Forward through layer {i}: keep its input and everything it computes."
+        elif i - 1 in keep:
+            text = (f"Forward through layer {i}: its input is a checkpoint, so it stays; "
+                    f"the layer's internals are dropped as soon as its output exists.")
+        else:
+            text = (f"Forward through layer {i}: use its input, then drop it and the layer's "
+                    f"internals; only the output moves on.")
+        yield "forward", i, text, created, dropped
+
+
+def _backward(layer: int) -> Action:
+    dropped: list[tuple[Item, str]] = [(("int", layer), FREED), (("in", layer - 1), FREED)]
+    return ("backward", layer,
+            f"Backward through layer {layer}: its input and internals give its gradients; "
+            f"then both are freed.", [], dropped)
+
+
+def _actions(strategy: Strategy, layers: int) -> Iterator[Action]:
+    keep = set(checkpoint_indices(strategy, layers))
+    yield from _forward_pass(layers, keep, keep_internals=strategy == "keep-all")
+    if strategy == "keep-all":
+        for i in range(layers, 0, -1):
+            yield _backward(i)
+        return
+    if strategy == "recompute-all":
+        for i in range(layers, 0, -1):
+            for m in range(1, i):
+                dropped: list[tuple[Item, str]] = [(("int", m), DROPPED)]
+                if m - 1 != 0:
+                    dropped.append((("in", m - 1), DROPPED))
+                yield ("recompute", m,
+                       f"Rebuilding the input of layer {i}: run layer {m} forward again "
+                       f"(from the batch), keep only its output.",
+                       [(("int", m), RECOMPUTED), (("in", m), RECOMPUTED)], dropped)
+            yield ("recompute", i,
+                   f"Run layer {i} forward again from its rebuilt input to get its internals.",
+                   [(("int", i), RECOMPUTED)], [])
+            yield _backward(i)
+        return
+    starts = sorted(keep)
+    for position in range(len(starts) - 1, -1, -1):
+        first = starts[position] + 1
+        last = starts[position + 1] if position + 1 < len(starts) else layers
+        for m in range(first, last + 1):
+            created: list[tuple[Item, str]] = [(("int", m), RECOMPUTED)]
+            if m < last:
+                created.append((("in", m), RECOMPUTED))
+            where = (f"layers {first}-{last}" if last > first else f"layer {first}")
+            yield ("recompute", m,
+                   f"Rebuild the segment {where} from its checkpoint: run layer {m} forward "
+                   f"again and keep what it computes.", created, [])
+        for m in range(last, first - 1, -1):
+            yield _backward(m)
+
+
+def simulate(strategy: Strategy, layers: int, ratio: float = 1.0) -> Simulation:
+    """Run one training step of `strategy` on `layers` layers whose internals are `ratio`
+    times their input."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}")
+    if layers < 1:
+        raise ValueError("layers must be at least 1")
+    if ratio < 0:
+        raise ValueError("ratio must be >= 0")
+    inputs = [NOT_YET] * layers
+    internals = [NOT_YET] * layers
+    inputs[0] = HELD  # the batch itself
+    size = {"in": 1.0, "int": float(ratio)}
+
+    def states(kind: str) -> list[str]:
+        return inputs if kind == "in" else internals
+
+    steps: list[Step] = []
+    forwards = 0
+    for index, (phase, layer, text, created, dropped) in enumerate(_actions(strategy, layers)):
+        for (kind, number), state in created:
+            states(kind)[number if kind == "in" else number - 1] = state
+        if phase in ("forward", "recompute"):
+            forwards += 1
+        view_inputs, view_internals = list(inputs), list(internals)
+        for (kind, number), _ in dropped:
+            view = view_inputs if kind == "in" else view_internals
+            view[number if kind == "in" else number - 1] = TRANSIENT
+        memory = sum(size["in"] for state in view_inputs if state in IN_MEMORY) + sum(
+            size["int"] for state in view_internals if state in IN_MEMORY)
+        steps.append(Step(index, phase, layer, text, tuple(view_inputs),
+                          tuple(view_internals), memory, forwards))
+        for (kind, number), state in dropped:
+            states(kind)[number if kind == "in" else number - 1] = state
+    return Simulation(strategy, layers, float(ratio), checkpoint_indices(strategy, layers),
+                      tuple(steps))
+
+
+def summary_rows(layers: int, ratio: float) -> list[dict[str, object]]:
+    """One row per strategy: forwards, recomputations and peak memory."""
+    rows = []
+    for strategy in STRATEGIES:
+        result = simulate(strategy, layers, ratio)
+        rows.append({
+            "Strategy": STRATEGY_LABELS[strategy],
+            "Forward computations": result.forwards,
+            "Extra forwards": result.recomputations,
+            "Peak memory (units)": result.peak,
+            "Steps": len(result.steps),
+        })
+    return rows

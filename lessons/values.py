@@ -1,0 +1,170 @@
+"""Every number the lesson text states, computed from its formula and formatted.
+
+The Markdown writes ``{{value:name}}``; `lesson_values()` supplies the text for each name.
+Typed-in numbers are limited to the inputs of the worked examples and to published
+results (lessons/facts.py).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+
+from lessons import facts
+from lessons.checkpoint_math import (
+    GB,
+    best_segment_length,
+    internals_ratio,
+    layer_activation_bytes,
+    layer_input_bytes,
+    logits_bytes,
+    minimum_memory,
+    optimal_segment_length,
+    percent_change,
+    recompute_overhead,
+    recursive_cost,
+    segment_memory,
+    selective_saving,
+    transformer_activations,
+)
+from lessons.memory_calculator import PRESETS, breakdown, bytes_per_parameter
+from lessons.stepper import simulate
+
+# The worked example of the source pages: a 2B-class model.
+SEED = {"batch": 2, "seq": 1_024, "hidden": 2_048, "layers": 28, "heads": 16,
+        "vocab": 248_000}
+STEPPER_EXAMPLE_LAYERS = 8
+CHUNK_TOKENS = 256
+
+
+def gb(value: float) -> str:
+    """Bytes as GB the way the sources write them: 4.0 GB, 0.23 GB."""
+    amount = value / GB
+    return f"{amount:,.1f} GB" if amount >= 1 else f"{amount:.2f} GB"
+
+
+def number(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def percent(fraction: float) -> str:
+    return f"{fraction * 100:.0f}%"
+
+
+def one_decimal(value: float) -> str:
+    return f"{value:,.1f}"
+
+
+@cache
+def lesson_values() -> dict[str, str]:
+    v: dict[str, str] = {}
+    b, s, h, L, a, V = (SEED[key] for key in ("batch", "seq", "hidden", "layers", "heads",
+                                              "vocab"))
+
+    # Lesson 1: what memory is made of.
+    v["hf_bytes_per_param"] = number(bytes_per_parameter("mixed", "adamw"))
+    v["fp32_adamw_bytes_per_param"] = number(bytes_per_parameter("fp32", "adamw"))
+    seed = PRESETS["seed-2b"].setup
+    seed_memory = breakdown(seed)
+    v["seed_params_b"] = f"{seed.params / 1e9:.1f} billion"
+    v["seed_weights_gb"] = gb(seed_memory.weights)
+    v["seed_grads_gb"] = gb(seed_memory.gradients)
+    v["seed_optimizer_gb"] = gb(seed_memory.optimizer)
+    v["seed_state_gb"] = gb(seed_memory.per_parameter_state)
+    v["seed_total_gb"] = gb(seed_memory.total)
+    long_seed = seed.with_(tokens=8 * seed.tokens)
+    v["seed_long_tokens"] = number(long_seed.tokens)
+    v["seed_long_activations_gb"] = gb(breakdown(long_seed).activations)
+    gpt2 = PRESETS["gpt2-small"].setup
+    gpt2_memory = breakdown(gpt2)
+    v["gpt2_weights_gb"] = gb(gpt2_memory.weights)
+    v["gpt2_activations_gb"] = gb(gpt2_memory.activations)
+    v["gpt2_activation_ratio"] = one_decimal(gpt2_memory.activations / gpt2_memory.weights)
+    v["gpt2_batch"] = number(gpt2.batch)
+    v["gpt2_tokens"] = number(gpt2.tokens)
+
+    # Lesson 2: the stepper's worked example.
+    n = STEPPER_EXAMPLE_LAYERS
+    v["step_n"] = number(n)
+    for key, strategy in (("keep_all", "keep-all"), ("poor", "recompute-all"),
+                          ("every", "every-layer"), ("sqrt", "sqrt")):
+        result = simulate(strategy, n, 1.0)
+        v[f"step_{key}_forwards"] = number(result.forwards)
+        v[f"step_{key}_peak"] = number(result.peak)
+    v["step_poor_extra"] = number(simulate("recompute-all", n, 1.0).recomputations)
+
+    # Lesson 3: how many checkpoints.
+    v["k16_sqrt"] = number(math.isqrt(16))
+    v["k16_memory"] = number(segment_memory(16, 4))
+    v["k1000_min"] = number(minimum_memory(1_000))
+    v["k1000_sqrt"] = one_decimal(math.sqrt(1_000))
+    v["chen_layers"] = number(facts.CHEN_LAYERS)
+    v["chen_before_gb"] = f"{facts.CHEN_MEMORY_BEFORE_GB:.0f} GB"
+    v["chen_after_gb"] = f"{facts.CHEN_MEMORY_AFTER_GB:.0f} GB"
+    v["chen_factor"] = one_decimal(facts.CHEN_MEMORY_BEFORE_GB / facts.CHEN_MEMORY_AFTER_GB)
+    v["chen_slowdown"] = percent(facts.CHEN_EXTRA_RUNTIME)
+    v["internals_ratio"] = number(internals_ratio())
+    v["layer_units"] = number(internals_ratio() + 1)
+    v["seed_segment_length"] = one_decimal(optimal_segment_length(L, 2, 34))
+    v["seed_best_length"] = number(best_segment_length(L, 2, 34))
+    v["seed_layers"] = number(L)
+    for layers in (16, 1_024):
+        rec = recursive_cost(layers)
+        v[f"rec{layers}_peak"] = number(rec.peak_boundaries)
+        v[f"rec{layers}_forwards"] = number(rec.forwards)
+        v[f"rec{layers}_per_layer"] = one_decimal(rec.forwards / layers)
+        v[f"sqrt{layers}_min"] = number(minimum_memory(layers))
+
+    # Lesson 4: a language model.
+    worked = transformer_activations(b, s, h, L)
+    v["seed_batch"] = number(b)
+    v["seed_seq"] = number(s)
+    v["seed_hidden"] = number(h)
+    v["seed_heads"] = number(a)
+    v["seed_all_kept_gb"] = gb(worked.all_kept)
+    v["seed_inputs_gb"] = gb(worked.checkpoint_inputs)
+    v["seed_one_layer_gb"] = gb(worked.one_layer_rebuilt)
+    v["seed_checkpointed_gb"] = gb(worked.checkpointed)
+    v["seed_saving"] = percent(worked.saving)
+    full = layer_activation_bytes(b, s, h, a, efficient_attention=False)
+    v["seed_layer_full_attention_gb"] = gb(full)
+    v["seed_scores_share"] = percent(1 - layer_activation_bytes(b, s, h, a) / full)
+    gpt3 = facts.GPT3
+    v["gpt3_score_term"] = number(5 * gpt3["heads"] * gpt3["seq"] / gpt3["hidden"])
+    v["gpt3_selective_saving"] = percent(selective_saving(gpt3["seq"], gpt3["hidden"],
+                                                          gpt3["heads"]))
+    v["gpt3_selective_flops"] = f"{facts.KORTHIKANTI_SELECTIVE_EXTRA_FLOPS * 100:.1f}%"
+    ms = facts.KORTHIKANTI_22B_MS
+    v["l22b_baseline_ms"] = f"{ms['baseline']:.1f} ms"
+    v["l22b_full_ms"] = f"{ms['full']:.1f} ms"
+    v["l22b_selective_ms"] = f"{ms['selective']:.1f} ms"
+    v["l22b_full_extra"] = percent(percent_change(ms["baseline"], ms["full"]))
+    v["l22b_selective_extra"] = percent(percent_change(ms["baseline"], ms["selective"]))
+
+    # Lesson 5: logits.
+    logits = logits_bytes(b, s, V)
+    v["seed_vocab"] = number(V)
+    v["seed_logits_gb"] = gb(logits)
+    v["seed_logits_with_grad_gb"] = gb(2 * logits)
+    v["logits_vs_checkpointed"] = one_decimal(logits / worked.checkpointed)
+    v["gpt2_vocab"] = number(PRESETS["gpt2-small"].setup.vocab)
+    v["seed_logits_gpt2_vocab_gb"] = gb(logits_bytes(b, s, PRESETS["gpt2-small"].setup.vocab))
+    v["vocab_low"] = number(facts.COMMON_VOCAB_RANGE[0])
+    v["vocab_high"] = number(facts.COMMON_VOCAB_RANGE[1])
+    v["chunk_tokens"] = number(CHUNK_TOKENS)
+    v["chunk_logits_gb"] = gb(logits_bytes(1, CHUNK_TOKENS, V))
+    v["chunk_count"] = number(b * s // CHUNK_TOKENS)
+    v["seed_layer_input_mb"] = f"{layer_input_bytes(b, s, h) / 1e6:.1f} MB"
+
+    # Lesson 6: cost.
+    v["max_overhead"] = percent(recompute_overhead())
+    v["max_overhead_fraction"] = "a third"
+    v["practice_low"] = percent(facts.PRACTICE_SLOWDOWN[0])
+    v["practice_high"] = percent(facts.PRACTICE_SLOWDOWN[1])
+    v["hf_slowdown"] = percent(facts.HF_SLOWDOWN)
+    v["openai_factor"] = number(facts.OPENAI_LARGER_MODELS)
+    v["openai_compute"] = percent(facts.OPENAI_EXTRA_COMPUTE)
+    v["further_reading"] = "\n".join(
+        f"{number_}. [{source.title}]({source.url}), {source.authors} — {source.note}."
+        for number_, source in enumerate(facts.SOURCES, start=1))
+    return v

@@ -1,0 +1,118 @@
+"""The one renderer every lesson page uses.
+
+A lesson page is two lines: ``from ui.lesson_page import render_lesson`` and
+``render_lesson("why-memory")``. The text comes from lessons/content/<path>.md; each
+``{{kind:name}}`` line in it is drawn here by the widget registered under that name.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+from streamlit.errors import StreamlitPageNotFoundError
+
+from lessons.catalog import LESSON_PATHS, LESSONS, Lesson, lesson, neighbours
+from lessons.document import DemoLink, LessonDocument, load
+from lessons.values import lesson_values
+from ui.lesson_widgets import WIDGETS
+from ui.progress import mark_visited, visited_lessons
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO_FILES = {
+    "compare": "pages/demos/compare.py",
+    "timeline": "pages/demos/timeline.py",
+    "curves": "pages/demos/curves.py",
+    "what-fits": "pages/demos/what_fits.py",
+    "same-result": "pages/demos/same_result.py",
+    "quiz": "pages/quiz.py",
+}
+
+
+def _number(item: Lesson) -> int:
+    return LESSON_PATHS.index(item.path) + 1
+
+
+def _record_visit(path: str) -> None:
+    """Mark the lesson visited. The sidebar is drawn before the page runs, so on the first
+    visit rerun once to let it count this lesson too."""
+    if path not in visited_lessons():
+        mark_visited(path)
+        st.rerun()
+
+
+def _draw_blocks(document: LessonDocument) -> None:
+    for block in document.blocks:
+        if block.kind == "markdown":
+            st.markdown(block.text)
+            continue
+        draw = WIDGETS.get(block.widget)
+        if draw is None:
+            st.error(f"This lesson refers to an unknown interactive part: {block.widget}")
+            continue
+        with st.container(border=True):
+            draw()
+
+
+def _draw_takeaways(takeaways: tuple[str, ...]) -> None:
+    if not takeaways:
+        return
+    with st.container(border=True, key="lesson_takeaways"):
+        st.markdown("#### :material/lightbulb: Key takeaways")
+        st.markdown("\n".join(f"- {item}" for item in takeaways))
+
+
+def _page_link(page_file: str, url: str, label: str, icon: str,
+               query: dict[str, str] | None = None) -> None:
+    """st.page_link when the page is registered (same tab, same session, so progress is kept);
+    a plain Markdown link when it is not (its file is missing, or this script runs alone)."""
+    if (ROOT / page_file).exists():
+        try:
+            st.page_link(page_file, label=label, icon=icon, query_params=query or None)
+            return
+        except StreamlitPageNotFoundError:
+            pass
+    st.markdown(f"{icon} [{label}]({url})")
+
+
+def _draw_demo(demo: DemoLink | None) -> None:
+    if demo is None:
+        return
+    st.markdown("#### :material/science: Try it live")
+    if demo.text:
+        st.markdown(demo.text)
+    _page_link(DEMO_FILES.get(demo.path, ""), demo.url, demo.label,
+               ":material/play_circle:", demo.query)
+
+
+def _draw_navigation(path: str) -> None:
+    before, after = neighbours(path)
+    st.divider()
+    left, middle, right = st.columns([2, 1, 2])
+    with left:
+        if before is not None:
+            _page_link(before.page_file, f"/{before.path}",
+                       f"Previous: {_number(before)}. {before.title}", ":material/arrow_back:")
+        else:
+            _page_link("pages/home.py", "/", "Back to the start", ":material/home:")
+    with middle:
+        st.caption(f"Lesson {_number(lesson(path))} of {len(LESSONS)}")
+    with right:
+        if after is not None:
+            _page_link(after.page_file, f"/{after.path}",
+                       f"Next: {_number(after)}. {after.title}", ":material/arrow_forward:")
+        else:
+            _page_link(DEMO_FILES["quiz"], "/quiz", "Next: take the quiz", ":material/quiz:")
+
+
+def render_lesson(path: str) -> None:
+    """Draw the lesson at `path` (e.g. "why-memory")."""
+    item = lesson(path)
+    _record_visit(path)
+    document = load(path, lesson_values())
+    st.caption(f"Lesson {_number(item)} of {len(LESSONS)} · about {item.minutes} minutes")
+    st.title(f"{_number(item)}. {item.title}")
+    _draw_blocks(document)
+    _draw_takeaways(document.takeaways)
+    _draw_demo(document.demo)
+    _draw_navigation(path)
