@@ -1,0 +1,91 @@
+"""The certificate PDF and its PNG preview: names in Vietnamese and German are drawn with
+the shipped font; names the font cannot draw never reach the PDF."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+import segno
+from PIL import Image
+
+from quiz.attempts import Attempt
+from quiz.config import verify_url
+from quiz.layout import QrCode, Text, certificate_layout, qr_matrix
+from quiz.names import NameError_
+from quiz.service import QuizService, certificate_pdf, certificate_png
+from tests.quiz.pdf_text import embedded_characters
+
+NAMES = ["Nguyễn Thị Minh Khai", "Trần Văn Đức", "Jürgen Groß-Müßig", "Ann 😀 Lee"]
+
+
+@pytest.fixture
+def issue(service: QuizService, finish):  # noqa: ANN001, ANN201
+    def make(name: str):  # noqa: ANN202
+        attempt: Attempt = finish(service, service.start_attempt(), 12)
+        return service.issue(attempt.id, name, True)
+
+    return make
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_pdf_draws_the_name_with_real_glyphs(issue, name: str) -> None:  # noqa: ANN001
+    certificate = issue(name)
+    pdf = certificate_pdf(certificate)
+    assert pdf.startswith(b"%PDF-") and b"DejaVu" in pdf
+    drawn = embedded_characters(pdf)
+    assert set(name.replace(" ", "")) <= drawn
+    assert set(certificate.id.replace("-", "")) <= drawn
+
+
+def test_the_page_carries_every_fact_and_the_verify_link(issue) -> None:  # noqa: ANN001
+    certificate = issue("Jürgen Groß")
+    items = certificate_layout(certificate)
+    texts = "\n".join(item.text for item in items if isinstance(item, Text))
+    link = verify_url(certificate.id)
+    assert link.startswith("https://lab.example/verify?id=")
+    for fact in [
+        certificate.name,
+        certificate.course,
+        certificate.date,
+        f"{certificate.score}%",
+        certificate.id,
+        link,
+        certificate.signature,
+    ]:
+        assert fact in texts
+    (qr,) = [item for item in items if isinstance(item, QrCode)]
+    assert qr.matrix == qr_matrix(link)
+    reference = segno.make(link, error="m", micro=False)
+    assert len(qr.matrix) == len(reference.matrix)
+
+
+def test_check_symbols_are_escaped_in_the_link() -> None:
+    assert verify_url("AAAAA-AAAAA-AAAAA-AAAAA-=").endswith("?id=AAAAA-AAAAA-AAAAA-AAAAA-%3D")
+    assert verify_url("AAAAA-AAAAA-AAAAA-AAAAA-$").endswith("-%24")
+
+
+def test_the_preview_is_a_png_of_the_page(issue) -> None:  # noqa: ANN001
+    png = certificate_png(issue("Nguyễn Thị Minh Khai"))
+    image = Image.open(io.BytesIO(png))
+    assert image.format == "PNG" and image.size == (1188, 840)
+    assert image.convert("L").getextrema() == (0, 255)  # ink on paper, not a blank page
+
+
+def test_a_long_name_is_shrunk_to_fit(issue) -> None:  # noqa: ANN001
+    short = [i for i in certificate_layout(issue("Ada")) if isinstance(i, Text)]
+    long = [i for i in certificate_layout(issue("W" * 80)) if isinstance(i, Text)]
+    size = {t.text: t.size for t in short} | {t.text: t.size for t in long}
+    assert size["W" * 80] < size["Ada"]
+
+
+@pytest.mark.parametrize(
+    ("name", "shown"), [("山田太郎", "山"), ("Ann 🦄", "🦄"), ("Lê 👩\u200d💻", "👩")]
+)
+def test_names_the_font_cannot_draw_are_refused_before_the_pdf(
+    service: QuizService, passed_attempt: Attempt, name: str, shown: str
+) -> None:
+    with pytest.raises(NameError_) as error:
+        service.issue(passed_attempt.id, name, True)
+    assert shown in str(error.value) and "cannot draw" in str(error.value)
+    assert service.certificate_for(passed_attempt.id) is None
