@@ -1,0 +1,73 @@
+import pytest
+
+from demos.config import ConfigError, ModelConfig, parse_bytes, slider_ranges
+from demos.strategies import STRATEGIES, StrategySpec, parse_strategies, parse_strategy
+
+
+def test_default_config_is_valid_and_replace_works():
+    cfg = ModelConfig().validated()
+    assert cfg.replace(layers=2).layers == 2
+    with pytest.raises(ConfigError, match="unknown config field"):
+        cfg.replace(depth=3)
+
+
+@pytest.mark.parametrize("field,value,needle", [
+    ("layers", 0, "layers=0 is out of range; allowed 1..96"),
+    ("layers", 97, "layers=97"),
+    ("hidden", 16, "hidden=16"),
+    ("seq_len", 10**5, "seq_len=100000"),
+    ("dropout", 0.95, "dropout=0.95"),
+    ("vocab", 8, "vocab=8"),
+    ("layers", 2.5, "layers=2.5 must be an integer"),
+])
+def test_out_of_range_values_name_field_value_and_range(field, value, needle):
+    with pytest.raises(ConfigError) as err:
+        ModelConfig().replace(**{field: value}).validated()
+    assert needle in str(err.value)
+    assert ".." in str(err.value)
+
+
+def test_hidden_must_divide_by_heads_and_dtype_by_device():
+    with pytest.raises(ConfigError, match="divisible by heads"):
+        ModelConfig(hidden=100, heads=3).validated()
+    with pytest.raises(ConfigError, match="not available on cpu"):
+        ModelConfig(dtype="float16").validated("cpu")
+    ModelConfig(dtype="float16").validated("cuda")
+
+
+def test_slider_ranges_stay_inside_limits():
+    for kind in ("cpu", "cuda"):
+        ranges = slider_ranges(kind)
+        for name, (lo, hi, step) in ranges.items():
+            ModelConfig().replace(**{name: lo}).validated() if name != "heads" else None
+            assert lo < hi and step > 0
+    assert slider_ranges("cuda")["hidden"][1] > slider_ranges("cpu")["hidden"][1]
+
+
+def test_parse_strategy_forms():
+    assert parse_strategy("none") == StrategySpec("none")
+    assert parse_strategy("every-k:4").k == 4
+    assert parse_strategy("selective").policy == "save-matmuls"
+    assert parse_strategy("selective:attention").policy == "save-attention"
+    b = parse_strategy("budget:dp:50MiB")
+    assert (b.budget_method, b.budget_bytes) == ("dp", 50 * 2**20)
+    assert parse_strategy("budget:1GB").budget_method == "greedy"
+    assert parse_strategy(parse_strategy("every-k:2").label) == parse_strategy("every-k:2")
+    assert [s.name for s in parse_strategies("none, sqrt")] == ["none", "sqrt"]
+    assert set(STRATEGIES) == {"none", "every-layer", "every-k", "sqrt", "selective", "budget",
+                               "offload"}
+
+
+@pytest.mark.parametrize("text", ["foo", "every-k", "every-k:x", "selective:bogus",
+                                  "budget:fast:1MiB", "budget:lots", "none:3"])
+def test_bad_strategy_text_is_a_config_error(text):
+    with pytest.raises(ConfigError):
+        parse_strategy(text)
+
+
+def test_parse_bytes():
+    assert parse_bytes("1.5KiB") == 1536
+    assert parse_bytes("2GB") == 2 * 10**9
+    assert parse_bytes("123") == 123
+    with pytest.raises(ConfigError):
+        parse_bytes("lots")

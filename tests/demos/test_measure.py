@@ -1,0 +1,128 @@
+import pytest
+import torch
+
+from demos import theory
+from demos.config import ConfigError, ModelConfig
+from demos.measure import compare
+
+TINY = ModelConfig(layers=4, hidden=64, heads=4, seq_len=32, batch=2, vocab=128)
+ALL_CPU = ["none", "every-layer", "every-k:2", "sqrt", "selective:save-matmuls",
+           "selective:save-attention", "selective:save-all-but-attention",
+           "budget:greedy:700KiB", "budget:dp:700KiB"]
+
+
+@pytest.mark.parametrize("dropout", [0.0, 0.2])
+def test_every_strategy_gives_the_loss_and_gradients_of_none(dropout):
+    comp = compare(TINY.replace(dropout=dropout), ALL_CPU, device="cpu", time_steps=False)
+    none = comp.result("none")
+    for r in comp.results:
+        assert r.fits, r.error
+        assert r.loss == pytest.approx(none.loss, abs=1e-6), r.strategy
+        assert r.max_grad_diff is not None and r.max_grad_diff <= 1e-6, r.strategy
+    # same ops on the same data in the same order: bitwise equal on the CPU
+    assert comp.result("every-layer").bitwise_equal
+
+
+def test_reference_gradients_exist_without_none_in_the_list():
+    comp = compare(TINY, ["every-layer"], device="cpu", time_steps=False)
+    assert comp.results[0].max_grad_diff is not None
+    assert comp.results[0].max_grad_diff <= 1e-6
+
+
+SHAPES = [
+    ModelConfig(layers=3, hidden=64, heads=4, seq_len=32, batch=2, vocab=128),
+    ModelConfig(layers=2, hidden=96, heads=3, seq_len=24, batch=3, vocab=200),
+    ModelConfig(layers=5, hidden=32, heads=2, seq_len=64, batch=1, vocab=64, dropout=0.1),
+    ModelConfig(layers=2, hidden=64, heads=2, seq_len=16, batch=2, vocab=96, dtype="bfloat16"),
+]
+
+
+@pytest.mark.parametrize("cfg", SHAPES, ids=lambda c: f"L{c.layers}h{c.hidden}s{c.seq_len}"
+                                                      f"b{c.batch}{c.dtype[0]}{c.dropout}")
+def test_measured_activation_bytes_match_the_prediction_within_1_percent(cfg):
+    names = ["none", "every-layer", "every-k:2", "sqrt", "selective:save-matmuls",
+             "selective:save-attention", "selective:save-all-but-attention"]
+    comp = compare(cfg, names, device="cpu", time_steps=False)
+    for r in comp.results:
+        assert r.fits, r.error
+        assert r.activation_bytes == pytest.approx(r.predicted_activation_bytes, rel=0.01), \
+            r.strategy
+        assert r.loss_held_bytes == theory.loss_held_bytes(cfg)
+
+
+def test_plain_block_holds_the_measured_formula():
+    cfg = ModelConfig(layers=1, hidden=64, heads=4, seq_len=32, batch=2, vocab=128)
+    s, b, h, a = cfg.seq_len, cfg.batch, cfg.hidden, cfg.heads
+    assert theory.predicted_block_bytes(cfg) == 64 * s * b * h + 4 * (4 * b * s + a * b * s)
+    one = compare(cfg, ["none", "every-layer"], device="cpu", time_steps=False)
+    diff = one.result("none").activation_bytes - one.result("every-layer").activation_bytes
+    # the block's internals: everything it keeps but its input
+    assert diff == theory.predicted_block_bytes(cfg) - s * b * h * 4
+
+
+def test_strategies_order_in_memory_as_theory_says():
+    cfg = ModelConfig(layers=8, hidden=64, heads=4, seq_len=64, batch=2, vocab=64)
+    names = ["none", "every-layer", "sqrt", "selective:save-matmuls",
+             "selective:save-attention", "selective:save-all-but-attention"]
+    comp = compare(cfg, names, device="cpu", time_steps=False)
+    act = {r.strategy: r.activation_bytes for r in comp.results}
+    pred = {r.strategy: r.predicted_activation_bytes for r in comp.results}
+    assert sorted(act, key=act.get) == sorted(pred, key=pred.get)
+    assert act["every-layer"] < act["selective:save-attention"] < act[
+        "selective:save-matmuls"] < act["none"] < act["selective:save-all-but-attention"]
+    peak = {r.strategy: r.peak_bytes for r in comp.results}
+    # small vocabulary: the layers, not the loss, set the peak; every-layer rebuilds one
+    # layer at a time, sqrt rebuilds a segment of 3 (Chen's sqrt(N) is not optimal here)
+    assert peak["every-layer"] < peak["sqrt"] < peak["none"]
+    ppeak = {r.strategy: r.predicted_peak_bytes for r in comp.results}
+    assert ppeak["every-layer"] < ppeak["sqrt"] < ppeak["none"]
+
+
+def test_breakdown_and_timeline_mark_layers_recompute_and_loss():
+    comp = compare(TINY, ["none", "every-layer"], device="cpu", time_steps=False, timeline=True)
+    none, ckpt = comp.results
+    for r in comp.results:
+        assert set(r.breakdown) == {"parameters", "gradients", "activations", "logits",
+                                    "temporaries"}
+        assert sum(v for k, v in r.breakdown.items() if k != "parameters") == r.peak_bytes
+        assert r.breakdown["parameters"] == theory.parameter_bytes(TINY)
+        assert max(p.live_bytes for p in r.timeline) == r.peak_bytes
+    phases = {p.phase for p in ckpt.timeline}
+    assert {"forward", "recompute", "backward", "loss"} <= phases
+    assert "recompute" not in {p.phase for p in none.timeline}
+    assert {p.layer for p in ckpt.timeline if p.phase == "recompute"} == set(range(4))
+    back = [p.layer for p in ckpt.timeline if p.phase == "backward" and p.layer is not None]
+    assert back[0] == 3 and back[-1] == 0  # backward runs last layer first
+
+
+def test_guard_refuses_an_oversize_config_with_a_clear_message():
+    huge = ModelConfig(layers=96, hidden=8192, heads=64, seq_len=8192, batch=512, vocab=262144)
+    comp = compare(huge, ["none", "every-layer"], device="cpu", time_steps=False)
+    for r in comp.results:
+        assert not r.fits and r.peak_bytes is None
+        assert "over the limit of" in r.error and "available CPU memory" in r.error
+    small = compare(TINY, ["none"], device="cpu", time_steps=False, limit_bytes=10_000)
+    assert not small.results[0].fits
+    assert "9.8 KiB" in small.results[0].error and "limit set for this run" in small.results[0].error
+
+
+def test_budget_too_small_and_cuda_only_do_not_fit_but_do_not_raise():
+    comp = compare(TINY, ["budget:dp:1KiB", "offload"], device="cpu", time_steps=False)
+    assert "too small" in comp.results[0].error
+    if not torch.cuda.is_available():
+        assert "needs a CUDA GPU" in comp.results[1].error
+
+
+def test_invalid_config_raises_config_error():
+    with pytest.raises(ConfigError, match="heads"):
+        compare(TINY.replace(heads=5), ["none"], device="cpu")
+
+
+def test_times_are_medians_of_interleaved_untracked_runs():
+    comp = compare(TINY.replace(layers=2), ["none", "every-layer"], device="cpu", repeats=3)
+    for r in comp.results:
+        assert len(r.step_seconds_runs) == 3
+        assert r.step_seconds == sorted(r.step_seconds_runs)[1]
+    frame = comp.to_frame()
+    assert list(frame["strategy"]) == ["none", "every-layer"]
+    assert frame.loc[0, "time_vs_none"] == 1.0
