@@ -37,12 +37,12 @@ COMPONENT_COLORS = {
     "Logits": "#E45756",
 }
 STATE_COLORS = {
-    NOT_YET: "#EEEEEE",
+    NOT_YET: "#F2F2F2",
     HELD: "#4C78A8",
     TRANSIENT: "#9ECAE9",
     DROPPED: "#FFFFFF",
     RECOMPUTED: "#F58518",
-    FREED: "#D9D9D9",
+    FREED: "#C7E9C0",
 }
 _LAYOUT = {"template": "plotly_white", "margin": {"l": 10, "r": 10, "t": 50, "b": 10}}
 
@@ -65,7 +65,7 @@ def memory_breakdown_figure(bars: dict[str, MemoryBreakdown]) -> go.Figure:
         fig.add_annotation(x=total, y=label, text=f"<b>{total:.1f} GB</b>",
                            showarrow=False, xanchor="left", xshift=6)
     fig.update_layout(barmode="stack", height=260, xaxis_title="GB (10⁹ bytes)",
-                      legend={"orientation": "h", "y": 1.18, "x": 0},
+                      legend={"orientation": "h", "y": 1.18, "x": 0, "traceorder": "normal"},
                       yaxis={"autorange": "reversed"}, **_LAYOUT)
     fig.update_xaxes(range=[0, max(b.total for b in bars.values()) / GB * 1.15])
     return fig
@@ -105,10 +105,11 @@ def stepper_figure(sim: Simulation, index: int) -> go.Figure:
             hovertext=hover or None, hoverinfo="text", width=0.8, showlegend=True,
         )
     top = input_height + 0.15 + internals_height
-    checkpoint_x = [j + 1 for j in sim.checkpoints]
-    fig.add_scatter(x=checkpoint_x, y=[-0.35] * len(checkpoint_x), mode="markers",
-                    marker={"symbol": "triangle-up", "size": 11, "color": "#222222"},
-                    name="checkpoint (input kept)", hoverinfo="skip")
+    if sim.strategy != "keep-all":  # keeping everything has no checkpoints to mark
+        checkpoint_x = [j + 1 for j in sim.checkpoints]
+        fig.add_scatter(x=checkpoint_x, y=[-0.35] * len(checkpoint_x), mode="markers",
+                        marker={"symbol": "triangle-up", "size": 11, "color": "#222222"},
+                        name="checkpoint (input kept)", hoverinfo="skip")
     arrow = {"forward": "forward ▶", "recompute": "recompute ↻", "backward": "◀ backward"}
     fig.add_annotation(x=step.layer, y=top, text=f"<b>{arrow[step.phase]}</b>",
                        showarrow=True, arrowhead=2, ay=-34, ax=0, yanchor="bottom",
@@ -116,8 +117,10 @@ def stepper_figure(sim: Simulation, index: int) -> go.Figure:
     fig.update_layout(
         barmode="overlay", height=340, bargap=0.15,
         xaxis={"title": "layer", "tickmode": "linear", "dtick": 1, "range": [0.4, n + 0.6]},
-        yaxis={"title": "memory units", "range": [-0.7, top * 1.25 + 0.5],
-               "showticklabels": False},
+        yaxis={"range": [-0.7, top * 1.25 + 0.5], "showgrid": False,
+               "tickvals": [0.5, input_height + 0.15 + internals_height / 2]
+               if internals_height else [0.5],
+               "ticktext": ["input", f"internals ({sim.ratio:g})"]},
         legend={"orientation": "h", "y": -0.25, "x": 0},
         template="plotly_white", margin={"l": 10, "r": 10, "t": 40, "b": 10},
     )
@@ -255,7 +258,8 @@ def layer_strategies_figure(rows: dict[str, dict[str, float]]) -> go.Figure:
     longest = max(sum(row.values()) for row in rows.values()) / GB
     fig.update_layout(barmode="stack", height=300, xaxis_title="GB (10⁹ bytes)",
                       yaxis={"autorange": "reversed"},
-                      legend={"orientation": "h", "y": 1.25, "x": 0}, **_LAYOUT)
+                      legend={"orientation": "h", "y": 1.25, "x": 0, "traceorder": "normal"},
+                      **_LAYOUT)
     fig.update_xaxes(range=[0, longest * 1.2])
     return fig
 
@@ -298,5 +302,6 @@ def step_cost_figure(backward_ratio: float = 2.0) -> go.Figure:
                           for label in rows], textposition="inside")
     fig.update_layout(barmode="stack", height=220, xaxis_title="time, in forward passes",
                       yaxis={"autorange": "reversed"},
-                      legend={"orientation": "h", "y": 1.3, "x": 0}, **_LAYOUT)
+                      legend={"orientation": "h", "y": 1.3, "x": 0, "traceorder": "normal"},
+                      **_LAYOUT)
     return fig

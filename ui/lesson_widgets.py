@@ -93,7 +93,7 @@ def memory_calculator() -> None:
     metrics[0].metric("Total, everything kept", _gb(plain.total))
     metrics[1].metric("Activations, everything kept", _gb(plain.activations))
     metrics[2].metric("Total, checkpoint every layer", _gb(checkpointed.total),
-                      delta=f"-{_gb(plain.total - checkpointed.total)}", delta_color="normal")
+                      delta=f"-{_gb(plain.total - checkpointed.total)}", delta_color="inverse")
     metrics[3].metric("Bytes per parameter (weights+grads+optimizer)",
                       f"{bytes_per_parameter(setup.precision, setup.optimizer)}")
     st.plotly_chart(
@@ -138,7 +138,7 @@ def stepper() -> None:
     total = len(sim.steps)
     if int(st.session_state.get("step_index", 1)) > total:
         st.session_state["step_index"] = total
-    buttons = st.columns([1, 1, 1, 5])
+    buttons = st.columns([2, 2, 1.4, 4])
     buttons[0].button("◀ Previous step", key="step_prev", on_click=_move_step,
                       args=(-1, total), width="stretch")
     buttons[1].button("Next step ▶", key="step_next", on_click=_move_step, args=(1, total),
@@ -263,7 +263,7 @@ def layer_calculator() -> None:
     metrics[1].metric("Checkpointed inputs", _gb(acts.checkpoint_inputs))
     metrics[2].metric("+ one layer rebuilt", _gb(acts.one_layer_rebuilt))
     metrics[3].metric("Checkpointed total", _gb(acts.checkpointed),
-                      delta=f"-{acts.saving * 100:.0f}%", delta_color="normal")
+                      delta=f"-{acts.saving * 100:.0f}%", delta_color="inverse")
     parts = layer_activation_parts(b, s, h, a, efficient)
     scores = "attention scores (softmax, dropout)"
     rows = {

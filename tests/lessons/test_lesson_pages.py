@@ -1,0 +1,107 @@
+"""Each lesson page under AppTest: it renders, its interactive parts respond."""
+
+from __future__ import annotations
+
+import pytest
+
+from lessons.catalog import LESSONS
+
+
+def metrics(at) -> dict[str, str]:
+    return {metric.label: metric.value for metric in at.metric}
+
+
+def markdown(at) -> str:
+    return "\n".join(element.value for element in at.markdown)
+
+
+@pytest.mark.parametrize("number_item", list(enumerate(LESSONS, start=1)),
+                         ids=[item.path for item in LESSONS])
+def test_lesson_page_renders_with_takeaways_demo_and_navigation(app_test, number_item):
+    number, item = number_item
+    at = app_test(item.page_file)
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert at.title[0].value == f"{number}. {item.title}"
+    text = markdown(at)
+    assert "Key takeaways" in text
+    assert "Try it live" in text
+    if number < len(LESSONS):
+        assert f"Next: {number + 1}. {LESSONS[number].title}" in text
+    else:
+        assert "Next: take the quiz" in text
+    if number > 1:
+        assert f"Previous: {number - 1}. {LESSONS[number - 2].title}" in text
+    assert at.session_state["visited_lessons"] == [item.path]
+
+
+def test_memory_calculator_responds_to_inputs_and_presets(app_test):
+    at = app_test("pages/lessons/why_memory.py")
+    assert metrics(at)["Activations, everything kept"] == "4.0 GB"
+    assert metrics(at)["Bytes per parameter (weights+grads+optimizer)"] == "18"
+    at.number_input(key="mem_batch").set_value(4).run()
+    assert metrics(at)["Activations, everything kept"] == "8.0 GB"
+    at.selectbox(key="mem_optimizer").set_value("sgd").run()
+    assert metrics(at)["Bytes per parameter (weights+grads+optimizer)"] == "10"
+    at.selectbox(key="mem_preset").set_value("gpt2-small").run()
+    assert at.number_input(key="mem_hidden").value == 768
+    assert at.number_input(key="mem_batch").value == 8
+    assert not at.exception
+
+
+def test_stepper_moves_with_buttons_and_slider(app_test):
+    at = app_test("pages/lessons/how_it_works.py")
+    assert metrics(at)["Forward computations"] == "1 of 8"
+    assert at.info[0].value.startswith("**Step 1 of 16")
+    at.button(key="step_prev").click().run()  # already at the first step: stays
+    assert at.slider(key="step_index").value == 1
+    at.button(key="step_next").click().run()
+    assert at.slider(key="step_index").value == 2
+    assert metrics(at)["Memory in use"] == "5 units"
+    at.slider(key="step_index").set_value(16).run()
+    assert "Backward through layer 1" in at.info[0].value
+    at.radio(key="step_strategy").set_value("recompute-all").run()
+    assert at.slider(key="step_index").value == 1  # a new strategy starts from the top
+    assert metrics(at)["Forward computations"] == "1 of 44"
+    assert metrics(at)["Peak for the whole step"] == "4 units"
+    at.selectbox(key="step_ratio").set_value(16).run()
+    assert metrics(at)["Peak for the whole step"] == "19 units"
+    assert not at.exception
+
+
+def test_k_curve_minimum_moves_for_transformer_layers(app_test):
+    at = app_test("pages/lessons/how_many.py")
+    assert metrics(at)["Best number of segments"] == "4"
+    at.slider(key="kcurve_layers").set_value(100).run()
+    assert metrics(at)["Best number of segments"] == "10"
+    at.slider(key="kcurve_layers").set_value(16).run()
+    at.radio(key="kcurve_kind").set_value("transformer").run()
+    assert metrics(at)["Best number of segments"] == "16"
+    before = metrics(at)["Checkpoints"]
+    at.slider(key="budget_b").set_value(2).run()
+    assert metrics(at)["Checkpoints"] != before
+    assert not at.exception
+
+
+def test_layer_calculator_reproduces_the_worked_example(app_test):
+    at = app_test("pages/lessons/language_models.py")
+    values = metrics(at)
+    assert values["All kept"] == "4.0 GB"
+    assert values["Checkpointed inputs"] == "0.23 GB"
+    assert values["+ one layer rebuilt"] == "0.14 GB"
+    at.checkbox(key="layer_efficient").uncheck().run()
+    assert metrics(at)["+ one layer rebuilt"] == "0.31 GB"
+    at.number_input(key="layer_seq").set_value(2_048).run()
+    assert metrics(at)["Checkpointed inputs"] == "0.47 GB"
+    at.button(key="layer_reset").click().run()
+    assert metrics(at)["All kept"] == "4.0 GB"
+    assert not at.exception
+
+
+def test_logits_calculator(app_test):
+    at = app_test("pages/lessons/large_vocabularies.py")
+    assert metrics(at)["Logits"] == "2.0 GB"
+    assert metrics(at)["With their gradient"] == "4.1 GB"
+    at.number_input(key="logits_vocab").set_value(50_257).run()
+    assert metrics(at)["Logits"] == "0.41 GB"
+    assert not at.exception
