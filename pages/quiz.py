@@ -117,9 +117,9 @@ def show_feedback(attempt: Attempt, position: int, feedback: Feedback) -> None:
         st.error("Not quite.", icon=":material/cancel:")
     for i, option in enumerate(drawn.options):
         right = i in feedback.correct
-        mark = ":green[**right answer**]" if right else ":red[wrong]"
+        mark = ":green[:material/check_circle: **right answer**]" if right else ":red[wrong]"
         yours = " · *your answer*" if i in feedback.chosen else ""
-        st.markdown(f"{'✅' if right else '❌'} **{escape_markdown(option)}** ({mark}{yours})")
+        st.markdown(f"**{escape_markdown(option)}** ({mark}{yours})")
         st.caption(escape_markdown(feedback.explanations[i]))
     st.markdown(lesson_link(feedback.topic))
     last = position + 1 == total

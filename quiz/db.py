@@ -59,6 +59,7 @@ def _open(path: Path) -> sqlite3.Connection:
     connection.row_factory = sqlite3.Row
     connection.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
     connection.execute("PRAGMA foreign_keys = ON")
+    connection.execute("PRAGMA synchronous = NORMAL")  # safe with WAL; no fsync per commit
     return connection
 
 
