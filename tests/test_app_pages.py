@@ -27,18 +27,31 @@ def test_every_declared_page_exists() -> None:
     assert missing == []
 
 
-@pytest.mark.parametrize("spec", available_pages(), ids=lambda spec: spec.url_path or "home")
-def test_page_renders_through_the_router(spec, monkeypatch: pytest.MonkeyPatch,
-                                         tmp_path: Path) -> None:
+def _router(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> AppTest:
     monkeypatch.setenv("DATA_DIR", str(tmp_path))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     # Small demo settings keep the engine's work short; pages without sliders ignore them.
     for key, value in {"layers": "2", "hidden": "64", "heads": "2", "seq": "32",
                        "batch": "2", "vocab": "256"}.items():
         at.query_params[key] = value
-    at.run()
-    at.switch_page(spec.file).run()
+    return at.run()
+
+
+def test_router_opens_home_with_the_shared_sidebar(monkeypatch, tmp_path) -> None:
+    at = _router(monkeypatch, tmp_path)
     assert not at.exception, [e.value for e in at.exception]
-    assert at.title or at.header or at.markdown, "the page drew nothing"
+    assert at.title[0].value == "Gradient Checkpointing Lab"
     sidebar_text = " ".join(block.value for block in at.sidebar.markdown)
     assert "Demos run on" in sidebar_text
+    assert "CPU (no GPU found)" in sidebar_text or "GPU" in sidebar_text
+    assert f"Lessons visited: 0 / {len(LESSONS)}" in sidebar_text
+
+
+@pytest.mark.parametrize(
+    "spec", [spec for spec in available_pages() if spec.url_path], ids=lambda spec: spec.url_path
+)
+def test_page_renders_after_the_router(spec, monkeypatch, tmp_path) -> None:
+    at = _router(monkeypatch, tmp_path)
+    at.switch_page(spec.file).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title or at.header or at.subheader, f"{spec.file} drew no heading"

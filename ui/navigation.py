@@ -48,16 +48,37 @@ def available_pages() -> list[PageSpec]:
     return [spec for spec in PAGES if (ROOT / spec.file).exists()]
 
 
+def as_page(spec: PageSpec) -> st.Page:
+    """The st.Page for a spec; built the same way everywhere, so its hash matches."""
+    return st.Page(
+        ROOT / spec.file,
+        title=spec.title,
+        icon=spec.icon,
+        url_path=spec.url_path or None,
+        default=not spec.url_path,
+    )
+
+
 def build_navigation() -> dict[str, list[st.Page]]:
     """st.Page objects grouped by section, for st.navigation. Called on every run."""
     sections: dict[str, list[st.Page]] = {}
     for spec in available_pages():
-        page = st.Page(
-            str(ROOT / spec.file),
-            title=spec.title,
-            icon=spec.icon,
-            url_path=spec.url_path or None,
-            default=not spec.url_path,
-        )
-        sections.setdefault(spec.section, []).append(page)
+        sections.setdefault(spec.section, []).append(as_page(spec))
     return sections
+
+
+def page_link(
+    url_path: str,
+    label: str | None = None,
+    icon: str | None = None,
+    query_params: dict[str, str] | None = None,
+) -> None:
+    """A link to one of the app's pages ("" is home), by its URL path.
+
+    It links through the st.Page object rather than a file path, so it also works
+    when a page script runs on its own (AppTest.from_file, AppTest.switch_page).
+    """
+    spec = next(spec for spec in PAGES if spec.url_path == url_path)
+    st.page_link(
+        as_page(spec), label=label or spec.title, icon=icon or spec.icon, query_params=query_params
+    )
