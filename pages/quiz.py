@@ -24,6 +24,7 @@ import streamlit as st
 from lessons.catalog import lesson
 from quiz import config
 from quiz.attempts import AnswerOutOfTurn, Attempt, AttemptExpired, CooldownActive
+from quiz.bank import BankError
 from quiz.certificates import Certificate
 from quiz.grading import Feedback
 from quiz.markdown import escape_markdown
@@ -181,12 +182,8 @@ def show_issue_form(service: QuizService, attempt: Attempt) -> None:
 def show_result(service: QuizService, attempt: Attempt) -> None:
     score = attempt.score
     st.progress(1.0, text="All questions answered")
-    st.metric(
-        "Your score",
-        f"{score.percent}%",
-        f"{score.correct} of {score.total} right",
-        delta_color="off",
-    )
+    st.metric("Your score", f"{score.percent}%")
+    st.caption(f"{score.correct} of {score.total} questions right")
     missed = sorted(
         {
             attempt.questions[p].question.topic
@@ -215,6 +212,11 @@ def show_result(service: QuizService, attempt: Attempt) -> None:
 def main() -> None:
     st.title("Quiz")
     service = open_service()
+    try:
+        service.bank()
+    except BankError as problem:  # a teacher's edit broke the file: say where
+        st.error(f"The question bank cannot be used: {problem}")
+        return
     attempt_id = st.query_params.get("attempt") or st.session_state.get(ATTEMPT_KEY)
     if not attempt_id:
         show_intro(service)

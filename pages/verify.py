@@ -46,7 +46,7 @@ def headline(result: Verification) -> None:
         )
     elif result.status is Status.TYPO:
         st.warning(
-            f"**TYPO IN THE ID**: this is not a valid certificate ID ({result.problem}). "
+            f"**TYPO IN THE ID**: this is not a valid certificate ID: {result.problem}. "
             "Nothing was looked up. Check each symbol against the certificate.",
             icon=":material/spellcheck:",
         )

@@ -21,6 +21,11 @@ def data_dir() -> Path:
     return Path(os.environ.get("DATA_DIR") or REPO_ROOT / "data")
 
 
+def bank_path() -> Path:
+    """The question bank file (`QUIZ_BANK_PATH`, default quiz/questions.yaml)."""
+    return Path(os.environ.get("QUIZ_BANK_PATH") or Path(__file__).with_name("questions.yaml"))
+
+
 def base_url() -> str:
     """Where the app is served, for verify links (`APP_BASE_URL`)."""
     return (os.environ.get("APP_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")

@@ -35,11 +35,11 @@ _IGNORED = frozenset(" -\t\u00a0")
 class IdProblem(Enum):
     """Why a typed text is not a certificate ID."""
 
-    EMPTY = "empty"
-    TOO_LONG = "too long"
-    BAD_SYMBOL = "a symbol that IDs never contain"
-    BAD_LENGTH = "the wrong number of symbols"
-    BAD_CHECK = "a check symbol that does not match (a typo)"
+    EMPTY = "nothing was typed"
+    TOO_LONG = "it is far too long to be an ID"
+    BAD_SYMBOL = "it contains a symbol that IDs never use"
+    BAD_LENGTH = "it has the wrong number of symbols (an ID has 20, then a check symbol)"
+    BAD_CHECK = "its check symbol does not match the other symbols"
 
 
 class IdError(ValueError):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from quiz import config
 from quiz.attempts import Attempt, AttemptStore
-from quiz.bank import Question, default_bank
+from quiz.bank import BANK_PATH, Question, default_bank
 from quiz.certificates import Certificate, CertificateStore, Verification
 from quiz.draw import draw
 from quiz.grading import Feedback
@@ -27,8 +27,12 @@ class QuizService:
     data_dir: Path
     attempts: AttemptStore
     signer: Signer
-    bank: tuple[Question, ...]
+    bank_path: Path = BANK_PATH
     questions_per_attempt: int = config.QUESTIONS_PER_ATTEMPT
+
+    def bank(self) -> tuple[Question, ...]:
+        """The question bank, read again after an edit (BankError names a broken entry)."""
+        return default_bank(self.bank_path)
 
     @property
     def certificates(self) -> CertificateStore:
@@ -37,7 +41,7 @@ class QuizService:
     # The quiz ----------------------------------------------------------------------------
     def start_attempt(self, previous_id: str | None = None) -> Attempt:
         """A fresh draw; raises CooldownActive right after a failed `previous_id`."""
-        return self.attempts.start(draw(self.bank, self.questions_per_attempt), previous_id)
+        return self.attempts.start(draw(self.bank(), self.questions_per_attempt), previous_id)
 
     def attempt(self, attempt_id: str) -> Attempt:
         """Raises AttemptExpired when the attempt is unknown or too old."""
@@ -107,5 +111,5 @@ def open_service() -> QuizService:
         data_dir=data_dir,
         attempts=AttemptStore(data_dir, config.attempt_ttl_seconds(), config.cooldown_seconds()),
         signer=load_signer(data_dir, config.signing_key_env()),
-        bank=default_bank(),
+        bank_path=config.bank_path(),
     )

@@ -215,3 +215,18 @@ def test_verify_page_survives_junk(app_test: RunPage) -> None:
     at = button(at, "Verify").click().run()
     assert "VALID" in _status(at)
     assert "BEGIN PUBLIC KEY" in " ".join(c.value for c in at.code)
+
+
+def test_a_broken_bank_is_named_and_verify_still_works(
+    app_test: RunPage,
+    tmp_path,
+    monkeypatch,  # noqa: ANN001
+) -> None:
+    certificate_id = _issue()
+    broken = tmp_path / "bank.yaml"
+    broken.write_text("- id: lonely\n  topic: why-memory\n")
+    monkeypatch.setenv("QUIZ_BANK_PATH", str(broken))
+    at = app_test("pages/quiz.py")
+    assert any("entry 1 (id 'lonely'): missing" in e.value for e in at.error)
+    at = app_test("pages/verify.py", query={"id": certificate_id})
+    assert "VALID" in _status(at)
