@@ -142,9 +142,11 @@ def test_a_reload_resumes_the_attempt(app_test: RunPage) -> None:
 
 
 def test_an_expired_attempt_says_so(app_test: RunPage) -> None:
-    at = app_test("pages/quiz.py", query={"attempt": "expired-or-made-up-attempt"})
-    assert any("expired" in w.value for w in at.warning)
-    assert button(at, "Start the quiz")
+    for junk in ["expired-or-made-up-attempt", "x" * 10_000, "1' OR '1'='1"]:
+        at = app_test("pages/quiz.py", query={"attempt": junk})
+        assert not at.exception
+        assert any("expired" in w.value for w in at.warning)
+        assert button(at, "Start the quiz")
 
 
 def test_score_in_the_url_changes_nothing(app_test: RunPage) -> None:
