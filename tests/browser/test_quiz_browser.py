@@ -68,6 +68,9 @@ def test_quiz_to_a_pass_then_verify(page: Page, app_url: str, server_side: QuizS
     expect(page.get_by_text("Your certificate is ready.")).to_be_visible()
     expect(page.locator('[data-testid="stImage"] img')).to_be_visible()
     screenshot(page, "quiz-passed-certificate")
+    preview = page.locator('[data-testid="stImage"]').first
+    preview.scroll_into_view_if_needed()
+    preview.screenshot(path=str(ARTIFACTS / "quiz-certificate-preview.png"))
 
     with page.expect_download() as download_info:
         page.get_by_role("button", name="Download the PDF").click()
