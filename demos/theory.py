@@ -165,45 +165,55 @@ def parameter_bytes(cfg: ModelConfig) -> int:
 def predicted_peak_bytes(cfg: ModelConfig, spec: StrategySpec | str, device: str = "cpu") -> int:
     """Peak bytes above the parameters during one step (gradients included).
 
-    The step peaks either in the loss's backward, where the log-softmax, its gradient and
-    the logits' gradient (three b·s·V tensors) sit on top of everything held, or while
-    the layers are rebuilt and differentiated, on top of the gradients made so far."""
+    Two moments compete. In the loss's backward the log-softmax, its gradient and the
+    logits' gradient (three b·s·V tensors) sit on top of everything held. In the layers'
+    backward, last layer first, the peak comes at a segment's first GELU backward: the
+    earlier layers' held bytes, the segment's rebuilt layers (its last GELU output already
+    released), the gradients made so far, and 9·s·b·h in flight (the gradients of the
+    GELU output and input, 4h each, and of the residual stream)."""
     spec = parse_strategy(spec)
     e, _, _, sbh = _sizes(cfg, device)
     held = predicted_activation_bytes(cfg, spec, device)
     lg = logits_bytes(cfg)
     h, v = cfg.hidden, cfg.vocab
-    head_grad = v * h * e
+    head_grad = (v * h + 2 * h) * e  # LM head and final LayerNorm
     loss_peak = held + 3 * lg
     head_peak = held + lg + head_grad + sbh * e
-    # the layers, last first: what the earlier layers still hold, plus the gradients so far
-    # (head, later layers), plus the rebuilt segment and the backward's own temporaries
     block_grad = (12 * h * h + 13 * h) * e
-    temps = _backward_temporaries(cfg, device)
-    plan = plan_for(cfg, spec, device) if spec.name != "offload" else [Segment(0, cfg.layers)]
-    outside = sum(t.bytes for t in outside_blocks(cfg, device)) - sbh * e  # ln_f in/out gone
+    out_grad = (4 * h * h + h) * e  # the MLP's output projection, first in a layer's backward
+    gelu = 4 * sbh * e
+    in_flight = 9 * sbh * e
+    emb_mask = sum(t.bytes for t in outside_blocks(cfg, device) if t.name == "emb.mask")
+    if spec.name == "offload":  # held bytes live in CPU memory; one layer comes back at a time
+        plan, held_by = [Segment(0, cfg.layers, "checkpoint")], [0] * (cfg.layers + 1)
+        rebuilt_of = {0: predicted_block_bytes(cfg, device)}
+    else:
+        plan = plan_for(cfg, spec, device)
+        held_by = [emb_mask]
+        for seg in plan:
+            held_by.append(held_by[-1] + _segment_held(cfg, seg, device))
+        rebuilt_of = {j: (held_by[j + 1] - held_by[j]) if seg.mode == "keep"
+                      else seg.size * predicted_block_bytes(cfg, device)
+                      + _cached_extra(cfg, seg, device) for j, seg in enumerate(plan)}
     layer_peak = 0
-    held_before = [0]
-    for seg in plan:
-        held_before.append(held_before[-1] + _segment_held(cfg, seg, device))
-    for j, seg in reversed(list(enumerate(plan))):
-        grads = head_grad + (cfg.layers - seg.stop) * block_grad + block_grad
-        if seg.mode == "keep":
-            rebuilt = held_before[j + 1] - held_before[j]
-        else:
-            rebuilt = seg.size * predicted_block_bytes(cfg, device)
-        if spec.name == "offload":
-            rebuilt = predicted_block_bytes(cfg, device)
-            held_before[j] = 0
-        layer_peak = max(layer_peak, held_before[j] + rebuilt + grads + temps + outside)
+    for j, seg in enumerate(plan):
+        grads = head_grad + (cfg.layers - seg.stop) * block_grad + out_grad
+        layer_peak = max(layer_peak, held_by[j] + rebuilt_of[j] - gelu + grads + in_flight)
     return int(max(loss_peak, head_peak, layer_peak))
 
 
-def _backward_temporaries(cfg: ModelConfig, device: str) -> int:
-    """Gradients in flight inside one block's backward: at the MLP, the gradient of the
-    GELU output and of its input (4h each) and the residual stream's gradient."""
+# Cached by a selective policy, not kept by a plain block, and still alive while the layer is
+# rebuilt and differentiated ("output": the block's output, kept by the cache of its add).
+_REBUILD_EXTRA = {"save-matmuls": ("proj",), "save-attention": (),
+                  "save-all-but-attention": ("proj", "out", "output")}
+
+
+def _cached_extra(cfg: ModelConfig, seg: Segment, device: str) -> int:
+    if seg.mode != "selective":
+        return 0
     e, _, _, sbh = _sizes(cfg, device)
-    return (4 + 4 + 2) * sbh * e
+    sizes = {t.name: t.bytes for t in block_tensors(cfg, device)} | {"output": sbh * e}
+    return sum(sizes[name] for name in _REBUILD_EXTRA[seg.policy])
 
 
 def korthikanti_layer_bytes(batch: int, seq: int, hidden: int, heads: int,

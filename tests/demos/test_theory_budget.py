@@ -1,0 +1,94 @@
+import pytest
+
+from demos import theory
+from demos.budget import BudgetTooSmall, dp_plan, greedy_plan, plan_need
+from demos.config import ModelConfig
+from demos.measure import compare
+
+
+def test_korthikanti_and_seed_figures():
+    assert theory.korthikanti_layer_bytes(2, 1024, 2048, 16) == 34 * 2 * 1024 * 2048
+    full = theory.korthikanti_layer_bytes(1, 10, 8, 2, full=True)
+    assert full == 34 * 10 * 8 + 5 * 2 * 10 * 10
+    seed = theory.seed_example()
+    assert seed["all_kept_bytes"] == pytest.approx(4.0e9, rel=0.01)
+    assert seed["checkpoint_inputs_bytes"] == pytest.approx(0.235e9, rel=0.01)
+    assert seed["one_layer_rebuilt_bytes"] == pytest.approx(0.143e9, rel=0.01)
+    assert seed["logits_bytes"] == pytest.approx(2.03e9, rel=0.01)
+
+
+def test_recompute_overhead_is_bounded_by_four_thirds():
+    cfg = ModelConfig()
+    assert theory.step_flops(cfg, "none")["overhead"] == 1.0
+    every = theory.step_flops(cfg, "every-layer")["overhead"]
+    assert 1.0 < every < theory.RECOMPUTE_BOUND
+    assert theory.step_flops(cfg, "selective")["overhead"] < every
+
+
+def test_explanation_names_dtype_dropout_and_attention():
+    text = theory.explain_differences(ModelConfig())
+    for word in ("float32", "dropout", "fused attention", "34"):
+        assert word.lower() in text.lower()
+
+
+def test_parameter_count_matches_the_model():
+    from demos.model import build_model
+
+    for cfg in (ModelConfig(layers=2, hidden=64, heads=4, seq_len=32, vocab=100),
+                ModelConfig(layers=1, hidden=32, heads=1, seq_len=8, vocab=16)):
+        assert build_model(cfg).param_bytes() == theory.parameter_bytes(cfg)
+
+
+SIZES = [16, 16, 16, 16, 16, 16, 16, 16]
+INPUTS = [1] * 8
+
+
+@pytest.mark.parametrize("budget", [30, 40, 60, 90, 128])
+def test_budget_plans_fit_and_dp_recomputes_no_more_than_greedy(budget):
+    greedy = greedy_plan(SIZES, INPUTS, budget)
+    dp = dp_plan(SIZES, INPUTS, budget)
+    assert plan_need(greedy, SIZES, INPUTS) <= budget
+    assert plan_need(dp, SIZES, INPUTS) <= budget
+    for plan in (greedy, dp):  # the plans cover every layer once, in order
+        assert [i for s in plan for i in range(s.start, s.stop)] == list(range(8))
+
+    def rebuilt(plan):
+        return sum(s.size for s in plan if s.mode == "checkpoint")
+
+    assert rebuilt(dp) <= rebuilt(greedy)
+
+
+def test_dp_is_optimal_against_brute_force_on_uneven_layers():
+    import itertools
+
+    from demos.model import Segment
+
+    full, inputs, budget = [5, 9, 3, 12, 7], [1, 2, 1, 2, 1], 26
+    best = None
+    for cuts in itertools.product([0, 1], repeat=4):  # segment boundaries
+        bounds = [0] + [i + 1 for i, c in enumerate(cuts) if c] + [5]
+        segs = list(zip(bounds, bounds[1:], strict=False))
+        for modes in itertools.product(["keep", "checkpoint"], repeat=len(segs)):
+            plan = [Segment(a, b, m) for (a, b), m in zip(segs, modes, strict=True)]
+            if plan_need(plan, full, inputs) <= budget:
+                cost = sum(s.size for s in plan if s.mode == "checkpoint")
+                best = cost if best is None else min(best, cost)
+    dp = dp_plan(full, inputs, budget)
+    assert sum(s.size for s in dp if s.mode == "checkpoint") == best
+
+
+def test_budget_too_small_says_what_would_fit():
+    with pytest.raises(BudgetTooSmall, match="needs"):
+        greedy_plan(SIZES, INPUTS, 10)
+    with pytest.raises(BudgetTooSmall):
+        dp_plan(SIZES, INPUTS, 10)
+
+
+def test_predicted_peak_is_close_to_the_measured_peak_on_cpu():
+    for cfg in (ModelConfig(layers=6, hidden=64, heads=4, seq_len=64, batch=2, vocab=64),
+                ModelConfig(layers=3, hidden=64, heads=4, seq_len=32, batch=2, vocab=2048,
+                            dropout=0.1)):
+        names = ["none", "every-layer", "every-k:2", "selective:save-matmuls",
+                 "selective:save-attention", "budget:dp:1MiB"]
+        for r in compare(cfg, names, device="cpu", time_steps=False).results:
+            assert r.peak_bytes == pytest.approx(r.predicted_peak_bytes, rel=0.03), r.strategy
