@@ -84,11 +84,21 @@ class Verification:
 
 
 _ISSUE_RETRIES = 5
-_DUMMY_PAYLOAD = canonical_payload(
-    {"id": "", "name": "", "course": "", "course_version": "", "date": "", "score": 0, "key_id": ""}
+# Stand-ins for the not-found path: a record shaped like a real one and a well-formed
+# signature by a throwaway key, so that checking them costs what a real check costs.
+_DUMMY = Certificate(
+    id="0" * 20 + "-0",
+    attempt_id="",
+    name="",
+    course="",
+    course_version="",
+    date="",
+    score=0,
+    show_score=False,
+    key_id="",
+    signature="",
 )
-# A well-formed signature by a throwaway key: checking it costs as much as a real check.
-_DUMMY_SIGNATURE = Signer(Ed25519PrivateKey.generate()).sign(_DUMMY_PAYLOAD)
+_DUMMY_SIGNATURE = Signer(Ed25519PrivateKey.generate()).sign(_DUMMY.payload)
 
 
 class CertificateStore:
@@ -183,7 +193,7 @@ class CertificateStore:
             return Verification(Status.TYPO, problem=error.problem.value)
         certificate = self.get(id_text)
         if certificate is None:
-            self.signer.verify(_DUMMY_PAYLOAD, _DUMMY_SIGNATURE)
+            self.signer.verify(_DUMMY.payload, _DUMMY_SIGNATURE)
             return Verification(Status.NOT_FOUND, id_text=id_text)
         signed = certificate.key_id == self.signer.key_id and self.signer.verify(
             certificate.payload, certificate.signature
