@@ -3,6 +3,8 @@
 import streamlit as st
 
 from lessons.catalog import LESSONS
+from ui.demo_runner import home_teaser
+from ui.navigation import page_link
 
 st.title("Gradient Checkpointing Lab")
 st.markdown(
@@ -21,24 +23,28 @@ steps = st.columns(4)
 with steps[0]:
     st.markdown(f"##### 1. Lessons\n~{lesson_minutes} min")
     st.caption("Seven short lessons with calculators and step-by-step figures.")
-    st.page_link(LESSONS[0].page_file, label="Start the first lesson", icon="▶️")
+    page_link(LESSONS[0].path, label="Start the first lesson", icon=":material/play_arrow:")
 with steps[1]:
     st.markdown("##### 2. Live demos\n~15 min")
     st.caption("Real forward and backward passes, measured memory and time beside theory.")
-    st.page_link("pages/demos/compare.py", label="Compare strategies", icon="📊")
+    page_link("compare", icon=":material/bar_chart:")
 with steps[2]:
     st.markdown("##### 3. Quiz\n~10 min")
     st.caption("About 12 questions with instant feedback; 80% passes.")
-    st.page_link("pages/quiz.py", label="Take the quiz", icon="📝")
+    page_link("quiz", label="Take the quiz")
 with steps[3]:
     st.markdown("##### 4. Certificate\n1 min")
     st.caption("A signed PDF with an ID anyone can check.")
-    st.page_link("pages/verify.py", label="Verify a certificate", icon="✅")
+    page_link("verify")
 
 st.subheader("The lessons")
 for number, item in enumerate(LESSONS, start=1):
-    st.page_link(
-        item.page_file,
-        label=f"{number}. {item.title} (~{item.minutes} min)",
-        icon=item.icon,
-    )
+    page_link(item.path, label=f"{number}. {item.title} (~{item.minutes} min)")
+
+st.subheader("Live from this server")
+st.markdown(
+    "One real training step of the demo model, measured with and without checkpointing "
+    "every layer (the first visit measures; later visits show the cached result):"
+)
+home_teaser()
+page_link("compare", label="Try other models and strategies", icon=":material/tune:")

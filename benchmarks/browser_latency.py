@@ -1,0 +1,152 @@
+"""Browser latency of the compare demo at its default config, in headless Chromium.
+
+Not a test: a benchmark. It starts its own `streamlit run app.py`, then measures
+  * first page load: a new browser session opening /compare until the results are
+    visible; the very first one (cold server: imports, warm-up and the measurement
+    itself) is reported apart from the later ones (a config the cache already holds);
+  * slider release -> updated results: a key press on the vocabulary slider (a config
+    never seen before: a real measurement) until the numbers on the page change;
+  * a cached config: the same slider moved back to configs seen a moment ago.
+It prints medians and writes benchmarks/browser-latency.json.
+
+    .venv/bin/python benchmarks/browser_latency.py [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from playwright.sync_api import Page, sync_playwright
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "benchmarks" / "browser-latency.json"
+CHROMIUM = "/usr/bin/chromium"
+TARGETS = {"slider_to_results_s": 2.0, "cached_config_s": 0.5, "first_page_load_s": 3.0}
+METRIC = '[data-testid="stMetricValue"]'
+IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+CHANGED = """([selector, before]) => {
+    const el = document.querySelector(selector);
+    return el !== null && el.innerText !== before;
+}"""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_server() -> tuple[subprocess.Popen, str]:
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "DATA_DIR": tempfile.mkdtemp(prefix="latency-")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port",
+         str(port), "--server.address", "127.0.0.1", "--server.headless", "true"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+        start_new_session=True)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
+                return process, url
+        except OSError:
+            time.sleep(0.2)
+    os.killpg(process.pid, signal.SIGTERM)
+    raise TimeoutError("the app did not start")
+
+
+def page_load(browser, url: str) -> float:
+    """A new session (new browser context) opening /compare until the results show."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    start = time.perf_counter()
+    page.goto(f"{url}/compare", wait_until="commit")
+    page.wait_for_selector(METRIC, timeout=120_000)
+    elapsed = time.perf_counter() - start
+    page.wait_for_selector(IDLE, timeout=120_000)
+    context.close()
+    return elapsed
+
+
+def move(page: Page, slider, key: str) -> float:
+    """Press a key on the slider; seconds until the first number on the page changes."""
+    before = page.locator(METRIC).first.inner_text()
+    start = time.perf_counter()
+    slider.press(key)
+    page.wait_for_function(CHANGED, arg=[METRIC, before], polling="raf", timeout=120_000)
+    elapsed = time.perf_counter() - start
+    page.wait_for_timeout(300)
+    page.wait_for_selector(IDLE, timeout=120_000)
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    process, url = start_server()
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=CHROMIUM, headless=True,
+                args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+            cold = page_load(browser, url)
+            loads = [page_load(browser, url) for _ in range(args.runs)]
+
+            context = browser.new_context(viewport={"width": 1400, "height": 1000})
+            page = context.new_page()
+            page.goto(f"{url}/compare")
+            page.wait_for_selector(METRIC, timeout=120_000)
+            page.wait_for_selector(IDLE, timeout=120_000)
+            slider = page.locator('[data-testid="stSlider"]').filter(
+                has_text="Vocabulary").get_by_role("slider")
+            slider.focus()
+            fresh = [move(page, slider, "ArrowRight") for _ in range(args.runs)]
+            cached = [move(page, slider, "ArrowLeft") for _ in range(args.runs)]
+            context.close()
+            browser.close()
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=20)
+
+    medians = {
+        "slider_to_results_s": statistics.median(fresh),
+        "cached_config_s": statistics.median(cached),
+        "first_page_load_s": statistics.median(loads),
+    }
+    report = {
+        "what": "compare page at its default config, headless Chromium on this machine",
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                    "platform": platform.platform()},
+        "runs": args.runs,
+        "medians_s": {k: round(v, 3) for k, v in medians.items()},
+        "targets_s": TARGETS,
+        "met": {k: medians[k] <= TARGETS[k] for k in TARGETS},
+        "first_load_cold_server_s": round(cold, 3),
+        "samples_s": {"slider_to_results": [round(v, 3) for v in fresh],
+                      "cached_config": [round(v, 3) for v in cached],
+                      "page_load_new_session": [round(v, 3) for v in loads]},
+    }
+    OUT.write_text(json.dumps(report, indent=2) + "\n")
+    for key, value in medians.items():
+        mark = "ok" if value <= TARGETS[key] else "OVER"
+        print(f"{key:>22}: median {value:.3f} s (target {TARGETS[key]} s) {mark}")
+    print(f"{'cold first load':>22}: {cold:.3f} s (fresh server: imports, warm-up, measuring)")
+    print(f"wrote {OUT.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,38 @@
+"""Memory and time curves: sweep one dimension and see how each strategy scales."""
+
+import streamlit as st
+
+from ui import demo_curves as curves
+from ui import demo_runner as demo
+from ui import query
+
+st.title("Memory and time curves")
+st.markdown(
+    "Sweep one dimension of the model and measure every point for real. Solid lines with "
+    "dots are measurements, dashed lines this model's theory, on the same axes."
+)
+
+
+@st.fragment
+def curves_demo() -> None:
+    name = query.choice("sweep", "Sweep", list(curves.CURVES), "depth",
+                        help="\n\n".join(f"**{k}**: {c.title}" for k, c in curves.CURVES.items()))
+    curve = curves.CURVES[name]
+    metric = query.choice("memory", "Memory shown", list(curves.MEMORY_METRICS),
+                          curve.default_metric,
+                          help="held: bytes kept for backward at the end of the forward pass; "
+                               "peak: the highest point of the step, above the parameters.")
+    fields = [f for f in ("layers", "hidden", "heads", "seq", "batch", "vocab")
+              if f not in curve.fixes]
+    config = demo.model_controls(fields, columns=len(fields), defaults=curve.base)
+    st.markdown(f"**{curve.title}**: {curve.values_text(config)}")
+    frame = demo.run_sweep(config, curve.vary, curve.values(config), curve.strategies)
+    if frame is None:
+        return
+    st.plotly_chart(curves.curve_figure(name, frame, config, metric))
+    st.markdown(curve.explanation)
+    demo.measured_caption(demo.device().label(), curves.methods_of(frame))
+    demo.download(frame, f"curves-{name}-{demo.config_slug(config)}")
+
+
+curves_demo()

@@ -1,0 +1,149 @@
+"""demos.figures: pure Plotly builders, fed synthetic records."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from demos import figures
+from demos.figures import (
+    STRATEGY_COLOURS,
+    activation_theory_figure,
+    base_strategy,
+    breakdown_figure,
+    byte_unit,
+    fits_figure,
+    format_bytes,
+    loss_figure,
+    peak_and_time_figure,
+    segment_figure,
+    strategy_colour,
+    sweep_figure,
+    timeline_figure,
+    timeline_frame,
+)
+
+MIB = 2**20
+
+
+def result(strategy: str, peak_mib: float, seconds: float, fits: bool = True) -> SimpleNamespace:
+    return SimpleNamespace(
+        strategy=strategy, label=strategy, fits=fits, peak_bytes=peak_mib * MIB,
+        activation_bytes=peak_mib * MIB / 2, predicted_activation_bytes=peak_mib * MIB / 2 * 1.005,
+        step_seconds=seconds,
+        breakdown={"parameters": 10 * MIB, "gradients": 10 * MIB,
+                   "activations": peak_mib * MIB / 2, "logits": 8 * MIB, "temporaries": MIB},
+    )
+
+
+RESULTS = [result("none", 200, 0.4), result("every-layer", 60, 0.5), result("sqrt", 90, 0.46)]
+
+
+def test_each_strategy_has_its_own_colour_and_variants_share_it() -> None:
+    assert len(set(STRATEGY_COLOURS.values())) == len(STRATEGY_COLOURS)
+    assert strategy_colour("every-k:4") == strategy_colour("every-2") == STRATEGY_COLOURS[
+        "every-k"]
+    assert strategy_colour("selective (save-matmuls)") == STRATEGY_COLOURS["selective"]
+    assert base_strategy("budget (dp, 50.0 MiB)") == "budget"
+    assert strategy_colour("mystery") == strategy_colour("mystery")  # stable fallback
+
+
+def test_units() -> None:
+    assert byte_unit(100 * MIB) == ("MiB", MIB)
+    assert byte_unit(3 * 2**30) == ("GiB", 2**30)
+    assert format_bytes(1536 * MIB) == "1.50 GiB"
+    assert format_bytes(None) == "–"
+
+
+def test_peak_and_time_figure_draws_one_bar_per_strategy_in_its_colour() -> None:
+    fig = peak_and_time_figure(RESULTS)
+    memory, time = fig.data
+    assert list(memory.x) == ["none", "every-layer", "sqrt"]
+    assert list(memory.y) == pytest.approx([200, 60, 90])
+    assert list(time.y) == pytest.approx([400, 500, 460])
+    assert list(memory.marker.color) == [strategy_colour(s) for s in memory.x]
+    title = fig.layout.title.text
+    assert "every-layer has 70% less peak memory" in title and "1.25×" in title
+    assert fig.layout.yaxis.title.text == "MiB" and fig.layout.yaxis2.title.text == "ms"
+
+
+def test_strategies_that_do_not_fit_are_left_out_of_the_bars() -> None:
+    fig = peak_and_time_figure([*RESULTS[:2], result("sqrt", 0, 0, fits=False)])
+    assert list(fig.data[0].x) == ["none", "every-layer"]
+    empty = peak_and_time_figure([result("none", 0, 0, fits=False)])
+    assert not empty.data and "No strategy fitted" in empty.layout.annotations[0].text
+
+
+def test_breakdown_stacks_the_five_parts() -> None:
+    fig = breakdown_figure(RESULTS)
+    assert [trace.name for trace in fig.data] == list(figures.BREAKDOWN_PARTS)
+    assert fig.layout.barmode == "stack"
+    activations = next(t for t in fig.data if t.name == "activations")
+    assert list(activations.y) == pytest.approx([100, 30, 45])
+
+
+def test_activation_figure_reports_the_gap_to_the_prediction() -> None:
+    fig = activation_theory_figure(RESULTS, korthikanti_bytes=150 * MIB)
+    assert "within 0.5%" in fig.layout.title.text
+    assert fig.layout.shapes[0].y0 == pytest.approx(150)
+
+
+def _points(strategy: str) -> list[SimpleNamespace]:
+    phases = [("forward", 0)] * 3 + [("forward", 1)] * 3 + [("loss", None)] * 2 + [
+        ("recompute", 1)] * 2 + [("backward", 1)] * 3 + [("backward", 0)] * 3
+    return [SimpleNamespace(index=i, op=f"aten.op{i}", phase=phase, layer=layer,
+                            live_bytes=(i + 1) * MIB)
+            for i, (phase, layer) in enumerate(phases)]
+
+
+def test_timeline_marks_phases_layers_and_the_peak() -> None:
+    frame = timeline_frame({"none": _points("none"), "every-layer": _points("every-layer")})
+    assert list(frame.columns) == list(figures.TIMELINE_COLUMNS) and len(frame) == 32
+    fig = timeline_figure(frame, facet=True)
+    lines = [t for t in fig.data if t.mode == "lines"]
+    assert [t.name for t in lines] == ["none", "every-layer"]
+    assert "layer %{customdata[2]}" in lines[0].hovertemplate
+    assert lines[0].customdata[4][0] == "aten.op4"
+    labels = {a.text for a in fig.layout.annotations}
+    assert {"F0", "F1", "L", "R1", "B1", "B0"} <= labels
+    assert len(fig.layout.shapes) == 2 * 6  # six segments per strategy
+    overlaid = timeline_figure(frame, facet=False)
+    assert not overlaid.layout.shapes and overlaid.data[0].showlegend
+
+
+def test_sweep_figure_puts_measured_and_theory_on_the_same_axes() -> None:
+    frame = pd.DataFrame({
+        "layers": [2, 4, 8] * 2, "strategy": ["none"] * 3 + ["every-layer"] * 3,
+        "activation_bytes": [MIB * v for v in (10, 20, 40, 2, 3, 5)],
+        "predicted_activation_bytes": [MIB * v for v in (10, 20, 40, 2, 3, 5)],
+        "step_seconds": [0.1, 0.2, 0.4, 0.13, 0.26, 0.52], "fits": [True] * 6,
+    })
+    fig = sweep_figure(frame, "layers", "layers N", theory="predicted_activation_bytes")
+    dashed = [t for t in fig.data if t.line.dash == "dash"]
+    assert [t.name for t in dashed] == ["none (theory)", "every-layer (theory)"]
+    assert all(t.xaxis == "x" for t in dashed)
+    times = [t for t in fig.data if t.xaxis == "x2"]
+    assert list(times[0].y) == pytest.approx([100, 200, 400])
+
+
+def test_segment_figure_marks_the_measured_optimum_and_sqrt_n() -> None:
+    frame = pd.DataFrame({"k": [1, 2, 4, 8, 16], "strategy": ["every-k"] * 5,
+                          "peak_bytes": [MIB * v for v in (30, 25, 28, 40, 70)],
+                          "step_seconds": [0.5] * 5})
+    fig = segment_figure(frame, 16)
+    star = next(t for t in fig.data if t.name == "measured optimum")
+    assert list(star.x) == [2] and "k=2" in fig.layout.title.text
+    assert "√N=4.0" in fig.layout.title.text
+
+
+def test_fits_figure_and_loss_figure() -> None:
+    frame = pd.DataFrame({"strategy": ["none", "every-layer"], "value_predicted": [4, 12],
+                          "value_confirmed": [4, 11], "tokens_per_second": [900.0, 700.0]})
+    fig = fits_figure(frame, "batch", 256 * MIB)
+    assert "2.8× with every-layer" in fig.layout.title.text
+    losses = pd.DataFrame({"step": [0, 1, 0, 1], "strategy": ["none", "none", "sqrt", "sqrt"],
+                           "loss": [5.0, 4.0, 5.0, 4.0]})
+    assert "identical to the last bit" in loss_figure(losses, 0.0).layout.title.text
+    assert "1.00e-06" in loss_figure(losses, 1e-6).layout.title.text

@@ -1,0 +1,130 @@
+"""AppTest: each demo page renders at a tiny config (set through the URL query, as a
+shared link would) and reacts to a widget change. The engine runs for real."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+TINY = {"layers": "2", "hidden": "64", "heads": "2", "seq": "32", "batch": "1", "vocab": "256"}
+
+
+def texts(at, kind: str) -> str:
+    return "\n".join(str(element.value) for element in getattr(at, kind))
+
+
+def no_errors(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def charts(at) -> list:
+    return at.get("plotly_chart")
+
+
+def caption_says_measured(at) -> None:
+    assert "Measured on this run on" in texts(at, "caption")
+
+
+def test_compare_renders_and_follows_a_slider(app_test: Callable) -> None:
+    at = app_test("pages/demos/compare.py", query=TINY)
+    no_errors(at)
+    table = at.dataframe[0].value
+    assert list(table["strategy"]) == ["none", "every-layer", "sqrt"]
+    assert table["same gradients"].iloc[0] == "baseline"
+    assert table["same gradients"].iloc[1].startswith("✓")
+    assert len(charts(at)) == 3
+    caption_says_measured(at)
+    assert at.get("download_button")
+    before = table["peak memory"].tolist()
+
+    at.slider(key="layers").set_value(4).run()
+    no_errors(at)
+    assert at.query_params["layers"] == "4"
+    assert at.dataframe[0].value["peak memory"].tolist() != before
+
+
+def test_compare_warns_about_a_bad_link_and_clamps_it(app_test: Callable) -> None:
+    at = app_test("pages/demos/compare.py",
+                  query={**TINY, "layers": "abc", "batch": "99999", "strategy": "sqrt,bogus"})
+    no_errors(at)
+    warnings = texts(at, "warning")
+    assert "?layers='abc' is not a number; using 8" in warnings
+    assert "?batch='99999' is outside the range 1–8" in warnings
+    assert "'bogus' is not available" in warnings
+    assert at.slider(key="batch").value == 8
+    assert at.multiselect(key="strategy").value == ["sqrt"]
+    assert at.query_params["layers"] == "8" and at.query_params["strategy"] == "sqrt"
+
+
+def test_compare_shows_an_invalid_config_and_keeps_serving(app_test: Callable) -> None:
+    at = app_test("pages/demos/compare.py", query={**TINY, "heads": "3"})
+    assert not at.exception
+    assert "divisible by heads=3" in texts(at, "error")
+    at.slider(key="heads").set_value(4).run()
+    no_errors(at)
+    assert at.dataframe
+
+
+def test_timeline_renders_and_switches_layout(app_test: Callable) -> None:
+    at = app_test("pages/demos/timeline.py", query=TINY)
+    no_errors(at)
+    assert len(charts(at)) == 1
+    caption_says_measured(at)
+    assert "peak" in texts(at, "markdown")
+    at.radio(key="view").set_value("overlaid").run()
+    no_errors(at)
+    assert at.query_params["view"] == "overlaid"
+
+
+@pytest.mark.parametrize("sweep", ["depth", "batch"])
+def test_curves_render_a_sweep(app_test: Callable, sweep: str) -> None:
+    query = {k: v for k, v in TINY.items() if k != "layers"} | {"sweep": sweep}
+    at = app_test("pages/demos/curves.py", query=query, timeout=120)
+    no_errors(at)
+    assert len(charts(at)) == 1
+    caption_says_measured(at)
+
+
+def test_curves_switch_to_the_segment_sweep(app_test: Callable) -> None:
+    at = app_test("pages/demos/curves.py", query={**TINY, "layers": "4", "sweep": "seq"},
+                  timeout=120)
+    no_errors(at)
+    at.radio(key="sweep").set_value("segment").run()
+    no_errors(at)
+    assert "U-shaped" in texts(at, "markdown") or charts(at)
+    assert at.query_params["sweep"] == "segment"
+
+
+def test_what_fits_renders_and_follows_the_budget(app_test: Callable) -> None:
+    query = {**TINY, "budget": "16"}
+    at = app_test("pages/demos/what_fits.py", query=query, timeout=120)
+    no_errors(at)
+    table = at.dataframe[0].value
+    assert list(table["strategy"])[:2] == ["none", "every-layer"]
+    before = table.iloc[:, 2].tolist()
+    at.slider(key="budget").set_value(32).run()
+    no_errors(at)
+    assert at.dataframe[0].value.iloc[:, 2].tolist() != before
+
+
+def test_same_result_renders_and_follows_the_steps(app_test: Callable) -> None:
+    query = {"layers": "2", "hidden": "64", "seq": "32", "batch": "2", "steps": "20"}
+    at = app_test("pages/demos/same_result.py", query=query, timeout=120)
+    no_errors(at)
+    differences = at.dataframe[0].value
+    assert list(differences["strategy"]) == ["every-layer", "selective (save-matmuls)"] or len(
+        differences) == 2
+    assert (differences["largest loss difference"] < 1e-4).all()
+    at.slider(key="steps").set_value(30).run()
+    no_errors(at)
+    assert at.query_params["steps"] == "30"
+
+
+def test_home_teaser_measures_once(app_test: Callable) -> None:
+    at = app_test("pages/home.py", timeout=120)
+    no_errors(at)
+    labels = [m.label for m in at.metric]
+    assert "Peak memory saved by checkpointing every layer" in labels
+    caption_says_measured(at)

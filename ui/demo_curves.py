@@ -1,0 +1,128 @@
+"""The four sweeps of the curves page: what each varies, over which values, and what it
+teaches. Pure data and figure choice; the running goes through ui.demo_runner."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from demos.config import ModelConfig
+from demos.figures import segment_figure, sweep_figure
+
+# label -> (measured column, theory column, axis title)
+MEMORY_METRICS: dict[str, tuple[str, str, str]] = {
+    "held": ("activation_bytes", "predicted_activation_bytes", "Activations held for backward"),
+    "peak": ("peak_bytes", "predicted_peak_bytes", "Peak memory above the parameters"),
+}
+
+
+@dataclass(frozen=True)
+class Curve:
+    title: str
+    vary: str  # the sweep's parameter: layers, seq_len, batch or k
+    x_title: str
+    fixes: tuple[str, ...]  # query names without a slider (the swept one)
+    base: ModelConfig
+    strategies: tuple[str, ...]
+    points: Callable[[ModelConfig], tuple[int, ...]]
+    explanation: str
+    default_metric: str = "held"
+
+    def values(self, config: ModelConfig) -> tuple[int, ...]:
+        return self.points(config)
+
+    def values_text(self, config: ModelConfig) -> str:
+        return f"{self.x_title} = " + ", ".join(map(str, self.values(config)))
+
+
+def _divisors_up_to(layers: int) -> tuple[int, ...]:
+    """Segment sizes for N layers: 1, 2, 4, ... up to N, plus round(sqrt N)."""
+    sizes = {1, layers, max(1, round(math.sqrt(layers)))}
+    k = 2
+    while k < layers:
+        sizes.add(k)
+        k *= 2
+    return tuple(sorted(sizes))
+
+
+_SMALL = ModelConfig(layers=8, hidden=128, heads=4, seq_len=128, batch=2, vocab=1024)
+
+CURVES: dict[str, Curve] = {
+    "depth": Curve(
+        title="Depth: layers 2 … 32",
+        vary="layers", x_title="layers N", fixes=("layers",), base=_SMALL,
+        strategies=("none", "every-layer", "sqrt"),
+        points=lambda c: (2, 4, 8, 16, 24, 32),
+        explanation=(
+            "Without checkpointing the bytes held for backward grow in step with depth: "
+            "**O(N)**, a whole layer's internals per layer. `sqrt` keeps one input per "
+            "segment of about √N layers, so its held bytes grow like **O(√N)** while the peak "
+            "adds one segment's internals during recomputation. `every-layer` keeps only each "
+            "layer's input, about 1/16 of a layer's internals, so its line is nearly flat, "
+            "and in backward it rebuilds **one layer's worth** at a time. Time grows linearly "
+            "for all three; the checkpointed lines are steeper by the extra forward."),
+    ),
+    "segment": Curve(
+        title="Segment size k at a fixed depth",
+        vary="k", x_title="layers per segment k", fixes=(), base=_SMALL.replace(layers=16),
+        strategies=("every-k",),
+        points=lambda c: _divisors_up_to(c.layers),
+        default_metric="peak",
+        explanation=(
+            "Each segment keeps its input (a boundary) and is rebuilt whole in backward. "
+            "Small k keeps many boundaries; large k rebuilds a big segment at once: the peak "
+            "is U-shaped in k, and Chen et al.'s analysis puts the optimum at "
+            "k ≈ √(N · boundary size / layer size). For a transformer block the internals are "
+            "about 16× its input, so the optimum is near **k = 1**: checkpointing **every "
+            "layer** beats √N segments here, unless the logits or a few huge layers dominate. "
+            "√N segments win when a layer's internals are about as small as its input, as in "
+            "the plain chains of Chen et al.'s analysis."),
+    ),
+    "seq": Curve(
+        title="Sequence length",
+        vary="seq_len", x_title="sequence length s (tokens)", fixes=("seq",), base=_SMALL,
+        strategies=("none", "every-layer", "selective:save-matmuls"),
+        points=lambda c: (64, 128, 256, 512),
+        explanation=(
+            "With fused attention the held bytes grow linearly in s (no s² attention matrix is "
+            "stored); checkpointing divides the slope. Time grows a little faster than "
+            "linearly because attention itself costs s² FLOPs."),
+    ),
+    "batch": Curve(
+        title="Batch",
+        vary="batch", x_title="batch b", fixes=("batch",), base=_SMALL,
+        strategies=("none", "every-layer", "selective:save-matmuls"),
+        points=lambda c: (1, 2, 4, 8),
+        explanation=(
+            "Every activation is proportional to the batch, so memory is a straight line in b "
+            "for every strategy; checkpointing lowers the slope. The freed memory buys a "
+            "larger batch at the same peak: see *What fits in memory*."),
+    ),
+}
+
+
+def curve_figure(name: str, frame: pd.DataFrame, config: ModelConfig, metric: str
+                 ) -> go.Figure:
+    curve = CURVES[name]
+    measured, theory, memory_title = MEMORY_METRICS[metric]
+    if curve.vary == "k":
+        return segment_figure(frame, config.layers, x=_x_column(frame, curve), memory=measured,
+                              theory=theory)
+    return sweep_figure(frame, _x_column(frame, curve), curve.x_title, memory=measured,
+                        theory=theory, memory_title=memory_title,
+                        title=f"{curve.title}: {memory_title.lower()} and step time")
+
+
+def _x_column(frame: pd.DataFrame, curve: Curve) -> str:
+    for column in (curve.vary, "value", {"seq_len": "seq"}.get(curve.vary, curve.vary)):
+        if column in frame:
+            return column
+    raise KeyError(f"the sweep's frame has no column for {curve.vary}: {list(frame.columns)}")
+
+
+def methods_of(frame: pd.DataFrame) -> list[str]:
+    return list(frame["measured_by"].dropna().unique()) if "measured_by" in frame else []

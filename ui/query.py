@@ -1,0 +1,182 @@
+"""Widgets bound to the URL query, so a link reproduces a demo.
+
+`?layers=16&hidden=256&heads=4&seq=256&batch=4&vocab=8192&dtype=float32&strategy=every-layer`:
+each query name is also the widget's key. A widget takes its first value from the query
+(validated and clamped, with a clear warning for a bad value such as ?layers=99999 or
+?layers=abc) and writes its value back to the query on every run.
+
+The parse_* functions are pure (no Streamlit), so they are unit-tested directly.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+import streamlit as st
+
+T = TypeVar("T")
+
+# Query name -> ModelConfig field. The query uses the short `seq`.
+CONFIG_FIELDS: dict[str, str] = {
+    "layers": "layers", "hidden": "hidden", "heads": "heads", "seq": "seq_len",
+    "batch": "batch", "vocab": "vocab",
+}
+
+
+@dataclass(frozen=True)
+class Parsed(Generic[T]):
+    value: T
+    warning: str | None = None
+
+
+def _shown(raw: str) -> str:
+    text = raw if len(raw) <= 40 else raw[:37] + "..."
+    return repr(text)
+
+
+def parse_int(raw: str | None, *, name: str, lo: int, hi: int, default: int, step: int = 1,
+              where: str = "here") -> Parsed[int]:
+    """A whole number within lo..hi on the step grid from lo; else the nearest allowed value
+    (or the default for text that is not a number), with a warning that says why."""
+    if raw is None or raw.strip() == "":
+        return Parsed(default)
+    try:
+        number = float(raw.strip())
+        if not math.isfinite(number):
+            raise ValueError
+    except ValueError:
+        return Parsed(default, f"?{name}={_shown(raw)} is not a number; using {default}.")
+    value = min(max(number, lo), hi)
+    value = lo + round((value - lo) / step) * step
+    value = int(min(max(value, lo), hi))
+    if number < lo or number > hi:
+        return Parsed(value, f"?{name}={_shown(raw)} is outside the range {lo}–{hi} {where}; "
+                             f"using {value}.")
+    if value != number:
+        return Parsed(value, f"?{name}={_shown(raw)} is not one of the allowed values "
+                             f"(steps of {step} from {lo}); using {value}.")
+    return Parsed(value)
+
+
+def parse_float(raw: str | None, *, name: str, lo: float, hi: float, default: float,
+                where: str = "here") -> Parsed[float]:
+    if raw is None or raw.strip() == "":
+        return Parsed(default)
+    try:
+        number = float(raw.strip())
+        if not math.isfinite(number):
+            raise ValueError
+    except ValueError:
+        return Parsed(default, f"?{name}={_shown(raw)} is not a number; using {default}.")
+    value = min(max(number, lo), hi)
+    if value != number:
+        return Parsed(value, f"?{name}={_shown(raw)} is outside the range {lo}–{hi} {where}; "
+                             f"using {value}.")
+    return Parsed(value)
+
+
+def parse_choice(raw: str | None, *, name: str, choices: Sequence[str], default: str,
+                 where: str = "here") -> Parsed[str]:
+    if raw is None or raw.strip() == "":
+        return Parsed(default)
+    value = raw.strip()
+    if value in choices:
+        return Parsed(value)
+    return Parsed(default, f"?{name}={_shown(raw)} is not available {where} "
+                           f"(choose from {', '.join(choices)}); using {default}.")
+
+
+def parse_list(raw: Sequence[str] | str | None, *, name: str, choices: Sequence[str],
+               default: Sequence[str]) -> Parsed[tuple[str, ...]]:
+    """Comma-separated (or repeated) names, each one of `choices`; unknown names are
+    dropped with a warning, duplicates removed, and the choices' order kept."""
+    if raw is None:
+        return Parsed(tuple(default))
+    items = [raw] if isinstance(raw, str) else list(raw)
+    names = [part.strip() for item in items for part in item.split(",") if part.strip()]
+    if not names:
+        return Parsed(tuple(default))
+    unknown = [n for n in names if n not in choices]
+    known = tuple(c for c in choices if c in names)
+    if not known:
+        return Parsed(tuple(default), f"?{name}={_shown(','.join(names))}: none of these is "
+                                      f"available (choose from {', '.join(choices)}); using "
+                                      f"{','.join(default)}.")
+    if unknown:
+        return Parsed(known, f"?{name}: {', '.join(map(_shown, unknown))} "
+                             f"{'is' if len(unknown) == 1 else 'are'} not available "
+                             f"(choose from {', '.join(choices)}); ignored.")
+    return Parsed(known)
+
+
+def format_list(values: Sequence[str]) -> str:
+    return ",".join(values)
+
+
+# ---------------------------------------------------------------- Streamlit widgets
+
+
+def _first_value(name: str, parsed: Parsed[T]) -> None:
+    """Seed the widget's state from the query the first time it is drawn."""
+    if name not in st.session_state:
+        if parsed.warning:
+            st.warning(parsed.warning, icon=":material/link_off:")
+        st.session_state[name] = parsed.value
+
+
+def _write_back(name: str, text: str) -> None:
+    if st.query_params.get(name) != text:
+        st.query_params[name] = text
+
+
+def _query_text(name: str) -> str | None:
+    return st.query_params.get(name) if name not in st.session_state else None
+
+
+def int_slider(name: str, label: str, lo: int, hi: int, step: int, default: int, *,
+               help: str | None = None, where: str = "here") -> int:
+    """A slider whose key and query name are `name`."""
+    default = int(min(max(default, lo), hi))
+    _first_value(name, parse_int(_query_text(name), name=name, lo=lo, hi=hi, default=default,
+                                 step=step, where=where))
+    value = int(st.slider(label, min_value=lo, max_value=hi, step=step, key=name, help=help))
+    _write_back(name, str(value))
+    return value
+
+
+def float_slider(name: str, label: str, lo: float, hi: float, step: float, default: float, *,
+                 help: str | None = None, where: str = "here") -> float:
+    _first_value(name, parse_float(_query_text(name), name=name, lo=lo, hi=hi,
+                                   default=default, where=where))
+    value = float(st.slider(label, min_value=lo, max_value=hi, step=step, key=name, help=help))
+    _write_back(name, f"{value:g}")
+    return value
+
+
+def choice(name: str, label: str, options: Sequence[str], default: str, *,
+           help: str | None = None, where: str = "here", horizontal: bool = True) -> str:
+    """A radio whose key and query name are `name`."""
+    options = list(options)
+    default = default if default in options else options[0]
+    _first_value(name, parse_choice(_query_text(name), name=name, choices=options,
+                                    default=default, where=where))
+    value = st.radio(label, options, key=name, help=help, horizontal=horizontal)
+    _write_back(name, str(value))
+    return str(value)
+
+
+def multi_choice(name: str, label: str, options: Sequence[str], default: Sequence[str], *,
+                 help: str | None = None) -> tuple[str, ...]:
+    """A multiselect written to the query as comma-separated names (?strategy=a,b)."""
+    options = list(options)
+    raw = st.query_params.get_all(name) if name not in st.session_state else None
+    parsed = parse_list(raw or None, name=name, choices=options,
+                        default=[d for d in default if d in options])
+    _first_value(name, Parsed(list(parsed.value), parsed.warning))
+    values = tuple(st.multiselect(label, options, key=name, help=help))
+    ordered = tuple(o for o in options if o in values)
+    _write_back(name, format_list(ordered))
+    return ordered
