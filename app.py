@@ -14,6 +14,6 @@ st.set_page_config(
     page_icon=":material/memory:",
     layout="wide",
 )
-navigation = st.navigation(build_navigation())
+navigation = st.navigation(build_navigation(), expanded=True)
 render_sidebar()
 navigation.run()

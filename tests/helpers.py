@@ -12,10 +12,10 @@ APP_IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 
 def wait_for_app(page: Page, timeout_ms: int = 60_000) -> None:
     """Wait until the Streamlit script (or fragment) has finished its run."""
-    page.wait_for_selector('[data-testid="stApp"]', timeout=timeout_ms)
+    page.wait_for_selector('[data-testid="stApp"]', state="attached", timeout=timeout_ms)
     # A rerun can start a moment after an interaction: give it a chance to begin.
     page.wait_for_timeout(300)
-    page.wait_for_selector(APP_IDLE, timeout=timeout_ms)
+    page.wait_for_selector(APP_IDLE, state="attached", timeout=timeout_ms)
     page.wait_for_selector('[data-testid="stStatusWidget"] >> text=Running', state="detached",
                            timeout=timeout_ms)
 
