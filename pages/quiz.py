@@ -30,6 +30,7 @@ from quiz.grading import Feedback
 from quiz.markdown import escape_markdown
 from quiz.names import NameError_
 from quiz.service import QuizService, certificate_pdf, certificate_png, open_service
+from ui.navigation import page_link
 
 ATTEMPT_KEY = "quiz_attempt_id"
 
@@ -58,8 +59,10 @@ def start(service: QuizService, previous_id: str | None = None) -> None:
     st.rerun()
 
 
-def lesson_link(topic: str) -> str:
-    return f"[Read the lesson: {lesson(topic).title}](/{topic})"
+def lesson_link(topic: str) -> None:
+    """A link to the lesson that teaches `topic`, inside the app (the session and its
+    attempt stay; the sidebar's Quiz entry leads back)."""
+    page_link(topic, label=f"Read the lesson: {lesson(topic).title}", icon=":material/school:")
 
 
 def show_intro(service: QuizService) -> None:
@@ -122,7 +125,7 @@ def show_feedback(attempt: Attempt, position: int, feedback: Feedback) -> None:
         yours = " · *your answer*" if i in feedback.chosen else ""
         st.markdown(f"**{escape_markdown(option)}** ({mark}{yours})")
         st.caption(escape_markdown(feedback.explanations[i]))
-    st.markdown(lesson_link(feedback.topic))
+    lesson_link(feedback.topic)
     last = position + 1 == total
     label = "See my score" if last else "Next question"
     if st.button(label, type="primary", key=f"next-{position}"):
@@ -192,7 +195,9 @@ def show_result(service: QuizService, attempt: Attempt) -> None:
         }
     )
     if missed:
-        st.markdown("Lessons to revisit: " + " · ".join(lesson_link(t) for t in missed))
+        st.markdown("**Lessons to revisit:**")
+        for topic in missed:
+            lesson_link(topic)
     if score.passed:
         st.success(f"Passed: the pass mark is {round(config.PASS_MARK * 100)}%.")
         certificate = service.certificate_for(attempt.id)

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from streamlit.testing.v1 import AppTest
 
+from lessons.catalog import lesson
 from quiz.attempts import Attempt
 from quiz.service import QuizService, open_service
 
@@ -164,6 +165,8 @@ def test_a_changed_answer_after_feedback_is_ignored(app_test: RunPage) -> None:
     attempt = current(at)
     at = answer(at, right=False)
     assert at.error  # "Not quite."
+    links = [link.proto.label for link in at.get("page_link")]
+    assert links == [f"Read the lesson: {lesson(attempt.questions[0].question.topic).title}"]
     service: QuizService = open_service()
     drawn = attempt.questions[0]
     replay = service.answer(attempt.id, 0, sorted(drawn.correct))  # e.g. from a second tab
