@@ -71,7 +71,8 @@ def largest_fitting(base: ModelConfig, strategy: str, vary: str, budget_bytes: i
         r = comp.results[0]
         total = (comp.parameter_bytes or 0) + (r.peak_bytes or 0)
         if r.fits and total <= budget_bytes:
-            result.value_confirmed, result.peak_bytes, result.total_bytes = value, r.peak_bytes, total
+            result.value_confirmed, result.peak_bytes = value, r.peak_bytes
+            result.total_bytes = total
             result.step_seconds, result.measured_by = r.step_seconds, r.measured_by
             if r.step_seconds:
                 result.tokens_per_second = cfg.batch * cfg.seq_len / r.step_seconds

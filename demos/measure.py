@@ -115,11 +115,11 @@ def _cores() -> int:
 
 def warm_up() -> None:
     """Import what the first checkpoint() and dispatch mode import (torch._dynamo, 1.5-2 s),
-    and set the CPU thread count, once per process."""
+    and set the CPU thread count (all cores, or $DEMOS_THREADS), once per process."""
     global _READY
     if _READY:
         return
-    torch.set_num_threads(_cores())
+    torch.set_num_threads(int(os.environ.get("DEMOS_THREADS", 0)) or _cores())
     cfg = ModelConfig(layers=1, hidden=32, heads=1, seq_len=8, batch=1, vocab=16)
     model = build_model(cfg)
     idx, tgt = make_batch(cfg)

@@ -1,4 +1,5 @@
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +21,8 @@ TINY = ModelConfig(layers=2, hidden=32, heads=2, seq_len=16, batch=2, vocab=64)
 def test_compare_json_follows_the_contract():
     out = subprocess.run([sys.executable, "-m", "demos", "compare", *TINY_ARGS,
                           "--strategies", "none,every-layer,sqrt,selective", "--json"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+                         cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "DEMOS_THREADS": "1"})
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert set(data) >= {"config", "device", "results"}

@@ -103,7 +103,8 @@ def test_guard_refuses_an_oversize_config_with_a_clear_message():
         assert "over the limit of" in r.error and "available CPU memory" in r.error
     small = compare(TINY, ["none"], device="cpu", time_steps=False, limit_bytes=10_000)
     assert not small.results[0].fits
-    assert "9.8 KiB" in small.results[0].error and "limit set for this run" in small.results[0].error
+    error = small.results[0].error
+    assert "9.8 KiB" in error and "limit set for this run" in error
 
 
 def test_budget_too_small_and_cuda_only_do_not_fit_but_do_not_raise():
