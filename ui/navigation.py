@@ -37,7 +37,7 @@ PAGES: tuple[PageSpec, ...] = (
              ":material/straighten:"),
     PageSpec("Live demos", "pages/demos/same_result.py", "same-result", "Same result",
              ":material/check_circle:"),
-    PageSpec("Quiz & certificate", "pages/quiz.py", "quiz", "Quiz", ":material/quiz:"),
+    PageSpec("Quiz & certificate", "pages/take_quiz.py", "quiz", "Quiz", ":material/quiz:"),
     PageSpec("Quiz & certificate", "pages/verify.py", "verify", "Verify a certificate",
              ":material/verified:"),
 )

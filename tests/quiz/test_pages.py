@@ -69,7 +69,7 @@ def take_quiz(at: AppTest, wrong: int = 0) -> AppTest:
 
 
 def test_the_answer_key_is_not_on_the_page_before_answering(app_test: RunPage) -> None:
-    at = app_test("pages/quiz.py")
+    at = app_test("pages/take_quiz.py")
     at = button(at, "Start the quiz").click().run()
     drawn = current(at).questions[0]
     page = str(at.main)  # everything rendered
@@ -80,7 +80,7 @@ def test_the_answer_key_is_not_on_the_page_before_answering(app_test: RunPage) -
 
 
 def test_quiz_to_a_pass_and_a_certificate(app_test: RunPage) -> None:
-    at = take_quiz(app_test("pages/quiz.py"))
+    at = take_quiz(app_test("pages/take_quiz.py"))
     assert not at.exception
     assert any("100%" in str(m.value) for m in at.metric)
     at.text_input[0].input("<script>alert('x')</script> Nguyễn")
@@ -98,7 +98,7 @@ def test_quiz_to_a_pass_and_a_certificate(app_test: RunPage) -> None:
 
 
 def test_a_bad_name_gets_a_clear_message(app_test: RunPage) -> None:
-    at = take_quiz(app_test("pages/quiz.py"))
+    at = take_quiz(app_test("pages/take_quiz.py"))
     for name, reason in [
         ("   ", "Please type the name"),
         ("a\u202eb", "text-direction"),
@@ -111,7 +111,7 @@ def test_a_bad_name_gets_a_clear_message(app_test: RunPage) -> None:
 
 
 def test_a_fail_shows_the_score_and_a_retry_draws_anew(app_test: RunPage) -> None:
-    at = take_quiz(app_test("pages/quiz.py"), wrong=3)
+    at = take_quiz(app_test("pages/take_quiz.py"), wrong=3)
     assert any("75%" in str(m.value) for m in at.metric)
     assert any("Not passed" in e.value for e in at.error)
     assert not [t for t in at.text_input]  # no certificate form
@@ -121,7 +121,7 @@ def test_a_fail_shows_the_score_and_a_retry_draws_anew(app_test: RunPage) -> Non
 
 
 def test_the_cooldown_holds_a_retry(app_test: RunPage, monkeypatch) -> None:  # noqa: ANN001
-    at = app_test("pages/quiz.py")
+    at = app_test("pages/take_quiz.py")
     monkeypatch.setenv("QUIZ_COOLDOWN_SECONDS", "600")
     at = take_quiz(at, wrong=12)
     assert any("try again with a new set of questions in" in i.value for i in at.info)
@@ -132,35 +132,35 @@ def test_the_cooldown_holds_a_retry(app_test: RunPage, monkeypatch) -> None:  # 
 
 
 def test_a_reload_resumes_the_attempt(app_test: RunPage) -> None:
-    at = app_test("pages/quiz.py")
+    at = app_test("pages/take_quiz.py")
     at = button(at, "Start the quiz").click().run()
     at = answer(at, right=True)
     at = button(at, "Next question").click().run()
     attempt_id = current(at).id
-    reloaded = app_test("pages/quiz.py", query={"attempt": attempt_id})  # a fresh session
+    reloaded = app_test("pages/take_quiz.py", query={"attempt": attempt_id})  # a fresh session
     assert progress(reloaded) == "Question 2 of 12"
     assert current(reloaded).id == attempt_id
 
 
 def test_an_expired_attempt_says_so(app_test: RunPage) -> None:
     for junk in ["expired-or-made-up-attempt", "x" * 10_000, "1' OR '1'='1"]:
-        at = app_test("pages/quiz.py", query={"attempt": junk})
+        at = app_test("pages/take_quiz.py", query={"attempt": junk})
         assert not at.exception
         assert any("expired" in w.value for w in at.warning)
         assert button(at, "Start the quiz")
 
 
 def test_score_in_the_url_changes_nothing(app_test: RunPage) -> None:
-    at = app_test("pages/quiz.py", query={"score": "100", "passed": "1"})
+    at = app_test("pages/take_quiz.py", query={"score": "100", "passed": "1"})
     assert not at.metric and not at.text_input
     at = button(at, "Start the quiz").click().run()
-    reloaded = app_test("pages/quiz.py", query={"attempt": current(at).id, "score": "100"})
+    reloaded = app_test("pages/take_quiz.py", query={"attempt": current(at).id, "score": "100"})
     assert progress(reloaded) == "Question 1 of 12"
     assert not reloaded.metric and not reloaded.text_input
 
 
 def test_a_changed_answer_after_feedback_is_ignored(app_test: RunPage) -> None:
-    at = app_test("pages/quiz.py")
+    at = app_test("pages/take_quiz.py")
     at = button(at, "Start the quiz").click().run()
     attempt = current(at)
     at = answer(at, right=False)
@@ -231,7 +231,7 @@ def test_a_broken_bank_is_named_and_verify_still_works(
     broken = tmp_path / "bank.yaml"
     broken.write_text("- id: lonely\n  topic: why-memory\n")
     monkeypatch.setenv("QUIZ_BANK_PATH", str(broken))
-    at = app_test("pages/quiz.py")
+    at = app_test("pages/take_quiz.py")
     assert any("entry 1 (id 'lonely'): missing" in e.value for e in at.error)
     at = app_test("pages/verify.py", query={"id": certificate_id})
     assert "VALID" in _status(at)

@@ -2,22 +2,7 @@
 the certificate. The attempt lives on the server (quiz.service); this page only draws it.
 The attempt id travels in st.session_state and in the URL (?attempt=...), so a reload
 resumes it. Nothing else in the URL is read (a ?score=100 changes nothing)."""
-# ruff: noqa: E402  (the sys.path guard below must run before the project imports)
-
-from __future__ import annotations
-
 import contextlib
-import sys
-from pathlib import Path
-
-# This script shares its name with the `quiz` package. When Streamlit runs it as the main
-# script (AppTest, `streamlit run pages/quiz.py`), its own folder comes first on sys.path and
-# `import quiz` would find this file: put the project root first instead.
-_ROOT = str(Path(__file__).resolve().parent.parent)
-if sys.path[0] != _ROOT:
-    sys.path.insert(0, _ROOT)
-if not hasattr(sys.modules.get("quiz", sys), "__path__"):
-    sys.modules.pop("quiz", None)  # a stale import of this file under the package's name
 
 import streamlit as st
 
