@@ -269,14 +269,17 @@ def compare(config: ModelConfig, strategies: Sequence[str | StrategySpec], devic
     if not plans:
         return comparison
 
-    model = None
+    model, oom = None, None
     try:
         model = build_model(config, dev)
         idx, tgt = make_batch(config, 0, dev)
     except Exception as exc:  # noqa: BLE001 - out of memory while building: nothing fits
         if not _is_oom(exc):
             raise
-        _free_memory(model)
+        oom = str(exc)  # leave the except block first, so the traceback frees its tensors
+    if oom is not None:
+        model = None
+        _free_memory(None)
         for i in plans:
             _refuse(results[i], f"does not fit: the model itself ran out of memory on "
                                 f"{info.label()}")
@@ -337,11 +340,14 @@ def _refuse(result: StrategyResult, message: str) -> None:
 def _reference(step: _Step) -> list[torch.Tensor] | None:
     """Gradients of 'none', the reference every strategy is compared with, when 'none'
     itself is not among the strategies. None if it does not fit."""
+    oom = False
     try:
         step.timed(StrategySpec("none"), [Segment(0, step.cfg.layers)])
     except Exception as exc:  # noqa: BLE001
         if not _is_oom(exc):
             raise
+        oom = True
+    if oom:
         _free_memory(step.model)
         return None
     return _grads(step.model)
@@ -350,6 +356,7 @@ def _reference(step: _Step) -> list[torch.Tensor] | None:
 def _measure(step: _Step, spec, plan, result: StrategyResult, ref, timeline, info
              ) -> list[torch.Tensor] | None:
     """Fill in the memory, loss and gradient figures; return the gradients of 'none'."""
+    oom = None
     try:
         tracker, held, loss = step.tracked(spec, plan, timeline)
         breakdown = {"parameters": step.model.param_bytes(), **tracker.peak_by_category}
@@ -361,9 +368,11 @@ def _measure(step: _Step, spec, plan, result: StrategyResult, ref, timeline, inf
     except Exception as exc:  # noqa: BLE001
         if not _is_oom(exc):
             raise
+        oom = (str(exc).splitlines() or ["out of memory"])[0][:160]
+    if oom is not None:  # outside the except block: the traceback no longer pins tensors
+        result.peak_bytes = None
         _free_memory(step.model)
-        _refuse(result, f"does not fit: out of memory on {info.label()} "
-                        f"({str(exc).splitlines()[0][:160]})")
+        _refuse(result, f"does not fit: out of memory on {info.label()} ({oom})")
         return None
     result.tracker_peak_bytes = tracker.peak_bytes
     result.activation_bytes = held["activations"]
@@ -383,21 +392,23 @@ def _measure(step: _Step, spec, plan, result: StrategyResult, ref, timeline, inf
 
 def _time(step: _Step, specs, plans, results, repeats: int) -> None:
     """Median step time without any tracker, strategies interleaved run by run."""
-    if step.dev.type == "cuda":  # the tracked run warmed the CPU; warm the GPU too
-        for i, plan in plans.items():
-            if results[i].fits:
-                step.timed(specs[i], plan)
-    for _ in range(repeats):
+    warm = step.dev.type == "cuda"  # the tracked run warmed the CPU; warm the GPU too
+    for run in range(repeats + warm):
         for i, plan in plans.items():
             if not results[i].fits:
                 continue
+            oom = None
             try:
-                results[i].step_seconds_runs.append(step.timed(specs[i], plan))
+                seconds = step.timed(specs[i], plan)
+                if run >= warm:
+                    results[i].step_seconds_runs.append(seconds)
             except Exception as exc:  # noqa: BLE001
                 if not _is_oom(exc):
                     raise
+                oom = (str(exc).splitlines() or ["out of memory"])[0][:160]
+            if oom is not None:
                 _free_memory(step.model)
-                _refuse(results[i], f"does not fit: out of memory while timing ({exc})")
+                _refuse(results[i], f"does not fit: out of memory while timing ({oom})")
     for r in results:
         if r.fits and r.step_seconds_runs:
             r.step_seconds = statistics.median(r.step_seconds_runs)

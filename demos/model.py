@@ -196,10 +196,12 @@ class GPT(nn.Module):
 
 def build_model(cfg: ModelConfig, device: str | torch.device = "cpu") -> GPT:
     """Weights from cfg.seed, so every strategy trains the same network."""
-    with torch.random.fork_rng(devices=[]):
+    device = torch.device(device)
+    cuda = [device.index or 0] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=cuda), device:  # built in place: no CPU copy first
         torch.manual_seed(cfg.seed)
         model = GPT(cfg)
-    return model.to(device=device, dtype=TORCH_DTYPES[cfg.dtype]).train()
+    return model.to(dtype=TORCH_DTYPES[cfg.dtype]).train()
 
 
 def make_batch(cfg: ModelConfig, step: int = 0, device: str | torch.device = "cpu"

@@ -20,7 +20,7 @@ def test_cuda_allocator_measures_and_offload_keeps_activations_off_the_gpu():
         assert r.max_grad_diff is not None and r.max_grad_diff < 1e-5
     assert every.peak_bytes < none.peak_bytes
     assert off.activation_bytes < every.activation_bytes
-    assert none.activation_bytes == pytest.approx(none.predicted_activation_bytes, rel=0.05)
+    assert none.activation_bytes == pytest.approx(none.predicted_activation_bytes, rel=0.1)
 
 
 @cuda
