@@ -8,25 +8,19 @@ A lesson page is two lines: ``from ui.lesson_page import render_lesson`` and
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlencode
 
 import streamlit as st
-from streamlit.errors import StreamlitPageNotFoundError
 
 from lessons.catalog import LESSON_PATHS, LESSONS, Lesson, lesson, neighbours
 from lessons.document import DemoLink, LessonDocument, load
 from lessons.values import lesson_values
 from ui.lesson_widgets import WIDGETS
+from ui.navigation import PAGES
+from ui.navigation import page_link as app_page_link
 from ui.progress import mark_visited, visited_lessons
 
 ROOT = Path(__file__).resolve().parent.parent
-DEMO_FILES = {
-    "compare": "pages/demos/compare.py",
-    "timeline": "pages/demos/timeline.py",
-    "curves": "pages/demos/curves.py",
-    "what-fits": "pages/demos/what_fits.py",
-    "same-result": "pages/demos/same_result.py",
-    "quiz": "pages/quiz.py",
-}
 
 
 def _number(item: Lesson) -> int:
@@ -62,17 +56,16 @@ def _draw_takeaways(takeaways: tuple[str, ...]) -> None:
         st.markdown("\n".join(f"- {item}" for item in takeaways))
 
 
-def _page_link(page_file: str, url: str, label: str, icon: str,
+def _page_link(url_path: str, label: str, icon: str,
                query: dict[str, str] | None = None) -> None:
-    """st.page_link when the page is registered (same tab, same session, so progress is kept);
-    a plain Markdown link when it is not (its file is missing, or this script runs alone)."""
-    if (ROOT / page_file).exists():
-        try:
-            st.page_link(page_file, label=label, icon=icon, query_params=query or None)
-            return
-        except StreamlitPageNotFoundError:
-            pass
-    st.markdown(f"{icon} [{label}]({url})")
+    """A link to one of the app's pages by URL path: st.page_link once the page's script
+    exists (same tab, same session, so progress is kept), a Markdown link until then."""
+    spec = next((spec for spec in PAGES if spec.url_path == url_path), None)
+    if spec is not None and (ROOT / spec.file).exists():
+        app_page_link(url_path, label=label, icon=icon, query_params=query or None)
+        return
+    query_text = urlencode(query or {})
+    st.markdown(f"{icon} [{label}](/{url_path}{'?' + query_text if query_text else ''})")
 
 
 def _draw_demo(demo: DemoLink | None) -> None:
@@ -81,8 +74,7 @@ def _draw_demo(demo: DemoLink | None) -> None:
     st.markdown("#### :material/science: Try it live")
     if demo.text:
         st.markdown(demo.text)
-    _page_link(DEMO_FILES.get(demo.path, ""), demo.url, demo.label,
-               ":material/play_circle:", demo.query)
+    _page_link(demo.path, demo.label, ":material/play_circle:", demo.query)
 
 
 def _draw_navigation(path: str) -> None:
@@ -91,18 +83,18 @@ def _draw_navigation(path: str) -> None:
     left, middle, right = st.columns([2, 1, 2])
     with left:
         if before is not None:
-            _page_link(before.page_file, f"/{before.path}",
-                       f"Previous: {_number(before)}. {before.title}", ":material/arrow_back:")
+            _page_link(before.path, f"Previous: {_number(before)}. {before.title}",
+                       ":material/arrow_back:")
         else:
-            _page_link("pages/home.py", "/", "Back to the start", ":material/home:")
+            _page_link("", "Back to the start", ":material/home:")
     with middle:
         st.caption(f"Lesson {_number(lesson(path))} of {len(LESSONS)}")
     with right:
         if after is not None:
-            _page_link(after.page_file, f"/{after.path}",
-                       f"Next: {_number(after)}. {after.title}", ":material/arrow_forward:")
+            _page_link(after.path, f"Next: {_number(after)}. {after.title}",
+                       ":material/arrow_forward:")
         else:
-            _page_link(DEMO_FILES["quiz"], "/quiz", "Next: take the quiz", ":material/quiz:")
+            _page_link("quiz", "Next: take the quiz", ":material/quiz:")
 
 
 def render_lesson(path: str) -> None:

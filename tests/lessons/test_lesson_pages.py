@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 import pytest
 
 from lessons.catalog import LESSONS
+from lessons.document import load
+from lessons.values import lesson_values
 
 
 def metrics(at) -> dict[str, str]:
@@ -13,6 +17,12 @@ def metrics(at) -> dict[str, str]:
 
 def markdown(at) -> str:
     return "\n".join(element.value for element in at.markdown)
+
+
+def links(at) -> dict[str, tuple[str, str]]:
+    """Page links on the page: label -> (URL path, query string)."""
+    return {link.proto.label: (link.proto.page, link.proto.query_string)
+            for link in at.get("page_link")}
 
 
 @pytest.mark.parametrize("number_item", list(enumerate(LESSONS, start=1)),
@@ -26,12 +36,19 @@ def test_lesson_page_renders_with_takeaways_demo_and_navigation(app_test, number
     text = markdown(at)
     assert "Key takeaways" in text
     assert "Try it live" in text
+    found = links(at)
     if number < len(LESSONS):
-        assert f"Next: {number + 1}. {LESSONS[number].title}" in text
+        after = LESSONS[number]
+        assert found[f"Next: {number + 1}. {after.title}"] == (after.path, "")
     else:
-        assert "Next: take the quiz" in text
+        assert found["Next: take the quiz"] == ("quiz", "")
     if number > 1:
-        assert f"Previous: {number - 1}. {LESSONS[number - 2].title}" in text
+        before = LESSONS[number - 2]
+        assert found[f"Previous: {number - 1}. {before.title}"] == (before.path, "")
+    else:
+        assert found["Back to the start"] == ("", "")
+    demo = load(item.path, lesson_values()).demo
+    assert found[demo.label] == (demo.path, urlencode(demo.query))
     assert at.session_state["visited_lessons"] == [item.path]
 
 

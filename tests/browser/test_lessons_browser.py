@@ -1,0 +1,84 @@
+"""The lessons in a real browser: walk all seven with the Next links, drive the stepper
+and a calculator."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import Page, expect
+
+from lessons.catalog import LESSONS
+from tests.helpers import goto, screenshot, wait_for_app
+
+
+def metric_value(page: Page, label: str) -> str:
+    metric = page.locator('[data-testid="stMetric"]').filter(has_text=label).first
+    return metric.locator('[data-testid="stMetricValue"]').inner_text().strip()
+
+
+def open_lesson(page: Page, app_url: str, path: str) -> None:
+    """Open a lesson by its URL. On a freshly started server, Streamlit answers the very
+    first deep link to a page outside pages/ with a "Page not found" notice before the router
+    (st.navigation) has run once, and then shows the right page anyway: close the notice."""
+    goto(page, app_url, path)
+    notice = page.get_by_role("dialog").filter(has_text="Page not found")
+    if notice.count():
+        page.keyboard.press("Escape")
+        expect(notice).to_have_count(0)
+
+
+def test_walk_all_lessons_with_the_next_links(page: Page, app_url: str) -> None:
+    open_lesson(page, app_url, LESSONS[0].path)
+    for number, item in enumerate(LESSONS, start=1):
+        expect(page.locator("h1").first).to_contain_text(f"{number}. {item.title}")
+        expect(page).to_have_url(re.compile(f"/{item.path}$"))
+        expect(page.get_by_text("Key takeaways")).to_be_visible()
+        expect(page.get_by_text("Try it live")).to_be_visible()
+        if number < len(LESSONS):
+            following = LESSONS[number]
+            page.get_by_role("link", name=f"Next: {number + 1}. {following.title}").click()
+            wait_for_app(page)
+    expect(page.get_by_role("link", name="Next: take the quiz")).to_be_visible()
+    # Progress is kept for the session and shown in the sidebar.
+    expect(page.locator('[data-testid="stSidebar"]')).to_contain_text(
+        f"Lessons visited: {len(LESSONS)} / {len(LESSONS)}")
+    screenshot(page, "lessons-walk-end")
+
+
+def test_stepper_buttons_and_slider_change_the_state(page: Page, app_url: str) -> None:
+    open_lesson(page, app_url, "how-it-works")
+    info = page.locator('[data-testid="stAlert"]').filter(has_text="Step ").first
+    expect(info).to_contain_text("Step 1 of 16")
+    assert metric_value(page, "Memory in use") == "3 units"
+    page.get_by_role("button", name="Next step").click()
+    wait_for_app(page)
+    expect(info).to_contain_text("Step 2 of 16")
+    expect(info).to_contain_text("Forward through layer 2")
+    assert metric_value(page, "Memory in use") == "5 units"
+    assert metric_value(page, "Forward computations") == "2 of 8"
+    step_slider = page.locator('input[type="range"][aria-label="Step"]')
+    step_slider.focus()
+    page.keyboard.press("End")
+    wait_for_app(page)
+    expect(info).to_contain_text("Step 16 of 16")
+    expect(info).to_contain_text("Backward through layer 1")
+    page.get_by_text("Keep nothing (recompute from the input)").click()
+    wait_for_app(page)
+    expect(info).to_contain_text("Step 1 of 52")
+    assert metric_value(page, "Forward computations") == "1 of 44"
+    page.get_by_role("button", name="Next step").click()
+    wait_for_app(page)
+    expect(info).to_contain_text("Step 2 of 52")
+    screenshot(page, "lessons-stepper")
+
+
+def test_memory_calculator_updates_when_an_input_changes(page: Page, app_url: str) -> None:
+    open_lesson(page, app_url, "why-memory")
+    assert metric_value(page, "Activations, everything kept") == "4.0 GB"
+    batch = page.get_by_label("Batch (examples)")
+    batch.fill("4")
+    batch.press("Enter")
+    wait_for_app(page)
+    expect(page.locator('[data-testid="stMetric"]').filter(
+        has_text="Activations, everything kept")).to_contain_text("8.0 GB")
+    screenshot(page, "lessons-calculator")
