@@ -56,6 +56,9 @@ LAYOUT = dict(
     legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
     hoverlabel=dict(font_size=13),
 )
+# Figures with subplot titles: the legend goes above them.
+PANELS_LAYOUT = {**LAYOUT, "margin": dict(l=60, r=20, t=130, b=60),
+                 "legend": dict(orientation="h", yanchor="bottom", y=1.1, xanchor="left", x=0)}
 
 
 # ---------------------------------------------------------------- units and colours
@@ -169,7 +172,7 @@ def peak_and_time_figure(results: Sequence[Any]) -> go.Figure:
     fig.update_yaxes(title_text="ms", row=1, col=2, rangemode="tozero")
     phrase = _saving_phrase(fitted)
     full = f"{title}<br><sup>{phrase}</sup>" if phrase else title
-    fig.update_layout(title=full, height=420, **LAYOUT)
+    fig.update_layout(title=full, height=440, **PANELS_LAYOUT)
     return fig
 
 
@@ -337,7 +340,7 @@ def sweep_figure(frame: pd.DataFrame, x: str, x_title: str, *,
                  title: str = "", log_x: bool = False) -> go.Figure:
     """Memory (left) and step time (right) against `x`, one colour per strategy.
 
-    Measured points are markers joined by solid lines; `theory` (a column of predicted
+    Measured points are dots (joined by lines when there is no theory); `theory` (predicted
     bytes) is drawn as a dashed line of the same colour on the same axes."""
     if frame.empty:
         return _empty(title or "Sweep", "No measurements")
@@ -351,12 +354,14 @@ def sweep_figure(frame: pd.DataFrame, x: str, x_title: str, *,
     for label in dict.fromkeys(data["strategy"]):
         part = data[data["strategy"] == label].sort_values(x)
         colour = strategy_colour(label)
-        fig.add_scatter(x=part[x], y=part[memory] / scale, mode="lines+markers", name=label,
+        has_theory = bool(theory and theory in part and part[theory].notna().any())
+        fig.add_scatter(x=part[x], y=part[memory] / scale,
+                        mode="markers" if has_theory else "lines+markers", name=label,
                         legendgroup=label, line=dict(color=colour, width=2),
-                        marker=dict(size=8), row=1, col=1,
+                        marker=dict(size=9, color=colour), row=1, col=1,
                         hovertemplate=(f"{label}<br>{x_title} %{{x}}<br>measured %{{y:.2f}} "
                                        f"{unit}<extra></extra>"))
-        if theory and theory in part and part[theory].notna().any():
+        if has_theory:
             fig.add_scatter(x=part[x], y=part[theory] / scale, mode="lines",
                             name=f"{label} (theory)", legendgroup=label, showlegend=False,
                             line=dict(color=colour, width=1.5, dash="dash"), row=1, col=1,
@@ -372,9 +377,10 @@ def sweep_figure(frame: pd.DataFrame, x: str, x_title: str, *,
     fig.update_yaxes(title_text=unit, rangemode="tozero", row=1, col=1)
     fig.update_yaxes(title_text="ms", rangemode="tozero", row=1, col=2)
     if theory:
-        fig.add_annotation(text="solid: measured · dashed: theory", xref="paper", yref="paper",
-                           x=0, y=-0.2, showarrow=False, font=dict(size=11, color="#475569"))
-    fig.update_layout(title=title, height=440, **LAYOUT)
+        fig.add_annotation(text="dots: measured · dashed lines: theory", xref="paper",
+                           yref="paper", x=0, y=-0.22, showarrow=False,
+                           font=dict(size=12, color="#475569"))
+    fig.update_layout(title=title, height=470, **PANELS_LAYOUT)
     return fig
 
 
@@ -437,8 +443,8 @@ def fits_figure(frame: pd.DataFrame, vary: str, budget_bytes: int) -> go.Figure:
     if confirmed.get("none") and confirmed.get("every-layer"):
         sub += (f": {confirmed['every-layer'] / confirmed['none']:.1f}× with every-layer "
                 "than without")
-    fig.update_layout(barmode="group", height=420, title=f"{title}<br><sup>{sub}</sup>",
-                      **LAYOUT)
+    fig.update_layout(barmode="group", height=450, title=f"{title}<br><sup>{sub}</sup>",
+                      **PANELS_LAYOUT)
     return fig
 
 

@@ -255,9 +255,11 @@ def step_flops(cfg: ModelConfig, spec: StrategySpec | str | None = None) -> dict
             elif seg.mode == "selective":
                 recompute += seg.size * _selective_recompute_share(cfg, seg.policy) * block
     base = forward + backward
+    every = n * block  # what checkpointing every layer adds: one more forward of the blocks
     return {"forward": forward, "backward": backward, "recompute": recompute,
             "total": base + recompute, "block_forward": block, "head_forward": head,
-            "overhead": (base + recompute) / base}
+            "overhead": (base + recompute) / base,
+            "recompute_every_layer": every, "overhead_every_layer": (base + every) / base}
 
 
 def _selective_recompute_share(cfg: ModelConfig, policy: str | None) -> float:
