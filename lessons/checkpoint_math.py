@@ -11,6 +11,12 @@ from dataclasses import dataclass
 GB = 1e9
 
 
+def format_gb(size: float) -> str:
+    """Bytes as GB the way the sources write them: 4.0 GB, 0.23 GB."""
+    amount = size / GB
+    return f"{amount:,.1f} GB" if amount >= 1 else f"{amount:.2f} GB"
+
+
 # --------------------------------------------------------------------------------------
 # Segments: memory(k) = k checkpoints + one segment of n/k layers rebuilt (Chen et al. 2016)
 # --------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 from lessons.checkpoint_math import (
     GB,
     BudgetPlan,
+    format_gb,
     logits_bytes,
     optimal_segments,
     recursive_cost,
@@ -61,8 +62,8 @@ def memory_breakdown_figure(bars: dict[str, MemoryBreakdown]) -> go.Figure:
             hovertemplate=f"{component}: %{{x:.2f}} GB<extra></extra>",
         )
     for label in labels:
-        total = bars[label].total / GB
-        fig.add_annotation(x=total, y=label, text=f"<b>{total:.1f} GB</b>",
+        total = bars[label].total
+        fig.add_annotation(x=total / GB, y=label, text=f"<b>{format_gb(total)}</b>",
                            showarrow=False, xanchor="left", xshift=6)
     fig.update_layout(barmode="stack", height=260, xaxis_title="GB (10⁹ bytes)",
                       legend={"orientation": "h", "y": 1.18, "x": 0, "traceorder": "normal"},
@@ -147,20 +148,24 @@ def stepper_memory_figure(sim: Simulation, index: int) -> go.Figure:
 def tradeoff_figure(layers: int, ratio: float) -> go.Figure:
     """Peak memory against forward computations for every strategy, plus the recursive one
     (single-tensor layers, so only when ratio is 0)."""
+    symbols = ["circle", "square", "triangle-up", "star"]
     fig = go.Figure()
-    for strategy in STRATEGIES:
+    for strategy, symbol in zip(STRATEGIES, symbols, strict=True):
         sim = simulate(strategy, layers, ratio)
-        fig.add_scatter(x=[sim.forwards], y=[sim.peak], mode="markers+text",
-                        text=[STRATEGY_LABELS[strategy]], textposition="top center",
-                        marker={"size": 13}, name=STRATEGY_LABELS[strategy])
+        fig.add_scatter(x=[sim.forwards], y=[sim.peak], mode="markers",
+                        marker={"size": 15, "symbol": symbol},
+                        name=f"{STRATEGY_LABELS[strategy]}: {sim.forwards} forwards, "
+                             f"peak {sim.peak:g}")
     if ratio == 0:
         rec = recursive_cost(layers)
-        fig.add_scatter(x=[rec.forwards], y=[rec.peak_boundaries], mode="markers+text",
-                        text=["Recursive (log N)"], textposition="bottom center",
-                        marker={"size": 13, "symbol": "diamond"}, name="Recursive (log N)")
-    fig.update_layout(height=360, showlegend=False,
-                      xaxis_title="forward computations per step",
-                      yaxis_title="peak memory (units)", **_LAYOUT)
+        fig.add_scatter(x=[rec.forwards], y=[rec.peak_boundaries], mode="markers",
+                        marker={"size": 15, "symbol": "diamond"},
+                        name=f"Recursive (log N): {rec.forwards} forwards, "
+                             f"peak {rec.peak_boundaries}")
+    fig.update_layout(height=380, xaxis_title="forward computations per step",
+                      yaxis_title="peak memory (units)",
+                      legend={"orientation": "v", "x": 1.02, "y": 1}, **_LAYOUT)
+    fig.update_xaxes(rangemode="tozero")
     fig.update_yaxes(rangemode="tozero")
     return fig
 
@@ -252,8 +257,9 @@ def layer_strategies_figure(rows: dict[str, dict[str, float]]) -> go.Figure:
                     marker_color=palette[number % len(palette)],
                     hovertemplate=f"{part}: %{{x:.3f}} GB<extra></extra>")
     for label, row in rows.items():
-        total = sum(row.values()) / GB
-        fig.add_annotation(x=total, y=label, text=f"<b>{total:.2f} GB</b>", showarrow=False,
+        total = sum(row.values())
+        fig.add_annotation(x=total / GB, y=label, text=f"<b>{format_gb(total)}</b>",
+                           showarrow=False,
                            xanchor="left", xshift=6)
     longest = max(sum(row.values()) for row in rows.values()) / GB
     fig.update_layout(barmode="stack", height=300, xaxis_title="GB (10⁹ bytes)",

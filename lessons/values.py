@@ -12,8 +12,8 @@ from functools import cache
 
 from lessons import facts
 from lessons.checkpoint_math import (
-    GB,
     best_segment_length,
+    format_gb,
     internals_ratio,
     layer_activation_bytes,
     layer_input_bytes,
@@ -37,10 +37,7 @@ STEPPER_EXAMPLE_LAYERS = 8
 CHUNK_TOKENS = 256
 
 
-def gb(value: float) -> str:
-    """Bytes as GB the way the sources write them: 4.0 GB, 0.23 GB."""
-    amount = value / GB
-    return f"{amount:,.1f} GB" if amount >= 1 else f"{amount:.2f} GB"
+gb = format_gb
 
 
 def number(value: float) -> str:

@@ -14,9 +14,9 @@ import streamlit as st
 
 from lessons import figures
 from lessons.checkpoint_math import (
-    GB,
     best_budget,
     budget_placement,
+    format_gb,
     layer_activation_parts,
     layer_input_bytes,
     logits_bytes,
@@ -36,10 +36,7 @@ from lessons.memory_calculator import (
 from lessons.stepper import STRATEGIES, STRATEGY_LABELS, simulate, summary_rows
 from lessons.values import SEED
 
-
-def _gb(value: float) -> str:
-    amount = value / GB
-    return f"{amount:,.1f} GB" if amount >= 1 else f"{amount:.2f} GB"
+_gb = format_gb
 
 
 # --------------------------------------------------------------------------------------
@@ -278,6 +275,10 @@ def layer_calculator() -> None:
     formula = ("34·s·b·h" if efficient else "s·b·h·(34 + 5·a·s/h)")
     st.caption(f"Per layer: {formula} = {_gb(acts.per_layer)}; a layer input: "
                f"2·s·b·h = {layer_input_bytes(b, s, h) / 1e6:,.1f} MB. 1 GB = 10⁹ bytes.")
+    if efficient:
+        st.caption("With efficient attention the scores are never stored, so selective "
+                   "recomputation has nothing left to drop: the fused kernel already "
+                   "recomputes them. Untick the box to see the difference.")
 
 
 # --------------------------------------------------------------------------------------
