@@ -37,6 +37,26 @@ def test_every_lesson_loads_with_its_widgets_takeaways_and_demo(path):
     assert not ANY_PLACEHOLDER.search(all_text(path))
 
 
+@pytest.mark.parametrize("path", LESSON_PATHS)
+def test_demo_links_use_values_the_demo_pages_accept(path):
+    """The query must survive the demo's validation on a CPU server (no clamping, no warning)."""
+    from demos.config import slider_ranges
+    from ui.demo_curves import CURVES
+
+    ranges = slider_ranges("cpu")
+    query = load(path, lesson_values()).demo.query
+    for name, value in query.items():
+        if name == "sweep":
+            assert value in CURVES
+        elif name == "dtype":
+            assert value in ("float32", "bfloat16")
+        elif name == "strategy":
+            assert set(value.split(",")) <= {"every-layer", "sqrt"}
+        else:
+            low, high, step = ranges["seq_len" if name == "seq" else name]
+            assert low <= int(value) <= high and (int(value) - low) % step == 0, (name, value)
+
+
 def test_every_widget_is_used_by_some_lesson():
     used = {w for path in LESSON_PATHS for w in load(path, lesson_values()).widgets}
     assert used == set(WIDGETS)
