@@ -195,7 +195,7 @@ def run_compare(config: ModelConfig, strategies: Sequence[str], *, timeline: boo
 
 
 def run_sweep(base: ModelConfig, vary: str, values: Sequence[Any], strategies: Sequence[str],
-              *, repeats: int = 1) -> pd.DataFrame | None:
+              *, repeats: int = 3) -> pd.DataFrame | None:
     kind = device().kind
     return _guarded(lambda: _sweep(_config_key(base), vary, tuple(values), tuple(strategies),
                                    kind, repeats))
@@ -290,7 +290,23 @@ def measured_caption(device_label: str, methods: Sequence[str], extra: str = "")
 def comparison_caption(comparison: Any) -> None:
     label = _device_label(getattr(comparison, "device", None))
     methods = [r.measured_by for r in comparison.results]
-    measured_caption(label, methods)
+    measured_caption(label, methods, timing_note(comparison.results))
+
+
+def timing_note(results: Sequence[Any]) -> str:
+    """How the step times were taken, and a warning when noise shows."""
+    runs = [r.step_seconds_runs for r in results if r.fits and r.step_seconds_runs]
+    if not runs:
+        return ""
+    note = f"Step times: median of {min(map(len, runs))} timed steps, strategies interleaved."
+    base, _ = _baseline_and_best(results)
+    faster = [r.label for r in results if base is not None and r is not base and r.fits
+              and r.step_seconds and base.step_seconds and r.step_seconds < base.step_seconds
+              and r.strategy not in ("none",)]
+    if faster:
+        note += (f" {', '.join(faster)} measured faster than none: that is timing noise on a "
+                 "shared machine, not a speed-up (checkpointing only adds work).")
+    return note
 
 
 def _device_label(value: Any) -> str:

@@ -8,8 +8,9 @@ from ui import query
 
 st.title("Memory and time curves")
 st.markdown(
-    "Sweep one dimension of the model and measure every point for real. Solid lines with "
-    "dots are measurements, dashed lines this model's theory, on the same axes."
+    "Sweep one dimension of the model and measure every point for real. Dots are "
+    "measurements, dashed lines this model's theory, on the same axes. Each point is the "
+    "median of three timed steps; on a shared CPU single points can still jump."
 )
 
 

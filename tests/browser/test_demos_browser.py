@@ -3,11 +3,26 @@ reproduces a demo, and the timeline and curves draw their charts (screenshots ke
 
 from __future__ import annotations
 
+import pytest
 from playwright.sync_api import Page, expect
 
 from tests.helpers import goto, screenshot, wait_for_app
 
 SMALL = "layers=2&hidden=64&heads=2&seq=64&batch=1&vocab=512"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _pages_registered(browser, app_url: str) -> None:
+    """Streamlit learns the st.navigation pages on the first script run; a deep link opened
+    before that shows a "Page not found" dialog (streamlit/streamlit#9992). Load the home
+    page once so every test below starts from a server that knows its pages."""
+    context = browser.new_context()
+    goto(context.new_page(), app_url, "")
+    context.close()
+
+
+def _no_page_not_found(page: Page) -> None:
+    expect(page.get_by_text("Page not found")).to_have_count(0)
 
 
 def _slider(page: Page, label: str):
@@ -23,6 +38,7 @@ def _table_text(page: Page) -> str:
 
 def test_moving_a_slider_on_compare_changes_the_numbers(page: Page, app_url: str) -> None:
     goto(page, app_url, f"compare?{SMALL}&strategy=every-layer")
+    _no_page_not_found(page)
     metric = page.locator('[data-testid="stMetricValue"]').first
     expect(metric).to_be_visible()
     before = metric.inner_text()
@@ -39,14 +55,15 @@ def test_moving_a_slider_on_compare_changes_the_numbers(page: Page, app_url: str
 def test_a_shared_link_applies_its_settings(page: Page, app_url: str) -> None:
     goto(page, app_url, "compare?layers=3&hidden=128&heads=4&seq=64&batch=2&vocab=1024"
                         "&dtype=bfloat16&strategy=sqrt,every-k:2")
-    expect(_slider(page, "Layers")).to_have_attribute("aria-valuenow", "3")
-    expect(_slider(page, "Hidden size")).to_have_attribute("aria-valuenow", "128")
-    expect(_slider(page, "Batch")).to_have_attribute("aria-valuenow", "2")
+    expect(_slider(page, "Layers")).to_have_value("3")
+    expect(_slider(page, "Hidden size")).to_have_value("128")
+    expect(_slider(page, "Batch")).to_have_value("2")
     expect(page.get_by_role("radio", name="bfloat16")).to_be_checked()
-    chosen = page.locator('[data-testid="stMultiSelect"] [data-baseweb="tag"]')
-    expect(chosen).to_have_count(2)
-    expect(chosen.nth(0)).to_contain_text("every-k:2")
-    expect(chosen.nth(1)).to_contain_text("sqrt")
+    chosen = page.locator('[data-testid="stMultiSelect"]')
+    expect(chosen).to_contain_text("every-k:2")
+    expect(chosen).to_contain_text("sqrt")
+    expect(chosen).not_to_contain_text("every-layer")
+    expect(page.locator('[data-testid="stDataFrame"]')).to_be_visible()
     expect(page.locator('[data-testid="stPlotlyChart"]').first).to_be_visible()
     screenshot(page, "demo-compare-shared-link")
 
@@ -54,7 +71,7 @@ def test_a_shared_link_applies_its_settings(page: Page, app_url: str) -> None:
 def test_a_bad_link_is_explained(page: Page, app_url: str) -> None:
     goto(page, app_url, f"compare?{SMALL}&layers=99999")
     expect(page.get_by_text("?layers='99999' is outside the range")).to_be_visible()
-    expect(_slider(page, "Layers")).to_have_attribute("aria-valuenow", "24")
+    expect(_slider(page, "Layers")).to_have_value("24")
 
 
 def test_timeline_draws_its_chart(page: Page, app_url: str) -> None:
