@@ -200,10 +200,21 @@ def k_curve_figure(layers: int, boundary: float = 1.0, layer: float = 1.0) -> go
         fig.add_vline(x=min(optimal_segments(layers, boundary, layer), layers),
                       line_dash="dash", line_color="#E45756",
                       annotation_text="√(N·layer/input)", annotation_position="bottom right")
-    fig.update_layout(height=380, xaxis_title="number of segments k (checkpoints)",
-                      yaxis_title="activation memory (units of one layer input)",
-                      legend={"orientation": "h", "y": 1.15, "x": 0}, **_LAYOUT)
-    fig.update_yaxes(rangemode="tozero")
+    # Compute, on its own axis: every checkpointed layer runs forward twice, whatever k.
+    fig.add_scatter(x=ks, y=[2 * layers] * len(ks), yaxis="y2", mode="lines",
+                    name="forward computations (right axis): 2N for any k",
+                    line={"color": "#B279A2", "dash": "dash"})
+    fig.add_scatter(x=[1, layers], y=[layers, layers], yaxis="y2", mode="lines",
+                    name="forward computations keeping everything: N",
+                    line={"color": "#B279A2", "dash": "dot", "width": 1})
+    fig.update_layout(
+        height=420, xaxis_title="number of segments k (checkpoints)",
+        yaxis={"title": "activation memory (units of one layer input)", "rangemode": "tozero"},
+        yaxis2={"title": "forward computations per step", "overlaying": "y", "side": "right",
+                "range": [0, 2.4 * layers], "showgrid": False,
+                "tickvals": [0, layers, 2 * layers],
+                "ticktext": ["0", f"N = {layers}", f"2N = {2 * layers}"]},
+        legend={"orientation": "h", "y": 1.22, "x": 0}, **_LAYOUT)
     return fig
 
 
