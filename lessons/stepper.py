@@ -163,10 +163,13 @@ def _actions(strategy: Strategy, layers: int) -> Iterator[Action]:
             created: list[tuple[Item, str]] = [(("int", m), RECOMPUTED)]
             if m < last:
                 created.append((("in", m), RECOMPUTED))
-            where = (f"layers {first}-{last}" if last > first else f"layer {first}")
-            yield ("recompute", m,
-                   f"Rebuild the segment {where} from its checkpoint: run layer {m} forward "
-                   f"again and keep what it computes.", created, [])
+            if last > first:
+                text = (f"Rebuild the segment of layers {first}–{last} from its checkpoint: "
+                        f"run layer {m} forward again and keep what it computes.")
+            else:
+                text = (f"Rebuild layer {m} from its checkpointed input: run it forward again "
+                        f"and keep its internals.")
+            yield "recompute", m, text, created, []
         for m in range(last, first - 1, -1):
             yield _backward(m)
 

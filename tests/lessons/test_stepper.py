@@ -122,6 +122,10 @@ def test_states_during_the_first_steps():
     recompute = sim.steps[4]  # backward begins by rebuilding layer 4
     assert (recompute.phase, recompute.layer) == ("recompute", 4)
     assert recompute.internals[3] == RECOMPUTED
+    assert recompute.text.startswith("Rebuild layer 4 from its checkpointed input")
+    segment = simulate("sqrt", 8, 1).steps[8]  # the last segment, layers 7-8, is rebuilt first
+    assert (segment.phase, segment.layer) == ("recompute", 7)
+    assert "segment of layers 7–8" in segment.text
     assert sim.peak_so_far(0) == 3
 
 
