@@ -374,6 +374,7 @@ def _measure(step: _Step, spec, plan, result: StrategyResult, ref, timeline, inf
         _free_memory(step.model)
         _refuse(result, f"does not fit: out of memory on {info.label()} ({oom})")
         return None
+    tracker.close()
     result.tracker_peak_bytes = tracker.peak_bytes
     result.activation_bytes = held["activations"]
     result.loss_held_bytes = held["logits"]

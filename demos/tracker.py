@@ -54,7 +54,7 @@ class LiveTracker(TorchDispatchMode):
     def __init__(self, device_type: str | None = None, timeline: bool = False) -> None:
         super().__init__()
         self.device_type = device_type
-        # data_ptr -> [nbytes, category, op, phase, layer]
+        # data_ptr -> [nbytes, category, op, phase, layer, finalizer]
         self.live: dict[int, list] = {}
         self.by_category = dict.fromkeys(CATEGORIES, 0)
         self.live_bytes = 0
@@ -89,11 +89,11 @@ class LiveTracker(TorchDispatchMode):
         key, nbytes = storage.data_ptr(), storage.nbytes()
         if nbytes == 0 or key in self.live or key in self._ignored:
             return
-        entry = [nbytes, self._category(), op, self.phase, self.layer]
+        entry = [nbytes, self._category(), op, self.phase, self.layer, None]
         self.live[key] = entry
         self.live_bytes += nbytes
         self.by_category[entry[1]] += nbytes
-        weakref.finalize(storage, self._free, key, entry)
+        entry[5] = weakref.finalize(storage, self._free, key, entry)
 
     def _free(self, key: int, entry: list) -> None:
         if self.live.get(key) is entry:
@@ -115,7 +115,14 @@ class LiveTracker(TorchDispatchMode):
 
     def live_entries(self) -> list[tuple]:
         """(nbytes, category, op, phase, layer) of every live storage, for explanations."""
-        return [tuple(e) for e in self.live.values()]
+        return [tuple(e[:5]) for e in self.live.values()]
+
+    def close(self) -> None:
+        """Stop following the storages still alive (e.g. gradients), so they no longer
+        keep this tracker and its timeline in memory."""
+        for entry in self.live.values():
+            entry[5].detach()
+        self.live.clear()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
