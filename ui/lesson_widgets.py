@@ -91,8 +91,9 @@ def memory_calculator() -> None:
     metrics[1].metric("Activations, everything kept", _gb(plain.activations))
     metrics[2].metric("Total, checkpoint every layer", _gb(checkpointed.total),
                       delta=f"-{_gb(plain.total - checkpointed.total)}", delta_color="inverse")
-    metrics[3].metric("Bytes per parameter (weights+grads+optimizer)",
-                      f"{bytes_per_parameter(setup.precision, setup.optimizer)}")
+    metrics[3].metric("Bytes per parameter",
+                      f"{bytes_per_parameter(setup.precision, setup.optimizer)}",
+                      help="Weights + gradients + optimizer state, per parameter.")
     st.plotly_chart(
         figures.memory_breakdown_figure({"everything kept": plain,
                                          "checkpoint every layer": checkpointed}),

@@ -69,6 +69,7 @@ def test_stepper_buttons_and_slider_change_the_state(page: Page, app_url: str) -
     page.get_by_role("button", name="Next step").click()
     wait_for_app(page)
     expect(info).to_contain_text("Step 2 of 52")
+    info.scroll_into_view_if_needed()
     screenshot(page, "lessons-stepper")
 
 
@@ -81,4 +82,5 @@ def test_memory_calculator_updates_when_an_input_changes(page: Page, app_url: st
     wait_for_app(page)
     expect(page.locator('[data-testid="stMetric"]').filter(
         has_text="Activations, everything kept")).to_contain_text("8.0 GB")
+    page.locator('[data-testid="stMetric"]').first.scroll_into_view_if_needed()
     screenshot(page, "lessons-calculator")

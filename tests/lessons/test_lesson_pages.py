@@ -55,11 +55,11 @@ def test_lesson_page_renders_with_takeaways_demo_and_navigation(app_test, number
 def test_memory_calculator_responds_to_inputs_and_presets(app_test):
     at = app_test("pages/lessons/why_memory.py")
     assert metrics(at)["Activations, everything kept"] == "4.0 GB"
-    assert metrics(at)["Bytes per parameter (weights+grads+optimizer)"] == "18"
+    assert metrics(at)["Bytes per parameter"] == "18"
     at.number_input(key="mem_batch").set_value(4).run()
     assert metrics(at)["Activations, everything kept"] == "8.0 GB"
     at.selectbox(key="mem_optimizer").set_value("sgd").run()
-    assert metrics(at)["Bytes per parameter (weights+grads+optimizer)"] == "10"
+    assert metrics(at)["Bytes per parameter"] == "10"
     at.selectbox(key="mem_preset").set_value("gpt2-small").run()
     assert at.number_input(key="mem_hidden").value == 768
     assert at.number_input(key="mem_batch").value == 8
