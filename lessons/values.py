@@ -104,7 +104,6 @@ def lesson_values() -> dict[str, str]:
     v["layer_units"] = number(internals_ratio() + 1)
     v["seed_segment_length"] = one_decimal(optimal_segment_length(L, 2, 34))
     v["seed_best_length"] = number(best_segment_length(L, 2, 34))
-    v["seed_layers"] = number(L)
     for layers in (16, 1_024):
         rec = recursive_cost(layers)
         v[f"rec{layers}_peak"] = number(rec.peak_boundaries)
@@ -114,10 +113,19 @@ def lesson_values() -> dict[str, str]:
 
     # Lesson 4: a language model.
     worked = transformer_activations(b, s, h, L)
+    gpt3_config = facts.GPT3
     v["seed_batch"] = number(b)
     v["seed_seq"] = number(s)
     v["seed_hidden"] = number(h)
     v["seed_heads"] = number(a)
+    v["seed_layers"] = number(L)
+    v["seed_all_kept_formula"] = " × ".join(number(x) for x in (34, b, s, h, L))
+    v["seed_inputs_formula"] = " × ".join(number(x) for x in (2, b, s, h, L))
+    v["seed_one_layer_formula"] = " × ".join(number(x) for x in (34, b, s, h))
+    v["seed_logits_formula"] = " × ".join(number(x) for x in (b, s, V, 4))
+    v["gpt3_heads"] = number(gpt3_config["heads"])
+    v["gpt3_seq"] = number(gpt3_config["seq"])
+    v["gpt3_hidden"] = number(gpt3_config["hidden"])
     v["seed_all_kept_gb"] = gb(worked.all_kept)
     v["seed_inputs_gb"] = gb(worked.checkpoint_inputs)
     v["seed_one_layer_gb"] = gb(worked.one_layer_rebuilt)

@@ -95,7 +95,8 @@ def test_figures_are_injected_not_typed_in():
     """The GB figures of the worked examples appear in the Markdown only as placeholders."""
     for path in LESSON_PATHS:
         source = content_file(path).read_text(encoding="utf-8")
-        for typed in ("4.0 GB", "0.23 GB", "0.14 GB", "2.0 GB", "48 GB", "70%", "2.7%"):
+        for typed in ("4.0 GB", "0.23 GB", "0.14 GB", "2.0 GB", "48 GB", "70%", "2.7%",
+                      "× 2,048", "248,000 ×", "12,288"):
             assert typed not in source, f"{path}.md types {typed!r}; inject it with a value"
 
 
@@ -116,6 +117,10 @@ def test_values_match_their_formulas():
     assert values["chen_factor"] == "6.9"
     assert values["l22b_full_extra"] == "39%" and values["l22b_selective_extra"] == "7%"
     assert values["step_poor_forwards"] == str(8 + 8 * 9 // 2)
+    assert values["seed_all_kept_formula"] == "34 × 2 × 1,024 × 2,048 × 28"
+    assert values["seed_inputs_formula"] == "2 × 2 × 1,024 × 2,048 × 28"
+    assert values["seed_one_layer_formula"] == "34 × 2 × 1,024 × 2,048"
+    assert values["seed_logits_formula"] == "2 × 1,024 × 248,000 × 4"
 
 
 def test_unknown_values_and_stray_placeholders_are_errors():
