@@ -122,7 +122,7 @@ def stepper_figure(sim: Simulation, index: int) -> go.Figure:
                "tickvals": [0.5, input_height + 0.15 + internals_height / 2]
                if internals_height else [0.5],
                "ticktext": ["input", f"internals ({sim.ratio:g})"]},
-        legend={"orientation": "h", "y": -0.25, "x": 0},
+        legend={"orientation": "h", "y": -0.3, "x": 0},
         template="plotly_white", margin={"l": 10, "r": 10, "t": 40, "b": 10},
     )
     return fig
