@@ -80,3 +80,9 @@ HF_SLOWDOWN = 0.20  # checkpointing is "about 20% slower"
 PRACTICE_SLOWDOWN = (0.20, 0.30)
 # Vocabularies of recent models.
 COMMON_VOCAB_RANGE = (150_000, 250_000)
+
+# Measured on this course's prototype (torch CPU, fp32, pre-LN GPT, fused attention), FACTS.md.
+PROTOTYPE_PEAK_CONFIG = "16 layers, hidden 256, 512 tokens, batch 2, vocabulary 1,000"
+PROTOTYPE_PEAK_MIB = {"none": 270, "every-layer": 68, "sqrt": 107}  # peak above parameters
+PROTOTYPE_TIME_CONFIG = "8 layers, hidden 256, 4 heads, 256 tokens, batch 4, vocabulary 8,192"
+PROTOTYPE_EVERY_LAYER_SLOWDOWN = (1.19, 1.35)  # time per step relative to no checkpointing

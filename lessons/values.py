@@ -104,6 +104,12 @@ def lesson_values() -> dict[str, str]:
     v["layer_units"] = number(internals_ratio() + 1)
     v["seed_segment_length"] = one_decimal(optimal_segment_length(L, 2, 34))
     v["seed_best_length"] = number(best_segment_length(L, 2, 34))
+    v["proto_peak_config"] = facts.PROTOTYPE_PEAK_CONFIG
+    for key, mib in facts.PROTOTYPE_PEAK_MIB.items():
+        v[f"proto_peak_{key.replace('-', '_')}"] = f"{mib} MiB"
+    v["proto_time_config"] = facts.PROTOTYPE_TIME_CONFIG
+    v["proto_slowdown_low"] = f"{facts.PROTOTYPE_EVERY_LAYER_SLOWDOWN[0]:.2f}×"
+    v["proto_slowdown_high"] = f"{facts.PROTOTYPE_EVERY_LAYER_SLOWDOWN[1]:.2f}×"
     for layers in (16, 1_024):
         rec = recursive_cost(layers)
         v[f"rec{layers}_peak"] = number(rec.peak_boundaries)

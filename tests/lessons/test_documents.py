@@ -75,11 +75,12 @@ def test_the_issue_s_interactive_parts_are_where_they_belong():
 @pytest.mark.parametrize(("path", "figures"), [
     ("why-memory", ["18 bytes", "4.0 GB", "2.0 GB"]),
     ("how-it-works", ["N(N+1)/2", "| 44 |", "| 16 |"]),
-    ("how-many", ["48 GB", "7 GB", "30%", "√N", "log N"]),
+    ("how-many", ["48 GB", "7 GB", "30%", "√N", "log N", "270 MiB", "68 MiB", "107 MiB"]),
     ("language-models", ["4.0 GB", "0.23 GB", "0.14 GB", "34", "70%", "2.7%",
                          "19.6 ms", "27.2 ms", "20.9 ms", "+39%", "+7%"]),
     ("large-vocabularies", ["2.0 GB", "248,000", "150,000", "250,000"]),
-    ("cost-and-correctness", ["33%", "20%", "30%", "10×", "preserve_rng_state"]),
+    ("cost-and-correctness", ["33%", "20%", "30%", "10×", "preserve_rng_state", "1.19×",
+                              "1.35×"]),
     ("in-practice", ["use_reentrant=False", "checkpoint_sequential",
                      "create_selective_checkpoint_contexts", "CheckpointPolicy",
                      "activation_memory_budget", "gradient_checkpointing_enable()",
@@ -96,7 +97,7 @@ def test_figures_are_injected_not_typed_in():
     for path in LESSON_PATHS:
         source = content_file(path).read_text(encoding="utf-8")
         for typed in ("4.0 GB", "0.23 GB", "0.14 GB", "2.0 GB", "48 GB", "70%", "2.7%",
-                      "× 2,048", "248,000 ×", "12,288"):
+                      "× 2,048", "248,000 ×", "12,288", "68 MiB", "1.19"):
             assert typed not in source, f"{path}.md types {typed!r}; inject it with a value"
 
 
