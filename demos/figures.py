@@ -56,6 +56,10 @@ LAYOUT = dict(
     legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
     hoverlabel=dict(font_size=13),
 )
+# Legend on the right, for figures whose legend would crowd the title.
+SIDE_LEGEND_LAYOUT = {**LAYOUT, "margin": dict(l=60, r=20, t=90, b=50),
+                      "legend": dict(orientation="v", yanchor="top", y=1, xanchor="left",
+                                     x=1.02)}
 # Figures with subplot titles: the legend goes above them.
 PANELS_LAYOUT = {**LAYOUT, "margin": dict(l=60, r=20, t=130, b=60),
                  "legend": dict(orientation="h", yanchor="bottom", y=1.1, xanchor="left", x=0)}
@@ -192,10 +196,10 @@ def breakdown_figure(results: Sequence[Any]) -> go.Figure:
         fig.add_bar(name=part, x=labels, y=values, marker_color=BREAKDOWN_COLOURS[part],
                     hovertemplate="%{x}<br>" + part + ": %{y:.1f} " + unit + "<extra></extra>")
     fig.update_layout(
-        barmode="stack", height=420,
-        title=f"{title}<br><sup>Checkpointing shrinks the activations (blue); parameters, "
-              "gradients and the logits stay the same</sup>",
-        yaxis_title=unit, **LAYOUT,
+        barmode="stack", height=440, legend_traceorder="reversed",
+        title=f"{title}<br><sup>Checkpointing shrinks the activations (blue);<br>parameters, "
+              "gradients and logits stay</sup>",
+        yaxis_title=unit, **SIDE_LEGEND_LAYOUT,
     )
     return fig
 
@@ -223,13 +227,13 @@ def activation_theory_figure(results: Sequence[Any], korthikanti_bytes: float | 
                 hovertemplate="%{x}<br>predicted %{y:.2f} " + unit + "<extra></extra>")
     if korthikanti_bytes:
         fig.add_hline(y=korthikanti_bytes / scale, line_dash="dot", line_color="#b45309",
-                      annotation_text="Korthikanti et al. (16-bit), no checkpointing",
-                      annotation_position="top right")
+                      annotation_text="Korthikanti et al. (16-bit),<br>no checkpointing",
+                      annotation_position="top right", annotation_font_color="#b45309")
     gaps = [abs(m - p) / p for m, p in zip(measured, predicted, strict=True) if p]
     sub = (f"Prediction and measurement agree within {max(gaps):.1%}" if gaps
            else "Prediction unavailable")
-    fig.update_layout(barmode="group", height=420, yaxis_title=unit,
-                      title=f"{title}<br><sup>{sub}</sup>", **LAYOUT)
+    fig.update_layout(barmode="group", height=440, yaxis_title=unit,
+                      title=f"{title}<br><sup>{sub}</sup>", **SIDE_LEGEND_LAYOUT)
     return fig
 
 
@@ -289,7 +293,7 @@ def timeline_figure(frame: pd.DataFrame, facet: bool = True) -> go.Figure:
             showlegend=not facet,
         )
         if facet:
-            _mark_phases(fig, part, row, scale)
+            _mark_phases(fig, part, row, _max(frame["live_bytes"]) / scale)
         peak = part.loc[part["live_bytes"].idxmax()]
         fig.add_scatter(x=[peak["index"]], y=[peak["live_bytes"] / scale], mode="markers",
                         marker=dict(color=strategy_colour(label), size=10, symbol="star",
@@ -297,7 +301,9 @@ def timeline_figure(frame: pd.DataFrame, facet: bool = True) -> go.Figure:
                         name=f"{label} peak", showlegend=False, row=row, col=1,
                         hovertemplate=(f"{label} peak<br>{peak['op']} ({peak['phase']})"
                                        "<br>%{y:.1f} " + unit + "<extra></extra>"))
-        fig.update_yaxes(title_text=unit, rangemode="tozero", row=row, col=1)
+        fig.update_yaxes(title_text=unit, row=row, col=1)
+    # One y range for every panel, so the strategies compare at a glance.
+    fig.update_yaxes(range=[0, _max(frame["live_bytes"]) / scale * 1.18])
     fig.update_xaxes(title_text="op number within the step", row=rows, col=1)
     fig.update_layout(
         height=max(420, 260 * rows) if facet else 480,
@@ -309,8 +315,8 @@ def timeline_figure(frame: pd.DataFrame, facet: bool = True) -> go.Figure:
     return fig
 
 
-def _mark_phases(fig: go.Figure, part: pd.DataFrame, row: int, scale: float) -> None:
-    top = _max(part["live_bytes"]) / scale
+def _mark_phases(fig: go.Figure, part: pd.DataFrame, row: int, top: float) -> None:
+    """Shade each (phase, layer) run of ops up to `top` and label it (F3, R3, B3, L)."""
     xref = "x" if row == 1 else f"x{row}"
     yref = "y" if row == 1 else f"y{row}"
     for phase, layer, first, last in _segments(part):

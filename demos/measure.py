@@ -293,8 +293,9 @@ def compare(config: ModelConfig, strategies: Sequence[str | StrategySpec], devic
             ref = grads
     if time_steps and repeats > 0:
         _time(step, specs, plans, results, repeats)
-    del step, model
-    _free_memory(None)
+    del step, model  # tensors are reference-counted: no gc.collect() needed (it costs 0.2 s)
+    if dev.type == "cuda":
+        torch.cuda.empty_cache()  # give cached blocks back, so free memory reads true
     return comparison
 
 
