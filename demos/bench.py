@@ -13,7 +13,7 @@ from pathlib import Path
 from demos import theory
 from demos.config import ModelConfig, demo_default
 from demos.device import detect_device
-from demos.measure import _Step, compare, warm_up
+from demos.measure import _Step, _sync, compare, warm_up
 from demos.model import build_model, make_batch
 from demos.strategies import parse_strategy
 
@@ -66,8 +66,10 @@ def tracker_overhead(cfg: ModelConfig, strategy: str, repeats: int) -> dict:
     for _ in range(repeats):
         plain.append(step.timed(spec, plan))
         start = time.perf_counter()
-        step.tracked(spec, plan, timeline=False)
+        tracker, _, _ = step.tracked(spec, plan, timeline=False)
+        _sync(step.dev)
         tracked.append(time.perf_counter() - start)
+        tracker.close()
     p, t = statistics.median(plain), statistics.median(tracked)
     return {"strategy": strategy, "plain_seconds": p, "tracked_seconds": t,
             "overhead": t / p - 1, "plain_runs": plain, "tracked_runs": tracked}
