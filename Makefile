@@ -22,11 +22,11 @@ $(VENV)/.dev-installed: requirements.txt requirements-dev.txt | $(BIN)/python
 	touch $(VENV)/.runtime-installed $@
 
 run: $(VENV)/.runtime-installed
-	$(BIN)/streamlit run app.py --server.port $(PORT) --server.address $(ADDRESS)
+	$(BIN)/python -m ui.server --server.port $(PORT) --server.address $(ADDRESS)
 
 # Development: file watcher on, error details shown.
 dev: $(VENV)/.runtime-installed
-	STREAMLIT_CLIENT_SHOW_ERROR_DETAILS=full $(BIN)/streamlit run app.py \
+	STREAMLIT_CLIENT_SHOW_ERROR_DETAILS=full $(BIN)/python -m ui.server \
 		--server.port $(PORT) --server.fileWatcherType auto --server.runOnSave true
 
 chromium:

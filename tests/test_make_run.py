@@ -1,4 +1,5 @@
-"""`make run` serves the app: the health check answers 200 and the home page loads."""
+"""`make run` serves the app: the health check answers 200, and the very first visitor
+of the fresh server can open a deep link without a "Page not found" dialog."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ import subprocess
 import urllib.request
 
 from tests.conftest import ROOT, _free_port, _wait_healthy
+from tests.helpers import goto
 
 
-def test_make_run_serves_the_health_check(tmp_path) -> None:
+def test_make_run_serves_the_app_and_a_first_deep_link(tmp_path, browser) -> None:
     port = _free_port()
     env = {**os.environ, "DATA_DIR": str(tmp_path)}
     process = subprocess.Popen(
@@ -24,6 +26,13 @@ def test_make_run_serves_the_health_check(tmp_path) -> None:
         with urllib.request.urlopen(url, timeout=10) as response:
             assert response.status == 200
             assert b"<html" in response.read().lower()
+        # The first session of this server process opens a lesson in pages/lessons/.
+        context = browser.new_context()
+        page = context.new_page()
+        goto(page, url, "how-many")
+        assert page.get_by_role("dialog").filter(has_text="Page not found").count() == 0
+        assert page.get_by_role("heading", name="Where to put checkpoints").first.is_visible()
+        context.close()
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=20)

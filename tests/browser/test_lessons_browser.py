@@ -16,19 +16,8 @@ def metric_value(page: Page, label: str) -> str:
     return metric.locator('[data-testid="stMetricValue"]').inner_text().strip()
 
 
-def open_lesson(page: Page, app_url: str, path: str) -> None:
-    """Open a lesson by its URL. On a freshly started server, Streamlit answers the very
-    first deep link to a page outside pages/ with a "Page not found" notice before the router
-    (st.navigation) has run once, and then shows the right page anyway: close the notice."""
-    goto(page, app_url, path)
-    notice = page.get_by_role("dialog").filter(has_text="Page not found")
-    if notice.count():
-        page.keyboard.press("Escape")
-        expect(notice).to_have_count(0)
-
-
 def test_walk_all_lessons_with_the_next_links(page: Page, app_url: str) -> None:
-    open_lesson(page, app_url, LESSONS[0].path)
+    goto(page, app_url, LESSONS[0].path)
     for number, item in enumerate(LESSONS, start=1):
         expect(page.locator("h1").first).to_contain_text(f"{number}. {item.title}")
         expect(page).to_have_url(re.compile(f"/{item.path}$"))
@@ -46,7 +35,7 @@ def test_walk_all_lessons_with_the_next_links(page: Page, app_url: str) -> None:
 
 
 def test_stepper_buttons_and_slider_change_the_state(page: Page, app_url: str) -> None:
-    open_lesson(page, app_url, "how-it-works")
+    goto(page, app_url, "how-it-works")
     info = page.locator('[data-testid="stAlert"]').filter(has_text="Step ").first
     expect(info).to_contain_text("Step 1 of 16")
     assert metric_value(page, "Memory in use") == "3 units"
@@ -74,7 +63,7 @@ def test_stepper_buttons_and_slider_change_the_state(page: Page, app_url: str) -
 
 
 def test_memory_calculator_updates_when_an_input_changes(page: Page, app_url: str) -> None:
-    open_lesson(page, app_url, "why-memory")
+    goto(page, app_url, "why-memory")
     assert metric_value(page, "Activations, everything kept") == "4.0 GB"
     batch = page.get_by_label("Batch (examples)")
     batch.fill("4")

@@ -1,0 +1,30 @@
+"""Start the app: `python -m ui.server [streamlit options]` is `streamlit run app.py`
+with the st.navigation router alone in charge.
+
+Until st.navigation has run once in a server process, Streamlit treats a folder named
+`pages/` beside the entry point as a legacy multipage app, so the very first visitor of a
+freshly started server who opens a deep link (/compare?layers=16, /verify?id=...) gets a
+"Page not found" dialog over the right page (streamlit#8860, #9992). Every page here is
+registered through st.navigation, so the legacy discovery is switched off before the
+server starts.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from streamlit.runtime.pages_manager import PagesManager
+from streamlit.web import cli
+
+APP = Path(__file__).resolve().parent.parent / "app.py"
+
+
+def main(argv: list[str]) -> None:
+    PagesManager.uses_pages_directory = False
+    sys.argv = ["streamlit", "run", str(APP), *argv]
+    cli.main(prog_name="streamlit")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
