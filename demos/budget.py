@@ -57,37 +57,49 @@ def greedy_plan(full: list[int], inputs: list[int], budget: int) -> list[Segment
 
 
 def dp_plan(full: list[int], inputs: list[int], budget: int) -> list[Segment]:
-    """Fewest rebuilt layers within the budget (ties: least memory). Exact: keeps, for
-    each prefix, the Pareto set of (held bytes, worst rebuild so far, rebuilt layers)."""
+    """Fewest rebuilt layers within the budget. Exact dynamic programming over prefixes:
+    the budget is checked where a segment is placed, so a prefix is described by
+    (rebuilt layers, bytes held); a state that rebuilds no more and holds no more than
+    another dominates it, so each prefix keeps at most n+1 states: O(n^3) in all."""
     n = len(full)
-    # states[i]: list of (rebuilt, held, worst, plan) for layers [0, i)
-    states: list[list[tuple]] = [[] for _ in range(n + 1)]
-    states[0] = [(0, 0, 0, ())]
+    # fronts[i][rebuilt] = (held, worst, back-pointer (i', rebuilt'), segment)
+    fronts: list[dict[int, tuple]] = [{} for _ in range(n + 1)]
+    fronts[0][0] = (0, 0, None, None)
+
+    def offer(j: int, rebuilt: int, held: int, worst: int, back: tuple, seg: Segment) -> None:
+        old = fronts[j].get(rebuilt)
+        if old is None or (held, worst) < (old[0], old[1]):
+            fronts[j][rebuilt] = (held, worst, back, seg)
+
     for i in range(n):
-        for rebuilt, held, worst, plan in _pareto(states[i]):
+        for rebuilt, (held, worst, _, _) in _pareto(fronts[i]):
             if held + full[i] <= budget:  # keep layer i
-                states[i + 1].append((rebuilt, held + full[i], worst,
-                                      plan + (Segment(i, i + 1, "keep"),)))
+                offer(i + 1, rebuilt, held + full[i], worst, (i, rebuilt), Segment(i, i + 1))
             seg_full = 0
             for j in range(i + 1, n + 1):  # checkpoint layers [i, j)
                 seg_full += full[j - 1]
                 if held + seg_full > budget:
                     break
-                states[j].append((rebuilt + j - i, held + inputs[i], max(worst, held + seg_full),
-                                  plan + (Segment(i, j, "checkpoint"),)))
-    done = [s for s in states[n] if max(s[1], s[2]) <= budget]
-    if not done:
+                offer(j, rebuilt + j - i, held + inputs[i], max(worst, held + seg_full),
+                      (i, rebuilt), Segment(i, j, "checkpoint"))
+    if not fronts[n]:
         raise BudgetTooSmall(_too_small(full, inputs, budget))
-    rebuilt, held, worst, plan = min(done, key=lambda s: (s[0], max(s[1], s[2]), len(s[3])))
-    return _merge_keeps(list(plan))
+    rebuilt = min(fronts[n], key=lambda r: (r, max(fronts[n][r][0], fronts[n][r][1])))
+    plan, at = [], (n, rebuilt)
+    while at != (0, 0):
+        _, _, back, seg = fronts[at[0]][at[1]]
+        plan.append(seg)
+        at = back
+    return _merge_keeps(plan[::-1])
 
 
-def _pareto(states: list[tuple]) -> list[tuple]:
-    states = sorted(states, key=lambda s: (s[0], s[1], s[2]))
-    kept: list[tuple] = []
-    for s in states:
-        if not any(k[0] <= s[0] and k[1] <= s[1] and k[2] <= s[2] for k in kept):
-            kept.append(s)
+def _pareto(front: dict[int, tuple]) -> list[tuple[int, tuple]]:
+    """The states no other state beats on both rebuilt layers and held bytes."""
+    kept, least_held = [], None
+    for rebuilt in sorted(front):
+        if least_held is None or front[rebuilt][0] < least_held:
+            kept.append((rebuilt, front[rebuilt]))
+            least_held = front[rebuilt][0]
     return kept
 
 

@@ -390,31 +390,71 @@ def sweep_figure(frame: pd.DataFrame, x: str, x_title: str, *,
     return fig
 
 
-def segment_figure(frame: pd.DataFrame, layers: int, *, x: str = "k",
-                   memory: str = "peak_bytes", theory: str | None = None) -> go.Figure:
-    """The U-shaped trade-off of segment size k at a fixed depth: memory against k, with
-    the measured optimum and sqrt(N) marked; step time on the right."""
-    data = _fitting_rows(frame)
+def segment_figure(frame: pd.DataFrame, layers: int, *, x: str = "k") -> go.Figure:
+    """The trade-off of segment size k at a fixed depth. Left: the bytes kept at the end of
+    forward (one boundary per segment: fall with k) and the peak (boundaries plus one
+    segment rebuilt in backward: rises with k), measured dots on dashed theory, with the
+    measured optimum and sqrt(N) marked. Right: step time."""
+    data = _fitting_rows(frame).sort_values(x)
     title = f"Segment size k at {layers} layers"
     if data.empty:
         return _empty(title, "No measurements")
-    best = data.loc[data[memory].idxmin()]
-    root = math.sqrt(layers)
-    fig = sweep_figure(data, x, "segment size k (layers per segment)", memory=memory,
-                       theory=theory, memory_title="Peak memory")
-    unit, scale = byte_unit(_max(pd.concat([data[memory]] + (
-        [data[theory]] if theory and theory in data else []))))
-    fig.add_vline(x=root, line_dash="dot", line_color="#ea580c", row=1, col=1,
+    colour = strategy_colour("every-k")
+    best = data.loc[data["peak_bytes"].idxmin()]
+    best_k, root = int(best[x]), math.sqrt(layers)
+    columns = [c for c in ("peak_bytes", "predicted_peak_bytes", "activation_bytes",
+                           "predicted_activation_bytes") if c in data]
+    unit, scale = byte_unit(_max(pd.concat([data[c] for c in columns])))
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1,
+                        subplot_titles=(f"Memory ({unit})", "Step time (ms)"))
+    series = (("peak_bytes", "predicted_peak_bytes", "peak (boundaries + one segment rebuilt)",
+               "circle", "dash"),
+              ("activation_bytes", "predicted_activation_bytes",
+               "kept at the end of forward (boundaries)", "diamond-open", "dot"))
+    for measured, theory, name, symbol, dash in series:
+        if measured not in data:
+            continue
+        fig.add_scatter(x=data[x], y=data[measured] / scale, mode="markers", name=name,
+                        marker=dict(symbol=symbol, size=10, color=colour,
+                                    line=dict(color=colour, width=2)), row=1, col=1,
+                        hovertemplate="k=%{x}<br>" + name + ": %{y:.2f} " + unit
+                                      + "<extra></extra>")
+        if theory in data and data[theory].notna().any():
+            fig.add_scatter(x=data[x], y=data[theory] / scale, mode="lines",
+                            name=f"{name}, theory", showlegend=False,
+                            line=dict(color=colour, width=1.5, dash=dash), row=1, col=1,
+                            hovertemplate="k=%{x}<br>theory: %{y:.2f} " + unit
+                                          + "<extra></extra>")
+    if "step_seconds" in data:
+        fig.add_scatter(x=data[x], y=data["step_seconds"] * 1000, mode="lines+markers",
+                        name="step time", showlegend=False, line=dict(color=colour, width=2),
+                        marker=dict(size=9), row=1, col=2,
+                        hovertemplate="k=%{x}<br>%{y:.0f} ms<extra></extra>")
+    fig.add_vline(x=root, line_dash="dot", line_color="#475569", row=1, col=1,
                   annotation_text=f"√N = {root:.1f}", annotation_position="top right")
-    fig.add_scatter(x=[best[x]], y=[best[memory] / scale], mode="markers+text",
-                    marker=dict(symbol="star", size=16, color="#facc15",
+    fig.add_scatter(x=[best_k], y=[best["peak_bytes"] / scale], mode="markers+text",
+                    marker=dict(symbol="star", size=18, color="#facc15",
                                 line=dict(color="#0f172a", width=1)),
-                    text=[f"measured optimum k={int(best[x])}"], textposition="top center",
+                    text=[f"  lowest peak: k={best_k}"], textposition="middle right",
                     name="measured optimum", showlegend=False, row=1, col=1)
-    fig.update_layout(title=(
-        f"{title}: memory is U-shaped in k<br><sup>Small k keeps many boundaries, large k "
-        f"rebuilds a big segment at once; measured optimum k={int(best[x])}, "
-        f"√N={root:.1f}</sup>"))
+    fig.update_xaxes(title_text="layers per segment k")
+    fig.update_yaxes(title_text=unit, rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title_text="ms", rangemode="tozero", row=1, col=2)
+    ks = list(data[x])
+    if best_k == min(ks):
+        verdict = (f"the lowest peak is at k={best_k}: checkpointing every layer beats "
+                   f"√N={root:.1f} segments here")
+    elif best_k == max(ks):
+        verdict = f"the lowest peak is at k={best_k}, one segment for the whole model"
+    else:
+        verdict = f"U-shaped: the lowest peak is at k={best_k} (√N={root:.1f})"
+    fig.update_layout(
+        title=(f"{title}: {verdict}<br><sup>Fewer, longer segments keep fewer boundaries "
+               "but rebuild more at once in backward</sup>"),
+        height=470, **PANELS_LAYOUT)
+    fig.add_annotation(text="dots: measured · dashed/dotted lines: theory", xref="paper",
+                       yref="paper", x=0, y=-0.22, showarrow=False,
+                       font=dict(size=12, color="#475569"))
     return fig
 
 

@@ -92,3 +92,14 @@ def test_predicted_peak_is_close_to_the_measured_peak_on_cpu():
                  "selective:save-attention", "budget:dp:1MiB"]
         for r in compare(cfg, names, device="cpu", time_steps=False).results:
             assert r.peak_bytes == pytest.approx(r.predicted_peak_bytes, rel=0.03), r.strategy
+
+
+def test_dp_scales_to_the_largest_model():
+    import time
+
+    full, inputs = [16] * 96, [1] * 96
+    start = time.perf_counter()
+    plan = dp_plan(full, inputs, 700)
+    assert time.perf_counter() - start < 5
+    assert plan_need(plan, full, inputs) <= 700
+    assert sum(s.size for s in plan if s.mode == "keep") > 0  # keeps what fits
