@@ -30,7 +30,6 @@ class Curve:
     strategies: tuple[str, ...]
     points: Callable[[ModelConfig], tuple[int, ...]]
     explanation: str
-    default_metric: str = "held"
 
     def values(self, config: ModelConfig) -> tuple[int, ...]:
         return self.points(config)
@@ -49,7 +48,7 @@ def _divisors_up_to(layers: int) -> tuple[int, ...]:
     return tuple(sorted(sizes))
 
 
-_SMALL = ModelConfig(layers=8, hidden=128, heads=4, seq_len=128, batch=2, vocab=1024)
+_SMALL = ModelConfig(layers=8, hidden=128, heads=4, seq_len=64, batch=2, vocab=1024)
 
 CURVES: dict[str, Curve] = {
     "depth": Curve(
@@ -71,7 +70,6 @@ CURVES: dict[str, Curve] = {
         vary="k", x_title="layers per segment k", fixes=(), base=_SMALL.replace(layers=16),
         strategies=("every-k",),
         points=lambda c: _divisors_up_to(c.layers),
-        default_metric="peak",
         explanation=(
             "Each segment keeps its input (a boundary) and is rebuilt whole in backward. "
             "Small k keeps many boundaries; large k rebuilds a big segment at once: the peak "
@@ -86,7 +84,7 @@ CURVES: dict[str, Curve] = {
         title="Sequence length",
         vary="seq_len", x_title="sequence length s (tokens)", fixes=("seq",), base=_SMALL,
         strategies=("none", "every-layer", "selective:save-matmuls"),
-        points=lambda c: (64, 128, 256, 512),
+        points=lambda c: (32, 64, 128, 256, 512),
         explanation=(
             "With fused attention the held bytes grow linearly in s (no s² attention matrix is "
             "stored); checkpointing divides the slope. Time grows a little faster than "
@@ -108,10 +106,9 @@ CURVES: dict[str, Curve] = {
 def curve_figure(name: str, frame: pd.DataFrame, config: ModelConfig, metric: str
                  ) -> go.Figure:
     curve = CURVES[name]
+    if curve.vary == "k":  # both memory measures: the trade-off is between them
+        return segment_figure(frame, config.layers, x=_x_column(frame, curve))
     measured, theory, memory_title = MEMORY_METRICS[metric]
-    if curve.vary == "k":
-        return segment_figure(frame, config.layers, x=_x_column(frame, curve), memory=measured,
-                              theory=theory)
     return sweep_figure(frame, _x_column(frame, curve), curve.x_title, memory=measured,
                         theory=theory, memory_title=memory_title,
                         title=f"{curve.title}: {memory_title.lower()} and step time")

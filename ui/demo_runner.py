@@ -32,7 +32,7 @@ from ui import query
 from ui.sidebar import server_device
 
 # Small on a CPU so that a default compare (none + every-layer) takes well under 2 s.
-CPU_DEFAULT = ModelConfig(layers=8, hidden=256, heads=4, seq_len=256, batch=2, vocab=8192)
+CPU_DEFAULT = ModelConfig(layers=8, hidden=256, heads=4, seq_len=128, batch=2, vocab=8192)
 CUDA_DEFAULT = ModelConfig(layers=16, hidden=1024, heads=16, seq_len=1024, batch=8,
                            vocab=32768, dtype="bfloat16")
 UI_REPEATS = {"cpu": 3, "cuda": 5}
@@ -422,7 +422,7 @@ def peak_summary(results: Sequence[Any]) -> None:
         st.markdown("\n".join(lines))
 
 
-TRAINING_DEFAULT = ModelConfig(layers=4, hidden=128, heads=4, seq_len=64, batch=8, vocab=512)
+TRAINING_DEFAULT = ModelConfig(layers=4, hidden=64, heads=4, seq_len=32, batch=8, vocab=128)
 
 
 def loss_differences(losses: pd.DataFrame) -> pd.DataFrame:
@@ -471,7 +471,7 @@ def fits_table(frame: pd.DataFrame, field: str) -> pd.DataFrame:
         "strategy": frame["strategy"],
         f"largest {name} (predicted)": frame["value_predicted"],
         f"largest {name} (confirmed)": frame["value_confirmed"],
-        "peak memory": [format_bytes(v) for v in frame["peak_bytes"]],
+        "measured total (with parameters)": [format_bytes(v) for v in frame["total_bytes"]],
         "tokens / s": [f"{v:,.0f}" if pd.notna(v) else "–" for v in frame["tokens_per_second"]],
     })
 

@@ -16,7 +16,7 @@ st.markdown(
 @st.fragment
 def compare_demo() -> None:
     config = demo.model_controls()
-    strategies = demo.strategy_picker(default=("every-layer", "sqrt"))
+    strategies = demo.strategy_picker(default=("every-layer",))
     comparison = demo.run_compare(config, strategies)
     if comparison is None:
         return

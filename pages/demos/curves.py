@@ -19,10 +19,12 @@ def curves_demo() -> None:
     name = query.choice("sweep", "Sweep", list(curves.CURVES), "depth",
                         help="\n\n".join(f"**{k}**: {c.title}" for k, c in curves.CURVES.items()))
     curve = curves.CURVES[name]
-    metric = query.choice("memory", "Memory shown", list(curves.MEMORY_METRICS),
-                          curve.default_metric,
-                          help="held: bytes kept for backward at the end of the forward pass; "
-                               "peak: the highest point of the step, above the parameters.")
+    metric = "both"  # the segment sweep draws both: the trade-off is between them
+    if curve.vary != "k":
+        metric = query.choice("memory", "Memory shown", list(curves.MEMORY_METRICS), "held",
+                              help="held: bytes kept for backward at the end of the forward "
+                                   "pass; peak: the highest point of the step, above the "
+                                   "parameters.")
     fields = [f for f in ("layers", "hidden", "heads", "seq", "batch", "vocab")
               if f not in curve.fixes]
     config = demo.model_controls(fields, columns=len(fields), defaults=curve.base)

@@ -26,8 +26,9 @@ def what_fits_demo() -> None:
     with right:
         vary = query.choice("grow", "Grow", ["batch", "seq"], "batch",
                             help="Which dimension to make as large as the budget allows.")
-    config = demo.model_controls(("layers", "hidden", "heads", "vocab", "seq", "batch"),
-                                 columns=3, defaults=demo.FIT_DEFAULT)
+    kept = "seq" if vary == "batch" else "batch"  # the other one stays fixed
+    config = demo.model_controls(("layers", "hidden", "heads", "vocab", kept), columns=5,
+                                 defaults=demo.FIT_DEFAULT)
     field = "batch" if vary == "batch" else "seq_len"
     frame = demo.run_fits(config, demo.FIT_STRATEGIES, field, budget_mib * 2**20)
     if frame is None:
@@ -35,8 +36,7 @@ def what_fits_demo() -> None:
     st.plotly_chart(fits_figure(frame, field, budget_mib * 2**20))
     st.dataframe(demo.fits_table(frame, field), hide_index=True)
     demo.measured_caption(demo.device().label(), list(frame["measured_by"]),
-                          f"The {'batch' if field == 'batch' else 'sequence length'} slider "
-                          "above is only the starting point of the search.")
+                          "Tokens per second from one timed step at the confirmed size.")
     demo.download(frame, f"what-fits-{field}-{budget_mib}MiB-{demo.config_slug(config)}")
 
 

@@ -129,13 +129,22 @@ def test_sweep_figure_puts_measured_and_theory_on_the_same_axes() -> None:
 
 
 def test_segment_figure_marks_the_measured_optimum_and_sqrt_n() -> None:
-    frame = pd.DataFrame({"k": [1, 2, 4, 8, 16], "strategy": ["every-k"] * 5,
+    frame = pd.DataFrame({"k": [1, 2, 4, 8, 16],
+                          "strategy": [f"every-k:{k}" for k in (1, 2, 4, 8, 16)],
                           "peak_bytes": [MIB * v for v in (30, 25, 28, 40, 70)],
+                          "predicted_peak_bytes": [MIB * v for v in (30, 25, 28, 40, 70)],
+                          "activation_bytes": [MIB * v for v in (16, 8, 4, 2, 1)],
                           "step_seconds": [0.5] * 5})
     fig = segment_figure(frame, 16)
     star = next(t for t in fig.data if t.name == "measured optimum")
-    assert list(star.x) == [2] and "k=2" in fig.layout.title.text
-    assert "√N=4.0" in fig.layout.title.text
+    assert list(star.x) == [2]
+    assert "U-shaped: the lowest peak is at k=2 (√N=4.0)" in fig.layout.title.text
+    peak = next(t for t in fig.data if t.name.startswith("peak"))
+    assert list(peak.x) == [1, 2, 4, 8, 16]  # one series across k, not one per k
+    assert any(t.line.dash == "dash" for t in fig.data if t.mode == "lines")
+    at_one = frame.assign(peak_bytes=[MIB * v for v in (20, 25, 28, 40, 70)])
+    assert "checkpointing every layer beats √N=4.0" in segment_figure(
+        at_one, 16).layout.title.text
 
 
 def test_fits_figure_and_loss_figure() -> None:

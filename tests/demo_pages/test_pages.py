@@ -25,11 +25,11 @@ def caption_says_measured(at) -> None:
     assert "Measured on this run on" in texts(at, "caption")
 
 
-def test_compare_renders_and_follows_a_slider(app_test: Callable) -> None:
+def test_compare_renders_by_default_and_follows_a_slider(app_test: Callable) -> None:
     at = app_test("pages/demos/compare.py", query=TINY)
     no_errors(at)
     table = at.dataframe[0].value
-    assert list(table["strategy"]) == ["none", "every-layer", "sqrt"]
+    assert list(table["strategy"]) == ["none", "every-layer"]  # the default choice
     assert table["same gradients"].iloc[0] == "baseline"
     assert table["same gradients"].iloc[1].startswith("✓")
     assert len(charts(at)) == 3
@@ -41,6 +41,18 @@ def test_compare_renders_and_follows_a_slider(app_test: Callable) -> None:
     no_errors(at)
     assert at.query_params["layers"] == "4"
     assert at.dataframe[0].value["peak memory"].tolist() != before
+
+
+def test_compare_measures_the_strategies_a_link_names(app_test: Callable) -> None:
+    at = app_test("pages/demos/compare.py",
+                  query={**TINY, "strategy": "sqrt,every-k:2,selective:save-attention"})
+    no_errors(at)
+    table = at.dataframe[0].value
+    assert list(table["strategy"]) == ["none", "every-2", "sqrt", "selective (save-attention)"]
+    assert all(mark.startswith("✓") for mark in table["same gradients"].iloc[1:])
+    at.multiselect(key="strategy").unselect("sqrt").run()
+    no_errors(at)
+    assert at.query_params["strategy"] == "every-k:2,selective:save-attention"
 
 
 def test_compare_warns_about_a_bad_link_and_clamps_it(app_test: Callable) -> None:
