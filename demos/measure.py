@@ -286,7 +286,10 @@ def compare(config: ModelConfig, strategies: Sequence[str | StrategySpec], devic
         return comparison
     step = _Step(config, model, idx, tgt, dev)
     has_none = any(specs[i].name == "none" for i in plans)
-    ref = None if has_none else _reference(step)
+    none_need = param_bytes + theory.predicted_peak_bytes(config, "none", kind)
+    ref = None
+    if not has_none and (limit is None or none_need <= limit):  # else: no gradient check
+        ref = _reference(step)
     for i in sorted(plans, key=lambda i: specs[i].name != "none"):  # 'none' first
         grads = _measure(step, specs[i], plans[i], results[i], ref, timeline, info)
         if grads is not None and ref is None:
@@ -310,8 +313,7 @@ def _prepare(cfg, spec, info, limit, given_limit, param_bytes):
     except BudgetTooSmall as exc:
         plan, pred_act, pred_peak, error = None, 0, 0, f"does not fit: {exc}"
     result = StrategyResult(
-        strategy=spec.name if spec.name in ("none", "every-layer", "sqrt", "offload")
-        else spec.label,
+        strategy=spec.label,
         label=spec.title, fits=plan is not None, error=error, peak_bytes=None,
         activation_bytes=None, predicted_activation_bytes=pred_act,
         predicted_peak_bytes=pred_peak, breakdown={}, step_seconds=None, step_seconds_runs=[],
