@@ -177,12 +177,12 @@ def predicted_peak_bytes(cfg: ModelConfig, spec: StrategySpec | str, device: str
     lg = logits_bytes(cfg)
     h, v = cfg.hidden, cfg.vocab
     head_grad = (v * h + 2 * h) * e  # LM head and final LayerNorm
-    loss_peak = held + 3 * lg
+    loss_peak = held + loss_held_bytes(cfg) + 2 * lg
     head_peak = held + lg + head_grad + sbh * e
     block_grad = (12 * h * h + 13 * h) * e
     out_grad = (4 * h * h + h) * e  # the MLP's output projection, first in a layer's backward
     gelu = 4 * sbh * e
-    in_flight = 9 * sbh * e
+    in_flight = 9 * sbh * e + 2 * e  # and the loss scalar and its unit gradient
     emb_mask = sum(t.bytes for t in outside_blocks(cfg, device) if t.name == "emb.mask")
     if spec.name == "offload":  # held bytes live in CPU memory; one layer comes back at a time
         plan, held_by = [Segment(0, cfg.layers, "checkpoint")], [0] * (cfg.layers + 1)

@@ -107,6 +107,18 @@ def test_guard_refuses_an_oversize_config_with_a_clear_message():
     assert "9.8 KiB" in error and "limit set for this run" in error
 
 
+def test_when_none_is_over_the_limit_the_others_still_run_without_a_reference():
+    cfg = ModelConfig(layers=4, hidden=64, heads=4, seq_len=64, batch=2, vocab=64)
+    limit = theory.parameter_bytes(cfg) + theory.predicted_peak_bytes(cfg, "every-layer") + 1
+    assert theory.predicted_peak_bytes(cfg, "none") > limit
+    comp = compare(cfg, ["none", "every-layer"], device="cpu", time_steps=False,
+                   limit_bytes=limit)
+    none, every = comp.results
+    assert not none.fits and "over the limit" in none.error
+    assert every.fits and every.max_grad_diff is None
+    assert every.peak_bytes <= limit - theory.parameter_bytes(cfg)
+
+
 def test_budget_too_small_and_cuda_only_do_not_fit_but_do_not_raise():
     comp = compare(TINY, ["budget:dp:1KiB", "offload"], device="cpu", time_steps=False)
     assert "too small" in comp.results[0].error
