@@ -225,13 +225,19 @@ def activation_theory_figure(results: Sequence[Any], korthikanti_bytes: float | 
                 marker_color="rgba(15, 23, 42, 0.25)", marker_line_color="#0f172a",
                 marker_line_width=1,
                 hovertemplate="%{x}<br>predicted %{y:.2f} " + unit + "<extra></extra>")
-    if korthikanti_bytes:
-        fig.add_hline(y=korthikanti_bytes / scale, line_dash="dot", line_color="#b45309",
-                      annotation_text="Korthikanti et al. (16-bit),<br>no checkpointing",
-                      annotation_position="top right", annotation_font_color="#b45309")
+    if korthikanti_bytes:  # a legend entry, not a label over the bars
+        fig.add_scatter(x=labels, y=[korthikanti_bytes / scale] * len(labels), mode="lines",
+                        name="Korthikanti et al. (16-bit),<br>no checkpointing",
+                        line=dict(color="#b45309", dash="dot", width=2),
+                        hovertemplate="Korthikanti et al. 34·s·b·h per layer (16-bit): "
+                                      "%{y:.2f} " + unit + "<extra></extra>")
     gaps = [abs(m - p) / p for m, p in zip(measured, predicted, strict=True) if p]
-    sub = (f"Prediction and measurement agree within {max(gaps):.1%}" if gaps
-           else "Prediction unavailable")
+    if not gaps:
+        sub = "Prediction unavailable"
+    elif max(gaps) == 0:
+        sub = "Prediction and measurement agree to the byte"
+    else:
+        sub = f"Prediction and measurement agree within {max(gaps):.2%}"
     fig.update_layout(barmode="group", height=440, yaxis_title=unit,
                       title=f"{title}<br><sup>{sub}</sup>", **SIDE_LEGEND_LAYOUT)
     return fig
@@ -384,8 +390,8 @@ def sweep_figure(frame: pd.DataFrame, x: str, x_title: str, *,
     fig.update_yaxes(title_text="ms", rangemode="tozero", row=1, col=2)
     if theory:
         fig.add_annotation(text="dots: measured · dashed lines: theory", xref="paper",
-                           yref="paper", x=0, y=-0.22, showarrow=False,
-                           font=dict(size=12, color="#475569"))
+                           yref="paper", x=1, y=1.1, xanchor="right", yanchor="bottom",
+                           showarrow=False, font=dict(size=12, color="#475569"))
     fig.update_layout(title=title, height=470, **PANELS_LAYOUT)
     return fig
 
@@ -435,7 +441,7 @@ def segment_figure(frame: pd.DataFrame, layers: int, *, x: str = "k") -> go.Figu
     fig.add_scatter(x=[best_k], y=[best["peak_bytes"] / scale], mode="markers+text",
                     marker=dict(symbol="star", size=18, color="#facc15",
                                 line=dict(color="#0f172a", width=1)),
-                    text=[f"  lowest peak: k={best_k}"], textposition="middle right",
+                    text=[f"lowest peak: k={best_k}"], textposition="top right",
                     name="measured optimum", showlegend=False, row=1, col=1)
     fig.update_xaxes(title_text="layers per segment k")
     fig.update_yaxes(title_text=unit, rangemode="tozero", row=1, col=1)
@@ -453,8 +459,8 @@ def segment_figure(frame: pd.DataFrame, layers: int, *, x: str = "k") -> go.Figu
                "but rebuild more at once in backward</sup>"),
         height=470, **PANELS_LAYOUT)
     fig.add_annotation(text="dots: measured · dashed/dotted lines: theory", xref="paper",
-                       yref="paper", x=0, y=-0.22, showarrow=False,
-                       font=dict(size=12, color="#475569"))
+                       yref="paper", x=1, y=1.1, xanchor="right", yanchor="bottom",
+                       showarrow=False, font=dict(size=12, color="#475569"))
     return fig
 
 

@@ -72,13 +72,13 @@ CURVES: dict[str, Curve] = {
         points=lambda c: _divisors_up_to(c.layers),
         explanation=(
             "Each segment keeps its input (a boundary) and is rebuilt whole in backward. "
-            "Small k keeps many boundaries; large k rebuilds a big segment at once: the peak "
-            "is U-shaped in k, and Chen et al.'s analysis puts the optimum at "
-            "k ≈ √(N · boundary size / layer size). For a transformer block the internals are "
-            "about 16× its input, so the optimum is near **k = 1**: checkpointing **every "
-            "layer** beats √N segments here, unless the logits or a few huge layers dominate. "
-            "√N segments win when a layer's internals are about as small as its input, as in "
-            "the plain chains of Chen et al.'s analysis."),
+            "Small k keeps many boundaries (the diamonds fall with k); large k rebuilds a big "
+            "segment at once (the peak rises with k). In general the peak is U-shaped, with its "
+            "bottom at k ≈ √(N · boundary size / layer size) (Chen et al.). A transformer "
+            "block's internals are about 16× its input, so for N ≤ 32 the bottom sits at "
+            "k ≈ 1: the curve mostly rises, and **checkpointing every layer beats √N "
+            "segments**. √N segments win when a layer's internals are about as small as its "
+            "input, as in the plain chains Chen et al. analysed, or at hundreds of layers."),
     ),
     "seq": Curve(
         title="Sequence length",

@@ -442,6 +442,17 @@ def loss_differences(losses: pd.DataFrame) -> pd.DataFrame:
                                        "bitwise equal at every step"])
 
 
+def loss_table(differences: pd.DataFrame) -> pd.DataFrame:
+    """loss_differences, formatted for reading."""
+    return pd.DataFrame({
+        "strategy": differences["strategy"],
+        "largest loss difference vs none": [f"{v:.1e}" if v else "0"
+                                            for v in differences["largest loss difference"]],
+        "bitwise equal at every step": ["✓ yes" if v else "✗ no"
+                                        for v in differences["bitwise equal at every step"]],
+    })
+
+
 FIT_DEFAULT = ModelConfig(layers=8, hidden=256, heads=4, seq_len=128, batch=1, vocab=4096)
 FIT_STRATEGIES = ("none", "every-layer", "selective:save-matmuls")
 

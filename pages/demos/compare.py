@@ -22,7 +22,7 @@ def compare_demo() -> None:
         return
     demo.show_refusals(comparison.results)
     demo.headline(comparison.results)
-    st.dataframe(demo.results_table(comparison.results), hide_index=True)
+    st.table(demo.results_table(comparison.results), hide_index=True, border="horizontal")
     st.plotly_chart(peak_and_time_figure(comparison.results))
     left, right = st.columns(2)
     left.plotly_chart(breakdown_figure(comparison.results))

@@ -34,7 +34,7 @@ def same_result_demo() -> None:
     differences = demo.loss_differences(losses)
     largest = float(differences["largest loss difference"].max()) if len(differences) else 0.0
     st.plotly_chart(loss_figure(losses, largest))
-    st.dataframe(differences, hide_index=True)
+    st.table(demo.loss_table(differences), hide_index=True, border="horizontal")
     demo.measured_caption(demo.device().label(), ["training for real"],
                           f"{steps} steps, dropout {dropout:g}.")
     demo.download(losses, f"same-result-{demo.config_slug(config)}-{steps}steps")

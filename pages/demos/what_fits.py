@@ -34,7 +34,7 @@ def what_fits_demo() -> None:
     if frame is None:
         return
     st.plotly_chart(fits_figure(frame, field, budget_mib * 2**20))
-    st.dataframe(demo.fits_table(frame, field), hide_index=True)
+    st.table(demo.fits_table(frame, field), hide_index=True, border="horizontal")
     demo.measured_caption(demo.device().label(), list(frame["measured_by"]),
                           "Tokens per second from one timed step at the confirmed size.")
     demo.download(frame, f"what-fits-{field}-{budget_mib}MiB-{demo.config_slug(config)}")

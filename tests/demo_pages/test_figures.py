@@ -86,8 +86,12 @@ def test_breakdown_stacks_the_five_parts() -> None:
 
 def test_activation_figure_reports_the_gap_to_the_prediction() -> None:
     fig = activation_theory_figure(RESULTS, korthikanti_bytes=150 * MIB)
-    assert "within 0.5%" in fig.layout.title.text
-    assert fig.layout.shapes[0].y0 == pytest.approx(150)
+    assert "within 0.50%" in fig.layout.title.text
+    reference = next(t for t in fig.data if t.name.startswith("Korthikanti"))
+    assert list(reference.y) == pytest.approx([150] * 3)
+    exact = [SimpleNamespace(**{**vars(r), "predicted_activation_bytes": r.activation_bytes})
+             for r in RESULTS]
+    assert "agree to the byte" in activation_theory_figure(exact).layout.title.text
 
 
 def _points(strategy: str) -> list[SimpleNamespace]:
