@@ -101,6 +101,7 @@ def run_bench(out: str | None = None, device: str = "auto", quick: bool = False)
         rows = json.loads(frame.drop(columns=["error"]).to_json(orient="records"))
         for row, r in zip(rows, comp.results, strict=True):
             row["error"], row["plan"] = r.error, r.plan
+            row["step_seconds_runs"] = r.step_seconds_runs
         section = {"name": name, "config": cfg.as_dict(), "parameter_bytes": comp.parameter_bytes,
                    "results": rows}
         if cfg.hidden == 2048:
@@ -174,18 +175,24 @@ def to_markdown(data: dict) -> str:
         c = s["config"]
         lines += [f"## {s['name']}: L{c['layers']} h{c['hidden']} a{c['heads']} s{c['seq_len']} "
                   f"b{c['batch']} V{c['vocab']} {c['dtype']} dropout {c['dropout']}", "",
-                  "| strategy | peak MiB | peak/none | held MiB | predicted held | err | "
-                  "step s | time/none | max grad diff |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                  "| strategy | peak MiB | peak/none | predicted peak | held MiB | "
+                  "predicted held | err | step s | time/none | fastest/fastest | max grad diff |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        base = next((r for r in s["results"] if r["strategy"] == "none" and r["fits"]), None)
         for r in s["results"]:
             if not r["fits"]:
-                lines.append(f"| {r['strategy']} | does not fit: {r['error']} | | | | | | | |")
+                lines.append(f"| {r['strategy']} | does not fit: {r['error']} |"
+                             + " |" * 9)
                 continue
+            fastest = (min(r["step_seconds_runs"]) / min(base["step_seconds_runs"])
+                       if base and r["step_seconds_runs"] and base["step_seconds_runs"] else None)
             lines.append(
                 f"| {r['strategy']} | {r['peak_bytes'] / MiB:.1f} | {_f(r['peak_vs_none'], '.2f')} "
+                f"| {r['predicted_peak_bytes'] / MiB:.1f} "
                 f"| {r['activation_bytes'] / MiB:.2f} | {r['predicted_activation_bytes'] / MiB:.2f}"
-                f" | {r['activation_error']:+.2%} | {_f(r['step_seconds'], '.3f')} | "
-                f"{_f(r['time_vs_none'], '.2f')} | {_f(r['max_grad_diff'], '.1e')}"
+                f" | {_f(r['activation_error'], '+.2%')} | {_f(r['step_seconds'], '.3f')} | "
+                f"{_f(r['time_vs_none'], '.2f')} | {_f(fastest, '.2f')} | "
+                f"{_f(r['max_grad_diff'], '.1e')}"
                 f"{' (bitwise equal)' if r['bitwise_equal'] else ''} |")
         if s.get("seed_comparison"):
             sc = s["seed_comparison"]
