@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 T = TypeVar("T")
 
@@ -119,9 +120,45 @@ def format_list(values: Sequence[str]) -> str:
 # ---------------------------------------------------------------- Streamlit widgets
 
 
+_PAGE = "_query_page"
+_BOUND = "_query_bound"
+
+
+def _current_page() -> str:
+    ctx = get_script_run_ctx()
+    return ctx.page_script_hash if ctx is not None else ""
+
+
+def _enter_page() -> None:
+    """Arriving from another page, forget the values its query-bound widgets left behind.
+
+    Two pages use the same keys (`layers`, `strategy`, ...) for different widgets; the old
+    page's stale value would otherwise block this page's seeding from the URL, and its
+    widget would start at its minimum. The URL, which still carries the settings, seeds
+    the new page's widgets instead, so settings follow the learner from demo to demo."""
+    page = _current_page()
+    if st.session_state.get(_PAGE) == page:
+        return
+    for name in st.session_state.get(_BOUND, ()):
+        if name in st.session_state:
+            del st.session_state[name]
+    st.session_state[_PAGE] = page
+    st.session_state[_BOUND] = []
+
+
+def _needs_seed(name: str) -> bool:
+    """True the first time a widget is drawn on this page, and when it comes back after a
+    run without it (Streamlit then dropped its state)."""
+    _enter_page()
+    return name not in st.session_state.get(_BOUND, ()) or name not in st.session_state
+
+
 def _first_value(name: str, parsed: Parsed[T]) -> None:
-    """Seed the widget's state from the query the first time it is drawn."""
-    if name not in st.session_state:
+    """Seed the widget's state from the query when it needs a value."""
+    if _needs_seed(name):
+        bound = st.session_state.setdefault(_BOUND, [])
+        if name not in bound:
+            bound.append(name)
         if parsed.warning:
             st.warning(parsed.warning, icon=":material/link_off:")
         st.session_state[name] = parsed.value
@@ -133,7 +170,8 @@ def _write_back(name: str, text: str) -> None:
 
 
 def _query_text(name: str) -> str | None:
-    return st.query_params.get(name) if name not in st.session_state else None
+    """The query's text for `name` when the widget is about to be seeded, else None."""
+    return st.query_params.get(name) if _needs_seed(name) else None
 
 
 def int_slider(name: str, label: str, lo: int, hi: int, step: int, default: int, *,
@@ -172,7 +210,7 @@ def multi_choice(name: str, label: str, options: Sequence[str], default: Sequenc
                  help: str | None = None) -> tuple[str, ...]:
     """A multiselect written to the query as comma-separated names (?strategy=a,b)."""
     options = list(options)
-    raw = st.query_params.get_all(name) if name not in st.session_state else None
+    raw = st.query_params.get_all(name) if _needs_seed(name) else None
     parsed = parse_list(raw or None, name=name, choices=options,
                         default=[d for d in default if d in options])
     _first_value(name, Parsed(list(parsed.value), parsed.warning))

@@ -137,3 +137,20 @@ def test_home_teaser_measures_once(app_test: Callable) -> None:
     labels = [m.label for m in at.metric]
     assert "Peak memory saved by checkpointing every layer" in labels
     caption_says_measured(at)
+
+
+def test_switching_demos_keeps_each_page_s_own_settings(app_test: Callable) -> None:
+    """Two pages share the keys `layers`, `strategy`...: arriving on a page must not leave
+    its sliders at their minimum (the old page's stale state used to block the seeding)."""
+    at = app_test("app.py", timeout=120)
+    at.switch_page("pages/demos/compare.py")
+    for key, value in TINY.items():
+        at.query_params[key] = value
+    at.run()
+    no_errors(at)
+    assert at.slider(key="layers").value == 2
+    at.switch_page("pages/demos/timeline.py").run()
+    no_errors(at)
+    layers = at.slider(key="layers")
+    assert layers.value not in (layers.min, None), "slider reset to its minimum"
+    assert at.multiselect(key="strategy").value, "strategy choice lost"

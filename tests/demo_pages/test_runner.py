@@ -127,3 +127,17 @@ def test_loss_differences_compare_every_step_with_none() -> None:
     assert list(differences["bitwise equal at every step"]) == [True, False]
     assert differences["largest loss difference"].iloc[1] == pytest.approx(2e-6)
     assert list(loss_table(differences)["bitwise equal at every step"]) == ["✓ yes", "✗ no"]
+
+
+def test_the_controls_follow_the_device() -> None:
+    from demos.device import DeviceInfo
+    from ui.demo_runner import budget_range, default_config, strategy_options
+
+    gpu = DeviceInfo("cuda", "H200", 140 * 2**30, 100 * 2**30 + 123, 16, "2.13")
+    cpu = DeviceInfo("cpu", "no GPU found", 24 * 2**30, 20 * 2**30, 2, "2.13")
+    low, high, step, default = budget_range(gpu)
+    assert default == 100 * 1024 and high == 140 * 1024 and step == 256  # free memory, MiB
+    assert budget_range(cpu)[3] == 128
+    assert "offload" in strategy_options("cuda") and "offload" not in strategy_options("cpu")
+    assert "none" not in strategy_options("cpu")
+    assert default_config(gpu).dtype == "bfloat16" and default_config(cpu).seq_len == 128
