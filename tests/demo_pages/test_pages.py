@@ -117,6 +117,14 @@ def test_what_fits_renders_and_follows_the_budget(app_test: Callable) -> None:
     no_errors(at)
     assert at.table[0].value.iloc[:, 2].tolist() != before
 
+    at.radio(key="grow").set_value("seq").run()  # the seq slider goes, batch comes
+    no_errors(at)
+    assert "largest sequence length (confirmed)" in at.table[0].value.columns
+    assert [s.key for s in at.slider if s.key in ("seq", "batch")] == ["batch"]
+    at.radio(key="grow").set_value("batch").run()  # seq comes back with the link's value
+    no_errors(at)
+    assert at.slider(key="seq").value == 32
+
 
 def test_same_result_renders_and_follows_the_steps(app_test: Callable) -> None:
     query = {"layers": "2", "hidden": "64", "seq": "32", "batch": "2", "steps": "20"}
