@@ -11,11 +11,17 @@ server starts.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
-from streamlit.runtime.pages_manager import PagesManager
-from streamlit.web import cli
+# Idle OpenMP threads sleep instead of spinning: on a shared CPU, spinning threads of one
+# demo slow every other process (and the next demo) down several times. Set before torch
+# is imported.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from streamlit.runtime.pages_manager import PagesManager  # noqa: E402
+from streamlit.web import cli  # noqa: E402
 
 APP = Path(__file__).resolve().parent.parent / "app.py"
 
