@@ -3,6 +3,8 @@ reproduces a demo, and the timeline and curves draw their charts (screenshots ke
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -44,6 +46,13 @@ def test_moving_a_slider_on_compare_changes_the_numbers(page: Page, app_url: str
     expect(page.get_by_text("Measured on this run on")).to_be_visible()
     screenshot(page, "demo-compare-after-slider")
 
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Download the results (CSV)").click()
+    assert download.value.suggested_filename == "compare-L3-h64-a2-s64-b1-V512-float32.csv"
+    csv = Path(download.value.path()).read_text().splitlines()
+    assert csv[0].startswith("strategy,label,fits,error,peak_bytes")
+    assert [line.split(",")[0] for line in csv[1:]] == ["none", "every-layer"]
+
 
 def test_a_shared_link_applies_its_settings(page: Page, app_url: str) -> None:
     goto(page, app_url, "compare?layers=3&hidden=128&heads=4&seq=64&batch=2&vocab=1024"
@@ -64,9 +73,11 @@ def test_a_shared_link_applies_its_settings(page: Page, app_url: str) -> None:
 
 
 def test_a_bad_link_is_explained(page: Page, app_url: str) -> None:
-    goto(page, app_url, f"compare?{SMALL}&layers=99999")
-    expect(page.get_by_text("?layers='99999' is outside the range")).to_be_visible()
-    expect(_slider(page, "Layers")).to_have_value("24")
+    goto(page, app_url, "compare?layers=abc&hidden=64&heads=2&seq=64&batch=99999&vocab=512")
+    expect(page.get_by_text("?batch='99999' is outside the range 1–8")).to_be_visible()
+    expect(page.get_by_text("?layers='abc' is not a number")).to_be_visible()
+    expect(_slider(page, "Batch")).to_have_value("8")
+    expect(_slider(page, "Layers")).to_have_value("8")
 
 
 def test_timeline_draws_its_chart(page: Page, app_url: str) -> None:
@@ -80,7 +91,7 @@ def test_timeline_draws_its_chart(page: Page, app_url: str) -> None:
 
 
 def test_curves_draw_their_chart(page: Page, app_url: str) -> None:
-    goto(page, app_url, "curves?hidden=64&heads=2&seq=64&batch=1&vocab=512&sweep=depth",
+    goto(page, app_url, "curves?layers=2&hidden=64&heads=2&seq=64&vocab=512&sweep=batch",
          timeout_ms=120_000)
     chart = page.locator('[data-testid="stPlotlyChart"]').first
     expect(chart).to_be_visible()
