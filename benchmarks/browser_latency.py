@@ -97,6 +97,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
     process, url = start_server()
     try:
         with sync_playwright() as playwright:
@@ -127,10 +128,13 @@ def main() -> None:
         "cached_config_s": statistics.median(cached),
         "first_page_load_s": statistics.median(loads),
     }
+    load = {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)}
     report = {
         "what": "compare page at its default config, headless Chromium on this machine",
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                     "platform": platform.platform()},
+        # The 1-minute load average: other work on the machine slows every figure here.
+        "load_average_1min": load,
         "runs": args.runs,
         "medians_s": {k: round(v, 3) for k, v in medians.items()},
         "targets_s": TARGETS,
@@ -145,6 +149,8 @@ def main() -> None:
         mark = "ok" if value <= TARGETS[key] else "OVER"
         print(f"{key:>22}: median {value:.3f} s (target {TARGETS[key]} s) {mark}")
     print(f"{'cold first load':>22}: {cold:.3f} s (fresh server: imports, warm-up, measuring)")
+    print(f"load average (1 min) {load['before']} before, {load['after']} after, "
+          f"on {os.cpu_count()} CPUs")
     print(f"wrote {OUT.relative_to(ROOT)}")
 
 
