@@ -183,11 +183,59 @@ def _guarded(run: Callable[[], Any]) -> Any | None:
         return None
 
 
+# ---------------------------------------------------------------- long runs on a CPU
+
+# An effective rate for this model's training step on a small CPU (measured
+# 60-110 GFLOP/s on 2 cores; lower under load). Used only to warn before a long run.
+CPU_FLOPS_PER_SECOND = 8e10
+SLOW_SECONDS = 20.0
+TRACKED_STEP_COST = 3  # a step under the live-bytes tracker costs about 2-3 plain steps
+
+
+def estimated_seconds(runs: Sequence[tuple[ModelConfig, str, int]]) -> float:
+    """Rough seconds for (config, strategy, steps) runs on this device; 0 on a GPU or when
+    the config is invalid (the engine then explains why)."""
+    if device().kind == "cuda":
+        return 0.0
+    from demos.theory import step_flops
+
+    try:
+        flops = sum(step_flops(config, strategy)["total"] * steps
+                    for config, strategy, steps in runs)
+    except (ConfigError, ValueError, ZeroDivisionError):
+        return 0.0
+    return flops / CPU_FLOPS_PER_SECOND
+
+
+def confirm_long_run(seconds: float, what: str) -> bool:
+    """Below SLOW_SECONDS: go. Above: say how long it would take, while everyone else on
+    this CPU waits, and run only after a click (remembered for this session)."""
+    if seconds <= SLOW_SECONDS:
+        return True
+    confirmed: list[str] = st.session_state.setdefault("_confirmed_long_runs", [])
+    if what in confirmed:
+        return True
+    notice = st.empty()
+    with notice.container():
+        st.warning(f"This would take roughly {seconds:.0f} s on this CPU, and other learners' "
+                   "demos wait meanwhile. Smaller sliders give the same lesson faster.",
+                   icon=":material/timer:")
+        clicked = st.button(f"Run it anyway (~{seconds:.0f} s)", key=f"confirm-{hash(what)}")
+    if clicked:
+        notice.empty()
+        confirmed.append(what)
+    return clicked
+
+
 def run_compare(config: ModelConfig, strategies: Sequence[str], *, timeline: bool = False,
                 time_steps: bool = True, repeats: int | None = None) -> Any | None:
     """Comparison of one training step per strategy (cached per config), or None."""
     kind = device().kind
     reps = repeats or UI_REPEATS.get(kind, 3)
+    steps = TRACKED_STEP_COST + (reps if time_steps else 0)
+    estimate = estimated_seconds([(config, s, steps) for s in strategies])
+    if not confirm_long_run(estimate, f"compare {config} {strategies} {timeline}"):
+        return None
     with st.spinner(f"Running one training step per strategy on the {device_noun()}…",
                     show_time=True):
         return _guarded(lambda: _compare(_config_key(config), tuple(strategies), kind, reps,
@@ -197,6 +245,13 @@ def run_compare(config: ModelConfig, strategies: Sequence[str], *, timeline: boo
 def run_sweep(base: ModelConfig, vary: str, values: Sequence[Any], strategies: Sequence[str],
               *, repeats: int = 3) -> pd.DataFrame | None:
     kind = device().kind
+    runs = []
+    for value in values:
+        config = base if vary == "k" else base.replace(**{vary: value})
+        names = [f"every-k:{value}"] if vary == "k" else strategies
+        runs += [(config, name, TRACKED_STEP_COST + repeats) for name in names]
+    if not confirm_long_run(estimated_seconds(runs), f"sweep {base} {vary} {values}"):
+        return None
     return _guarded(lambda: _sweep(_config_key(base), vary, tuple(values), tuple(strategies),
                                    kind, repeats))
 
@@ -211,6 +266,9 @@ def run_fits(base: ModelConfig, strategies: Sequence[str], vary: str, budget_byt
 def run_training(config: ModelConfig, strategies: Sequence[str], steps: int
                  ) -> pd.DataFrame | None:
     kind = device().kind
+    estimate = estimated_seconds([(config, s, steps) for s in strategies])
+    if not confirm_long_run(estimate, f"train {config} {strategies} {steps}"):
+        return None
     return _guarded(lambda: _train(_config_key(config), tuple(strategies), steps, kind))
 
 
@@ -370,14 +428,17 @@ def results_table(results: Sequence[Any]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+GRADIENT_TOLERANCE = 1e-3  # "tiny numerical differences"; in practice they are bitwise equal
+
+
 def gradient_match(result: Any) -> str:
     if result.strategy == "none":
         return "baseline"
     if result.bitwise_equal:
-        return "✓ bitwise equal"
+        return "✓ bitwise equal (max diff 0)"
     if result.max_grad_diff is None:
         return "–"
-    mark = "✓" if result.max_grad_diff < 1e-4 else "✗"
+    mark = "✓" if result.max_grad_diff < GRADIENT_TOLERANCE else "✗"
     return f"{mark} max diff {result.max_grad_diff:.1e}"
 
 

@@ -107,8 +107,8 @@ def test_results_table_reads_against_none() -> None:
     table = results_table(results)
     assert list(table["time vs none"]) == ["1.00×", "1.25×", "1.20×", "–"]
     assert list(table["peak vs none"]) == ["100%", "40%", "60%", "–"]
-    assert list(table["same gradients"]) == ["baseline", "✓ bitwise equal", "✓ max diff 3.0e-07",
-                                             "–"]
+    assert list(table["same gradients"]) == ["baseline", "✓ bitwise equal (max diff 0)",
+                                             "✓ max diff 3.0e-07", "–"]
     assert table["peak memory"].iloc[3] == "does not fit"
     assert "median of 3 timed steps" in timing_note(results)
     assert "noise" not in timing_note(results)
@@ -141,3 +141,32 @@ def test_the_controls_follow_the_device() -> None:
     assert "offload" in strategy_options("cuda") and "offload" not in strategy_options("cpu")
     assert "none" not in strategy_options("cpu")
     assert default_config(gpu).dtype == "bfloat16" and default_config(cpu).seq_len == 128
+
+
+def test_a_long_cpu_run_waits_for_a_click() -> None:
+    at = _script_app("""
+import streamlit as st
+from demos.config import ModelConfig
+from ui import demo_runner
+
+demo_runner.SLOW_SECONDS = 1e-6  # every run counts as long here
+config = ModelConfig(layers=1, hidden=32, heads=1, seq_len=8, batch=1, vocab=64, seed=777)
+result = demo_runner.run_compare(config, ("none", "every-layer"), repeats=1)
+st.write(f"measured: {result is not None}")
+""")
+    assert not at.exception
+    assert "roughly" in at.warning[0].value and "other learners" in at.warning[0].value
+    assert at.markdown[0].value == "measured: False"
+    at.button[0].click().run()
+    assert not at.exception
+    assert at.markdown[0].value == "measured: True"
+    assert not at.warning
+
+
+def test_a_huge_config_on_compare_asks_first(app_test) -> None:
+    at = app_test("pages/demos/compare.py",
+                  query={"layers": "24", "hidden": "512", "heads": "8", "seq": "1024",
+                         "batch": "8", "vocab": "32768"})
+    assert not at.exception
+    assert "roughly" in at.warning[0].value
+    assert at.button and not at.table  # nothing measured before the click
