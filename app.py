@@ -15,5 +15,8 @@ st.set_page_config(
     layout="wide",
 )
 navigation = st.navigation(build_navigation(), expanded=True)
-render_sidebar()
-navigation.run()
+sidebar = st.sidebar.container()
+try:
+    navigation.run()
+finally:
+    render_sidebar(sidebar)

@@ -18,21 +18,13 @@ from lessons.values import lesson_values
 from ui.lesson_widgets import WIDGETS
 from ui.navigation import PAGES
 from ui.navigation import page_link as app_page_link
-from ui.progress import mark_visited, visited_lessons
+from ui.progress import mark_visited
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _number(item: Lesson) -> int:
     return LESSON_PATHS.index(item.path) + 1
-
-
-def _record_visit(path: str) -> None:
-    """Mark the lesson visited. The sidebar is drawn before the page runs, so on the first
-    visit rerun once to let it count this lesson too."""
-    if path not in visited_lessons():
-        mark_visited(path)
-        st.rerun()
 
 
 def _draw_blocks(document: LessonDocument) -> None:
@@ -100,7 +92,7 @@ def _draw_navigation(path: str) -> None:
 def render_lesson(path: str) -> None:
     """Draw the lesson at `path` (e.g. "why-memory")."""
     item = lesson(path)
-    _record_visit(path)
+    mark_visited(path)  # the router draws the sidebar after the page: it counts this one
     document = load(path, lesson_values())
     st.caption(f"Lesson {_number(item)} of {len(LESSONS)} · about {item.minutes} minutes")
     st.title(f"{_number(item)}. {item.title}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 import torch
+from streamlit.delta_generator import DeltaGenerator
 
 from demos.device import DeviceInfo, detect_device
 from lessons.catalog import LESSONS
@@ -16,9 +17,11 @@ def server_device() -> DeviceInfo:
     return detect_device()
 
 
-def render_sidebar() -> None:
+def render_sidebar(slot: DeltaGenerator) -> None:
+    """Fill the sidebar slot the router reserved; called after the page ran, so the
+    progress already counts the lesson on screen."""
     device = server_device()
-    with st.sidebar:
+    with slot:
         st.markdown("**Demos run on**")
         icon = ":material/developer_board:" if device.kind == "cuda" else ":material/computer:"
         st.markdown(f"{icon} {device.label()}")
