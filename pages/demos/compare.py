@@ -23,6 +23,7 @@ def compare_demo() -> None:
     demo.show_refusals(comparison.results)
     demo.headline(comparison.results)
     st.table(demo.results_table(comparison.results), hide_index=True, border="horizontal")
+    demo.paint_numbers_first()
     st.plotly_chart(peak_and_time_figure(comparison.results))
     left, right = st.columns(2)
     left.plotly_chart(breakdown_figure(comparison.results))

@@ -111,6 +111,10 @@ def test_results_table_reads_against_none() -> None:
                                              "✓ max diff 3.0e-07", "–"]
     assert table["peak memory"].iloc[3] == "does not fit"
     assert "median of 3 timed steps" in timing_note(results)
+    two = [_result("none", 1, 0.2, None, None), _result("sqrt", 1, 0.3, 0.0, True)]
+    for r in two:
+        r.step_seconds_runs = [0.2, 0.2]
+    assert "mean of 2 timed steps" in timing_note(two)
     assert "noise" not in timing_note(results)
     noisy = [results[0], _result("every-layer", 40 * 2**20, 0.15, 0.0, True)]
     assert "measured faster than none: that is timing noise" in timing_note(noisy)
