@@ -52,8 +52,8 @@ PHASE_LETTER = {"forward": "F", "recompute": "R", "backward": "B", "loss": "L", 
 LAYOUT = dict(
     template="plotly_white",
     font=dict(size=13),
-    margin=dict(l=60, r=20, t=80, b=50),
-    legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
+    margin=dict(l=60, r=20, t=100, b=50),
+    legend=dict(orientation="h", yanchor="bottom", y=1.03, xanchor="left", x=0),
     hoverlabel=dict(font_size=13),
 )
 # Legend on the right, for figures whose legend would crowd the title.

@@ -448,6 +448,16 @@ def results_table(results: Sequence[Any]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def gradient_badge(result: Any) -> str:
+    """gradient_match, short enough for a metric: '✓ identical', '✓ 3e-07'."""
+    if result.bitwise_equal:
+        return "✓ identical"
+    if result.max_grad_diff is None:
+        return "–"
+    mark = "✓" if result.max_grad_diff < GRADIENT_TOLERANCE else "✗"
+    return f"{mark} {result.max_grad_diff:.0e}"
+
+
 GRADIENT_TOLERANCE = 1e-3  # "tiny numerical differences"; in practice they are bitwise equal
 
 
@@ -486,7 +496,7 @@ def headline(results: Sequence[Any]) -> None:
         cells[1].metric(f"Step time with {best.label}", format_ms(best.step_seconds),
                         delta=f"{ratio - 1:+.0%} vs none ({format_ms(base.step_seconds)})",
                         delta_color="inverse")
-    cells[2].metric("Gradients vs none", gradient_match(best))
+    cells[2].metric("Gradients vs none", gradient_badge(best), help=gradient_match(best))
 
 
 def peak_summary(results: Sequence[Any]) -> None:
@@ -588,7 +598,7 @@ def home_teaser() -> None:
         cells[1].metric("Time it costs per step",
                         format_ms(best.step_seconds - base.step_seconds),
                         delta=f"{ratio - 1:+.0%}", delta_color="inverse")
-    cells[2].metric("Gradients", gradient_match(best))
+    cells[2].metric("Gradients vs none", gradient_badge(best), help=gradient_match(best))
     comparison_caption(comparison)
     st.caption(f"Model: {config.layers} layers, hidden {config.hidden}, {config.heads} heads, "
                f"{config.seq_len} tokens × batch {config.batch}, vocabulary {config.vocab}, "

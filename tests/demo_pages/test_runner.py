@@ -98,7 +98,7 @@ def _result(strategy: str, peak: int, seconds: float, diff: float | None, equal:
 
 
 def test_results_table_reads_against_none() -> None:
-    from ui.demo_runner import results_table, timing_note
+    from ui.demo_runner import gradient_badge, results_table, timing_note
 
     results = [_result("none", 100 * 2**20, 0.2, None, None),
                _result("every-layer", 40 * 2**20, 0.25, 0.0, True),
@@ -110,6 +110,8 @@ def test_results_table_reads_against_none() -> None:
     assert list(table["same gradients"]) == ["baseline", "✓ bitwise equal (max diff 0)",
                                              "✓ max diff 3.0e-07", "–"]
     assert table["peak memory"].iloc[3] == "does not fit"
+    assert [gradient_badge(r) for r in results[1:3]] == ["✓ identical", "✓ 3e-07"]
+    assert gradient_badge(_result("sqrt", 1, 0.1, 0.5, False)) == "✗ 5e-01"
     assert "median of 3 timed steps" in timing_note(results)
     two = [_result("none", 1, 0.2, None, None), _result("sqrt", 1, 0.3, 0.0, True)]
     for r in two:
