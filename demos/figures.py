@@ -349,8 +349,12 @@ def _fitting_rows(frame: pd.DataFrame) -> pd.DataFrame:
 def sweep_figure(frame: pd.DataFrame, x: str, x_title: str, *,
                  memory: str = "activation_bytes", theory: str | None = None,
                  memory_title: str = "Activations held for backward",
-                 title: str = "", log_x: bool = False) -> go.Figure:
+                 title: str = "", log_x: bool = False,
+                 reference: tuple[str, float] | None = None) -> go.Figure:
     """Memory (left) and step time (right) against `x`, one colour per strategy.
+
+    `reference` (label, bytes) draws a constant on the memory panel, e.g. one layer's
+    internals: what checkpointing every layer rebuilds at a time.
 
     Measured points are dots (joined by lines when there is no theory); `theory` (predicted
     bytes) is drawn as a dashed line of the same colour on the same axes."""
@@ -363,6 +367,12 @@ def sweep_figure(frame: pd.DataFrame, x: str, x_title: str, *,
     unit, scale = byte_unit(_max(pd.concat([data[c] for c in columns])))
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1,
                         subplot_titles=(f"{memory_title} ({unit})", "Step time (ms)"))
+    if reference is not None:
+        name, value = reference
+        xs = sorted(data[x].unique())
+        fig.add_scatter(x=xs, y=[value / scale] * len(xs), mode="lines", name=name,
+                        line=dict(color="#94a3b8", width=2, dash="dot"), row=1, col=1,
+                        hovertemplate=name + ": %{y:.2f} " + unit + "<extra></extra>")
     for label in dict.fromkeys(data["strategy"]):
         part = data[data["strategy"] == label].sort_values(x)
         colour = strategy_colour(label)

@@ -62,7 +62,9 @@ CURVES: dict[str, Curve] = {
             "segment of about √N layers, so its held bytes grow like **O(√N)** while the peak "
             "adds one segment's internals during recomputation. `every-layer` keeps only each "
             "layer's input, about 1/16 of a layer's internals, so its line is nearly flat, "
-            "and in backward it rebuilds **one layer's worth** at a time. Time grows linearly "
+            "and in backward it rebuilds **one layer's worth** at a time (the grey dotted "
+            "line). The *peak* view rises with depth for every strategy: it also holds the "
+            "parameters' gradients, which checkpointing does not shrink. Time grows linearly "
             "for all three; the checkpointed lines are steeper by the extra forward."),
     ),
     "segment": Curve(
@@ -109,8 +111,13 @@ def curve_figure(name: str, frame: pd.DataFrame, config: ModelConfig, metric: st
     if curve.vary == "k":  # both memory measures: the trade-off is between them
         return segment_figure(frame, config.layers, x=_x_column(frame, curve))
     measured, theory, memory_title = MEMORY_METRICS[metric]
+    reference = None
+    if curve.vary == "layers":  # what every-layer rebuilds at a time, whatever the depth
+        from demos.theory import predicted_block_bytes
+
+        reference = ("one layer's internals", float(predicted_block_bytes(config)))
     return sweep_figure(frame, _x_column(frame, curve), curve.x_title, memory=measured,
-                        theory=theory, memory_title=memory_title,
+                        theory=theory, memory_title=memory_title, reference=reference,
                         title=f"{curve.title}: {memory_title.lower()} and step time")
 
 

@@ -130,6 +130,9 @@ def test_sweep_figure_puts_measured_and_theory_on_the_same_axes() -> None:
     assert all(t.xaxis == "x" for t in dashed)
     times = [t for t in fig.data if t.xaxis == "x2"]
     assert list(times[0].y) == pytest.approx([100, 200, 400])
+    with_layer = sweep_figure(frame, "layers", "layers N", reference=("one layer", 5 * MIB))
+    line = next(t for t in with_layer.data if t.name == "one layer")
+    assert list(line.y) == pytest.approx([5, 5, 5]) and line.xaxis == "x"
 
 
 def test_segment_figure_marks_the_measured_optimum_and_sqrt_n() -> None:
