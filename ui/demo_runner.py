@@ -548,6 +548,12 @@ def loss_table(differences: pd.DataFrame) -> pd.DataFrame:
 
 
 FIT_DEFAULT = ModelConfig(layers=8, hidden=256, heads=4, seq_len=128, batch=1, vocab=4096)
+
+
+def fit_default(info: DeviceInfo | None = None) -> ModelConfig:
+    """The what-fits model: small on a CPU; on a GPU the GPU demo model, batch 1."""
+    info = info or device()
+    return CUDA_DEFAULT.replace(batch=1) if info.kind == "cuda" else FIT_DEFAULT
 FIT_STRATEGIES = ("none", "every-layer", "selective:save-matmuls")
 
 

@@ -28,7 +28,7 @@ def what_fits_demo() -> None:
                             help="Which dimension to make as large as the budget allows.")
     kept = "seq" if vary == "batch" else "batch"  # the other one stays fixed
     config = demo.model_controls(("layers", "hidden", "heads", "vocab", kept), columns=5,
-                                 defaults=demo.FIT_DEFAULT)
+                                 defaults=demo.fit_default())
     field = "batch" if vary == "batch" else "seq_len"
     frame = demo.run_fits(config, demo.FIT_STRATEGIES, field, budget_mib * 2**20)
     if frame is None:

@@ -137,7 +137,7 @@ def test_loss_differences_compare_every_step_with_none() -> None:
 
 def test_the_controls_follow_the_device() -> None:
     from demos.device import DeviceInfo
-    from ui.demo_runner import budget_range, default_config, strategy_options
+    from ui.demo_runner import budget_range, default_config, fit_default, strategy_options
 
     gpu = DeviceInfo("cuda", "H200", 140 * 2**30, 100 * 2**30 + 123, 16, "2.13")
     cpu = DeviceInfo("cpu", "no GPU found", 24 * 2**30, 20 * 2**30, 2, "2.13")
@@ -147,6 +147,7 @@ def test_the_controls_follow_the_device() -> None:
     assert "offload" in strategy_options("cuda") and "offload" not in strategy_options("cpu")
     assert "none" not in strategy_options("cpu")
     assert default_config(gpu).dtype == "bfloat16" and default_config(cpu).seq_len == 128
+    assert fit_default(gpu).hidden > fit_default(cpu).hidden and fit_default(gpu).batch == 1
 
 
 def test_a_long_cpu_run_waits_for_a_click() -> None:
