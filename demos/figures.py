@@ -314,8 +314,11 @@ def timeline_figure(frame: pd.DataFrame, facet: bool = True) -> go.Figure:
     fig.update_layout(
         height=max(420, 260 * rows) if facet else 480,
         title=(f"{title}<br><sup>Forward climbs, the loss spikes (logits), backward falls; "
-               "with checkpointing each layer is recomputed (orange bands) just before its "
-               "backward: the sawtooth</sup>"),
+               "with checkpointing each layer is recomputed "
+               + ("(orange bands) " if facet else "")
+               + "just before its backward: the sawtooth"
+               + ("" if facet else " (the faceted layout marks each phase and layer)")
+               + "</sup>"),
         **LAYOUT,
     )
     return fig
