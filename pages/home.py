@@ -3,7 +3,7 @@
 import streamlit as st
 
 from lessons.catalog import LESSONS
-from ui.demo_runner import home_teaser
+from ui.home_teaser import home_teaser
 from ui.navigation import page_link
 
 st.title("Gradient Checkpointing Lab")

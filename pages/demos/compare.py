@@ -2,8 +2,11 @@
 
 import streamlit as st
 
+from demos import report
 from demos.figures import activation_theory_figure, breakdown_figure, peak_and_time_figure
-from ui import demo_runner as demo
+from ui import demo_controls as controls
+from ui import demo_display as display
+from ui import demo_runner as runner
 
 st.title("Compare checkpointing strategies")
 st.markdown(
@@ -15,22 +18,22 @@ st.markdown(
 
 @st.fragment
 def compare_demo() -> None:
-    config = demo.model_controls()
-    strategies = demo.strategy_picker(default=("every-layer",))
-    comparison = demo.run_compare(config, strategies)
+    config = controls.model_controls()
+    strategies = controls.strategy_picker(default=("every-layer",))
+    comparison = runner.run_compare(config, strategies)
     if comparison is None:
         return
-    demo.show_refusals(comparison.results)
-    demo.headline(comparison.results)
-    st.table(demo.results_table(comparison.results), hide_index=True, border="horizontal")
-    demo.paint_numbers_first()
+    display.show_refusals(comparison.results)
+    display.headline(comparison.results)
+    st.table(report.results_table(comparison.results), hide_index=True, border="horizontal")
+    display.paint_numbers_first()
     st.plotly_chart(peak_and_time_figure(comparison.results))
     left, right = st.columns(2)
     left.plotly_chart(breakdown_figure(comparison.results))
-    right.plotly_chart(activation_theory_figure(comparison.results, demo.korthikanti(config)))
-    demo.theory_notes(config)
-    demo.comparison_caption(comparison)
-    demo.download(comparison.to_frame(), f"compare-{demo.config_slug(config)}")
+    right.plotly_chart(activation_theory_figure(comparison.results, report.korthikanti(config)))
+    display.theory_notes(config)
+    display.comparison_caption(comparison)
+    display.download(comparison.to_frame(), f"compare-{report.config_slug(config)}")
 
 
 compare_demo()

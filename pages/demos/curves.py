@@ -2,8 +2,11 @@
 
 import streamlit as st
 
+from demos import report
+from ui import demo_controls as controls
 from ui import demo_curves as curves
-from ui import demo_runner as demo
+from ui import demo_display as display
+from ui import demo_runner as runner
 from ui import query
 
 st.title("Memory and time curves")
@@ -27,15 +30,15 @@ def curves_demo() -> None:
                                    "parameters.")
     fields = [f for f in ("layers", "hidden", "heads", "seq", "batch", "vocab")
               if f not in curve.fixes]
-    config = demo.model_controls(fields, columns=len(fields), defaults=curve.base)
+    config = controls.model_controls(fields, columns=len(fields), defaults=curve.base)
     st.markdown(f"**{curve.title}**: {curve.values_text(config)}")
-    frame = demo.run_sweep(config, curve.vary, curve.values(config), curve.strategies)
+    frame = runner.run_sweep(config, curve.vary, curve.values(config), curve.strategies)
     if frame is None:
         return
     st.plotly_chart(curves.curve_figure(name, frame, config, metric))
     st.markdown(curve.explanation)
-    demo.measured_caption(demo.device().label(), curves.methods_of(frame))
-    demo.download(frame, f"curves-{name}-{demo.config_slug(config)}")
+    display.measured_caption(runner.device().label(), curves.methods_of(frame))
+    display.download(frame, f"curves-{name}-{report.config_slug(config)}")
 
 
 curves_demo()

@@ -2,8 +2,11 @@
 
 import streamlit as st
 
+from demos import report
 from demos.figures import loss_figure
-from ui import demo_runner as demo
+from ui import demo_controls as controls
+from ui import demo_display as display
+from ui import demo_runner as runner
 from ui import query
 
 st.title("Same result, less memory")
@@ -24,20 +27,20 @@ def same_result_demo() -> None:
         dropout = query.float_slider("dropout", "Dropout", 0.0, 0.5, 0.05, 0.1,
                                      help="Random masks in training: recomputation must "
                                           "draw the same ones.")
-    config = demo.model_controls(("layers", "hidden", "seq", "batch"),
-                                 defaults=demo.TRAINING_DEFAULT, dropout=dropout)
-    strategies = demo.strategy_picker(default=("every-layer", "selective:save-matmuls"),
-                                      label="Strategies to train beside none")
-    losses = demo.run_training(config, strategies, steps)
+    config = controls.model_controls(("layers", "hidden", "seq", "batch"),
+                                     defaults=controls.TRAINING_DEFAULT, dropout=dropout)
+    strategies = controls.strategy_picker(default=("every-layer", "selective:save-matmuls"),
+                                          label="Strategies to train beside none")
+    losses = runner.run_training(config, strategies, steps)
     if losses is None:
         return
-    differences = demo.loss_differences(losses)
+    differences = report.loss_differences(losses)
     largest = float(differences["largest loss difference"].max()) if len(differences) else 0.0
     st.plotly_chart(loss_figure(losses, largest))
-    st.table(demo.loss_table(differences), hide_index=True, border="horizontal")
-    demo.measured_caption(demo.device().label(), ["training for real"],
-                          f"{steps} steps, dropout {dropout:g}.")
-    demo.download(losses, f"same-result-{demo.config_slug(config)}-{steps}steps")
+    st.table(report.loss_table(differences), hide_index=True, border="horizontal")
+    display.measured_caption(runner.device().label(), ["training for real"],
+                             f"{steps} steps, dropout {dropout:g}.")
+    display.download(losses, f"same-result-{report.config_slug(config)}-{steps}steps")
 
 
 same_result_demo()

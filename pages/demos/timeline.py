@@ -2,8 +2,11 @@
 
 import streamlit as st
 
+from demos import report
 from demos.figures import timeline_figure, timeline_frame
-from ui import demo_runner as demo
+from ui import demo_controls as controls
+from ui import demo_display as display
+from ui import demo_runner as runner
 from ui import query
 
 st.title("Memory over one training step")
@@ -18,19 +21,20 @@ st.markdown(
 
 @st.fragment
 def timeline_demo() -> None:
-    config = demo.model_controls(defaults=demo.default_config().replace(layers=4))
-    strategies = demo.strategy_picker(default=("every-layer", "sqrt", "selective:save-matmuls"),
-                                      label="Strategies to draw beside none")
+    config = controls.model_controls(defaults=controls.default_config().replace(layers=4))
+    strategies = controls.strategy_picker(
+        default=("every-layer", "sqrt", "selective:save-matmuls"),
+        label="Strategies to draw beside none")
     layout = query.choice("view", "Layout", ["faceted", "overlaid"], "faceted")
-    comparison = demo.run_compare(config, strategies, timeline=True, time_steps=False)
+    comparison = runner.run_compare(config, strategies, timeline=True, time_steps=False)
     if comparison is None:
         return
-    demo.show_refusals(comparison.results)
+    display.show_refusals(comparison.results)
     frame = timeline_frame({r.label: r.timeline for r in comparison.results if r.fits})
     st.plotly_chart(timeline_figure(frame, facet=layout == "faceted"))
-    demo.peak_summary(comparison.results)
-    demo.comparison_caption(comparison)
-    demo.download(frame, f"timeline-{demo.config_slug(config)}")
+    display.peak_summary(comparison.results)
+    display.comparison_caption(comparison)
+    display.download(frame, f"timeline-{report.config_slug(config)}")
 
 
 timeline_demo()

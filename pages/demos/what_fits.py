@@ -2,8 +2,11 @@
 
 import streamlit as st
 
+from demos import report
 from demos.figures import fits_figure
-from ui import demo_runner as demo
+from ui import demo_controls as controls
+from ui import demo_display as display
+from ui import demo_runner as runner
 from ui import query
 
 st.title("What fits in memory")
@@ -18,26 +21,26 @@ st.markdown(
 
 @st.fragment
 def what_fits_demo() -> None:
-    lo, hi, step, default = demo.budget_range()
+    lo, hi, step, default = controls.budget_range()
     left, right = st.columns(2)
     with left:
         budget_mib = query.int_slider("budget", "Memory budget (MiB, parameters included)", lo,
-                                      hi, step, default, help=demo.budget_help())
+                                      hi, step, default, help=controls.budget_help())
     with right:
         vary = query.choice("grow", "Grow", ["batch", "seq"], "batch",
                             help="Which dimension to make as large as the budget allows.")
     kept = "seq" if vary == "batch" else "batch"  # the other one stays fixed
-    config = demo.model_controls(("layers", "hidden", "heads", "vocab", kept), columns=5,
-                                 defaults=demo.fit_default())
+    config = controls.model_controls(("layers", "hidden", "heads", "vocab", kept), columns=5,
+                                     defaults=controls.fit_default())
     field = "batch" if vary == "batch" else "seq_len"
-    frame = demo.run_fits(config, demo.FIT_STRATEGIES, field, budget_mib * 2**20)
+    frame = runner.run_fits(config, controls.FIT_STRATEGIES, field, budget_mib * 2**20)
     if frame is None:
         return
     st.plotly_chart(fits_figure(frame, field, budget_mib * 2**20))
-    st.table(demo.fits_table(frame, field), hide_index=True, border="horizontal")
-    demo.measured_caption(demo.device().label(), list(frame["measured_by"]),
-                          "Tokens per second from one timed step at the confirmed size.")
-    demo.download(frame, f"what-fits-{field}-{budget_mib}MiB-{demo.config_slug(config)}")
+    st.table(report.fits_table(frame, field), hide_index=True, border="horizontal")
+    display.measured_caption(runner.device().label(), list(frame["measured_by"]),
+                             "Tokens per second from one timed step at the confirmed size.")
+    display.download(frame, f"what-fits-{field}-{budget_mib}MiB-{report.config_slug(config)}")
 
 
 what_fits_demo()

@@ -5,22 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from playwright.sync_api import Page, expect
 
 from tests.helpers import goto, screenshot, wait_for_app
 
 SMALL = "layers=2&hidden=64&heads=2&seq=64&batch=1&vocab=512"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _pages_registered(browser, app_url: str) -> None:
-    """Streamlit learns the st.navigation pages on the first script run; a deep link opened
-    before that shows a "Page not found" dialog (streamlit/streamlit#9992). Load the home
-    page once so every test below starts from a server that knows its pages."""
-    context = browser.new_context()
-    goto(context.new_page(), app_url, "")
-    context.close()
 
 
 def _no_page_not_found(page: Page) -> None:

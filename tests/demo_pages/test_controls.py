@@ -1,0 +1,41 @@
+"""ui.demo_controls: the widgets' options and defaults follow the server's device."""
+
+from __future__ import annotations
+
+from demos.config import demo_default
+from demos.device import DeviceInfo
+from ui.demo_controls import (
+    budget_help,
+    budget_range,
+    default_config,
+    describe,
+    fit_default,
+    strategy_options,
+)
+
+GPU = DeviceInfo("cuda", "H200", 140 * 2**30, 100 * 2**30 + 123, 16, "2.13")
+CPU = DeviceInfo("cpu", "no GPU found", 24 * 2**30, 20 * 2**30, 2, "2.13")
+
+
+def test_the_controls_follow_the_device() -> None:
+    low, high, step, default = budget_range(GPU)
+    assert default == 100 * 1024 and high == 140 * 1024 and step == 256  # free memory, MiB
+    assert budget_range(CPU)[3] == 128
+    assert "free memory" in budget_help(GPU) and "no fixed memory limit" in budget_help(CPU)
+    assert "offload" in strategy_options("cuda") and "offload" not in strategy_options("cpu")
+    assert "none" not in strategy_options("cpu")
+    assert default_config(GPU).dtype == "bfloat16" and default_config(CPU).seq_len == 128
+    assert fit_default(GPU).hidden > fit_default(CPU).hidden and fit_default(GPU).batch == 1
+
+
+def test_the_ui_opens_with_the_engine_s_demo_default() -> None:
+    for info in (CPU, GPU):
+        assert default_config(info) == demo_default(info.kind)
+    assert demo_default("cpu") == demo_default("cpu").replace(
+        layers=8, hidden=256, heads=4, seq_len=128, batch=2, vocab=8192, dtype="float32")
+    assert fit_default(GPU) == demo_default("cuda").replace(batch=1)
+
+
+def test_describe_names_the_segment_size() -> None:
+    assert "2 layers" in describe("every-k:2")
+    assert describe("selective:save-matmuls")

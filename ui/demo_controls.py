@@ -1,0 +1,127 @@
+"""The widgets the demo pages share, and the models they open with.
+
+Model sliders bound to the URL query (ranges follow the device), the strategy picker and
+the strategy descriptions it shows, and the what-fits budget slider's range and help.
+The defaults come from demos.config.demo_default: one source for the UI and the engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import streamlit as st
+
+from demos.config import DTYPES_FOR_DEVICE, ModelConfig, demo_default, slider_ranges
+from demos.device import DeviceInfo
+from demos.strategies import CUDA_ONLY, SELECTIVE_POLICIES, STRATEGIES, parse_strategy
+from ui import query
+from ui.demo_runner import device, device_noun
+
+LABELS: dict[str, tuple[str, str]] = {
+    # query name -> (slider label, help)
+    "layers": ("Layers", "Transformer blocks: activation memory grows with each one."),
+    "hidden": ("Hidden size", "Width of the residual stream (h)."),
+    "heads": ("Attention heads", "Must divide the hidden size."),
+    "seq": ("Sequence length", "Tokens per sample (s)."),
+    "batch": ("Batch", "Samples per step (b)."),
+    "vocab": ("Vocabulary", "Tokens the LM head scores: the logits are b·s·vocab numbers."),
+}
+MODEL_FIELDS = ("layers", "hidden", "heads", "seq", "batch", "vocab", "dtype")
+
+TRAINING_DEFAULT = ModelConfig(layers=4, hidden=64, heads=4, seq_len=32, batch=8, vocab=128)
+FIT_DEFAULT = ModelConfig(layers=8, hidden=256, heads=4, seq_len=128, batch=1, vocab=4096)
+FIT_STRATEGIES = ("none", "every-layer", "selective:save-matmuls")
+
+
+def default_config(info: DeviceInfo | None = None) -> ModelConfig:
+    """The model a demo opens with on this device."""
+    return demo_default((info or device()).kind)
+
+
+def fit_default(info: DeviceInfo | None = None) -> ModelConfig:
+    """The what-fits model: small on a CPU; on a GPU the GPU demo model, batch 1."""
+    info = info or device()
+    return default_config(info).replace(batch=1) if info.kind == "cuda" else FIT_DEFAULT
+
+
+def model_controls(fields: Sequence[str] = MODEL_FIELDS, *, columns: int = 4,
+                   defaults: ModelConfig | None = None, **overrides: Any) -> ModelConfig:
+    """Sliders for the model and batch, bound to the URL query; `overrides` fix fields
+    without a widget (e.g. dropout). Ranges follow the device (slider_ranges)."""
+    info = device()
+    base = (defaults or default_config(info)).replace(**overrides)
+    ranges = slider_ranges(info.kind)
+    where = f"on this {device_noun(info.kind)}"
+    values: dict[str, Any] = {}
+    cells = st.columns(columns)
+    for number, name in enumerate(fields):
+        with cells[number % columns]:
+            if name == "dtype":
+                options = DTYPES_FOR_DEVICE[info.kind]
+                values["dtype"] = query.choice("dtype", "Number format", options, base.dtype,
+                                               where=where,
+                                               help="Bytes per number: 4 for float32, 2 for "
+                                                    "bfloat16/float16.")
+                continue
+            field = query.CONFIG_FIELDS[name]
+            lo, hi, step = ranges[field]
+            label, help_text = LABELS[name]
+            values[field] = query.int_slider(name, label, int(lo), int(hi), int(step),
+                                             int(getattr(base, field)), help=help_text,
+                                             where=where)
+    return base.replace(**values)
+
+
+def strategy_options(kind: str | None = None, *, selective_policies: bool = True,
+                     every_k: Sequence[int] = (2, 4)) -> list[str]:
+    """The strategy strings a learner can pick on this device (`none` excluded)."""
+    kind = kind or device().kind
+    options: list[str] = []
+    for name in STRATEGIES:
+        if name in ("none", "budget") or (name in CUDA_ONLY and kind != "cuda"):
+            continue
+        if name == "every-k":
+            options += [f"every-k:{k}" for k in every_k]
+        elif name == "selective" and selective_policies:
+            options += [f"selective:{policy}" for policy in SELECTIVE_POLICIES]
+        else:
+            options.append(name)
+    return options
+
+
+def strategy_picker(default: Sequence[str], *, name: str = "strategy",
+                    label: str = "Strategies to compare with none",
+                    options: Sequence[str] | None = None) -> tuple[str, ...]:
+    """Multiselect bound to ?strategy=a,b; `none` is always measured as the baseline."""
+    options = list(options or strategy_options())
+    picked = query.multi_choice(name, label, options, default,
+                                help="\n\n".join(f"**{o}**: {describe(o)}" for o in options))
+    return ("none", *picked)
+
+
+def describe(strategy: str) -> str:
+    spec = parse_strategy(strategy)
+    if spec.name == "selective":
+        return SELECTIVE_POLICIES[spec.policy or ""]
+    text = STRATEGIES[spec.name]
+    return text.replace("k layers", f"{spec.k} layers") if spec.k else text
+
+
+def budget_range(info: DeviceInfo | None = None) -> tuple[int, int, int, int]:
+    """(low, high, step, default) in MiB. On a GPU the default is its real free memory."""
+    info = info or device()
+    if info.kind == "cuda" and info.total_bytes:
+        total = info.total_bytes // 2**20
+        free = (info.free_bytes or info.total_bytes) // 2**20
+        step = 256
+        return step, total - total % step, step, max(step, free - free % step)
+    return 16, 512, 16, 128
+
+
+def budget_help(info: DeviceInfo | None = None) -> str:
+    info = info or device()
+    if info.kind == "cuda":
+        return "Defaults to the GPU's free memory right now."
+    return ("The CPU has no fixed memory limit for this demo, so the budget plays the part of "
+            "a GPU's memory: a run whose measured peak exceeds it does not fit.")
