@@ -54,13 +54,13 @@ class LiveTracker(TorchDispatchMode):
     def __init__(self, device_type: str | None = None, timeline: bool = False) -> None:
         super().__init__()
         self.device_type = device_type
-        # data_ptr -> [nbytes, category, op, phase, layer, finalizer]
+        # data_ptr -> [nbytes, category, op, phase, layer, weakref to the storage]
         self.live: dict[int, list] = {}
         self.by_category = dict.fromkeys(CATEGORIES, 0)
         self.live_bytes = 0
         self.peak_bytes = 0
         self.peak_by_category = dict(self.by_category)
-        self.peak_op: str | None = None
+        self._peak_at: tuple[str, str, int | None] | None = None
         self.points: list[TimelinePoint] | None = [] if timeline else None
         self.phase, self.layer = "forward", None
         self.in_backward = False
@@ -93,7 +93,9 @@ class LiveTracker(TorchDispatchMode):
         self.live[key] = entry
         self.live_bytes += nbytes
         self.by_category[entry[1]] += nbytes
-        entry[5] = weakref.finalize(storage, self._free, key, entry)
+        # A plain weakref (lighter than weakref.finalize): its callback runs when the
+        # storage dies, unless the entry (and with it the ref) was dropped first.
+        entry[5] = weakref.ref(storage, lambda _ref, key=key, entry=entry: self._free(key, entry))
 
     def _free(self, key: int, entry: list) -> None:
         if self.live.get(key) is entry:
@@ -120,25 +122,34 @@ class LiveTracker(TorchDispatchMode):
     def close(self) -> None:
         """Stop following the storages still alive (e.g. gradients), so they no longer
         keep this tracker and its timeline in memory."""
-        for entry in self.live.values():
-            entry[5].detach()
-        self.live.clear()
+        self.live.clear()  # dropping the entries drops their weakrefs and callbacks
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         if not _aliases(func):
-            for t in tree_leaves(out):
-                if isinstance(t, torch.Tensor):
-                    self._track(t, func.__name__)
+            if isinstance(out, torch.Tensor):  # the common case, without a pytree walk
+                self._track(out, func.__name__)
+            else:
+                for t in tree_leaves(out):
+                    if isinstance(t, torch.Tensor):
+                        self._track(t, func.__name__)
         if self.live_bytes > self.peak_bytes:
             self.peak_bytes = self.live_bytes
             self.peak_by_category = dict(self.by_category)
-            self.peak_op = f"{func.__name__} ({self.phase}, layer {self.layer})"
+            self._peak_at = (func.__name__, self.phase, self.layer)
         if self.points is not None:
             self.points.append(TimelinePoint(self._count, func.__name__, self.phase, self.layer,
                                              self.live_bytes))
         self._count += 1
         return out
+
+    @property
+    def peak_op(self) -> str | None:
+        """The op at the peak, with its phase and layer (formatted only when asked)."""
+        if self._peak_at is None:
+            return None
+        op, phase, layer = self._peak_at
+        return f"{op} ({phase}, layer {layer})"
 
     # --- the model's probe ---------------------------------------------------------------
     def set_phase(self, phase: str, layer: int | None = None) -> None:
