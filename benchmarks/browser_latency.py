@@ -9,7 +9,7 @@ Not a test: a benchmark. It starts its own `streamlit run app.py`, then measures
   * a cached config: the same slider moved back to configs seen a moment ago.
 It prints medians and writes benchmarks/browser-latency.json.
 
-    .venv/bin/python benchmarks/browser_latency.py [--runs 5]
+    .venv/bin/python -m benchmarks.browser_latency [--runs 5]
 """
 
 from __future__ import annotations
@@ -18,17 +18,14 @@ import argparse
 import json
 import os
 import platform
-import signal
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 from playwright.sync_api import Page, sync_playwright
+
+from ui.server import background_app
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "browser-latency.json"
@@ -40,32 +37,6 @@ CHANGED = """([selector, before]) => {
     const el = document.querySelector(selector);
     return el !== null && el.innerText !== before;
 }"""
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def start_server() -> tuple[subprocess.Popen, str]:
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "DATA_DIR": tempfile.mkdtemp(prefix="latency-")}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port",
-         str(port), "--server.address", "127.0.0.1", "--server.headless", "true"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
-        start_new_session=True)
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
-                return process, url
-        except OSError:
-            time.sleep(0.2)
-    os.killpg(process.pid, signal.SIGTERM)
-    raise TimeoutError("the app did not start")
 
 
 def page_load(browser, url: str) -> float:
@@ -98,30 +69,26 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     load_before = os.getloadavg()[0]
-    process, url = start_server()
-    try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=CHROMIUM, headless=True,
-                args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
-            cold = page_load(browser, url)
-            loads = [page_load(browser, url) for _ in range(args.runs)]
+    data_dir = tempfile.mkdtemp(prefix="latency-")
+    with background_app({"DATA_DIR": data_dir}) as url, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+        cold = page_load(browser, url)
+        loads = [page_load(browser, url) for _ in range(args.runs)]
 
-            context = browser.new_context(viewport={"width": 1400, "height": 1000})
-            page = context.new_page()
-            page.goto(f"{url}/compare")
-            page.wait_for_selector(METRIC, timeout=120_000)
-            page.wait_for_selector(IDLE, timeout=120_000)
-            slider = page.locator('[data-testid="stSlider"]').filter(
-                has_text="Vocabulary").get_by_role("slider")
-            slider.focus()
-            fresh = [move(page, slider, "ArrowRight") for _ in range(args.runs)]
-            cached = [move(page, slider, "ArrowLeft") for _ in range(args.runs)]
-            context.close()
-            browser.close()
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=20)
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        page.goto(f"{url}/compare")
+        page.wait_for_selector(METRIC, timeout=120_000)
+        page.wait_for_selector(IDLE, timeout=120_000)
+        slider = page.locator('[data-testid="stSlider"]').filter(
+            has_text="Vocabulary").get_by_role("slider")
+        slider.focus()
+        fresh = [move(page, slider, "ArrowRight") for _ in range(args.runs)]
+        cached = [move(page, slider, "ArrowLeft") for _ in range(args.runs)]
+        context.close()
+        browser.close()
 
     medians = {
         "slider_to_results_s": statistics.median(fresh),

@@ -3,26 +3,15 @@ of the fresh server can open a deep link without a "Page not found" dialog."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import urllib.request
 
-from tests.conftest import ROOT, _free_port, _wait_healthy
 from tests.helpers import goto
+from ui.server import background_app
 
 
 def test_make_run_serves_the_app_and_a_first_deep_link(tmp_path, browser) -> None:
-    port = _free_port()
-    env = {**os.environ, "DATA_DIR": str(tmp_path)}
-    process = subprocess.Popen(
-        ["make", "run", f"PORT={port}", "ADDRESS=127.0.0.1"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        url = f"http://127.0.0.1:{port}"
-        _wait_healthy(url, process, timeout=120)
+    make_run = ["make", "run", "PORT={port}", "ADDRESS=127.0.0.1"]
+    with background_app({"DATA_DIR": str(tmp_path)}, command=make_run) as url:
         with urllib.request.urlopen(url, timeout=10) as response:
             assert response.status == 200
             assert b"<html" in response.read().lower()
@@ -33,6 +22,3 @@ def test_make_run_serves_the_app_and_a_first_deep_link(tmp_path, browser) -> Non
         assert page.get_by_role("dialog").filter(has_text="Page not found").count() == 0
         assert page.get_by_role("heading", name="Where to put checkpoints").first.is_visible()
         context.close()
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=20)
