@@ -38,18 +38,27 @@ def _shown(raw: str) -> str:
     return repr(text)
 
 
-def parse_int(raw: str | None, *, name: str, lo: int, hi: int, default: int, step: int = 1,
-              where: str = "here") -> Parsed[int]:
-    """A whole number within lo..hi on the step grid from lo; else the nearest allowed value
-    (or the default for text that is not a number), with a warning that says why."""
+def _number(raw: str | None, *, name: str, default: T) -> float | Parsed[T]:
+    """The finite number `raw` holds, or the default to use instead (with a warning when
+    `raw` is text that is not a number)."""
     if raw is None or raw.strip() == "":
         return Parsed(default)
     try:
         number = float(raw.strip())
-        if not math.isfinite(number):
-            raise ValueError
     except ValueError:
+        number = math.nan
+    if not math.isfinite(number):
         return Parsed(default, f"?{name}={_shown(raw)} is not a number; using {default}.")
+    return number
+
+
+def parse_int(raw: str | None, *, name: str, lo: int, hi: int, default: int, step: int = 1,
+              where: str = "here") -> Parsed[int]:
+    """A whole number within lo..hi on the step grid from lo; else the nearest allowed value
+    (or the default for text that is not a number), with a warning that says why."""
+    number = _number(raw, name=name, default=default)
+    if isinstance(number, Parsed):
+        return number
     value = min(max(number, lo), hi)
     value = lo + round((value - lo) / step) * step
     value = int(min(max(value, lo), hi))
@@ -64,14 +73,9 @@ def parse_int(raw: str | None, *, name: str, lo: int, hi: int, default: int, ste
 
 def parse_float(raw: str | None, *, name: str, lo: float, hi: float, default: float,
                 where: str = "here") -> Parsed[float]:
-    if raw is None or raw.strip() == "":
-        return Parsed(default)
-    try:
-        number = float(raw.strip())
-        if not math.isfinite(number):
-            raise ValueError
-    except ValueError:
-        return Parsed(default, f"?{name}={_shown(raw)} is not a number; using {default}.")
+    number = _number(raw, name=name, default=default)
+    if isinstance(number, Parsed):
+        return number
     value = min(max(number, lo), hi)
     if value != number:
         return Parsed(value, f"?{name}={_shown(raw)} is outside the range {lo}–{hi} {where}; "
