@@ -153,7 +153,8 @@ def show_issue_form(service: QuizService, attempt: Attempt) -> None:
     with st.form("issue"):
         name = st.text_input(
             "Name to print on the certificate",
-            max_chars=200,
+            # No max_chars: the browser silently drops a paste longer than max_chars, and
+            # the learner was then told to "type the name". quiz.names says how long it is.
             help="Up to 80 characters, in any script the certificate font can draw.",
         )
         show_score = st.checkbox("Show my score on the public verify page")

@@ -29,7 +29,9 @@ def normalise_name(raw: str) -> str:
     """The name as it will be printed and signed: NFC, single spaces, trimmed.
     Raises NameError_ with a message for the learner."""
     if len(raw) > MAX_INPUT_LENGTH:
-        raise NameError_(f"A name has at most {MAX_NAME_LENGTH} characters.")
+        raise NameError_(
+            f"A name has at most {MAX_NAME_LENGTH} characters; this one has {len(raw)}."
+        )
     bidi = [ch for ch in raw if ch in BIDI_CONTROLS]
     if bidi:
         raise NameError_(

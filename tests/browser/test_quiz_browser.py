@@ -104,3 +104,21 @@ def test_quiz_to_a_pass_then_verify(page: Page, app_url: str, server_side: QuizS
     goto(page, app_url, f"verify?id={new_id()}")
     expect(page.get_by_text("NOT FOUND")).to_be_visible()
     screenshot(page, "verify-not-found")
+
+
+def test_a_pasted_name_that_is_too_long_is_explained(page: Page, app_url: str,
+                                                     server_side: QuizService) -> None:
+    """A name far over the limit reaches the server and is refused with its length; with
+    max_chars on the field the browser silently dropped the paste, and the learner was
+    told to type a name into a field they had just filled."""
+    attempt = server_side.start_attempt()
+    for position, drawn in enumerate(attempt.questions):
+        server_side.answer(attempt.id, position, sorted(drawn.correct))
+    goto(page, app_url, f"quiz?attempt={attempt.id}")
+    page.get_by_role("textbox", name="Name to print on the certificate").fill("x" * 10_000)
+    page.get_by_role("button", name="Issue my certificate").click()
+    wait_for_app(page)
+    expect(page.get_by_text("A name has at most 80 characters; this one has 10000.")
+           ).to_be_visible()
+    expect(page.get_by_text("Please type the name")).to_have_count(0)
+    assert server_side.certificate_for(attempt.id) is None

@@ -42,7 +42,7 @@ def test_accepted_names(raw: str, expected: str) -> None:
         ("Bob\nSmith", "control or unassigned character (U+000A)"),
         ("Bob\x1b[31m", "control or unassigned character (U+001B)"),
         ("x" * (MAX_NAME_LENGTH + 1), "at most 80 characters; this one has 81"),
-        ("x" * 10_000, "at most 80 characters"),
+        ("x" * 10_000, "at most 80 characters; this one has 10000"),
         ("山田太郎", "cannot draw 山 (U+5C71"),
         ("김민준", "Chinese, Japanese or Korean"),
         ("Ann 🦄", "cannot draw 🦄 (U+1F984"),
