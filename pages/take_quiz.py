@@ -123,7 +123,6 @@ def show_certificate(certificate: Certificate) -> None:
     st.markdown(f"**Name:** {escape_markdown(certificate.name)}")
     st.markdown("**Certificate ID** (anyone can check it on the verify page):")
     st.code(certificate.id, language=None)
-    link = config.verify_url(certificate.id)
     pdf = _cached_pdf(certificate, config.base_url())
     left, right = st.columns(2)
     left.download_button(
@@ -134,7 +133,9 @@ def show_certificate(certificate: Certificate) -> None:
         type="primary",
         icon=":material/download:",
     )
-    right.link_button("Open the verify link", link, icon=":material/verified:")
+    with right:  # inside the app, so it works whatever APP_BASE_URL the PDF link carries
+        page_link("verify", label="Open the verify link", icon=":material/verified:",
+                  query_params={"id": certificate.id})
     st.image(_cached_png(certificate, config.base_url()), caption="Preview of your certificate")
 
 

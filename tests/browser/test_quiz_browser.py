@@ -80,11 +80,9 @@ def test_quiz_to_a_pass_then_verify(page: Page, app_url: str, server_side: QuizS
 
     certificate = server_side.certificate_for(attempt_on_screen(page, server_side).id)
     assert certificate is not None and certificate.name == "Nguyễn Thị Minh Khai"
-    link = page.get_by_role("link", name="Open the verify link").get_attribute("href")
-    assert link == f"{app_url}/verify?id={certificate.id}" or certificate.id[-1] in "*~$=U"
-
-    page.goto(link, wait_until="domcontentloaded")
+    page.get_by_role("link", name="Open the verify link").click()
     wait_for_app(page)
+    assert urlparse(page.url).path == "/verify"
     expect(page.get_by_text("VALID", exact=False).first).to_be_visible()
     expect(page.get_by_text("the Ed25519 signature is checked and correct")).to_be_visible()
     expect(page.get_by_text("Nguyễn Thị Minh Khai")).to_be_visible()

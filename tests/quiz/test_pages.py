@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from urllib.parse import parse_qs
 
 from streamlit.testing.v1 import AppTest
 
@@ -92,6 +93,12 @@ def test_quiz_to_a_pass_and_a_certificate(app_test: RunPage) -> None:
     assert certificate is not None and certificate.name.startswith("<script>")
     assert certificate.id in [c.value for c in at.code]
     assert at.get("download_button") and at.get("image")
+    # The verify button links inside the app, not to APP_BASE_URL (here another host,
+    # as when the server runs on a port other than the configured one).
+    verify = [link.proto for link in at.get("page_link") if link.proto.label ==
+              "Open the verify link"]
+    assert len(verify) == 1 and "lab.example" not in verify[0].page
+    assert parse_qs(verify[0].query_string) == {"id": [certificate.id]}
     # A double click, or a second tab, gets the same certificate.
     again = open_service().issue(current(at).id, "Someone else", True)
     assert again == certificate
