@@ -146,12 +146,17 @@ def loss_table(differences: pd.DataFrame) -> pd.DataFrame:
 # ---------------------------------------------------------------- what fits
 
 
+def _whole(value: object) -> str:
+    """A size for a table cell: "12", or "–" when there is none (nothing fits)."""
+    return "–" if value is None or pd.isna(value) else f"{int(value):,}"
+
+
 def fits_table(frame: pd.DataFrame, field: str) -> pd.DataFrame:
     name = "batch" if field == "batch" else "sequence length"
     return pd.DataFrame({
         "strategy": frame["strategy"],
-        f"largest {name} (predicted)": frame["value_predicted"],
-        f"largest {name} (confirmed)": frame["value_confirmed"],
+        f"largest {name} (predicted)": [_whole(v) for v in frame["value_predicted"]],
+        f"largest {name} (confirmed)": [_whole(v) for v in frame["value_confirmed"]],
         "measured total (with parameters)": [format_bytes(v) for v in frame["total_bytes"]],
         "tokens / s": [f"{v:,.0f}" if pd.notna(v) else "–" for v in frame["tokens_per_second"]],
     })

@@ -70,6 +70,22 @@ def show_refusals(results: Sequence[Any]) -> None:
                        icon=":material/memory:")
 
 
+def show_fit_notes(frame: pd.DataFrame, field: str) -> None:
+    """Say why a strategy has no confirmed size (nothing fits, or the real run was over
+    the budget), instead of leaving its row and bars blank."""
+    name = "batch" if field == "batch" else "sequence length"
+    missing = frame[frame["value_confirmed"].isna()]
+    if missing.empty:
+        return
+    if len(missing) == len(frame):
+        st.warning(f"Nothing fits: not even the smallest {name} trains within this budget with "
+                   "any strategy. Raise the budget or make the model smaller.",
+                   icon=":material/block:")
+    for row in missing.itertuples():
+        note = str(row.note or "no size fits the budget").replace("seq_len=", "seq=")
+        st.caption(f":material/block: **{row.strategy}**: {note}.")
+
+
 def measured_caption(device_label: str, methods: Sequence[str], extra: str = "") -> None:
     """'Measured on CPU (...) by <method>' under every demo."""
     unique = ", ".join(dict.fromkeys(m for m in methods if m)) or "the engine"

@@ -36,6 +36,7 @@ def what_fits_demo() -> None:
     frame = runner.run_fits(config, controls.FIT_STRATEGIES, field, budget_mib * 2**20)
     if frame is None:
         return
+    display.show_fit_notes(frame, field)
     st.plotly_chart(fits_figure(frame, field, budget_mib * 2**20))
     st.table(report.fits_table(frame, field), hide_index=True, border="horizontal")
     display.measured_caption(runner.device().label(), list(frame["measured_by"]),

@@ -126,6 +126,19 @@ def test_what_fits_renders_and_follows_the_budget(app_test: Callable) -> None:
     assert at.slider(key="seq").value == 32
 
 
+def test_what_fits_says_why_nothing_fits(app_test: Callable) -> None:
+    """The biggest model in the smallest budget: every row used to be blank, unexplained."""
+    query = {"layers": "24", "hidden": "512", "heads": "16", "vocab": "32768", "seq": "1024",
+             "budget": "16"}
+    at = app_test("pages/demos/what_fits.py", query=query, timeout=120)
+    no_errors(at)
+    assert "Nothing fits" in texts(at, "warning")
+    captions = texts(at, "caption")
+    for strategy in ("none", "every-layer", "selective:save-matmuls"):
+        assert f"**{strategy}**: even batch=1 needs" in captions
+    assert set(at.table[0].value["largest batch (confirmed)"]) == {"–"}
+
+
 def test_same_result_renders_and_follows_the_steps(app_test: Callable) -> None:
     query = {"layers": "2", "hidden": "64", "seq": "32", "batch": "2", "steps": "20"}
     at = app_test("pages/demos/same_result.py", query=query, timeout=120)

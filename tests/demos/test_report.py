@@ -89,6 +89,15 @@ def test_fits_table_names_the_grown_dimension() -> None:
     assert "largest batch (confirmed)" in fits_table(frame, "batch")
 
 
+def test_fits_table_marks_a_strategy_with_nothing_that_fits() -> None:
+    frame = pd.DataFrame({"strategy": ["none", "every-layer"], "value_predicted": [None, 1200],
+                          "value_confirmed": [None, 1100], "total_bytes": [None, 5 * 2**20],
+                          "tokens_per_second": [None, 10.0]})
+    table = fits_table(frame, "batch")
+    assert list(table["largest batch (predicted)"]) == ["–", "1,200"]  # not blank, not 1200.0
+    assert list(table["largest batch (confirmed)"]) == ["–", "1,100"]
+
+
 def test_slug_and_reference_estimate() -> None:
     config = ModelConfig(layers=3, hidden=64, heads=2, seq_len=64, batch=1, vocab=512)
     assert config_slug(config) == "L3-h64-a2-s64-b1-V512-float32"
