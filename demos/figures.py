@@ -496,7 +496,8 @@ def fits_figure(frame: pd.DataFrame, vary: str, budget_bytes: int) -> go.Figure:
                 marker_line_width=1)
     fig.add_bar(x=labels, y=frame["value_confirmed"], name="confirmed by a real run",
                 marker_color=colours, row=1, col=1,
-                text=frame["value_confirmed"], textposition="outside")
+                text=[f"{v:,.0f}" if pd.notna(v) else "does not fit"
+                      for v in frame["value_confirmed"]], textposition="outside")
     fig.add_bar(x=labels, y=frame["tokens_per_second"], marker_color=colours, row=1, col=2,
                 showlegend=False, text=[f"{v:,.0f}" if pd.notna(v) else ""
                                         for v in frame["tokens_per_second"]],
@@ -505,7 +506,7 @@ def fits_figure(frame: pd.DataFrame, vary: str, budget_bytes: int) -> go.Figure:
     fig.update_yaxes(title_text="tokens / s", rangemode="tozero", row=1, col=2)
     confirmed = dict(zip(labels, frame["value_confirmed"], strict=True))
     sub = "Checkpointing turns freed memory into a larger " + name
-    if confirmed.get("none") and confirmed.get("every-layer"):
+    if all(pd.notna(confirmed.get(k)) and confirmed.get(k) for k in ("none", "every-layer")):
         sub += (f": {confirmed['every-layer'] / confirmed['none']:.1f}× with every-layer "
                 "than without")
     fig.update_layout(barmode="group", height=450, title=f"{title}<br><sup>{sub}</sup>",

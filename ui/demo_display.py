@@ -88,7 +88,9 @@ def show_fit_notes(frame: pd.DataFrame, field: str) -> None:
 
 def measured_caption(device_label: str, methods: Sequence[str], extra: str = "") -> None:
     """'Measured on CPU (...) by <method>' under every demo."""
-    unique = ", ".join(dict.fromkeys(m for m in methods if m)) or "the engine"
+    # A strategy that did not run has no method (None, or NaN in a frame): skip it.
+    unique = ", ".join(dict.fromkeys(m for m in methods if isinstance(m, str) and m)
+                       ) or "the engine"
     st.caption(f":material/science: Measured on this run on **{device_label}** by {unique}."
                + (f" {extra}" if extra else ""))
 

@@ -159,6 +159,12 @@ def test_fits_figure_and_loss_figure() -> None:
                           "value_confirmed": [4, 11], "tokens_per_second": [900.0, 700.0]})
     fig = fits_figure(frame, "batch", 256 * MIB)
     assert "2.8× with every-layer" in fig.layout.title.text
+    # none does not fit at all: no "nan×" ratio and no "NaN" bar label.
+    partial = pd.DataFrame({"strategy": ["none", "every-layer"], "value_predicted": [None, 1],
+                            "value_confirmed": [None, 1], "tokens_per_second": [None, 988.0]})
+    fig = fits_figure(partial, "batch", 320 * MIB)
+    assert "nan" not in fig.layout.title.text.lower()
+    assert list(fig.data[1].text) == ["does not fit", "1"]
     losses = pd.DataFrame({"step": [0, 1, 0, 1], "strategy": ["none", "none", "sqrt", "sqrt"],
                            "loss": [5.0, 4.0, 5.0, 4.0]})
     assert "identical to the last bit" in loss_figure(losses, 0.0).layout.title.text

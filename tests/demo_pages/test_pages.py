@@ -139,6 +139,19 @@ def test_what_fits_says_why_nothing_fits(app_test: Callable) -> None:
     assert set(at.table[0].value["largest batch (confirmed)"]) == {"–"}
 
 
+def test_what_fits_when_only_checkpointing_fits(app_test: Callable) -> None:
+    """none does not fit, every-layer does: the page used to crash on the missing method
+    (NaN) in its caption, and the chart said "nan×"."""
+    query = {"layers": "8", "hidden": "256", "heads": "4", "vocab": "32768", "seq": "512",
+             "budget": "320"}
+    at = app_test("pages/demos/what_fits.py", query=query, timeout=120)
+    no_errors(at)
+    table = at.table[0].value
+    assert table["largest batch (confirmed)"].tolist()[:2] == ["–", "1"]
+    assert "**none**: even batch=1 needs" in texts(at, "caption")
+    caption_says_measured(at)
+
+
 def test_same_result_renders_and_follows_the_steps(app_test: Callable) -> None:
     query = {"layers": "2", "hidden": "64", "seq": "32", "batch": "2", "steps": "20"}
     at = app_test("pages/demos/same_result.py", query=query, timeout=120)
