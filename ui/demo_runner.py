@@ -168,6 +168,7 @@ def _guarded(run: Callable[[], Any]) -> Any | None:
 # 60-110 GFLOP/s on 2 cores; lower under load). Used only to warn before a long run.
 CPU_FLOPS_PER_SECOND = 8e10
 SLOW_SECONDS = 20.0
+MAX_SECONDS = 900.0  # above this no click runs it (the biggest compare on a CPU still can)
 TRACKED_STEP_COST = 3  # a step under the live-bytes tracker costs about 2-3 plain steps
 
 
@@ -186,20 +187,37 @@ def estimated_seconds(runs: Sequence[tuple[ModelConfig, str, int]]) -> float:
     return flops / CPU_FLOPS_PER_SECOND
 
 
+def duration_text(seconds: float) -> str:
+    """'35 s', '12 min', '5.1 hours': a rough duration a learner can read at a glance."""
+    if seconds < 100:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} hours"
+
+
 def confirm_long_run(seconds: float, what: str) -> bool:
     """Below SLOW_SECONDS: go. Above: say how long it would take, while everyone else on
-    this CPU waits, and run only after a click (remembered for this session)."""
+    this CPU waits, and run only after a click (remembered for this session). Above
+    MAX_SECONDS: refuse; no click starts a run that would hold a shared CPU for hours."""
     if seconds <= SLOW_SECONDS:
         return True
+    if seconds > MAX_SECONDS:
+        st.error(f"This would take roughly {duration_text(seconds)} on this CPU, longer than "
+                 f"a demo may hold a shared server (at most {duration_text(MAX_SECONDS)}). "
+                 "Make the model or the batch smaller: the lesson is the same.",
+                 icon=":material/block:")
+        return False
     confirmed: list[str] = st.session_state.setdefault("_confirmed_long_runs", [])
     if what in confirmed:
         return True
     notice = st.empty()
     with notice.container():
-        st.warning(f"This would take roughly {seconds:.0f} s on this CPU, and other learners' "
-                   "demos wait meanwhile. Smaller sliders give the same lesson faster.",
-                   icon=":material/timer:")
-        clicked = st.button(f"Run it anyway (~{seconds:.0f} s)", key=f"confirm-{hash(what)}")
+        st.warning(f"This would take roughly {duration_text(seconds)} on this CPU, and other "
+                   "learners' demos wait meanwhile. Smaller sliders give the same lesson "
+                   "faster.", icon=":material/timer:")
+        clicked = st.button(f"Run it anyway (~{duration_text(seconds)})",
+                            key=f"confirm-{hash(what)}")
     if clicked:
         notice.empty()
         confirmed.append(what)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import ROOT
+from ui import demo_runner
 
 
 def _script_app(body: str) -> AppTest:
@@ -113,3 +114,20 @@ def test_a_huge_config_on_compare_asks_first(app_test) -> None:
     assert not at.exception
     assert "roughly" in at.warning[0].value
     assert at.button and not at.table  # nothing measured before the click
+
+
+def test_an_hours_long_run_is_refused_without_a_button(app_test) -> None:
+    """The biggest same-result run would hold the shared CPU for about 5 hours: it used
+    to offer "Run it anyway (~18309 s)"; now it is refused, with no button."""
+    at = app_test("pages/demos/same_result.py",
+                  query={"steps": "100", "dropout": "0.5", "layers": "24", "hidden": "512",
+                         "heads": "16", "seq": "1024", "batch": "8"})
+    assert not at.exception
+    assert "hours on this CPU" in at.error[0].value and "at most 15 min" in at.error[0].value
+    assert not at.button and not at.table and not at.get("plotly_chart")
+
+
+def test_durations_read_at_a_glance() -> None:
+    assert demo_runner.duration_text(35.4) == "35 s"
+    assert demo_runner.duration_text(734) == "12 min"
+    assert demo_runner.duration_text(18309) == "5.1 hours"
