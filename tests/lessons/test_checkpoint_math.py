@@ -118,3 +118,12 @@ def test_recomputation_costs_at_most_a_third_of_a_step():
     assert cm.recompute_overhead() == pytest.approx(1 / 3)
     assert cm.recompute_overhead(backward_ratio=2, extra_forwards=0) == 0
     assert cm.percent_change(19.6, 27.2) == pytest.approx(0.3878, abs=1e-4)
+
+
+@pytest.mark.parametrize(("size", "text"), [
+    (4.0e9, "4.0 GB"), (0.23e9, "0.23 GB"), (0, "0.00 GB"),  # the sources' style
+    (38_853_467.7e9, "39 PB"), (536_870.9e9, "537 TB"),  # a calculator at its maxima
+    (3.2e6, "3.2 MB"), (4_096, "4.1 kB"), (64, "64 bytes"),  # and at its minima
+])
+def test_format_gb_stays_readable_at_the_extremes(size: float, text: str) -> None:
+    assert cm.format_gb(size) == text
