@@ -34,13 +34,26 @@ def headline(results: Sequence[Any]) -> None:
     cells = st.columns(3)
     cells[0].metric(f"Peak memory with {best.label}", format_bytes(best.peak_bytes),
                     delta=f"{-saved:+.0%} vs none ({format_bytes(base.peak_bytes)})",
-                    delta_color="inverse")
+                    delta_color="inverse", help=PEAK_HELP)
     if best.step_seconds and base.step_seconds:
         ratio = best.step_seconds / base.step_seconds
         cells[1].metric(f"Step time with {best.label}", format_ms(best.step_seconds),
                         delta=f"{ratio - 1:+.0%} vs none ({format_ms(base.step_seconds)})",
                         delta_color="inverse")
     gradient_metric(cells[2], best)
+
+
+PEAK_HELP = ("The highest point of the step, counted above the parameters, which every "
+             "strategy holds alike (the stacked chart 'What the memory holds at the peak' "
+             "adds them back).")
+
+
+def parameters_note(comparison: Any) -> None:
+    """Say what "peak memory" leaves out, so it squares with the stacked chart."""
+    if comparison.parameter_bytes:
+        st.caption(f"Peak memory and activations are counted above the parameters "
+                   f"({format_bytes(comparison.parameter_bytes)} here, the same for every "
+                   "strategy); the stacked chart below adds them back.")
 
 
 def gradient_metric(cell: Any, result: Any) -> None:

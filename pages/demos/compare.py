@@ -26,6 +26,7 @@ def compare_demo() -> None:
     display.show_refusals(comparison.results)
     display.headline(comparison.results)
     st.table(report.results_table(comparison.results), hide_index=True, border="horizontal")
+    display.parameters_note(comparison)
     display.paint_numbers_first()
     st.plotly_chart(peak_and_time_figure(comparison.results))
     left, right = st.columns(2)

@@ -34,6 +34,9 @@ def test_compare_renders_by_default_and_follows_a_slider(app_test: Callable) -> 
     assert table["same gradients"].iloc[1].startswith("✓")
     assert len(charts(at)) == 3
     caption_says_measured(at)
+    # "peak memory" leaves the parameters out, the stacked chart has them: both say so.
+    assert "counted above the parameters" in texts(at, "caption")
+    assert "above the parameters" in at.metric[0].proto.help
     assert at.get("download_button")
     before = table["peak memory"].tolist()
 
