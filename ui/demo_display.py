@@ -32,9 +32,15 @@ def headline(results: Sequence[Any]) -> None:
         return
     saved = 1 - best.peak_bytes / base.peak_bytes
     cells = st.columns(3)
-    cells[0].metric(f"Peak memory with {best.label}", format_bytes(best.peak_bytes),
-                    delta=f"{-saved:+.0%} vs none ({format_bytes(base.peak_bytes)})",
-                    delta_color="inverse", help=PEAK_HELP)
+    change = f"{-saved:+.0%}"
+    if change in ("+0%", "-0%"):  # a tiny model: no saving worth a signed percentage
+        cells[0].metric(f"Peak memory with {best.label}", format_bytes(best.peak_bytes),
+                        delta=f"same as none ({format_bytes(base.peak_bytes)})",
+                        delta_color="off", delta_arrow="off", help=PEAK_HELP)
+    else:
+        cells[0].metric(f"Peak memory with {best.label}", format_bytes(best.peak_bytes),
+                        delta=f"{change} vs none ({format_bytes(base.peak_bytes)})",
+                        delta_color="inverse", help=PEAK_HELP)
     if best.step_seconds and base.step_seconds:
         ratio = best.step_seconds / base.step_seconds
         cells[1].metric(f"Step time with {best.label}", format_ms(best.step_seconds),

@@ -46,6 +46,17 @@ def test_compare_renders_by_default_and_follows_a_slider(app_test: Callable) -> 
     assert at.table[0].value["peak memory"].tolist() != before
 
 
+def test_compare_headline_says_same_when_nothing_is_saved(app_test: Callable) -> None:
+    """On the smallest model the peak is at the embedding's backward for every strategy:
+    the headline used to read "-0% vs none" with a green arrow."""
+    at = app_test("pages/demos/compare.py",
+                  query={"layers": "1", "hidden": "64", "heads": "1", "seq": "32", "batch": "1",
+                         "vocab": "256"})
+    no_errors(at)
+    delta = at.metric[0].proto.delta
+    assert delta.startswith("same as none (") and "0%" not in delta
+
+
 def test_compare_measures_the_strategies_a_link_names(app_test: Callable) -> None:
     at = app_test("pages/demos/compare.py",
                   query={**TINY, "strategy": "sqrt,every-k:2,selective:save-attention"})
