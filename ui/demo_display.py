@@ -28,6 +28,9 @@ def headline(results: Sequence[Any]) -> None:
     """Three numbers: the most memory a strategy saved, what it cost in time, and whether
     its gradients match the baseline's."""
     base, best = baseline_and_best(results)
+    if base is not None and len(results) == 1:  # the learner cleared every strategy
+        st.info("Only the baseline (none) was measured: pick a strategy above to compare "
+                "with it.", icon=":material/arrow_upward:")
     if base is None or best is None:
         return
     saved = 1 - best.peak_bytes / base.peak_bytes

@@ -57,6 +57,14 @@ def test_compare_headline_says_same_when_nothing_is_saved(app_test: Callable) ->
     assert delta.startswith("same as none (") and "0%" not in delta
 
 
+def test_compare_with_every_strategy_cleared_says_what_to_do(app_test: Callable) -> None:
+    at = app_test("pages/demos/compare.py", query=TINY)
+    at.multiselect(key="strategy").unselect("every-layer").run()
+    no_errors(at)
+    assert list(at.table[0].value["strategy"]) == ["none"]
+    assert "pick a strategy above" in texts(at, "info")
+
+
 def test_compare_measures_the_strategies_a_link_names(app_test: Callable) -> None:
     at = app_test("pages/demos/compare.py",
                   query={**TINY, "strategy": "sqrt,every-k:2,selective:save-attention"})
