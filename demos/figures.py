@@ -161,8 +161,8 @@ def peak_and_time_figure(results: Sequence[Any]) -> go.Figure:
         return _empty(title, "No strategy fitted in memory")
     unit, scale = byte_unit(_max(_get(r, "peak_bytes") for r in fitted))
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
-                        subplot_titles=(f"Peak memory above the parameters ({unit})",
-                                        "Step time (ms)"))
+                        subplot_titles=(f"Peak memory ({unit})<br><sup>above the "
+                                        "parameters</sup>", "Step time (ms)"))
     labels = [_label(r) for r in fitted]
     colours = [strategy_colour(label) for label in labels]
     peaks = [_get(r, "peak_bytes") / scale for r in fitted]

@@ -67,6 +67,9 @@ def test_peak_and_time_figure_draws_one_bar_per_strategy_in_its_colour() -> None
     title = fig.layout.title.text
     assert "every-layer has 70% less peak memory" in title and "1.25×" in title
     assert fig.layout.yaxis.title.text == "MiB" and fig.layout.yaxis2.title.text == "ms"
+    # The panel says what the peak leaves out, on a second line so it fits a phone.
+    panel = fig.layout.annotations[0].text
+    assert panel.startswith("Peak memory (MiB)<br>") and "above the parameters" in panel
 
 
 def test_strategies_that_do_not_fit_are_left_out_of_the_bars() -> None:
