@@ -54,8 +54,10 @@ def model_controls(fields: Sequence[str] = MODEL_FIELDS, *, columns: int = 4,
     ranges = slider_ranges(info.kind)
     where = f"on this {device_noun(info.kind)}"
     values: dict[str, Any] = {}
-    cells = st.columns(columns)
+    cells: list = []
     for number, name in enumerate(fields):
+        if number % columns == 0:  # a row at a time: on a phone they stack in field order
+            cells = st.columns(columns)
         with cells[number % columns]:
             if name == "dtype":
                 options = DTYPES_FOR_DEVICE[info.kind]

@@ -57,6 +57,13 @@ def test_compare_headline_says_same_when_nothing_is_saved(app_test: Callable) ->
     assert delta.startswith("same as none (") and "0%" not in delta
 
 
+def test_model_sliders_come_in_reading_order(app_test: Callable) -> None:
+    """Row by row, so a phone (where columns stack) shows them in field order, not
+    layers, batch, hidden, vocab, ... column by column."""
+    at = app_test("pages/demos/compare.py", query=TINY)
+    assert [s.key for s in at.slider] == ["layers", "hidden", "heads", "seq", "batch", "vocab"]
+
+
 def test_compare_with_every_strategy_cleared_says_what_to_do(app_test: Callable) -> None:
     at = app_test("pages/demos/compare.py", query=TINY)
     at.multiselect(key="strategy").unselect("every-layer").run()
