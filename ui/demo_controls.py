@@ -97,7 +97,7 @@ def strategy_picker(default: Sequence[str], *, name: str = "strategy",
                     options: Sequence[str] | None = None) -> tuple[str, ...]:
     """Multiselect bound to ?strategy=a,b; `none` is always measured as the baseline."""
     options = list(options or strategy_options())
-    picked = query.multi_choice(name, label, options, default,
+    picked = query.multi_choice(name, label, options, default, implied=("none",),
                                 help="\n\n".join(f"**{o}**: {describe(o)}" for o in options))
     return ("none", *picked)
 

@@ -95,13 +95,15 @@ def parse_choice(raw: str | None, *, name: str, choices: Sequence[str], default:
 
 
 def parse_list(raw: Sequence[str] | str | None, *, name: str, choices: Sequence[str],
-               default: Sequence[str]) -> Parsed[tuple[str, ...]]:
+               default: Sequence[str], implied: Sequence[str] = ()) -> Parsed[tuple[str, ...]]:
     """Comma-separated (or repeated) names, each one of `choices`; unknown names are
-    dropped with a warning, duplicates removed, and the choices' order kept."""
+    dropped with a warning, duplicates removed, and the choices' order kept. `implied`
+    names (always included anyway, such as the `none` baseline) are dropped silently."""
     if raw is None:
         return Parsed(tuple(default))
     items = [raw] if isinstance(raw, str) else list(raw)
-    names = [part.strip() for item in items for part in item.split(",") if part.strip()]
+    names = [part.strip() for item in items for part in item.split(",")
+             if part.strip() and part.strip() not in implied]
     if not names:
         return Parsed(tuple(default))
     unknown = [n for n in names if n not in choices]
@@ -211,12 +213,12 @@ def choice(name: str, label: str, options: Sequence[str], default: str, *,
 
 
 def multi_choice(name: str, label: str, options: Sequence[str], default: Sequence[str], *,
-                 help: str | None = None) -> tuple[str, ...]:
+                 help: str | None = None, implied: Sequence[str] = ()) -> tuple[str, ...]:
     """A multiselect written to the query as comma-separated names (?strategy=a,b)."""
     options = list(options)
     raw = st.query_params.get_all(name) if _needs_seed(name) else None
     parsed = parse_list(raw or None, name=name, choices=options,
-                        default=[d for d in default if d in options])
+                        default=[d for d in default if d in options], implied=implied)
     _first_value(name, Parsed(list(parsed.value), parsed.warning))
     values = tuple(st.multiselect(label, options, key=name, help=help))
     ordered = tuple(o for o in options if o in values)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ui.query import parse_choice, parse_float, parse_int, parse_list
+from ui.query import Parsed, parse_choice, parse_float, parse_int, parse_list
 
 
 def test_int_in_range_is_kept_silently() -> None:
@@ -88,3 +88,15 @@ def test_list_of_only_unknown_names_gives_the_default() -> None:
     assert parsed.value == ("every-layer",) and "none of these" in parsed.warning
     assert parse_list(None, name="strategy", choices=["sqrt"], default=["sqrt"]).value == (
         "sqrt",)
+
+
+def test_list_drops_an_implied_name_without_a_warning() -> None:
+    """?strategy=none,sqrt: `none` is always measured as the baseline; it used to be called
+    "not available" in a warning."""
+    options = ["every-layer", "sqrt"]
+    parsed = parse_list("none,sqrt", name="strategy", choices=options, default=["every-layer"],
+                        implied=["none"])
+    assert parsed == Parsed(("sqrt",))
+    only = parse_list("none", name="strategy", choices=options, default=["every-layer"],
+                      implied=["none"])
+    assert only == Parsed(("every-layer",))
