@@ -8,7 +8,7 @@ import streamlit as st
 
 from quiz import config
 from quiz.certificates import Status, Verification
-from quiz.ids import MAX_INPUT_LENGTH
+from quiz.ids import MAX_LINK_LENGTH
 from quiz.markdown import escape_markdown
 from quiz.service import open_service
 
@@ -92,10 +92,11 @@ def main() -> None:
     with st.form("verify"):
         typed = st.text_input(
             "Certificate ID",
-            value=from_link[:MAX_INPUT_LENGTH],
-            max_chars=MAX_INPUT_LENGTH,
+            value=from_link[:MAX_LINK_LENGTH],
+            # No max_chars: the browser would silently drop a longer paste (a whole link).
             placeholder=PLACEHOLDER,
-            help="Case, spaces and dashes do not matter; O reads as 0, I and L as 1.",
+            help="Case, spaces and dashes do not matter; O reads as 0, I and L as 1. "
+                 "A pasted verify link works too.",
         )
         submitted = st.form_submit_button("Verify", type="primary")
     target = typed if submitted else from_link

@@ -17,9 +17,11 @@ substitution and every swap of neighbouring symbols, the check symbol included.
 
 from __future__ import annotations
 
+import re
 import secrets
 from dataclasses import dataclass
 from enum import Enum
+from urllib.parse import unquote
 
 DATA_SYMBOLS = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 CHECK_SYMBOLS = DATA_SYMBOLS + "*~$=U"
@@ -83,9 +85,23 @@ class ParsedId:
         return format_id(self.value)
 
 
+MAX_LINK_LENGTH = 2000  # a pasted verify link: its id= part is read
+_LINK_ID = re.compile(r"[?&]id=([^&#\s]*)")
+
+
+def id_from_link(text: str) -> str:
+    """The id= value of a pasted verify link (as printed on the certificate, its check
+    symbol percent-encoded), else the text unchanged."""
+    if len(text) > MAX_LINK_LENGTH:
+        return text
+    found = _LINK_ID.search(text)
+    return unquote(found.group(1)) if found else text
+
+
 def parse_id(text: str) -> ParsedId:
-    """Read a typed ID; raises IdError naming the problem. A bad check symbol never needs a
-    lookup: it is reported as a typo."""
+    """Read a typed ID (or a pasted verify link); raises IdError naming the problem. A bad
+    check symbol never needs a lookup: it is reported as a typo."""
+    text = id_from_link(text)
     if len(text) > MAX_INPUT_LENGTH:
         raise IdError(IdProblem.TOO_LONG)
     compact = "".join(ch for ch in text.upper() if ch not in _IGNORED)

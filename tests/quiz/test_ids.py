@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import re
+from urllib.parse import quote
 
 import pytest
 
@@ -125,3 +126,16 @@ def test_format_refuses_values_out_of_range() -> None:
     with pytest.raises(ValueError):
         format_id(-1)
     assert set(DATA_SYMBOLS).isdisjoint("ILOU")
+
+
+def test_a_pasted_verify_link_is_read_for_its_id() -> None:
+    """The certificate prints "Verify at <link>"; pasting that whole link into the verify
+    box used to be a TYPO ("a symbol that IDs never use")."""
+    value = next(v for v in range(1, 10_000) if format_id(v)[-1] == "=")  # encoded as %3D
+    text = format_id(value)
+    for link in (f"https://lab.example/verify?id={quote(text, safe='-')}",
+                 f"  http://localhost:8501/verify?foo=1&id={text}#top ",
+                 f"https://lab.example/verify?id={text.lower().replace('-', '')}"):
+        assert parse_id(link).value == value, link
+    assert problem_of("https://lab.example/verify?page=2") is IdProblem.BAD_SYMBOL
+    assert problem_of("https://lab.example/verify?id=" + "A" * 5_000) is IdProblem.TOO_LONG

@@ -229,6 +229,17 @@ def test_verify_page_survives_junk(app_test: RunPage) -> None:
     assert "BEGIN PUBLIC KEY" in " ".join(c.value for c in at.code)
 
 
+def test_verify_page_reads_a_pasted_link(app_test: RunPage) -> None:
+    """The verify link printed on the certificate, pasted whole into the box."""
+    from quiz import config
+
+    at = app_test("pages/verify.py")
+    assert at.text_input[0].max_chars in (None, 0)  # a long paste is not dropped silently
+    at.text_input[0].input(config.verify_url(_issue()))
+    at = button(at, "Verify").click().run()
+    assert "VALID" in _status(at), _status(at)
+
+
 def test_a_broken_bank_is_named_and_verify_still_works(
     app_test: RunPage,
     tmp_path,
