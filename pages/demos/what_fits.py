@@ -37,7 +37,8 @@ def what_fits_demo() -> None:
     if frame is None:
         return
     display.show_fit_notes(frame, field)
-    st.plotly_chart(fits_figure(frame, field, budget_mib * 2**20))
+    if frame["value_confirmed"].notna().any():  # no empty axes when nothing fits
+        st.plotly_chart(fits_figure(frame, field, budget_mib * 2**20))
     st.table(report.fits_table(frame, field), hide_index=True, border="horizontal")
     display.measured_caption(runner.device().label(), list(frame["measured_by"]),
                              "Tokens per second from one timed step at the confirmed size.")

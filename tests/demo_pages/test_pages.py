@@ -166,6 +166,7 @@ def test_what_fits_says_why_nothing_fits(app_test: Callable) -> None:
     for strategy in ("none", "every-layer", "selective:save-matmuls"):
         assert f"**{strategy}**: even batch=1 needs" in captions
     assert set(at.table[0].value["largest batch (confirmed)"]) == {"–"}
+    assert not charts(at)  # no empty axes
 
 
 def test_what_fits_when_only_checkpointing_fits(app_test: Callable) -> None:
