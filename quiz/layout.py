@@ -67,6 +67,35 @@ def fitted_size(text: str, max_size: float, max_width: float, bold: bool = True)
     return max(NAME_MIN_SIZE, max_size * max_width / width)
 
 
+def name_lines(name: str) -> list[tuple[str, float]]:
+    """The name as (line, size) pairs that fit NAME_MAX_WIDTH: one line when it fits at
+    NAME_MIN_SIZE or more, else two lines split at the space nearest the middle; a name
+    that still does not fit is shrunk further rather than drawn past the border."""
+
+    def fits_at(line: str) -> float:
+        width = metrics(BOLD).width(line, NAME_MAX_SIZE * PT)
+        return NAME_MAX_SIZE if width <= NAME_MAX_WIDTH else NAME_MAX_SIZE * NAME_MAX_WIDTH / width
+
+    size = fits_at(name)
+    if size >= NAME_MIN_SIZE:
+        return [(name, size)]
+    spaces = [i for i, ch in enumerate(name) if ch == " "]
+    if spaces:
+        cut = min(spaces, key=lambda i: abs(i - len(name) / 2))
+        lines = [name[:cut], name[cut + 1:]]
+        size = min(fits_at(line) for line in lines)
+        return [(line, size) for line in lines]
+    return [(name, size)]
+
+
+def _name_items(name: str, centre: float, baseline: float) -> list[Item]:
+    lines = name_lines(name)
+    step = lines[0][1] * PT * 1.15  # line height, mm
+    first = baseline - step * (len(lines) - 1)
+    return [Text(centre, first + number * step, line, size, bold=True, align="center")
+            for number, (line, size) in enumerate(lines)]
+
+
 def qr_matrix(data: str) -> tuple[tuple[bool, ...], ...]:
     code = segno.make(data, error="m", micro=False)
     return tuple(tuple(bool(cell) for cell in row) for row in code.matrix)
@@ -82,14 +111,7 @@ def certificate_layout(certificate: Certificate, url: str | None = None) -> list
         Frame(12, 12, PAGE_WIDTH - 24, PAGE_HEIGHT - 24, 0.4, ACCENT),
         Text(centre, 42, "CERTIFICATE OF COMPLETION", 28, bold=True, align="center"),
         Text(centre, 60, "This certifies that", 14, align="center", color=GREY),
-        Text(
-            centre,
-            82,
-            certificate.name,
-            fitted_size(certificate.name, NAME_MAX_SIZE, NAME_MAX_WIDTH),
-            bold=True,
-            align="center",
-        ),
+        *_name_items(certificate.name, centre, 82),
         Text(centre, 98, "has passed the final quiz of the course", 14, align="center", color=GREY),
         Text(centre, 114, certificate.course, 22, bold=True, align="center"),
         Text(centre, 122, f"version {certificate.course_version}", 10, align="center", color=GREY),

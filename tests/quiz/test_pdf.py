@@ -11,7 +11,16 @@ from PIL import Image
 
 from quiz.attempts import Attempt
 from quiz.config import verify_url
-from quiz.layout import QrCode, Text, certificate_layout, qr_matrix
+from quiz.fonts import BOLD, metrics
+from quiz.layout import (
+    NAME_MAX_WIDTH,
+    NAME_MIN_SIZE,
+    PT,
+    QrCode,
+    Text,
+    certificate_layout,
+    qr_matrix,
+)
 from quiz.names import NameError_
 from quiz.service import QuizService, certificate_pdf, certificate_png
 from tests.quiz.pdf_text import embedded_characters
@@ -77,6 +86,22 @@ def test_a_long_name_is_shrunk_to_fit(issue) -> None:  # noqa: ANN001
     long = [i for i in certificate_layout(issue("W" * 80)) if isinstance(i, Text)]
     size = {t.text: t.size for t in short} | {t.text: t.size for t in long}
     assert size["W" * 80] < size["Ada"]
+
+
+@pytest.mark.parametrize("name", ["W" * 80, " ".join(["WWWWWWWWW"] * 8), "Ada Lovelace"])
+def test_a_long_name_never_runs_past_the_border(issue, name: str) -> None:  # noqa: ANN001
+    """80 wide letters used to stop shrinking at the minimum size and run ~35 mm past the
+    frame; now a name with spaces wraps to two lines and any name fits NAME_MAX_WIDTH."""
+    certificate = issue(name)
+    lines = [i for i in certificate_layout(certificate) if isinstance(i, Text)
+             and i.bold and i.text and i.text in name and len(i.text) > 2
+             and i.text != certificate.course]
+    assert " ".join(line.text for line in lines) == name
+    for line in lines:
+        assert metrics(BOLD).width(line.text, line.size * PT) <= NAME_MAX_WIDTH + 0.01
+    if " " in name and len(name) > 40:
+        assert len(lines) == 2 and lines[0].y < lines[1].y
+        assert all(line.size >= NAME_MIN_SIZE for line in lines)
 
 
 @pytest.mark.parametrize(
