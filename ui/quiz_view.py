@@ -1,0 +1,235 @@
+"""The quiz: one question at a time with instant feedback, then the score and, on a pass,
+the certificate. The attempt lives on the server (quiz.service); this page only draws it.
+The attempt id travels in st.session_state and in the URL (?attempt=...), so a reload
+resumes it. Nothing else in the URL is read (a ?score=100 changes nothing)."""
+import contextlib
+
+import streamlit as st
+
+from lessons.catalog import lesson
+from quiz import config
+from quiz.attempts import AnswerOutOfTurn, Attempt, AttemptExpired, CooldownActive
+from quiz.bank import BankError
+from quiz.certificates import Certificate
+from quiz.grading import Feedback
+from quiz.markdown import escape_markdown
+from quiz.names import NameError_
+from quiz.service import QuizService, certificate_pdf, certificate_png, open_service
+from ui.navigation import page_link
+
+ATTEMPT_KEY = "quiz_attempt_id"
+
+
+def _view_key(attempt_id: str) -> str:
+    return f"quiz_view_{attempt_id}"
+
+
+def remember(attempt_id: str | None) -> None:
+    """Keep the attempt id in the session and the URL (or forget it)."""
+    if attempt_id:
+        st.session_state[ATTEMPT_KEY] = attempt_id
+        st.query_params["attempt"] = attempt_id
+    else:
+        st.session_state.pop(ATTEMPT_KEY, None)
+        st.query_params.pop("attempt", None)
+
+
+def start(service: QuizService, previous_id: str | None = None) -> None:
+    try:
+        attempt = service.start_attempt(previous_id)
+    except CooldownActive as wait:
+        st.warning(f"Take a short break: a new attempt can start in {wait.seconds_left} s.")
+        return
+    remember(attempt.id)
+    st.rerun()
+
+
+def lesson_link(topic: str) -> None:
+    """A link to the lesson that teaches `topic`, inside the app (the session and its
+    attempt stay; the sidebar's Quiz entry leads back)."""
+    page_link(topic, label=f"Read the lesson: {lesson(topic).title}", icon=":material/school:")
+
+
+def show_intro(service: QuizService) -> None:
+    st.markdown(
+        f"{service.questions_per_attempt} questions drawn from all seven lessons, one at a "
+        f"time. Each answer is locked when you check it, and you see at once whether it was "
+        f"right and why. Pass with {round(config.PASS_MARK * 100)}% or more to earn a "
+        "certificate that anyone can verify."
+    )
+    if st.button("Start the quiz", type="primary"):
+        start(service)
+
+
+def show_question(service: QuizService, attempt: Attempt, position: int) -> None:
+    drawn = attempt.questions[position]
+    total = len(attempt.questions)
+    st.progress(position / total, text=f"Question {position + 1} of {total}")
+    st.subheader(drawn.question.prompt)
+    options = drawn.options
+    with st.form(f"question-{attempt.id}-{position}"):
+        if drawn.question.multiple:
+            st.caption("Select all that apply.")
+            chosen = [
+                i
+                for i, option in enumerate(options)
+                if st.checkbox(escape_markdown(option), key=f"{attempt.id}-q{position}-o{i}")
+            ]
+        else:
+            pick = st.radio(
+                "Your answer",
+                range(len(options)),
+                index=None,
+                format_func=lambda i: escape_markdown(options[i]),
+                label_visibility="collapsed",
+            )
+            chosen = [] if pick is None else [pick]
+        submitted = st.form_submit_button("Check answer", type="primary")
+    if submitted:
+        if not chosen:
+            st.warning("Pick an answer first.")
+            return
+        with contextlib.suppress(AnswerOutOfTurn):  # another tab moved on: show where it is
+            service.answer(attempt.id, position, chosen)
+        st.session_state[_view_key(attempt.id)] = position
+        st.rerun()
+
+
+def show_feedback(attempt: Attempt, position: int, feedback: Feedback) -> None:
+    drawn = attempt.questions[position]
+    total = len(attempt.questions)
+    st.progress((position + 1) / total, text=f"Question {position + 1} of {total}")
+    st.subheader(drawn.question.prompt)
+    if feedback.is_correct:
+        st.success("Correct.", icon=":material/check_circle:")
+    else:
+        st.error("Not quite.", icon=":material/cancel:")
+    for i, option in enumerate(drawn.options):
+        right = i in feedback.correct
+        mark = ":green[:material/check_circle: **right answer**]" if right else ":red[wrong]"
+        yours = " · *your answer*" if i in feedback.chosen else ""
+        st.markdown(f"**{escape_markdown(option)}** ({mark}{yours})")
+        st.caption(escape_markdown(feedback.explanations[i]))
+    lesson_link(feedback.topic)
+    last = position + 1 == total
+    label = "See my score" if last else "Next question"
+    if st.button(label, type="primary", key=f"next-{position}"):
+        st.session_state.pop(_view_key(attempt.id), None)
+        st.rerun()
+
+
+def show_certificate(certificate: Certificate) -> None:
+    st.success("Your certificate is ready.", icon=":material/workspace_premium:")
+    st.markdown(f"**Name:** {escape_markdown(certificate.name)}")
+    st.markdown("**Certificate ID** (anyone can check it on the verify page):")
+    st.code(certificate.id, language=None)
+    pdf = _cached_pdf(certificate, config.base_url())
+    left, right = st.columns(2)
+    left.download_button(
+        "Download the PDF",
+        data=pdf,
+        file_name=f"certificate-{certificate.id}.pdf",
+        mime="application/pdf",
+        type="primary",
+        icon=":material/download:",
+    )
+    with right:  # inside the app, so it works whatever APP_BASE_URL the PDF link carries
+        page_link("verify", label="Open the verify link", icon=":material/verified:",
+                  query_params={"id": certificate.id})
+    st.image(_cached_png(certificate, config.base_url()), caption="Preview of your certificate")
+
+
+@st.cache_data(max_entries=64, show_spinner="Drawing the certificate…")
+def _cached_pdf(certificate: Certificate, base_url: str) -> bytes:
+    return certificate_pdf(certificate)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _cached_png(certificate: Certificate, base_url: str) -> bytes:
+    return certificate_png(certificate)
+
+
+def show_issue_form(service: QuizService, attempt: Attempt) -> None:
+    st.markdown("### Your certificate")
+    with st.form("issue"):
+        name = st.text_input(
+            "Name to print on the certificate",
+            # No max_chars: the browser silently drops a paste longer than max_chars, and
+            # the learner was then told to "type the name". quiz.names says how long it is.
+            help="Up to 80 characters, in any script the certificate font can draw.",
+        )
+        show_score = st.checkbox("Show my score on the public verify page")
+        submitted = st.form_submit_button("Issue my certificate", type="primary")
+    if submitted:
+        try:
+            service.issue(attempt.id, name, show_score)
+        except NameError_ as problem:
+            st.error(str(problem))
+            return
+        st.rerun()
+
+
+def show_result(service: QuizService, attempt: Attempt) -> None:
+    score = attempt.score
+    st.progress(1.0, text="All questions answered")
+    st.metric("Your score", f"{score.percent}%")
+    st.caption(f"{score.correct} of {score.total} questions right")
+    missed = sorted(
+        {
+            attempt.questions[p].question.topic
+            for p, chosen in attempt.answers.items()
+            if chosen != attempt.questions[p].correct
+        }
+    )
+    if missed:
+        st.markdown("**Lessons to revisit:**")
+        for topic in missed:
+            lesson_link(topic)
+    if score.passed:
+        st.success(f"Passed: the pass mark is {round(config.PASS_MARK * 100)}%.")
+        certificate = service.certificate_for(attempt.id)
+        if certificate is None:
+            show_issue_form(service, attempt)
+        else:
+            show_certificate(certificate)
+        return
+    st.error(f"Not passed this time: the pass mark is {round(config.PASS_MARK * 100)}%.")
+    wait = service.cooldown_left(attempt)
+    if wait:
+        st.info(f"You can try again with a new set of questions in {wait} s.")
+    if st.button("Try again with new questions", type="primary"):
+        start(service, attempt.id)
+
+
+def render() -> None:
+    st.title("Quiz")
+    service = open_service()
+    try:
+        service.bank()
+    except BankError as problem:  # a teacher's edit broke the file: say where
+        st.error(f"The question bank cannot be used: {problem}")
+        return
+    attempt_id = st.query_params.get("attempt") or st.session_state.get(ATTEMPT_KEY)
+    if not attempt_id:
+        show_intro(service)
+        return
+    try:
+        attempt = service.attempt(attempt_id)
+    except AttemptExpired:
+        remember(None)
+        st.warning(
+            "This quiz attempt has expired or its link is not valid any more, so it cannot be "
+            "resumed. Start a new one below.",
+            icon=":material/timer_off:",
+        )
+        show_intro(service)
+        return
+    remember(attempt.id)
+    viewing = st.session_state.get(_view_key(attempt.id))
+    feedback = attempt.feedback(viewing) if viewing is not None else None
+    if feedback is not None:
+        show_feedback(attempt, viewing, feedback)
+    elif attempt.next_position is not None:
+        show_question(service, attempt, attempt.next_position)
+    else:
+        show_result(service, attempt)
