@@ -25,11 +25,11 @@ from pathlib import Path
 
 from playwright.sync_api import Page, sync_playwright
 
+from tests.helpers import launch_chromium
 from ui.server import background_app
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "browser-latency.json"
-CHROMIUM = "/usr/bin/chromium"
 TARGETS = {"slider_to_results_s": 2.0, "cached_config_s": 0.5, "first_page_load_s": 3.0}
 METRIC = '[data-testid="stMetricValue"]'
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
@@ -71,9 +71,7 @@ def main() -> None:
     load_before = os.getloadavg()[0]
     data_dir = tempfile.mkdtemp(prefix="latency-")
     with background_app({"DATA_DIR": data_dir}) as url, sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+        browser = launch_chromium(playwright)
         cold = page_load(browser, url)
         loads = [page_load(browser, url) for _ in range(args.runs)]
 
