@@ -1,4 +1,9 @@
-"""The course outline: the seven lessons in order, with their URL paths."""
+"""The course outline, one table: the lessons in order, with their URL paths.
+
+Everything that counts or names the lessons reads this table: the router and the sidebar,
+the home page's path and its "seven lessons", the quiz topics (`quiz.bank.TOPICS`), and
+the cross-references a lesson writes as ``{{lesson:how-many}}``.
+"""
 
 from __future__ import annotations
 
@@ -37,6 +42,32 @@ def lesson(path: str) -> Lesson:
         if item.path == path:
             return item
     raise KeyError(path)
+
+
+def number(path: str) -> int:
+    """The lesson's place in the course, from 1; KeyError for an unknown path."""
+    return LESSON_PATHS.index(lesson(path).path) + 1
+
+
+def reference(path: str) -> str:
+    """A Markdown link to the lesson with its number and title, as the lessons cite one
+    another: "[lesson 3, *Where to put checkpoints*](/how-many)"."""
+    item = lesson(path)
+    return f"[lesson {number(path)}, *{item.title}*](/{item.path})"
+
+
+_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
+          "ten", "eleven", "twelve")
+
+
+def count_in_words(count: int) -> str:
+    """"seven" for 7; digits from 13 on."""
+    return _WORDS[count] if 0 <= count < len(_WORDS) else f"{count:,}"
+
+
+def lesson_count_text() -> str:
+    """How many lessons the course has, in words: "seven lessons"."""
+    return f"{count_in_words(len(LESSONS))} lesson{'' if len(LESSONS) == 1 else 's'}"
 
 
 def neighbours(path: str) -> tuple[Lesson | None, Lesson | None]:

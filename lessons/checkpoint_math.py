@@ -66,8 +66,32 @@ def best_segment_count(layers: int, boundary: float = 1.0, layer: float = 1.0) -
 def best_segment_length(layers: int, boundary: float = 1.0, layer: float = 1.0) -> int:
     """The best whole number of layers per segment: ⌈n/L⌉ kept inputs plus L layers rebuilt."""
     return min(range(1, layers + 1),
-               key=lambda length: (math.ceil(layers / length) * boundary + length * layer,
+               key=lambda length: (uniform_segments_memory(layers, length, boundary, layer),
                                    length))
+
+
+def uniform_segments_memory(layers: int, length: int, boundary: float = 1.0,
+                            layer: float = 1.0) -> float:
+    """Activation memory with segments of `length` whole layers (the last one may be shorter):
+    ⌈n/length⌉ kept segment inputs plus one whole segment rebuilt at a time. This is what
+    Megatron's uniform recomputation of k layers per segment keeps."""
+    if layers < 1 or length < 1:
+        raise ValueError("layers and length must be at least 1")
+    return math.ceil(layers / length) * boundary + min(length, layers) * layer
+
+
+def every_layer_best_up_to(boundary: float = 2.0, layer: float = 34.0,
+                           limit: int = 10_000) -> int:
+    """The deepest model for which a checkpoint at every layer is still the best uniform
+    spacing (ties go to every layer): about 34 layers for a GPT-style layer (2 vs 34 units).
+    From one layer deeper on, segments of two or more layers keep less."""
+    deepest = 0
+    for layers in range(1, limit + 1):
+        if best_segment_length(layers, boundary, layer) == 1:
+            deepest = layers
+        elif deepest:
+            return deepest
+    return deepest
 
 
 def minimum_memory(layers: float, boundary: float = 1.0, layer: float = 1.0) -> float:
@@ -247,6 +271,55 @@ def selective_saving(seq: int, hidden: int, heads: int) -> float:
     return scores / (34 + scores)
 
 
+def layer_constant_parts(*, mlp_ratio: float = 4.0, kv_fraction: float = 1.0,
+                         gated_mlp: bool = False, dropout: bool = True) -> dict[str, float]:
+    """Bytes per s·b·h one transformer layer keeps for backward, by part, in Korthikanti et
+    al.'s accounting (16-bit activations, 1-byte dropout masks, fused attention so no s×s
+    term, a norm keeps only its input). The defaults are GPT-2/3's layer: 11 + 19 + 4 = 34.
+
+    Attention: the normed input of the Q/K/V projections (2), Q (2), K and V (2 each,
+    times `kv_fraction` = KV heads / heads under grouped-query attention), the attention
+    output that feeds the output projection (2), and a dropout mask (1).
+    MLP of width r·h (`mlp_ratio`): its input (2); plain GELU keeps the activation's input
+    and output (2r each); a gated SwiGLU MLP keeps gate, SiLU(gate), up and their product
+    (2r each, 8r in all); a dropout mask (1).
+    Two norms (LayerNorm or RMSNorm) keep their inputs (2 each).
+    """
+    mask = 1 if dropout else 0
+    return {
+        "attention": 2 + 2 + 4 * kv_fraction + 2 + mask,
+        "mlp": 2 + (8 if gated_mlp else 4) * mlp_ratio + mask,
+        "norms": 4,
+    }
+
+
+def layer_constant(**shape: float | bool) -> float:
+    """The sum of `layer_constant_parts`: 34 for a GPT-2/3-style layer."""
+    return sum(layer_constant_parts(**shape).values())  # type: ignore[arg-type]
+
+
+# Llama-3-8B's shape: hidden 4,096, SwiGLU width 14,336, 32 query heads, 8 KV heads.
+LLAMA3_8B_SHAPE = {"hidden": 4_096, "mlp": 14_336, "heads": 32, "kv_heads": 8, "layers": 32}
+
+
+def llama_layer_constant(hidden: int = LLAMA3_8B_SHAPE["hidden"],
+                         mlp: int = LLAMA3_8B_SHAPE["mlp"],
+                         heads: int = LLAMA3_8B_SHAPE["heads"],
+                         kv_heads: int = LLAMA3_8B_SHAPE["kv_heads"]) -> float:
+    """The constant for a Llama-style layer: SwiGLU, RMSNorm, grouped-query attention, no
+    dropout (about 41 for Llama-3-8B's shape, against 34 for GPT-3's)."""
+    return sum(llama_layer_parts(hidden, mlp, heads, kv_heads).values())
+
+
+def llama_layer_parts(hidden: int = LLAMA3_8B_SHAPE["hidden"],
+                      mlp: int = LLAMA3_8B_SHAPE["mlp"],
+                      heads: int = LLAMA3_8B_SHAPE["heads"],
+                      kv_heads: int = LLAMA3_8B_SHAPE["kv_heads"]) -> dict[str, float]:
+    """`layer_constant_parts` of a Llama-style layer."""
+    return layer_constant_parts(mlp_ratio=mlp / hidden, kv_fraction=kv_heads / heads,
+                                gated_mlp=True, dropout=False)
+
+
 def internals_ratio() -> float:
     """How many times its input a transformer layer keeps inside it: (34 - 2) / 2 = 16."""
     return (34 - 2) / 2
@@ -266,6 +339,25 @@ def recompute_overhead(backward_ratio: float = 2.0, extra_forwards: float = 1.0)
     """Extra time per step, as a fraction of a step without checkpointing, if backward costs
     `backward_ratio` forwards and checkpointing adds `extra_forwards` forwards."""
     return extra_forwards / (1.0 + backward_ratio)
+
+
+def extra_share_of_new_step(backward_ratio: float = 2.0, extra_forwards: float = 1.0) -> float:
+    """The same extra work as a share of the *new*, longer step: 1/4 when 1/3 is added."""
+    return extra_forwards / (1.0 + backward_ratio + extra_forwards)
+
+
+def layer_forward_flops(batch: int, seq: int, hidden: int) -> float:
+    """One GPT-style layer's forward: 24·b·s·h² for the matrix multiplies (QKV, output
+    projection, a 4h MLP) plus 4·b·s²·h for the attention scores and their use."""
+    return 24.0 * batch * seq * hidden * hidden + 4.0 * batch * seq * seq * hidden
+
+
+def offload_hidden_from(bytes_per_sbh: float, flops_per_s: float,
+                        link_bytes_per_s: float) -> float:
+    """The hidden size from which moving `bytes_per_sbh`·s·b·h bytes per layer to the host
+    takes no longer than the layer's forward (24·b·s·h² FLOPs), so the copy can hide behind
+    the compute: h ≥ bytes_per_sbh · flops_per_s / (24 · link_bytes_per_s)."""
+    return bytes_per_sbh * flops_per_s / (24.0 * link_bytes_per_s)
 
 
 def percent_change(before: float, after: float) -> float:

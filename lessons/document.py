@@ -18,7 +18,9 @@ A document looks like::
     ... more Markdown.
 
 A line holding only ``{{kind:name}}`` (or ``{{kind}}``) is an interactive block, drawn by the
-page at that place; ``{{value:name}}`` anywhere in the text is replaced by a computed value.
+page at that place; ``{{value:name}}`` anywhere in the text is replaced by a computed value,
+and ``{{lesson:path}}`` by a link to that lesson with its number and title (from
+lessons/catalog.py, so a renumbered course never leaves a stale "lesson 4").
 """
 
 from __future__ import annotations
@@ -30,10 +32,14 @@ from urllib.parse import urlencode
 
 import yaml
 
+from lessons import catalog
+
 CONTENT_DIR = Path(__file__).parent / "content"
 
-BLOCK = re.compile(r"^\{\{\s*(?!value:)([a-z-]+)(?::([a-z0-9_-]+))?\s*\}\}\s*$", re.MULTILINE)
+BLOCK = re.compile(r"^\{\{\s*(?!value:|lesson:)([a-z-]+)(?::([a-z0-9_-]+))?\s*\}\}\s*$",
+                   re.MULTILINE)
 VALUE = re.compile(r"\{\{\s*value:([a-z0-9_]+)\s*\}\}")
+LESSON_LINK = re.compile(r"\{\{\s*lesson:([a-z0-9-]+)\s*\}\}")
 ANY_PLACEHOLDER = re.compile(r"\{\{.*?\}\}")
 
 
@@ -96,14 +102,21 @@ def split_front_matter(source: str) -> tuple[dict, str]:
 
 
 def fill_values(text: str, values: dict[str, str]) -> str:
-    """Replace every {{value:name}}; an unknown name is an error, not a silent blank."""
+    """Replace every {{value:name}} and {{lesson:path}}; an unknown name is an error, not a
+    silent blank."""
     def lookup(match: re.Match[str]) -> str:
         name = match.group(1)
         if name not in values:
             raise DocumentError(f"unknown value {{{{value:{name}}}}}")
         return values[name]
 
-    return VALUE.sub(lookup, text)
+    def link(match: re.Match[str]) -> str:
+        try:
+            return catalog.reference(match.group(1))
+        except KeyError:
+            raise DocumentError(f"unknown lesson {{{{lesson:{match.group(1)}}}}}") from None
+
+    return LESSON_LINK.sub(link, VALUE.sub(lookup, text))
 
 
 def parse(path: str, source: str, values: dict[str, str]) -> LessonDocument:

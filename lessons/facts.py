@@ -49,6 +49,14 @@ SOURCES: tuple[Source, ...] = (
         "what training memory is spent on: weights, gradients, optimizer state, activations",
     ),
     Source(
+        "hf-single-gpu",
+        "Methods and tools for efficient training on a single GPU",
+        "Hugging Face Transformers documentation",
+        "https://huggingface.co/docs/transformers/perf_train_gpu_one",
+        "gradient checkpointing, gradient accumulation and 8-bit optimizers; the \"about 20% "
+        "slower\" figure",
+    ),
+    Source(
         "openai2018",
         "openai/gradient-checkpointing",
         "Salimans and Bulatov, OpenAI (2018)",
@@ -73,8 +81,16 @@ KORTHIKANTI_22B_MS = {"baseline": 19.6, "full": 27.2, "selective": 20.9}
 OPENAI_LARGER_MODELS = 10
 OPENAI_EXTRA_COMPUTE = 0.20
 
-# Hugging Face docs.
+# Hugging Face docs, the single-GPU training page (hf-single-gpu above).
 HF_SLOWDOWN = 0.20  # checkpointing is "about 20% slower"
+# The transformers release whose gradient_checkpointing_enable() the lesson quotes: called
+# without gradient_checkpointing_kwargs it passes use_reentrant=True to torch.
+HF_TRANSFORMERS_VERSION = "4.40"
+
+# An example accelerator for the offload-or-recompute arithmetic of lesson 7: assumptions
+# stated in the text, not measurements.
+EXAMPLE_ACCELERATOR_FLOPS = 400e12  # sustained 16-bit matrix throughput, FLOP/s
+EXAMPLE_LINK_BYTES_PER_S = 25e9  # a PCIe 4.0 x16 link, one direction, bytes/s
 
 # The source pages: "in practice 20-30% slower".
 PRACTICE_SLOWDOWN = (0.20, 0.30)

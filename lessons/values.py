@@ -11,14 +11,22 @@ import math
 from functools import cache
 
 from lessons import facts
+from lessons.catalog import lesson_count_text
 from lessons.checkpoint_math import (
+    LLAMA3_8B_SHAPE,
     best_segment_length,
+    every_layer_best_up_to,
+    extra_share_of_new_step,
     format_gb,
     internals_ratio,
     layer_activation_bytes,
+    layer_constant,
     layer_input_bytes,
+    llama_layer_constant,
+    llama_layer_parts,
     logits_bytes,
     minimum_memory,
+    offload_hidden_from,
     optimal_segment_length,
     percent_change,
     recompute_overhead,
@@ -26,6 +34,7 @@ from lessons.checkpoint_math import (
     segment_memory,
     selective_saving,
     transformer_activations,
+    uniform_segments_memory,
 )
 from lessons.memory_calculator import PRESETS, breakdown, bytes_per_parameter
 from lessons.stepper import simulate
@@ -104,6 +113,16 @@ def lesson_values() -> dict[str, str]:
     v["layer_units"] = number(internals_ratio() + 1)
     v["seed_segment_length"] = one_decimal(optimal_segment_length(L, 2, 34))
     v["seed_best_length"] = number(best_segment_length(L, 2, 34))
+    v["every_layer_max_depth"] = number(every_layer_best_up_to(2, 34))
+    v["two_layer_from_depth"] = number(every_layer_best_up_to(2, 34) + 1)
+    for key, depth in (("gpt3", facts.GPT3["layers"]), ("l80", 80), ("seed", L)):
+        one = uniform_segments_memory(depth, 1, 2, 34)
+        two = uniform_segments_memory(depth, 2, 2, 34)
+        v[f"{key}_depth"] = number(depth)
+        v[f"{key}_every_units"] = number(one)
+        v[f"{key}_pairs_units"] = number(two)
+        v[f"{key}_pairs_saving"] = percent(1 - two / one)
+        v[f"{key}_best_length"] = number(best_segment_length(depth, 2, 34))
     v["proto_peak_config"] = facts.PROTOTYPE_PEAK_CONFIG
     for key, mib in facts.PROTOTYPE_PEAK_MIB.items():
         v[f"proto_peak_{key.replace('-', '_')}"] = f"{mib} MiB"
@@ -152,11 +171,30 @@ def lesson_values() -> dict[str, str]:
     v["l22b_full_extra"] = percent(percent_change(ms["baseline"], ms["full"]))
     v["l22b_selective_extra"] = percent(percent_change(ms["baseline"], ms["selective"]))
 
+    v["seed_larger_part"] = ("the kept layer inputs" if worked.checkpoint_inputs
+                             > worked.one_layer_rebuilt else "the one layer being rebuilt")
+    v["gpt_constant"] = number(layer_constant())
+    v["gpt_constant_no_dropout"] = number(layer_constant(dropout=False))
+    llama = LLAMA3_8B_SHAPE
+    v["llama_hidden"] = number(llama["hidden"])
+    v["llama_mlp"] = number(llama["mlp"])
+    v["llama_mlp_ratio"] = f"{llama['mlp'] / llama['hidden']:g}"
+    v["llama_heads"] = number(llama["heads"])
+    v["llama_kv_heads"] = number(llama["kv_heads"])
+    v["llama_kv_fraction"] = f"{llama['kv_heads'] / llama['heads']:g}"
+    v["llama_layers"] = number(llama["layers"])
+    llama_parts = llama_layer_parts()
+    v["llama_attention_units"] = f"{llama_parts['attention']:g}"
+    v["llama_mlp_units"] = f"{llama_parts['mlp']:g}"
+    v["llama_constant"] = f"{llama_layer_constant():g}"
+    v["llama_every_layer_max_depth"] = number(every_layer_best_up_to(2, llama_layer_constant()))
+
     # Lesson 5: logits.
     logits = logits_bytes(b, s, V)
     v["seed_vocab"] = number(V)
     v["seed_logits_gb"] = gb(logits)
     v["seed_logits_with_grad_gb"] = gb(2 * logits)
+    v["seed_loss_peak_gb"] = gb(3 * logits)
     v["logits_vs_checkpointed"] = one_decimal(logits / worked.checkpointed)
     v["gpt2_vocab"] = number(PRESETS["gpt2-small"].setup.vocab)
     v["seed_logits_gpt2_vocab_gb"] = gb(logits_bytes(b, s, PRESETS["gpt2-small"].setup.vocab))
@@ -170,11 +208,19 @@ def lesson_values() -> dict[str, str]:
     # Lesson 6: cost.
     v["max_overhead"] = percent(recompute_overhead())
     v["max_overhead_fraction"] = "a third"
+    v["extra_share_of_new_step"] = percent(extra_share_of_new_step())
     v["practice_low"] = percent(facts.PRACTICE_SLOWDOWN[0])
     v["practice_high"] = percent(facts.PRACTICE_SLOWDOWN[1])
     v["hf_slowdown"] = percent(facts.HF_SLOWDOWN)
     v["openai_factor"] = number(facts.OPENAI_LARGER_MODELS)
     v["openai_compute"] = percent(facts.OPENAI_EXTRA_COMPUTE)
+    v["hf_version"] = facts.HF_TRANSFORMERS_VERSION
+    flops, link = facts.EXAMPLE_ACCELERATOR_FLOPS, facts.EXAMPLE_LINK_BYTES_PER_S
+    v["example_tflops"] = number(flops / 1e12)
+    v["example_link_gbs"] = number(link / 1e9)
+    v["offload_all_from_hidden"] = number(offload_hidden_from(34, flops, link))
+    v["offload_inputs_from_hidden"] = number(offload_hidden_from(2, flops, link))
+    v["lesson_count"] = lesson_count_text()
     v["further_reading"] = "\n".join(
         f"{number_}. [{source.title}]({source.url}), {source.authors} — {source.note}."
         for number_, source in enumerate(facts.SOURCES, start=1))
