@@ -7,6 +7,7 @@ widget's name so that two widgets never share state.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import pandas as pd
@@ -15,15 +16,17 @@ import streamlit as st
 from lessons import figures
 from lessons.checkpoint_math import (
     best_budget,
+    best_segment_length,
     budget_placement,
     format_gb,
     layer_activation_parts,
     layer_input_bytes,
     logits_bytes,
     minimum_memory,
-    segment_memory,
     transformer_activations,
+    uniform_segments_memory,
 )
+from lessons.decision import OVERS, PEAKS, recommend
 from lessons.memory_calculator import (
     DEFAULT_PRESET,
     OPTIMIZERS,
@@ -193,12 +196,15 @@ def k_curve() -> None:
     layer = _LAYER_KINDS[kind][1]
     st.plotly_chart(figures.k_curve_figure(layers, 1.0, layer), key="kcurve_chart",
                     config={"displayModeBar": False})
-    best = min(range(1, layers + 1), key=lambda k: (segment_memory(layers, k, 1, layer), k))
+    length = best_segment_length(layers, 1.0, layer)
     metrics = st.columns(3)
-    metrics[0].metric("Best number of segments", f"{best}")
-    metrics[1].metric("Memory there", f"{segment_memory(layers, best, 1, layer):.1f} units")
+    metrics[0].metric("Best segments (whole layers)", f"{math.ceil(layers / length)}",
+                      help=f"{length} layer(s) per segment")
+    metrics[1].metric("Memory there",
+                      f"{uniform_segments_memory(layers, length, 1.0, layer):g} units")
     metrics[2].metric("Keeping everything", f"{layers * layer:g} units")
-    st.caption(f"Units: one layer input. The real-valued minimum is "
+    st.caption(f"Units: one layer input. Segments hold whole layers: ⌈N/k⌉ inputs plus one "
+               f"segment of k layers rebuilt. The curve's real-valued minimum is "
                f"2·√(N·layer) = {minimum_memory(layers, 1, layer):.1f} units.")
 
 
@@ -323,6 +329,24 @@ def step_cost() -> None:
                     config={"displayModeBar": False})
 
 
+# --------------------------------------------------------------------------------------
+# Lesson 7: how to choose
+# --------------------------------------------------------------------------------------
+
+
+def decision() -> None:
+    st.markdown("**From the symptom to the tool**")
+    columns = st.columns(3)
+    peak = columns[0].selectbox("Where is the peak?", list(PEAKS), key="decide_peak",
+                                format_func=PEAKS.get)
+    over = columns[1].radio("How far over budget?", list(OVERS), key="decide_over",
+                            format_func=OVERS.get, disabled=peak != "layers")
+    layers = columns[2].number_input("Layers", 1, 200, 32, key="decide_layers",
+                                     disabled=peak != "layers")
+    for number, step in enumerate(recommend(peak, over, int(layers)), start=1):
+        st.markdown(f"{number}. **{step.tool}**: {step.why}")
+
+
 WIDGETS: dict[str, Callable[[], None]] = {
     "calculator:memory": memory_calculator,
     "stepper": stepper,
@@ -332,4 +356,5 @@ WIDGETS: dict[str, Callable[[], None]] = {
     "calculator:layer": layer_calculator,
     "calculator:logits": logits_calculator,
     "figure:step-cost": step_cost,
+    "figure:decision": decision,
 }

@@ -20,10 +20,20 @@ def test_lesson_7_shows_code_for_every_api():
                 "create_selective_checkpoint_contexts", "activation_memory_budget",
                 "gradient_checkpointing_enable(", "gradient_checkpointing=True"):
         assert api in joined
-    assert len(RUNNABLE) == 3
+    assert len(RUNNABLE) == 4
 
 
-@pytest.mark.parametrize("code", RUNNABLE, ids=["checkpoint", "sequential", "selective"])
+def test_the_selective_policy_saves_the_fused_attention_kernels():
+    """Recomputing fused attention is the most expensive recomputation per byte saved; the
+    lesson's policy must keep its output, as torch's own partitioner does."""
+    selective = next(code for code in RUNNABLE if "create_selective_checkpoint_contexts" in code)
+    assert "_scaled_dot_product_flash_attention" in selective
+    assert "_scaled_dot_product_efficient_attention" in selective
+    assert "scaled_dot_product_attention(" in selective  # the example block has attention
+
+
+@pytest.mark.parametrize("code", RUNNABLE, ids=["checkpoint", "sequential", "selective",
+                                                "save_on_cpu"])
 def test_pytorch_snippet_runs_and_gives_gradients(code):
     namespace: dict = {}
     exec(compile(code, "<lesson 7>", "exec"), namespace)  # noqa: S102 - our own lesson text

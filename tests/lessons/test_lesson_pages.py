@@ -88,12 +88,28 @@ def test_stepper_moves_with_buttons_and_slider(app_test):
 
 def test_k_curve_minimum_moves_for_transformer_layers(app_test):
     at = app_test("pages/lessons/how_many.py")
-    assert metrics(at)["Best number of segments"] == "4"
+    best = "Best segments (whole layers)"
+    assert metrics(at)[best] == "4"
     at.slider(key="kcurve_layers").set_value(100).run()
-    assert metrics(at)["Best number of segments"] == "10"
+    assert metrics(at)[best] == "10"
     at.slider(key="kcurve_layers").set_value(16).run()
     at.radio(key="kcurve_kind").set_value("transformer").run()
-    assert metrics(at)["Best number of segments"] == "16"
+    assert metrics(at)[best] == "16"
+
+
+def test_k_curve_agrees_with_the_lesson_text_on_depth(app_test):
+    """The widget and the paragraph it illustrates give the same best spacing: every layer
+    for the 28-layer worked example (it once said 22 segments), pairs of layers for 96."""
+    from lessons.checkpoint_math import best_segment_length
+    from lessons.values import SEED
+
+    at = app_test("pages/lessons/how_many.py")
+    at.radio(key="kcurve_kind").set_value("transformer").run()
+    for layers in (SEED["layers"], 96):
+        at.slider(key="kcurve_layers").set_value(layers).run()
+        length = best_segment_length(layers, 2, 34)
+        assert metrics(at)["Best segments (whole layers)"] == str(-(-layers // length))
+    assert metrics(at)["Best segments (whole layers)"] == "48"
     before = metrics(at)["Checkpoints"]
     at.slider(key="budget_b").set_value(2).run()
     assert metrics(at)["Checkpoints"] != before
