@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import re
 import secrets
-import sqlite3
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from quiz.db import connect, transaction
+from sqlalchemy import Connection, and_, delete, func, insert, or_, select, update
+
+from quiz.db import answers, attempts, learners, reading, writing
 from quiz.draw import DrawnQuestion
 from quiz.grading import Feedback, Score, check_choice, feedback
 
@@ -39,6 +40,7 @@ class Attempt:
     questions: tuple[DrawnQuestion, ...]
     answers: dict[int, frozenset[int]] = field(default_factory=dict)
     finished_at: float | None = None
+    ordinal: int | None = None  # the learner's n-th attempt (None without a learner)
 
     @property
     def finished(self) -> bool:
@@ -85,24 +87,28 @@ class AttemptStore:
         self.cooldown_seconds = cooldown_seconds
         self.clock = clock
 
-    def _load(self, connection: sqlite3.Connection, attempt_id: str) -> Attempt:
+    def _load(self, connection: Connection, attempt_id: str, lock: bool = False) -> Attempt:
         if not is_attempt_id(attempt_id):
             raise AttemptExpired(attempt_id)
-        row = connection.execute("SELECT * FROM attempts WHERE id = ?", (attempt_id,)).fetchone()
+        query = select(attempts).where(attempts.c.id == attempt_id)
+        row = connection.execute(query.with_for_update() if lock else query).mappings().first()
         if row is None or row["created_at"] + self.ttl_seconds < self.clock():
             raise AttemptExpired(attempt_id)
-        answers = {
-            answer["position"]: frozenset(json.loads(answer["chosen"]))
+        chosen = {
+            answer.position: frozenset(json.loads(answer.chosen))
             for answer in connection.execute(
-                "SELECT position, chosen FROM answers WHERE attempt_id = ?", (attempt_id,)
+                select(answers.c.position, answers.c.chosen).where(
+                    answers.c.attempt_id == attempt_id
+                )
             )
         }
         questions = tuple(DrawnQuestion.from_json(q) for q in json.loads(row["questions"]))
-        return Attempt(row["id"], row["created_at"], questions, answers, row["finished_at"])
+        return Attempt(row["id"], row["created_at"], questions, chosen, row["finished_at"],
+                       row["ordinal"])
 
     def get(self, attempt_id: str) -> Attempt:
         """The attempt; AttemptExpired when it is unknown or too old."""
-        with connect(self.data_dir) as connection:
+        with reading(self.data_dir) as connection:
             return self._load(connection, attempt_id)
 
     def cooldown_left(self, attempt: Attempt) -> int:
@@ -113,9 +119,47 @@ class AttemptStore:
         left = attempt.finished_at + self.cooldown_seconds - self.clock()
         return max(0, int(left + 0.999))
 
-    def start(self, questions: Sequence[DrawnQuestion], previous_id: str | None = None) -> Attempt:
-        """A new attempt with this frozen draw. After a failed `previous_id` it waits out the
-        cooldown (CooldownActive)."""
+    def _wait_for(self, connection: Connection, learner_id: str | None,
+                  client: str | None) -> int:
+        """Seconds left of the cooldown after the learner's last failed attempt. A learner
+        without attempts of their own (a new tab without the cookie, a script) is judged by
+        the failed attempts from the same client address."""
+        if not self.cooldown_seconds:
+            return 0
+        since = self.clock() - self.cooldown_seconds
+        failed = and_(attempts.c.passed.is_(False), attempts.c.finished_at > since)
+        whose = []
+        if learner_id:
+            whose.append(attempts.c.learner_id == learner_id)
+            has_past = connection.execute(
+                select(attempts.c.id).where(attempts.c.learner_id == learner_id).limit(1)
+            ).first()
+            if has_past is None and client:
+                whose.append(attempts.c.client == client)
+        elif client:
+            whose.append(attempts.c.client == client)
+        if not whose:
+            return 0
+        last = connection.execute(
+            select(func.max(attempts.c.finished_at)).where(failed, or_(*whose))
+        ).scalar()
+        return max(0, int(last + self.cooldown_seconds - self.clock() + 0.999)) if last else 0
+
+    def wait_left(self, learner_id: str | None, client: str | None = None) -> int:
+        """Seconds before this learner (or, without a past, this address) may start again."""
+        with reading(self.data_dir) as connection:
+            return self._wait_for(connection, learner_id, client)
+
+    def start(
+        self,
+        questions: Sequence[DrawnQuestion],
+        previous_id: str | None = None,
+        learner_id: str | None = None,
+        client: str | None = None,
+    ) -> Attempt:
+        """A new attempt with this frozen draw. After a failed attempt (`previous_id`, any
+        attempt of the learner, or of the address for a learner without a past) it waits
+        out the cooldown (CooldownActive). The learner's attempts are counted."""
         if previous_id:
             try:
                 left = self.cooldown_left(self.get(previous_id))
@@ -124,25 +168,46 @@ class AttemptStore:
             if left:
                 raise CooldownActive(left)
         now = self.clock()
-        attempt = Attempt(secrets.token_urlsafe(18), now, tuple(questions))
-        payload = json.dumps([q.to_json() for q in attempt.questions], ensure_ascii=False)
-        with connect(self.data_dir) as connection, transaction(connection):
-            connection.execute(
-                "INSERT INTO attempts (id, created_at, questions) VALUES (?, ?, ?)",
-                (attempt.id, now, payload),
-            )
+        payload = json.dumps([q.to_json() for q in questions], ensure_ascii=False)
+        ordinal = None
+        with writing(self.data_dir) as connection:
+            if learner_id:  # lock the learner: two tabs starting at once queue here
+                row = connection.execute(
+                    select(learners.c.attempts_started)
+                    .where(learners.c.id == learner_id)
+                    .with_for_update()
+                ).first()
+                if row is None:
+                    connection.execute(insert(learners).values(
+                        id=learner_id, created_at=now, attempts_started=0))
+            left = self._wait_for(connection, learner_id, client)
+            if left:
+                raise CooldownActive(left)
+            if learner_id:
+                ordinal = connection.execute(
+                    update(learners)
+                    .where(learners.c.id == learner_id)
+                    .values(attempts_started=learners.c.attempts_started + 1)
+                    .returning(learners.c.attempts_started)
+                ).scalar_one()
+            attempt = Attempt(secrets.token_urlsafe(18), now, tuple(questions), ordinal=ordinal)
+            connection.execute(insert(attempts).values(
+                id=attempt.id, created_at=now, questions=payload, learner_id=learner_id,
+                client=client, ordinal=ordinal))
             # Forget unfinished attempts and failed ones long past their time to live.
             connection.execute(
-                "DELETE FROM attempts WHERE created_at < ? AND (passed IS NULL OR passed = 0)",
-                (now - 2 * self.ttl_seconds,),
+                delete(attempts).where(
+                    attempts.c.created_at < now - 2 * self.ttl_seconds,
+                    or_(attempts.c.passed.is_(None), attempts.c.passed.is_(False)),
+                )
             )
         return attempt
 
     def answer(self, attempt_id: str, position: int, chosen: Iterable[int]) -> Feedback:
         """Lock an answer and return its feedback. A question answered before keeps its first
         answer: a changed answer is ignored and the locked feedback comes back."""
-        with connect(self.data_dir) as connection, transaction(connection):
-            attempt = self._load(connection, attempt_id)
+        with writing(self.data_dir) as connection:
+            attempt = self._load(connection, attempt_id, lock=True)
             locked = attempt.feedback(position)
             if locked is not None:
                 return locked
@@ -151,17 +216,16 @@ class AttemptStore:
             picked = check_choice(attempt.questions[position], chosen)
             drawn = attempt.questions[position]
             now = self.clock()
-            connection.execute(
-                "INSERT INTO answers (attempt_id, position, chosen, is_correct, answered_at) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (attempt_id, position, json.dumps(sorted(picked)), picked == drawn.correct, now),
-            )
-            answers = {**attempt.answers, position: picked}
-            if len(answers) == len(attempt.questions):
-                score = Attempt(attempt.id, attempt.created_at, attempt.questions, answers).score
+            connection.execute(insert(answers).values(
+                attempt_id=attempt_id, position=position, chosen=json.dumps(sorted(picked)),
+                is_correct=picked == drawn.correct, answered_at=now))
+            so_far = {**attempt.answers, position: picked}
+            if len(so_far) == len(attempt.questions):
+                score = Attempt(attempt.id, attempt.created_at, attempt.questions, so_far).score
                 connection.execute(
-                    "UPDATE attempts SET finished_at = ?, correct = ?, total = ?, passed = ? "
-                    "WHERE id = ?",
-                    (now, score.correct, score.total, score.passed, attempt_id),
+                    update(attempts)
+                    .where(attempts.c.id == attempt_id)
+                    .values(finished_at=now, correct=score.correct, total=score.total,
+                            passed=score.passed)
                 )
             return feedback(drawn, picked)

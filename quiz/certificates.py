@@ -3,19 +3,35 @@
 from __future__ import annotations
 
 import datetime as dt
-import sqlite3
+import json
+import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from sqlalchemy import Connection, func, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from quiz.db import connect, transaction
+from quiz.db import IntegrityError, certificates, describe, reading, signing_keys, writing
 from quiz.ids import IdError, new_id, parse_id
-from quiz.signing import Signer, canonical_payload
+from quiz.signing import (
+    OPTIONAL_SIGNED_FIELDS,
+    SIGNED_FIELDS,
+    Signer,
+    canonical_payload,
+    load_public_key_pem,
+    verify_signature,
+)
+
+LOG = logging.getLogger(__name__)
+# Written beside the key when the first certificate is issued: a database found empty later
+# (deleted, or DATABASE_URL pointing elsewhere) is then reported instead of silently used.
+ISSUED_MARKER = "certificates-issued.json"
 
 
 @dataclass(frozen=True)
@@ -32,13 +48,15 @@ class Certificate:
     signature: str
     revoked_at: str | None = None
     revoke_reason: str | None = None
+    attempts: int | None = None  # how many attempts the learner took (None before it was kept)
 
     @property
     def signed_fields(self) -> dict[str, Any]:
         fields = asdict(self)
         return {
             name: fields[name]
-            for name in ("id", "name", "course", "course_version", "date", "score", "key_id")
+            for name in (*SIGNED_FIELDS, *OPTIONAL_SIGNED_FIELDS)
+            if name in SIGNED_FIELDS or fields[name] is not None
         }
 
     @property
@@ -46,7 +64,7 @@ class Certificate:
         return canonical_payload(self.signed_fields)
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> Certificate:
+    def from_row(cls, row: Mapping[str, Any]) -> Certificate:
         return cls(
             id=row["id"],
             attempt_id=row["attempt_id"],
@@ -60,6 +78,7 @@ class Certificate:
             signature=row["signature"],
             revoked_at=row["revoked_at"],
             revoke_reason=row["revoke_reason"],
+            attempts=row["attempts"],
         )
 
 
@@ -69,6 +88,7 @@ class Status(Enum):
     NOT_FOUND = "NOT FOUND"
     TYPO = "TYPO"
     BAD_SIGNATURE = "BAD SIGNATURE"
+    UNKNOWN_KEY = "UNKNOWN KEY"  # signed by a key whose public half this server lacks
 
 
 @dataclass(frozen=True)
@@ -77,6 +97,7 @@ class Verification:
     certificate: Certificate | None = None
     id_text: str | None = None  # the canonical ID, when the text parsed
     problem: str | None = None  # why the text is not an ID (TYPO)
+    key_current: bool = False  # signed by the key that signs new certificates today
 
     @property
     def valid(self) -> bool:
@@ -98,17 +119,125 @@ _DUMMY = Certificate(
     key_id="",
     signature="",
 )
-_DUMMY_SIGNATURE = Signer(Ed25519PrivateKey.generate()).sign(_DUMMY.payload)
+_DUMMY_SIGNER = Signer(Ed25519PrivateKey.generate())
+_DUMMY_SIGNATURE = _DUMMY_SIGNER.sign(_DUMMY.payload)
+_DUMMY_KEY = _DUMMY_SIGNER.public_key
+_DUMMY_PEM = _DUMMY_SIGNER.public_pem
+
+
+class StorageError(RuntimeError):
+    """The key or the database does not match the certificates issued: the message says
+    what to restore; the app refuses to issue or verify until it is fixed."""
+
+
+@dataclass(frozen=True)
+class StorageCheck:
+    certificates: int
+    problems: tuple[str, ...] = ()  # refuse to start
+    warnings: tuple[str, ...] = ()  # start, but say it loudly
 
 
 class CertificateStore:
     def __init__(
-        self, data_dir: Path, signer: Signer, clock: Callable[[], float] = time.time
+        self, data_dir: Path, signer: Signer | None, clock: Callable[[], float] = time.time
     ) -> None:
         self.data_dir = data_dir
         self.signer = signer
         self.clock = clock
 
+    def _signer(self) -> Signer:
+        if self.signer is None:
+            raise StorageError("no signing key is configured: certificates cannot be issued")
+        return self.signer
+
+    # Keys ---------------------------------------------------------------------------------
+    def public_keys(self) -> dict[str, str]:
+        """Every key that ever signed here: key id -> public key PEM (the current one too)."""
+        with reading(self.data_dir) as connection:
+            rows = connection.execute(select(signing_keys.c.key_id, signing_keys.c.public_pem))
+            keys = {row.key_id: row.public_pem for row in rows}
+        if self.signer is not None:
+            keys.setdefault(self.signer.key_id, self.signer.public_pem)
+        return keys
+
+    def stored_key_ids(self) -> set[str]:
+        with reading(self.data_dir) as connection:
+            return set(connection.execute(select(signing_keys.c.key_id)).scalars())
+
+    def register_key(self) -> None:
+        """Keep the current key's public half in the database, so certificates it signs keep
+        verifying after the key is replaced."""
+        signer = self._signer()
+        with writing(self.data_dir) as connection:
+            known = connection.execute(
+                select(signing_keys.c.key_id).where(signing_keys.c.key_id == signer.key_id)
+            ).first()
+            if known is None:
+                others = connection.execute(select(func.count()).select_from(signing_keys))
+                if others.scalar_one():
+                    LOG.warning("a new signing key %s signs certificates from now on; earlier "
+                                "ones verify with their stored public keys", signer.key_id)
+                connection.execute(
+                    _insert(connection, signing_keys)
+                    .values(key_id=signer.key_id, public_pem=signer.public_pem,
+                            added_at=self.clock())
+                    .on_conflict_do_nothing()
+                )
+
+    def check(self) -> StorageCheck:
+        """What a careful operator must hear before the app runs: certificates whose key is
+        missing (refuse), an empty database where certificates were issued before (warn)."""
+        with reading(self.data_dir) as connection:
+            count = connection.execute(select(func.count()).select_from(certificates)).scalar_one()
+            used = {
+                row.key_id: row.n
+                for row in connection.execute(
+                    select(certificates.c.key_id, func.count().label("n")).group_by(
+                        certificates.c.key_id
+                    )
+                )
+            }
+        problems: list[str] = []
+        warnings: list[str] = []
+        database = describe(self.data_dir)
+        marker = self.data_dir / ISSUED_MARKER
+        if self.signer is None and (count or marker.exists()):
+            held = f"holds {count} certificate(s)" if count else (
+                f"is empty, but certificates were issued from this data folder ({marker})")
+            problems.append(
+                f"The signing key is missing (no {self.data_dir / 'signing_key.pem'} and no "
+                f"CERT_SIGNING_KEY), but the database {database} {held}. "
+                "Restore the key file from a backup or set CERT_SIGNING_KEY to it. To start a "
+                "new key on purpose (earlier certificates keep verifying with their stored "
+                "public keys), run `python -m quiz new-key`."
+            )
+        known = self.public_keys()
+        for key_id, n in sorted(used.items()):
+            if key_id not in known:
+                problems.append(
+                    f"{n} certificate(s) in {database} were signed by key {key_id}, whose "
+                    "public key is neither configured nor stored: they cannot be verified. "
+                    "Restore that key (signing_key.pem or CERT_SIGNING_KEY)."
+                )
+        if count == 0 and marker.exists():
+            warnings.append(
+                f"The certificate database {database} is EMPTY, but certificates were issued "
+                f"from this data folder before ({marker}: {marker.read_text().strip()}). The "
+                "database was probably deleted or DATABASE_URL points to another one: every "
+                "earlier certificate now reads NOT FOUND. Restore the database from a backup; "
+                "delete the marker only when this is intended."
+            )
+        return StorageCheck(count, tuple(problems), tuple(warnings))
+
+    def _mark_issued(self, date: str) -> None:
+        marker = self.data_dir / ISSUED_MARKER
+        if not marker.exists():
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.write_text(
+                json.dumps({"first_issued": date, "database": describe(self.data_dir)}) + "\n"
+            )
+
+    # Certificates -------------------------------------------------------------------------
     def issue(
         self,
         attempt_id: str,
@@ -117,14 +246,17 @@ class CertificateStore:
         course_version: str,
         score: int,
         show_score: bool,
+        attempts: int | None = None,
     ) -> Certificate:
         """The certificate of this attempt, signed; issuing again (a double click, a second
-        tab) returns the first one unchanged."""
+        tab, another server) returns the first one unchanged."""
         existing = self.for_attempt(attempt_id)
         if existing is not None:
             return existing
+        signer = self._signer()
         now = self.clock()
         date = dt.datetime.fromtimestamp(now, dt.UTC).date().isoformat()
+        self._mark_issued(date)
         for _ in range(_ISSUE_RETRIES):
             fields = {
                 "id": new_id(),
@@ -133,31 +265,30 @@ class CertificateStore:
                 "course_version": course_version,
                 "date": date,
                 "score": int(score),
-                "key_id": self.signer.key_id,
+                "key_id": signer.key_id,
+                "attempts": attempts,
             }
-            signature = self.signer.sign(canonical_payload(fields))
+            signature = signer.sign(canonical_payload(fields))
             try:
-                with connect(self.data_dir) as connection, transaction(connection):
-                    connection.execute(
-                        "INSERT INTO certificates (id, attempt_id, name, course, course_version,"
-                        " issued_on, score, show_score, key_id, signature, created_at)"
-                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                        " ON CONFLICT(attempt_id) DO NOTHING",
-                        (
-                            fields["id"],
-                            attempt_id,
-                            name,
-                            course,
-                            course_version,
-                            date,
-                            fields["score"],
-                            int(show_score),
-                            fields["key_id"],
-                            signature,
-                            now,
-                        ),
+                with writing(self.data_dir) as connection:
+                    statement = _insert(connection, certificates).values(
+                        id=fields["id"],
+                        attempt_id=attempt_id,
+                        name=name,
+                        course=course,
+                        course_version=course_version,
+                        issued_on=date,
+                        score=fields["score"],
+                        show_score=bool(show_score),
+                        key_id=signer.key_id,
+                        signature=signature,
+                        created_at=now,
+                        attempts=attempts,
                     )
-            except sqlite3.IntegrityError:  # the random ID is taken: draw another
+                    connection.execute(
+                        statement.on_conflict_do_nothing(index_elements=["attempt_id"])
+                    )
+            except IntegrityError:  # the random ID is taken: draw another
                 continue
             certificate = self.for_attempt(attempt_id)
             assert certificate is not None
@@ -165,44 +296,52 @@ class CertificateStore:
         raise RuntimeError("could not find a free certificate ID")
 
     def for_attempt(self, attempt_id: str) -> Certificate | None:
-        with connect(self.data_dir) as connection:
+        with reading(self.data_dir) as connection:
             row = connection.execute(
-                "SELECT * FROM certificates WHERE attempt_id = ?", (attempt_id,)
-            ).fetchone()
+                select(certificates).where(certificates.c.attempt_id == attempt_id)
+            ).mappings().first()
         return Certificate.from_row(row) if row else None
 
     def get(self, certificate_id: str) -> Certificate | None:
         """By canonical ID text (as `format_id` writes it)."""
-        with connect(self.data_dir) as connection:
+        with reading(self.data_dir) as connection:
             row = connection.execute(
-                "SELECT * FROM certificates WHERE id = ?", (certificate_id,)
-            ).fetchone()
+                select(certificates).where(certificates.c.id == certificate_id)
+            ).mappings().first()
         return Certificate.from_row(row) if row else None
 
     def all(self) -> list[Certificate]:
-        with connect(self.data_dir) as connection:
-            rows = connection.execute("SELECT * FROM certificates ORDER BY created_at").fetchall()
+        with reading(self.data_dir) as connection:
+            rows = connection.execute(
+                select(certificates).order_by(certificates.c.created_at)
+            ).mappings().all()
         return [Certificate.from_row(row) for row in rows]
 
     def verify(self, text: str) -> Verification:
         """Check a typed ID. A typo is reported without a lookup. Found or not, the same
-        work is done (one query, one signature check), so the timing says nothing."""
+        work is done (one query, one signature check), so the timing says nothing. The
+        signature is checked with the public key of the key that signed it (old keys are
+        kept), and the result names that key."""
         try:
             id_text = parse_id(text).text
         except IdError as error:
             return Verification(Status.TYPO, problem=error.problem.value)
         certificate = self.get(id_text)
+        keys = self.public_keys()
         if certificate is None:
-            self.signer.verify(_DUMMY.payload, _DUMMY_SIGNATURE)
+            load_public_key_pem(_DUMMY_PEM)
+            verify_signature(_DUMMY_KEY, _DUMMY.payload, _DUMMY_SIGNATURE)
             return Verification(Status.NOT_FOUND, id_text=id_text)
-        signed = certificate.key_id == self.signer.key_id and self.signer.verify(
-            certificate.payload, certificate.signature
-        )
-        if not signed:
-            return Verification(Status.BAD_SIGNATURE, certificate, id_text)
+        current = self.signer is not None and certificate.key_id == self.signer.key_id
+        pem = keys.get(certificate.key_id)
+        if pem is None:
+            return Verification(Status.UNKNOWN_KEY, certificate, id_text)
+        if not verify_signature(load_public_key_pem(pem), certificate.payload,
+                                certificate.signature):
+            return Verification(Status.BAD_SIGNATURE, certificate, id_text, key_current=current)
         if certificate.revoked_at:
-            return Verification(Status.REVOKED, certificate, id_text)
-        return Verification(Status.VALID, certificate, id_text)
+            return Verification(Status.REVOKED, certificate, id_text, key_current=current)
+        return Verification(Status.VALID, certificate, id_text, key_current=current)
 
     def revoke(self, text: str, reason: str) -> Certificate:
         """Mark a certificate revoked (LookupError if there is none; IdError for a typo)."""
@@ -211,13 +350,19 @@ class CertificateStore:
             raise ValueError("a revocation needs a reason")
         id_text = parse_id(text).text
         today = dt.datetime.fromtimestamp(self.clock(), dt.UTC).date().isoformat()
-        with connect(self.data_dir) as connection, transaction(connection):
+        with writing(self.data_dir) as connection:
             updated = connection.execute(
-                "UPDATE certificates SET revoked_at = ?, revoke_reason = ? WHERE id = ?",
-                (today, reason, id_text),
+                update(certificates)
+                .where(certificates.c.id == id_text)
+                .values(revoked_at=today, revoke_reason=reason)
             ).rowcount
         if not updated:
             raise LookupError(f"no certificate {id_text}")
         certificate = self.get(id_text)
         assert certificate is not None
         return certificate
+
+
+def _insert(connection: Connection, table: Any) -> Any:
+    """INSERT with ON CONFLICT for the connection's dialect (SQLite or PostgreSQL)."""
+    return (pg_insert if connection.dialect.name == "postgresql" else sqlite_insert)(table)

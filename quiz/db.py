@@ -1,101 +1,221 @@
-"""The SQLite database in the data folder: WAL, a busy timeout, one schema for both stores."""
+"""The app's database through SQLAlchemy Core: SQLite in DATA_DIR by default (WAL, a busy
+timeout, writers queue on BEGIN IMMEDIATE), PostgreSQL when `DATABASE_URL` is set (several
+app servers share it).
+
+Every table is declared on `METADATA`; a new store adds its `Table` to it (importing this
+module) and `prepare` creates it with the others. Columns added to an existing table are
+created on the next start (nullable ones only), so an older database keeps working.
+"""
 
 from __future__ import annotations
 
-import sqlite3
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from sqlalchemy import (
+    Boolean,
+    Column,
+    Connection,
+    Engine,
+    Float,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    create_engine,
+    event,
+    inspect,
+    text,
+)
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import IntegrityError
+
 DB_NAME = "quiz.sqlite3"
 BUSY_TIMEOUT_S = 15.0
+__all__ = ["IntegrityError", "METADATA", "reading", "writing", "database_url"]
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS attempts (
-    id TEXT PRIMARY KEY,
-    created_at REAL NOT NULL,
-    questions TEXT NOT NULL,
-    finished_at REAL,
-    correct INTEGER,
-    total INTEGER,
-    passed INTEGER
-);
-CREATE TABLE IF NOT EXISTS answers (
-    attempt_id TEXT NOT NULL REFERENCES attempts(id) ON DELETE CASCADE,
-    position INTEGER NOT NULL,
-    chosen TEXT NOT NULL,
-    is_correct INTEGER NOT NULL,
-    answered_at REAL NOT NULL,
-    PRIMARY KEY (attempt_id, position)
-);
-CREATE TABLE IF NOT EXISTS certificates (
-    id TEXT PRIMARY KEY,
-    attempt_id TEXT NOT NULL UNIQUE,
-    name TEXT NOT NULL,
-    course TEXT NOT NULL,
-    course_version TEXT NOT NULL,
-    issued_on TEXT NOT NULL,
-    score INTEGER NOT NULL,
-    show_score INTEGER NOT NULL,
-    key_id TEXT NOT NULL,
-    signature TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    revoked_at TEXT,
-    revoke_reason TEXT
-);
-"""
+METADATA = MetaData()
 
-_ready: set[Path] = set()
-_ready_lock = threading.Lock()
+learners = Table(
+    "learners",
+    METADATA,
+    Column("id", String(64), primary_key=True),
+    Column("created_at", Float, nullable=False),
+    Column("attempts_started", Integer, nullable=False, server_default="0"),
+)
+
+progress = Table(
+    "progress",
+    METADATA,
+    Column("learner_id", String(64), primary_key=True),
+    Column("item", String(200), primary_key=True),  # "lesson:<path>", "setting:<name>", ...
+    Column("value", Text, nullable=False),
+    Column("updated_at", Float, nullable=False),
+)
+
+attempts = Table(
+    "attempts",
+    METADATA,
+    Column("id", String(64), primary_key=True),
+    Column("created_at", Float, nullable=False),
+    Column("questions", Text, nullable=False),
+    Column("finished_at", Float),
+    Column("correct", Integer),
+    Column("total", Integer),
+    Column("passed", Boolean),
+    Column("learner_id", String(64), index=True),
+    Column("client", String(64), index=True),  # the client's address, for learners without a past
+    Column("ordinal", Integer),  # the learner's n-th attempt
+)
+
+answers = Table(
+    "answers",
+    METADATA,
+    Column("attempt_id", String(64), ForeignKey("attempts.id", ondelete="CASCADE"),
+           primary_key=True),
+    Column("position", Integer, primary_key=True),
+    Column("chosen", Text, nullable=False),
+    Column("is_correct", Boolean, nullable=False),
+    Column("answered_at", Float, nullable=False),
+)
+
+certificates = Table(
+    "certificates",
+    METADATA,
+    Column("id", String(32), primary_key=True),
+    Column("attempt_id", String(64), nullable=False, unique=True),
+    Column("name", Text, nullable=False),
+    Column("course", Text, nullable=False),
+    Column("course_version", Text, nullable=False),
+    Column("issued_on", String(10), nullable=False),
+    Column("score", Integer, nullable=False),
+    Column("show_score", Boolean, nullable=False),
+    Column("key_id", String(16), nullable=False),
+    Column("signature", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("revoked_at", String(10)),
+    Column("revoke_reason", Text),
+    Column("attempts", Integer),  # signed when present (certificates before it have none)
+)
+
+signing_keys = Table(
+    "signing_keys",
+    METADATA,
+    Column("key_id", String(16), primary_key=True),
+    Column("public_pem", Text, nullable=False),
+    Column("added_at", Float, nullable=False),
+)
+
+_engines: dict[str, Engine] = {}
+_ready: set[str] = set()
+_lock = threading.Lock()
 
 
 def db_path(data_dir: Path) -> Path:
     return data_dir / DB_NAME
 
 
-def _open(path: Path) -> sqlite3.Connection:
-    connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-    connection.row_factory = sqlite3.Row
-    connection.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-    connection.execute("PRAGMA foreign_keys = ON")
-    connection.execute("PRAGMA synchronous = NORMAL")  # safe with WAL; no fsync per commit
-    return connection
+def database_url(data_dir: Path) -> str:
+    """`DATABASE_URL` (for example postgresql+psycopg://user:pass@host/db), else the SQLite
+    file in the data folder."""
+    return os.environ.get("DATABASE_URL") or f"sqlite:///{db_path(data_dir)}"
 
 
-def _prepare(path: Path) -> None:
-    with _ready_lock:
-        if path in _ready and path.exists():
-            return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        connection = _open(path)
-        try:
-            connection.execute("PRAGMA journal_mode = WAL")
-            connection.executescript(SCHEMA)
-        finally:
-            connection.close()
-        _ready.add(path)
+def describe(data_dir: Path) -> str:
+    """The database for messages: the URL without its password."""
+    return make_url(database_url(data_dir)).render_as_string(hide_password=True)
+
+
+def _sqlite_engine(url: str) -> Engine:
+    engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S})
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+        dbapi_connection.isolation_level = None  # SQLAlchemy's BEGIN below, not pysqlite's
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.execute("PRAGMA journal_mode = WAL")  # persistent; a no-op once set
+        cursor.execute("PRAGMA synchronous = NORMAL")  # safe with WAL; no fsync per commit
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        immediate = connection.get_execution_options().get("immediate", False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    return engine
+
+
+def engine_for(data_dir: Path) -> Engine:
+    """The engine of the configured database, its tables created (once per process, and
+    again when the SQLite file was deleted)."""
+    url = database_url(data_dir)
+    with _lock:
+        engine = _engines.get(url)
+        if engine is None:
+            if url.startswith("sqlite"):
+                engine = _sqlite_engine(url)
+            else:
+                engine = create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
+            _engines[url] = engine
+        sqlite_file = engine.url.database if engine.dialect.name == "sqlite" else None
+        if url not in _ready or (sqlite_file and not Path(sqlite_file).exists()):
+            _prepare(engine)
+            _ready.add(url)
+    return engine
+
+
+def _prepare(engine: Engine) -> None:
+    if engine.dialect.name == "sqlite":
+        Path(engine.url.database or "").parent.mkdir(parents=True, exist_ok=True)
+    with engine.connect() as connection:
+        if engine.dialect.name == "postgresql":  # several servers may start at once
+            connection.execute(text("SELECT pg_advisory_xact_lock(74230611)"))
+        METADATA.create_all(connection)
+        _add_missing_columns(connection)
+        connection.commit()
+
+
+def _add_missing_columns(connection: Connection) -> None:
+    """ALTER TABLE ... ADD COLUMN for nullable columns an older database lacks."""
+    inspector = inspect(connection)
+    for table in METADATA.sorted_tables:
+        present = {column["name"] for column in inspector.get_columns(table.name)}
+        for column in table.columns:
+            if column.name not in present and column.nullable:
+                kind = column.type.compile(dialect=connection.dialect)
+                connection.execute(
+                    text(f'ALTER TABLE {table.name} ADD COLUMN "{column.name}" {kind}')
+                )
 
 
 @contextmanager
-def connect(data_dir: Path) -> Iterator[sqlite3.Connection]:
-    """A connection in autocommit mode; use `transaction` for writes."""
-    path = db_path(data_dir)
-    _prepare(path)
-    connection = _open(path)
-    try:
+def reading(data_dir: Path) -> Iterator[Connection]:
+    """A connection for reads (one consistent snapshot)."""
+    with engine_for(data_dir).connect() as connection:
         yield connection
-    finally:
-        connection.close()
 
 
 @contextmanager
-def transaction(connection: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error): writers queue on the busy timeout."""
-    connection.execute("BEGIN IMMEDIATE")
-    try:
+def writing(data_dir: Path) -> Iterator[Connection]:
+    """One write transaction: committed at the end, rolled back on error. On SQLite it is
+    BEGIN IMMEDIATE (writers queue on the busy timeout); on PostgreSQL lock the rows it
+    changes (`with_for_update`)."""
+    engine = engine_for(data_dir)
+    with engine.connect().execution_options(immediate=True) as connection, connection.begin():
         yield connection
-    except BaseException:
-        connection.execute("ROLLBACK")
-        raise
-    connection.execute("COMMIT")
+
+
+def dispose_all() -> None:
+    """Close every pooled connection (tests, and before a fork)."""
+    with _lock:
+        for engine in _engines.values():
+            engine.dispose()
+        _engines.clear()
+        _ready.clear()

@@ -2,20 +2,31 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from quiz import config
 from quiz.attempts import Attempt, AttemptStore
 from quiz.bank import BANK_PATH, Question, default_bank
-from quiz.certificates import Certificate, CertificateStore, Verification
+from quiz.certificates import (
+    ISSUED_MARKER,
+    Certificate,
+    CertificateStore,
+    StorageCheck,
+    StorageError,
+    Verification,
+)
 from quiz.draw import draw
 from quiz.grading import Feedback
 from quiz.layout import certificate_layout
 from quiz.names import normalise_name
 from quiz.pdf import render_pdf
 from quiz.preview import render_png
-from quiz.signing import Signer, load_signer
+from quiz.signing import Signer, create_key_file, read_signer
+
+LOG = logging.getLogger(__name__)
 
 
 class NotEligible(RuntimeError):
@@ -26,9 +37,10 @@ class NotEligible(RuntimeError):
 class QuizService:
     data_dir: Path
     attempts: AttemptStore
-    signer: Signer
+    signer: Signer | None  # None only for the read-only service (verify, list)
     bank_path: Path = BANK_PATH
     questions_per_attempt: int = config.QUESTIONS_PER_ATTEMPT
+    warnings: tuple[str, ...] = field(default=())  # say them loudly (an emptied database)
 
     def bank(self) -> tuple[Question, ...]:
         """The question bank, read again after an edit (BankError names a broken entry)."""
@@ -39,9 +51,21 @@ class QuizService:
         return CertificateStore(self.data_dir, self.signer)
 
     # The quiz ----------------------------------------------------------------------------
-    def start_attempt(self, previous_id: str | None = None) -> Attempt:
-        """A fresh draw; raises CooldownActive right after a failed `previous_id`."""
-        return self.attempts.start(draw(self.bank(), self.questions_per_attempt), previous_id)
+    def start_attempt(
+        self,
+        previous_id: str | None = None,
+        learner_id: str | None = None,
+        client: str | None = None,
+    ) -> Attempt:
+        """A fresh draw; raises CooldownActive after a failed attempt of this learner (or of
+        this address, for a learner without a past)."""
+        return self.attempts.start(
+            draw(self.bank(), self.questions_per_attempt), previous_id, learner_id, client
+        )
+
+    def wait_left(self, learner_id: str | None, client: str | None = None) -> int:
+        """Seconds before this learner may start a new attempt."""
+        return self.attempts.wait_left(learner_id, client)
 
     def attempt(self, attempt_id: str) -> Attempt:
         """Raises AttemptExpired when the attempt is unknown or too old."""
@@ -70,6 +94,7 @@ class QuizService:
             config.COURSE_VERSION,
             attempt.score.percent,
             show_score,
+            attempts=attempt.ordinal,
         )
 
     def certificate_for(self, attempt_id: str) -> Certificate | None:
@@ -84,13 +109,23 @@ class QuizService:
     def all_certificates(self) -> list[Certificate]:
         return self.certificates.all()
 
-    @property
-    def public_key_pem(self) -> str:
-        return self.signer.public_pem
+    def check(self) -> StorageCheck:
+        return self.certificates.check()
+
+    def public_keys(self) -> dict[str, str]:
+        """Every key that signed certificates here (key id -> public PEM), current first."""
+        keys = self.certificates.public_keys()
+        if self.signer is None:
+            return keys
+        return {self.signer.key_id: keys[self.signer.key_id], **keys}
 
     @property
-    def key_id(self) -> str:
-        return self.signer.key_id
+    def public_key_pem(self) -> str:
+        return self.certificates._signer().public_pem
+
+    @property
+    def key_id(self) -> str | None:
+        return self.signer.key_id if self.signer else None
 
 
 def certificate_pdf(certificate: Certificate) -> bytes:
@@ -104,12 +139,45 @@ def certificate_png(certificate: Certificate) -> bytes:
     return render_png(certificate_layout(certificate))
 
 
-def open_service() -> QuizService:
-    """The service for the configured DATA_DIR, key and cooldown."""
+def open_service(create_key: bool = True, strict: bool = True) -> QuizService:
+    """The service for the configured DATA_DIR, database, key and cooldown.
+
+    A signing key is created only for a database without certificates and a data folder
+    that never issued any (`create_key`); the CLI's read-only commands pass False. With
+    `strict`, StorageError is raised when certificates exist whose key is missing; an
+    emptied database is reported in `warnings` (and logged)."""
     data_dir = config.data_dir()
+    signer = read_signer(data_dir, config.signing_key_env())
+    store = CertificateStore(data_dir, signer)
+    if signer is None and create_key:
+        fresh = store.check().certificates == 0 and not (data_dir / ISSUED_MARKER).exists()
+        if fresh:
+            signer = create_key_file(data_dir)
+            store = CertificateStore(data_dir, signer)
+    if signer is not None and signer.key_id not in store.stored_key_ids():
+        store.register_key()
+    check = store.check()
+    if strict and check.problems:
+        raise StorageError("\n".join(check.problems))
+    for warning in check.warnings:
+        LOG.warning(warning)
     return QuizService(
         data_dir=data_dir,
         attempts=AttemptStore(data_dir, config.attempt_ttl_seconds(), config.cooldown_seconds()),
-        signer=load_signer(data_dir, config.signing_key_env()),
+        signer=signer,
         bank_path=config.bank_path(),
+        warnings=check.warnings,
     )
+
+
+def startup_check() -> int:
+    """Before the server starts: 0 when the certificates can be issued and verified;
+    else print why to stderr and return 2 (the server then refuses to start)."""
+    try:
+        service = open_service()
+    except StorageError as problem:
+        print(f"REFUSING TO START: {problem}", file=sys.stderr)
+        return 2
+    for warning in service.warnings:
+        print(f"WARNING: {warning}", file=sys.stderr)
+    return 0

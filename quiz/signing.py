@@ -1,7 +1,9 @@
 """Ed25519 signatures over a canonical JSON of a certificate's facts.
 
 The key is given in `CERT_SIGNING_KEY` (a PKCS#8 PEM, or the 32-byte private seed in base64
-or hex), or else generated on first use and kept in `<DATA_DIR>/signing_key.pem` (mode 0600).
+or hex), or else kept in `<DATA_DIR>/signing_key.pem` (mode 0600). Reading a key never
+creates one: `create_key_file` does, and `quiz.service` calls it only for a database without
+certificates (or on the instructor's `python -m quiz new-key`).
 The public key is published (verify page, `python -m quiz public-key`), so anyone can check a
 certificate offline: rebuild `canonical_payload` from the printed facts and verify the
 signature with the public key.
@@ -28,7 +30,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
 )
 
 KEY_FILE = "signing_key.pem"
+# The one list of what a signature covers. Optional fields are signed when they have a value
+# (certificates issued before a field existed keep verifying).
 SIGNED_FIELDS = ("id", "name", "course", "course_version", "date", "score", "key_id")
+OPTIONAL_SIGNED_FIELDS = ("attempts",)
 
 
 class SigningKeyError(RuntimeError):
@@ -36,12 +41,15 @@ class SigningKeyError(RuntimeError):
 
 
 def canonical_payload(fields: Mapping[str, Any]) -> bytes:
-    """The exact bytes that are signed: the signed fields only, keys sorted, no spaces,
-    UTF-8 (names keep their own letters)."""
+    """The exact bytes that are signed: the signed fields only (an optional one when it is
+    not None), keys sorted, no spaces, UTF-8 (names keep their own letters)."""
     missing = [name for name in SIGNED_FIELDS if name not in fields]
     if missing:
         raise ValueError(f"missing signed field(s): {', '.join(missing)}")
     subset = {name: fields[name] for name in SIGNED_FIELDS}
+    subset.update(
+        {name: fields[name] for name in OPTIONAL_SIGNED_FIELDS if fields.get(name) is not None}
+    )
     return json.dumps(subset, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
@@ -128,28 +136,35 @@ def parse_private_key(text: str) -> Ed25519PrivateKey:
     )
 
 
-def _load_or_create_file(path: Path) -> Ed25519PrivateKey:
-    """Read the key file, or create it atomically with mode 0600 (two processes starting at
-    once agree on one key: the loser of the link() race reads the winner's file)."""
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}")
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            with os.fdopen(descriptor, "wb") as handle:
-                handle.write(_private_pem(Ed25519PrivateKey.generate()))
-            with contextlib.suppress(FileExistsError):
-                os.link(temporary, path)
-        finally:
-            temporary.unlink(missing_ok=True)
+def _read_file(path: Path) -> Ed25519PrivateKey:
     key = serialization.load_pem_private_key(path.read_bytes(), password=None)
     if not isinstance(key, Ed25519PrivateKey):
         raise SigningKeyError(f"{path} does not hold an Ed25519 key")
     return key
 
 
-def load_signer(data_dir: Path, env_key: str | None = None) -> Signer:
-    """The signer: from `env_key` (CERT_SIGNING_KEY) when given, else the key file."""
+def create_key_file(data_dir: Path) -> Signer:
+    """Create `<data_dir>/signing_key.pem` atomically with mode 0600 and return its signer
+    (two processes creating at once agree on one key: the loser of the link() race reads
+    the winner's file)."""
+    path = data_dir / KEY_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(_private_pem(Ed25519PrivateKey.generate()))
+        with contextlib.suppress(FileExistsError):
+            os.link(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+    return Signer(_read_file(path))
+
+
+def read_signer(data_dir: Path, env_key: str | None = None) -> Signer | None:
+    """The configured signer: from `env_key` (CERT_SIGNING_KEY) when given, else the key
+    file; None when there is neither (nothing is created)."""
     if env_key:
         return Signer(parse_private_key(env_key))
-    return Signer(_load_or_create_file(data_dir / KEY_FILE))
+    path = data_dir / KEY_FILE
+    return Signer(_read_file(path)) if path.exists() else None

@@ -44,6 +44,10 @@ def _warm_up_engine() -> None:
 
 
 def main(argv: list[str]) -> None:
+    from quiz.service import startup_check
+
+    if status := startup_check():  # a lost signing key or database: refuse, and say why
+        sys.exit(status)
     PagesManager.uses_pages_directory = False
     threading.Thread(target=_warm_up_engine, name="warm-up-engine", daemon=True).start()
     sys.argv = ["streamlit", "run", str(APP), *argv]

@@ -13,6 +13,7 @@ from quiz.attempts import Attempt
 from quiz.cli import main
 from quiz.ids import new_id
 from quiz.service import QuizService
+from quiz.service import open_service as _open_service
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,16 +57,19 @@ def test_check_bank(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert "entry 1 (id 'only'): missing" in capsys.readouterr().err
 
 
-def test_runs_as_a_module_on_the_same_data_dir(data_dir: Path) -> None:
+def test_runs_as_a_module_on_the_same_data_dir_and_never_creates_a_key(
+    data_dir: Path,
+) -> None:
     env = {**os.environ, "DATA_DIR": str(data_dir)}
-    result = subprocess.run(
-        [sys.executable, "-m", "quiz", "public-key"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    assert "BEGIN PUBLIC KEY" in result.stdout
-    assert (data_dir / "signing_key.pem").exists()
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "quiz", *args], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=60)
+
+    assert run("public-key").returncode == 1
+    assert run("verify", new_id()).stdout.startswith("NOT FOUND")
+    assert not (data_dir / "signing_key.pem").exists()
+    key_id = _open_service().key_id  # the app's start creates it
+    result = run("public-key")
+    assert result.returncode == 0 and "BEGIN PUBLIC KEY" in result.stdout
+    assert key_id and key_id in result.stdout

@@ -14,12 +14,19 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from quiz.signing import (
     KEY_FILE,
+    Signer,
     SigningKeyError,
     canonical_payload,
+    create_key_file,
     load_public_key_pem,
-    load_signer,
+    read_signer,
     verify_signature,
 )
+
+
+def load_signer(data_dir: Path, env_key: str | None = None) -> Signer:
+    """The configured key, or a new key file when there is none."""
+    return read_signer(data_dir, env_key) or create_key_file(data_dir)
 
 FIELDS = {
     "id": "ABCDE-FGHJK-MNPQR-STVWX-5",
@@ -86,7 +93,7 @@ def test_processes_starting_together_agree_on_one_key(tmp_path: Path) -> None:
 
     def load() -> None:
         barrier.wait()
-        ids.append(load_signer(tmp_path).key_id)
+        ids.append(create_key_file(tmp_path).key_id)
 
     threads = [threading.Thread(target=load) for _ in range(8)]
     for thread in threads:
@@ -114,3 +121,14 @@ def test_a_key_from_the_environment_wins(tmp_path: Path) -> None:
     assert not (tmp_path / KEY_FILE).exists()  # nothing written when the key is given
     with pytest.raises(SigningKeyError):
         load_signer(tmp_path, "too short")
+
+
+def test_reading_the_key_never_creates_one(tmp_path: Path) -> None:
+    assert read_signer(tmp_path) is None
+    assert not (tmp_path / KEY_FILE).exists()
+
+
+def test_the_attempts_count_is_signed_when_present() -> None:
+    assert b"attempts" not in canonical_payload(FIELDS)  # certificates from before it
+    counted = canonical_payload({**FIELDS, "attempts": 3})
+    assert b'"attempts":3' in counted and counted != canonical_payload({**FIELDS, "attempts": 4})

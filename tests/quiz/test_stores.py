@@ -12,7 +12,7 @@ import pytest
 
 from quiz.attempts import AnswerOutOfTurn, Attempt, AttemptExpired, AttemptStore, CooldownActive
 from quiz.certificates import CertificateStore, Status
-from quiz.db import connect, db_path
+from quiz.db import db_path, reading
 from quiz.names import NameError_
 from quiz.service import NotEligible, QuizService
 
@@ -156,9 +156,9 @@ def test_eight_threads_issuing_one_attempt_get_one_certificate(
 
 
 def test_database_uses_wal_and_a_busy_timeout(service: QuizService) -> None:
-    with connect(service.data_dir) as connection:
-        assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert connection.execute("PRAGMA busy_timeout").fetchone()[0] >= 1000
+    with reading(service.data_dir) as connection:
+        assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert connection.exec_driver_sql("PRAGMA busy_timeout").scalar() >= 1000
 
 
 def test_verify_outcomes(service: QuizService, passed_attempt: Attempt) -> None:
@@ -191,9 +191,12 @@ def test_not_found_does_the_same_signature_work(
     certificate = service.issue(passed_attempt.id, "Ada", False)
     store = service.certificates
     calls: list[int] = []
-    original = store.signer.verify
+    import quiz.certificates as certificates_module
+
+    original = certificates_module.verify_signature
     monkeypatch.setattr(
-        type(store.signer), "verify", lambda self, p, s: calls.append(1) or original(p, s)
+        certificates_module, "verify_signature",
+        lambda key, p, s: calls.append(1) or original(key, p, s),
     )
     store.verify(certificate.id)
     store.verify(new_id())
@@ -239,11 +242,14 @@ def test_revoking(service: QuizService, passed_attempt: Attempt) -> None:
         service.revoke(new_id(), "nope")
 
 
-def test_a_new_key_cannot_vouch_for_old_certificates(
+def test_a_new_key_keeps_old_certificates_valid_and_names_their_key(
     service: QuizService, passed_attempt: Attempt, tmp_path: Path
 ) -> None:
-    from quiz.signing import load_signer
+    from quiz.signing import create_key_file
 
     certificate = service.issue(passed_attempt.id, "Ada", False)
-    stranger = CertificateStore(service.data_dir, load_signer(tmp_path / "other-key"))
-    assert stranger.verify(certificate.id).status is Status.BAD_SIGNATURE
+    assert service.verify(certificate.id).key_current
+    stranger = CertificateStore(service.data_dir, create_key_file(tmp_path / "other-key"))
+    result = stranger.verify(certificate.id)
+    assert result.status is Status.VALID and not result.key_current
+    assert result.certificate is not None and result.certificate.key_id == service.key_id

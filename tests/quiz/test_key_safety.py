@@ -1,0 +1,122 @@
+"""Issue 13, fault 5: losing or changing the signing key or the database is never silent."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from quiz.attempts import Attempt
+from quiz.certificates import ISSUED_MARKER, Status, StorageError
+from quiz.cli import main
+from quiz.db import db_path, dispose_all
+from quiz.service import QuizService, open_service, startup_check
+from quiz.signing import KEY_FILE
+
+
+def _issue(service: QuizService, attempt: Attempt) -> str:
+    return service.issue(attempt.id, "Ada Lovelace", False).id
+
+
+def test_a_lost_key_file_stops_the_app_with_a_clear_message(
+    service: QuizService, passed_attempt: Attempt, data_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    certificate_id = _issue(service, passed_attempt)
+    (data_dir / KEY_FILE).unlink()
+    with pytest.raises(StorageError, match="signing key is missing.*1 certificate"):
+        open_service()
+    assert not (data_dir / KEY_FILE).exists()  # no silent replacement
+    assert startup_check() == 2
+    assert "REFUSING TO START" in capsys.readouterr().err
+    # The CLI still verifies with the stored public key, and creates nothing.
+    assert main(["verify", certificate_id]) == 0
+    assert not (data_dir / KEY_FILE).exists()
+
+
+def test_new_key_on_purpose_keeps_old_certificates_valid(
+    service: QuizService, passed_attempt: Attempt, data_dir: Path, finish,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    old_id = _issue(service, passed_attempt)
+    old_key = service.key_id
+    assert main(["new-key"]) == 1  # a key exists: rotation needs --replace
+    assert main(["new-key", "--replace"]) == 0
+    rotated = open_service()
+    assert rotated.key_id != old_key
+    assert (data_dir / f"signing_key.{old_key}.retired.pem").exists()
+    old = rotated.verify(old_id)
+    assert old.status is Status.VALID and not old.key_current
+    assert old.certificate is not None and old.certificate.key_id == old_key
+    attempt = finish(rotated, rotated.start_attempt(), 12)
+    new = rotated.verify(rotated.issue(attempt.id, "Grace Hopper", False).id)
+    assert new.status is Status.VALID and new.key_current
+    capsys.readouterr()
+    assert main(["public-key"]) == 0
+    out = capsys.readouterr().out
+    assert f"{rotated.key_id} (current key)" in out and f"{old_key} (earlier key)" in out
+
+
+def test_a_different_environment_key_does_not_void_old_certificates(
+    service: QuizService, passed_attempt: Attempt, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    certificate_id = _issue(service, passed_attempt)
+    other = Ed25519PrivateKey.generate().private_bytes(
+        serialization.Encoding.Raw, serialization.PrivateFormat.Raw,
+        serialization.NoEncryption(),
+    )
+    monkeypatch.setenv("CERT_SIGNING_KEY", other.hex())
+    changed = open_service()
+    assert changed.key_id != service.key_id
+    result = changed.verify(certificate_id)
+    assert result.status is Status.VALID and result.certificate is not None
+    assert result.certificate.key_id == service.key_id
+
+
+def test_certificates_of_an_unknown_key_refuse_the_start(
+    service: QuizService, passed_attempt: Attempt, data_dir: Path
+) -> None:
+    certificate_id = _issue(service, passed_attempt)
+    with sqlite3.connect(db_path(data_dir)) as raw:  # a database from another server
+        raw.execute("DELETE FROM signing_keys")
+        raw.execute("UPDATE certificates SET key_id = 'feedfacefeedface'")
+    with pytest.raises(StorageError, match="feedfacefeedface"):
+        open_service()
+    reader = open_service(create_key=False, strict=False)
+    assert reader.verify(certificate_id).status is Status.UNKNOWN_KEY
+
+
+def test_an_emptied_database_is_reported_loudly(
+    service: QuizService, passed_attempt: Attempt, data_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _issue(service, passed_attempt)
+    assert (data_dir / ISSUED_MARKER).exists()
+    dispose_all()
+    for path in data_dir.glob("quiz.sqlite3*"):
+        path.unlink()
+    reopened = open_service()
+    assert reopened.warnings and "EMPTY" in reopened.warnings[0]
+    assert startup_check() == 0
+    assert "WARNING" in capsys.readouterr().err
+
+
+def test_a_lost_key_and_database_together_create_no_new_key(
+    service: QuizService, passed_attempt: Attempt, data_dir: Path
+) -> None:
+    _issue(service, passed_attempt)
+    dispose_all()
+    for path in [*data_dir.glob("quiz.sqlite3*"), data_dir / KEY_FILE]:
+        path.unlink()
+    with pytest.raises(StorageError, match="signing key is missing"):
+        open_service()
+    assert not (data_dir / KEY_FILE).exists()
+
+
+def test_a_fresh_install_creates_its_key(data_dir: Path) -> None:
+    service = open_service()
+    assert service.key_id and (data_dir / KEY_FILE).exists()
+    assert service.check().problems == () and service.warnings == ()
