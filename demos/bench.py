@@ -13,22 +13,17 @@ from pathlib import Path
 from demos import theory
 from demos.config import ModelConfig, demo_default
 from demos.device import detect_device
-from demos.measure import _Step, _sync, compare, warm_up
+from demos.measure import PAGE_REPEATS, Step, compare, sync, warm_up
 from demos.model import build_model, make_batch
-from demos.strategies import parse_strategy
+from demos.strategies import examples, parse_strategy
 
 ROOT = Path(__file__).resolve().parent.parent
-UI_REPEATS = 1  # timed runs per strategy the demo pages ask for
 MiB = 2**20
 
 
 def _configs(kind: str, quick: bool) -> list[tuple[str, ModelConfig, list[str]]]:
     default = demo_default("cpu")
-    budget = int(theory.predicted_activation_bytes(default, "none") * 0.4)
-    everything = ["none", "every-layer", "every-k:2", "sqrt", "selective:save-matmuls",
-                  "selective:save-attention", "selective:save-all-but-attention",
-                  f"budget:greedy:{budget}", f"budget:dp:{budget}"]
-    out = [("default demo (CPU)", default, everything)]
+    out = [("default demo (CPU)", default, ["none", *examples("cpu")])]
     if not quick:
         out += [
             ("default, batch 4", default.replace(batch=4), ["none", "every-layer", "sqrt",
@@ -43,7 +38,7 @@ def _configs(kind: str, quick: bool) -> list[tuple[str, ModelConfig, list[str]]]
     if kind == "cuda":
         gpu = demo_default("cuda")
         out += [
-            ("default demo (GPU)", gpu, everything[:7] + ["offload"]),
+            ("default demo (GPU)", gpu, ["none", *examples("cuda")]),
             ("seed 2B-class layer shape", ModelConfig(layers=4, hidden=2048, heads=16,
                                                       seq_len=1024, batch=2, vocab=32000,
                                                       dtype="bfloat16"),
@@ -59,7 +54,7 @@ def tracker_overhead(cfg: ModelConfig, strategy: str, repeats: int) -> dict:
     kind = detect_device("auto").kind
     model = build_model(cfg, kind)
     idx, tgt = make_batch(cfg, 0, kind)
-    step = _Step(cfg, model, idx, tgt, model.head.weight.device)
+    step = Step(cfg, model, idx, tgt, model.head.weight.device)
     plan = theory.plan_for(cfg, spec, kind)
     step.timed(spec, plan)
     plain, tracked = [], []
@@ -67,7 +62,7 @@ def tracker_overhead(cfg: ModelConfig, strategy: str, repeats: int) -> dict:
         plain.append(step.timed(spec, plan))
         start = time.perf_counter()
         tracker, _, _ = step.tracked(spec, plan, timeline=False)
-        _sync(step.dev)
+        sync(step.dev)
         tracked.append(time.perf_counter() - start)
         tracker.close()
     p, t = statistics.median(plain), statistics.median(tracked)
@@ -77,14 +72,15 @@ def tracker_overhead(cfg: ModelConfig, strategy: str, repeats: int) -> dict:
 
 def default_latency(repeats: int = 3) -> dict:
     """Wall time of the default demo: none and every-layer, tracker and timing included."""
-    cfg = demo_default(detect_device("auto").kind)
+    kind = detect_device("auto").kind
+    cfg = demo_default(kind)
     walls = []
     for _ in range(repeats):
         start = time.perf_counter()
-        compare(cfg, ["none", "every-layer"], repeats=UI_REPEATS)
+        compare(cfg, ["none", "every-layer"], repeats=PAGE_REPEATS[kind])
         walls.append(time.perf_counter() - start)
     return {"config": cfg.as_dict(), "strategies": ["none", "every-layer"],
-            "timed_repeats": UI_REPEATS, "seconds_runs": walls,
+            "timed_repeats": PAGE_REPEATS[kind], "seconds_runs": walls,
             "seconds_median": statistics.median(walls)}
 
 

@@ -15,8 +15,8 @@ recompute) within the budget, keeping whole layers where they fit."""
 
 from __future__ import annotations
 
-from demos.config import format_bytes
-from demos.model import Segment
+from demos.segments import Segment
+from demos.units import format_bytes
 
 
 class BudgetTooSmall(ValueError):

@@ -38,9 +38,16 @@ class ModelConfig:
     heads: int = 4
     seq_len: int = 256
     batch: int = 4
+    # small beside real models (32k-256k): at 8192 the logits (b·s·V) still show at the
+    # loss without hiding what the layers hold
     vocab: int = 8192
+    # float32, not the 16-bit of real training: the CPU has no fast bfloat16 matmuls, and
+    # the theory's byte counts (and Korthikanti's 34·s·b·h, 16-bit) scale by dtype_bytes
     dtype: str = "float32"
+    # no dropout by default: without masks the CPU prediction is exact to the byte, and
+    # the same-result demo turns it on to show that recomputation replays the masks
     dropout: float = 0.0
+    # one seed for weights, data and dropout, so every strategy trains the same network
     seed: int = 0
 
     @property
@@ -144,12 +151,3 @@ def parse_bytes(text: str | int) -> int:
     if unit not in units or value < 0:
         raise ConfigError(f"size {text!r} is not a number of bytes (e.g. 50MiB, 2GB)")
     return int(value * units[unit])
-
-
-def format_bytes(n: int | float | None) -> str:
-    if n is None:
-        return "-"
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if abs(n) >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{int(n)} B"

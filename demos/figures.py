@@ -1,34 +1,24 @@
 """Plotly figures for the live demos: pure functions of measured records, no Streamlit.
 
-One colour per strategy everywhere (STRATEGY_COLOURS), memory axes in MiB or GiB, time
-axes in milliseconds, and titles that say what to notice. Every builder takes plain
-records or DataFrames, so the tests can feed it synthetic data.
+One colour per strategy everywhere (its record in demos.strategies), memory axes in MiB or
+GiB, time axes in milliseconds, and titles that say what to notice. Every builder takes
+result records (demos.results) or DataFrames, so the tests can feed it synthetic data.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-MIB = 2**20
-GIB = 2**30
-
-STRATEGY_COLOURS: dict[str, str] = {
-    "none": "#64748b",  # slate: the baseline
-    "every-layer": "#2563eb",  # blue
-    "every-k": "#0891b2",  # cyan
-    "sqrt": "#ea580c",  # orange
-    "selective": "#16a34a",  # green
-    "budget": "#9333ea",  # purple
-    "offload": "#be185d",  # pink
-}
-FALLBACK_COLOURS = ("#ca8a04", "#0d9488", "#7c3aed", "#dc2626", "#4d7c0f")
+from demos.results import StrategyResult, TimelinePoint
+from demos.strategies import STRATEGIES
+from demos.strategies import colour as strategy_colour
+from demos.strategies import title as strategy_title
+from demos.units import byte_unit, format_bytes
 
 BREAKDOWN_PARTS: tuple[str, ...] = (
     "parameters", "gradients", "activations", "logits", "temporaries",
@@ -68,58 +58,13 @@ PANELS_LAYOUT = {**LAYOUT, "margin": dict(l=60, r=20, t=130, b=60),
 # ---------------------------------------------------------------- units and colours
 
 
-def base_strategy(label: str) -> str:
-    """'every-k:4', 'every-4' -> 'every-k'; 'selective (save-matmuls)' -> 'selective'."""
-    base = label.split(":", 1)[0].split(" ", 1)[0].strip()
-    if re.fullmatch(r"every-\d+", base):
-        return "every-k"
-    return base
-
-
-def strategy_colour(label: str) -> str:
-    """The one colour of a strategy (its base name decides), on every page."""
-    base = base_strategy(label)
-    if base in STRATEGY_COLOURS:
-        return STRATEGY_COLOURS[base]
-    return FALLBACK_COLOURS[sum(map(ord, base)) % len(FALLBACK_COLOURS)]
-
-
-def byte_unit(max_bytes: float) -> tuple[str, int]:
-    """MiB for anything under 2 GiB, GiB above: ('MiB', 2**20) or ('GiB', 2**30)."""
-    return ("GiB", GIB) if max_bytes >= 2 * GIB else ("MiB", MIB)
-
-
-def format_bytes(n: float | None) -> str:
-    if n is None or (isinstance(n, float) and math.isnan(n)):
-        return "–"
-    if abs(n) >= GIB:
-        return f"{n / GIB:.2f} GiB"
-    if abs(n) >= MIB:
-        return f"{n / MIB:.1f} MiB"
-    if abs(n) >= 1024:
-        return f"{n / 1024:.1f} KiB"
-    return f"{int(n)} B"
-
-
-def format_ms(seconds: float | None) -> str:
-    if seconds is None or (isinstance(seconds, float) and math.isnan(seconds)):
-        return "–"
-    return f"{seconds * 1000:.0f} ms" if seconds >= 0.1 else f"{seconds * 1000:.1f} ms"
-
-
 def _max(values: Iterable[float | None]) -> float:
     finite = [float(v) for v in values if v is not None and not pd.isna(v)]
     return max(finite, default=0.0)
 
 
-def _get(record: Any, name: str, default: Any = None) -> Any:
-    if isinstance(record, Mapping):
-        return record.get(name, default)
-    return getattr(record, name, default)
-
-
-def _label(record: Any) -> str:
-    return str(_get(record, "label") or _get(record, "strategy"))
+def _label(record: StrategyResult) -> str:
+    return str(record.label or record.strategy)
 
 
 def _empty(title: str, message: str) -> go.Figure:
@@ -130,43 +75,43 @@ def _empty(title: str, message: str) -> go.Figure:
     return fig
 
 
-def _fitting(results: Sequence[Any]) -> list[Any]:
-    return [r for r in results if _get(r, "fits", True) and _get(r, "peak_bytes") is not None]
+def _fitting(results: Sequence[StrategyResult]) -> list[StrategyResult]:
+    return [r for r in results if r.fits and r.peak_bytes is not None]
 
 
 # ---------------------------------------------------------------- compare
 
 
-def _saving_phrase(results: Sequence[Any]) -> str | None:
+def _saving_phrase(results: Sequence[StrategyResult]) -> str | None:
     """'every-layer: 63% less peak memory for 1.25x the time' against none, or None."""
-    by_name = {_get(r, "strategy"): r for r in results}
+    by_name = {r.strategy: r for r in results}
     base = by_name.get("none")
-    others = [r for r in results if _get(r, "strategy") != "none"]
-    if base is None or not others or not _get(base, "peak_bytes"):
+    others = [r for r in results if r.strategy != "none"]
+    if base is None or not others or not base.peak_bytes:
         return None
-    best = min(others, key=lambda r: _get(r, "peak_bytes"))
-    saved = 1 - _get(best, "peak_bytes") / _get(base, "peak_bytes")
+    best = min(others, key=lambda r: r.peak_bytes or 0)
+    saved = 1 - (best.peak_bytes or 0) / base.peak_bytes
     phrase = f"{_label(best)} has {saved:.0%} less peak memory than none"
-    if _get(best, "step_seconds") and _get(base, "step_seconds"):
-        ratio = _get(best, "step_seconds") / _get(base, "step_seconds")
+    if best.step_seconds and base.step_seconds:
+        ratio = best.step_seconds / base.step_seconds
         phrase += f" for {ratio:.2f}× the step time"
     return phrase
 
 
-def peak_and_time_figure(results: Sequence[Any]) -> go.Figure:
+def peak_and_time_figure(results: Sequence[StrategyResult]) -> go.Figure:
     """Two panels, one bar per strategy: peak memory above the parameters, and step time."""
     fitted = _fitting(results)
     title = "Peak memory and step time per strategy"
     if not fitted:
         return _empty(title, "No strategy fitted in memory")
-    unit, scale = byte_unit(_max(_get(r, "peak_bytes") for r in fitted))
+    unit, scale = byte_unit(_max(r.peak_bytes for r in fitted))
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
                         subplot_titles=(f"Peak memory ({unit})<br><sup>above the "
                                         "parameters</sup>", "Step time (ms)"))
     labels = [_label(r) for r in fitted]
-    colours = [strategy_colour(label) for label in labels]
-    peaks = [_get(r, "peak_bytes") / scale for r in fitted]
-    times = [(_get(r, "step_seconds") or float("nan")) * 1000 for r in fitted]
+    colours = [strategy_colour(r.strategy) for r in fitted]
+    peaks = [(r.peak_bytes or 0) / scale for r in fitted]
+    times = [(r.step_seconds or float("nan")) * 1000 for r in fitted]
     fig.add_bar(x=labels, y=peaks, marker_color=colours, row=1, col=1, showlegend=False,
                 text=[f"{p:.1f}" for p in peaks], textposition="outside",
                 hovertemplate="%{x}<br>peak %{y:.1f} " + unit + "<extra></extra>")
@@ -181,19 +126,18 @@ def peak_and_time_figure(results: Sequence[Any]) -> go.Figure:
     return fig
 
 
-def breakdown_figure(results: Sequence[Any]) -> go.Figure:
+def breakdown_figure(results: Sequence[StrategyResult]) -> go.Figure:
     """Stacked bars of where the peak's bytes go, per strategy."""
-    fitted = [r for r in _fitting(results) if _get(r, "breakdown")]
+    fitted = [r for r in _fitting(results) if r.breakdown]
     title = "What the memory holds at the peak"
     if not fitted:
         return _empty(title, "No breakdown measured")
-    totals = [sum((_get(r, "breakdown") or {}).get(p, 0) or 0 for p in BREAKDOWN_PARTS)
-              for r in fitted]
+    totals = [sum(r.breakdown.get(p, 0) or 0 for p in BREAKDOWN_PARTS) for r in fitted]
     unit, scale = byte_unit(max(totals))
     labels = [_label(r) for r in fitted]
     fig = go.Figure()
     for part in BREAKDOWN_PARTS:
-        values = [((_get(r, "breakdown") or {}).get(part, 0) or 0) / scale for r in fitted]
+        values = [(r.breakdown.get(part, 0) or 0) / scale for r in fitted]
         fig.add_bar(name=part, x=labels, y=values, marker_color=BREAKDOWN_COLOURS[part],
                     hovertemplate="%{x}<br>" + part + ": %{y:.1f} " + unit + "<extra></extra>")
     fig.update_layout(
@@ -205,21 +149,21 @@ def breakdown_figure(results: Sequence[Any]) -> go.Figure:
     return fig
 
 
-def activation_theory_figure(results: Sequence[Any], korthikanti_bytes: float | None = None
-                             ) -> go.Figure:
+def activation_theory_figure(results: Sequence[StrategyResult],
+                             korthikanti_bytes: float | None = None) -> go.Figure:
     """Measured bytes held for backward beside this model's prediction (and, for the
     no-checkpointing case, the Korthikanti et al. estimate)."""
-    fitted = [r for r in _fitting(results) if _get(r, "activation_bytes") is not None]
+    fitted = [r for r in _fitting(results) if r.activation_bytes is not None]
     title = "Activations held for backward: measured vs predicted"
     if not fitted:
         return _empty(title, "Nothing measured")
     labels = [_label(r) for r in fitted]
-    measured = [_get(r, "activation_bytes") for r in fitted]
-    predicted = [_get(r, "predicted_activation_bytes") for r in fitted]
+    measured = [r.activation_bytes or 0 for r in fitted]
+    predicted = [r.predicted_activation_bytes for r in fitted]
     unit, scale = byte_unit(_max([*measured, *predicted, korthikanti_bytes or 0]))
     fig = go.Figure()
     fig.add_bar(name="measured", x=labels, y=[m / scale for m in measured],
-                marker_color=[strategy_colour(label) for label in labels],
+                marker_color=[strategy_colour(r.strategy) for r in fitted],
                 hovertemplate="%{x}<br>measured %{y:.2f} " + unit + "<extra></extra>")
     fig.add_bar(name="this model's prediction", x=labels,
                 y=[(p / scale) if p is not None else None for p in predicted],
@@ -247,23 +191,24 @@ def activation_theory_figure(results: Sequence[Any], korthikanti_bytes: float | 
 # ---------------------------------------------------------------- timeline
 
 
-TIMELINE_COLUMNS = ("strategy", "index", "op", "phase", "layer", "live_bytes")
+TIMELINE_COLUMNS = ("strategy", "label", "index", "op", "phase", "layer", "live_bytes")
 
 
-def timeline_frame(timelines: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
-    """{label: [TimelinePoint, ...]} -> one long DataFrame (TIMELINE_COLUMNS)."""
+def timeline_frame(timelines: Mapping[str, Sequence[TimelinePoint]]) -> pd.DataFrame:
+    """{strategy: [TimelinePoint, ...]} -> one long DataFrame (TIMELINE_COLUMNS); `strategy`
+    is the canonical text (every-k:2), `label` its display title (every-2)."""
     rows = [
-        {"strategy": label, "index": _get(p, "index"), "op": _get(p, "op"),
-         "phase": _get(p, "phase"), "layer": _get(p, "layer"), "live_bytes": _get(p, "live_bytes")}
-        for label, points in timelines.items()
+        {"strategy": strategy, "label": strategy_title(strategy), "index": p.index, "op": p.op,
+         "phase": p.phase, "layer": p.layer, "live_bytes": p.live_bytes}
+        for strategy, points in timelines.items()
         for p in points
     ]
     return pd.DataFrame(rows, columns=list(TIMELINE_COLUMNS))
 
 
-def _segments(frame: pd.DataFrame) -> list[tuple[str, Any, int, int]]:
+def _segments(frame: pd.DataFrame) -> list[tuple[str, int | None, int, int]]:
     """Runs of consecutive points with the same (phase, layer): (phase, layer, first, last)."""
-    segments: list[tuple[str, Any, int, int]] = []
+    segments: list[tuple[str, int | None, int, int]] = []
     for phase, layer, index in zip(frame["phase"], frame["layer"], frame["index"], strict=True):
         layer_key = None if pd.isna(layer) else int(layer)
         if segments and segments[-1][0] == phase and segments[-1][1] == layer_key:
@@ -282,18 +227,19 @@ def timeline_figure(frame: pd.DataFrame, facet: bool = True) -> go.Figure:
     title = "Memory during one training step"
     if frame.empty:
         return _empty(title, "No timeline recorded")
-    labels = list(dict.fromkeys(frame["strategy"]))
+    names = list(dict.fromkeys(frame["strategy"]))
+    labels = [strategy_title(name) for name in names]
     unit, scale = byte_unit(_max(frame["live_bytes"]))
     rows = len(labels) if facet else 1
     fig = make_subplots(rows=rows, cols=1, shared_xaxes=False, vertical_spacing=0.06,
                         subplot_titles=labels if facet else None)
-    for number, label in enumerate(labels, start=1):
-        part = frame[frame["strategy"] == label].sort_values("index")
+    for number, (name, label) in enumerate(zip(names, labels, strict=True), start=1):
+        part = frame[frame["strategy"] == name].sort_values("index")
         row = number if facet else 1
         layer_text = part["layer"].map(lambda v: "–" if pd.isna(v) else str(int(v)))
         fig.add_scatter(
             x=part["index"], y=part["live_bytes"] / scale, mode="lines", name=label,
-            line=dict(color=strategy_colour(label), width=2), row=row, col=1,
+            line=dict(color=strategy_colour(name), width=2), row=row, col=1,
             customdata=list(zip(part["op"], part["phase"], layer_text, strict=True)),
             hovertemplate=(label + "<br>op %{x}: %{customdata[0]}<br>%{customdata[1]}, "
                            "layer %{customdata[2]}<br>%{y:.1f} " + unit + "<extra></extra>"),
@@ -303,7 +249,7 @@ def timeline_figure(frame: pd.DataFrame, facet: bool = True) -> go.Figure:
             _mark_phases(fig, part, row, _max(frame["live_bytes"]) / scale)
         peak = part.loc[part["live_bytes"].idxmax()]
         fig.add_scatter(x=[peak["index"]], y=[peak["live_bytes"] / scale], mode="markers",
-                        marker=dict(color=strategy_colour(label), size=10, symbol="star",
+                        marker=dict(color=strategy_colour(name), size=10, symbol="star",
                                     line=dict(color="#0f172a", width=1)),
                         name=f"{label} peak", showlegend=False, row=row, col=1,
                         hovertemplate=(f"{label} peak<br>{peak['op']} ({peak['phase']})"
@@ -419,7 +365,7 @@ def segment_figure(frame: pd.DataFrame, layers: int, *, x: str = "k") -> go.Figu
     title = f"Segment size k at {layers} layers"
     if data.empty:
         return _empty(title, "No measurements")
-    colour = strategy_colour("every-k")
+    colour = STRATEGIES["every-k"].colour
     best = data.loc[data["peak_bytes"].idxmin()]
     best_k, root = int(best[x]), math.sqrt(layers)
     columns = [c for c in ("peak_bytes", "predicted_peak_bytes", "activation_bytes",

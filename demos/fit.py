@@ -2,29 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from demos import theory
-from demos.config import LIMITS, ConfigError, ModelConfig, format_bytes
+from demos.config import LIMITS, ConfigError, ModelConfig
 from demos.device import detect_device
 from demos.measure import compare
+from demos.results import FitResult
 from demos.strategies import parse_strategy
-
-
-@dataclass
-class FitResult:
-    strategy: str
-    vary: str
-    budget_bytes: int
-    value_predicted: int | None  # largest value whose predicted total fits the budget
-    value_confirmed: int | None  # largest value a real run confirmed (None if not run)
-    peak_bytes: int | None  # measured peak above the parameters at value_confirmed
-    total_bytes: int | None  # parameters + measured peak
-    predicted_total_bytes: int | None
-    tokens_per_second: float | None
-    step_seconds: float | None
-    measured_by: str | None
-    note: str = ""
+from demos.units import format_bytes
 
 
 def predicted_total(cfg: ModelConfig, strategy: str, device: str = "cpu") -> int:

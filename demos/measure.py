@@ -8,98 +8,30 @@ import os
 import statistics
 import time
 from collections.abc import Sequence
-from contextlib import nullcontext
-from dataclasses import asdict, dataclass, field
+from contextlib import AbstractContextManager, nullcontext
 
-import pandas as pd
 import torch
 
 from demos import theory
 from demos.budget import BudgetTooSmall
-from demos.config import ConfigError, ModelConfig, format_bytes
+from demos.config import ConfigError, ModelConfig
 from demos.device import DeviceInfo, detect_device
 from demos.model import GPT, Segment, build_model, make_batch
-from demos.strategies import CUDA_ONLY, StrategySpec, parse_strategy
-from demos.tracker import LiveTracker, TimelinePoint
+from demos.results import Comparison, StrategyResult
+from demos.strategies import SelectivePolicy, StrategySpec, device_refusal, parse_strategy
+from demos.tracker import LiveTracker
+from demos.units import format_bytes
 
-__all__ = ["Comparison", "StrategyResult", "TimelinePoint", "compare", "default_limit",
-           "warm_up"]
+__all__ = ["PAGE_REPEATS", "OutOfMemory", "Step", "compare", "default_limit",
+           "saved_tensors_context", "sync", "warm_up"]
 
 TRACKER_METHOD = "live-tensor tracker (TorchDispatchMode)"
 CUDA_METHOD = "CUDA allocator (max_memory_allocated)"
+# Timed steps per strategy on the demo pages: few on a CPU so a slider answers within 2 s
+# (the spread is reported, and a checkpointed step "faster" than none is flagged as noise).
+PAGE_REPEATS = {"cpu": 2, "cuda": 5}
 CPU_LIMIT_FRACTION = 0.5  # of available memory: the machine is shared
 CUDA_LIMIT_FRACTION = 0.9  # of free GPU memory
-
-
-@dataclass
-class StrategyResult:
-    strategy: str
-    label: str
-    fits: bool
-    error: str | None
-    peak_bytes: int | None
-    activation_bytes: int | None
-    predicted_activation_bytes: int
-    predicted_peak_bytes: int
-    breakdown: dict[str, int]
-    step_seconds: float | None
-    step_seconds_runs: list[float]
-    loss: float | None
-    max_grad_diff: float | None
-    bitwise_equal: bool | None
-    measured_by: str
-    timeline: list[TimelinePoint] | None = None
-    loss_held_bytes: int | None = None  # log-softmax etc., held by the loss
-    tracker_peak_bytes: int | None = None  # the tracker's own peak (= peak_bytes on CPU)
-    plan: list[str] = field(default_factory=list)  # the segments, e.g. "0-1 checkpoint"
-
-    def as_dict(self, timeline: bool = False) -> dict:
-        d = asdict(self)
-        d["timeline"] = ([asdict(p) for p in self.timeline]
-                         if timeline and self.timeline is not None else None)
-        return d
-
-
-@dataclass
-class Comparison:
-    config: ModelConfig
-    device: DeviceInfo
-    results: list[StrategyResult]
-    limit_bytes: int | None = None
-    parameter_bytes: int | None = None
-
-    def result(self, strategy: str) -> StrategyResult:
-        for r in self.results:
-            if r.strategy == strategy or r.label == strategy:
-                return r
-        raise KeyError(strategy)
-
-    def to_frame(self) -> pd.DataFrame:
-        """One row per strategy; ratios are against 'none' where it was measured."""
-        base = next((r for r in self.results if r.strategy == "none" and r.fits), None)
-        rows = []
-        for r in self.results:
-            row = {k: v for k, v in r.as_dict().items()
-                   if k not in ("timeline", "breakdown", "step_seconds_runs", "plan")}
-            row.update({f"{k}_bytes": v for k, v in r.breakdown.items()})
-            row["activation_error"] = (
-                (r.activation_bytes - r.predicted_activation_bytes) / r.predicted_activation_bytes
-                if r.activation_bytes is not None and r.predicted_activation_bytes else None)
-            row["time_vs_none"] = (r.step_seconds / base.step_seconds
-                                   if base and base.step_seconds and r.step_seconds else None)
-            row["peak_vs_none"] = (r.peak_bytes / base.peak_bytes
-                                   if base and base.peak_bytes and r.peak_bytes else None)
-            rows.append(row)
-        return pd.DataFrame(rows)
-
-    def to_json(self, timeline: bool = False) -> dict:
-        return {
-            "config": self.config.as_dict(),
-            "device": self.device.as_dict(),
-            "limit_bytes": self.limit_bytes,
-            "parameter_bytes": self.parameter_bytes,
-            "results": [r.as_dict(timeline) for r in self.results],
-        }
 
 
 # --- process set-up ---------------------------------------------------------------------
@@ -123,7 +55,8 @@ def warm_up() -> None:
     cfg = ModelConfig(layers=1, hidden=32, heads=1, seq_len=8, batch=1, vocab=16)
     model = build_model(cfg)
     idx, tgt = make_batch(cfg)
-    for seg in (Segment(0, 1, "checkpoint"), Segment(0, 1, "selective", "save-matmuls")):
+    for seg in (Segment(0, 1, "checkpoint"),
+                Segment(0, 1, "selective", SelectivePolicy.SAVE_MATMULS)):
         tracker = LiveTracker("cpu")
         with tracker:
             model(idx, tgt, [seg]).backward()
@@ -147,7 +80,8 @@ def _limit_source(info: DeviceInfo, given: int | None) -> str:
 
 
 # --- one step -------------------------------------------------------------------------
-def _sync(dev: torch.device) -> None:
+def sync(dev: torch.device) -> None:
+    """Wait for the device's queued work (CUDA); nothing to wait for on a CPU."""
     if dev.type == "cuda":
         torch.cuda.synchronize(dev)
 
@@ -160,6 +94,30 @@ def _is_oom(exc: BaseException) -> bool:
                                               or "can't allocate memory" in text)
 
 
+class OutOfMemory:
+    """Catches an out-of-memory error raised in its block and keeps only its first line;
+    any other error passes through.
+
+        with OutOfMemory() as oom:
+            step.timed(...)
+        if oom.message is not None:  # the exception and its traceback are gone by now,
+            free_memory(model)       # so the tensors they pinned can be freed
+    """
+
+    def __init__(self) -> None:
+        self.message: str | None = None
+
+    def __enter__(self) -> OutOfMemory:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 traceback: object) -> bool:
+        if exc is None or not _is_oom(exc):
+            return False
+        self.message = (str(exc).splitlines() or ["out of memory"])[0][:160]
+        return True
+
+
 def _free_memory(model: GPT | None) -> None:
     if model is not None:
         model.zero_grad(set_to_none=True)
@@ -169,35 +127,34 @@ def _free_memory(model: GPT | None) -> None:
         torch.cuda.empty_cache()
 
 
-class _Step:
-    """Runs one training step of a strategy on a shared model and batch."""
+class Step:
+    """Runs one training step of a strategy on a shared model and batch: timed, under the
+    CUDA allocator's statistics, or under the live tracker."""
 
     def __init__(self, cfg: ModelConfig, model: GPT, idx, tgt, dev: torch.device) -> None:
         self.cfg, self.model, self.idx, self.tgt, self.dev = cfg, model, idx, tgt, dev
 
     def _forward(self, spec: StrategySpec, plan: list[Segment]) -> torch.Tensor:
         torch.manual_seed(self.cfg.seed + 1)  # same dropout masks for every strategy
-        offload = spec.name == "offload"
-        ctx = torch.autograd.graph.save_on_cpu(pin_memory=True) if offload else nullcontext()
-        with ctx:
+        with saved_tensors_context(spec):
             return self.model(self.idx, self.tgt, plan)
 
     def timed(self, spec: StrategySpec, plan: list[Segment]) -> float:
         self.model.zero_grad(set_to_none=True)
-        _sync(self.dev)
+        sync(self.dev)
         start = time.perf_counter()
         self._forward(spec, plan).backward()
-        _sync(self.dev)
+        sync(self.dev)
         return time.perf_counter() - start
 
     def allocator_peak(self, spec: StrategySpec, plan: list[Segment]) -> int:
         """CUDA: peak allocated bytes above what was allocated before the step."""
         self.model.zero_grad(set_to_none=True)
-        _sync(self.dev)
+        sync(self.dev)
         torch.cuda.reset_peak_memory_stats(self.dev)
         base = torch.cuda.memory_allocated(self.dev)
         self._forward(spec, plan).backward()
-        _sync(self.dev)
+        sync(self.dev)
         return torch.cuda.max_memory_allocated(self.dev) - base
 
     def tracked(self, spec: StrategySpec, plan: list[Segment], timeline: bool
@@ -222,6 +179,14 @@ class _Step:
             model.set_probe(None)
             for h in hooks:
                 h.remove()
+
+
+def saved_tensors_context(spec: StrategySpec) -> AbstractContextManager:
+    """Where autograd keeps the tensors saved for backward: in CPU memory for a strategy
+    that offloads (save_on_cpu), else where they are."""
+    if spec.strategy.offloads:
+        return torch.autograd.graph.save_on_cpu(pin_memory=True)
+    return nullcontext()
 
 
 def _grads(model: GPT) -> list[torch.Tensor]:
@@ -269,22 +234,18 @@ def compare(config: ModelConfig, strategies: Sequence[str | StrategySpec], devic
     if not plans:
         return comparison
 
-    model, oom = None, None
-    try:
+    model = None
+    with OutOfMemory() as oom:  # out of memory while building: nothing fits
         model = build_model(config, dev)
         idx, tgt = make_batch(config, 0, dev)
-    except Exception as exc:  # noqa: BLE001 - out of memory while building: nothing fits
-        if not _is_oom(exc):
-            raise
-        oom = str(exc)  # leave the except block first, so the traceback frees its tensors
-    if oom is not None:
+    if oom.message is not None:
         model = None
         _free_memory(None)
         for i in plans:
             _refuse(results[i], f"does not fit: the model itself ran out of memory on "
                                 f"{info.label()}")
         return comparison
-    step = _Step(config, model, idx, tgt, dev)
+    step = Step(config, model, idx, tgt, dev)
     has_none = any(specs[i].name == "none" for i in plans)
     none_need = param_bytes + theory.predicted_peak_bytes(config, "none", kind)
     ref = None
@@ -322,9 +283,8 @@ def _prepare(cfg, spec, info, limit, given_limit, param_bytes):
         plan=[f"{s.start}-{s.stop - 1} {s.policy or s.mode}" for s in plan or []])
     if plan is None:
         return result, None
-    if spec.name in CUDA_ONLY and kind != "cuda":
-        _refuse(result, f"{spec.name} needs a CUDA GPU (it moves saved tensors to CPU "
-                        f"memory); this device is {info.label()}")
+    if not spec.strategy.runs_on(kind):
+        _refuse(result, device_refusal(spec, info.label()))
         return result, None
     need = param_bytes + pred_peak
     if limit is not None and need > limit:
@@ -340,27 +300,21 @@ def _refuse(result: StrategyResult, message: str) -> None:
     result.fits, result.error = False, message
 
 
-def _reference(step: _Step) -> list[torch.Tensor] | None:
+def _reference(step: Step) -> list[torch.Tensor] | None:
     """Gradients of 'none', the reference every strategy is compared with, when 'none'
     itself is not among the strategies. None if it does not fit."""
-    oom = False
-    try:
+    with OutOfMemory() as oom:
         step.timed(StrategySpec("none"), [Segment(0, step.cfg.layers)])
-    except Exception as exc:  # noqa: BLE001
-        if not _is_oom(exc):
-            raise
-        oom = True
-    if oom:
+    if oom.message is not None:
         _free_memory(step.model)
         return None
     return _grads(step.model)
 
 
-def _measure(step: _Step, spec, plan, result: StrategyResult, ref, timeline, info
+def _measure(step: Step, spec, plan, result: StrategyResult, ref, timeline, info
              ) -> list[torch.Tensor] | None:
     """Fill in the memory, loss and gradient figures; return the gradients of 'none'."""
-    oom = None
-    try:
+    with OutOfMemory() as oom:
         tracker, held, loss = step.tracked(spec, plan, timeline)
         breakdown = {"parameters": step.model.param_bytes(), **tracker.peak_by_category}
         if step.dev.type == "cuda":  # the allocator also sees workspaces and rounding
@@ -368,14 +322,10 @@ def _measure(step: _Step, spec, plan, result: StrategyResult, ref, timeline, inf
             breakdown["temporaries"] += max(0, result.peak_bytes - tracker.peak_bytes)
         else:
             result.peak_bytes = tracker.peak_bytes
-    except Exception as exc:  # noqa: BLE001
-        if not _is_oom(exc):
-            raise
-        oom = (str(exc).splitlines() or ["out of memory"])[0][:160]
-    if oom is not None:  # outside the except block: the traceback no longer pins tensors
+    if oom.message is not None:  # after the block: the traceback no longer pins tensors
         result.peak_bytes = None
         _free_memory(step.model)
-        _refuse(result, f"does not fit: out of memory on {info.label()} ({oom})")
+        _refuse(result, f"does not fit: out of memory on {info.label()} ({oom.message})")
         return None
     tracker.close()
     result.tracker_peak_bytes = tracker.peak_bytes
@@ -394,25 +344,21 @@ def _measure(step: _Step, spec, plan, result: StrategyResult, ref, timeline, inf
     return grads
 
 
-def _time(step: _Step, specs, plans, results, repeats: int) -> None:
+def _time(step: Step, specs, plans, results, repeats: int) -> None:
     """Median step time without any tracker, strategies interleaved run by run."""
     warm = step.dev.type == "cuda"  # the tracked run warmed the CPU; warm the GPU too
     for run in range(repeats + warm):
         for i, plan in plans.items():
             if not results[i].fits:
                 continue
-            oom = None
-            try:
+            with OutOfMemory() as oom:
                 seconds = step.timed(specs[i], plan)
                 if run >= warm:
                     results[i].step_seconds_runs.append(seconds)
-            except Exception as exc:  # noqa: BLE001
-                if not _is_oom(exc):
-                    raise
-                oom = (str(exc).splitlines() or ["out of memory"])[0][:160]
-            if oom is not None:
+            if oom.message is not None:
                 _free_memory(step.model)
-                _refuse(results[i], f"does not fit: out of memory while timing ({oom})")
+                _refuse(results[i], f"does not fit: out of memory while timing "
+                                    f"({oom.message})")
     for r in results:
         if r.fits and r.step_seconds_runs:
             r.step_seconds = statistics.median(r.step_seconds_runs)

@@ -1,12 +1,15 @@
 """A small GPT (pre-LayerNorm, fused attention, 4h GELU MLP) whose layers can be
-checkpointed in segments, fully or selectively, and its synthetic training data."""
+checkpointed in segments, fully or selectively, and its synthetic training data.
+
+Shapes in the comments: b batch, s sequence length, h hidden size, a heads, V vocabulary.
+The layers come from `BLOCKS` (a block factory keyed by architecture): another kind of
+layer plugs in there without touching GPT."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
+from typing import Protocol
 
 import torch
 import torch.nn.functional as F
@@ -18,6 +21,11 @@ from torch.utils.checkpoint import (
 )
 
 from demos.config import ModelConfig
+from demos.segments import Segment, sqrt_k
+from demos.strategies import SavedOps, policy
+
+__all__ = ["BLOCKS", "GPT", "Block", "Probe", "Segment", "build_model", "make_batch",
+           "policy_fn", "sqrt_k"]
 
 aten = torch.ops.aten
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -43,16 +51,13 @@ ATTENTION_OPS = _ops(
 _SAVE, _RECOMPUTE = CheckpointPolicy.MUST_SAVE, CheckpointPolicy.PREFER_RECOMPUTE
 
 
-def policy_fn(policy: str) -> Callable:
-    """The per-op decision function for one selective-checkpointing policy."""
-    if policy == "save-matmuls":
-        saved = MATMUL_OPS
-    elif policy == "save-attention":
-        saved = ATTENTION_OPS
-    elif policy == "save-all-but-attention":
+def policy_fn(name: str) -> Callable:
+    """The per-op decision function for one selective-checkpointing policy (its record in
+    demos.strategies says which ops' outputs it saves)."""
+    saves = policy(name).saves
+    if saves is SavedOps.ALL_BUT_ATTENTION:
         return _all_but_attention
-    else:
-        raise ValueError(f"unknown selective policy {policy!r}")
+    saved = MATMUL_OPS if saves is SavedOps.MATMULS else ATTENTION_OPS
     return lambda ctx, func, *a, **kw: _SAVE if func in saved else _RECOMPUTE
 
 
@@ -64,19 +69,21 @@ def _all_but_attention(ctx, func, *args, **kwargs) -> CheckpointPolicy:
     return _SAVE
 
 
-@dataclass(frozen=True)
-class Segment:
-    """Layers [start, stop) run as one unit: 'keep' (plain), 'checkpoint', or
-    'selective' (checkpoint with a per-op policy)."""
+class Probe(Protocol):
+    """What the model tells an observer (demos.tracker.LiveTracker) while it runs: the
+    phase and layer in forward, and the moments backward passes a layer's edges."""
 
-    start: int
-    stop: int
-    mode: str = "keep"
-    policy: str | None = None
+    def set_phase(self, phase: str, layer: int | None = None) -> None: ...
 
-    @property
-    def size(self) -> int:
-        return self.stop - self.start
+    def enter_layer(self, layer: int) -> object:
+        """A layer starts (in forward, or rebuilt in backward); returns a token for
+        restore()."""
+
+    def restore(self, token: object) -> None: ...
+
+    def backward_event(self, event: str, layer: int | None) -> None:
+        """Backward reached 'enter' (a layer's output), 'leave' (its input) or
+        'loss-done'."""
 
 
 class _BackwardMark(torch.autograd.Function):
@@ -93,7 +100,7 @@ class _BackwardMark(torch.autograd.Function):
         return grad, None, None, None
 
 
-def _mark(x: torch.Tensor, probe, event: str, layer: int | None) -> torch.Tensor:
+def _mark(x: torch.Tensor, probe: Probe | None, event: str, layer: int | None) -> torch.Tensor:
     return x if probe is None else _BackwardMark.apply(x, probe, event, layer)
 
 
@@ -108,18 +115,22 @@ class Block(nn.Module):
         self.ln2 = nn.LayerNorm(h)
         self.fc = nn.Linear(h, 4 * h)
         self.out = nn.Linear(4 * h, h)
+        # one module, used twice (after attention and after the MLP); Identity at 0, so
+        # no masks are drawn or kept
         self.drop = nn.Dropout(cfg.dropout) if cfg.dropout > 0 else nn.Identity()
-        self.probe = None
+        self.probe: Probe | None = None
 
     def _body(self, x: torch.Tensor) -> torch.Tensor:
-        b, s, h = x.shape
+        b, s, h = x.shape  # (b, s, h)
         a = self.heads
-        q, k, v = self.qkv(self.ln1(x)).split(h, dim=2)
-        q, k, v = (t.view(b, s, a, h // a).transpose(1, 2) for t in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        y = y.transpose(1, 2).reshape(b, s, h)
-        x = x + self.drop(self.proj(y))
-        return x + self.drop(self.out(F.gelu(self.fc(self.ln2(x)))))
+        q, k, v = self.qkv(self.ln1(x)).split(h, dim=2)  # (b, s, 3h) -> 3 x (b, s, h)
+        q, k, v = (t.view(b, s, a, h // a).transpose(1, 2) for t in (q, k, v))  # (b, a, s, h/a)
+        # fused attention: the (b, a, s, s) scores are never stored, only the output and
+        # a log-sum-exp per head and token
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (b, a, s, h/a)
+        y = y.transpose(1, 2).reshape(b, s, h)  # (b, s, h)
+        x = x + self.drop(self.proj(y))  # (b, s, h)
+        return x + self.drop(self.out(F.gelu(self.fc(self.ln2(x)))))  # (b, s, 4h) -> (b, s, h)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         probe = self.probe
@@ -133,17 +144,23 @@ class Block(nn.Module):
             probe.restore(token)
 
 
+# Architecture -> the layer it stacks. GPT builds its layers through this table, so a
+# different block (one with the same forward(x) and probe attribute) is one entry here.
+BLOCKS: dict[str, Callable[[ModelConfig, int], nn.Module]] = {"gpt": Block}
+
+
 class GPT(nn.Module):
-    def __init__(self, cfg: ModelConfig) -> None:
+    def __init__(self, cfg: ModelConfig, arch: str = "gpt") -> None:
         super().__init__()
         self.cfg = cfg
         self.tok = nn.Embedding(cfg.vocab, cfg.hidden)
-        self.pos = nn.Embedding(cfg.seq_len, cfg.hidden)
+        self.pos = nn.Embedding(cfg.seq_len, cfg.hidden)  # learned positions, one per token
         self.drop = nn.Dropout(cfg.dropout) if cfg.dropout > 0 else nn.Identity()
-        self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.layers))
+        self.blocks = nn.ModuleList(BLOCKS[arch](cfg, i) for i in range(cfg.layers))
         self.ln_f = nn.LayerNorm(cfg.hidden)
+        # untied from the embedding: the head's V·h weights and gradient are counted apart
         self.head = nn.Linear(cfg.hidden, cfg.vocab, bias=False)
-        self.probe = None
+        self.probe: Probe | None = None
         self.apply(self._init)
 
     @staticmethod
@@ -153,7 +170,7 @@ class GPT(nn.Module):
         if isinstance(m, nn.Linear) and m.bias is not None:
             nn.init.zeros_(m.bias)
 
-    def set_probe(self, probe) -> None:
+    def set_probe(self, probe: Probe | None) -> None:
         self.probe = probe
         for block in self.blocks:
             block.probe = probe
@@ -183,14 +200,14 @@ class GPT(nn.Module):
         probe = self.probe
         if probe is not None:
             probe.set_phase("forward", None)
-        s = idx.shape[1]
-        x = self.drop(self.tok(idx) + self.pos.weight[:s])
+        s = idx.shape[1]  # idx, targets: (b, s) token ids
+        x = self.drop(self.tok(idx) + self.pos.weight[:s])  # (b, s, h)
         for seg in plan or [Segment(0, len(self.blocks))]:
             x = self._segment(seg, x)
         x = self.ln_f(x)
         if probe is not None:
             probe.set_phase("loss", None)
-        logits = _mark(self.head(x), probe, "loss-done", None)
+        logits = _mark(self.head(x), probe, "loss-done", None)  # (b, s, V)
         return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
 
 
@@ -213,8 +230,3 @@ def make_batch(cfg: ModelConfig, step: int = 0, device: str | torch.device = "cp
     stride = torch.randint(1, max(2, min(17, cfg.vocab // 4)), (cfg.batch, 1), generator=g)
     seq = (start + stride * torch.arange(cfg.seq_len + 1)) % cfg.vocab
     return seq[:, :-1].contiguous().to(device), seq[:, 1:].contiguous().to(device)
-
-
-def sqrt_k(layers: int) -> int:
-    """Segment length for the sqrt strategy: about sqrt(N) layers."""
-    return max(1, round(math.sqrt(layers)))

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 import pandas as pd
 
 from demos.config import ModelConfig
-from demos.figures import format_bytes, format_ms
+from demos.results import StrategyResult
+from demos.theory import korthikanti_layer_bytes
+from demos.units import format_bytes, format_ms
 
 GRADIENT_TOLERANCE = 1e-3  # "tiny numerical differences"; in practice they are bitwise equal
 
@@ -24,7 +25,8 @@ def config_slug(config: ModelConfig) -> str:
             f"-b{config.batch}-V{config.vocab}-{config.dtype}")
 
 
-def baseline_and_best(results: Sequence[Any]) -> tuple[Any | None, Any | None]:
+def baseline_and_best(results: Sequence[StrategyResult]
+                      ) -> tuple[StrategyResult | None, StrategyResult | None]:
     """The measured `none` result and the fitting strategy with the lowest peak."""
     fitted = [r for r in results if r.fits and r.peak_bytes is not None]
     base = next((r for r in fitted if r.strategy == "none"), None)
@@ -36,7 +38,7 @@ def baseline_and_best(results: Sequence[Any]) -> tuple[Any | None, Any | None]:
 # ---------------------------------------------------------------- the compare table
 
 
-def results_table(results: Sequence[Any]) -> pd.DataFrame:
+def results_table(results: Sequence[StrategyResult]) -> pd.DataFrame:
     """One row per strategy, formatted for reading (the CSV keeps raw numbers)."""
     base = next((r for r in results if r.strategy == "none" and r.fits), None)
     rows = []
@@ -62,18 +64,18 @@ def results_table(results: Sequence[Any]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def gradient_badge(result: Any) -> str:
+def gradient_badge(result: StrategyResult) -> str:
     """gradient_match, short enough for a metric: '✓ identical', '✓ 3e-07'."""
     return _gradient_verdict(result, "✓ identical", "{mark} {diff:.0e}")
 
 
-def gradient_match(result: Any) -> str:
+def gradient_match(result: StrategyResult) -> str:
     if result.strategy == "none":
         return "baseline"
     return _gradient_verdict(result, "✓ bitwise equal (max diff 0)", "{mark} max diff {diff:.1e}")
 
 
-def _gradient_verdict(result: Any, identical: str, template: str) -> str:
+def _gradient_verdict(result: StrategyResult, identical: str, template: str) -> str:
     """`identical` when bitwise equal, else the largest gradient difference in `template`,
     marked ✓ below GRADIENT_TOLERANCE and ✗ above."""
     if result.bitwise_equal:
@@ -84,7 +86,7 @@ def _gradient_verdict(result: Any, identical: str, template: str) -> str:
     return template.format(mark=mark, diff=result.max_grad_diff)
 
 
-def timing_note(results: Sequence[Any]) -> str:
+def timing_note(results: Sequence[StrategyResult]) -> str:
     """How the step times were taken, and a warning when noise shows."""
     runs = [r.step_seconds_runs for r in results if r.fits and r.step_seconds_runs]
     if not runs:
@@ -106,8 +108,6 @@ def timing_note(results: Sequence[Any]) -> str:
 def korthikanti(config: ModelConfig) -> float:
     """Korthikanti et al.'s estimate for all layers without checkpointing (16-bit, fused
     attention, 1-byte dropout masks), as published: a reference, not this model."""
-    from demos.theory import korthikanti_layer_bytes
-
     return config.layers * korthikanti_layer_bytes(config.batch, config.seq_len, config.hidden,
                                                    config.heads)
 

@@ -8,14 +8,19 @@ block_tensors(): for a pre-LN block in fp32 with fused attention that is
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from demos.budget import dp_plan, greedy_plan
-from demos.config import ModelConfig
-from demos.model import Segment, sqrt_k
-from demos.strategies import DEFAULT_POLICY, StrategySpec, parse_strategy
-
-RECOMPUTE_BOUND = 4 / 3  # forward + backward (2x forward) + one more forward
+from demos import strategies
+from demos.config import ConfigError, ModelConfig
+from demos.segments import Segment
+from demos.strategies import (
+    CHECKPOINT_KEEPS,
+    PLAIN_BLOCK_KEEPS,
+    PlanInputs,
+    StrategySpec,
+    parse_strategy,
+)
 
 
 @dataclass(frozen=True)
@@ -25,18 +30,17 @@ class HeldTensor:
     kind: str  # input, layernorm, matmul, attention, gelu, add, dropout
 
 
-# which of a block's tensors each way of running it keeps alive for backward
-_KEEP = {"input", "ln1.out", "ln1.stats", "qkv", "attn.out", "attn.lse", "drop1.mask", "x2",
-         "ln2.out", "ln2.stats", "fc", "gelu", "drop2.mask"}
-_HELD_BY = {
-    "keep": _KEEP,
-    "checkpoint": {"input"},
-    "save-matmuls": {"input", "qkv", "proj", "fc", "out"},
-    "save-attention": {"input", "attn.out", "attn.lse"},
-    # saving the views after attention keeps its output alive; everything else is saved
-    "save-all-but-attention": (_KEEP - {"attn.lse", "drop1.mask", "drop2.mask"})
-    | {"proj", "out", "drop1.out", "drop2.out"},
-}
+# The matmuls of a block, in h² weights each (with s·b tokens: 2·s·b·h²·units FLOPs forward).
+MATMUL_UNITS = {"qkv": 3, "proj": 1, "fc": 4, "out": 4}
+
+
+def _keeps(how: str) -> frozenset[str]:
+    """Which of a block's tensors a way of running it keeps alive for backward."""
+    if how == "keep":
+        return PLAIN_BLOCK_KEEPS
+    if how == "checkpoint":
+        return CHECKPOINT_KEEPS
+    return strategies.policy(how).keeps
 
 
 def _sizes(cfg: ModelConfig, device: str) -> tuple[int, int, int, int]:
@@ -83,7 +87,7 @@ def block_tensors(cfg: ModelConfig, device: str = "cpu") -> list[HeldTensor]:
 
 def held_in_block(cfg: ModelConfig, how: str = "keep", device: str = "cpu") -> list[HeldTensor]:
     """The tensors one block keeps: how is 'keep', 'checkpoint' or a selective policy."""
-    names = _HELD_BY[how]
+    names = _keeps(how)
     return [t for t in block_tensors(cfg, device) if t.name in names]
 
 
@@ -116,19 +120,9 @@ def loss_held_bytes(cfg: ModelConfig) -> int:
 
 def plan_for(cfg: ModelConfig, spec: StrategySpec | str, device: str = "cpu") -> list[Segment]:
     """The segments a strategy runs the layers in. Raises BudgetTooSmall for budgets."""
-    spec = parse_strategy(spec)
-    n = cfg.layers
-    if spec.name in ("none", "offload"):
-        return [Segment(0, n, "keep")]
-    if spec.name == "selective":
-        return [Segment(i, i + 1, "selective", spec.policy or DEFAULT_POLICY) for i in range(n)]
-    if spec.name == "budget":
-        full = [predicted_block_bytes(cfg, device)] * n
-        inputs = [cfg.batch * cfg.seq_len * cfg.hidden * cfg.dtype_bytes] * n
-        method = dp_plan if spec.budget_method == "dp" else greedy_plan
-        return method(full, inputs, spec.budget_bytes)
-    k = {"every-layer": 1, "every-k": spec.k, "sqrt": sqrt_k(n)}[spec.name]
-    return [Segment(i, min(i + k, n), "checkpoint") for i in range(0, n, k)]
+    inputs = PlanInputs(cfg.layers, predicted_block_bytes(cfg, device),
+                        cfg.batch * cfg.seq_len * cfg.hidden * cfg.dtype_bytes)
+    return strategies.plan(spec, inputs)
 
 
 def _segment_held(cfg: ModelConfig, seg: Segment, device: str) -> int:
@@ -145,7 +139,7 @@ def predicted_activation_bytes(cfg: ModelConfig, spec: StrategySpec | str,
     """Bytes held for backward at the end of forward, outside the loss (the log-softmax
     is loss_held_bytes). Offload moves them to CPU memory: 0 stay on the GPU."""
     spec = parse_strategy(spec)
-    if spec.name == "offload":
+    if spec.strategy.offloads:
         return 0
     plan = plan_for(cfg, spec, device)
     return (sum(_segment_held(cfg, seg, device) for seg in plan)
@@ -187,7 +181,7 @@ def predicted_peak_bytes(cfg: ModelConfig, spec: StrategySpec | str, device: str
     gelu = 4 * sbh * e
     in_flight = 9 * sbh * e + 2 * e  # and the loss scalar and its unit gradient
     emb_mask = sum(t.bytes for t in outside_blocks(cfg, device) if t.name == "emb.mask")
-    if spec.name == "offload":  # held bytes live in CPU memory; one layer comes back at a time
+    if spec.strategy.offloads:  # held bytes live in CPU memory; one layer comes back at a time
         plan, held_by = [Segment(0, cfg.layers, "checkpoint")], [0] * (cfg.layers + 1)
         rebuilt_of = {0: predicted_block_bytes(cfg, device)}
     else:
@@ -207,18 +201,12 @@ def predicted_peak_bytes(cfg: ModelConfig, spec: StrategySpec | str, device: str
     return int(max(loss_peak, head_peak, layer_peak, end_peak))
 
 
-# Cached by a selective policy, not kept by a plain block, and still alive while the layer is
-# rebuilt and differentiated ("output": the block's output, kept by the cache of its add).
-_REBUILD_EXTRA = {"save-matmuls": ("proj",), "save-attention": (),
-                  "save-all-but-attention": ("proj", "out", "output")}
-
-
 def _cached_extra(cfg: ModelConfig, seg: Segment, device: str) -> int:
     if seg.mode != "selective":
         return 0
     e, _, _, sbh = _sizes(cfg, device)
     sizes = {t.name: t.bytes for t in block_tensors(cfg, device)} | {"output": sbh * e}
-    return sum(sizes[name] for name in _REBUILD_EXTRA[seg.policy])
+    return sum(sizes[name] for name in strategies.policy(seg.policy).rebuild_extra)
 
 
 def korthikanti_layer_bytes(batch: int, seq: int, hidden: int, heads: int,
@@ -267,18 +255,33 @@ def step_flops(cfg: ModelConfig, spec: StrategySpec | str | None = None) -> dict
             "recompute_every_layer": every, "overhead_every_layer": (base + every) / base}
 
 
+# An effective rate for this model's training step on a small CPU (measured 60-110 GFLOP/s
+# on 2 cores; lower under load). Used only to warn before a long run.
+CPU_FLOPS_PER_SECOND = 8e10
+TRACKED_STEP_COST = 3  # a step under the live-bytes tracker costs about 2-3 plain steps
+
+
+def cpu_seconds(runs: Sequence[tuple[ModelConfig, StrategySpec | str, int]]) -> float:
+    """Rough seconds on a CPU for (config, strategy, steps) runs, from step_flops; 0 when
+    a config is invalid (the engine then explains why)."""
+    try:
+        flops = sum(step_flops(config, strategy)["total"] * steps
+                    for config, strategy, steps in runs)
+    except (ConfigError, ValueError, ZeroDivisionError):
+        return 0.0
+    return flops / CPU_FLOPS_PER_SECOND
+
+
 def _selective_recompute_share(cfg: ModelConfig, policy: str | None) -> float:
-    """Fraction of a block's matmul FLOPs a policy recomputes."""
+    """Fraction of a block's matmul FLOPs (the attention products included) a policy
+    reruns in backward: the matmuls its record lists, and attention unless it is saved."""
     b, s, h = cfg.batch, cfg.seq_len, cfg.hidden
-    matmul = 2 * b * s * 12 * h * h
+    record = strategies.policy(policy)
+    matmul = 2 * b * s * sum(MATMUL_UNITS.values()) * h * h
     attention = 2 * b * s * s * h
-    policy = policy or DEFAULT_POLICY
-    if policy == "save-matmuls":
-        redo = attention
-    elif policy == "save-attention":
-        redo = 2 * b * s * 3 * h * h  # only the QKV projection is needed again
-    else:
-        redo = attention
+    redo = 2 * b * s * h * h * sum(MATMUL_UNITS[name] for name in record.recomputed_matmuls)
+    if record.recomputes_attention:
+        redo += attention
     return redo / (matmul + attention)
 
 

@@ -2,28 +2,20 @@
 statistics (the CPU). Every op's new output storage is counted when it appears and
 uncounted when a weakref finalizer sees it die; storages shared by views count once.
 
-It is also the model's probe: it knows the phase (forward, recompute, backward, loss)
-and the layer, so each byte is attributed and each op can be put on a timeline."""
+It is also the model's probe (demos.model.Probe): it knows the phase (forward, recompute,
+backward, loss) and the layer, so each byte is attributed and each op can be put on a timeline."""
 
 from __future__ import annotations
 
 import weakref
-from dataclasses import dataclass
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
+from demos.results import TimelinePoint
+
 CATEGORIES = ("gradients", "activations", "logits", "temporaries")
-
-
-@dataclass
-class TimelinePoint:
-    index: int
-    op: str
-    phase: str  # forward | recompute | backward | loss | optimizer
-    layer: int | None
-    live_bytes: int
 
 
 _ALIASING: dict = {}

@@ -4,7 +4,6 @@ the result: the same seed, data and optimizer give the same loss curve."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
 
 import pandas as pd
 import torch
@@ -12,9 +11,9 @@ import torch
 from demos import theory
 from demos.config import ConfigError, ModelConfig
 from demos.device import detect_device
-from demos.measure import warm_up
+from demos.measure import saved_tensors_context, warm_up
 from demos.model import build_model, make_batch
-from demos.strategies import CUDA_ONLY, parse_strategy
+from demos.strategies import device_refusal, parse_strategy
 
 
 def train_losses(config: ModelConfig, strategies: Sequence[str], steps: int, lr: float = 3e-3,
@@ -31,9 +30,8 @@ def train_losses(config: ModelConfig, strategies: Sequence[str], steps: int, lr:
     config.validated(info.kind)
     specs = [parse_strategy(s) for s in strategies]
     for spec in specs:
-        if spec.name in CUDA_ONLY and info.kind != "cuda":
-            raise ConfigError(f"strategy {spec.name} needs a CUDA GPU; this device is "
-                              f"{info.label()}")
+        if not spec.strategy.runs_on(info.kind):
+            raise ConfigError(f"strategy {device_refusal(spec, info.label())}")
     warm_up()
     dev = torch.device(info.kind)
     rows, total, done = [], steps * len(specs), 0
@@ -44,9 +42,7 @@ def train_losses(config: ModelConfig, strategies: Sequence[str], steps: int, lr:
         torch.manual_seed(config.seed + 1)  # same dropout masks for every strategy
         for step in range(steps):
             idx, tgt = make_batch(config, step, dev)
-            ctx = (torch.autograd.graph.save_on_cpu(pin_memory=True)
-                   if spec.name == "offload" else nullcontext())
-            with ctx:
+            with saved_tensors_context(spec):
                 loss = model(idx, tgt, plan)
             opt.zero_grad(set_to_none=True)
             loss.backward()

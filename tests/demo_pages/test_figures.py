@@ -9,13 +9,9 @@ import pytest
 
 from demos import figures
 from demos.figures import (
-    STRATEGY_COLOURS,
     activation_theory_figure,
-    base_strategy,
     breakdown_figure,
-    byte_unit,
     fits_figure,
-    format_bytes,
     loss_figure,
     peak_and_time_figure,
     segment_figure,
@@ -24,6 +20,8 @@ from demos.figures import (
     timeline_figure,
     timeline_frame,
 )
+from demos.strategies import STRATEGIES
+from demos.units import byte_unit, format_bytes
 
 MIB = 2**20
 
@@ -42,12 +40,14 @@ RESULTS = [result("none", 200, 0.4), result("every-layer", 60, 0.5), result("sqr
 
 
 def test_each_strategy_has_its_own_colour_and_variants_share_it() -> None:
-    assert len(set(STRATEGY_COLOURS.values())) == len(STRATEGY_COLOURS)
-    assert strategy_colour("every-k:4") == strategy_colour("every-2") == STRATEGY_COLOURS[
-        "every-k"]
-    assert strategy_colour("selective (save-matmuls)") == STRATEGY_COLOURS["selective"]
-    assert base_strategy("budget (dp, 50.0 MiB)") == "budget"
+    colours = [s.colour for s in STRATEGIES.values()]
+    assert len(set(colours)) == len(colours)
+    assert strategy_colour("every-k:4") == strategy_colour("every-k:2") == STRATEGIES[
+        "every-k"].colour
+    assert strategy_colour("selective:save-attention") == STRATEGIES["selective"].colour
+    assert strategy_colour("budget:dp:50MiB") == STRATEGIES["budget"].colour
     assert strategy_colour("mystery") == strategy_colour("mystery")  # stable fallback
+    assert strategy_colour("mystery") not in colours
 
 
 def test_units() -> None:

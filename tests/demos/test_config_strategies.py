@@ -71,3 +71,65 @@ def test_parse_bytes():
     assert parse_bytes("123") == 123
     with pytest.raises(ConfigError):
         parse_bytes("lots")
+
+
+# ---------------------------------------------------------------- the strategy records
+
+
+def test_every_record_parses_plans_and_titles_its_own_examples():
+    from demos import strategies
+    from demos.strategies import PlanInputs
+
+    inputs = PlanInputs(layers=9, block_bytes=1000, input_bytes=60)
+    for record in strategies.STRATEGIES.values():
+        texts = record.examples() or (record.id,)
+        for text in texts:
+            spec = parse_strategy(text)
+            assert spec.strategy is record
+            assert parse_strategy(spec.label) == spec  # the canonical text round-trips
+            assert strategies.title(spec) == spec.title and spec.title
+            assert strategies.colour(text) == record.colour
+            assert strategies.describe(text)
+            segments = strategies.plan(spec, inputs)
+            assert segments[0].start == 0 and segments[-1].stop == inputs.layers
+            assert all(a.stop == b.start for a, b in zip(segments, segments[1:], strict=False))
+
+
+def test_titles_are_made_from_the_records_not_parsed_back():
+    from demos.strategies import title
+
+    assert title("every-k:4") == "every-4"
+    assert title("selective") == "selective (save-matmuls)"
+    assert title("budget:dp:50MiB") == "budget (dp, 50.0 MiB)"
+    assert title("budget:dp:40%") == "budget (dp, 40%)"
+
+
+def test_budget_share_is_a_fraction_of_what_no_checkpointing_holds():
+    from demos.strategies import PlanInputs, plan
+
+    spec = parse_strategy("budget:dp:40%")
+    assert (spec.budget_share, spec.budget_bytes, spec.label) == (0.4, None, "budget:dp:40%")
+    inputs = PlanInputs(layers=10, block_bytes=1000, input_bytes=50)
+    assert plan(spec, inputs) == plan("budget:dp:4000", inputs)
+    for bad in ("budget:dp:0%", "budget:dp:150%", "budget:dp:x%"):
+        with pytest.raises(ConfigError):
+            parse_strategy(bad)
+
+
+def test_the_pages_offer_budget_and_offload_only_where_they_run():
+    from demos.strategies import examples
+
+    cpu, cuda = examples("cpu"), examples("cuda")
+    assert "none" not in cpu  # the baseline is always measured anyway
+    assert {"budget:dp:40%", "budget:greedy:40%"} <= set(cpu)
+    assert "offload" not in cpu and "offload" in cuda
+
+
+def test_selective_policies_are_an_enum_with_one_record_each():
+    from demos.strategies import POLICIES, SELECTIVE_POLICIES, SelectivePolicy, policy
+
+    assert set(POLICIES) == set(SelectivePolicy)
+    assert list(SELECTIVE_POLICIES) == [p.value for p in SelectivePolicy]
+    assert policy(None).policy is SelectivePolicy.SAVE_MATMULS
+    with pytest.raises(ConfigError):
+        policy("save-nothing")
