@@ -14,6 +14,15 @@ BIDI_CONTROLS = frozenset(
     "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 )
 _REFUSED_CATEGORIES = {"Cc", "Cs", "Co", "Cn", "Zl", "Zp"}
+# Hangul fillers are letters (Lo) that draw nothing.
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0")
+
+
+def has_visible_letter(text: str) -> bool:
+    """At least one letter (Unicode category L*) that draws something: a name of zero-width
+    spaces, a byte-order mark, soft hyphens, lone combining marks or a Braille blank has none."""
+    return any(unicodedata.category(ch).startswith("L") and ch not in _BLANK_LETTERS
+               for ch in text)
 
 
 class NameError_(ValueError):
@@ -47,6 +56,11 @@ def normalise_name(raw: str) -> str:
     name = " ".join(unicodedata.normalize("NFC", raw).split())
     if not name:
         raise NameError_("Please type the name to print on the certificate.")
+    if not has_visible_letter(name):
+        raise NameError_(
+            "The name has no visible letter (only invisible or combining characters, "
+            "punctuation or symbols); please type the name to print."
+        )
     if len(name) > MAX_NAME_LENGTH:
         raise NameError_(
             f"A name has at most {MAX_NAME_LENGTH} characters; this one has {len(name)}."

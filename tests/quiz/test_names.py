@@ -52,3 +52,21 @@ def test_refused_names_say_why(raw: str, reason: str) -> None:
     with pytest.raises(NameError_) as error:
         normalise_name(raw)
     assert reason in str(error.value)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "\u200b\u200b\u200b",  # zero-width spaces
+        "\ufeff",  # byte-order mark
+        "\u00ad\u00ad",  # soft hyphens
+        "\u0301\u0308",  # combining marks alone
+        "\u2800\u2800",  # Braille blank
+        "\u3164",  # Hangul filler (a "letter" that draws nothing)
+        "\u200b \u2060 \u00ad",
+        "-- . --",
+    ],
+)
+def test_names_without_a_visible_letter_are_refused(raw: str) -> None:
+    with pytest.raises(NameError_, match="no visible letter"):
+        normalise_name(raw)
