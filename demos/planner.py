@@ -1,0 +1,611 @@
+"""Plan a training run: from a model, a batch and a GPU to the checkpointing setting that fits.
+
+Pure arithmetic, no torch: every figure is a formula, and the per-layer activation
+formula lists the tensors a layer keeps for backward, op by op, as PyTorch runs it (a test
+measures demos.model.Block and demos.llama.LlamaBlock and finds these bytes exactly).
+Results are ids and numbers; the page words them.
+
+Units: bytes and FLOPs. `device` is "cuda" for a plan (1-byte dropout masks, LayerNorm
+statistics in fp32, attention kernels of a GPU) and "cpu" where the tests measure.
+
+Memory per GPU = weights + gradients + optimizer state (Hugging Face's bytes per parameter,
+lessons.memory_calculator; divided by the shards) + activations (the checkpoints kept and
+the layer being rebuilt) + the logits and loss peak + a workspace allowance. The named
+approximations (APPROXIMATIONS) are returned with their sizes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+
+from demos.architectures import Architecture
+from lessons.memory_calculator import OPTIMIZERS, PRECISIONS
+
+GiB = 2**30
+STRATEGIES = ("none", "selective", "some-layers", "two-layer", "every-layer", "budget")
+PRECISION_KEYS = ("fp32", "mixed", "bf16")
+OPTIMIZER_KEYS = ("adamw", "adamw-8bit", "sgd-momentum")
+TUNINGS = ("full", "lora", "qlora")
+LORA_TARGETS = {"attention": ("q", "k", "v", "o"),
+                "all-linear": ("q", "k", "v", "o", "gate", "up", "down", "fc", "proj")}
+# Usable memory of common GPUs, as the label says, read as GiB (nvidia-smi's total).
+GPUS: dict[str, float] = {"16": 16, "24": 24, "40": 40, "48": 48, "80": 80, "141": 141}
+GPU_EXAMPLES: dict[str, str] = {"16": "T4, V100", "24": "RTX 4090, A10, L4", "40": "A100 40 GB",
+                                "48": "A6000, L40S", "80": "A100/H100 80 GB", "141": "H200"}
+
+# Assumptions, each named on the page with its size.
+WORKSPACE_BYTES = 1 * GiB  # CUDA context, cuBLAS and attention workspaces
+FRAGMENTATION = 0.05  # of everything allocated: the caching allocator's unusable gaps
+CHUNK_TOKENS = 1024  # tokens per chunk of a chunked (fused linear + cross-entropy) loss
+QLORA_BITS = 4 + 0.127  # NF4 plus double-quantized block constants (QLoRA paper, 3.1)
+FSDP_PREFETCH_LAYERS = 2  # whole layers gathered at once under sharding (one prefetched)
+LOSS_FP32_TENSORS = 3  # log-softmax, its gradient, the logits' gradient (measured in fp32)
+
+
+# ---------------------------------------------------------------- one layer's tensors
+
+
+@dataclass(frozen=True)
+class Held:
+    """A tensor a layer keeps for backward: bytes, kind, and the forward FLOPs that
+    recomputing it costs (its producing op, inputs assumed at hand)."""
+
+    name: str
+    bytes: int
+    kind: str  # input, norm, stats, attention, scores, matmul, activation, dropout, lora
+    flops: float = 0.0
+
+
+def attention_flops(arch: Architecture, batch: int, seq: int) -> float:
+    """Q·Kᵀ and the weighted sum of V, causal (half the s² pairs): 2·b·s²·a·d."""
+    return 2.0 * batch * seq * seq * arch.heads * arch.head_dim
+
+
+def linear_flops(arch: Architecture, batch: int, seq: int, name: str) -> float:
+    i, o = arch.linears()[name]
+    return 2.0 * batch * seq * i * o
+
+
+@lru_cache(maxsize=4096)
+def layer_tensors(arch: Architecture, batch: int, seq: int, act_bytes: int, *,
+                  fused: bool = True, device: str = "cuda", lora_rank: int = 0,
+                  lora_targets: tuple[str, ...] = ()) -> tuple[Held, ...]:
+    """Every tensor one layer keeps for backward when it runs plainly (no checkpoint).
+
+    GPT kind (LayerNorm, fused QKV, GELU): the layer's input and the residual after
+    attention (the norms' inputs), each norm's output and statistics (mean, rstd), the QKV
+    buffer, the attention output, the MLP's pre- and post-activation, dropout masks.
+    Llama kind (RMSNorm as in Hugging Face: computed in fp32): each norm's fp32 input (the
+    layer input itself in fp32), its 1/rms, its normalised value and output; the rotated q
+    and k and v; the attention output; gate, SiLU(gate), up and their product.
+    A fused kernel (flash / memory-efficient / CPU flash) keeps a log-sum-exp per head and
+    token instead of the s×s scores; the math kernel keeps scaled copies of q, k, v (k and v
+    repeated to every head) and the softmax output, in fp32 on the CPU for 16-bit inputs."""
+    b, s, h, a = batch, seq, arch.hidden, arch.heads
+    d, kv, m = arch.head_dim, arch.kv_heads, arch.mlp_width
+    e, bs, sbh = act_bytes, batch * seq, batch * seq * arch.hidden
+    cuda = device == "cuda"
+    mask = 1 if cuda else e  # dropout masks: bool on CUDA, the input's dtype on the CPU
+    dropout = arch.dropout
+    lin = {name: linear_flops(arch, b, s, name) for name in arch.linears()}
+    out: list[Held] = []
+
+    def norm(tag: str, first: bool) -> None:
+        if arch.norm == "layernorm":
+            stats = 4 if cuda else e
+            out.append(Held("input" if first else "x2", sbh * e, "input" if first else "matmul",
+                            0.0 if first else lin["o"]))
+            out.append(Held(f"{tag}.out", sbh * e, "norm"))
+            out.append(Held(f"{tag}.stats", 2 * bs * stats, "stats"))
+        else:  # fp32 input (a copy in 16-bit), 1/rms, normalised value, scaled output
+            out.append(Held(f"{tag}.in32", sbh * 4, "norm" if e < 4 else
+                            ("input" if first else "matmul"),
+                            0.0 if first or e < 4 else lin["o"]))
+            out.append(Held(f"{tag}.rstd", bs * 4, "stats"))
+            out.append(Held(f"{tag}.normed", sbh * e, "norm"))
+            out.append(Held(f"{tag}.out", sbh * e, "norm"))
+
+    norm("ln1", True)
+    qkv_flops = lin["q"] + lin["k"] + lin["v"]
+    scores = attention_flops(arch, b, s) / 2
+    if fused:
+        out.append(Held("qkv", (a + 2 * kv) * d * bs * e, "matmul", qkv_flops))
+        out.append(Held("attn.out", a * d * bs * e, "attention", attention_flops(arch, b, s)))
+        lse_s = math.ceil(s / 32) * 32 if cuda and e == 4 else s  # fp32 kernel pads to 32
+        out.append(Held("attn.lse", 4 * a * b * lse_s, "attention"))
+    else:
+        ea = 4 if not cuda and e < 4 else e  # the CPU's math kernel upcasts 16-bit
+        out.append(Held("qkv.scaled", 3 * a * d * bs * ea, "matmul", qkv_flops))
+        out.append(Held("attn.probs", a * s * s * b * ea, "scores", scores))
+        if dropout:
+            out.append(Held("attn.mask", a * s * s * b * mask, "scores"))
+            out.append(Held("attn.dropped", a * s * s * b * ea, "scores"))
+        out.append(Held("attn.out", a * d * bs * e, "attention", scores))
+    if dropout:
+        out.append(Held("drop1.mask", sbh * mask, "dropout"))
+    norm("ln2", False)
+    up_flops = lin["gate"] if arch.mlp == "swiglu" else lin["fc"]
+    if arch.mlp == "swiglu":
+        out += [Held("gate", bs * m * e, "matmul", up_flops),
+                Held("silu", bs * m * e, "activation"),
+                Held("up", bs * m * e, "matmul", lin["up"]),
+                Held("gated", bs * m * e, "activation")]
+    else:
+        out += [Held("fc", bs * m * e, "matmul", up_flops),
+                Held("gelu", bs * m * e, "activation")]
+    if dropout:
+        out.append(Held("drop2.mask", sbh * mask, "dropout"))
+    for target in lora_targets:
+        if target in arch.linears() and lora_rank:
+            out.append(Held(f"lora.{target}", bs * lora_rank * e, "lora"))
+    return tuple(out)
+
+
+def layer_bytes(tensors: tuple[Held, ...]) -> int:
+    return sum(t.bytes for t in tensors)
+
+
+def layer_flops(arch: Architecture, batch: int, seq: int) -> float:
+    """Forward FLOPs of one layer: its linear layers and the attention."""
+    return (sum(linear_flops(arch, batch, seq, n) for n in arch.linears())
+            + attention_flops(arch, batch, seq))
+
+
+# ---------------------------------------------------------------- inputs
+
+
+@dataclass(frozen=True)
+class PlannerInputs:
+    arch: Architecture
+    seq: int = 4096
+    batch: int = 1
+    accumulation: int = 8
+    precision: str = "mixed"
+    optimizer: str = "adamw"
+    tuning: str = "full"
+    lora_rank: int = 16
+    lora_targets: str = "all-linear"
+    shards: int = 1
+    fused: bool = True
+    chunked_loss: bool = False
+    strategy: str = "every-layer"
+    some_layers: int = 16  # layers checkpointed by "some-layers"
+    budget: float = 0.5  # the compiler's activation memory budget, 0..1
+    gpu_bytes: int = 80 * GiB
+    offload: bool = False  # optimizer state (and gradients) in host memory
+    device: str = "cuda"
+
+    def with_(self, **changes: object) -> PlannerInputs:
+        return replace(self, **changes)
+
+    @property
+    def act_bytes(self) -> int:
+        return PRECISIONS[self.precision].activation_bytes
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        return LORA_TARGETS[self.lora_targets] if self.tuning != "full" else ()
+
+    def tensors(self, batch: int | None = None, seq: int | None = None) -> tuple[Held, ...]:
+        return layer_tensors(self.arch, batch or self.batch, seq or self.seq, self.act_bytes,
+                             fused=self.fused, device=self.device,
+                             lora_rank=self.lora_rank if self.tuning != "full" else 0,
+                             lora_targets=self.targets)
+
+
+# ---------------------------------------------------------------- parameters and state
+
+
+def adapter_params(p: PlannerInputs) -> int:
+    """LoRA: r·(in + out) per adapted linear layer."""
+    lin = p.arch.linears()
+    return p.arch.layers * sum(p.lora_rank * (lin[t][0] + lin[t][1])
+                               for t in p.targets if t in lin)
+
+
+def state_bytes(p: PlannerInputs) -> dict[str, float]:
+    """Weights, gradients and optimizer state per GPU, and the sharding gather."""
+    prec, opt = PRECISIONS[p.precision], OPTIMIZERS[p.optimizer]
+    total = p.arch.params()
+    compute = 4 if p.precision == "fp32" else 2
+    if p.tuning == "full":
+        trainable, frozen = total, 0.0
+    else:
+        trainable = adapter_params(p)
+        linear = p.arch.layers * sum(i * o for i, o in p.arch.linears().values())
+        if p.tuning == "qlora":
+            frozen = linear * QLORA_BITS / 8 + (total - linear) * 2
+        else:
+            frozen = total * compute
+    n = p.shards
+    weights = (frozen + trainable * prec.weight_bytes) / n
+    gathered = 0.0
+    if n > 1:  # FSDP / ZeRO-3 gathers whole layers in the compute dtype while it uses them
+        gathered = FSDP_PREFETCH_LAYERS * p.arch.block_params() * compute * (n - 1) / n
+    grads = trainable * prec.grad_bytes / n
+    optimizer = trainable * opt.state_bytes / n
+    if p.offload:
+        optimizer = 0.0
+    return {"weights": weights + gathered, "gradients": grads, "optimizer": optimizer,
+            "gathered": gathered, "trainable": float(trainable), "params": float(total)}
+
+
+# ---------------------------------------------------------------- activations per strategy
+
+
+@dataclass(frozen=True)
+class Activations:
+    kept: int  # held for backward at the end of forward (checkpoints, kept layers)
+    rebuilt: int  # the layers being recomputed at once
+    recompute_flops: float  # per micro-batch
+    checkpointed_layers: int = 0
+
+
+def _budget_kept(tensors: tuple[Held, ...], fraction: float, floor: int) -> tuple[int, float]:
+    """The compiler's budget (an approximation of its min-cut partitioner): keep at most
+    `fraction` of the layer's bytes, dropping first the tensors that are cheapest to
+    recompute per byte; the layer input is always kept. (kept bytes, recompute FLOPs)."""
+    total = layer_bytes(tensors)
+    limit = max(floor, fraction * total)
+    kept, flops = total, 0.0
+    for t in sorted((t for t in tensors if t.kind != "input"),
+                    key=lambda t: (t.flops / max(t.bytes, 1), -t.bytes)):
+        if kept <= limit:
+            break
+        kept -= t.bytes
+        flops += t.flops
+    return max(kept, floor), flops
+
+
+def activations(p: PlannerInputs, strategy: str, batch: int | None = None,
+                seq: int | None = None) -> Activations:
+    b, s = batch or p.batch, seq or p.seq
+    tensors = p.tensors(b, s)
+    full, n = layer_bytes(tensors), p.arch.layers
+    ckpt = b * s * p.arch.hidden * p.act_bytes  # a checkpoint keeps the layer's input
+    one = layer_flops(p.arch, b, s)
+    if strategy == "none":
+        return Activations(n * full, 0, 0.0)
+    if strategy == "every-layer":
+        return Activations(n * ckpt, full, n * one, n)
+    if strategy == "two-layer":
+        return Activations(math.ceil(n / 2) * ckpt, min(2, n) * full, n * one, n)
+    if strategy == "some-layers":
+        k = max(0, min(n, p.some_layers))
+        if k == n:
+            return activations(p, "every-layer", b, s)
+        # the first k layers checkpointed; their rebuild comes after the kept ones are freed
+        return Activations(k * ckpt + (n - k) * full, 0, k * one, k)
+    if strategy == "selective":  # recompute the attention scores only (Korthikanti et al.)
+        redo = [t for t in tensors if t.kind == "scores"]
+        dropped = sum(t.bytes for t in redo)
+        return Activations(n * (full - dropped), dropped,
+                           n * attention_flops(p.arch, b, s) / 2 if dropped else 0.0,
+                           n if dropped else 0)
+    if strategy == "budget":
+        kept, flops = _budget_kept(tensors, p.budget, ckpt)
+        return Activations(n * kept, full - kept, n * flops, n if flops else 0)
+    raise ValueError(f"unknown strategy {strategy!r}")
+
+
+def logits_peak_bytes(p: PlannerInputs, batch: int | None = None, seq: int | None = None
+                      ) -> float:
+    """Around the loss: three fp32 b·s·V tensors (log-softmax, its gradient, the logits'
+    gradient; the engine measures this in fp32) plus the 16-bit logits; a chunked loss
+    holds them for CHUNK_TOKENS tokens at a time."""
+    tokens = (batch or p.batch) * (seq or p.seq)
+    if p.chunked_loss:
+        tokens = min(tokens, CHUNK_TOKENS)
+    e = p.act_bytes
+    return tokens * p.arch.vocab * (LOSS_FP32_TENSORS * 4 + (e if e < 4 else 0))
+
+
+def step_flops(p: PlannerInputs, batch: int | None = None, seq: int | None = None) -> float:
+    """Forward + backward of one micro-batch without checkpointing. Backward is two
+    forwards for full fine-tuning; with adapters one (no weight gradients for the frozen
+    base: an approximation)."""
+    b, s = batch or p.batch, seq or p.seq
+    forward = p.arch.layers * layer_flops(p.arch, b, s) + 2.0 * b * s * p.arch.hidden * p.arch.vocab
+    return forward * (3.0 if p.tuning == "full" else 2.0)
+
+
+# ---------------------------------------------------------------- the memory of one step
+
+
+COMPONENTS = ("weights", "gradients", "optimizer", "activations_kept", "activations_rebuilt",
+              "logits", "workspace")
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    weights: float
+    gradients: float
+    optimizer: float
+    activations_kept: float
+    activations_rebuilt: float
+    logits: float
+    workspace: float
+
+    def parts(self) -> dict[str, float]:
+        return {name: getattr(self, name) for name in COMPONENTS}
+
+    @property
+    def total(self) -> float:
+        return sum(self.parts().values())
+
+
+def breakdown(p: PlannerInputs, strategy: str | None = None, batch: int | None = None,
+              seq: int | None = None) -> Breakdown:
+    """Memory per GPU at the step's peak. The layer being rebuilt and the loss peak are
+    added as if they came at once (they come one after the other: this overstates by the
+    smaller of the two, so a plan that fits here fits)."""
+    state = state_bytes(p)
+    act = activations(p, strategy or p.strategy, batch, seq)
+    logits = logits_peak_bytes(p, batch, seq)
+    subtotal = (state["weights"] + state["gradients"] + state["optimizer"] + act.kept
+                + act.rebuilt + logits)
+    return Breakdown(state["weights"], state["gradients"], state["optimizer"], act.kept,
+                     act.rebuilt, logits, WORKSPACE_BYTES + FRAGMENTATION * subtotal)
+
+
+def peak_bytes(p: PlannerInputs, strategy: str | None = None, batch: int | None = None,
+               seq: int | None = None) -> float:
+    return breakdown(p, strategy, batch, seq).total
+
+
+def fits(p: PlannerInputs, strategy: str | None = None, batch: int | None = None,
+         seq: int | None = None) -> bool:
+    return peak_bytes(p, strategy, batch, seq) <= p.gpu_bytes
+
+
+def _largest(ok, hi: int) -> int:
+    """The largest n in 1..hi with ok(n) (ok is monotone: true, then false); 0 if none."""
+    if not ok(1):
+        return 0
+    lo = 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid - 1)
+    return lo
+
+
+MAX_BATCH = 4096
+MAX_SEQ = 1 << 20
+
+
+def largest_batch(p: PlannerInputs, strategy: str) -> int:
+    return _largest(lambda b: fits(p, strategy, batch=b), MAX_BATCH)
+
+
+def longest_seq(p: PlannerInputs, strategy: str) -> int:
+    return _largest(lambda s: fits(p, strategy, seq=s), MAX_SEQ)
+
+
+# ---------------------------------------------------------------- every strategy, and advice
+
+
+@dataclass(frozen=True)
+class StrategyRow:
+    strategy: str
+    peak: float
+    fits: bool
+    spare: float  # GPU bytes minus peak (negative: short by)
+    recompute_share: float  # recomputed FLOPs as a share of the step without checkpointing
+    largest_batch: int
+    longest_seq: int
+    saves: bool  # keeps fewer bytes than "none"
+    breakdown: Breakdown
+
+
+def strategy_row(p: PlannerInputs, strategy: str) -> StrategyRow:
+    bd = breakdown(p, strategy)
+    act = activations(p, strategy)
+    none = activations(p, "none")
+    return StrategyRow(strategy, bd.total, bd.total <= p.gpu_bytes, p.gpu_bytes - bd.total,
+                       act.recompute_flops / step_flops(p), largest_batch(p, strategy),
+                       longest_seq(p, strategy),
+                       act.kept + act.rebuilt < none.kept, bd)
+
+
+LESSONS = {  # lesson slug (lessons.catalog) that explains each advice
+    "none": "cost-and-correctness", "selective": "language-models", "some-layers": "how-many",
+    "two-layer": "how-many", "every-layer": "how-it-works", "budget": "cost-and-correctness",
+    "chunked-loss": "large-vocabularies", "adamw-8bit": "why-memory", "lora": "in-practice",
+    "qlora": "in-practice", "more-shards": "in-practice", "smaller-batch": "in-practice",
+    "offload": "in-practice",
+}
+
+
+@dataclass(frozen=True)
+class Advice:
+    """One step of the recommendation: what to set, why (a reason id), the lesson that
+    explains it, and the peak once this and the steps before it are applied."""
+
+    action: str  # a strategy id or a remedy id
+    reason: str
+    lesson: str
+    peak: float
+    fits: bool
+    value: float | int | None = None  # k layers, shards, micro-batch ...
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    strategy: str
+    fits: bool
+    steps: tuple[Advice, ...]
+    inputs: PlannerInputs  # the settings once every step is applied
+
+
+def minimal_some_layers(p: PlannerInputs) -> int | None:
+    """The fewest checkpointed layers that fit, None if even all of them do not."""
+    n = p.arch.layers
+    ok = [k for k in range(1, n) if fits(p.with_(some_layers=k), "some-layers")]
+    return ok[0] if ok else None
+
+
+def _checkpointing_choice(p: PlannerInputs) -> Advice | None:
+    """The cheapest checkpointing setting (least recomputation) that fits, or None."""
+    if fits(p, "none"):
+        return Advice("none", "fits-without-checkpointing", LESSONS["none"],
+                      peak_bytes(p, "none"), True)
+    options: list[tuple[float, float, Advice]] = []
+    sel = activations(p, "selective")
+    if sel.recompute_flops and fits(p, "selective"):
+        options.append((sel.recompute_flops, peak_bytes(p, "selective"),
+                        Advice("selective", "scores-are-cheap-to-recompute",
+                               LESSONS["selective"], peak_bytes(p, "selective"), True)))
+    k = minimal_some_layers(p)
+    if k is not None:
+        q = p.with_(some_layers=k)
+        options.append((activations(q, "some-layers").recompute_flops,
+                        peak_bytes(q, "some-layers"),
+                        Advice("some-layers", "only-as-many-layers-as-needed",
+                               LESSONS["some-layers"], peak_bytes(q, "some-layers"), True, k)))
+    for strategy, reason in (("every-layer", "every-layer-fits"),
+                             ("two-layer", "two-layer-keeps-less")):
+        if fits(p, strategy):
+            options.append((activations(p, strategy).recompute_flops, peak_bytes(p, strategy),
+                            Advice(strategy, reason, LESSONS[strategy],
+                                   peak_bytes(p, strategy), True)))
+    if not options:
+        return None
+    return min(options, key=lambda o: (o[0], o[1]))[2]
+
+
+def _least_memory(p: PlannerInputs) -> str:
+    return min(("every-layer", "two-layer"), key=lambda s: peak_bytes(p, s))
+
+
+def recommend(p: PlannerInputs, max_shards: int = 64) -> Recommendation:
+    """The course's procedure: the cheapest checkpointing that fits; when none does, the
+    other tools in order (each kept if it helps), then checkpointing again on top."""
+    choice = _checkpointing_choice(p)
+    if choice is not None:
+        return Recommendation(choice.action, True, (choice,), p)
+    steps: list[Advice] = []
+    q = p
+
+    def step(action: str, reason: str, changed: PlannerInputs, value=None) -> None:
+        nonlocal q
+        best = _least_memory(changed)
+        if peak_bytes(changed, best) < peak_bytes(q, _least_memory(q)):
+            q = changed
+            steps.append(Advice(action, reason, LESSONS[action], peak_bytes(q, best),
+                                fits(q, best), value))
+
+    remedies = []
+    if not p.chunked_loss:
+        remedies.append(("chunked-loss", "logits-dominate", lambda r: r.with_(chunked_loss=True)))
+    if p.optimizer == "adamw":
+        remedies.append(("adamw-8bit", "optimizer-state-shrinks",
+                         lambda r: r.with_(optimizer="adamw-8bit")))
+    if p.tuning == "full":
+        remedies.append(("lora", "train-adapters-only", lambda r: r.with_(tuning="lora")))
+    if p.tuning != "qlora":
+        remedies.append(("qlora", "four-bit-base", lambda r: r.with_(tuning="qlora")))
+    for action, reason, change in remedies:
+        if _fits_any(q):
+            break
+        step(action, reason, change(q))
+    if not _fits_any(q):
+        shards = next((n for n in _powers(q.shards, max_shards)
+                       if _fits_any(q.with_(shards=n))), None)
+        if shards is not None:
+            step("more-shards", "shard-the-state", q.with_(shards=shards), shards)
+    if not _fits_any(q) and q.batch > 1:
+        step("smaller-batch", "same-tokens-per-step-with-accumulation",
+             q.with_(batch=1, accumulation=q.accumulation * q.batch), 1)
+    if not _fits_any(q) and not q.offload:
+        step("offload", "state-in-host-memory", q.with_(offload=True))
+    final = _checkpointing_choice(q)
+    if final is not None:
+        steps.append(final)
+        return Recommendation(final.action, True, tuple(steps), q)
+    best = _least_memory(q)
+    steps.append(Advice(best, "nothing-fits", LESSONS[best], peak_bytes(q, best), False))
+    return Recommendation(best, False, tuple(steps), q)
+
+
+def _fits_any(p: PlannerInputs) -> bool:
+    return fits(p, _least_memory(p))
+
+
+def _powers(start: int, stop: int) -> list[int]:
+    n, out = max(2, start * 2), []
+    while n <= stop:
+        out.append(n)
+        n *= 2
+    return out
+
+
+# ---------------------------------------------------------------- the whole plan
+
+
+@dataclass(frozen=True)
+class Approximation:
+    id: str
+    bytes: float | None = None  # its size in this plan, where it has one
+    share: float | None = None  # or its size as a fraction
+
+
+@dataclass(frozen=True)
+class Plan:
+    inputs: PlannerInputs
+    breakdown: Breakdown
+    fits: bool
+    spare: float
+    rows: tuple[StrategyRow, ...]
+    recommendation: Recommendation
+    approximations: tuple[Approximation, ...]
+    params: int
+    trainable: int
+    tokens_per_step: int
+    layer_bytes: int  # one plain layer's activations at this batch and sequence
+    checkpoint_bytes: int  # one layer's input
+    extra: dict = field(default_factory=dict)
+
+
+def approximations(p: PlannerInputs, bd: Breakdown) -> tuple[Approximation, ...]:
+    state = state_bytes(p)
+    out = [Approximation("workspace", WORKSPACE_BYTES),
+           Approximation("fragmentation", bd.workspace - WORKSPACE_BYTES, FRAGMENTATION),
+           Approximation("peaks-added", min(bd.activations_rebuilt, bd.logits)),
+           Approximation("gpu-usable", p.gpu_bytes),
+           Approximation("logits-fp32", bd.logits)]
+    if p.tuning != "full":
+        lora = sum(t.bytes for t in p.tensors() if t.kind == "lora") * p.arch.layers
+        out.append(Approximation("lora-activations", lora))
+        out.append(Approximation("adapter-backward", share=0.5))
+    if p.tuning == "qlora":
+        out.append(Approximation("qlora-bits", share=QLORA_BITS))
+    if p.shards > 1:
+        out.append(Approximation("fsdp-gather", state["gathered"]))
+    if p.strategy == "budget":
+        out.append(Approximation("compiler-budget", share=p.budget))
+    if p.chunked_loss:
+        out.append(Approximation("chunk-size", share=CHUNK_TOKENS))
+    return tuple(out)
+
+
+def plan(p: PlannerInputs) -> Plan:
+    bd = breakdown(p)
+    rows = tuple(strategy_row(p, s) for s in STRATEGIES)
+    state = state_bytes(p)
+    return Plan(p, bd, bd.total <= p.gpu_bytes, p.gpu_bytes - bd.total, rows, recommend(p),
+                approximations(p, bd), int(state["params"]), int(state["trainable"]),
+                p.batch * p.seq * p.accumulation * p.shards, layer_bytes(p.tensors()),
+                p.batch * p.seq * p.arch.hidden * p.act_bytes)
+
+
+# ---------------------------------------------------------------- published anchors
+
+
+def korthikanti_bytes(arch: Architecture, batch: int, seq: int, fused: bool) -> int:
+    """This formula's 16-bit GPU layer without the b·s-sized statistics (norm statistics,
+    log-sum-exp), which Korthikanti et al. leave out: 34·s·b·h with a fused kernel and
+    s·b·h·(34 + 5·a·s/h) without, for a GPT layer with dropout."""
+    tensors = layer_tensors(arch, batch, seq, 2, fused=fused, device="cuda")
+    return sum(t.bytes for t in tensors if t.kind != "stats" and t.name != "attn.lse")
