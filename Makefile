@@ -6,7 +6,7 @@ PORT ?= 8501
 ADDRESS ?= 0.0.0.0
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run dev chromium test test-unit test-browser lint bench clean
+.PHONY: run dev chromium test test-unit test-browser lint bench clean messages
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -21,11 +21,21 @@ $(VENV)/.dev-installed: requirements.txt requirements-dev.txt | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
 	touch $(VENV)/.runtime-installed $@
 
-run: $(VENV)/.runtime-installed
+# Translations: locale/<lang>/LC_MESSAGES/messages.po is the source; its .mo is compiled
+# here whenever the .po changes (never committed). `make messages` after changing texts.
+MO_FILES := $(patsubst %.po,%.mo,$(wildcard locale/*/LC_MESSAGES/messages.po))
+
+locale/%/LC_MESSAGES/messages.mo: locale/%/LC_MESSAGES/messages.po | $(VENV)/.runtime-installed
+	$(BIN)/pybabel -q compile -i $< -o $@
+
+messages: $(VENV)/.runtime-installed
+	$(BIN)/python -m i18n messages
+
+run: $(VENV)/.runtime-installed $(MO_FILES)
 	$(BIN)/python -m ui.server --server.port $(PORT) --server.address $(ADDRESS)
 
 # Development: file watcher on, error details shown.
-dev: $(VENV)/.runtime-installed
+dev: $(VENV)/.runtime-installed $(MO_FILES)
 	STREAMLIT_CLIENT_SHOW_ERROR_DETAILS=full $(BIN)/python -m ui.server \
 		--server.port $(PORT) --server.fileWatcherType auto --server.runOnSave true
 
@@ -37,14 +47,14 @@ chromium:
 		else echo "Chromium is missing: run 'sudo apt-get install chromium' for the browser tests"; fi; \
 	fi
 
-test: $(VENV)/.dev-installed chromium
+test: $(VENV)/.dev-installed chromium $(MO_FILES)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # One layer at a time: unit tests (engine, quiz, lessons), or the browser tests alone.
-test-unit: $(VENV)/.dev-installed
+test-unit: $(VENV)/.dev-installed $(MO_FILES)
 	$(BIN)/python -m pytest -m "not browser" $(PYTEST_ARGS)
 
-test-browser: $(VENV)/.dev-installed chromium
+test-browser: $(VENV)/.dev-installed chromium $(MO_FILES)
 	$(BIN)/python -m pytest -m browser $(PYTEST_ARGS)
 
 lint: $(VENV)/.dev-installed

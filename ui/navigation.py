@@ -7,7 +7,9 @@ from pathlib import Path
 
 import streamlit as st
 
+from i18n import N_
 from lessons.catalog import LESSONS
+from ui.i18n import t
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -22,23 +24,23 @@ class PageSpec:
 
 
 PAGES: tuple[PageSpec, ...] = (
-    PageSpec("Start", "pages/home.py", "", "Home", ":material/home:"),
+    PageSpec(N_("Start"), "pages/home.py", "", N_("Home"), ":material/home:"),
     *(
-        PageSpec("Lessons", item.page_file, item.path, f"{number}. {item.title}", item.icon)
+        PageSpec(N_("Lessons"), item.page_file, item.path, f"{number}. {item.title}", item.icon)
         for number, item in enumerate(LESSONS, start=1)
     ),
-    PageSpec("Live demos", "pages/demos/compare.py", "compare", "Compare strategies",
+    PageSpec(N_("Live demos"), "pages/demos/compare.py", "compare", N_("Compare strategies"),
              ":material/compare_arrows:"),
-    PageSpec("Live demos", "pages/demos/timeline.py", "timeline", "Memory timeline",
+    PageSpec(N_("Live demos"), "pages/demos/timeline.py", "timeline", N_("Memory timeline"),
              ":material/timeline:"),
-    PageSpec("Live demos", "pages/demos/curves.py", "curves", "Memory & time curves",
+    PageSpec(N_("Live demos"), "pages/demos/curves.py", "curves", N_("Memory & time curves"),
              ":material/show_chart:"),
-    PageSpec("Live demos", "pages/demos/what_fits.py", "what-fits", "What fits in memory",
+    PageSpec(N_("Live demos"), "pages/demos/what_fits.py", "what-fits", N_("What fits in memory"),
              ":material/straighten:"),
-    PageSpec("Live demos", "pages/demos/same_result.py", "same-result", "Same result",
+    PageSpec(N_("Live demos"), "pages/demos/same_result.py", "same-result", N_("Same result"),
              ":material/check_circle:"),
-    PageSpec("Quiz & certificate", "pages/take_quiz.py", "quiz", "Quiz", ":material/quiz:"),
-    PageSpec("Quiz & certificate", "pages/verify.py", "verify", "Verify a certificate",
+    PageSpec(N_("Quiz & certificate"), "pages/take_quiz.py", "quiz", N_("Quiz"), ":material/quiz:"),
+    PageSpec(N_("Quiz & certificate"), "pages/verify.py", "verify", N_("Verify a certificate"),
              ":material/verified:"),
 )
 
@@ -48,11 +50,19 @@ def available_pages() -> list[PageSpec]:
     return [spec for spec in PAGES if (ROOT / spec.file).exists()]
 
 
+def page_title(spec: PageSpec) -> str:
+    """The page's title in the session's language; a lesson's keeps its number."""
+    number, dot, title = spec.title.partition(". ")
+    if spec.section == "Lessons" and dot and number.isdigit():
+        return t("{number}. {title}", number=int(number), title=t(title))
+    return t(spec.title)
+
+
 def as_page(spec: PageSpec) -> st.Page:
     """The st.Page for a spec; built the same way everywhere, so its hash matches."""
     return st.Page(
         ROOT / spec.file,
-        title=spec.title,
+        title=page_title(spec),
         icon=spec.icon,
         url_path=spec.url_path or None,
         default=not spec.url_path,
@@ -63,7 +73,7 @@ def build_navigation() -> dict[str, list[st.Page]]:
     """st.Page objects grouped by section, for st.navigation. Called on every run."""
     sections: dict[str, list[st.Page]] = {}
     for spec in available_pages():
-        sections.setdefault(spec.section, []).append(as_page(spec))
+        sections.setdefault(t(spec.section), []).append(as_page(spec))
     return sections
 
 
@@ -80,5 +90,6 @@ def page_link(
     """
     spec = next(spec for spec in PAGES if spec.url_path == url_path)
     st.page_link(
-        as_page(spec), label=label or spec.title, icon=icon or spec.icon, query_params=query_params
+        as_page(spec), label=label or page_title(spec), icon=icon or spec.icon,
+        query_params=query_params,
     )
