@@ -10,6 +10,7 @@ import streamlit as st
 from i18n import N_
 from lessons.catalog import LESSONS
 from ui.i18n import t
+from ui.progress import visited_lessons
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -58,12 +59,13 @@ def page_title(spec: PageSpec) -> str:
     return t(spec.title)
 
 
-def as_page(spec: PageSpec) -> st.Page:
-    """The st.Page for a spec; built the same way everywhere, so its hash matches."""
+def as_page(spec: PageSpec, visited: bool = False) -> st.Page:
+    """The st.Page for a spec; built the same way everywhere, so its hash matches (a lesson
+    the learner has read shows a check mark; the hash depends on the URL path only)."""
     return st.Page(
         ROOT / spec.file,
         title=page_title(spec),
-        icon=spec.icon,
+        icon=":material/check_circle:" if visited else spec.icon,
         url_path=spec.url_path or None,
         default=not spec.url_path,
     )
@@ -72,8 +74,9 @@ def as_page(spec: PageSpec) -> st.Page:
 def build_navigation() -> dict[str, list[st.Page]]:
     """st.Page objects grouped by section, for st.navigation. Called on every run."""
     sections: dict[str, list[st.Page]] = {}
+    done = set(visited_lessons())  # marked in the navigation
     for spec in available_pages():
-        sections.setdefault(t(spec.section), []).append(as_page(spec))
+        sections.setdefault(t(spec.section), []).append(as_page(spec, spec.url_path in done))
     return sections
 
 

@@ -10,6 +10,7 @@ from demos.device import DeviceInfo, detect_device
 from i18n import N_
 from lessons.catalog import LESSONS
 from ui.i18n import language_picker, t, tn
+from ui.learner import keep_cookie
 from ui.progress import visited_lessons
 
 
@@ -47,3 +48,4 @@ def render_sidebar(slot: DeltaGenerator) -> None:
         st.markdown("**" + t("Lessons visited: {visited} / {total}", visited=len(visited),
                              total=len(LESSONS)) + "**")
         st.progress(len(visited) / len(LESSONS))
+        keep_cookie()  # the learner id survives a reload and a new tab
