@@ -83,7 +83,7 @@ def layer_tensors(arch: Architecture, batch: int, seq: int, act_bytes: int, *,
     A fused kernel (flash / memory-efficient / CPU flash) keeps a log-sum-exp per head and
     token instead of the s×s scores; the math kernel keeps scaled copies of q, k, v (k and v
     repeated to every head) and the softmax output, in fp32 on the CPU for 16-bit inputs."""
-    b, s, h, a = batch, seq, arch.hidden, arch.heads
+    b, s, a = batch, seq, arch.heads
     d, kv, m = arch.head_dim, arch.kv_heads, arch.mlp_width
     e, bs, sbh = act_bytes, batch * seq, batch * seq * arch.hidden
     cuda = device == "cuda"
@@ -117,7 +117,12 @@ def layer_tensors(arch: Architecture, batch: int, seq: int, act_bytes: int, *,
         out.append(Held("attn.lse", 4 * a * b * lse_s, "attention"))
     else:
         ea = 4 if not cuda and e < 4 else e  # the CPU's math kernel upcasts 16-bit
-        out.append(Held("qkv.scaled", 3 * a * d * bs * ea, "matmul", qkv_flops))
+        if arch.norm == "layernorm" and b == 1 and ea == e:
+            # one sequence: v stays a view of the fused QKV buffer, which it keeps alive
+            out.append(Held("qk.scaled", 2 * a * d * bs * ea, "matmul", qkv_flops))
+            out.append(Held("qkv", (a + 2 * kv) * d * bs * e, "matmul", qkv_flops))
+        else:
+            out.append(Held("qkv.scaled", 3 * a * d * bs * ea, "matmul", qkv_flops))
         out.append(Held("attn.probs", a * s * s * b * ea, "scores", scores))
         if dropout:
             out.append(Held("attn.mask", a * s * s * b * mask, "scores"))
