@@ -25,8 +25,7 @@ from pathlib import Path
 
 from playwright.sync_api import Page, sync_playwright
 
-from tests.helpers import launch_chromium
-from ui.server import background_app
+from tests.helpers import background_app, launch_chromium
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "browser-latency.json"

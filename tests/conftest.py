@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ARTIFACTS, CHROMIUM, launch_chromium
-from ui.server import background_app
+from tests.helpers import ARTIFACTS, CHROMIUM, background_app, launch_chromium
 
 ROOT = Path(__file__).resolve().parent.parent
 

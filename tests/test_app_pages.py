@@ -8,7 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from lessons.catalog import LESSONS
-from ui.navigation import PAGES, ROOT, available_pages
+from ui.navigation import PAGES, ROOT
 
 
 def test_every_page_is_declared_once_with_the_fixed_url_paths() -> None:
@@ -48,7 +48,7 @@ def test_router_opens_home_with_the_shared_sidebar(monkeypatch, tmp_path) -> Non
 
 
 @pytest.mark.parametrize(
-    "spec", [spec for spec in available_pages() if spec.url_path], ids=lambda spec: spec.url_path
+    "spec", [spec for spec in PAGES if spec.url_path], ids=lambda spec: spec.url_path
 )
 def test_page_renders_after_the_router(spec, monkeypatch, tmp_path) -> None:
     at = _router(monkeypatch, tmp_path)

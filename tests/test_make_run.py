@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import urllib.request
 
-from tests.helpers import goto
-from ui.server import background_app
+from tests.helpers import background_app, goto
 
 
 def test_make_run_serves_the_app_and_a_first_deep_link(tmp_path, browser) -> None:

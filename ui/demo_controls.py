@@ -12,9 +12,9 @@ from typing import Any
 
 import streamlit as st
 
+from demos import strategies
 from demos.config import DTYPES_FOR_DEVICE, ModelConfig, demo_default, slider_ranges
 from demos.device import DeviceInfo
-from demos.strategies import CUDA_ONLY, SELECTIVE_POLICIES, STRATEGIES, parse_strategy
 from ui import query
 from ui.demo_runner import device, device_noun
 
@@ -75,21 +75,10 @@ def model_controls(fields: Sequence[str] = MODEL_FIELDS, *, columns: int = 4,
     return base.replace(**values)
 
 
-def strategy_options(kind: str | None = None, *, selective_policies: bool = True,
-                     every_k: Sequence[int] = (2, 4)) -> list[str]:
-    """The strategy strings a learner can pick on this device (`none` excluded)."""
-    kind = kind or device().kind
-    options: list[str] = []
-    for name in STRATEGIES:
-        if name in ("none", "budget") or (name in CUDA_ONLY and kind != "cuda"):
-            continue
-        if name == "every-k":
-            options += [f"every-k:{k}" for k in every_k]
-        elif name == "selective" and selective_policies:
-            options += [f"selective:{policy}" for policy in SELECTIVE_POLICIES]
-        else:
-            options.append(name)
-    return options
+def strategy_options(kind: str | None = None) -> list[str]:
+    """The strategy texts a learner can pick on this device (`none` excluded): each
+    record's examples (demos.strategies)."""
+    return strategies.examples(kind or device().kind)
 
 
 def strategy_picker(default: Sequence[str], *, name: str = "strategy",
@@ -98,16 +87,9 @@ def strategy_picker(default: Sequence[str], *, name: str = "strategy",
     """Multiselect bound to ?strategy=a,b; `none` is always measured as the baseline."""
     options = list(options or strategy_options())
     picked = query.multi_choice(name, label, options, default, implied=("none",),
-                                help="\n\n".join(f"**{o}**: {describe(o)}" for o in options))
+                                help="\n\n".join(f"**{o}**: {strategies.describe(o)}"
+                                               for o in options))
     return ("none", *picked)
-
-
-def describe(strategy: str) -> str:
-    spec = parse_strategy(strategy)
-    if spec.name == "selective":
-        return SELECTIVE_POLICIES[spec.policy or ""]
-    text = STRATEGIES[spec.name]
-    return text.replace("k layers", f"{spec.k} layers") if spec.k else text
 
 
 def budget_range(info: DeviceInfo | None = None) -> tuple[int, int, int, int]:

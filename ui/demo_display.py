@@ -10,21 +10,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
 
 import pandas as pd
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from demos.config import ModelConfig
-from demos.device import DeviceInfo
-from demos.figures import format_bytes, format_ms
 from demos.report import baseline_and_best, gradient_badge, gradient_match, timing_note
+from demos.results import Comparison, StrategyResult
+from demos.units import format_bytes, format_ms
 from ui.demo_runner import device
 
 NUMBERS_FIRST_PAUSE_S = 0.3
 
 
-def headline(results: Sequence[Any]) -> None:
+def headline(results: Sequence[StrategyResult]) -> None:
     """Three numbers: the most memory a strategy saved, what it cost in time, and whether
     its gradients match the baseline's."""
     base, best = baseline_and_best(results)
@@ -57,7 +57,7 @@ PEAK_HELP = ("The highest point of the step, counted above the parameters, which
              "adds them back).")
 
 
-def parameters_note(comparison: Any) -> None:
+def parameters_note(comparison: Comparison) -> None:
     """Say what "peak memory" leaves out, so it squares with the stacked chart."""
     if comparison.parameter_bytes:
         st.caption(f"Peak memory and activations are counted above the parameters "
@@ -65,12 +65,12 @@ def parameters_note(comparison: Any) -> None:
                    "strategy); the stacked chart below adds them back.")
 
 
-def gradient_metric(cell: Any, result: Any) -> None:
+def gradient_metric(cell: DeltaGenerator, result: StrategyResult) -> None:
     """The 'Gradients vs none' metric: the short badge, the full verdict on hover."""
     cell.metric("Gradients vs none", gradient_badge(result), help=gradient_match(result))
 
 
-def peak_summary(results: Sequence[Any]) -> None:
+def peak_summary(results: Sequence[StrategyResult]) -> None:
     """One line per strategy: its peak and where in the step it happened."""
     lines = []
     for r in results:
@@ -84,7 +84,7 @@ def peak_summary(results: Sequence[Any]) -> None:
         st.markdown("\n".join(lines))
 
 
-def show_refusals(results: Sequence[Any]) -> None:
+def show_refusals(results: Sequence[StrategyResult]) -> None:
     """Explain each strategy that did not fit (OOM or guard refusal)."""
     for result in results:
         if not result.fits:
@@ -117,23 +117,9 @@ def measured_caption(device_label: str, methods: Sequence[str], extra: str = "")
                + (f" {extra}" if extra else ""))
 
 
-def comparison_caption(comparison: Any) -> None:
-    label = _device_label(getattr(comparison, "device", None))
+def comparison_caption(comparison: Comparison) -> None:
     methods = [r.measured_by for r in comparison.results]
-    measured_caption(label, methods, timing_note(comparison.results))
-
-
-def _device_label(value: Any) -> str:
-    if value is None:
-        return device().label()
-    if hasattr(value, "label"):
-        return value.label()
-    if isinstance(value, dict):
-        try:
-            return DeviceInfo(**value).label()
-        except TypeError:
-            return str(value.get("name") or value)
-    return str(value)
+    measured_caption(comparison.device.label(), methods, timing_note(comparison.results))
 
 
 def paint_numbers_first() -> None:

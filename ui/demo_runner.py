@@ -18,26 +18,28 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 import streamlit as st
 
 from demos.config import ConfigError, ModelConfig
-from demos.device import DeviceInfo, DeviceQueue
-from ui.sidebar import server_device
+from demos.device import DeviceInfo, DeviceQueue, detect_device
+from demos.measure import PAGE_REPEATS
+from demos.results import Comparison, FitResult
+from demos.theory import TRACKED_STEP_COST, cpu_seconds
 
-# Timed steps per strategy: few on a CPU so a slider answers within 2 s (the spread is
-# reported, and a checkpointed step "faster" than none is flagged as noise).
-UI_REPEATS = {"cpu": 2, "cuda": 5}
 CACHE_ENTRIES = 64
+T = TypeVar("T")
 
 
 # ---------------------------------------------------------------- device, queue
 
 
+@st.cache_resource
 def device() -> DeviceInfo:
-    return server_device()
+    """The device the live demos run on, detected once per server process."""
+    return detect_device()
 
 
 def device_noun(kind: str | None = None) -> str:
@@ -79,7 +81,7 @@ def _config_key(config: ModelConfig) -> tuple[tuple[str, Any], ...]:
 
 @st.cache_data(max_entries=CACHE_ENTRIES, show_spinner=False)
 def _compare(config_key: tuple, strategies: tuple[str, ...], kind: str, repeats: int,
-             timeline: bool, time_steps: bool) -> Any:
+             timeline: bool, time_steps: bool) -> Comparison:
     from demos.measure import compare
 
     config = ModelConfig(**dict(config_key))
@@ -147,13 +149,11 @@ def _train(config_key: tuple, strategies: tuple[str, ...], steps: int, kind: str
         bar.empty()
 
 
-def _record(obj: Any) -> dict[str, Any]:
-    if dataclasses.is_dataclass(obj):
-        return dataclasses.asdict(obj)
-    return dict(vars(obj))
+def _record(result: FitResult) -> dict[str, Any]:
+    return dataclasses.asdict(result)
 
 
-def _guarded(run: Callable[[], Any]) -> Any | None:
+def _guarded(run: Callable[[], T]) -> T | None:
     """Run an engine call; an invalid config is shown (not raised) and gives None."""
     try:
         return run()
@@ -164,27 +164,14 @@ def _guarded(run: Callable[[], Any]) -> Any | None:
 
 # ---------------------------------------------------------------- long runs on a CPU
 
-# An effective rate for this model's training step on a small CPU (measured
-# 60-110 GFLOP/s on 2 cores; lower under load). Used only to warn before a long run.
-CPU_FLOPS_PER_SECOND = 8e10
 SLOW_SECONDS = 20.0
 MAX_SECONDS = 900.0  # above this no click runs it (the biggest compare on a CPU still can)
-TRACKED_STEP_COST = 3  # a step under the live-bytes tracker costs about 2-3 plain steps
 
 
 def estimated_seconds(runs: Sequence[tuple[ModelConfig, str, int]]) -> float:
-    """Rough seconds for (config, strategy, steps) runs on this device; 0 on a GPU or when
-    the config is invalid (the engine then explains why)."""
-    if device().kind == "cuda":
-        return 0.0
-    from demos.theory import step_flops
-
-    try:
-        flops = sum(step_flops(config, strategy)["total"] * steps
-                    for config, strategy, steps in runs)
-    except (ConfigError, ValueError, ZeroDivisionError):
-        return 0.0
-    return flops / CPU_FLOPS_PER_SECOND
+    """Rough seconds for (config, strategy, steps) runs on this device: the CPU estimate
+    of demos.theory, 0 on a GPU (fast enough not to ask)."""
+    return 0.0 if device().kind == "cuda" else cpu_seconds(runs)
 
 
 def duration_text(seconds: float) -> str:
@@ -225,10 +212,10 @@ def confirm_long_run(seconds: float, what: str) -> bool:
 
 
 def run_compare(config: ModelConfig, strategies: Sequence[str], *, timeline: bool = False,
-                time_steps: bool = True, repeats: int | None = None) -> Any | None:
+                time_steps: bool = True, repeats: int | None = None) -> Comparison | None:
     """Comparison of one training step per strategy (cached per config), or None."""
     kind = device().kind
-    reps = repeats or UI_REPEATS.get(kind, 3)
+    reps = repeats or PAGE_REPEATS.get(kind, 3)
     steps = TRACKED_STEP_COST + (reps if time_steps else 0)
     estimate = estimated_seconds([(config, s, steps) for s in strategies])
     if not confirm_long_run(estimate, f"compare {config} {strategies} {timeline}"):
@@ -239,7 +226,7 @@ def run_compare(config: ModelConfig, strategies: Sequence[str], *, timeline: boo
                                          timeline, time_steps))
 
 
-def run_sweep(base: ModelConfig, vary: str, values: Sequence[Any], strategies: Sequence[str],
+def run_sweep(base: ModelConfig, vary: str, values: Sequence[int], strategies: Sequence[str],
               *, repeats: int = 3) -> pd.DataFrame | None:
     kind = device().kind
     runs = []

@@ -30,7 +30,8 @@ def timeline_demo() -> None:
     if comparison is None:
         return
     display.show_refusals(comparison.results)
-    frame = timeline_frame({r.label: r.timeline for r in comparison.results if r.fits})
+    frame = timeline_frame({r.strategy: r.timeline for r in comparison.results
+                            if r.fits and r.timeline})
     st.plotly_chart(timeline_figure(frame, facet=layout == "faceted"))
     display.peak_summary(comparison.results)
     display.comparison_caption(comparison)

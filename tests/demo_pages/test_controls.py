@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from demos.config import demo_default
 from demos.device import DeviceInfo
+from demos.strategies import describe
 from ui.demo_controls import (
     budget_help,
     budget_range,
     default_config,
-    describe,
     fit_default,
     strategy_options,
 )
@@ -24,6 +24,7 @@ def test_the_controls_follow_the_device() -> None:
     assert "free memory" in budget_help(GPU) and "no fixed memory limit" in budget_help(CPU)
     assert "offload" in strategy_options("cuda") and "offload" not in strategy_options("cpu")
     assert "none" not in strategy_options("cpu")
+    assert "budget:dp:40%" in strategy_options("cpu")  # the budget strategy is on the pages
     assert default_config(GPU).dtype == "bfloat16" and default_config(CPU).seq_len == 128
     assert fit_default(GPU).hidden > fit_default(CPU).hidden and fit_default(GPU).batch == 1
 
