@@ -7,20 +7,14 @@ A lesson page is two lines: ``from ui.lesson_page import render_lesson`` and
 
 from __future__ import annotations
 
-from pathlib import Path
-from urllib.parse import urlencode
-
 import streamlit as st
 
 from lessons.catalog import LESSON_PATHS, LESSONS, Lesson, lesson, neighbours
 from lessons.document import DemoLink, LessonDocument, load
 from lessons.values import lesson_values
 from ui.lesson_widgets import WIDGETS
-from ui.navigation import PAGES
 from ui.navigation import page_link as app_page_link
 from ui.progress import mark_visited
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _number(item: Lesson) -> int:
@@ -50,14 +44,9 @@ def _draw_takeaways(takeaways: tuple[str, ...]) -> None:
 
 def _page_link(url_path: str, label: str, icon: str,
                query: dict[str, str] | None = None) -> None:
-    """A link to one of the app's pages by URL path: st.page_link once the page's script
-    exists (same tab, same session, so progress is kept), a Markdown link until then."""
-    spec = next((spec for spec in PAGES if spec.url_path == url_path), None)
-    if spec is not None and (ROOT / spec.file).exists():
-        app_page_link(url_path, label=label, icon=icon, query_params=query or None)
-        return
-    query_text = urlencode(query or {})
-    st.markdown(f"{icon} [{label}](/{url_path}{'?' + query_text if query_text else ''})")
+    """A link to one of the app's pages by URL path (same tab, same session, so progress
+    is kept)."""
+    app_page_link(url_path, label=label, icon=icon, query_params=query or None)
 
 
 def _draw_demo(demo: DemoLink | None) -> None:
