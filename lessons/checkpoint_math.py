@@ -8,27 +8,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from demos.units import format_gb  # noqa: F401 - the one formatter, re-exported
+
 GB = 1e9
-
-
-def format_gb(size: float) -> str:
-    """Bytes as GB the way the sources write them: 4.0 GB, 0.23 GB. Sizes a calculator
-    can reach at its extremes read in TB/PB or MB/kB instead of "38,853,467.7 GB" or
-    "0.00 GB"."""
-    amount = size / GB
-    if amount >= 1e7:
-        return f"{amount / 1e6:,.0f} PB"
-    if amount >= 1e4:
-        return f"{amount / 1e3:,.0f} TB"
-    if amount >= 1:
-        return f"{amount:,.1f} GB"
-    if amount >= 0.01 or size == 0:
-        return f"{amount:.2f} GB"
-    if size >= 1e6:
-        return f"{size / 1e6:.1f} MB"
-    if size >= 1e3:
-        return f"{size / 1e3:.1f} kB"
-    return f"{size:.0f} bytes"
 
 
 # --------------------------------------------------------------------------------------
