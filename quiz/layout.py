@@ -13,7 +13,7 @@ import segno
 
 from quiz.certificates import Certificate
 from quiz.config import verify_url
-from quiz.fonts import BOLD, REGULAR, metrics
+from quiz.fonts import BOLD, metrics
 
 PAGE_WIDTH = 297.0
 PAGE_HEIGHT = 210.0
@@ -57,14 +57,6 @@ class QrCode:
 
 
 Item = Text | Frame | QrCode
-
-
-def fitted_size(text: str, max_size: float, max_width: float, bold: bool = True) -> float:
-    """The largest size up to `max_size` at which `text` fits `max_width` mm."""
-    width = metrics(BOLD if bold else REGULAR).width(text, max_size * PT)
-    if width <= max_width:
-        return max_size
-    return max(NAME_MIN_SIZE, max_size * max_width / width)
 
 
 def name_lines(name: str) -> list[tuple[str, float]]:
