@@ -1,4 +1,9 @@
-"""The question bank: `questions.yaml`, a list a teacher can edit, validated on load."""
+"""The question bank: `questions.yaml`, a list a teacher can edit, validated on load.
+
+Prompts, options and explanations may write ``{{value:name}}``: the same computed values the
+lessons print (lessons/values.py), filled in on load, so no figure in the quiz can drift from
+the lessons. The topics are the lessons of lessons/catalog.py.
+"""
 
 from __future__ import annotations
 
@@ -10,17 +15,17 @@ from typing import Any
 
 import yaml
 
+from lessons.catalog import LESSON_PATHS
+from lessons.document import DocumentError, fill_values
+from lessons.values import lesson_values
+
 BANK_PATH = Path(__file__).with_name("questions.yaml")
-TOPICS: tuple[str, ...] = (
-    "why-memory",
-    "how-it-works",
-    "how-many",
-    "language-models",
-    "large-vocabularies",
-    "cost-and-correctness",
-    "in-practice",
-)
-MIN_QUESTIONS = 30
+TOPICS: tuple[str, ...] = LESSON_PATHS
+MIN_QUESTIONS = 60
+MIN_PER_TOPIC = 6
+# check-bank fails when the right option is the longest one in more than this share of the
+# single-answer items (chance is 1 / number of options, 0.25 for four).
+MAX_LONGEST_SHARE = 0.35
 _FIELDS = ("id", "topic", "prompt", "options", "correct", "explanations")
 
 
@@ -46,7 +51,10 @@ class Question:
 def _text(value: Any, where: str, field: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise BankError(f"{where}: `{field}` must be non-empty text")
-    return value.strip()
+    try:
+        return fill_values(value.strip(), lesson_values())
+    except DocumentError as error:
+        raise BankError(f"{where}: `{field}`: {error}") from error
 
 
 def _texts(value: Any, where: str, field: str) -> tuple[str, ...]:
@@ -105,8 +113,10 @@ def parse_question(entry: Any, position: int) -> Question:
     )
 
 
-def parse_bank(entries: Any, min_questions: int = MIN_QUESTIONS) -> tuple[Question, ...]:
-    """A whole bank: unique ids, every topic covered, at least `min_questions` entries."""
+def parse_bank(entries: Any, min_questions: int = MIN_QUESTIONS,
+               min_per_topic: int = MIN_PER_TOPIC) -> tuple[Question, ...]:
+    """A whole bank: unique ids, at least `min_per_topic` entries for every lesson and at
+    least `min_questions` in all."""
     if not isinstance(entries, list):
         raise BankError("the bank must be a YAML list of questions")
     questions = tuple(parse_question(entry, i) for i, entry in enumerate(entries, start=1))
@@ -123,7 +133,56 @@ def parse_bank(entries: Any, min_questions: int = MIN_QUESTIONS) -> tuple[Questi
     uncovered = [topic for topic in TOPICS if all(q.topic != topic for q in questions)]
     if uncovered:
         raise BankError(f"no question covers the lesson(s) {', '.join(uncovered)}")
+    thin = [f"{topic} ({count})" for topic in TOPICS
+            if (count := sum(q.topic == topic for q in questions)) < min_per_topic]
+    if thin:
+        raise BankError(f"each lesson needs {min_per_topic} questions: {', '.join(thin)}")
     return questions
+
+
+@dataclass(frozen=True)
+class CueReport:
+    """How often a surface cue points at the right option, over the single-answer items."""
+
+    items: int
+    longest: float  # share whose right option is strictly the longest
+    only_number: float  # share whose right option is the only one with a digit
+    chance: float  # 1 / the average number of options
+
+    @property
+    def problems(self) -> list[str]:
+        if self.longest > MAX_LONGEST_SHARE:
+            return [f"the right option is the longest in {self.longest:.0%} of the items "
+                    f"(at most {MAX_LONGEST_SHARE:.0%}; chance is {self.chance:.0%})"]
+        return []
+
+    def describe(self) -> str:
+        return (f"cues over {self.items} single-answer items: right option longest "
+                f"{self.longest:.0%}, only one with a number {self.only_number:.0%} "
+                f"(chance {self.chance:.0%}; longest must stay at most "
+                f"{MAX_LONGEST_SHARE:.0%})")
+
+
+def cue_report(questions: tuple[Question, ...]) -> CueReport:
+    single = [q for q in questions if not q.multiple]
+    if not single:
+        return CueReport(0, 0.0, 0.0, 0.0)
+
+    def longest(q: Question) -> bool:
+        (right,) = q.correct
+        return all(len(q.options[right]) > len(text)
+                   for i, text in enumerate(q.options) if i != right)
+
+    def only_number(q: Question) -> bool:
+        with_digit = {i for i, text in enumerate(q.options) if any(c.isdigit() for c in text)}
+        return with_digit == set(q.correct)
+
+    return CueReport(
+        len(single),
+        sum(map(longest, single)) / len(single),
+        sum(map(only_number, single)) / len(single),
+        len(single) / sum(len(q.options) for q in single),
+    )
 
 
 def load_bank(path: Path = BANK_PATH) -> tuple[Question, ...]:

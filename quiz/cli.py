@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from quiz import config
-from quiz.bank import BANK_PATH, BankError, load_bank
+from quiz.bank import BANK_PATH, BankError, cue_report, load_bank
 from quiz.certificates import Certificate, Status
 from quiz.ids import IdError
 from quiz.service import open_service
@@ -113,7 +113,11 @@ def cmd_check_bank(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 1
     print(f"{args.path}: {len(questions)} questions, all valid")
-    return 0
+    cues = cue_report(questions)
+    print(cues.describe())
+    for problem in cues.problems:
+        print(f"error: {problem}", file=sys.stderr)
+    return 1 if cues.problems else 0
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -11,7 +11,16 @@ import pytest
 import yaml
 
 from lessons.catalog import LESSON_PATHS
-from quiz.bank import BANK_PATH, TOPICS, BankError, load_bank, parse_bank
+from quiz.bank import (
+    BANK_PATH,
+    MAX_LONGEST_SHARE,
+    MIN_PER_TOPIC,
+    TOPICS,
+    BankError,
+    cue_report,
+    load_bank,
+    parse_bank,
+)
 
 ENTRY: dict[str, Any] = {
     "id": "q",
@@ -24,21 +33,21 @@ ENTRY: dict[str, Any] = {
 
 
 def bank_of(*broken: dict[str, Any]) -> list[dict[str, Any]]:
-    """A valid bank (5 per topic) with `broken` entries put first."""
+    """A valid bank (9 per topic) with `broken` entries put first."""
     entries = [
         {**copy.deepcopy(ENTRY), "id": f"{topic}-{i}", "topic": topic}
         for topic in TOPICS
-        for i in range(5)
+        for i in range(9)
     ]
     return [*broken, *entries]
 
 
 def test_shipped_bank_is_valid_and_covers_every_lesson() -> None:
     questions = load_bank()
-    assert len(questions) >= 30
+    assert len(questions) >= 60
     counts = Counter(q.topic for q in questions)
     assert set(counts) == set(TOPICS)
-    assert min(counts.values()) >= 4  # enough to draw two per lesson and still vary
+    assert min(counts.values()) >= MIN_PER_TOPIC
     assert any(q.multiple for q in questions)
 
 
@@ -48,7 +57,7 @@ def test_topics_are_the_lesson_paths() -> None:
 
 def test_a_valid_bank_parses() -> None:
     questions = parse_bank(bank_of())
-    assert len(questions) == 35
+    assert len(questions) == 63
     assert questions[0].correct == frozenset({1})
 
 
@@ -91,8 +100,11 @@ def test_duplicate_ids_name_both_entries() -> None:
 
 
 def test_too_small_or_uncovering_banks_fail() -> None:
-    with pytest.raises(BankError, match="needs 30"):
+    with pytest.raises(BankError, match="needs 60"):
         parse_bank(bank_of()[:10])
+    five_each = [e for e in bank_of() if int(e["id"].rsplit("-", 1)[1]) < 5]
+    with pytest.raises(BankError, match="each lesson needs 6 questions: why-memory \\(5\\)"):
+        parse_bank(five_each, min_questions=1)
     without_practice = [e for e in bank_of() if e["topic"] != "in-practice"]
     with pytest.raises(BankError, match="in-practice"):
         parse_bank(without_practice, min_questions=1)
@@ -110,3 +122,72 @@ def test_file_errors_name_the_file(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump(entries, allow_unicode=True))
     with pytest.raises(BankError, match=f"bank.yaml: entry 5 \\(id '{entries[4]['id']}'\\)"):
         load_bank(path)
+
+
+def test_values_are_filled_from_the_lessons_and_unknown_ones_named() -> None:
+    from lessons.values import lesson_values
+
+    entry = {**copy.deepcopy(ENTRY), "id": "numbers",
+             "prompt": "Kept: {{value:seed_all_kept_gb}}?"}
+    assert parse_bank(bank_of(entry))[0].prompt == (
+        f"Kept: {lesson_values()['seed_all_kept_gb']}?")
+    broken = {**copy.deepcopy(ENTRY), "id": "typo", "options": ["{{value:nope}}", "b", "c"]}
+    with pytest.raises(BankError, match="entry 1 \\(id 'typo'\\): `options\\[0\\]`: unknown value"):
+        parse_bank(bank_of(broken))
+
+
+def test_shipped_bank_has_no_typed_figures_of_the_lessons() -> None:
+    """Numbers the lessons compute appear in the bank only as placeholders."""
+    source = BANK_PATH.read_text(encoding="utf-8")
+    for typed in ("4.0 GB", "0.23 GB", "0.14 GB", "2.0 GB", "6.1 GB", "48 GB", "70%", "2.7%",
+                  "33%", "226", "164", "22,667"):
+        assert typed not in source, typed
+
+
+def test_shipped_bank_keeps_the_right_option_from_being_the_longest() -> None:
+    report = cue_report(load_bank())
+    assert report.items >= 50
+    assert report.longest <= MAX_LONGEST_SHARE
+    assert report.only_number <= MAX_LONGEST_SHARE
+    assert not report.problems
+
+
+def test_cue_report_flags_a_bank_where_the_longest_option_wins() -> None:
+    telling = [{**copy.deepcopy(ENTRY), "id": f"t{i}", "topic": topic,
+                "options": ["no", "nope", "yes, the long and careful one"], "correct": [2]}
+               for i, topic in enumerate(TOPICS * 9)]
+    report = cue_report(parse_bank(telling))
+    assert report.longest == 1.0 and report.problems
+
+
+@pytest.mark.parametrize(("question_id", "topic"), [
+    ("torch-checkpoint-wraps", "in-practice"), ("use-reentrant", "in-practice"),
+    ("layer-boundaries", "language-models"),
+])
+def test_questions_are_tagged_to_the_lesson_that_answers_them(question_id, topic) -> None:
+    assert {q.id: q.topic for q in load_bank()}[question_id] == topic
+
+
+def test_selective_recompute_key_recomputes_the_scores() -> None:
+    """The key once said selective recomputation keeps the attention matrices."""
+    question = {q.id: q for q in load_bank()}["selective-recompute"]
+    (right,) = question.correct
+    assert "recomputes the attention scores" in question.options[right]
+    wrong = [text for i, text in enumerate(question.options) if i != right]
+    assert any("Keeps the attention matrices" in text for text in wrong)
+
+
+def test_more_checkpoints_dial_agrees_with_the_lessons() -> None:
+    """Recomputation is one extra forward whatever the spacing; keeping more activations
+    (fewer checkpointed layers, selective policies) means less recomputation."""
+    question = {q.id: q for q in load_bank()}["more-checkpoints-dial"]
+    (right,) = question.correct
+    assert "activations" in question.prompt
+    assert question.options[right] == "Less recomputation and more memory."
+
+
+def test_reasoning_items_with_numbers_are_at_least_half() -> None:
+    questions = load_bank()
+    with_numbers = [q for q in questions
+                    if any(c.isdigit() for c in q.prompt + " ".join(q.options))]
+    assert len(with_numbers) * 2 >= len(questions)
