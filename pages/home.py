@@ -2,7 +2,8 @@
 
 import streamlit as st
 
-from lessons.catalog import LESSONS
+from lessons.catalog import LESSONS, lesson_count_text
+from quiz.config import PASS_MARK, QUESTIONS_PER_ATTEMPT
 from ui.home_teaser import home_teaser
 from ui.navigation import page_link
 
@@ -22,7 +23,8 @@ lesson_minutes = sum(item.minutes for item in LESSONS)
 steps = st.columns(4)
 with steps[0]:
     st.markdown(f"##### 1. Lessons\n~{lesson_minutes} min")
-    st.caption("Seven short lessons with calculators and step-by-step figures.")
+    st.caption(f"{lesson_count_text().capitalize().replace(' ', ' short ', 1)} with "
+               "calculators and step-by-step figures.")
     page_link(LESSONS[0].path, label="Start the first lesson", icon=":material/play_arrow:")
 with steps[1]:
     st.markdown("##### 2. Live demos\n~15 min")
@@ -30,7 +32,8 @@ with steps[1]:
     page_link("compare", icon=":material/bar_chart:")
 with steps[2]:
     st.markdown("##### 3. Quiz\n~10 min")
-    st.caption("About 12 questions with instant feedback; 80% passes.")
+    st.caption(f"About {QUESTIONS_PER_ATTEMPT} questions with instant feedback; "
+               f"{PASS_MARK:.0%} passes.")
     page_link("quiz", label="Take the quiz")
 with steps[3]:
     st.markdown("##### 4. Certificate\n1 min")
