@@ -1,0 +1,43 @@
+"""Browser: the language comes from ?lang=, the sidebar picker switches it in place, and
+it survives a page change through the navigation (which drops the query) and a reload."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlsplit
+
+from tests.helpers import goto, screenshot, wait_for_app
+
+SIDEBAR = "[data-testid='stSidebar']"
+
+
+def lang_of(url: str) -> str | None:
+    return parse_qs(urlsplit(url).query).get("lang", [None])[0]
+
+
+def test_german_then_vietnamese_across_a_page_change(page, app_url: str) -> None:
+    goto(page, app_url, "?lang=de")
+    nav = page.locator("[data-testid='stSidebarNav']")
+    for text in ("Startseite", "Lektionen", "Live-Demos", "Strategien vergleichen",
+                 "Quiz & Zertifikat", "Zertifikat prüfen"):
+        assert nav.get_by_text(text, exact=True).first.is_visible(), text
+    assert "Die Demos laufen auf" in page.inner_text(SIDEBAR)
+
+    page.locator(f"{SIDEBAR} [data-testid='stSelectbox']").click()
+    page.get_by_role("option", name="Tiếng Việt").click()
+    wait_for_app(page)
+    page.wait_for_function("() => new URL(location.href).searchParams.get('lang') === 'vi'")
+    assert nav.get_by_text("Bài học", exact=True).first.is_visible()
+    assert "Demo chạy trên" in page.inner_text(SIDEBAR)
+
+    nav.get_by_role("link", name="Xác minh chứng chỉ").click()
+    wait_for_app(page)
+    page.wait_for_function("() => new URL(location.href).searchParams.get('lang') === 'vi'")
+    assert urlsplit(page.url).path.rstrip("/").endswith("/verify")
+    assert nav.get_by_text("Demo trực tiếp", exact=True).first.is_visible()
+    assert "Demo chạy trên" in page.inner_text(SIDEBAR)
+    screenshot(page, "i18n-vi-verify")
+
+    page.reload(wait_until="domcontentloaded")  # a new session: the URL alone carries it
+    wait_for_app(page)
+    assert lang_of(page.url) == "vi"
+    assert nav.get_by_text("Trắc nghiệm & chứng chỉ", exact=True).first.is_visible()
