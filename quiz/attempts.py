@@ -12,7 +12,7 @@ from pathlib import Path
 
 from sqlalchemy import Connection, and_, delete, func, insert, or_, select, update
 
-from quiz.db import answers, attempts, learners, reading, writing
+from quiz.db import answers, attempts, ensure_learner, learners, reading, writing
 from quiz.draw import DrawnQuestion
 from quiz.grading import Feedback, Score, check_choice, feedback
 
@@ -172,14 +172,7 @@ class AttemptStore:
         ordinal = None
         with writing(self.data_dir) as connection:
             if learner_id:  # lock the learner: two tabs starting at once queue here
-                row = connection.execute(
-                    select(learners.c.attempts_started)
-                    .where(learners.c.id == learner_id)
-                    .with_for_update()
-                ).first()
-                if row is None:
-                    connection.execute(insert(learners).values(
-                        id=learner_id, created_at=now, attempts_started=0))
+                ensure_learner(connection, learner_id, now)
             left = self._wait_for(connection, learner_id, client)
             if left:
                 raise CooldownActive(left)

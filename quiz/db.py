@@ -29,7 +29,9 @@ from sqlalchemy import (
     Text,
     create_engine,
     event,
+    insert,
     inspect,
+    select,
     text,
 )
 from sqlalchemy.engine import make_url
@@ -210,6 +212,24 @@ def writing(data_dir: Path) -> Iterator[Connection]:
     engine = engine_for(data_dir)
     with engine.connect().execution_options(immediate=True) as connection, connection.begin():
         yield connection
+
+
+def ensure_learner(connection: Connection, learner_id: str, now: float) -> None:
+    """Lock the learner's row inside a write transaction, creating it when new (two servers
+    creating it at once: the loser's insert is rolled back to a savepoint)."""
+    exists = connection.execute(
+        select(learners.c.id).where(learners.c.id == learner_id).with_for_update()
+    ).first()
+    if exists is None:
+        try:
+            with connection.begin_nested():
+                connection.execute(
+                    insert(learners).values(id=learner_id, created_at=now, attempts_started=0)
+                )
+        except IntegrityError:
+            connection.execute(
+                select(learners.c.id).where(learners.c.id == learner_id).with_for_update()
+            )
 
 
 def dispose_all() -> None:

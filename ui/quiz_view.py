@@ -1,23 +1,30 @@
 """The quiz: one question at a time with instant feedback, then the score and, on a pass,
 the certificate. The attempt lives on the server (quiz.service); this page only draws it.
-The attempt id travels in st.session_state and in the URL (?attempt=...), so a reload
-resumes it. Nothing else in the URL is read (a ?score=100 changes nothing)."""
+The attempt id travels in st.session_state, in the URL (?attempt=...) and in the learner's
+progress on the server, so a reload or a second tab resumes it. Attempts and the cooldown
+after a failed one belong to the learner (ui.learner), not to the tab. Nothing else in the
+URL is read (a ?score=100 changes nothing)."""
 import contextlib
+import logging
 
 import streamlit as st
 
-from lessons.catalog import lesson
+from lessons.catalog import lesson, lesson_count_text
 from quiz import config
 from quiz.attempts import AnswerOutOfTurn, Attempt, AttemptExpired, CooldownActive
 from quiz.bank import BankError
-from quiz.certificates import Certificate
+from quiz.certificates import Certificate, StorageError
 from quiz.grading import Feedback
 from quiz.markdown import escape_markdown
 from quiz.names import NameError_
 from quiz.service import QuizService, certificate_pdf, certificate_png, open_service
+from ui.learner import client_address, learner_id
 from ui.navigation import page_link
+from ui.progress import store as progress_store
 
 ATTEMPT_KEY = "quiz_attempt_id"
+OPEN_ATTEMPT = "quiz:attempt"  # the learner's open attempt, in their server-side progress
+LOG = logging.getLogger(__name__)
 
 
 def _view_key(attempt_id: str) -> str:
@@ -27,16 +34,19 @@ def _view_key(attempt_id: str) -> str:
 def remember(attempt_id: str | None) -> None:
     """Keep the attempt id in the session and the URL (or forget it)."""
     if attempt_id:
+        if st.session_state.get(ATTEMPT_KEY) != attempt_id:
+            progress_store().record(learner_id(), OPEN_ATTEMPT, attempt_id)
         st.session_state[ATTEMPT_KEY] = attempt_id
         st.query_params["attempt"] = attempt_id
     else:
         st.session_state.pop(ATTEMPT_KEY, None)
         st.query_params.pop("attempt", None)
+        progress_store().forget(learner_id(), OPEN_ATTEMPT)
 
 
 def start(service: QuizService, previous_id: str | None = None) -> None:
     try:
-        attempt = service.start_attempt(previous_id)
+        attempt = service.start_attempt(previous_id, learner_id(), client_address())
     except CooldownActive as wait:
         st.warning(f"Take a short break: a new attempt can start in {wait.seconds_left} s.")
         return
@@ -52,11 +62,14 @@ def lesson_link(topic: str) -> None:
 
 def show_intro(service: QuizService) -> None:
     st.markdown(
-        f"{service.questions_per_attempt} questions drawn from all seven lessons, one at a "
+        f"{service.questions_per_attempt} questions drawn from all {lesson_count_text()}, one at a "
         f"time. Each answer is locked when you check it, and you see at once whether it was "
         f"right and why. Pass with {round(config.PASS_MARK * 100)}% or more to earn a "
         "certificate that anyone can verify."
     )
+    wait = service.wait_left(learner_id(), client_address())
+    if wait:
+        st.info(f"After the last attempt, a new one can start in {wait} s.")
     if st.button("Start the quiz", type="primary"):
         start(service)
 
@@ -121,6 +134,8 @@ def show_feedback(attempt: Attempt, position: int, feedback: Feedback) -> None:
 def show_certificate(certificate: Certificate) -> None:
     st.success("Your certificate is ready.", icon=":material/workspace_premium:")
     st.markdown(f"**Name:** {escape_markdown(certificate.name)}")
+    if certificate.attempts:
+        st.caption(f"Passed at attempt {certificate.attempts} (printed on the verify page).")
     st.markdown("**Certificate ID** (anyone can check it on the verify page):")
     st.code(certificate.id, language=None)
     pdf = _cached_pdf(certificate, config.base_url())
@@ -203,13 +218,27 @@ def show_result(service: QuizService, attempt: Attempt) -> None:
 
 def render() -> None:
     st.title("Quiz")
-    service = open_service()
+    try:
+        service = open_service()
+    except StorageError as problem:  # a lost signing key: the operator must act
+        LOG.error("%s", problem)
+        st.error(
+            "Certificates cannot be issued or checked right now: the server's signing key "
+            "does not match the certificates it holds. The operator has been told in the "
+            "server log; please try again later.",
+            icon=":material/key_off:",
+        )
+        return
     try:
         service.bank()
     except BankError as problem:  # a teacher's edit broke the file: say where
         st.error(f"The question bank cannot be used: {problem}")
         return
-    attempt_id = st.query_params.get("attempt") or st.session_state.get(ATTEMPT_KEY)
+    attempt_id = (
+        st.query_params.get("attempt")
+        or st.session_state.get(ATTEMPT_KEY)
+        or progress_store().items(learner_id(), OPEN_ATTEMPT).get("")
+    )
     if not attempt_id:
         show_intro(service)
         return
