@@ -194,7 +194,8 @@ class PlannerInputs:
         return LORA_TARGETS[self.lora_targets] if self.tuning != "full" else ()
 
     def tensors(self, batch: int | None = None, seq: int | None = None) -> tuple[Held, ...]:
-        return layer_tensors(self.arch, batch or self.batch, seq or self.seq, self.act_bytes,
+        return layer_tensors(self.arch, self.batch if batch is None else batch,
+                             self.seq if seq is None else seq, self.act_bytes,
                              fused=self.fused, device=self.device,
                              lora_rank=self.lora_rank if self.tuning != "full" else 0,
                              lora_targets=self.targets)
@@ -264,9 +265,13 @@ def _budget_kept(tensors: tuple[Held, ...], fraction: float, floor: int) -> tupl
     return max(kept, floor), flops
 
 
+def _sizes(p: PlannerInputs, batch: int | None, seq: int | None) -> tuple[int, int]:
+    return (p.batch if batch is None else batch), (p.seq if seq is None else seq)
+
+
 def activations(p: PlannerInputs, strategy: str, batch: int | None = None,
                 seq: int | None = None) -> Activations:
-    b, s = batch or p.batch, seq or p.seq
+    b, s = _sizes(p, batch, seq)
     tensors = p.tensors(b, s)
     full, n = layer_bytes(tensors), p.arch.layers
     ckpt = b * s * p.arch.hidden * p.act_bytes  # a checkpoint keeps the layer's input
@@ -300,7 +305,8 @@ def logits_peak_bytes(p: PlannerInputs, batch: int | None = None, seq: int | Non
     """Around the loss: three fp32 b·s·V tensors (log-softmax, its gradient, the logits'
     gradient; the engine measures this in fp32) plus the 16-bit logits; a chunked loss
     holds them for CHUNK_TOKENS tokens at a time."""
-    tokens = (batch or p.batch) * (seq or p.seq)
+    b, s = _sizes(p, batch, seq)
+    tokens = b * s
     if p.chunked_loss:
         tokens = min(tokens, CHUNK_TOKENS)
     e = p.act_bytes
@@ -311,7 +317,7 @@ def step_flops(p: PlannerInputs, batch: int | None = None, seq: int | None = Non
     """Forward + backward of one micro-batch without checkpointing. Backward is two
     forwards for full fine-tuning; with adapters one (no weight gradients for the frozen
     base: an approximation)."""
-    b, s = batch or p.batch, seq or p.seq
+    b, s = _sizes(p, batch, seq)
     forward = p.arch.layers * layer_flops(p.arch, b, s) + 2.0 * b * s * p.arch.hidden * p.arch.vocab
     return forward * (3.0 if p.tuning == "full" else 2.0)
 
@@ -489,7 +495,7 @@ def recommend(p: PlannerInputs, max_shards: int = 64) -> Recommendation:
     other tools in order (each kept if it helps), then checkpointing again on top."""
     choice = _checkpointing_choice(p)
     if choice is not None:
-        return Recommendation(choice.action, True, (choice,), p)
+        return Recommendation(choice.action, True, (choice,), _apply(p, choice))
     steps: list[Advice] = []
     q = p
 
@@ -528,10 +534,16 @@ def recommend(p: PlannerInputs, max_shards: int = 64) -> Recommendation:
     final = _checkpointing_choice(q)
     if final is not None:
         steps.append(final)
-        return Recommendation(final.action, True, tuple(steps), q)
+        return Recommendation(final.action, True, tuple(steps), _apply(q, final))
     best = _least_memory(q)
     steps.append(Advice(best, "nothing-fits", LESSONS[best], peak_bytes(q, best), False))
-    return Recommendation(best, False, tuple(steps), q)
+    return Recommendation(best, False, tuple(steps), q.with_(strategy=best))
+
+
+def _apply(p: PlannerInputs, choice: Advice) -> PlannerInputs:
+    if choice.action == "some-layers":
+        return p.with_(strategy="some-layers", some_layers=int(choice.value or 0))
+    return p.with_(strategy=choice.action)
 
 
 def _fits_any(p: PlannerInputs) -> bool:

@@ -1,0 +1,199 @@
+"""The planner's formulas: published anchors, the presets' parameter counts, monotonicity,
+the fit search and the recommendation."""
+
+from __future__ import annotations
+
+import pytest
+
+from demos import planner as P
+from demos.architectures import PRESETS, Architecture, custom
+from lessons.catalog import LESSON_PATHS
+from lessons.checkpoint_math import format_gb
+from lessons.values import SEED, lesson_values
+
+GB = 1e9
+
+
+def gpt_layer(hidden: int, heads: int, layers: int = 1, vocab: int = 50_257) -> Architecture:
+    """A GPT-2/3-style layer: LayerNorm, 4h GELU MLP, dropout."""
+    return custom(layers, hidden, heads, heads, 4 * hidden, "gelu", "layernorm", vocab, False)
+
+
+@pytest.mark.parametrize("key", list(PRESETS))
+def test_presets_have_their_published_parameter_count(key: str) -> None:
+    arch = PRESETS[key]
+    assert arch.params() == arch.published_params
+    assert arch.source.startswith("https://huggingface.co/")
+
+
+@pytest.mark.parametrize("b, s, h, a", [(2, 1024, 2048, 16), (2, 2048, 12288, 96),
+                                        (4, 512, 768, 12)])
+def test_korthikanti_34_sbh_with_flash_and_5as_over_h_without(b, s, h, a) -> None:
+    arch = gpt_layer(h, a)
+    assert P.korthikanti_bytes(arch, b, s, fused=True) == 34 * s * b * h
+    assert P.korthikanti_bytes(arch, b, s, fused=False) == s * b * h * (34 + 5 * a * s / h)
+
+
+def test_the_course_worked_example() -> None:
+    """2B-class model, 28 layers, h 2,048, batch 2 × 1,024, vocabulary 248,000:
+    all kept ~4.0 GB, checkpoints ~0.23 GB, one layer rebuilt ~0.14 GB, logits ~2.0 GB."""
+    b, s, h, n, a, v = (SEED[k] for k in ("batch", "seq", "hidden", "layers", "heads", "vocab"))
+    arch = gpt_layer(h, a, layers=n, vocab=v)
+    p = P.PlannerInputs(arch, seq=s, batch=b, precision="mixed")
+    values = lesson_values()
+    all_kept = n * P.korthikanti_bytes(arch, b, s, fused=True)
+    assert format_gb(all_kept) == values["seed_all_kept_gb"] == "4.0 GB"
+    every = P.activations(p, "every-layer")
+    assert format_gb(every.kept) == values["seed_inputs_gb"] == "0.23 GB"
+    assert format_gb(every.rebuilt) == values["seed_one_layer_gb"] == "0.14 GB"
+    one_fp32_logits = P.logits_peak_bytes(p.with_(precision="fp32")) / P.LOSS_FP32_TENSORS
+    assert format_gb(one_fp32_logits) == values["seed_logits_gb"] == "2.0 GB"
+
+
+def test_hugging_face_bytes_per_parameter() -> None:
+    arch = PRESETS["llama-3.1-8b"]
+    for precision, expected in (("mixed", 18), ("fp32", 16)):
+        state = P.state_bytes(P.PlannerInputs(arch, precision=precision))
+        per_param = (state["weights"] + state["gradients"] + state["optimizer"]) / arch.params()
+        assert per_param == expected
+
+
+def test_an_8b_model_in_bf16_weighs_about_16_gb() -> None:
+    weights = P.state_bytes(P.PlannerInputs(PRESETS["llama-3.1-8b"], precision="bf16"))["weights"]
+    assert round(weights / GB) == 16
+
+
+def test_lora_trains_peft_s_count_for_llama_8b_rank_16() -> None:
+    """PEFT reports 41,943,040 trainable parameters for r=16 on every linear layer."""
+    p = P.PlannerInputs(PRESETS["llama-3.1-8b"], tuning="lora", lora_rank=16)
+    assert P.adapter_params(p) == 41_943_040
+    lora, qlora = P.state_bytes(p), P.state_bytes(p.with_(tuning="qlora"))
+    assert qlora["weights"] < lora["weights"] / 2  # 4-bit linears, 16-bit embeddings
+    assert lora["gradients"] == 41_943_040 * 4
+
+
+def test_sharding_divides_the_state_and_gathers_two_layers() -> None:
+    p = P.PlannerInputs(PRESETS["llama-3.1-70b"])
+    one, eight = P.state_bytes(p), P.state_bytes(p.with_(shards=8))
+    assert eight["optimizer"] == one["optimizer"] / 8
+    assert eight["gradients"] == one["gradients"] / 8
+    layer = PRESETS["llama-3.1-70b"].block_params() * 2
+    assert eight["weights"] == pytest.approx(one["weights"] / 8 + 2 * layer * 7 / 8)
+
+
+def test_peak_grows_with_batch_and_sequence_and_falls_with_shards() -> None:
+    p = P.PlannerInputs(PRESETS["llama-3.2-1b"], seq=2048)
+    for strategy in P.STRATEGIES:
+        peaks = [P.peak_bytes(p, strategy, batch=b) for b in (1, 2, 4, 8)]
+        assert peaks == sorted(peaks) and len(set(peaks)) == 4
+        peaks = [P.peak_bytes(p, strategy, seq=s) for s in (512, 1024, 2048)]
+        assert peaks == sorted(peaks) and len(set(peaks)) == 3
+    shards = [P.peak_bytes(p.with_(shards=n)) for n in (1, 2, 4, 8)]
+    assert shards == sorted(shards, reverse=True)
+
+
+def test_strategies_order_in_memory_and_compute() -> None:
+    p = P.PlannerInputs(PRESETS["llama-3.1-8b"], some_layers=10, fused=False)
+    act = {s: P.activations(p, s) for s in P.STRATEGIES}
+    held = {s: a.kept + a.rebuilt for s, a in act.items()}
+    assert held["every-layer"] < held["some-layers"] < held["none"]
+    assert held["selective"] < held["none"]
+    assert act["none"].recompute_flops == 0
+    assert act["some-layers"].recompute_flops == act["every-layer"].recompute_flops * 10 / 32
+    assert act["selective"].recompute_flops < act["some-layers"].recompute_flops
+    share = P.strategy_row(p, "every-layer").recompute_share
+    assert 0.25 < share < 1 / 3  # one more forward of the layers, not of the LM head
+
+
+def test_two_layer_segments_win_only_in_deep_models() -> None:
+    """A Llama layer keeps ~25 inputs' worth: two-layer segments keep less from ~50 layers."""
+    for key, deep in (("llama-3.1-70b", True), ("llama-3.1-8b", False)):
+        p = P.PlannerInputs(PRESETS[key])
+        two, every = P.activations(p, "two-layer"), P.activations(p, "every-layer")
+        assert (two.kept + two.rebuilt < every.kept + every.rebuilt) is deep
+
+
+def test_selective_saves_nothing_with_a_fused_kernel() -> None:
+    p = P.PlannerInputs(PRESETS["gpt2"], seq=1024, batch=8)
+    assert not P.strategy_row(p, "selective").saves
+    assert P.activations(p, "selective").recompute_flops == 0
+    math = P.strategy_row(p.with_(fused=False), "selective")
+    assert math.saves and 0 < math.recompute_share < 0.1
+
+
+def test_compiler_budget_between_none_and_every_layer() -> None:
+    p = P.PlannerInputs(PRESETS["llama-3.1-8b"])
+    kept = [P.activations(p.with_(budget=f), "budget").kept for f in (0.0, 0.25, 0.5, 0.75, 1.0)]
+    assert kept == sorted(kept)
+    assert kept[-1] == P.activations(p, "none").kept
+    assert kept[0] == P.activations(p, "every-layer").kept
+
+
+def test_fit_search_finds_the_edge() -> None:
+    p = P.PlannerInputs(PRESETS["llama-3.1-8b"], seq=1024, tuning="lora", gpu_bytes=24 * P.GiB)
+    for strategy in ("none", "every-layer"):
+        b = P.largest_batch(p, strategy)
+        assert P.fits(p, strategy, batch=b) and not P.fits(p, strategy, batch=b + 1)
+        s = P.longest_seq(p, strategy)
+        assert P.fits(p, strategy, seq=s) and not P.fits(p, strategy, seq=s + 1)
+    assert P.largest_batch(p, "every-layer") > P.largest_batch(p, "none")
+
+
+def test_plan_rows_and_breakdown_agree() -> None:
+    p = P.PlannerInputs(PRESETS["llama-3.2-1b"], gpu_bytes=24 * P.GiB, strategy="two-layer")
+    plan = P.plan(p)
+    assert [r.strategy for r in plan.rows] == list(P.STRATEGIES)
+    row = next(r for r in plan.rows if r.strategy == "two-layer")
+    assert row.peak == plan.breakdown.total
+    assert plan.spare == p.gpu_bytes - plan.breakdown.total
+    assert plan.breakdown.workspace > P.WORKSPACE_BYTES
+    ids = {a.id for a in plan.approximations}
+    assert {"workspace", "fragmentation", "peaks-added"} <= ids
+
+
+def _lessons_are_real(rec: P.Recommendation) -> None:
+    for step in rec.steps:
+        assert step.lesson in LESSON_PATHS
+
+
+def test_recommends_no_checkpointing_when_memory_is_ample() -> None:
+    rec = P.recommend(P.PlannerInputs(PRESETS["gpt2"], seq=1024, batch=2,
+                                      gpu_bytes=80 * P.GiB))
+    assert rec.strategy == "none" and rec.fits
+    assert rec.steps[0].reason == "fits-without-checkpointing"
+    _lessons_are_real(rec)
+
+
+def test_recommends_the_cheapest_checkpointing_that_fits() -> None:
+    base = P.PlannerInputs(PRESETS["llama-3.2-1b"], seq=4096, batch=8, chunked_loss=True,
+                           gpu_bytes=80 * P.GiB)
+    assert not P.fits(base, "none")
+    rec = P.recommend(base)
+    assert rec.fits and rec.strategy == "some-layers"
+    k = rec.steps[0].value
+    assert P.fits(base.with_(some_layers=k), "some-layers")
+    assert not P.fits(base.with_(some_layers=k - 1), "some-layers")
+    _lessons_are_real(rec)
+
+
+def test_when_nothing_fits_the_other_tools_come_in_order() -> None:
+    p = P.PlannerInputs(PRESETS["llama-3.1-70b"], gpu_bytes=80 * P.GiB)
+    assert not P.fits(p, "every-layer")
+    rec = P.recommend(p)
+    actions = [s.action for s in rec.steps]
+    assert rec.fits and actions[-1] in P.STRATEGIES
+    order = ["chunked-loss", "adamw-8bit", "lora", "qlora", "more-shards", "smaller-batch",
+             "offload"]
+    remedies = [a for a in actions[:-1]]
+    assert remedies == sorted(remedies, key=order.index)
+    peaks = [s.peak for s in rec.steps[:-1]]
+    assert peaks == sorted(peaks, reverse=True)
+    assert P.fits(rec.inputs, rec.strategy)
+    _lessons_are_real(rec)
+
+
+def test_a_hopeless_plan_says_so() -> None:
+    p = P.PlannerInputs(PRESETS["llama-3.1-70b"], gpu_bytes=1 * P.GiB, tuning="qlora",
+                        optimizer="adamw-8bit", chunked_loss=True)
+    rec = P.recommend(p, max_shards=1)
+    assert not rec.fits and rec.steps[-1].reason == "nothing-fits"
