@@ -219,10 +219,16 @@ def korthikanti_layer_bytes(batch: int, seq: int, hidden: int, heads: int,
     return value
 
 
+# The source documents' worked example, a 2B-class model (the lessons and the quiz use it).
+SEED_EXAMPLE: dict[str, int] = {"batch": 2, "seq": 1_024, "hidden": 2_048, "layers": 28,
+                                "heads": 16, "vocab": 248_000}
+
+
 def seed_example() -> dict[str, float]:
     """The seed documents' 2B-class example: hidden 2048, 28 layers, batch 2 x 1,024."""
-    b, s, h, n, vocab = 2, 1024, 2048, 28, 248_000
-    layer = korthikanti_layer_bytes(b, s, h, 16)
+    e = SEED_EXAMPLE
+    b, s, h, n, vocab = e["batch"], e["seq"], e["hidden"], e["layers"], e["vocab"]
+    layer = korthikanti_layer_bytes(b, s, h, e["heads"])
     return {
         "all_kept_bytes": n * layer,  # ~4.0 GB
         "checkpoint_inputs_bytes": 2.0 * b * s * h * n,  # ~0.23 GB

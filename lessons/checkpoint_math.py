@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from demos.theory import korthikanti_layer_bytes
 from demos.units import format_gb  # noqa: F401 - the one formatter, re-exported
 
 GB = 1e9
@@ -198,9 +199,9 @@ def layer_activation_parts(batch: int, seq: int, hidden: int, heads: int,
 
 def layer_activation_bytes(batch: int, seq: int, hidden: int, heads: int = 1,
                            efficient_attention: bool = True) -> float:
-    """s·b·h·(34 + 5·a·s/h) bytes, or 34·s·b·h with efficient attention."""
-    return float(sum(layer_activation_parts(batch, seq, hidden, heads,
-                                            efficient_attention).values()))
+    """s·b·h·(34 + 5·a·s/h) bytes, or 34·s·b·h with efficient attention: Korthikanti's
+    formula, written once in demos.theory (layer_activation_parts splits it by part)."""
+    return korthikanti_layer_bytes(batch, seq, hidden, heads, full=not efficient_attention)
 
 
 def layer_input_bytes(batch: int, seq: int, hidden: int, bytes_per_value: int = 2) -> float:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from functools import cache
 
+from demos.theory import SEED_EXAMPLE
 from lessons import facts
 from lessons.catalog import lesson_count_text
 from lessons.checkpoint_math import (
@@ -39,9 +40,8 @@ from lessons.checkpoint_math import (
 from lessons.memory_calculator import PRESETS, breakdown, bytes_per_parameter
 from lessons.stepper import simulate
 
-# The worked example of the source pages: a 2B-class model.
-SEED = {"batch": 2, "seq": 1_024, "hidden": 2_048, "layers": 28, "heads": 16,
-        "vocab": 248_000}
+# The worked example of the source pages: a 2B-class model (written once, in demos.theory).
+SEED = SEED_EXAMPLE
 STEPPER_EXAMPLE_LAYERS = 8
 CHUNK_TOKENS = 256
 
