@@ -3,6 +3,7 @@ benchmarks/gpu_check.sh needs. Uses only the engine's public functions (demos.me
 demos.theory, demos.device.DeviceQueue). See docs/GPU_CHECK.md.
 
     python benchmarks/gpu_check.py wheels                 # name==version to carry to the GPU
+    python benchmarks/gpu_check.py env                    # versions; exit 1 if an import fails
     python benchmarks/gpu_check.py stub-playwright DIR    # an import stand-in, no browser tests
     python benchmarks/gpu_check.py verify-bench results-cuda.json
     python benchmarks/gpu_check.py dtypes | layer-shape | faults   [--out DIR]
@@ -131,6 +132,46 @@ def write_playwright_stub(folder: Path) -> Path:
     (package / "__init__.py").write_text('"""Stand-in: see sync_api."""\n')
     (package / "sync_api.py").write_text(PLAYWRIGHT_STUB)
     return package
+
+
+# Import names of what the app and its tests need there, carried or the image's own.
+NEEDED_MODULES = ("torch", "pandas", "yaml", "pytest", "pytest_timeout", "streamlit", "plotly",
+                  "fpdf", "segno", "cryptography", "sqlalchemy", "babel", "uharfbuzz",
+                  "demos.measure", "lessons", "quiz", "ui", "i18n")
+
+
+def environment() -> list[str]:
+    """Print Python, torch, CUDA and the versions of what the app imports; return what
+    failed to import."""
+    import importlib
+    import importlib.metadata as md
+
+    import torch
+
+    print(f"python {sys.version.split()[0]} at {sys.executable}")
+    print(f"torch {torch.__version__}, CUDA {torch.version.cuda}, "
+          f"torch.cuda.is_available() = {torch.cuda.is_available()}")
+    if torch.cuda.is_available():
+        free, total = torch.cuda.mem_get_info()
+        print(f"device {torch.cuda.get_device_name()}: {free / 2**30:.1f} of "
+              f"{total / 2**30:.1f} GiB free, capability {torch.cuda.get_device_capability()}")
+    failed = []
+    for module in NEEDED_MODULES:
+        try:
+            importlib.import_module(module)
+        except Exception as exc:  # noqa: BLE001 - listed, the script goes on
+            failed.append(f"{module}: {type(exc).__name__}: {exc}")
+            continue
+        top = module.split(".")[0]
+        dist = md.packages_distributions().get(top, [top])[0]
+        try:
+            version = md.version(dist)
+        except md.PackageNotFoundError:
+            version = "(this repository)"
+        print(f"  {module:16} {version}")
+    for line in failed:
+        print(f"  MISSING {line}")
+    return failed
 
 
 # --- checking measured rows ----------------------------------------------------------------
@@ -516,6 +557,7 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("wheels")
+    sub.add_parser("env")
     p = sub.add_parser("stub-playwright")
     p.add_argument("folder", type=Path)
     p = sub.add_parser("verify-bench")
@@ -532,12 +574,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "stub-playwright":
         print(write_playwright_stub(args.folder))
         return 0
+    if args.command == "env":
+        return 1 if environment() else 0
     import torch
 
     if args.command in ("dtypes", "layer-shape", "verify-bench") and not (
             torch.cuda.is_available()):
         print(f"skipped: no CUDA ({args.command} measures on a GPU)")
         return 0
+    if args.command == "verify-bench" and not args.path.exists():
+        print(f"{args.path} is missing: the bench did not finish")
+        return 1
     value = {"verify-bench": lambda: verify_bench(args.path), "dtypes": dtypes_and_offload,
              "layer-shape": layer_shape, "faults": faults}[args.command]()
     key = args.command.replace("-", "_").replace("verify_bench", "bench")
