@@ -6,7 +6,7 @@ PORT ?= 8501
 ADDRESS ?= 0.0.0.0
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run dev chromium test test-unit test-browser lint bench clean messages
+.PHONY: run dev chromium postgresql cjk-font test test-unit test-browser lint bench clean messages
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -31,7 +31,7 @@ locale/%/LC_MESSAGES/messages.mo: locale/%/LC_MESSAGES/messages.po | $(VENV)/.ru
 messages: $(VENV)/.runtime-installed
 	$(BIN)/python -m i18n messages
 
-run: $(VENV)/.runtime-installed $(MO_FILES)
+run: $(VENV)/.runtime-installed cjk-font $(MO_FILES)
 	$(BIN)/python -m ui.server --server.port $(PORT) --server.address $(ADDRESS)
 
 # Development: file watcher on, error details shown.
@@ -47,7 +47,25 @@ chromium:
 		else echo "Chromium is missing: run 'sudo apt-get install chromium' for the browser tests"; fi; \
 	fi
 
-test: $(VENV)/.dev-installed chromium $(MO_FILES)
+# PostgreSQL for the two-server test (tests/quiz/test_postgres.py), and the CJK font for
+# certificates in Chinese, Japanese and Korean names: Debian packages, installed when missing.
+postgresql:
+	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = "0" ]; then \
+			(apt-get install -y --no-install-recommends postgresql || \
+			 (apt-get update && apt-get install -y --no-install-recommends postgresql)); \
+		else echo "PostgreSQL is missing: run 'sudo apt-get install postgresql' for its test"; fi; \
+	fi
+
+cjk-font:
+	@if [ ! -f /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ]; then \
+		if [ "$$(id -u)" = "0" ]; then \
+			(apt-get install -y --no-install-recommends fonts-wqy-microhei || \
+			 (apt-get update && apt-get install -y --no-install-recommends fonts-wqy-microhei)); \
+		else echo "No CJK font: run 'sudo apt-get install fonts-wqy-microhei' for CJK names"; fi; \
+	fi
+
+test: $(VENV)/.dev-installed chromium postgresql cjk-font $(MO_FILES)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # One layer at a time: unit tests (engine, quiz, lessons), or the browser tests alone.
