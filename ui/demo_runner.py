@@ -72,6 +72,21 @@ def device_turn(kind: str) -> Iterator[None]:
         notice.empty()
 
 
+@contextmanager
+def progress_bar(start: str, template: str) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar for the engine's progress(done, total) callback, `template` naming
+    done and total; emptied at the end, so a replayed cached result leaves nothing."""
+    bar = st.progress(0.0, text=start)
+
+    def progress(done: int, total: int) -> None:
+        bar.progress(min(done / max(total, 1), 1.0), text=template.format(done=done, total=total))
+
+    try:
+        yield progress
+    finally:
+        bar.empty()
+
+
 def _config_key(config: ModelConfig) -> tuple[tuple[str, Any], ...]:
     return tuple(sorted(dataclasses.asdict(config).items()))
 
@@ -96,17 +111,10 @@ def _sweep(config_key: tuple, vary: str, values: tuple, strategies: tuple[str, .
     from demos.sweep import sweep
 
     base = ModelConfig(**dict(config_key))
-    bar = st.progress(0.0, text="Sweeping…")
-
-    def progress(done: int, total: int) -> None:
-        bar.progress(min(done / max(total, 1), 1.0), text=f"Measured {done} of {total} points")
-
-    try:
-        with device_turn(kind):
-            return sweep(base, vary, list(values), list(strategies), device=kind,
-                         repeats=repeats, progress=progress)
-    finally:
-        bar.empty()
+    with progress_bar("Sweeping…", "Measured {done} of {total} points") as progress, \
+            device_turn(kind):
+        return sweep(base, vary, list(values), list(strategies), device=kind,
+                     repeats=repeats, progress=progress)
 
 
 @st.cache_data(max_entries=CACHE_ENTRIES, show_spinner=False)
@@ -137,16 +145,9 @@ def _train(config_key: tuple, strategies: tuple[str, ...], steps: int, kind: str
     from demos.training import train_losses
 
     config = ModelConfig(**dict(config_key))
-    bar = st.progress(0.0, text="Training…")
-
-    def progress(done: int, total: int) -> None:
-        bar.progress(min(done / max(total, 1), 1.0), text=f"Trained {done} of {total} steps")
-
-    try:
-        with device_turn(kind):
-            return train_losses(config, list(strategies), steps, progress=progress)
-    finally:
-        bar.empty()
+    with progress_bar("Training…", "Trained {done} of {total} steps") as progress, \
+            device_turn(kind):
+        return train_losses(config, list(strategies), steps, progress=progress)
 
 
 def _record(result: FitResult) -> dict[str, Any]:
