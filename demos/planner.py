@@ -490,6 +490,9 @@ def _least_memory(p: PlannerInputs) -> str:
     return min(("every-layer", "two-layer"), key=lambda s: peak_bytes(p, s))
 
 
+MIN_GAIN = 0.03  # a remedy is advised only if it cuts the peak by at least this share
+
+
 def recommend(p: PlannerInputs, max_shards: int = 64) -> Recommendation:
     """The course's procedure: the cheapest checkpointing that fits; when none does, the
     other tools in order (each kept if it helps), then checkpointing again on top."""
@@ -502,14 +505,14 @@ def recommend(p: PlannerInputs, max_shards: int = 64) -> Recommendation:
     def step(action: str, reason: str, changed: PlannerInputs, value=None) -> None:
         nonlocal q
         best = _least_memory(changed)
-        if peak_bytes(changed, best) < peak_bytes(q, _least_memory(q)):
+        if peak_bytes(changed, best) < (1 - MIN_GAIN) * peak_bytes(q, _least_memory(q)):
             q = changed
             steps.append(Advice(action, reason, LESSONS[action], peak_bytes(q, best),
                                 fits(q, best), value))
 
     remedies = []
     if not p.chunked_loss:
-        remedies.append(("chunked-loss", "logits-dominate", lambda r: r.with_(chunked_loss=True)))
+        remedies.append(("chunked-loss", "loss-in-chunks", lambda r: r.with_(chunked_loss=True)))
     if p.optimizer == "adamw":
         remedies.append(("adamw-8bit", "optimizer-state-shrinks",
                          lambda r: r.with_(optimizer="adamw-8bit")))
@@ -626,3 +629,144 @@ def korthikanti_bytes(arch: Architecture, batch: int, seq: int, fused: bool) -> 
     s·b·h·(34 + 5·a·s/h) without, for a GPT layer with dropout."""
     tensors = layer_tensors(arch, batch, seq, 2, fused=fused, device="cuda")
     return sum(t.bytes for t in tensors if t.kind != "stats" and t.name != "attn.lse")
+
+
+# ---------------------------------------------------------------- code for a setting
+
+# The Hugging Face names the snippets use, as transformers 4.57.1 spells them
+# (https://huggingface.co/docs/transformers/v4.57.1/en/main_classes/trainer); transformers
+# is not installed here, so a test checks the snippets against this table.
+HF_VERSION = "4.57.1"
+HF_NAMES: dict[str, frozenset[str]] = {
+    "TrainingArguments": frozenset({
+        "output_dir", "per_device_train_batch_size", "gradient_accumulation_steps", "bf16",
+        "optim", "gradient_checkpointing", "gradient_checkpointing_kwargs", "use_liger_kernel",
+        "fsdp"}),
+    "optim": frozenset({"adamw_torch", "adamw_bnb_8bit", "sgd"}),
+    "gradient_checkpointing_enable": frozenset({"gradient_checkpointing_kwargs"}),
+    "BitsAndBytesConfig": frozenset({"load_in_4bit", "bnb_4bit_quant_type",
+                                     "bnb_4bit_use_double_quant", "bnb_4bit_compute_dtype"}),
+    "fsdp": frozenset({"full_shard", "offload"}),
+}
+_HF_OPTIM = {"adamw": "adamw_torch", "adamw-8bit": "adamw_bnb_8bit", "sgd-momentum": "sgd"}
+
+
+def hf_code(p: PlannerInputs) -> str:
+    """Hugging Face Trainer settings for `p` (its strategy, batch, precision, optimizer...)."""
+    every = p.strategy == "every-layer"
+    lines = ["from transformers import TrainingArguments", ""]
+    if p.tuning == "qlora":
+        lines[:1] = ["import torch", "from transformers import BitsAndBytesConfig, "
+                     "TrainingArguments"]
+        lines += ["quantization = BitsAndBytesConfig(  # from_pretrained(..., "
+                  "quantization_config=quantization)",
+                  "    load_in_4bit=True,", '    bnb_4bit_quant_type="nf4",',
+                  "    bnb_4bit_use_double_quant=True,",
+                  "    bnb_4bit_compute_dtype=torch.bfloat16,",
+                  ")", ""]
+    lines += ["args = TrainingArguments(", '    output_dir="out",',
+              f"    per_device_train_batch_size={p.batch},",
+              f"    gradient_accumulation_steps={p.accumulation},"]
+    if p.precision != "fp32":
+        lines.append("    bf16=True,")
+    lines.append(f'    optim="{_HF_OPTIM[p.optimizer]}",')
+    lines.append(f"    gradient_checkpointing={every},")
+    if every:
+        lines.append('    gradient_checkpointing_kwargs={"use_reentrant": False},')
+    if p.chunked_loss:
+        lines.append("    use_liger_kernel=True,  # fused linear + cross-entropy, in chunks")
+    if p.shards > 1:
+        lines.append(f'    fsdp="full_shard{" offload" if p.offload else ""}",')
+    lines.append(")")
+    if every:
+        lines += ["", "# or, on the model itself:",
+                  'model.gradient_checkpointing_enable(gradient_checkpointing_kwargs='
+                  '{"use_reentrant": False})']
+    elif p.strategy != "none":
+        lines += ["", "# The Trainer's switch checkpoints every layer; for this setting wrap "
+                  "the", "# decoder layers with the PyTorch code instead."]
+    return "\n".join(lines)
+
+
+_TORCH_HEAD = '''{imports}import torch
+from torch import nn
+from torch.utils.checkpoint import {names}
+
+
+class Checkpointed(nn.Module):
+    """Runs `layers` (an nn.ModuleList of decoder layers) {what}."""
+
+    def __init__(self, layers: nn.ModuleList) -> None:
+        super().__init__()
+        self.layers = layers
+'''
+_TORCH_BODY = {
+    "every-layer": ("checkpointing every layer", '''
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            x = checkpoint(layer, x, use_reentrant=False)
+        return x
+'''),
+    "some-layers": ("checkpointing the first {k} layers", '''
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for i, layer in enumerate(self.layers):
+            x = checkpoint(layer, x, use_reentrant=False) if i < {k} else layer(x)
+        return x
+'''),
+    "two-layer": ("in checkpointed segments of two layers", '''
+    def _pair(self, start: int, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers[start:start + 2]:
+            x = layer(x)
+        return x
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for start in range(0, len(self.layers), 2):
+            x = checkpoint(self._pair, start, x, use_reentrant=False)
+        return x
+'''),
+    "selective": ("keeping the linear layers' outputs, recomputing the attention scores",
+                  '''
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            x = checkpoint(layer, x, use_reentrant=False, context_fn=CONTEXT)
+        return x
+
+
+SAVE = {torch.ops.aten.mm.default, torch.ops.aten.addmm.default}
+
+
+def policy(ctx, op, *args, **kwargs) -> CheckpointPolicy:
+    return CheckpointPolicy.MUST_SAVE if op in SAVE else CheckpointPolicy.PREFER_RECOMPUTE
+
+
+CONTEXT = partial(create_selective_checkpoint_contexts, policy)
+'''),
+    "none": ("plainly (no checkpointing)", '''
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            x = layer(x)
+        return x
+'''),
+}
+_BUDGET = '''import torch
+import torch._functorch.config
+
+# torch.compile's partitioner keeps about this fraction of the activations and recomputes
+# the cheapest of the rest (0: recompute as much as it can, 1: keep everything).
+torch._functorch.config.activation_memory_budget = {budget:g}
+model = torch.compile(model)
+'''
+
+
+def torch_code(p: PlannerInputs) -> str:
+    """Plain PyTorch for the strategy of `p`."""
+    if p.strategy == "budget":
+        return _BUDGET.format(budget=p.budget)
+    what, body = _TORCH_BODY[p.strategy]
+    k = str(max(0, min(p.arch.layers, p.some_layers)))
+    selective = p.strategy == "selective"
+    head = (_TORCH_HEAD.replace("{what}", what.replace("{k}", k))
+            .replace("{imports}", "from functools import partial\n\n" if selective else "")
+            .replace("{names}", "(\n    CheckpointPolicy,\n    checkpoint,\n"
+                     "    create_selective_checkpoint_contexts,\n)" if selective else "checkpoint"))
+    return head + body.replace("{k}", k)

@@ -1,0 +1,98 @@
+"""The code the planner hands out: the PyTorch snippets run against the installed torch
+(same gradients as plain layers, keyword names from the real signatures); the Hugging Face
+snippets use only names from the pinned table (transformers is not installed here)."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import itertools
+
+import pytest
+import torch
+import torch._functorch.config
+import torch.utils.checkpoint as ckpt
+
+from demos import planner as P
+from demos.architectures import PRESETS
+from demos.config import ModelConfig
+from demos.llama import LlamaBlock
+
+TORCH_CALLABLES = {
+    "checkpoint": ckpt.checkpoint,
+    "create_selective_checkpoint_contexts": ckpt.create_selective_checkpoint_contexts,
+}
+
+
+def _inputs(**changes) -> P.PlannerInputs:
+    return P.PlannerInputs(PRESETS["llama-3.1-8b"], **changes)
+
+
+def _calls(code: str) -> list[ast.Call]:
+    return [node for node in ast.walk(ast.parse(code)) if isinstance(node, ast.Call)]
+
+
+def _name(call: ast.Call) -> str:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+
+
+@pytest.mark.parametrize("strategy", [s for s in P.STRATEGIES if s != "budget"])
+def test_torch_snippet_runs_and_gives_the_plain_gradients(strategy: str) -> None:
+    code = P.torch_code(_inputs(strategy=strategy, some_layers=2))
+    for call in _calls(code):
+        if _name(call) in TORCH_CALLABLES:
+            params = inspect.signature(TORCH_CALLABLES[_name(call)]).parameters
+            for keyword in call.keywords:
+                assert keyword.arg in params
+                assert params[keyword.arg].kind is not inspect.Parameter.VAR_KEYWORD
+    namespace: dict = {}
+    exec(compile(code, f"<{strategy}>", "exec"), namespace)  # noqa: S102 - our own snippet
+    cfg = ModelConfig(layers=3, hidden=32, heads=4, seq_len=8, batch=2, vocab=64)
+    torch.manual_seed(0)
+    layers = torch.nn.ModuleList(LlamaBlock(cfg, i) for i in range(3))
+    x = torch.randn(2, 8, 32, requires_grad=True)
+
+    def grads(run) -> list[torch.Tensor]:
+        for p in layers.parameters():
+            p.grad = None
+        x.grad = None
+        run(x).square().mean().backward()
+        return [p.grad.clone() for p in layers.parameters()] + [x.grad.clone()]
+
+    def plain(x: torch.Tensor) -> torch.Tensor:
+        for layer in layers:
+            x = layer(x)
+        return x
+
+    wrapped = namespace["Checkpointed"](layers)
+    for a, b in zip(grads(plain), grads(wrapped), strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+def test_budget_snippet_sets_the_compiler_setting_that_exists() -> None:
+    code = P.torch_code(_inputs(strategy="budget", budget=0.3))
+    assert "activation_memory_budget = 0.3" in code
+    assert hasattr(torch._functorch.config, "activation_memory_budget")
+    assert hasattr(torch, "compile")
+
+
+@pytest.mark.parametrize("strategy, tuning, optimizer, shards, chunked", list(itertools.product(
+    P.STRATEGIES, P.TUNINGS, P.OPTIMIZER_KEYS, (1, 4), (False, True))))
+def test_hf_snippet_uses_only_pinned_names(strategy, tuning, optimizer, shards, chunked) -> None:
+    p = _inputs(strategy=strategy, tuning=tuning, optimizer=optimizer, shards=shards,
+                chunked_loss=chunked, offload=shards > 1)
+    code = P.hf_code(p)
+    calls = {_name(c): c for c in _calls(code)}
+    args = calls["TrainingArguments"]
+    for call_name, call in calls.items():
+        if call_name in P.HF_NAMES:
+            assert {k.arg for k in call.keywords} <= P.HF_NAMES[call_name]
+    keywords = {k.arg: k.value for k in args.keywords}
+    assert keywords["optim"].value in P.HF_NAMES["optim"]
+    assert keywords["gradient_checkpointing"].value is (strategy == "every-layer")
+    assert keywords["per_device_train_batch_size"].value == p.batch
+    if "fsdp" in keywords:
+        assert set(keywords["fsdp"].value.split()) <= P.HF_NAMES["fsdp"]
+    assert ("gradient_checkpointing_enable" in calls) is (strategy == "every-layer")
+    assert ("BitsAndBytesConfig" in calls) is (tuning == "qlora")
