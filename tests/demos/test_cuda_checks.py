@@ -2,6 +2,8 @@
 faults, and two runs at once. The CUDA cases skip without a GPU; the same functions run
 here on the CPU at a tiny size, so the GPU script cannot hold dead code."""
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -12,6 +14,7 @@ from benchmarks.gpu_check import (
     oom_fault,
     row_problems,
     take_turns,
+    verify_bench,
 )
 from demos.config import ModelConfig
 from demos.measure import CUDA_METHOD, compare
@@ -84,6 +87,14 @@ def test_the_held_bytes_criterion_catches_a_miss():
     assert row_problems(offload, none_held=1000) and not row_problems(offload, none_held=10**6)
     assert row_problems({**row, "activation_bytes": None})
     assert not row_problems({"strategy": "x", "fits": False})
+
+
+def test_the_bench_criteria_hold_on_the_committed_cpu_results():
+    """The reader of `python -m demos bench` output, on the CPU figures in the repository:
+    held bytes equal the prediction there, so no problem is reported."""
+    result = verify_bench(Path(__file__).parents[2] / "benchmarks" / "results-cpu.json")
+    assert result["configs"] and all(c["rows"] for c in result["configs"])
+    assert result["problems"] == []
 
 
 def test_the_wheels_to_carry_are_what_the_gpu_image_lacks(tmp_path):
