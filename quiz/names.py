@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import unicodedata
 
-from quiz.fonts import missing_characters
+from quiz.fonts import cjk_font, missing_characters
 
 MAX_NAME_LENGTH = 80
 MAX_INPUT_LENGTH = 1000  # longer input is refused before any other work
@@ -68,11 +68,14 @@ def normalise_name(raw: str) -> str:
     missing = missing_characters(name)
     if missing:
         shown = ", ".join(_describe(ch) for ch in missing[:3])
+        cjk = cjk_font() is not None
+        covered = "Chinese, Japanese and Korean, " if cjk else ""
+        lacking = "Chinese, Japanese or Korean characters or " if not cjk else ""
         raise NameError_(
-            "The certificate font (DejaVu Sans) cannot draw "
-            f"{shown}{' and more' if len(missing) > 3 else ''}. It covers Latin (Vietnamese "
-            "and German included), Greek, Cyrillic, Arabic and Hebrew letters, but not Chinese, "
-            "Japanese or Korean characters or colour emoji. Please write the name with letters it "
-            "can draw, for example in a Latin transcription."
+            f"The certificate fonts (DejaVu Sans{' and a CJK font' if cjk else ''}) "
+            f"cannot draw {shown}{' and more' if len(missing) > 3 else ''}. They cover Latin "
+            f"(Vietnamese and German included), Greek, Cyrillic, Arabic, Hebrew, {covered}"
+            f"but not {lacking}colour emoji. Please write the name with letters they can "
+            "draw, for example in a Latin transcription."
         )
     return name

@@ -1,4 +1,6 @@
-"""The certificate as a PDF (fpdf2, the shipped DejaVu Sans, HarfBuzz shaping when present)."""
+"""The certificate as a PDF (fpdf2, the shipped DejaVu Sans, a CJK fallback font when one is
+installed, HarfBuzz shaping when present). fpdf2 embeds only the glyphs used (subsetting),
+so a 5 MB CJK font adds a few kilobytes per name."""
 
 from __future__ import annotations
 
@@ -7,10 +9,11 @@ import importlib.util
 from fpdf import FPDF
 
 from quiz.config import COURSE_NAME
-from quiz.fonts import BOLD, REGULAR
+from quiz.fonts import BOLD, REGULAR, cjk_font
 from quiz.layout import PAGE_HEIGHT, PAGE_WIDTH, PT, Frame, Item, QrCode, Text, qr_runs
 
 FAMILY = "DejaVu"
+CJK_FAMILY = "CJK"
 
 
 def _draw_text(pdf: FPDF, item: Text) -> None:
@@ -40,6 +43,11 @@ def render_pdf(items: list[Item], title: str = COURSE_NAME) -> bytes:
     pdf.set_creator(COURSE_NAME)
     pdf.add_font(FAMILY, "", str(REGULAR))
     pdf.add_font(FAMILY, "B", str(BOLD))
+    fallback = cjk_font()
+    if fallback is not None:  # one weight: bold CJK names are drawn in its regular face
+        pdf.add_font(CJK_FAMILY, "", str(fallback))
+        pdf.add_font(CJK_FAMILY, "B", str(fallback))
+        pdf.set_fallback_fonts([CJK_FAMILY], exact_match=False)
     if importlib.util.find_spec("uharfbuzz") is not None:
         pdf.set_text_shaping(True)  # right-to-left scripts and joined letters
     pdf.add_page()

@@ -7,15 +7,16 @@ import io
 
 from PIL import Image, ImageDraw, ImageFont
 
-from quiz.fonts import BOLD, REGULAR
+from quiz.fonts import BOLD, REGULAR, cjk_font, needs_fallback
 from quiz.layout import PAGE_HEIGHT, PAGE_WIDTH, PT, Frame, Item, QrCode, Text, qr_runs
 
 _ANCHORS = {"left": "ls", "center": "ms", "right": "rs"}
 
 
 @functools.lru_cache(maxsize=32)
-def _font(bold: bool, pixels: int) -> ImageFont.FreeTypeFont:
-    return ImageFont.truetype(str(BOLD if bold else REGULAR), pixels)
+def _font(bold: bool, pixels: int, cjk: bool = False) -> ImageFont.FreeTypeFont:
+    fallback = cjk_font() if cjk else None  # a line DejaVu cannot draw: the CJK font's
+    return ImageFont.truetype(str(fallback or (BOLD if bold else REGULAR)), pixels)
 
 
 def render_png(items: list[Item], pixels_per_mm: float = 4.0) -> bytes:
@@ -35,7 +36,8 @@ def render_png(items: list[Item], pixels_per_mm: float = 4.0) -> bytes:
                 width=max(1, round(item.line * scale)),
             )
         elif isinstance(item, Text):
-            font = _font(item.bold, max(1, round(item.size * PT * scale)))
+            cjk = needs_fallback(item.text, BOLD if item.bold else REGULAR)
+            font = _font(item.bold, max(1, round(item.size * PT * scale)), cjk)
             draw.text(
                 (item.x * scale, item.y * scale),
                 item.text,

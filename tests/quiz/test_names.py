@@ -43,8 +43,6 @@ def test_accepted_names(raw: str, expected: str) -> None:
         ("Bob\x1b[31m", "control or unassigned character (U+001B)"),
         ("x" * (MAX_NAME_LENGTH + 1), "at most 80 characters; this one has 81"),
         ("x" * 10_000, "at most 80 characters; this one has 10000"),
-        ("山田太郎", "cannot draw 山 (U+5C71"),
-        ("김민준", "Chinese, Japanese or Korean"),
         ("Ann 🦄", "cannot draw 🦄 (U+1F984"),
     ],
 )
@@ -70,3 +68,16 @@ def test_refused_names_say_why(raw: str, reason: str) -> None:
 def test_names_without_a_visible_letter_are_refused(raw: str) -> None:
     with pytest.raises(NameError_, match="no visible letter"):
         normalise_name(raw)
+
+
+def test_cjk_names_are_refused_clearly_without_a_cjk_font(
+    monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:  # noqa: ANN001
+    monkeypatch.setenv("CERT_CJK_FONT", str(tmp_path / "absent.ttc"))
+    for name, shown in [
+        ("山田太郎", "cannot draw 山 (U+5C71"),
+        ("김민준", "Chinese, Japanese or Korean"),
+    ]:
+        with pytest.raises(NameError_) as error:
+            normalise_name(name)
+        assert shown in str(error.value)

@@ -11,7 +11,7 @@ from PIL import Image
 
 from quiz.attempts import Attempt
 from quiz.config import verify_url
-from quiz.fonts import BOLD, metrics
+from quiz.fonts import BOLD, cjk_font, metrics
 from quiz.layout import (
     NAME_MAX_WIDTH,
     NAME_MIN_SIZE,
@@ -25,7 +25,12 @@ from quiz.names import NameError_
 from quiz.service import QuizService, certificate_pdf, certificate_png
 from tests.quiz.pdf_text import embedded_characters
 
-NAMES = ["Nguyễn Thị Minh Khai", "Trần Văn Đức", "Jürgen Groß-Müßig", "Ann 😀 Lee"]
+NAMES = ["Nguyễn Thị Minh Khai", "Trần Văn Đức", "Jürgen Groß-Müßig", "Ann 😀 Lee",
+         "Jürgen Müller-Lüdenscheid"]
+CJK_NAMES = ["李小龍", "山田 花子", "김민준", "Lý Tiểu Long 李小龍"]
+needs_cjk_font = pytest.mark.skipif(
+    cjk_font() is None, reason="no CJK font installed (make test installs fonts-wqy-microhei)"
+)
 
 
 @pytest.fixture
@@ -105,7 +110,7 @@ def test_a_long_name_never_runs_past_the_border(issue, name: str) -> None:  # no
 
 
 @pytest.mark.parametrize(
-    ("name", "shown"), [("山田太郎", "山"), ("Ann 🦄", "🦄"), ("Lê 👩\u200d💻", "👩")]
+    ("name", "shown"), [("Ann 🦄", "🦄"), ("Lê 👩\u200d💻", "👩"), ("山田 🦄", "🦄")]
 )
 def test_names_the_font_cannot_draw_are_refused_before_the_pdf(
     service: QuizService, passed_attempt: Attempt, name: str, shown: str
@@ -114,3 +119,16 @@ def test_names_the_font_cannot_draw_are_refused_before_the_pdf(
         service.issue(passed_attempt.id, name, True)
     assert shown in str(error.value) and "cannot draw" in str(error.value)
     assert service.certificate_for(passed_attempt.id) is None
+
+
+@needs_cjk_font
+@pytest.mark.parametrize("name", CJK_NAMES)
+def test_cjk_names_get_a_certificate_with_real_glyphs(issue, name: str) -> None:  # noqa: ANN001
+    certificate = issue(name)
+    pdf = certificate_pdf(certificate)
+    assert set(name.replace(" ", "")) <= embedded_characters(pdf)
+    assert len(pdf) < 120_000  # the 5 MB font is subset to the glyphs used
+    preview = Image.open(io.BytesIO(certificate_png(certificate)))
+    assert preview.format == "PNG"
+    size = metrics(BOLD).width(name, 34 * PT)
+    assert size > 0
