@@ -11,7 +11,7 @@ The parse_* functions are pure (no Streamlit), so they are unit-tested directly.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -201,13 +201,16 @@ def float_slider(name: str, label: str, lo: float, hi: float, step: float, defau
 
 
 def choice(name: str, label: str, options: Sequence[str], default: str, *,
-           help: str | None = None, where: str = "here", horizontal: bool = True) -> str:
-    """A radio whose key and query name are `name`."""
+           help: str | None = None, where: str = "here", horizontal: bool = True,
+           format_func: Callable[[str], str] = str) -> str:
+    """A radio whose key and query name are `name` (the URL holds the option, the radio
+    shows format_func(option))."""
     options = list(options)
     default = default if default in options else options[0]
     _first_value(name, parse_choice(_query_text(name), name=name, choices=options,
                                     default=default, where=where))
-    value = st.radio(label, options, key=name, help=help, horizontal=horizontal)
+    value = st.radio(label, options, key=name, help=help, horizontal=horizontal,
+                     format_func=format_func)
     _write_back(name, str(value))
     return str(value)
 

@@ -1,0 +1,106 @@
+"""AppTest of /plan: it renders from the URL, a changed GPU or strategy changes the bar,
+the table and the recommendation, and the URL it writes reproduces the plan."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+PAGE = "pages/plan.py"
+
+
+def no_errors(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def chart(at) -> dict:
+    return json.loads(at.get("plotly_chart")[0].proto.spec)
+
+
+def table(at) -> list[dict]:
+    return at.dataframe[0].value.to_dict("records")
+
+
+def recommendation(at) -> str:
+    return "\n".join(m.value for m in at.markdown if m.value[:2] in {"1.", "2.", "3.", "4."})
+
+
+def snapshot(at) -> tuple:
+    return (at.metric[0].value, at.metric[0].proto.delta, table(at), recommendation(at),
+            [c.value for c in at.code])
+
+
+def test_default_plan_renders_everything(app_test: Callable) -> None:
+    at = app_test(PAGE)
+    no_errors(at)
+    assert at.metric[0].value.endswith("GiB")
+    rows = table(at)
+    assert [r["Checkpointing"].split(" (")[0] for r in rows] == [
+        "No checkpointing", "Selective", "Only some layers", "Two-layer segments",
+        "Every layer", "Compiler memory budget"]
+    spec = chart(at)
+    assert {trace["name"] for trace in spec["data"]} >= {
+        "Weights", "Gradients", "Optimizer state", "Activations: kept checkpoints",
+        "Activations: layer being rebuilt", "Logits and loss peak",
+        "Workspace and fragmentation (allowance)"}
+    assert "GPU 24 GiB" in json.dumps(spec["layout"])
+    links = at.get("page_link")
+    assert links and all(link.proto.label.startswith("Why: ") for link in links)
+    codes = [c.value for c in at.code]
+    assert any("TrainingArguments(" in c for c in codes)
+    assert any("checkpoint(layer, x, use_reentrant=False)" in c for c in codes)
+    text = "\n".join(m.value for m in at.markdown)
+    assert "Workspace allowance" in text and "Fragmentation allowance, 5%" in text
+    assert at.query_params["model"] == "llama-3.1-8b"
+
+
+def test_changing_the_gpu_updates_bar_table_and_advice(app_test: Callable) -> None:
+    at = app_test(PAGE)
+    before = snapshot(at)
+    at.radio(key="gpu").set_value("80").run()
+    no_errors(at)
+    after = snapshot(at)
+    assert at.query_params["gpu"] == "80"
+    assert "GPU 80 GiB" in json.dumps(chart(at)["layout"])
+    assert after[2] != before[2]  # the table's spare/short and fit sizes
+    assert after[3] != before[3]  # the recommendation
+    assert after[1] != before[1]  # fits / short by
+
+
+def test_changing_the_strategy_updates_the_bar(app_test: Callable) -> None:
+    at = app_test(PAGE)
+    peak = at.metric[0].value
+    at.radio(key="ckpt").set_value("none").run()
+    no_errors(at)
+    assert at.metric[0].value != peak
+    bars = chart(at)["data"][0]["y"]
+    assert bars[0] == "Your setting: No checkpointing"
+    at.radio(key="ckpt").set_value("some-layers").run()
+    no_errors(at)
+    assert at.slider(key="k").value == 16
+    at.slider(key="k").set_value(4).run()
+    assert at.query_params["k"] == "4"
+
+
+def test_a_shared_link_reproduces_the_plan(app_test: Callable) -> None:
+    at = app_test(PAGE, query={"model": "qwen2.5-7b", "seq": "8192", "mb": "2",
+                               "tuning": "qlora", "rank": "32", "gpu": "48", "ckpt": "two-layer",
+                               "attn": "math", "loss": "chunked"})
+    no_errors(at)
+    first = snapshot(at)
+    assert "Your setting: Two-layer segments" in chart(at)["data"][0]["y"][0]
+    shared = {key: at.query_params[key] for key in at.query_params}
+    again = app_test(PAGE, query=shared)
+    no_errors(again)
+    assert snapshot(again) == first
+
+
+def test_custom_model_and_a_bad_one(app_test: Callable) -> None:
+    at = app_test(PAGE, query={"model": "custom", "layers": "4", "hidden": "512", "heads": "8",
+                               "kv": "8", "mlp": "2048", "act": "gelu", "norm": "layernorm",
+                               "vocab": "1024", "gpu": "16", "tuning": "full"})
+    no_errors(at)
+    assert table(at)[0]["Fits"].startswith("✓")
+    bad = app_test(PAGE, query={"model": "custom", "heads": "8", "kv": "3"})
+    assert bad.error and "kv_heads=3" in bad.error[0].value
