@@ -66,7 +66,7 @@ def as_page(spec: PageSpec, visited: bool = False) -> st.Page:
     return st.Page(
         ROOT / spec.file,
         title=page_title(spec),
-        icon=":material/check_circle:" if visited else spec.icon,
+        icon=":material/task_alt:" if visited else spec.icon,
         url_path=spec.url_path or None,
         default=not spec.url_path,
     )
