@@ -120,3 +120,41 @@ def test_a_pasted_name_that_is_too_long_is_explained(page: Page, app_url: str,
            ).to_be_visible()
     expect(page.get_by_text("Please type the name")).to_have_count(0)
     assert server_side.certificate_for(attempt.id) is None
+
+
+def test_progress_and_the_open_attempt_survive_a_reload_and_a_new_tab(
+    page: Page, app_url: str, server_side: QuizService
+) -> None:
+    """Issue 11: "Lessons visited 3/7" became 1/7 after a reload and 0/7 in a new tab. The
+    learner id now lives in a cookie, the progress on the server."""
+    from lessons.catalog import LESSON_PATHS
+
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    for path in LESSON_PATHS[:3]:
+        goto(page, app_url, path)
+        # The first page writes the cookie from a script in the page, once it has drawn.
+        page.wait_for_function("document.cookie.includes('gcl_learner=')", timeout=10_000)
+    expect(sidebar.get_by_text("Lessons visited: 3 / 7")).to_be_visible()
+    cookies = {c["name"]: c["value"] for c in page.context.cookies()}
+    assert "gcl_learner" in cookies
+    page.reload(wait_until="domcontentloaded")
+    wait_for_app(page)
+    expect(sidebar.get_by_text("Lessons visited: 3 / 7")).to_be_visible()
+    # Read lessons are marked in the navigation.
+    nav = page.locator('[data-testid="stSidebarNav"]')
+    expect(nav.get_by_text("task_alt")).to_have_count(3)
+
+    goto(page, app_url, "quiz")
+    page.get_by_role("button", name="Start the quiz").click()
+    wait_for_app(page)
+    started = attempt_on_screen(page, server_side)
+
+    second = page.context.new_page()  # a second tab of the same browser
+    goto(second, app_url, "")
+    expect(second.locator('[data-testid="stSidebar"]').get_by_text("Lessons visited: 3 / 7")
+           ).to_be_visible()
+    goto(second, app_url, "quiz")  # no ?attempt= in this link: the learner's open attempt
+    expect(second.get_by_text(f"Question 1 of {len(started.questions)}")).to_be_visible()
+    assert attempt_on_screen(second, server_side).id == started.id
+    screenshot(second, "progress-second-tab")
+    second.close()
