@@ -47,11 +47,6 @@ PAGES: tuple[PageSpec, ...] = (
 )
 
 
-def available_pages() -> list[PageSpec]:
-    """The pages whose script exists: a page is registered only once it is there."""
-    return [spec for spec in PAGES if (ROOT / spec.file).exists()]
-
-
 def page_title(spec: PageSpec) -> str:
     """The page's title in the session's language; a lesson's keeps its number."""
     number, dot, title = spec.title.partition(". ")
@@ -76,7 +71,7 @@ def build_navigation() -> dict[str, list[st.Page]]:
     """st.Page objects grouped by section, for st.navigation. Called on every run."""
     sections: dict[str, list[st.Page]] = {}
     done = set(visited_lessons())  # marked in the navigation
-    for spec in available_pages():
+    for spec in PAGES:
         sections.setdefault(t(spec.section), []).append(as_page(spec, spec.url_path in done))
     return sections
 

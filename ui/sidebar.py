@@ -6,19 +6,13 @@ import streamlit as st
 import torch
 from streamlit.delta_generator import DeltaGenerator
 
-from demos.device import DeviceInfo, detect_device
+from demos.device import DeviceInfo
 from i18n import N_
 from lessons.catalog import LESSONS
+from ui.demo_runner import device as demo_device
 from ui.i18n import language_picker, t, tn
 from ui.learner import keep_cookie
 from ui.progress import visited_lessons
-
-
-@st.cache_resource
-def server_device() -> DeviceInfo:
-    """The device the live demos run on, detected once per server process."""
-    return detect_device()
-
 
 # The engine names a CPU run's reason in English (demos.device.detect_device): worded here.
 _CPU_REASONS = (N_("no GPU found"), N_("CPU chosen"))
@@ -37,7 +31,7 @@ def device_text(device: DeviceInfo) -> str:
 def render_sidebar(slot: DeltaGenerator) -> None:
     """Fill the sidebar slot the router reserved; called after the page ran, so the
     progress already counts the lesson on screen."""
-    device = server_device()
+    device = demo_device()
     with slot:
         language_picker()
         st.markdown("**" + t("Demos run on") + "**")
