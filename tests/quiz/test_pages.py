@@ -254,3 +254,37 @@ def test_a_broken_bank_is_named_and_verify_still_works(
     assert any("entry 1 (id 'lonely'): missing" in e.value for e in at.error)
     at = app_test("pages/verify.py", query={"id": certificate_id})
     assert "VALID" in _status(at)
+
+
+def _param(at: AppTest, name: str) -> str:
+    value = at.query_params[name]
+    return value[0] if isinstance(value, list) else value
+
+
+def test_the_verify_form_keeps_the_url_short(app_test: RunPage) -> None:
+    """Issue 13, fault 8: a megabyte typed into the form went into ?id=."""
+    from quiz.ids import MAX_LINK_LENGTH
+
+    at = app_test("pages/verify.py")
+    at.text_input[0].input("x" * 1_000_000)
+    at = button(at, "Verify").click().run()
+    assert "TYPO IN THE ID" in _status(at)
+    assert len(_param(at, "id")) <= MAX_LINK_LENGTH
+    certificate_id = _issue()
+    at = app_test("pages/verify.py")
+    at.text_input[0].input(" ".join(certificate_id.lower()))
+    at = button(at, "Verify").click().run()
+    assert _param(at, "id") == certificate_id  # the canonical ID
+
+
+def test_a_lost_signing_key_is_a_clear_notice_not_a_traceback(app_test: RunPage) -> None:
+    import os
+    from pathlib import Path
+
+    certificate_id = _issue()
+    (Path(os.environ["DATA_DIR"]) / "signing_key.pem").unlink()
+    at = app_test("pages/take_quiz.py")
+    assert not at.exception
+    assert any("signing key" in e.value for e in at.error)
+    at = app_test("pages/verify.py", query={"id": certificate_id})  # public keys suffice
+    assert "VALID" in _status(at)
