@@ -241,9 +241,9 @@ def memory_figure(plan: P.Plan) -> go.Figure:
     """Stacked horizontal bars of the memory per GPU, your setting and the recommended
     one, with the GPU's memory as a line across them."""
     rec = plan.recommendation
-    bars = [(f"Your setting: {word(plan.inputs.strategy)}", plan.breakdown)]
+    bars = [(f"Yours:<br>{word(plan.inputs.strategy)}", plan.breakdown)]
     if rec.inputs != plan.inputs:
-        bars.append((f"Recommended: {word(rec.strategy)}", P.breakdown(rec.inputs)))
+        bars.append((f"Recommended:<br>{word(rec.strategy)}", P.breakdown(rec.inputs)))
     fig = go.Figure()
     for component in P.COMPONENTS:
         fig.add_bar(name=word(component), orientation="h", marker_color=COLOURS[component],
@@ -255,8 +255,9 @@ def memory_figure(plan: P.Plan) -> go.Figure:
                   annotation_text=f"GPU {gpu:,.0f} GiB", annotation_position="top")
     fig.update_layout(barmode="stack", height=180 + 60 * len(bars),
                       title="Memory per GPU at the step's peak",
-                      xaxis_title="GiB", yaxis_autorange="reversed",
-                      legend={"orientation": "h", "y": -0.35},
+                      xaxis_ticksuffix=" GiB", yaxis_autorange="reversed",
+                      legend={"orientation": "h", "y": -0.3, "yanchor": "top",
+                              "traceorder": "normal"},
                       margin={"l": 10, "r": 10, "t": 60, "b": 10})
     return fig
 

@@ -75,7 +75,7 @@ def test_changing_the_strategy_updates_the_bar(app_test: Callable) -> None:
     no_errors(at)
     assert at.metric[0].value != peak
     bars = chart(at)["data"][0]["y"]
-    assert bars[0] == "Your setting: No checkpointing"
+    assert bars[0] == "Yours:<br>No checkpointing"
     at.radio(key="ckpt").set_value("some-layers").run()
     no_errors(at)
     assert at.slider(key="k").value == 16
@@ -89,7 +89,7 @@ def test_a_shared_link_reproduces_the_plan(app_test: Callable) -> None:
                                "attn": "math", "loss": "chunked"})
     no_errors(at)
     first = snapshot(at)
-    assert "Your setting: Two-layer segments" in chart(at)["data"][0]["y"][0]
+    assert "Yours:<br>Two-layer segments" in chart(at)["data"][0]["y"][0]
     shared = {key: at.query_params[key] for key in at.query_params}
     again = app_test(PAGE, query=shared)
     no_errors(again)
