@@ -440,6 +440,7 @@ class Advice:
     peak: float
     fits: bool
     value: float | int | None = None  # k layers, shards, micro-batch ...
+    with_strategy: str | None = None  # a remedy's peak is taken with this checkpointing
 
 
 @dataclass(frozen=True)
@@ -508,7 +509,7 @@ def recommend(p: PlannerInputs, max_shards: int = 64) -> Recommendation:
         if peak_bytes(changed, best) < (1 - MIN_GAIN) * peak_bytes(q, _least_memory(q)):
             q = changed
             steps.append(Advice(action, reason, LESSONS[action], peak_bytes(q, best),
-                                fits(q, best), value))
+                                fits(q, best), value, best))
 
     remedies = []
     if not p.chunked_loss:

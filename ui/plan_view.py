@@ -297,8 +297,11 @@ def recommendation(plan: P.Plan) -> None:
                                            "it still does not fit."))
     (st.success if rec.fits else st.error)(lead, icon=":material/lightbulb:")
     for number, step in enumerate(rec.steps, start=1):
+        where = (f" with {word(step.with_strategy).lower()} checkpointed"
+                 if step.with_strategy else "")
         st.markdown(f"{number}. **{_advice_title(step)}**: {REASONS[step.reason]} "
-                    f"Peak then {gib(step.peak)} ({verdict(plan.inputs.gpu_bytes - step.peak)}).")
+                    f"Peak then {gib(step.peak)}{where} "
+                    f"({verdict(plan.inputs.gpu_bytes - step.peak)}).")
         page_link(step.lesson, label=f"Why: {lesson(step.lesson).title}",
                   icon=":material/school:")
 
