@@ -6,8 +6,8 @@ The layers follow Hugging Face's LlamaDecoderLayer op by op, because the bytes a
 keeps for backward depend on the ops it runs: RMSNorm computes in fp32 and keeps its fp32
 input, the reciprocal RMS and the normalised value; q and k are rotated outside the
 attention kernel; the MLP is down(silu(gate(x)) * up(x)). No biases, no dropout.
-demos.planner.layer_tensors(kind="llama") lists what it keeps; a test checks the two agree
-to the byte.
+demos.planner.layer_tensors (for an RMSNorm/SwiGLU architecture) lists what it keeps; a
+test checks the two agree to the byte.
 """
 
 from __future__ import annotations

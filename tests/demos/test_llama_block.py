@@ -86,6 +86,20 @@ def test_engine_gpt_block_keeps_what_the_planner_says(shape, fused, dtype) -> No
         assert measured == 64 * s * b * h + 4 * (4 * b * s + a * b * s)
 
 
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_engine_gpt_block_with_dropout_keeps_its_masks(dtype) -> None:
+    """Dropout after attention and after the MLP: two masks (the input's dtype on the CPU)."""
+    cfg = ModelConfig(layers=1, hidden=64, heads=4, seq_len=32, batch=2, vocab=256,
+                      dropout=0.1, dtype=dtype)
+    measured = _run(Block(cfg, 0), cfg, fused=True)
+    arch = custom(1, 64, 4, 4, 256, "gelu", "layernorm", 256, True)
+    assert arch.dropout
+    tensors = layer_tensors(arch, 2, 32, DTYPES[dtype][1], device="cpu")
+    assert measured == layer_bytes(tensors)
+    masks = sum(t.bytes for t in tensors if t.kind == "dropout")
+    assert masks == 2 * (2 * 32 * 64) * DTYPES[dtype][1]
+
+
 def test_grouped_query_attention_equals_repeated_heads() -> None:
     """enable_gqa gives the same result as repeating each key/value head."""
     torch.manual_seed(1)
