@@ -591,7 +591,9 @@ class Plan:
 
 def approximations(p: PlannerInputs, bd: Breakdown) -> tuple[Approximation, ...]:
     state = state_bytes(p)
+    kernel_parts = sum(t.bytes for t in p.tensors() if t.kind == "stats" or t.name == "attn.lse")
     out = [Approximation("workspace", WORKSPACE_BYTES),
+           Approximation("gpu-kernels", kernel_parts * p.arch.layers),
            Approximation("fragmentation", bd.workspace - WORKSPACE_BYTES, FRAGMENTATION),
            Approximation("peaks-added", min(bd.activations_rebuilt, bd.logits)),
            Approximation("gpu-usable", p.gpu_bytes),

@@ -70,6 +70,9 @@ APPROXIMATIONS: dict[str, str] = {
     "fragmentation": "Fragmentation allowance, {share:.0%} of everything allocated: {size}.",
     "peaks-added": "The layer being rebuilt and the loss peak are added as if they came at "
     "once; they come one after the other, so the peak is overstated by up to {size}.",
+    "gpu-kernels": "Layer formulas: measured to the byte on the CPU; on a GPU the norm "
+    "statistics, the attention log-sum-exp and 1-byte dropout masks follow the engine's "
+    "CUDA rules, not yet measured on a GPU here (statistics and log-sum-exp: {size}).",
     "gpu-usable": "The GPU offers its label's size in GiB ({size}); the CUDA context is "
     "inside the workspace allowance.",
     "logits-fp32": "Around the loss: three fp32 b·s·V tensors (log-softmax, its gradient, the "

@@ -38,11 +38,12 @@ def saved_bytes(block: torch.nn.Module, x: torch.Tensor) -> int:
     return sum(storages.values())
 
 
-def _run(block: torch.nn.Module, cfg: ModelConfig, fused: bool) -> int:
+def _run(block: torch.nn.Module, cfg: ModelConfig, fused: bool, device: str = "cpu") -> int:
     dtype, _ = DTYPES[cfg.dtype]
     torch.manual_seed(0)
-    block = block.to(dtype)
-    x = torch.randn(cfg.batch, cfg.seq_len, cfg.hidden, dtype=dtype, requires_grad=True)
+    block = block.to(device=device, dtype=dtype)
+    x = torch.randn(cfg.batch, cfg.seq_len, cfg.hidden, dtype=dtype, device=device,
+                    requires_grad=True)
     if fused:
         return saved_bytes(block, x)
     with sdpa_kernel(SDPBackend.MATH):
@@ -145,3 +146,26 @@ def test_llama_block_refuses_heads_not_divisible_by_kv_heads() -> None:
     cfg = ModelConfig(layers=1, hidden=64, heads=4, seq_len=16, batch=1, vocab=256)
     with pytest.raises(ValueError, match="kv_heads=3"):
         LlamaBlock(cfg, 0, kv_heads=3)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "math"])
+@pytest.mark.parametrize("kind", ["gpt", "llama"])
+def test_on_cuda_blocks_keep_what_the_planner_says(kind, fused, dtype) -> None:
+    """The planner's GPU rules (1-byte masks, fp32 norm statistics, the kernels' log-sum-exp)
+    against a real GPU."""
+    b, s, h, a, kv, m = 2, 64, 128, 4, 2, 352
+    cfg = ModelConfig(layers=1, hidden=h, heads=a, seq_len=s, batch=b, vocab=256, dtype=dtype,
+                      dropout=0.1 if kind == "gpt" else 0.0)
+    if kind == "gpt":
+        block, arch = Block(cfg, 0), custom(1, h, a, a, 4 * h, "gelu", "layernorm", 256, True)
+        if not fused:  # the engine's block has no dropout on the attention probabilities
+            pytest.skip("the GPT block drops out after attention, not inside it")
+    else:
+        block = LlamaBlock(cfg, 0, kv_heads=kv, mlp_width=m)
+        arch = custom(1, h, a, kv, m, "swiglu", "rmsnorm", 256, True)
+    measured = _run(block, cfg, fused, device="cuda")
+    predicted = layer_bytes(layer_tensors(arch, b, s, DTYPES[dtype][1], fused=fused,
+                                          device="cuda"))
+    assert measured == predicted
