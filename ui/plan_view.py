@@ -269,12 +269,23 @@ def verdict(spare: float) -> str:
     return f"fits, {gib(spare)} to spare" if spare >= 0 else f"short by {gib(-spare)}"
 
 
+def _row_name(plan: P.Plan, strategy: str, saves: bool) -> str:
+    marks = [word(strategy)]
+    if not saves and strategy != "none":
+        marks.append("(saves nothing here)")
+    if strategy == plan.inputs.strategy:
+        marks.append("· yours")
+    rec = plan.recommendation
+    if strategy == rec.strategy and len(rec.steps) == 1:
+        marks.append("· recommended")
+    return " ".join(marks)
+
+
 def strategy_table(plan: P.Plan) -> pd.DataFrame:
     rows = []
     for row in plan.rows:
         rows.append({
-            "Checkpointing": word(row.strategy) + ("" if row.saves or row.strategy == "none"
-                                                   else " (saves nothing here)"),
+            "Checkpointing": _row_name(plan, row.strategy, row.saves),
             "Peak per GPU": gib(row.peak),
             "Fits": "✓ " + verdict(row.spare) if row.fits else "✗ " + verdict(row.spare),
             "Extra compute": f"+{row.recompute_share:.0%}",
@@ -296,9 +307,11 @@ def _advice_title(step: P.Advice) -> str:
 def recommendation(plan: P.Plan) -> None:
     rec = plan.recommendation
     st.subheader("Recommendation")
-    lead = (f"**{word(rec.strategy)}**" + (" fits." if rec.fits else " is the closest, and "
-                                           "it still does not fit."))
-    (st.success if rec.fits else st.error)(lead, icon=":material/lightbulb:")
+    yours = (f"Your setting, {word(plan.inputs.strategy).lower()}: "
+             f"{verdict(plan.spare)}. ")
+    lead = yours + (f"Recommended: **{word(rec.strategy)}**" if rec.fits else
+                    f"Closest: **{word(rec.strategy)}**, and it still does not fit.")
+    (st.success if rec.fits else st.warning)(lead, icon=":material/lightbulb:")
     for number, step in enumerate(rec.steps, start=1):
         where = (f" with {word(step.with_strategy).lower()} checkpointed"
                  if step.with_strategy else "")
@@ -343,6 +356,11 @@ def render() -> None:
         st.error(settings, icon=":material/error:")
         return
     plan = P.plan(settings)
+    positions = settings.arch.positions
+    if positions and settings.seq > positions:
+        st.warning(f"{settings.arch.label} learned positions for {positions:,} tokens only; "
+                   f"the plan below counts {settings.seq:,} as if it had more.",
+                   icon=":material/warning:")
     st.divider()
     st.metric("Peak memory per GPU", gib(plan.breakdown.total), verdict(plan.spare),
               delta_color="normal" if plan.fits else "inverse",

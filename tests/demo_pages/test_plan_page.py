@@ -36,7 +36,7 @@ def test_default_plan_renders_everything(app_test: Callable) -> None:
     no_errors(at)
     assert at.metric[0].value.endswith("GiB")
     rows = table(at)
-    assert [r["Checkpointing"].split(" (")[0] for r in rows] == [
+    assert [r["Checkpointing"].split(" (")[0].split(" ·")[0] for r in rows] == [
         "No checkpointing", "Selective", "Only some layers", "Two-layer segments",
         "Every layer", "Compiler memory budget"]
     spec = chart(at)
@@ -68,12 +68,26 @@ def test_changing_the_gpu_updates_bar_table_and_advice(app_test: Callable) -> No
     assert after[1] != before[1]  # fits / short by
 
 
-def test_changing_the_strategy_updates_the_bar(app_test: Callable) -> None:
+def test_gpt2_warns_beyond_its_positions(app_test: Callable) -> None:
+    at = app_test(PAGE, query={"model": "gpt2", "seq": "4096"})
+    assert "1,024 tokens only" in at.warning[0].value
+    assert not app_test(PAGE, query={"model": "gpt2", "seq": "1024"}).warning
+
+
+def lead(at) -> str:
+    return "\n".join(str(e.value) for e in [*at.success, *at.warning])
+
+
+def test_changing_the_strategy_updates_bar_table_and_advice(app_test: Callable) -> None:
     at = app_test(PAGE)
-    peak = at.metric[0].value
+    peak, rows, said = at.metric[0].value, table(at), lead(at)
+    assert rows[4]["Checkpointing"] == "Every layer · yours"
     at.radio(key="ckpt").set_value("none").run()
     no_errors(at)
     assert at.metric[0].value != peak
+    assert table(at)[0]["Checkpointing"] == "No checkpointing · yours"
+    assert table(at)[4]["Checkpointing"] == "Every layer"
+    assert lead(at) != said and "Your setting, no checkpointing: short by" in lead(at)
     bars = chart(at)["data"][0]["y"]
     assert bars[0] == "Yours:<br>No checkpointing"
     at.radio(key="ckpt").set_value("some-layers").run()
