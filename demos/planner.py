@@ -275,13 +275,15 @@ def activations(p: PlannerInputs, strategy: str, batch: int | None = None,
     tensors = p.tensors(b, s)
     full, n = layer_bytes(tensors), p.arch.layers
     ckpt = b * s * p.arch.hidden * p.act_bytes  # a checkpoint keeps the layer's input
+    # a rebuilt segment's first layer keeps its input: the checkpoint, counted already
+    shared = sum(t.bytes for t in tensors if t.kind == "input")
     one = layer_flops(p.arch, b, s)
     if strategy == "none":
         return Activations(n * full, 0, 0.0)
     if strategy == "every-layer":
-        return Activations(n * ckpt, full, n * one, n)
+        return Activations(n * ckpt, full - shared, n * one, n)
     if strategy == "two-layer":
-        return Activations(math.ceil(n / 2) * ckpt, min(2, n) * full, n * one, n)
+        return Activations(math.ceil(n / 2) * ckpt, min(2, n) * full - shared, n * one, n)
     if strategy == "some-layers":
         k = max(0, min(n, p.some_layers))
         if k == n:
