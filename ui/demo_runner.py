@@ -1,11 +1,15 @@
-"""The one place the demo pages run the engine.
+"""The one place the demo pages run the engine: the Streamlit side of `demos.service`.
 
-* One run at a time per device: a `DeviceQueue` held by `st.cache_resource`; a learner
-  who has to wait sees "Waiting for the CPU (2 ahead)" instead of a frozen page.
-* Results are cached per config with `st.cache_data(max_entries=...)`: a config seen
-  before (by anyone) shows at once. Only plain records are cached, never tensors.
-* A run that would take long on a CPU waits for a click (estimated_seconds,
-  confirm_long_run).
+* The queue, the result store and the worker process belong to the server process
+  (`demos.service.get_service()`), not to a Streamlit cache: a client's "clear cache"
+  message cannot empty or replace them.
+* A result anyone measured before (this server, another one on the same database, or
+  before a restart) shows at once; the same request from several learners waits for one
+  run.
+* Before a run: its estimated time; above SLOW_SECONDS a click, above MAX_SECONDS a
+  refusal. While waiting: the place in the queue and an estimate; while running: progress,
+  the time left and a Cancel button. Leaving the page (or a new slider value) gives the
+  run up; when nobody waits for it any more it is cancelled.
 
 A `ConfigError` (an invalid combination such as hidden 320 with 3 heads) is shown with
 `st.error` and the page keeps serving; an out-of-memory error or a guard refusal comes
@@ -15,30 +19,50 @@ back from the engine as a result with `fits=False` and is explained on the page
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from typing import Any, TypeVar
+import functools
+import os
+from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from demos.config import ConfigError, ModelConfig
-from demos.device import DeviceInfo, DeviceQueue, detect_device
+from demos.device import DeviceInfo
+from demos.jobs import Job
 from demos.measure import PAGE_REPEATS
-from demos.results import Comparison, FitResult
-from demos.theory import TRACKED_STEP_COST, cpu_seconds
+from demos.results import Comparison
+from demos.service import DemoService, RunRefused, Ticket, get_service
+from demos.strategies import parse_strategy
+from demos.units import format_bytes
+from ui.i18n import babel_locale, t
 
-CACHE_ENTRIES = 64
-T = TypeVar("T")
+POLL_SECONDS = 0.25
+_CANCELLED = "_cancelled_demo_runs"
+# Set (by ui.server's warm-up) to list the jobs a page would run instead of running them.
+COLLECT_ENV = "DEMO_RUNNER_COLLECT"
+collected: list[Job] = []
 
 
-# ---------------------------------------------------------------- device, queue
+# ---------------------------------------------------------------- device
+
+def service() -> DemoService:
+    """This server process's demo service (started on first use)."""
+    return get_service()
 
 
-@st.cache_resource
 def device() -> DeviceInfo:
     """The device the live demos run on, detected once per server process."""
+    if os.environ.get(COLLECT_ENV):
+        return _collect_device()
+    return service().device
+
+
+@functools.cache
+def _collect_device() -> DeviceInfo:
+    from demos.device import detect_device
+
     return detect_device()
 
 
@@ -46,212 +70,201 @@ def device_noun(kind: str | None = None) -> str:
     return "GPU" if (kind or device().kind) == "cuda" else "CPU"
 
 
-@st.cache_resource
-def device_queue() -> DeviceQueue:
-    """The one queue every session shares: demos run one at a time per device."""
-    return DeviceQueue()
-
-
-@contextmanager
-def device_turn(kind: str) -> Iterator[None]:
-    """Hold the device; while others are ahead, say so on the page.
-
-    Called inside the cached functions: the notice is created there too, and emptied at
-    the end, so replaying a cached result leaves nothing behind."""
-    noun = device_noun(kind)
-    notice = st.empty()
-
-    def on_wait(ahead: int) -> None:
-        notice.info(f"Waiting for the {noun} ({ahead} ahead)…", icon=":material/hourglass:")
-
-    try:
-        with device_queue().turn(on_wait=on_wait):
-            notice.empty()
-            yield
-    finally:
-        notice.empty()
-
-
-@contextmanager
-def progress_bar(start: str, template: str) -> Iterator[Callable[[int, int], None]]:
-    """A progress bar for the engine's progress(done, total) callback, `template` naming
-    done and total; emptied at the end, so a replayed cached result leaves nothing."""
-    bar = st.progress(0.0, text=start)
-
-    def progress(done: int, total: int) -> None:
-        bar.progress(min(done / max(total, 1), 1.0), text=template.format(done=done, total=total))
-
-    try:
-        yield progress
-    finally:
-        bar.empty()
-
-
-def _config_key(config: ModelConfig) -> tuple[tuple[str, Any], ...]:
-    return tuple(sorted(dataclasses.asdict(config).items()))
-
-
-# ---------------------------------------------------------------- cached engine calls
-
-
-@st.cache_data(max_entries=CACHE_ENTRIES, show_spinner=False)
-def _compare(config_key: tuple, strategies: tuple[str, ...], kind: str, repeats: int,
-             timeline: bool, time_steps: bool) -> Comparison:
-    from demos.measure import compare
-
-    config = ModelConfig(**dict(config_key))
-    with device_turn(kind):
-        return compare(config, list(strategies), device=kind, repeats=repeats,
-                       timeline=timeline, time_steps=time_steps)
-
-
-@st.cache_data(max_entries=CACHE_ENTRIES, show_spinner=False)
-def _sweep(config_key: tuple, vary: str, values: tuple, strategies: tuple[str, ...],
-           kind: str, repeats: int) -> pd.DataFrame:
-    from demos.sweep import sweep
-
-    base = ModelConfig(**dict(config_key))
-    with progress_bar("Sweeping…", "Measured {done} of {total} points") as progress, \
-            device_turn(kind):
-        return sweep(base, vary, list(values), list(strategies), device=kind,
-                     repeats=repeats, progress=progress)
-
-
-@st.cache_data(max_entries=CACHE_ENTRIES, show_spinner=False)
-def _fits(config_key: tuple, strategies: tuple[str, ...], vary: str, budget_bytes: int,
-          kind: str) -> pd.DataFrame:
-    from demos.fit import largest_fitting
-
-    base = ModelConfig(**dict(config_key))
-    bar = st.progress(0.0, text="Searching…")
-    rows = []
-    try:
-        with device_turn(kind):
-            for number, strategy in enumerate(strategies):
-                bar.progress(number / len(strategies),
-                             text=f"Finding the largest {vary} for {strategy}…")
-                found = largest_fitting(base, strategy, vary, budget_bytes, device=kind,
-                                        confirm=True)
-                rows.append({"strategy": strategy, "vary": vary, "budget_bytes": budget_bytes,
-                             **_record(found)})
-    finally:
-        bar.empty()
-    return pd.DataFrame(rows)
-
-
-@st.cache_data(max_entries=CACHE_ENTRIES, show_spinner=False)
-def _train(config_key: tuple, strategies: tuple[str, ...], steps: int, kind: str
-           ) -> pd.DataFrame:
-    from demos.training import train_losses
-
-    config = ModelConfig(**dict(config_key))
-    with progress_bar("Training…", "Trained {done} of {total} steps") as progress, \
-            device_turn(kind):
-        return train_losses(config, list(strategies), steps, progress=progress)
-
-
-def _record(result: FitResult) -> dict[str, Any]:
-    return dataclasses.asdict(result)
-
-
-def _guarded(run: Callable[[], T]) -> T | None:
-    """Run an engine call; an invalid config is shown (not raised) and gives None."""
-    try:
-        return run()
-    except ConfigError as error:
-        st.error(f"This configuration cannot run: {error}", icon=":material/block:")
-        return None
-
-
-# ---------------------------------------------------------------- long runs on a CPU
+# ---------------------------------------------------------------- long runs
 
 SLOW_SECONDS = 20.0
 MAX_SECONDS = 900.0  # above this no click runs it (the biggest compare on a CPU still can)
 
 
-def estimated_seconds(runs: Sequence[tuple[ModelConfig, str, int]]) -> float:
-    """Rough seconds for (config, strategy, steps) runs on this device: the CPU estimate
-    of demos.theory, 0 on a GPU (fast enough not to ask)."""
-    return 0.0 if device().kind == "cuda" else cpu_seconds(runs)
+def estimated_seconds(job: Job) -> float:
+    """Seconds the run will hold this device: the theory's CPU estimate scaled by what
+    this device measured before."""
+    return service().estimate(job)
 
 
 def duration_text(seconds: float) -> str:
     """'35 s', '12 min', '5.1 hours': a rough duration a learner can read at a glance."""
     if seconds < 100:
-        return f"{seconds:.0f} s"
+        return t("{seconds:.0f} s", seconds=seconds)
     if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} hours"
+        return t("{minutes:.0f} min", minutes=seconds / 60)
+    return t("{hours:.1f} hours", hours=seconds / 3600)
 
 
 def confirm_long_run(seconds: float, what: str) -> bool:
     """Below SLOW_SECONDS: go. Above: say how long it would take, while everyone else on
-    this CPU waits, and run only after a click (remembered for this session). Above
-    MAX_SECONDS: refuse; no click starts a run that would hold a shared CPU for hours."""
+    this device waits, and run only after a click (remembered for this session). Above
+    MAX_SECONDS: refuse; no click starts a run that would hold a shared server for hours."""
     if seconds <= SLOW_SECONDS:
         return True
+    noun = device_noun()
     if seconds > MAX_SECONDS:
-        st.error(f"This would take roughly {duration_text(seconds)} on this CPU, longer than "
-                 f"a demo may hold a shared server (at most {duration_text(MAX_SECONDS)}). "
-                 "Make the model or the batch smaller: the lesson is the same.",
-                 icon=":material/block:")
+        st.error(t("This would take roughly {duration} on this {device}, longer than a demo "
+                   "may hold a shared server (at most {limit}). Make the model or the batch "
+                   "smaller: the lesson is the same.", duration=duration_text(seconds),
+                   device=noun, limit=duration_text(MAX_SECONDS)), icon=":material/block:")
         return False
     confirmed: list[str] = st.session_state.setdefault("_confirmed_long_runs", [])
     if what in confirmed:
         return True
     notice = st.empty()
     with notice.container():
-        st.warning(f"This would take roughly {duration_text(seconds)} on this CPU, and other "
-                   "learners' demos wait meanwhile. Smaller sliders give the same lesson "
-                   "faster.", icon=":material/timer:")
-        clicked = st.button(f"Run it anyway (~{duration_text(seconds)})",
-                            key=f"confirm-{hash(what)}")
+        st.warning(t("This would take roughly {duration} on this {device}, and other "
+                     "learners' demos take turns with it meanwhile. Smaller sliders give the "
+                     "same lesson faster.", duration=duration_text(seconds), device=noun),
+                   icon=":material/timer:")
+        clicked = st.button(t("Run it anyway (~{duration})", duration=duration_text(seconds)),
+                            key=f"confirm-{what}")
     if clicked:
         notice.empty()
         confirmed.append(what)
     return clicked
 
 
+# ---------------------------------------------------------------- running and waiting
+
+def _requester() -> str:
+    ctx = get_script_run_ctx()
+    return ctx.session_id if ctx is not None else "script"
+
+
+def _mark_cancelled(key: str) -> None:
+    st.session_state.setdefault(_CANCELLED, set()).add(key)
+
+
+def _unmark_cancelled(key: str) -> None:
+    st.session_state.setdefault(_CANCELLED, set()).discard(key)
+
+
+def _show_status(ticket: Ticket, notice: Any) -> None:
+    status = ticket.status()
+    noun = device_noun()
+    if status.state == "queued":
+        notice.info(t("Waiting for the {device}: {ahead} ahead, about {wait} until this run "
+                      "starts, then about {run} to run.", device=noun, ahead=status.ahead,
+                      wait=duration_text(status.start_in),
+                      run=duration_text(status.run_seconds)),
+                    icon=":material/hourglass:")
+    elif status.state == "remote":
+        notice.info(t("Another server is measuring this same demo; its result will show "
+                      "here."), icon=":material/hourglass:")
+    else:
+        notice.progress(min(status.progress, 1.0),
+                        text=t("Running on the {device}: about {left} left ({elapsed} so far).",
+                               device=noun, left=duration_text(status.left),
+                               elapsed=duration_text(status.elapsed)))
+
+
+def _show_failure(ticket: Ticket) -> None:
+    error = ticket.error
+    assert error is not None
+    if error.reason == "config":
+        st.error(t("This configuration cannot run: {error}", error=error.detail),
+                 icon=":material/block:")
+    elif error.reason == "time-limit":
+        st.error(t("The run was stopped after {limit}, the time limit of a demo on this "
+                   "server. Make the model or the batch smaller: the lesson is the same.",
+                   limit=duration_text(error.numbers.get("cap", MAX_SECONDS))),
+                 icon=":material/timer_off:")
+    elif error.reason == "memory-limit":
+        locale = babel_locale()
+        st.error(t("The run was stopped: it took {used} of memory, more than the {bound} "
+                   "its prediction allows.",
+                   used=format_bytes(int(error.numbers.get("used", 0)), locale=locale),
+                   bound=format_bytes(int(error.numbers.get("bound", 0)), locale=locale)),
+                 icon=":material/memory:")
+    elif error.reason == "cancelled":
+        st.info(t("The run was cancelled."), icon=":material/cancel:")
+    else:
+        st.error(t("The run failed: {error}", error=error.detail or error.reason),
+                 icon=":material/error:")
+
+
+def _run(job: Job, what: str, *, ask: bool = True) -> Any:
+    """The job's result (shown at once when known), or None with the reason on the page."""
+    if os.environ.get(COLLECT_ENV):
+        collected.append(job)
+        return None
+    svc = service()
+    kind = svc.device.kind
+    try:
+        job.config.validated(kind)
+        for strategy in job.strategies:
+            parse_strategy(strategy)
+    except ConfigError as error:
+        st.error(t("This configuration cannot run: {error}", error=str(error)),
+                 icon=":material/block:")
+        return None
+    result = svc.cached(job)
+    if result is not None:
+        return result
+    if ask and not confirm_long_run(estimated_seconds(job), what):
+        return None
+    if what in st.session_state.get(_CANCELLED, set()):
+        st.info(t("The run was cancelled."), icon=":material/cancel:")
+        st.button(t("Run it again"), key=f"again-{what}", on_click=_unmark_cancelled,
+                  args=(what,))
+        return None
+    try:
+        ticket = svc.submit(job, _requester())
+    except RunRefused as refused:
+        locale = babel_locale()
+        st.error(t("Refused before running: this run needs about {need} of memory, more than "
+                   "a demo may take on this server ({limit}). Make the model, the batch or "
+                   "the budget smaller.",
+                   need=format_bytes(int(refused.numbers["need_bytes"]), locale=locale),
+                   limit=format_bytes(int(refused.numbers["limit_bytes"]), locale=locale)),
+                 icon=":material/block:")
+        return None
+    if not ticket.done:
+        _wait(ticket, what)
+    if ticket.error is not None:
+        _show_failure(ticket)
+        return None
+    return ticket.result
+
+
+def _wait(ticket: Ticket, what: str) -> None:
+    """Show the place, the estimate and progress until the run ends. Leaving the page
+    stops this script at its next element update: the ticket is released, and a run
+    nobody waits for any more is cancelled."""
+    box = st.empty()
+    try:
+        with box.container():
+            notice = st.empty()
+            st.button(t("Cancel"), key=f"cancel-{what}", icon=":material/cancel:",
+                      on_click=_mark_cancelled, args=(what,))
+        while not ticket.wait(POLL_SECONDS):
+            _show_status(ticket, notice)
+    finally:
+        ticket.release()
+        box.empty()
+
+
+# ---------------------------------------------------------------- the pages' calls
+
 def run_compare(config: ModelConfig, strategies: Sequence[str], *, timeline: bool = False,
                 time_steps: bool = True, repeats: int | None = None) -> Comparison | None:
-    """Comparison of one training step per strategy (cached per config), or None."""
-    kind = device().kind
-    reps = repeats or PAGE_REPEATS.get(kind, 3)
-    steps = TRACKED_STEP_COST + (reps if time_steps else 0)
-    estimate = estimated_seconds([(config, s, steps) for s in strategies])
-    if not confirm_long_run(estimate, f"compare {config} {strategies} {timeline}"):
-        return None
-    with st.spinner(f"Running one training step per strategy on the {device_noun(kind)}…",
-                    show_time=True):
-        return _guarded(lambda: _compare(_config_key(config), tuple(strategies), kind, reps,
-                                         timeline, time_steps))
+    """Comparison of one training step per strategy, or None."""
+    reps = repeats or PAGE_REPEATS.get(device().kind, 3)
+    job = Job.make("compare", config, strategies, repeats=reps, timeline=timeline,
+                   time_steps=time_steps)
+    return _run(job, f"compare {config} {tuple(strategies)} {timeline} {time_steps} {reps}")
 
 
 def run_sweep(base: ModelConfig, vary: str, values: Sequence[int], strategies: Sequence[str],
               *, repeats: int = 3) -> pd.DataFrame | None:
-    kind = device().kind
-    runs = []
-    for value in values:
-        config = base if vary == "k" else base.replace(**{vary: value})
-        names = [f"every-k:{value}"] if vary == "k" else strategies
-        runs += [(config, name, TRACKED_STEP_COST + repeats) for name in names]
-    if not confirm_long_run(estimated_seconds(runs), f"sweep {base} {vary} {values}"):
-        return None
-    return _guarded(lambda: _sweep(_config_key(base), vary, tuple(values), tuple(strategies),
-                                   kind, repeats))
+    job = Job.make("sweep", base, strategies, vary=vary, values=tuple(values), repeats=repeats)
+    return _run(job, f"sweep {base} {vary} {tuple(values)} {tuple(strategies)} {repeats}")
 
 
 def run_fits(base: ModelConfig, strategies: Sequence[str], vary: str, budget_bytes: int
              ) -> pd.DataFrame | None:
-    kind = device().kind
-    return _guarded(lambda: _fits(_config_key(base), tuple(strategies), vary, int(budget_bytes),
-                                  kind))
+    job = Job.make("fits", base, strategies, vary=vary, budget_bytes=int(budget_bytes))
+    return _run(job, f"fits {base} {tuple(strategies)} {vary} {int(budget_bytes)}")
 
 
 def run_training(config: ModelConfig, strategies: Sequence[str], steps: int
                  ) -> pd.DataFrame | None:
-    kind = device().kind
-    estimate = estimated_seconds([(config, s, steps) for s in strategies])
-    if not confirm_long_run(estimate, f"train {config} {strategies} {steps}"):
-        return None
-    return _guarded(lambda: _train(_config_key(config), tuple(strategies), steps, kind))
+    job = Job.make("train", config, strategies, steps=steps)
+    return _run(job, f"train {config} {tuple(strategies)} {steps}")
