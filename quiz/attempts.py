@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import secrets
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from sqlalchemy import Connection, and_, delete, func, insert, or_, select, update
 
+from quiz.bank import localize
 from quiz.db import answers, attempts, ensure_learner, learners, reading, writing
 from quiz.draw import DrawnQuestion
 from quiz.grading import Feedback, Score, check_choice, feedback
@@ -62,6 +64,13 @@ class Attempt:
             if chosen == self.questions[position].correct
         )
         return Score(right, len(self.questions))
+
+    def in_language(self, code: str) -> Attempt:
+        """The same attempt with its questions' words in language `code`: the same ids,
+        shuffled order, answers and score (grading reads only the key and the order)."""
+        questions = tuple(DrawnQuestion(localize(drawn.question, code), drawn.order)
+                          for drawn in self.questions)
+        return dataclasses.replace(self, questions=questions)
 
     def feedback(self, position: int) -> Feedback | None:
         """The feedback of an answered question (None before it is answered)."""

@@ -1,13 +1,22 @@
-"""The question bank: `questions.yaml`, a list a teacher can edit, validated on load.
+"""The question bank: `questions.yaml`, a list a teacher can edit, validated on load, and
+its translations `i18n/<code>.yaml`.
 
 Prompts, options and explanations may write ``{{value:name}}``: the same computed values the
 lessons print (lessons/values.py), filled in on load, so no figure in the quiz can drift from
 the lessons. The topics are the lessons of lessons/catalog.py.
+
+The English bank holds the ids, the topics and the answer key. An overlay holds, per question
+id, only the texts (prompt, options by index, explanations), so `localize` swaps the words
+and keeps everything grading reads: a learner can switch language in the middle of an
+attempt and keeps the same questions, the same options in the same shuffled order and the
+same score.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,11 +24,14 @@ from typing import Any
 
 import yaml
 
+from i18n.languages import DEFAULT, language
 from lessons.catalog import LESSON_PATHS
 from lessons.document import DocumentError, fill_values
 from lessons.values import lesson_values
 
 BANK_PATH = Path(__file__).with_name("questions.yaml")
+OVERLAY_DIR = Path(__file__).with_name("i18n")  # <code>.yaml per language but English
+LOG = logging.getLogger(__name__)
 TOPICS: tuple[str, ...] = LESSON_PATHS
 MIN_QUESTIONS = 60
 MIN_PER_TOPIC = 6
@@ -48,19 +60,25 @@ class Question:
         return len(self.correct) > 1
 
 
-def _text(value: Any, where: str, field: str) -> str:
+def values_for(code: str) -> dict[str, str]:
+    """The lessons' computed values as language `code` writes them (numbers, units)."""
+    language(code)  # KeyError for an unsupported code
+    return lesson_values()
+
+
+def _text(value: Any, where: str, field: str, code: str = DEFAULT) -> str:
     if not isinstance(value, str) or not value.strip():
         raise BankError(f"{where}: `{field}` must be non-empty text")
     try:
-        return fill_values(value.strip(), lesson_values())
+        return fill_values(value.strip(), values_for(code))
     except DocumentError as error:
         raise BankError(f"{where}: `{field}`: {error}") from error
 
 
-def _texts(value: Any, where: str, field: str) -> tuple[str, ...]:
+def _texts(value: Any, where: str, field: str, code: str = DEFAULT) -> tuple[str, ...]:
     if not isinstance(value, list):
         raise BankError(f"{where}: `{field}` must be a list")
-    return tuple(_text(item, where, f"{field}[{i}]") for i, item in enumerate(value))
+    return tuple(_text(item, where, f"{field}[{i}]", code) for i, item in enumerate(value))
 
 
 def parse_question(entry: Any, position: int) -> Question:
@@ -206,3 +224,74 @@ def default_bank(path: Path = BANK_PATH) -> tuple[Question, ...]:
     """The shipped bank, read again only when the file changes (a teacher's edit shows up
     in the next attempt; attempts already drawn keep their frozen copy)."""
     return _load_cached(path, path.stat().st_mtime_ns)
+
+
+# Translations -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QuestionText:
+    """The words of one question in one language (no key, no topic)."""
+
+    prompt: str
+    options: tuple[str, ...]
+    explanations: tuple[str, ...]
+
+
+def overlay_path(code: str) -> Path:
+    return OVERLAY_DIR / f"{code}.yaml"
+
+
+def parse_overlay(entries: Any, code: str) -> dict[str, QuestionText]:
+    """The usable entries of an overlay ({id: {prompt, options, explanations}}), their
+    ``{{value:...}}`` filled for `code`. A broken entry is logged and left out (that
+    question shows in English); tests/i18n fails on it."""
+    if not isinstance(entries, Mapping):
+        LOG.error("quiz overlay %s: not a mapping of question ids; showing English", code)
+        return {}
+    texts: dict[str, QuestionText] = {}
+    for question_id, item in entries.items():
+        where = f"{code}.yaml, id {question_id!r}"
+        try:
+            if not isinstance(item, Mapping):
+                raise BankError(f"{where}: must map prompt, options, explanations")
+            texts[str(question_id)] = QuestionText(
+                _text(item.get("prompt"), where, "prompt", code),
+                _texts(item.get("options"), where, "options", code),
+                _texts(item.get("explanations"), where, "explanations", code),
+            )
+        except BankError as error:
+            LOG.error("quiz overlay: %s; this question shows in English", error)
+    return texts
+
+
+@functools.lru_cache(maxsize=8)
+def _overlay_cached(code: str, path: Path, mtime_ns: int) -> dict[str, QuestionText]:
+    try:
+        entries = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        LOG.error("quiz overlay %s is not valid YAML (%s); showing English", path, error)
+        return {}
+    return parse_overlay(entries, code)
+
+
+def overlay(code: str) -> dict[str, QuestionText]:
+    """Language `code`'s texts by question id (empty for English or a missing file); read
+    again when the file changes."""
+    language(code)
+    path = overlay_path(code)
+    if code == DEFAULT or not path.exists():
+        return {}
+    return _overlay_cached(code, path, path.stat().st_mtime_ns)
+
+
+def localize(question: Question, code: str) -> Question:
+    """`question` with its words in language `code`: the same id, topic and key, the options
+    in the bank's order (index i is the same option in every language). Falls back to the
+    question as it is when the overlay lacks it or does not match its options."""
+    texts = overlay(code).get(question.id)
+    if (texts is None or len(texts.options) != len(question.options)
+            or len(texts.explanations) != len(question.explanations)):
+        return question
+    return dataclasses.replace(question, prompt=texts.prompt, options=texts.options,
+                               explanations=texts.explanations)

@@ -12,13 +12,15 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from babel.dates import format_date
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import Connection, func, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
+from i18n.languages import DEFAULT, language, parse_lang
 from quiz.db import IntegrityError, certificates, describe, reading, signing_keys, writing
-from quiz.ids import IdError, new_id, parse_id
+from quiz.ids import IdError, IdProblem, new_id, parse_id
 from quiz.signing import (
     OPTIONAL_SIGNED_FIELDS,
     SIGNED_FIELDS,
@@ -49,6 +51,10 @@ class Certificate:
     revoked_at: str | None = None
     revoke_reason: str | None = None
     attempts: int | None = None  # how many attempts the learner took (None before it was kept)
+    # The language the learner took the quiz in: the PDF is drawn in it. Not signed: the
+    # signed facts are language-neutral (ISO date, whole percent), and how a certificate is
+    # worded changes nothing it attests; every verify page words it in its viewer's language.
+    lang: str = DEFAULT
 
     @property
     def signed_fields(self) -> dict[str, Any]:
@@ -79,7 +85,14 @@ class Certificate:
             revoked_at=row["revoked_at"],
             revoke_reason=row["revoke_reason"],
             attempts=row["attempts"],
+            lang=parse_lang(row.get("lang")) or DEFAULT,
         )
+
+
+def long_date(iso: str, code: str) -> str:
+    """An ISO date (as signed) written out for language `code`: "November 30, 2026",
+    "30. November 2026", "30 tháng 11, 2026"."""
+    return format_date(dt.date.fromisoformat(iso), "long", locale=language(code).babel_locale)
 
 
 class Status(Enum):
@@ -96,7 +109,7 @@ class Verification:
     status: Status
     certificate: Certificate | None = None
     id_text: str | None = None  # the canonical ID, when the text parsed
-    problem: str | None = None  # why the text is not an ID (TYPO)
+    problem: IdProblem | None = None  # why the text is not an ID (TYPO)
     key_current: bool = False  # signed by the key that signs new certificates today
 
     @property
@@ -247,9 +260,12 @@ class CertificateStore:
         score: int,
         show_score: bool,
         attempts: int | None = None,
+        lang: str = DEFAULT,
     ) -> Certificate:
         """The certificate of this attempt, signed; issuing again (a double click, a second
-        tab, another server) returns the first one unchanged."""
+        tab, another server) returns the first one unchanged. `lang`: the language its PDF
+        is drawn in (stored, not signed)."""
+        language(lang)  # KeyError for an unsupported code
         existing = self.for_attempt(attempt_id)
         if existing is not None:
             return existing
@@ -284,6 +300,7 @@ class CertificateStore:
                         signature=signature,
                         created_at=now,
                         attempts=attempts,
+                        lang=lang,
                     )
                     connection.execute(
                         statement.on_conflict_do_nothing(index_elements=["attempt_id"])
@@ -325,7 +342,7 @@ class CertificateStore:
         try:
             id_text = parse_id(text).text
         except IdError as error:
-            return Verification(Status.TYPO, problem=error.problem.value)
+            return Verification(Status.TYPO, problem=error.problem)
         certificate = self.get(id_text)
         keys = self.public_keys()
         if certificate is None:

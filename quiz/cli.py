@@ -32,7 +32,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     print(result.status.value)
     certificate = result.certificate
     if result.status is Status.TYPO:
-        print(f"not a certificate ID: {result.problem}")
+        print(f"not a certificate ID: {result.problem.value if result.problem else ''}")
     elif certificate is not None:
         print(
             f"id:     {certificate.id}\nname:   {certificate.name}\n"

@@ -103,6 +103,7 @@ certificates = Table(
     Column("revoked_at", String(10)),
     Column("revoke_reason", Text),
     Column("attempts", Integer),  # signed when present (certificates before it have none)
+    Column("lang", String(8)),  # the language of the PDF; not signed (None: English)
 )
 
 signing_keys = Table(

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from enum import Enum
 from urllib.parse import unquote
 
+from i18n import N_
+
 DATA_SYMBOLS = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 CHECK_SYMBOLS = DATA_SYMBOLS + "*~$=U"
 DATA_LENGTH = 20
@@ -37,11 +39,12 @@ _IGNORED = frozenset(" -\t\u00a0")
 class IdProblem(Enum):
     """Why a typed text is not a certificate ID."""
 
-    EMPTY = "nothing was typed"
-    TOO_LONG = "it is far too long to be an ID"
-    BAD_SYMBOL = "it contains a symbol that IDs never use"
-    BAD_LENGTH = "it has the wrong number of symbols (an ID has 20, then a check symbol)"
-    BAD_CHECK = "its check symbol does not match the other symbols"
+    # The values are English messages of the catalog: the pages word them per language.
+    EMPTY = N_("nothing was typed")
+    TOO_LONG = N_("it is far too long to be an ID")
+    BAD_SYMBOL = N_("it contains a symbol that IDs never use")
+    BAD_LENGTH = N_("it has the wrong number of symbols (an ID has 20, then a check symbol)")
+    BAD_CHECK = N_("its check symbol does not match the other symbols")
 
 
 class IdError(ValueError):

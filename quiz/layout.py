@@ -1,7 +1,9 @@
 """The certificate's page as a list of drawing operations in millimetres (A4 landscape).
 
 One layout, two renderers: `quiz.pdf` (fpdf2) and `quiz.preview` (Pillow, the PNG preview),
-so the preview shows what the PDF holds.
+so the preview shows what the PDF holds. The words are in the certificate's language (the
+one the learner took the quiz in), through the catalog with an explicit language: this runs
+outside Streamlit, and one server draws certificates in several languages at once.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from typing import Literal
 
 import segno
 
-from quiz.certificates import Certificate
+from i18n import gettext
+from quiz.certificates import Certificate, long_date
 from quiz.config import verify_url
 from quiz.fonts import BOLD, metrics
 
@@ -93,27 +96,39 @@ def qr_matrix(data: str) -> tuple[tuple[bool, ...], ...]:
     return tuple(tuple(bool(cell) for cell in row) for row in code.matrix)
 
 
+def certificate_title(certificate: Certificate) -> str:
+    """The PDF's document title, in the certificate's language."""
+    return gettext(certificate.lang, "{course}: certificate {id}", course=certificate.course,
+                   id=certificate.id)
+
+
 def certificate_layout(certificate: Certificate, url: str | None = None) -> list[Item]:
-    """Every mark on the page; `url` defaults to the configured verify link."""
+    """Every mark on the page, worded in the certificate's language; `url` defaults to the
+    configured verify link."""
     link = url or verify_url(certificate.id)
+    code = certificate.lang
     centre = PAGE_WIDTH / 2
     qr_size = 40.0
     return [
         Frame(8, 8, PAGE_WIDTH - 16, PAGE_HEIGHT - 16, 1.4),
         Frame(12, 12, PAGE_WIDTH - 24, PAGE_HEIGHT - 24, 0.4, ACCENT),
-        Text(centre, 42, "CERTIFICATE OF COMPLETION", 28, bold=True, align="center"),
-        Text(centre, 60, "This certifies that", 14, align="center", color=GREY),
+        Text(centre, 42, gettext(code, "CERTIFICATE OF COMPLETION"), 28, bold=True,
+             align="center"),
+        Text(centre, 60, gettext(code, "This certifies that"), 14, align="center", color=GREY),
         *_name_items(certificate.name, centre, 82),
-        Text(centre, 98, "has passed the final quiz of the course", 14, align="center", color=GREY),
+        Text(centre, 98, gettext(code, "has passed the final quiz of the course"), 14,
+             align="center", color=GREY),
         Text(centre, 114, certificate.course, 22, bold=True, align="center"),
-        Text(centre, 122, f"version {certificate.course_version}", 10, align="center", color=GREY),
-        Text(24, 146, f"Date: {certificate.date}", 12),
-        Text(24, 156, f"Score: {certificate.score}%", 12),
-        Text(24, 168, "Certificate ID", 10, color=GREY),
+        Text(centre, 122, gettext(code, "version {version}", version=certificate.course_version),
+             10, align="center", color=GREY),
+        Text(24, 146, gettext(code, "Date: {date}", date=long_date(certificate.date, code)), 12),
+        Text(24, 156, gettext(code, "Score: {score:.0%}", score=certificate.score / 100), 12),
+        Text(24, 168, gettext(code, "Certificate ID"), 10, color=GREY),
         Text(24, 177, certificate.id, 15, bold=True),
         QrCode(PAGE_WIDTH - 24 - qr_size, 134, qr_size, qr_matrix(link)),
-        Text(24, 186, f"Verify at {link}", 9, color=GREY),
-        Text(24, 191, f"Ed25519 signature, key {certificate.key_id}:", 6.5, color=GREY),
+        Text(24, 186, gettext(code, "Verify at {link}", link=link), 9, color=GREY),
+        Text(24, 191, gettext(code, "Ed25519 signature, key {key}:", key=certificate.key_id),
+             6.5, color=GREY),
         Text(24, 194.5, certificate.signature, 6.5, color=GREY),
     ]
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import unicodedata
+from enum import Enum
+from typing import Any
 
 from quiz.fonts import cjk_font, missing_characters
 
@@ -25,57 +27,64 @@ def has_visible_letter(text: str) -> bool:
                for ch in text)
 
 
+class NameProblem(Enum):
+    """Why a name cannot go on a certificate: a stable id; the page words it (with the
+    error's `params`) in the learner's language."""
+
+    EMPTY = "empty"  # nothing but spaces
+    TOO_LONG = "too-long"  # params: limit, length
+    BIDI_CONTROL = "bidi-control"  # params: character ("U+202E")
+    CONTROL = "control-character"  # params: character
+    NO_VISIBLE_LETTER = "no-visible-letter"
+    UNDRAWABLE = "undrawable"  # params: characters, more (how many more beyond those shown)
+    UNDRAWABLE_NO_CJK = "undrawable-no-cjk-font"  # the same, and no CJK font is installed
+
+
 class NameError_(ValueError):
-    """A name that cannot go on a certificate; the message says why, for the learner."""
+    """A name that cannot go on a certificate: `problem` says why, `params` the details."""
+
+    def __init__(self, problem: NameProblem, **params: Any) -> None:
+        self.problem = problem
+        self.params = params
+        details = ", ".join(f"{key}={value!r}" for key, value in params.items())
+        super().__init__(f"{problem.value}" + (f" ({details})" if details else ""))
+
+
+SHOWN_CHARACTERS = 3  # the undrawable characters a refusal names
+
+
+def _code(char: str) -> str:
+    return f"U+{ord(char):04X}"
 
 
 def _describe(char: str) -> str:
     name = unicodedata.name(char, "unnamed character")
-    return f"{char} (U+{ord(char):04X} {name.title()})"
+    return f"{char} ({_code(char)} {name.title()})"
 
 
 def normalise_name(raw: str) -> str:
     """The name as it will be printed and signed: NFC, single spaces, trimmed.
-    Raises NameError_ with a message for the learner."""
+    Raises NameError_ with the reason."""
     if len(raw) > MAX_INPUT_LENGTH:
-        raise NameError_(
-            f"A name has at most {MAX_NAME_LENGTH} characters; this one has {len(raw)}."
-        )
+        raise NameError_(NameProblem.TOO_LONG, limit=MAX_NAME_LENGTH, length=len(raw))
     bidi = [ch for ch in raw if ch in BIDI_CONTROLS]
     if bidi:
-        raise NameError_(
-            "The name contains an invisible text-direction control "
-            f"(U+{ord(bidi[0]):04X}); please type it without one."
-        )
+        raise NameError_(NameProblem.BIDI_CONTROL, character=_code(bidi[0]))
     controls = [ch for ch in raw if unicodedata.category(ch) in _REFUSED_CATEGORIES]
     if controls:
-        raise NameError_(
-            f"The name contains a control or unassigned character (U+{ord(controls[0]):04X}); "
-            "please type it without one."
-        )
+        raise NameError_(NameProblem.CONTROL, character=_code(controls[0]))
     name = " ".join(unicodedata.normalize("NFC", raw).split())
     if not name:
-        raise NameError_("Please type the name to print on the certificate.")
+        raise NameError_(NameProblem.EMPTY)
     if not has_visible_letter(name):
-        raise NameError_(
-            "The name has no visible letter (only invisible or combining characters, "
-            "punctuation or symbols); please type the name to print."
-        )
+        raise NameError_(NameProblem.NO_VISIBLE_LETTER)
     if len(name) > MAX_NAME_LENGTH:
-        raise NameError_(
-            f"A name has at most {MAX_NAME_LENGTH} characters; this one has {len(name)}."
-        )
+        raise NameError_(NameProblem.TOO_LONG, limit=MAX_NAME_LENGTH, length=len(name))
     missing = missing_characters(name)
     if missing:
-        shown = ", ".join(_describe(ch) for ch in missing[:3])
-        cjk = cjk_font() is not None
-        covered = "Chinese, Japanese and Korean, " if cjk else ""
-        lacking = "Chinese, Japanese or Korean characters or " if not cjk else ""
-        raise NameError_(
-            f"The certificate fonts (DejaVu Sans{' and a CJK font' if cjk else ''}) "
-            f"cannot draw {shown}{' and more' if len(missing) > 3 else ''}. They cover Latin "
-            f"(Vietnamese and German included), Greek, Cyrillic, Arabic, Hebrew, {covered}"
-            f"but not {lacking}colour emoji. Please write the name with letters they can "
-            "draw, for example in a Latin transcription."
-        )
+        problem = (NameProblem.UNDRAWABLE if cjk_font() is not None
+                   else NameProblem.UNDRAWABLE_NO_CJK)
+        raise NameError_(problem,
+                         characters=", ".join(map(_describe, missing[:SHOWN_CHARACTERS])),
+                         more=max(0, len(missing) - SHOWN_CHARACTERS))
     return name

@@ -7,6 +7,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from i18n.languages import DEFAULT
 from quiz import config
 from quiz.attempts import Attempt, AttemptStore
 from quiz.bank import BANK_PATH, Question, default_bank
@@ -20,7 +21,7 @@ from quiz.certificates import (
 )
 from quiz.draw import draw
 from quiz.grading import Feedback
-from quiz.layout import certificate_layout
+from quiz.layout import certificate_layout, certificate_title
 from quiz.names import normalise_name
 from quiz.pdf import render_pdf
 from quiz.preview import render_png
@@ -67,9 +68,11 @@ class QuizService:
         """Seconds before this learner may start a new attempt."""
         return self.attempts.wait_left(learner_id, client)
 
-    def attempt(self, attempt_id: str) -> Attempt:
-        """Raises AttemptExpired when the attempt is unknown or too old."""
-        return self.attempts.get(attempt_id)
+    def attempt(self, attempt_id: str, lang: str = DEFAULT) -> Attempt:
+        """The attempt with its questions worded in `lang` (grading is the same in every
+        language). Raises AttemptExpired when the attempt is unknown or too old."""
+        attempt = self.attempts.get(attempt_id)
+        return attempt if lang == DEFAULT else attempt.in_language(lang)
 
     def answer(self, attempt_id: str, position: int, chosen: list[int]) -> Feedback:
         return self.attempts.answer(attempt_id, position, chosen)
@@ -78,9 +81,11 @@ class QuizService:
         return self.attempts.cooldown_left(attempt)
 
     # Certificates ------------------------------------------------------------------------
-    def issue(self, attempt_id: str, raw_name: str, show_score: bool) -> Certificate:
-        """The certificate of a passed attempt (the same one when asked again). Raises
-        NameError_ for a name that cannot be printed, NotEligible before a pass."""
+    def issue(self, attempt_id: str, raw_name: str, show_score: bool,
+              lang: str = DEFAULT) -> Certificate:
+        """The certificate of a passed attempt (the same one when asked again), its PDF in
+        `lang`. Raises NameError_ for a name that cannot be printed, NotEligible before a
+        pass."""
         existing = self.certificates.for_attempt(attempt_id)
         if existing is not None:
             return existing
@@ -95,6 +100,7 @@ class QuizService:
             attempt.score.percent,
             show_score,
             attempts=attempt.ordinal,
+            lang=lang,
         )
 
     def certificate_for(self, attempt_id: str) -> Certificate | None:
@@ -129,10 +135,8 @@ class QuizService:
 
 
 def certificate_pdf(certificate: Certificate) -> bytes:
-    return render_pdf(
-        certificate_layout(certificate),
-        title=f"{certificate.course}: certificate {certificate.id}",
-    )
+    """The certificate's PDF, in the language the learner took the quiz in."""
+    return render_pdf(certificate_layout(certificate), title=certificate_title(certificate))
 
 
 def certificate_png(certificate: Certificate) -> bytes:

@@ -9,15 +9,17 @@ import logging
 
 import streamlit as st
 
-from lessons.catalog import lesson, lesson_count_text
+from i18n import N_
+from lessons.catalog import LESSONS, lesson
 from quiz import config
 from quiz.attempts import AnswerOutOfTurn, Attempt, AttemptExpired, CooldownActive
 from quiz.bank import BankError
 from quiz.certificates import Certificate, StorageError
 from quiz.grading import Feedback
 from quiz.markdown import escape_markdown
-from quiz.names import NameError_
+from quiz.names import MAX_NAME_LENGTH, NameError_, NameProblem
 from quiz.service import QuizService, certificate_pdf, certificate_png, open_service
+from ui.i18n import current_language, fmt_percent, t, tn, with_lang
 from ui.learner import client_address, learner_id
 from ui.navigation import page_link
 from ui.progress import store as progress_store
@@ -25,6 +27,42 @@ from ui.progress import store as progress_store
 ATTEMPT_KEY = "quiz_attempt_id"
 OPEN_ATTEMPT = "quiz:attempt"  # the learner's open attempt, in their server-side progress
 LOG = logging.getLogger(__name__)
+
+# Why a name was refused (quiz.names), worded for the learner; `params` fill the blanks.
+NAME_PROBLEMS: dict[NameProblem, str] = {
+    NameProblem.EMPTY: N_("Please type the name to print on the certificate."),
+    NameProblem.TOO_LONG: N_("A name has at most {limit} characters; this one has {length}."),
+    NameProblem.BIDI_CONTROL: N_(
+        "The name contains an invisible text-direction control ({character}); please type it "
+        "without one."),
+    NameProblem.CONTROL: N_(
+        "The name contains a control or unassigned character ({character}); please type it "
+        "without one."),
+    NameProblem.NO_VISIBLE_LETTER: N_(
+        "The name has no visible letter (only invisible or combining characters, "
+        "punctuation or symbols); please type the name to print."),
+    NameProblem.UNDRAWABLE: N_(
+        "The certificate fonts (DejaVu Sans and a CJK font) cannot draw {characters}. They "
+        "cover Latin (Vietnamese and German included), Greek, Cyrillic, Arabic, Hebrew, "
+        "Chinese, Japanese and Korean, but not colour emoji. Please write the name with "
+        "letters they can draw, for example in a Latin transcription."),
+    NameProblem.UNDRAWABLE_NO_CJK: N_(
+        "The certificate font (DejaVu Sans) cannot draw {characters}. It covers Latin "
+        "(Vietnamese and German included), Greek, Cyrillic, Arabic and Hebrew, but not "
+        "Chinese, Japanese or Korean characters or colour emoji. Please write the name with "
+        "letters it can draw, for example in a Latin transcription."),
+}
+
+
+def name_problem(error: NameError_) -> str:
+    """Why a name was refused, in the session's language."""
+    params = dict(error.params)
+    more = params.pop("more", 0)
+    if more:
+        params["characters"] = tn("{characters} and {count} more character",
+                                  "{characters} and {count} more characters", more,
+                                  characters=params["characters"])
+    return t(NAME_PROBLEMS[error.problem], **params)
 
 
 def _view_key(attempt_id: str) -> str:
@@ -48,7 +86,8 @@ def start(service: QuizService, previous_id: str | None = None) -> None:
     try:
         attempt = service.start_attempt(previous_id, learner_id(), client_address())
     except CooldownActive as wait:
-        st.warning(f"Take a short break: a new attempt can start in {wait.seconds_left} s.")
+        st.warning(t("Take a short break: a new attempt can start in {seconds} s.",
+                     seconds=wait.seconds_left))
         return
     remember(attempt.id)
     st.rerun()
@@ -57,50 +96,60 @@ def start(service: QuizService, previous_id: str | None = None) -> None:
 def lesson_link(topic: str) -> None:
     """A link to the lesson that teaches `topic`, inside the app (the session and its
     attempt stay; the sidebar's Quiz entry leads back)."""
-    page_link(topic, label=f"Read the lesson: {lesson(topic).title}", icon=":material/school:")
+    page_link(topic, label=t("Read the lesson: {title}", title=t(lesson(topic).title)),
+              icon=":material/school:")
 
 
 def show_intro(service: QuizService) -> None:
-    st.markdown(
-        f"{service.questions_per_attempt} questions drawn from all {lesson_count_text()}, one at a "
-        f"time. Each answer is locked when you check it, and you see at once whether it was "
-        f"right and why. Pass with {round(config.PASS_MARK * 100)}% or more to earn a "
-        "certificate that anyone can verify."
-    )
+    st.markdown(tn(
+        "{count} question drawn from all {lessons} lessons, one at a time.",
+        "{count} questions drawn from all {lessons} lessons, one at a time.",
+        service.questions_per_attempt, lessons=len(LESSONS),
+    ) + " " + t(
+        "Each answer is locked when you check it, and you see at once whether it was right "
+        "and why. Pass with {mark:.0%} or more to earn a certificate that anyone can verify.",
+        mark=config.PASS_MARK,
+    ))
     wait = service.wait_left(learner_id(), client_address())
     if wait:
-        st.info(f"After the last attempt, a new one can start in {wait} s.")
-    if st.button("Start the quiz", type="primary"):
+        st.info(t("After the last attempt, a new one can start in {seconds} s.", seconds=wait))
+    if st.button(t("Start the quiz"), type="primary", key="quiz-start"):
         start(service)
+
+
+def question_of(position: int, total: int) -> str:
+    return t("Question {number} of {total}", number=position + 1, total=total)
 
 
 def show_question(service: QuizService, attempt: Attempt, position: int) -> None:
     drawn = attempt.questions[position]
     total = len(attempt.questions)
-    st.progress(position / total, text=f"Question {position + 1} of {total}")
+    st.progress(position / total, text=question_of(position, total))
     st.subheader(drawn.question.prompt)
     options = drawn.options
     with st.form(f"question-{attempt.id}-{position}"):
         if drawn.question.multiple:
-            st.caption("Select all that apply.")
+            st.caption(t("Select all that apply."))
             chosen = [
                 i
                 for i, option in enumerate(options)
                 if st.checkbox(escape_markdown(option), key=f"{attempt.id}-q{position}-o{i}")
             ]
         else:
+            # The key keeps the pick when the language (the option texts) changes.
             pick = st.radio(
-                "Your answer",
+                t("Your answer"),
                 range(len(options)),
                 index=None,
                 format_func=lambda i: escape_markdown(options[i]),
                 label_visibility="collapsed",
+                key=f"{attempt.id}-q{position}",
             )
             chosen = [] if pick is None else [pick]
-        submitted = st.form_submit_button("Check answer", type="primary")
+        submitted = st.form_submit_button(t("Check answer"), type="primary")
     if submitted:
         if not chosen:
-            st.warning("Pick an answer first.")
+            st.warning(t("Pick an answer first."))
             return
         with contextlib.suppress(AnswerOutOfTurn):  # another tab moved on: show where it is
             service.answer(attempt.id, position, chosen)
@@ -111,37 +160,39 @@ def show_question(service: QuizService, attempt: Attempt, position: int) -> None
 def show_feedback(attempt: Attempt, position: int, feedback: Feedback) -> None:
     drawn = attempt.questions[position]
     total = len(attempt.questions)
-    st.progress((position + 1) / total, text=f"Question {position + 1} of {total}")
+    st.progress((position + 1) / total, text=question_of(position, total))
     st.subheader(drawn.question.prompt)
     if feedback.is_correct:
-        st.success("Correct.", icon=":material/check_circle:")
+        st.success(t("Correct."), icon=":material/check_circle:")
     else:
-        st.error("Not quite.", icon=":material/cancel:")
+        st.error(t("Not quite."), icon=":material/cancel:")
     for i, option in enumerate(drawn.options):
         right = i in feedback.correct
-        mark = ":green[:material/check_circle: **right answer**]" if right else ":red[wrong]"
-        yours = " · *your answer*" if i in feedback.chosen else ""
+        mark = (f":green[:material/check_circle: **{t('right answer')}**]" if right
+                else f":red[{t('wrong')}]")
+        yours = f" · *{t('your answer')}*" if i in feedback.chosen else ""
         st.markdown(f"**{escape_markdown(option)}** ({mark}{yours})")
         st.caption(escape_markdown(feedback.explanations[i]))
     lesson_link(feedback.topic)
     last = position + 1 == total
-    label = "See my score" if last else "Next question"
+    label = t("See my score") if last else t("Next question")
     if st.button(label, type="primary", key=f"next-{position}"):
         st.session_state.pop(_view_key(attempt.id), None)
         st.rerun()
 
 
 def show_certificate(certificate: Certificate) -> None:
-    st.success("Your certificate is ready.", icon=":material/workspace_premium:")
-    st.markdown(f"**Name:** {escape_markdown(certificate.name)}")
+    st.success(t("Your certificate is ready."), icon=":material/workspace_premium:")
+    st.markdown(t("**Name:** {name}", name=escape_markdown(certificate.name)))
     if certificate.attempts:
-        st.caption(f"Passed at attempt {certificate.attempts} (printed on the verify page).")
-    st.markdown("**Certificate ID** (anyone can check it on the verify page):")
+        st.caption(t("Passed at attempt {number} (printed on the verify page).",
+                     number=certificate.attempts))
+    st.markdown(t("**Certificate ID** (anyone can check it on the verify page):"))
     st.code(certificate.id, language=None)
     pdf = _cached_pdf(certificate, config.base_url())
     left, right = st.columns(2)
     left.download_button(
-        "Download the PDF",
+        t("Download the PDF"),
         data=pdf,
         file_name=f"certificate-{certificate.id}.pdf",
         mime="application/pdf",
@@ -149,12 +200,15 @@ def show_certificate(certificate: Certificate) -> None:
         icon=":material/download:",
     )
     with right:  # inside the app, so it works whatever APP_BASE_URL the PDF link carries
-        page_link("verify", label="Open the verify link", icon=":material/verified:",
-                  query_params={"id": certificate.id})
-    st.image(_cached_png(certificate, config.base_url()), caption="Preview of your certificate")
+        page_link("verify", label=t("Open the verify link"), icon=":material/verified:",
+                  query_params=with_lang({"id": certificate.id}))
+    if certificate.lang != current_language():
+        st.caption(t("The certificate is in the language you took the quiz in."))
+    st.image(_cached_png(certificate, config.base_url()),
+             caption=t("Preview of your certificate"))
 
 
-@st.cache_data(max_entries=64, show_spinner="Drawing the certificate…")
+@st.cache_data(max_entries=64, show_spinner=False)
 def _cached_pdf(certificate: Certificate, base_url: str) -> bytes:
     return certificate_pdf(certificate)
 
@@ -165,30 +219,34 @@ def _cached_png(certificate: Certificate, base_url: str) -> bytes:
 
 
 def show_issue_form(service: QuizService, attempt: Attempt) -> None:
-    st.markdown("### Your certificate")
+    st.markdown("### " + t("Your certificate"))
     with st.form("issue"):
         name = st.text_input(
-            "Name to print on the certificate",
+            t("Name to print on the certificate"),
             # No max_chars: the browser silently drops a paste longer than max_chars, and
             # the learner was then told to "type the name". quiz.names says how long it is.
-            help="Up to 80 characters, in any script the certificate font can draw.",
+            help=t("Up to {limit} characters, in any script the certificate font can draw.",
+                   limit=MAX_NAME_LENGTH),
+            key="quiz-name",
         )
-        show_score = st.checkbox("Show my score on the public verify page")
-        submitted = st.form_submit_button("Issue my certificate", type="primary")
+        show_score = st.checkbox(t("Show my score on the public verify page"),
+                                 key="quiz-show-score")
+        submitted = st.form_submit_button(t("Issue my certificate"), type="primary")
     if submitted:
         try:
-            service.issue(attempt.id, name, show_score)
+            service.issue(attempt.id, name, show_score, lang=current_language())
         except NameError_ as problem:
-            st.error(str(problem))
+            st.error(name_problem(problem))
             return
         st.rerun()
 
 
 def show_result(service: QuizService, attempt: Attempt) -> None:
     score = attempt.score
-    st.progress(1.0, text="All questions answered")
-    st.metric("Your score", f"{score.percent}%")
-    st.caption(f"{score.correct} of {score.total} questions right")
+    st.progress(1.0, text=t("All questions answered"))
+    st.metric(t("Your score"), fmt_percent(score.percent / 100))
+    st.caption(tn("{correct} of {count} question right", "{correct} of {count} questions right",
+                  score.total, correct=score.correct))
     missed = sorted(
         {
             attempt.questions[p].question.topic
@@ -197,42 +255,43 @@ def show_result(service: QuizService, attempt: Attempt) -> None:
         }
     )
     if missed:
-        st.markdown("**Lessons to revisit:**")
+        st.markdown("**" + t("Lessons to revisit:") + "**")
         for topic in missed:
             lesson_link(topic)
     if score.passed:
-        st.success(f"Passed: the pass mark is {round(config.PASS_MARK * 100)}%.")
+        st.success(t("Passed: the pass mark is {mark:.0%}.", mark=config.PASS_MARK))
         certificate = service.certificate_for(attempt.id)
         if certificate is None:
             show_issue_form(service, attempt)
         else:
             show_certificate(certificate)
         return
-    st.error(f"Not passed this time: the pass mark is {round(config.PASS_MARK * 100)}%.")
+    st.error(t("Not passed this time: the pass mark is {mark:.0%}.", mark=config.PASS_MARK))
     wait = service.cooldown_left(attempt)
     if wait:
-        st.info(f"You can try again with a new set of questions in {wait} s.")
-    if st.button("Try again with new questions", type="primary"):
+        st.info(t("You can try again with a new set of questions in {seconds} s.",
+                  seconds=wait))
+    if st.button(t("Try again with new questions"), type="primary", key="quiz-retry"):
         start(service, attempt.id)
 
 
 def render() -> None:
-    st.title("Quiz")
+    st.title(t("Quiz"))
     try:
         service = open_service()
     except StorageError as problem:  # a lost signing key: the operator must act
         LOG.error("%s", problem)
         st.error(
-            "Certificates cannot be issued or checked right now: the server's signing key "
-            "does not match the certificates it holds. The operator has been told in the "
-            "server log; please try again later.",
+            t("Certificates cannot be issued or checked right now: the server's signing key "
+              "does not match the certificates it holds. The operator has been told in the "
+              "server log; please try again later."),
             icon=":material/key_off:",
         )
         return
     try:
         service.bank()
     except BankError as problem:  # a teacher's edit broke the file: say where
-        st.error(f"The question bank cannot be used: {problem}")
+        st.error(t("The question bank cannot be used: {problem}", problem=str(problem)))
         return
     attempt_id = (
         st.query_params.get("attempt")
@@ -243,12 +302,12 @@ def render() -> None:
         show_intro(service)
         return
     try:
-        attempt = service.attempt(attempt_id)
+        attempt = service.attempt(attempt_id, current_language())
     except AttemptExpired:
         remember(None)
         st.warning(
-            "This quiz attempt has expired or its link is not valid any more, so it cannot be "
-            "resumed. Start a new one below.",
+            t("This quiz attempt has expired or its link is not valid any more, so it cannot "
+              "be resumed. Start a new one below."),
             icon=":material/timer_off:",
         )
         show_intro(service)

@@ -7,11 +7,12 @@ from __future__ import annotations
 import streamlit as st
 
 from quiz import config
-from quiz.certificates import Status, Verification
+from quiz.certificates import Status, Verification, long_date
 from quiz.ids import MAX_LINK_LENGTH, IdError, parse_id
 from quiz.markdown import escape_markdown
 from quiz.service import open_service
 from quiz.signing import OPTIONAL_SIGNED_FIELDS, SIGNED_FIELDS
+from ui.i18n import current_language, fmt_percent, pt, t
 
 PLACEHOLDER = "XXXXX-XXXXX-XXXXX-XXXXX-C"
 
@@ -45,67 +46,75 @@ def headline(result: Verification) -> None:
     certificate = result.certificate
     if result.status is Status.VALID:
         st.success(
-            f"**VALID**: issued by {config.COURSE_NAME}; the Ed25519 signature is checked "
-            "and correct.",
+            t("**VALID**: issued by {course}; the Ed25519 signature is checked and correct.",
+              course=config.COURSE_NAME),
             icon=":material/verified:",
         )
     elif result.status is Status.REVOKED and certificate is not None:
+        reason = certificate.revoke_reason or t("none given")
         st.error(
-            f"**REVOKED** on {certificate.revoked_at}. Reason: "
-            f"{escape_markdown(certificate.revoke_reason or 'none given')}",
+            t("**REVOKED** on {date}. Reason: {reason}",
+              date=long_date(certificate.revoked_at or certificate.date, current_language()),
+              reason=escape_markdown(reason)),
             icon=":material/block:",
         )
     elif result.status is Status.NOT_FOUND:
         st.warning(
-            "**NOT FOUND**: no certificate has this ID. Compare it symbol by symbol with the "
-            "one printed on the certificate.",
+            t("**NOT FOUND**: no certificate has this ID. Compare it symbol by symbol with "
+              "the one printed on the certificate."),
             icon=":material/search_off:",
         )
     elif result.status is Status.UNKNOWN_KEY and certificate is not None:
         st.error(
-            f"**UNKNOWN SIGNING KEY**: this certificate was signed by key `{certificate.key_id}`,"
-            " whose public key this site does not have, so it cannot be checked here. Please "
-            "tell the course's operator.",
+            t("**UNKNOWN SIGNING KEY**: this certificate was signed by key `{key}`, whose "
+              "public key this site does not have, so it cannot be checked here. Please tell "
+              "the course's operator.", key=certificate.key_id),
             icon=":material/key_off:",
         )
     elif result.status is Status.TYPO:
         st.warning(
-            f"**TYPO IN THE ID**: this is not a valid certificate ID: {result.problem}. "
-            "Nothing was looked up. Check each symbol against the certificate.",
+            t("**TYPO IN THE ID**: this is not a valid certificate ID: {problem}. Nothing was "
+              "looked up. Check each symbol against the certificate.",
+              problem=t(result.problem.value) if result.problem else "?"),
             icon=":material/spellcheck:",
         )
     else:
         st.error(
-            "**SIGNATURE DOES NOT MATCH**: the stored record and its signature disagree, so it "
-            "cannot be trusted.",
+            t("**SIGNATURE DOES NOT MATCH**: the stored record and its signature disagree, so "
+              "it cannot be trusted."),
             icon=":material/gpp_bad:",
         )
 
 
+def key_label(key_id: str, current: bool) -> str:
+    return (t("{key} (current key)", key=key_id) if current
+            else t("{key} (earlier key)", key=key_id))
+
+
 def details(result: Verification) -> None:
-    """The same rows for every outcome; a dash where there is nothing to show."""
-    certificate = result.certificate
+    """The same rows for every outcome, worded in the viewer's language whatever language
+    the certificate was issued in; a dash where there is nothing to show."""
+    certificate = result.certificate if result.status in (Status.VALID, Status.REVOKED) else None
     dash = "—"
-    show = certificate is not None and result.status in (Status.VALID, Status.REVOKED)
-    score = attempts = key = dash
-    if show and certificate is not None:
-        score = f"{certificate.score}%" if certificate.show_score else "not shown by the holder"
-        attempts = str(certificate.attempts) if certificate.attempts else "not recorded"
-        key = f"{certificate.key_id} ({'current' if result.key_current else 'earlier'} key)"
+    name = course = issued = score = attempts = key = signature = dash
+    if certificate is not None:
+        name, signature = certificate.name, certificate.signature
+        course = t("{course} (version {version})", course=certificate.course,
+                   version=certificate.course_version)
+        issued = long_date(certificate.date, current_language())
+        score = (fmt_percent(certificate.score / 100) if certificate.show_score
+                 else t("not shown by the holder"))
+        attempts = str(certificate.attempts) if certificate.attempts else t("not recorded")
+        key = key_label(certificate.key_id, result.key_current)
     rows = [
-        ("Name", certificate.name if show and certificate else dash),
-        (
-            "Course",
-            f"{certificate.course} (version {certificate.course_version})"
-            if show and certificate
-            else dash,
-        ),
-        ("Issued", certificate.date if show and certificate else dash),
-        ("Score", score),
-        ("Attempts", attempts),
-        ("Certificate ID", result.id_text or dash),
-        ("Signing key", key),
-        ("Signature", certificate.signature if show and certificate else dash),
+        (pt("certificate field", "Name"), name),
+        (pt("certificate field", "Course"), course),
+        (pt("certificate field", "Issued"), issued),
+        (pt("certificate field", "Score"), score),
+        (pt("certificate field", "Attempts"), attempts),
+        (t("Certificate ID"), result.id_text or dash),
+        (t("Signing key"), key),
+        (pt("certificate field", "Signature"), signature),
     ]
     for label, value in rows:
         left, right = st.columns([1, 4])
@@ -114,19 +123,20 @@ def details(result: Verification) -> None:
 
 
 def render() -> None:
-    st.title("Verify a certificate")
+    st.title(t("Verify a certificate"))
     service = open_service(create_key=False, strict=False)  # public keys suffice here
     from_link = st.query_params.get("id", "")
     with st.form("verify"):
         typed = st.text_input(
-            "Certificate ID",
+            t("Certificate ID"),
             value=from_link[:MAX_LINK_LENGTH],
             # No max_chars: the browser would silently drop a longer paste (a whole link).
             placeholder=PLACEHOLDER,
-            help="Case, spaces and dashes do not matter; O reads as 0, I and L as 1. "
-                 "A pasted verify link works too.",
+            help=t("Case, spaces and dashes do not matter; O reads as 0, I and L as 1. A "
+                   "pasted verify link works too."),
+            key="verify-id",
         )
-        submitted = st.form_submit_button("Verify", type="primary")
+        submitted = st.form_submit_button(t("Verify"), type="primary")
     target = typed if submitted else from_link
     if submitted:
         st.query_params["id"] = for_the_url(typed)
@@ -134,16 +144,15 @@ def render() -> None:
         result = service.verify(target)
         headline(result)
         details(result)
-    with st.expander("Check a certificate offline"):
+    with st.expander(t("Check a certificate offline")):
         signed = ", ".join(f"`{name}`" for name in SIGNED_FIELDS)
         optional = ", ".join(f"`{name}`" for name in OPTIONAL_SIGNED_FIELDS)
-        st.markdown(
+        st.markdown(t(
             "Certificates are signed with Ed25519. The signature covers a canonical JSON of "
-            f"{signed} (and {optional} when shown). With the public key whose id the "
+            "{signed} (and {optional} when shown). With the public key whose id the "
             "certificate names (below; also printed by `python -m quiz public-key`) anyone "
-            "can check a certificate without this site:"
-        )
+            "can check a certificate without this site:", signed=signed, optional=optional))
         for number, (key_id, pem) in enumerate(service.public_keys().items()):
-            st.caption(f"Key `{key_id}` ({'current' if number == 0 else 'earlier'} key)")
+            st.caption(key_label(f"`{key_id}`", number == 0))
             st.code(pem, language=None)
         st.code(offline_check(), language="python")

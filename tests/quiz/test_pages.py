@@ -98,7 +98,7 @@ def test_quiz_to_a_pass_and_a_certificate(app_test: RunPage) -> None:
     verify = [link.proto for link in at.get("page_link") if link.proto.label ==
               "Open the verify link"]
     assert len(verify) == 1 and "lab.example" not in verify[0].page
-    assert parse_qs(verify[0].query_string) == {"id": [certificate.id]}
+    assert parse_qs(verify[0].query_string) == {"id": [certificate.id], "lang": ["en"]}
     # A double click, or a second tab, gets the same certificate.
     again = open_service().issue(current(at).id, "Someone else", True)
     assert again == certificate
