@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from i18n import DEFAULT, N_, format_number, gettext, ngettext, with_lang
+
 
 @dataclass(frozen=True)
 class Lesson:
     path: str
-    title: str
+    title: str  # English, marked for the catalog: show it with `title_in(code)`
     icon: str
     minutes: int
 
@@ -22,15 +24,19 @@ class Lesson:
         """The thin page script that shows this lesson, relative to the app root."""
         return f"pages/lessons/{self.path.replace('-', '_')}.py"
 
+    def title_in(self, code: str = DEFAULT) -> str:
+        """The lesson's title in language `code`."""
+        return gettext(code, self.title)
+
 
 LESSONS: tuple[Lesson, ...] = (
-    Lesson("why-memory", "Why training runs out of memory", ":material/memory:", 8),
-    Lesson("how-it-works", "How checkpointing works", ":material/replay:", 10),
-    Lesson("how-many", "Where to put checkpoints", ":material/tune:", 8),
-    Lesson("language-models", "Checkpointing a language model", ":material/layers:", 10),
-    Lesson("large-vocabularies", "Large vocabularies: the logits", ":material/dictionary:", 5),
-    Lesson("cost-and-correctness", "What it costs, what it keeps", ":material/balance:", 6),
-    Lesson("in-practice", "Checkpointing in practice", ":material/build:", 8),
+    Lesson("why-memory", N_("Why training runs out of memory"), ":material/memory:", 8),
+    Lesson("how-it-works", N_("How checkpointing works"), ":material/replay:", 10),
+    Lesson("how-many", N_("Where to put checkpoints"), ":material/tune:", 8),
+    Lesson("language-models", N_("Checkpointing a language model"), ":material/layers:", 10),
+    Lesson("large-vocabularies", N_("Large vocabularies: the logits"), ":material/dictionary:", 5),
+    Lesson("cost-and-correctness", N_("What it costs, what it keeps"), ":material/balance:", 6),
+    Lesson("in-practice", N_("Checkpointing in practice"), ":material/build:", 8),
 )
 
 LESSON_PATHS: tuple[str, ...] = tuple(lesson.path for lesson in LESSONS)
@@ -49,25 +55,33 @@ def number(path: str) -> int:
     return LESSON_PATHS.index(lesson(path).path) + 1
 
 
-def reference(path: str) -> str:
-    """A Markdown link to the lesson with its number and title, as the lessons cite one
-    another: "[lesson 3, *Where to put checkpoints*](/how-many)"."""
+def reference(path: str, code: str = DEFAULT) -> str:
+    """A Markdown link to the lesson with its number and title, in language `code`, as the
+    lessons cite one another: "[lesson 3, *Where to put checkpoints*](/how-many?lang=en)".
+    The link carries the language: it opens a new page load, which must not fall back to
+    the browser's language."""
     item = lesson(path)
-    return f"[lesson {number(path)}, *{item.title}*](/{item.path})"
+    target = with_lang(f"/{item.path}", code)
+    return gettext(code, "[lesson {number}, *{title}*]({target})", number=number(path),
+                   title=item.title_in(code), target=target)
 
 
-_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
-          "ten", "eleven", "twelve")
+_WORDS = (N_("zero"), N_("one"), N_("two"), N_("three"), N_("four"), N_("five"), N_("six"),
+          N_("seven"), N_("eight"), N_("nine"), N_("ten"), N_("eleven"), N_("twelve"))
 
 
-def count_in_words(count: int) -> str:
-    """"seven" for 7; digits from 13 on."""
-    return _WORDS[count] if 0 <= count < len(_WORDS) else f"{count:,}"
+def count_in_words(count: int, code: str = DEFAULT) -> str:
+    """"seven" for 7 ("sieben" in German); digits from 13 on."""
+    if 0 <= count < len(_WORDS):
+        return gettext(code, _WORDS[count])
+    return format_number(count, code)
 
 
-def lesson_count_text() -> str:
-    """How many lessons the course has, in words: "seven lessons"."""
-    return f"{count_in_words(len(LESSONS))} lesson{'' if len(LESSONS) == 1 else 's'}"
+def lesson_count_text(code: str = DEFAULT) -> str:
+    """How many lessons the course has, in words: "seven lessons" ("sieben Lektionen")."""
+    count = len(LESSONS)
+    return ngettext(code, "{words} lesson", "{words} lessons", count,
+                    words=count_in_words(count, code))
 
 
 def neighbours(path: str) -> tuple[Lesson | None, Lesson | None]:

@@ -32,6 +32,7 @@ from urllib.parse import urlencode
 
 import yaml
 
+from i18n import DEFAULT
 from lessons import catalog
 
 CONTENT_DIR = Path(__file__).parent / "content"
@@ -85,7 +86,13 @@ class LessonDocument:
         return [block.widget for block in self.blocks if block.kind != "markdown"]
 
 
-def content_file(path: str) -> Path:
+def content_file(path: str, code: str = DEFAULT) -> Path:
+    """The lesson's Markdown in language `code`: lessons/content/<code>/<path>.md, or the
+    English lessons/content/<path>.md when that language has no file for it."""
+    if code != DEFAULT:
+        translated = CONTENT_DIR / code / f"{path}.md"
+        if translated.exists():
+            return translated
     return CONTENT_DIR / f"{path}.md"
 
 
@@ -101,9 +108,9 @@ def split_front_matter(source: str) -> tuple[dict, str]:
     return meta, source[end + 5:]
 
 
-def fill_values(text: str, values: dict[str, str]) -> str:
-    """Replace every {{value:name}} and {{lesson:path}}; an unknown name is an error, not a
-    silent blank."""
+def fill_values(text: str, values: dict[str, str], code: str = DEFAULT) -> str:
+    """Replace every {{value:name}} and {{lesson:path}} (a link worded in language `code`);
+    an unknown name is an error, not a silent blank."""
     def lookup(match: re.Match[str]) -> str:
         name = match.group(1)
         if name not in values:
@@ -112,44 +119,46 @@ def fill_values(text: str, values: dict[str, str]) -> str:
 
     def link(match: re.Match[str]) -> str:
         try:
-            return catalog.reference(match.group(1))
+            return catalog.reference(match.group(1), code)
         except KeyError:
             raise DocumentError(f"unknown lesson {{{{lesson:{match.group(1)}}}}}") from None
 
     return LESSON_LINK.sub(link, VALUE.sub(lookup, text))
 
 
-def parse(path: str, source: str, values: dict[str, str]) -> LessonDocument:
+def parse(path: str, source: str, values: dict[str, str],
+          code: str = DEFAULT) -> LessonDocument:
     meta, body = split_front_matter(source)
     blocks: list[Block] = []
     position = 0
     for match in BLOCK.finditer(body):
         before = body[position:match.start()].strip()
         if before:
-            blocks.append(Block("markdown", text=fill_values(before, values)))
+            blocks.append(Block("markdown", text=fill_values(before, values, code)))
         blocks.append(Block(match.group(1), match.group(2) or ""))
         position = match.end()
     rest = body[position:].strip()
     if rest:
-        blocks.append(Block("markdown", text=fill_values(rest, values)))
+        blocks.append(Block("markdown", text=fill_values(rest, values, code)))
     for block in blocks:
         leftover = ANY_PLACEHOLDER.search(block.text)
         if leftover:
             raise DocumentError(f"{path}: placeholder {leftover.group(0)} is not on a line "
                                 f"of its own or is malformed")
-    takeaways = tuple(fill_values(str(item), values) for item in meta.get("takeaways", []))
+    takeaways = tuple(fill_values(str(item), values, code) for item in meta.get("takeaways", []))
     demo_meta = meta.get("demo")
     demo = None
     if demo_meta:
         demo = DemoLink(
             path=str(demo_meta["path"]),
             label=str(demo_meta["label"]),
-            text=fill_values(str(demo_meta.get("text", "")), values),
+            text=fill_values(str(demo_meta.get("text", "")), values, code),
             query={str(key): str(value) for key, value in (demo_meta.get("query") or {}).items()},
         )
     return LessonDocument(path, tuple(blocks), takeaways, demo)
 
 
-def load(path: str, values: dict[str, str]) -> LessonDocument:
-    """The lesson at `path` (e.g. "why-memory"), with `values` filled in."""
-    return parse(path, content_file(path).read_text(encoding="utf-8"), values)
+def load(path: str, values: dict[str, str], code: str = DEFAULT) -> LessonDocument:
+    """The lesson at `path` (e.g. "why-memory") in language `code` (English where that
+    language has no file), with `values` (worded for the same language) filled in."""
+    return parse(path, content_file(path, code).read_text(encoding="utf-8"), values, code)

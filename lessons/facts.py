@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from i18n import N_
+
 
 @dataclass(frozen=True)
 class Source:
     key: str
-    title: str
-    authors: str
+    title: str  # a paper's or page's own title: never translated
+    authors: str  # names, or a documentation marked N_ (translated where shown)
     url: str
-    note: str
+    note: str  # marked N_: translated where shown
 
 
 SOURCES: tuple[Source, ...] = (
@@ -25,43 +27,43 @@ SOURCES: tuple[Source, ...] = (
         "Training Deep Nets with Sublinear Memory Cost",
         "Chen, Xu, Zhang, Guestrin (2016)",
         "https://arxiv.org/abs/1604.06174",
-        "the paper that made recomputation standard: √n memory for one extra forward pass",
+        N_("the paper that made recomputation standard: √n memory for one extra forward pass"),
     ),
     Source(
         "korthikanti2022",
         "Reducing Activation Recomputation in Large Transformer Models",
         "Korthikanti et al. (2022)",
         "https://arxiv.org/abs/2205.05198",
-        "the per-layer activation formula, and selective recomputation",
+        N_("the per-layer activation formula, and selective recomputation"),
     ),
     Source(
         "pytorch",
         "torch.utils.checkpoint",
-        "PyTorch documentation",
+        N_("PyTorch documentation"),
         "https://docs.pytorch.org/docs/stable/checkpoint.html",
-        "the API: checkpoint, checkpoint_sequential, selective checkpointing",
+        N_("the API: checkpoint, checkpoint_sequential, selective checkpointing"),
     ),
     Source(
         "hf-memory",
         "Model training anatomy (GPU memory usage)",
-        "Hugging Face Transformers documentation",
+        N_("Hugging Face Transformers documentation"),
         "https://huggingface.co/docs/transformers/model_memory_anatomy",
-        "what training memory is spent on: weights, gradients, optimizer state, activations",
+        N_("what training memory is spent on: weights, gradients, optimizer state, activations"),
     ),
     Source(
         "hf-single-gpu",
         "Methods and tools for efficient training on a single GPU",
-        "Hugging Face Transformers documentation",
+        N_("Hugging Face Transformers documentation"),
         "https://huggingface.co/docs/transformers/perf_train_gpu_one",
-        "gradient checkpointing, gradient accumulation and 8-bit optimizers; the \"about 20% "
-        "slower\" figure",
+        N_("gradient checkpointing, gradient accumulation and 8-bit optimizers; the "
+           "\"about 20% slower\" figure"),
     ),
     Source(
         "openai2018",
         "openai/gradient-checkpointing",
         "Salimans and Bulatov, OpenAI (2018)",
         "https://github.com/cybertronai/gradient-checkpointing",
-        "node-by-node animations of plain, memory-poor and √n backprop",
+        N_("node-by-node animations of plain, memory-poor and √n backprop"),
     ),
 )
 
@@ -98,7 +100,8 @@ PRACTICE_SLOWDOWN = (0.20, 0.30)
 COMMON_VOCAB_RANGE = (150_000, 250_000)
 
 # Measured on this course's prototype (torch CPU, fp32, pre-LN GPT, fused attention), FACTS.md.
-PROTOTYPE_PEAK_CONFIG = "16 layers, hidden 256, 512 tokens, batch 2, vocabulary 1,000"
+PROTOTYPE_PEAK_CONFIG = {"layers": 16, "hidden": 256, "seq": 512, "batch": 2, "vocab": 1_000}
 PROTOTYPE_PEAK_MIB = {"none": 270, "every-layer": 68, "sqrt": 107}  # peak above parameters
-PROTOTYPE_TIME_CONFIG = "8 layers, hidden 256, 4 heads, 256 tokens, batch 4, vocabulary 8,192"
+PROTOTYPE_TIME_CONFIG = {"layers": 8, "hidden": 256, "heads": 4, "seq": 256, "batch": 4,
+                         "vocab": 8_192}
 PROTOTYPE_EVERY_LAYER_SLOWDOWN = (1.19, 1.35)  # time per step relative to no checkpointing

@@ -6,16 +6,17 @@ import math
 
 import plotly.graph_objects as go
 
+from i18n import DEFAULT, N_, format_decimal, gettext
 from lessons.checkpoint_math import (
     GB,
     BudgetPlan,
     format_gb,
     logits_bytes,
-    optimal_segments,
+    optimal_segment_length,
     recursive_cost,
     segment_memory,
 )
-from lessons.memory_calculator import COMPONENTS, MemoryBreakdown
+from lessons.memory_calculator import COMPONENT_LABELS, COMPONENTS, MemoryBreakdown
 from lessons.stepper import (
     DROPPED,
     FREED,
@@ -24,18 +25,19 @@ from lessons.stepper import (
     RECOMPUTED,
     STATES,
     STRATEGIES,
-    STRATEGY_LABELS,
     TRANSIENT,
     Simulation,
     simulate,
+    state_label,
+    strategy_label,
 )
 
 COMPONENT_COLORS = {
-    "Weights": "#4C78A8",
-    "Gradients": "#72B7B2",
-    "Optimizer state": "#54A24B",
-    "Activations": "#F58518",
-    "Logits": "#E45756",
+    "weights": "#4C78A8",
+    "gradients": "#72B7B2",
+    "optimizer": "#54A24B",
+    "activations": "#F58518",
+    "logits": "#E45756",
 }
 STATE_COLORS = {
     NOT_YET: "#F2F2F2",
@@ -45,31 +47,55 @@ STATE_COLORS = {
     RECOMPUTED: "#F58518",
     FREED: "#C7E9C0",
 }
-_LAYOUT = {"template": "plotly_white", "margin": {"l": 10, "r": 10, "t": 50, "b": 10}}
+_LAYOUT = {"template": "plotly_white", "margin": {"l": 10, "r": 10, "t": 30, "b": 10}}
+# Legends sit in the figure's own margin, above or below the plot, never over it: measured
+# from the container, so Plotly reserves their height however many rows a narrow screen
+# (a phone) wraps them into.
+LEGEND_ABOVE = {"orientation": "h", "yref": "container", "y": 1.0, "yanchor": "top",
+                "x": 0, "xanchor": "left", "traceorder": "normal"}
+LEGEND_BELOW = {"orientation": "h", "yref": "container", "y": 0.0, "yanchor": "bottom",
+                "x": 0, "xanchor": "left", "traceorder": "normal"}
 
 
-def memory_breakdown_figure(bars: dict[str, MemoryBreakdown]) -> go.Figure:
-    """One stacked bar per setup (e.g. without and with checkpointing), in GB."""
+def _t(code: str, msgid: str, **params: object) -> str:
+    return gettext(code, msgid, **params)
+
+
+def _gb_axis(code: str) -> str:
+    return _t(code, "GB (10⁹ bytes)")
+
+
+def memory_breakdown_figure(bars: dict[str, MemoryBreakdown],
+                            code: str = DEFAULT) -> go.Figure:
+    """One stacked bar per setup (e.g. without and with checkpointing), in GB; `bars` is
+    keyed by the bars' labels, already in language `code`."""
     labels = list(bars)
     fig = go.Figure()
     for component in COMPONENTS:
+        name = _t(code, COMPONENT_LABELS[component])
         values = [bars[label].in_gb()[component] for label in labels]
         fig.add_bar(
-            y=labels, x=values, name=component, orientation="h",
+            y=labels, x=values, name=name, orientation="h",
             marker_color=COMPONENT_COLORS[component],
-            text=[f"{value:.2f}" if value < 1 else f"{value:.1f}" for value in values],
+            text=[format_decimal(value, code, 2 if value < 1 else 1) for value in values],
             textposition="inside", insidetextanchor="middle",
-            hovertemplate=f"{component}: %{{x:.2f}} GB<extra></extra>",
+            hovertemplate=f"{name}: %{{x:.2f}} GB<extra></extra>",
         )
     for label in labels:
         total = bars[label].total
-        fig.add_annotation(x=total / GB, y=label, text=f"<b>{format_gb(total)}</b>",
+        fig.add_annotation(x=total / GB, y=label,
+                           text=f"<b>{format_gb(total, locale=code)}</b>",
                            showarrow=False, xanchor="left", xshift=6)
-    fig.update_layout(barmode="stack", height=260, xaxis_title="GB (10⁹ bytes)",
-                      legend={"orientation": "h", "y": 1.18, "x": 0, "traceorder": "normal"},
-                      yaxis={"autorange": "reversed"}, **_LAYOUT)
-    fig.update_xaxes(range=[0, max(b.total for b in bars.values()) / GB * 1.15])
+    fig.update_layout(barmode="stack", height=300, xaxis_title=_gb_axis(code),
+                      legend=LEGEND_ABOVE, yaxis={"autorange": "reversed", "automargin": True},
+                      separators=_separators(code), **_LAYOUT)
+    fig.update_xaxes(range=[0, max(b.total for b in bars.values()) / GB * 1.25])
     return fig
+
+
+def _separators(code: str) -> str:
+    """Plotly's decimal and thousands separators for language `code` (axis ticks, hover)."""
+    return format_decimal(1000.5, code, 1)[-2] + format_decimal(1000.5, code, 1)[1]
 
 
 # --------------------------------------------------------------------------------------
@@ -77,7 +103,7 @@ def memory_breakdown_figure(bars: dict[str, MemoryBreakdown]) -> go.Figure:
 # --------------------------------------------------------------------------------------
 
 
-def stepper_figure(sim: Simulation, index: int) -> go.Figure:
+def stepper_figure(sim: Simulation, index: int, code: str = DEFAULT) -> go.Figure:
     """Each layer as a column: its input (1 unit) at the bottom and its internals (r units)
     stacked above, coloured by their state during step `index`."""
     step = sim.steps[index]
@@ -86,20 +112,23 @@ def stepper_figure(sim: Simulation, index: int) -> go.Figure:
     input_height = 1.0
     internals_height = max(sim.ratio, 0.0)
     for state in STATES:
+        name = state_label(state, code)
         xs, ys, bases, hover = [], [], [], []
         for layer in range(1, n + 1):
             if step.inputs[layer - 1] == state:
                 xs.append(layer)
                 ys.append(input_height)
                 bases.append(0.0)
-                hover.append(f"input of layer {layer}: {state}")
+                hover.append(_t(code, "input of layer {layer}: {state}", layer=layer,
+                                state=name))
             if internals_height and step.internals[layer - 1] == state:
                 xs.append(layer)
                 ys.append(internals_height)
                 bases.append(input_height + 0.15)
-                hover.append(f"internals of layer {layer}: {state}")
+                hover.append(_t(code, "internals of layer {layer}: {state}", layer=layer,
+                                state=name))
         fig.add_bar(
-            x=xs or [None], y=ys or [None], base=bases or [None], name=state,
+            x=xs or [None], y=ys or [None], base=bases or [None], name=name,
             marker={"color": STATE_COLORS[state],
                     "line": {"color": "#555555", "width": 1.2 if state == DROPPED else 0.6},
                     "pattern": {"shape": "/" if state == DROPPED else ""}},
@@ -110,42 +139,48 @@ def stepper_figure(sim: Simulation, index: int) -> go.Figure:
         checkpoint_x = [j + 1 for j in sim.checkpoints]
         fig.add_scatter(x=checkpoint_x, y=[-0.35] * len(checkpoint_x), mode="markers",
                         marker={"symbol": "triangle-up", "size": 11, "color": "#222222"},
-                        name="checkpoint (input kept)", hoverinfo="skip")
-    arrow = {"forward": "forward ▶", "recompute": "recompute ↻", "backward": "◀ backward"}
-    fig.add_annotation(x=step.layer, y=top, text=f"<b>{arrow[step.phase]}</b>",
+                        name=_t(code, "checkpoint (input kept)"), hoverinfo="skip")
+    arrow = {"forward": N_("forward ▶"), "recompute": N_("recompute ↻"),
+             "backward": N_("◀ backward")}
+    fig.add_annotation(x=step.layer, y=top, text=f"<b>{_t(code, arrow[step.phase])}</b>",
                        showarrow=True, arrowhead=2, ay=-34, ax=0, yanchor="bottom",
                        font={"size": 13})
     fig.update_layout(
-        barmode="overlay", height=340, bargap=0.15,
-        xaxis={"title": "layer", "tickmode": "linear", "dtick": 1, "range": [0.4, n + 0.6]},
-        yaxis={"range": [-0.7, top * 1.25 + 0.5], "showgrid": False,
+        barmode="overlay", height=400, bargap=0.15,
+        xaxis={"title": _t(code, "layer"), "tickmode": "linear", "dtick": 1,
+               "range": [0.4, n + 0.6]},
+        yaxis={"range": [-0.7, top * 1.25 + 0.5], "showgrid": False, "automargin": True,
                "tickvals": [0.5, input_height + 0.15 + internals_height / 2]
                if internals_height else [0.5],
-               "ticktext": ["input", f"internals ({sim.ratio:g})"]},
-        legend={"orientation": "h", "y": -0.3, "x": 0},
+               "ticktext": [_t(code, "input"),
+                            _t(code, "internals ({ratio})", ratio=format_decimal(sim.ratio,
+                                                                               code))]},
+        legend=LEGEND_BELOW, separators=_separators(code),
         template="plotly_white", margin={"l": 10, "r": 10, "t": 40, "b": 10},
     )
     return fig
 
 
-def stepper_memory_figure(sim: Simulation, index: int) -> go.Figure:
+def stepper_memory_figure(sim: Simulation, index: int, code: str = DEFAULT) -> go.Figure:
     """Memory in use at every step, the current step marked and the peak drawn."""
     xs = [step.index + 1 for step in sim.steps]
     ys = [step.memory for step in sim.steps]
     fig = go.Figure()
     fig.add_scatter(x=xs, y=ys, mode="lines", line={"shape": "hv", "color": "#4C78A8"},
-                    name="memory in use", hovertemplate="step %{x}: %{y} units<extra></extra>")
+                    name=_t(code, "memory in use"),
+                    hovertemplate=_t(code, "step %{x}: %{y} units") + "<extra></extra>")
     fig.add_scatter(x=[index + 1], y=[sim.steps[index].memory], mode="markers",
-                    marker={"size": 12, "color": "#E45756"}, name="now")
+                    marker={"size": 12, "color": "#E45756"}, name=_t(code, "now"))
     fig.add_hline(y=sim.peak, line_dash="dot", line_color="#888888",
-                  annotation_text=f"peak {sim.peak:g}", annotation_position="top left")
-    fig.update_layout(height=220, showlegend=False, xaxis_title="step",
-                      yaxis_title="units", **_LAYOUT)
+                  annotation_text=_t(code, "peak {peak}", peak=format_decimal(sim.peak, code)),
+                  annotation_position="top left")
+    fig.update_layout(height=220, showlegend=False, xaxis_title=_t(code, "step"),
+                      yaxis_title=_t(code, "units"), separators=_separators(code), **_LAYOUT)
     fig.update_yaxes(rangemode="tozero")
     return fig
 
 
-def tradeoff_figure(layers: int, ratio: float) -> go.Figure:
+def tradeoff_figure(layers: int, ratio: float, code: str = DEFAULT) -> go.Figure:
     """Peak memory against forward computations for every strategy, plus the recursive one
     (single-tensor layers, so only when ratio is 0)."""
     symbols = ["circle", "square", "triangle-up", "star"]
@@ -154,17 +189,19 @@ def tradeoff_figure(layers: int, ratio: float) -> go.Figure:
         sim = simulate(strategy, layers, ratio)
         fig.add_scatter(x=[sim.forwards], y=[sim.peak], mode="markers",
                         marker={"size": 15, "symbol": symbol},
-                        name=f"{STRATEGY_LABELS[strategy]}: {sim.forwards} forwards, "
-                             f"peak {sim.peak:g}")
+                        name=_t(code, "{strategy}: {forwards} forwards, peak {peak}",
+                                strategy=strategy_label(strategy, code), forwards=sim.forwards,
+                                peak=format_decimal(sim.peak, code)))
     if ratio == 0:
         rec = recursive_cost(layers)
         fig.add_scatter(x=[rec.forwards], y=[rec.peak_boundaries], mode="markers",
                         marker={"size": 15, "symbol": "diamond"},
-                        name=f"Recursive (log N): {rec.forwards} forwards, "
-                             f"peak {rec.peak_boundaries}")
-    fig.update_layout(height=380, xaxis_title="forward computations per step",
-                      yaxis_title="peak memory (units)",
-                      legend={"orientation": "v", "x": 1.02, "y": 1}, **_LAYOUT)
+                        name=_t(code, "Recursive (log N): {forwards} forwards, peak {peak}",
+                                forwards=rec.forwards, peak=rec.peak_boundaries))
+    fig.update_layout(height=440, xaxis_title=_t(code, "forward computations per step"),
+                      yaxis_title=_t(code, "peak memory (units)"),
+                      legend={**LEGEND_BELOW, "orientation": "v"},
+                      separators=_separators(code), **_LAYOUT)
     fig.update_xaxes(rangemode="tozero")
     fig.update_yaxes(rangemode="tozero")
     return fig
@@ -175,50 +212,56 @@ def tradeoff_figure(layers: int, ratio: float) -> go.Figure:
 # --------------------------------------------------------------------------------------
 
 
-def k_curve_figure(layers: int, boundary: float = 1.0, layer: float = 1.0) -> go.Figure:
-    """segment_memory over the number of segments k, with its minimum and √N marked."""
+def k_curve_figure(layers: int, boundary: float = 1.0, layer: float = 1.0,
+                   code: str = DEFAULT) -> go.Figure:
+    """Activation memory over k, the number of layers per segment (as in the demos'
+    "every k layers" and Megatron's --recompute-num-layers): N/k checkpoints plus one
+    segment of k layers rebuilt, with the minimum and √N marked."""
     ks = list(range(1, layers + 1))
-    memory = [segment_memory(layers, k, boundary, layer) for k in ks]
-    stored = [k * boundary for k in ks]
-    rebuilt = [layers / k * layer for k in ks]
+    memory = [segment_memory(layers, layers / k, boundary, layer) for k in ks]
+    stored = [layers / k * boundary for k in ks]
+    rebuilt = [k * layer for k in ks]
     best_k = min(ks, key=lambda k: (memory[k - 1], k))
     fig = go.Figure()
-    fig.add_scatter(x=ks, y=memory, name="total: checkpoints + one segment", mode="lines",
-                    line={"width": 3, "color": "#4C78A8"})
-    fig.add_scatter(x=ks, y=stored, name="checkpoints kept (k)", mode="lines",
-                    line={"dash": "dot", "color": "#54A24B"})
-    fig.add_scatter(x=ks, y=rebuilt, name="one segment rebuilt (N/k)", mode="lines",
-                    line={"dash": "dot", "color": "#F58518"})
+    fig.add_scatter(x=ks, y=memory, name=_t(code, "total: checkpoints + one segment"),
+                    mode="lines", line={"width": 3, "color": "#4C78A8"})
+    fig.add_scatter(x=ks, y=stored, name=_t(code, "checkpoints kept (N/k)"),
+                    mode="lines", line={"dash": "dot", "color": "#54A24B"})
+    fig.add_scatter(x=ks, y=rebuilt, name=_t(code, "one segment of k layers rebuilt"),
+                    mode="lines", line={"dash": "dot", "color": "#F58518"})
     fig.add_scatter(x=[best_k], y=[memory[best_k - 1]], mode="markers+text",
                     marker={"size": 13, "color": "#E45756"},
-                    text=[f"minimum: k = {best_k}"], textposition="top center",
-                    name="minimum")
-    root = math.sqrt(layers)
-    fig.add_vline(x=root, line_dash="dash", line_color="#888888",
-                  annotation_text=f"√N = {root:.1f}", annotation_position="top right")
-    if boundary != layer:
-        fig.add_vline(x=min(optimal_segments(layers, boundary, layer), layers),
+                    text=[_t(code, "minimum: k = {k}", k=best_k)],
+                    textposition="top center", name=_t(code, "minimum"))
+    if boundary == layer:
+        root = math.sqrt(layers)
+        fig.add_vline(x=root, line_dash="dash", line_color="#888888",
+                      annotation_text=f"√N = {format_decimal(root, code, 1)}",
+                      annotation_position="top right")
+    else:
+        fig.add_vline(x=max(1.0, optimal_segment_length(layers, boundary, layer)),
                       line_dash="dash", line_color="#E45756",
-                      annotation_text="√(N·layer/input)", annotation_position="bottom right")
+                      annotation_text="√(N·input/layer)", annotation_position="top right")
     # Compute, on its own axis: every checkpointed layer runs forward twice, whatever k.
     fig.add_scatter(x=ks, y=[2 * layers] * len(ks), yaxis="y2", mode="lines",
-                    name="forward computations (right axis): 2N for any k",
+                    name=_t(code, "forward computations (right axis): 2N for any k"),
                     line={"color": "#B279A2", "dash": "dash"})
     fig.add_scatter(x=[1, layers], y=[layers, layers], yaxis="y2", mode="lines",
-                    name="forward computations keeping everything: N",
+                    name=_t(code, "forward computations keeping everything: N"),
                     line={"color": "#B279A2", "dash": "dot", "width": 1})
     fig.update_layout(
-        height=420, xaxis_title="number of segments k (checkpoints)",
-        yaxis={"title": "activation memory (units of one layer input)", "rangemode": "tozero"},
-        yaxis2={"title": "forward computations per step", "overlaying": "y", "side": "right",
-                "range": [0, 2.4 * layers], "showgrid": False,
+        height=520, xaxis_title=_t(code, "k = layers per segment"),
+        yaxis={"title": _t(code, "memory (layer inputs)"), "rangemode": "tozero",
+               "automargin": True},
+        yaxis2={"title": _t(code, "forwards per step"), "overlaying": "y", "side": "right",
+                "range": [0, 2.4 * layers], "showgrid": False, "automargin": True,
                 "tickvals": [0, layers, 2 * layers],
                 "ticktext": ["0", f"N = {layers}", f"2N = {2 * layers}"]},
-        legend={"orientation": "h", "y": 1.22, "x": 0}, **_LAYOUT)
+        legend=LEGEND_ABOVE, separators=_separators(code), **_LAYOUT)
     return fig
 
 
-def budget_figure(sizes: list[float], plan: BudgetPlan) -> go.Figure:
+def budget_figure(sizes: list[float], plan: BudgetPlan, code: str = DEFAULT) -> go.Figure:
     """The layers' output sizes, segments in alternating colours, checkpoints marked."""
     segment_of = {}
     for number, (first, last) in enumerate(plan.segments(len(sizes))):
@@ -228,26 +271,30 @@ def budget_figure(sizes: list[float], plan: BudgetPlan) -> go.Figure:
               for i in range(len(sizes))]
     fig = go.Figure()
     fig.add_bar(x=list(range(1, len(sizes) + 1)), y=sizes, marker_color=colors,
-                name="layer output size", hovertemplate="layer %{x}: %{y}<extra></extra>")
+                name=_t(code, "layer output size"),
+                hovertemplate=_t(code, "layer %{x}: %{y}") + "<extra></extra>")
     cps = [i + 1 for i in plan.checkpoints]
     fig.add_scatter(x=cps, y=[sizes[i - 1] + 0.4 for i in cps], mode="markers",
                     marker={"symbol": "triangle-down", "size": 12, "color": "#E45756"},
-                    name="checkpoint")
+                    name=_t(code, "checkpoint"))
     fig.update_layout(height=260, showlegend=False, bargap=0.1,
-                      xaxis_title="layer (segments alternate in colour; ▼ = kept output)",
-                      yaxis_title="output size", **_LAYOUT)
+                      xaxis_title=_t(code, "layer (segments alternate in colour; ▼ = kept "
+                                           "output)"),
+                      yaxis_title=_t(code, "output size"), separators=_separators(code),
+                      **_LAYOUT)
     return fig
 
 
 def budget_sweep_figure(sizes: list[float], plans: list[BudgetPlan],
-                        chosen: BudgetPlan) -> go.Figure:
+                        chosen: BudgetPlan, code: str = DEFAULT) -> go.Figure:
     fig = go.Figure()
     fig.add_scatter(x=[p.budget for p in plans], y=[p.memory for p in plans],
                     mode="lines+markers", name="x + y", line={"shape": "hv"})
     fig.add_scatter(x=[chosen.budget], y=[chosen.memory], mode="markers",
-                    marker={"size": 14, "color": "#E45756"}, name="your budget")
-    fig.update_layout(height=240, showlegend=False, xaxis_title="budget B",
-                      yaxis_title="memory estimate x + y", **_LAYOUT)
+                    marker={"size": 14, "color": "#E45756"}, name=_t(code, "your budget"))
+    fig.update_layout(height=240, showlegend=False, xaxis_title=_t(code, "budget B"),
+                      yaxis_title=_t(code, "memory estimate x + y"),
+                      separators=_separators(code), **_LAYOUT)
     fig.update_yaxes(rangemode="tozero")
     return fig
 
@@ -257,8 +304,10 @@ def budget_sweep_figure(sizes: list[float], plans: list[BudgetPlan],
 # --------------------------------------------------------------------------------------
 
 
-def layer_strategies_figure(rows: dict[str, dict[str, float]]) -> go.Figure:
-    """Stacked bars in GB: for each strategy, what it keeps (parts -> bytes)."""
+def layer_strategies_figure(rows: dict[str, dict[str, float]],
+                            code: str = DEFAULT) -> go.Figure:
+    """Stacked bars in GB: for each strategy, what it keeps (parts -> bytes); the labels
+    of `rows` and of their parts are already in language `code`."""
     parts = list(dict.fromkeys(part for row in rows.values() for part in row))
     palette = ["#4C78A8", "#E45756", "#54A24B", "#B279A2", "#F58518", "#9ECAE9"]
     fig = go.Figure()
@@ -269,56 +318,57 @@ def layer_strategies_figure(rows: dict[str, dict[str, float]]) -> go.Figure:
                     hovertemplate=f"{part}: %{{x:.3f}} GB<extra></extra>")
     for label, row in rows.items():
         total = sum(row.values())
-        fig.add_annotation(x=total / GB, y=label, text=f"<b>{format_gb(total)}</b>",
-                           showarrow=False,
-                           xanchor="left", xshift=6)
+        fig.add_annotation(x=total / GB, y=label,
+                           text=f"<b>{format_gb(total, locale=code)}</b>",
+                           showarrow=False, xanchor="left", xshift=6)
     longest = max(sum(row.values()) for row in rows.values()) / GB
-    fig.update_layout(barmode="stack", height=300, xaxis_title="GB (10⁹ bytes)",
-                      yaxis={"autorange": "reversed"},
-                      legend={"orientation": "h", "y": 1.25, "x": 0, "traceorder": "normal"},
-                      **_LAYOUT)
-    fig.update_xaxes(range=[0, longest * 1.2])
+    fig.update_layout(barmode="stack", height=360, xaxis_title=_gb_axis(code),
+                      yaxis={"autorange": "reversed", "automargin": True},
+                      legend=LEGEND_ABOVE, separators=_separators(code), **_LAYOUT)
+    fig.update_xaxes(range=[0, longest * 1.3])
     return fig
 
 
 def logits_figure(batch: int, seq: int, vocab: int, bytes_per_value: int,
-                  marks: dict[str, int]) -> go.Figure:
+                  marks: dict[str, int], code: str = DEFAULT) -> go.Figure:
     """Logits (and logits + their gradient) in GB against vocabulary size."""
     top = max([vocab, *marks.values()]) * 1.1
     vocabs = [int(top * i / 100) for i in range(1, 101)]
     values = [logits_bytes(batch, seq, v, bytes_per_value) / GB for v in vocabs]
     fig = go.Figure()
-    fig.add_scatter(x=vocabs, y=values, name="logits", mode="lines")
-    fig.add_scatter(x=vocabs, y=[2 * y for y in values], name="logits + their gradient",
+    fig.add_scatter(x=vocabs, y=values, name=_t(code, "logits"), mode="lines")
+    fig.add_scatter(x=vocabs, y=[2 * y for y in values], name=_t(code, "logits + their gradient"),
                     mode="lines", line={"dash": "dot"})
     for label, mark in marks.items():
         fig.add_scatter(x=[mark], y=[logits_bytes(batch, seq, mark, bytes_per_value) / GB],
                         mode="markers+text", text=[label], textposition="top left",
                         marker={"size": 9, "color": "#555555"}, showlegend=False)
     fig.add_scatter(x=[vocab], y=[logits_bytes(batch, seq, vocab, bytes_per_value) / GB],
-                    mode="markers", marker={"size": 14, "color": "#E45756"}, name="yours")
-    fig.update_layout(height=320, xaxis_title="vocabulary size V", yaxis_title="GB",
-                      legend={"orientation": "h", "y": 1.15, "x": 0}, **_LAYOUT)
+                    mode="markers", marker={"size": 14, "color": "#E45756"},
+                    name=_t(code, "yours"))
+    fig.update_layout(height=340, xaxis_title=_t(code, "vocabulary size V"), yaxis_title="GB",
+                      legend=LEGEND_ABOVE, separators=_separators(code), **_LAYOUT)
     return fig
 
 
-def step_cost_figure(backward_ratio: float = 2.0) -> go.Figure:
+def step_cost_figure(backward_ratio: float = 2.0, code: str = DEFAULT) -> go.Figure:
     """A training step in units of one forward pass: without and with recomputation."""
+    forward, recompute, backward = (_t(code, "forward"), _t(code, "recompute (forward again)"),
+                                    _t(code, "backward"))
     rows = {
-        "without checkpointing": {"forward": 1.0, "backward": backward_ratio},
-        "with checkpointing": {"forward": 1.0, "recompute (forward again)": 1.0,
-                               "backward": backward_ratio},
+        _t(code, "without checkpointing"): {forward: 1.0, backward: backward_ratio},
+        _t(code, "with checkpointing"): {forward: 1.0, recompute: 1.0,
+                                         backward: backward_ratio},
     }
-    colors = {"forward": "#4C78A8", "recompute (forward again)": "#F58518",
-              "backward": "#54A24B"}
+    colors = {forward: "#4C78A8", recompute: "#F58518", backward: "#54A24B"}
     fig = go.Figure()
     for part, color in colors.items():
         fig.add_bar(y=list(rows), x=[rows[label].get(part, 0.0) for label in rows],
                     name=part, orientation="h", marker_color=color,
-                    text=[f"{rows[label][part]:g}" if part in rows[label] else ""
+                    text=[format_decimal(rows[label][part], code) if part in rows[label] else ""
                           for label in rows], textposition="inside")
-    fig.update_layout(barmode="stack", height=220, xaxis_title="time, in forward passes",
-                      yaxis={"autorange": "reversed"},
-                      legend={"orientation": "h", "y": 1.3, "x": 0, "traceorder": "normal"},
-                      **_LAYOUT)
+    fig.update_layout(barmode="stack", height=260,
+                      xaxis_title=_t(code, "time, in forward passes"),
+                      yaxis={"autorange": "reversed", "automargin": True},
+                      legend=LEGEND_ABOVE, separators=_separators(code), **_LAYOUT)
     return fig

@@ -9,38 +9,39 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from i18n import DEFAULT, N_, gettext
 from lessons.checkpoint_math import GB, layer_activation_bytes, layer_input_bytes, logits_bytes
 
 
 @dataclass(frozen=True)
 class Precision:
     key: str
-    label: str
+    label: str  # marked N_
     weight_bytes: int  # per parameter, every copy of the weights together
     grad_bytes: int  # per parameter
     activation_bytes: int  # per activation value
 
 
 PRECISIONS: dict[str, Precision] = {
-    "mixed": Precision("mixed", "Mixed precision (16-bit compute, 32-bit master weights)",
+    "mixed": Precision("mixed", N_("Mixed precision (16-bit compute, 32-bit master weights)"),
                        6, 4, 2),
-    "fp32": Precision("fp32", "32-bit everywhere (fp32)", 4, 4, 4),
-    "bf16": Precision("bf16", "Pure 16-bit (bf16 weights and gradients)", 2, 2, 2),
+    "fp32": Precision("fp32", N_("32-bit everywhere (fp32)"), 4, 4, 4),
+    "bf16": Precision("bf16", N_("Pure 16-bit (bf16 weights and gradients)"), 2, 2, 2),
 }
 
 
 @dataclass(frozen=True)
 class Optimizer:
     key: str
-    label: str
+    label: str  # marked N_
     state_bytes: int  # per parameter
 
 
 OPTIMIZERS: dict[str, Optimizer] = {
-    "adamw": Optimizer("adamw", "AdamW (two 32-bit states)", 8),
-    "adamw-8bit": Optimizer("adamw-8bit", "8-bit AdamW", 2),
-    "sgd-momentum": Optimizer("sgd-momentum", "SGD with momentum", 4),
-    "sgd": Optimizer("sgd", "Plain SGD (no state)", 0),
+    "adamw": Optimizer("adamw", N_("AdamW (two 32-bit states)"), 8),
+    "adamw-8bit": Optimizer("adamw-8bit", N_("8-bit AdamW"), 2),
+    "sgd-momentum": Optimizer("sgd-momentum", N_("SGD with momentum"), 4),
+    "sgd": Optimizer("sgd", N_("Plain SGD (no state)"), 0),
 }
 
 
@@ -63,9 +64,13 @@ class TrainingSetup:
 @dataclass(frozen=True)
 class Preset:
     key: str
-    label: str
+    label: str  # marked N_
     setup: TrainingSetup
-    note: str
+    note: str  # marked N_; its {placeholders} are filled from the setup by `describe`
+
+    def describe(self, code: str = DEFAULT) -> str:
+        """The preset's shape in language `code`, from its setup (never stale)."""
+        return describe_setup(self.setup, code, self.note)
 
 
 def transformer_params(hidden: int, layers: int, vocab: int) -> float:
@@ -75,31 +80,46 @@ def transformer_params(hidden: int, layers: int, vocab: int) -> float:
 
 PRESETS: dict[str, Preset] = {
     "seed-2b": Preset(
-        "seed-2b", "2B-class model (the worked example)",
+        "seed-2b", N_("2B-class model (the worked example)"),
         TrainingSetup(transformer_params(2_048, 28, 248_000), batch=2, tokens=1_024,
                       hidden=2_048, layers=28, vocab=248_000),
-        "hidden 2,048 · 28 layers · vocabulary 248,000 · batch 2 × 1,024 tokens; "
-        "parameters estimated as 12·h²·L + V·h",
+        N_("parameters estimated as 12·h²·L + V·h"),
     ),
     "gpt2-small": Preset(
-        "gpt2-small", "GPT-2 small (124M)",
+        "gpt2-small", N_("GPT-2 small (124M)"),
         TrainingSetup(124_000_000, batch=8, tokens=1_024, hidden=768, layers=12,
                       vocab=50_257),
-        "hidden 768 · 12 layers · vocabulary 50,257 · 124M parameters · "
-        "batch 8 × 1,024 tokens",
+        "",
     ),
     "8b": Preset(
-        "8b", "8B model (Llama-3-8B-like)",
+        "8b", N_("8B model (Llama-3-8B-like)"),
         TrainingSetup(8_030_000_000, batch=2, tokens=4_096, hidden=4_096, layers=32,
                       vocab=128_256),
-        "hidden 4,096 · 32 layers · vocabulary 128,256 · about 8.03B parameters · "
-        "batch 2 × 4,096 tokens",
+        "",
     ),
 }
 DEFAULT_PRESET = "seed-2b"
 
-COMPONENTS: tuple[str, ...] = ("Weights", "Gradients", "Optimizer state", "Activations",
-                               "Logits")
+
+def describe_setup(setup: TrainingSetup, code: str = DEFAULT, note: str = "") -> str:
+    """A setup's shape in words, in language `code`: "hidden 2,048 · 28 layers · vocabulary
+    248,000 · 1.9B parameters · batch 2 × 1,024 tokens", and the note (a message) if any."""
+    text = gettext(code, "hidden {hidden:,} · {layers} layers · vocabulary {vocab:,} · "
+                         "{params:,.2f}B parameters · batch {batch} × {tokens:,} tokens",
+                   hidden=setup.hidden, layers=setup.layers, vocab=setup.vocab,
+                   params=setup.params / 1e9, batch=setup.batch, tokens=setup.tokens)
+    return f"{text}; {gettext(code, note)}" if note else text
+
+
+# Memory components: ids, in stacking order; their words are COMPONENT_LABELS.
+COMPONENTS: tuple[str, ...] = ("weights", "gradients", "optimizer", "activations", "logits")
+COMPONENT_LABELS: dict[str, str] = {
+    "weights": N_("Weights"),
+    "gradients": N_("Gradients"),
+    "optimizer": N_("Optimizer state"),
+    "activations": N_("Activations"),
+    "logits": N_("Logits"),
+}
 
 
 @dataclass(frozen=True)

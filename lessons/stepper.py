@@ -26,26 +26,48 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+from i18n import DEFAULT, N_, gettext
+
 Strategy = Literal["keep-all", "recompute-all", "every-layer", "sqrt"]
 STRATEGIES: tuple[Strategy, ...] = ("keep-all", "recompute-all", "every-layer", "sqrt")
-STRATEGY_LABELS: dict[str, str] = {
-    "keep-all": "Keep everything",
-    "recompute-all": "Keep nothing (recompute from the input)",
-    "every-layer": "Checkpoint every layer",
-    "sqrt": "Checkpoint every √N layers",
+STRATEGY_LABELS: dict[str, str] = {  # marked N_: word them with `strategy_label`
+    "keep-all": N_("Keep everything"),
+    "recompute-all": N_("Keep nothing (recompute from the input)"),
+    "every-layer": N_("Checkpoint every layer"),
+    "sqrt": N_("Checkpoint every √N layers"),
 }
+
+
+def strategy_label(strategy: str, code: str = DEFAULT) -> str:
+    """The stepper strategy's name in language `code`."""
+    return gettext(code, STRATEGY_LABELS[strategy])
+
+
 
 Phase = Literal["forward", "recompute", "backward"]
 
-# Item states, as seen during a step.
-NOT_YET = "not computed yet"
-HELD = "in memory"
-TRANSIENT = "in memory, dropped after this step"
-DROPPED = "dropped (will be recomputed)"
-RECOMPUTED = "recomputed, in memory"
-FREED = "freed (backward is done with it)"
+# Item states, as seen during a step: ids; their words are STATE_LABELS.
+NOT_YET = "not-yet"
+HELD = "held"
+TRANSIENT = "transient"
+DROPPED = "dropped"
+RECOMPUTED = "recomputed"
+FREED = "freed"
 STATES: tuple[str, ...] = (NOT_YET, HELD, TRANSIENT, DROPPED, RECOMPUTED, FREED)
 IN_MEMORY = frozenset({HELD, TRANSIENT, RECOMPUTED})
+STATE_LABELS: dict[str, str] = {
+    NOT_YET: N_("not computed yet"),
+    HELD: N_("in memory"),
+    TRANSIENT: N_("in memory, dropped after this step"),
+    DROPPED: N_("dropped (will be recomputed)"),
+    RECOMPUTED: N_("recomputed, in memory"),
+    FREED: N_("freed (backward is done with it)"),
+}
+
+
+def state_label(state: str, code: str = DEFAULT) -> str:
+    """An item state's words in language `code`."""
+    return gettext(code, STATE_LABELS[state])
 
 
 @dataclass(frozen=True)
@@ -53,11 +75,21 @@ class Step:
     index: int  # 0-based
     phase: Phase
     layer: int  # 1-based layer this step works on
-    text: str
+    message: str  # what happens, an English message marked N_ with {named} placeholders
+    params: tuple[tuple[str, int], ...]  # the placeholders' values (layer numbers)
     inputs: tuple[str, ...]  # state of x[0..N-1] (the input of layers 1..N) during the step
     internals: tuple[str, ...]  # state of the internals of layers 1..N during the step
     memory: float  # units in memory during the step
     forwards: int  # layer forward computations so far, this step included
+
+    def describe(self, code: str = DEFAULT) -> str:
+        """What happens in this step, in language `code`."""
+        return gettext(code, self.message, **dict(self.params))
+
+    @property
+    def text(self) -> str:
+        """What happens in this step, in English."""
+        return self.describe(DEFAULT)
 
 
 @dataclass(frozen=True)
@@ -100,9 +132,11 @@ def checkpoint_indices(strategy: Strategy, layers: int) -> tuple[int, ...]:
     raise ValueError(f"unknown strategy {strategy!r}")
 
 
-# An action: (phase, layer, text, items created with their state, items dropped with theirs).
+# An action: (phase, layer, message and its parameters, items created with their state,
+# items dropped with theirs).
 Item = tuple[str, int]  # ("in", j) for x[j], ("int", i) for layer i's internals
-Action = tuple[Phase, int, str, list[tuple[Item, str]], list[tuple[Item, str]]]
+Message = tuple[str, dict[str, int]]
+Action = tuple[Phase, int, Message, list[tuple[Item, str]], list[tuple[Item, str]]]
 
 
 def _forward_pass(layers: int, keep: set[int], keep_internals: bool) -> Iterator[Action]:
@@ -116,21 +150,22 @@ def _forward_pass(layers: int, keep: set[int], keep_internals: bool) -> Iterator
         if i - 1 not in keep:
             dropped.append((("in", i - 1), DROPPED))
         if keep_internals:
-            text = f"Forward through layer {i}: keep its input and everything it computes."
+            text = N_("Forward through layer {layer}: keep its input and everything it "
+                      "computes.")
         elif i - 1 in keep:
-            text = (f"Forward through layer {i}: its input is a checkpoint, so it stays; "
-                    f"the layer's internals are dropped as soon as its output exists.")
+            text = N_("Forward through layer {layer}: its input is a checkpoint, so it stays; "
+                      "the layer's internals are dropped as soon as its output exists.")
         else:
-            text = (f"Forward through layer {i}: use its input, then drop it and the layer's "
-                    f"internals; only the output moves on.")
-        yield "forward", i, text, created, dropped
+            text = N_("Forward through layer {layer}: use its input, then drop it and the "
+                      "layer's internals; only the output moves on.")
+        yield "forward", i, (text, {"layer": i}), created, dropped
 
 
 def _backward(layer: int) -> Action:
     dropped: list[tuple[Item, str]] = [(("int", layer), FREED), (("in", layer - 1), FREED)]
     return ("backward", layer,
-            f"Backward through layer {layer}: its input and internals give its gradients; "
-            f"then both are freed.", [], dropped)
+            (N_("Backward through layer {layer}: its input and internals give its gradients; "
+                "then both are freed."), {"layer": layer}), [], dropped)
 
 
 def _actions(strategy: Strategy, layers: int) -> Iterator[Action]:
@@ -147,11 +182,13 @@ def _actions(strategy: Strategy, layers: int) -> Iterator[Action]:
                 if m - 1 != 0:
                     dropped.append((("in", m - 1), DROPPED))
                 yield ("recompute", m,
-                       f"Rebuilding the input of layer {i}: run layer {m} forward again "
-                       f"(from the batch), keep only its output.",
+                       (N_("Rebuilding the input of layer {layer}: run layer {other} forward "
+                           "again (from the batch), keep only its output."),
+                        {"layer": i, "other": m}),
                        [(("int", m), RECOMPUTED), (("in", m), RECOMPUTED)], dropped)
             yield ("recompute", i,
-                   f"Run layer {i} forward again from its rebuilt input to get its internals.",
+                   (N_("Run layer {layer} forward again from its rebuilt input to get its "
+                       "internals."), {"layer": i}),
                    [(("int", i), RECOMPUTED)], [])
             yield _backward(i)
         return
@@ -163,13 +200,15 @@ def _actions(strategy: Strategy, layers: int) -> Iterator[Action]:
             created: list[tuple[Item, str]] = [(("int", m), RECOMPUTED)]
             if m < last:
                 created.append((("in", m), RECOMPUTED))
+            message: Message
             if last > first:
-                text = (f"Rebuild the segment of layers {first}–{last} from its checkpoint: "
-                        f"run layer {m} forward again and keep what it computes.")
+                message = (N_("Rebuild the segment of layers {first}–{last} from its "
+                              "checkpoint: run layer {layer} forward again and keep what it "
+                              "computes."), {"first": first, "last": last, "layer": m})
             else:
-                text = (f"Rebuild layer {m} from its checkpointed input: run it forward again "
-                        f"and keep its internals.")
-            yield "recompute", m, text, created, []
+                message = (N_("Rebuild layer {layer} from its checkpointed input: run it "
+                              "forward again and keep its internals."), {"layer": m})
+            yield "recompute", m, message, created, []
         for m in range(last, first - 1, -1):
             yield _backward(m)
 
@@ -193,7 +232,8 @@ def simulate(strategy: Strategy, layers: int, ratio: float = 1.0) -> Simulation:
 
     steps: list[Step] = []
     forwards = 0
-    for index, (phase, layer, text, created, dropped) in enumerate(_actions(strategy, layers)):
+    for index, (phase, layer, (message, params), created, dropped) in enumerate(
+            _actions(strategy, layers)):
         for (kind, number), state in created:
             states(kind)[number if kind == "in" else number - 1] = state
         if phase in ("forward", "recompute"):
@@ -204,7 +244,8 @@ def simulate(strategy: Strategy, layers: int, ratio: float = 1.0) -> Simulation:
             view[number if kind == "in" else number - 1] = TRANSIENT
         memory = sum(size["in"] for state in view_inputs if state in IN_MEMORY) + sum(
             size["int"] for state in view_internals if state in IN_MEMORY)
-        steps.append(Step(index, phase, layer, text, tuple(view_inputs),
+        steps.append(Step(index, phase, layer, message, tuple(sorted(params.items())),
+                          tuple(view_inputs),
                           tuple(view_internals), memory, forwards))
         for (kind, number), state in dropped:
             states(kind)[number if kind == "in" else number - 1] = state
@@ -212,16 +253,26 @@ def simulate(strategy: Strategy, layers: int, ratio: float = 1.0) -> Simulation:
                       tuple(steps))
 
 
+SUMMARY_COLUMNS: dict[str, str] = {  # column id -> its header, marked N_
+    "strategy": N_("Strategy"),
+    "forwards": N_("Forward computations"),
+    "extra": N_("Extra forwards"),
+    "peak": N_("Peak memory (units)"),
+    "steps": N_("Steps"),
+}
+
+
 def summary_rows(layers: int, ratio: float) -> list[dict[str, object]]:
-    """One row per strategy: forwards, recomputations and peak memory."""
+    """One row per strategy (its id under "strategy"): forwards, recomputations and peak
+    memory, keyed by the ids of SUMMARY_COLUMNS."""
     rows = []
     for strategy in STRATEGIES:
         result = simulate(strategy, layers, ratio)
         rows.append({
-            "Strategy": STRATEGY_LABELS[strategy],
-            "Forward computations": result.forwards,
-            "Extra forwards": result.recomputations,
-            "Peak memory (units)": result.peak,
-            "Steps": len(result.steps),
+            "strategy": strategy,
+            "forwards": result.forwards,
+            "extra": result.recomputations,
+            "peak": result.peak,
+            "steps": len(result.steps),
         })
     return rows

@@ -8,9 +8,11 @@ results (lessons/facts.py).
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from functools import cache
 
 from demos.theory import SEED_EXAMPLE
+from i18n import DEFAULT, N_, format_decimal, format_percent, gettext, language
 from lessons import facts
 from lessons.catalog import lesson_count_text
 from lessons.checkpoint_math import (
@@ -45,24 +47,45 @@ SEED = SEED_EXAMPLE
 STEPPER_EXAMPLE_LAYERS = 8
 CHUNK_TOKENS = 256
 
-
-gb = format_gb
-
-
-def number(value: float) -> str:
-    return f"{value:,.0f}"
+# A fraction the text says in words ("adds a third"), by its value.
+_FRACTION_WORDS = {Fraction(1, 2): N_("half"), Fraction(1, 3): N_("a third"),
+                   Fraction(1, 4): N_("a quarter"), Fraction(1, 5): N_("a fifth")}
 
 
-def percent(fraction: float) -> str:
-    return f"{fraction * 100:.0f}%"
-
-
-def one_decimal(value: float) -> str:
-    return f"{value:,.1f}"
+def fraction_in_words(value: float, code: str = DEFAULT) -> str:
+    """A simple fraction as words in language `code`: 1/3 -> "a third" ("ein Drittel")."""
+    words = _FRACTION_WORDS.get(Fraction(value).limit_denominator(12))
+    if words is None:
+        raise ValueError(f"no words for the fraction {value}")
+    return gettext(code, words)
 
 
 @cache
-def lesson_values() -> dict[str, str]:
+def lesson_values(code: str = DEFAULT) -> dict[str, str]:
+    """Every {{value:name}} of the lessons, worded and formatted for language `code`."""
+    locale = language(code).babel_locale
+
+    def number(value: float) -> str:
+        return format_decimal(value, code, 0)
+
+    def one_decimal(value: float) -> str:
+        return format_decimal(value, code, 1)
+
+    def plain(value: float) -> str:  # as many decimals as it needs: 3.5, 0.25, 41
+        return format_decimal(value, code)
+
+    def percent(fraction: float, digits: int = 0) -> str:
+        return format_percent(fraction, code, digits)
+
+    def gb(size: float) -> str:
+        return format_gb(size, locale=locale)
+
+    def unit(value: float, digits: int, symbol: str) -> str:
+        return f"{format_decimal(value, code, digits)} {symbol}"
+
+    def words(msgid: str, **params: object) -> str:
+        return gettext(code, msgid, **params)
+
     v: dict[str, str] = {}
     b, s, h, L, a, V = (SEED[key] for key in ("batch", "seq", "hidden", "layers", "heads",
                                               "vocab"))
@@ -72,7 +95,7 @@ def lesson_values() -> dict[str, str]:
     v["fp32_adamw_bytes_per_param"] = number(bytes_per_parameter("fp32", "adamw"))
     seed = PRESETS["seed-2b"].setup
     seed_memory = breakdown(seed)
-    v["seed_params_b"] = f"{seed.params / 1e9:.1f} billion"
+    v["seed_params_b"] = words("{count:.1f} billion", count=seed.params / 1e9)
     v["seed_weights_gb"] = gb(seed_memory.weights)
     v["seed_grads_gb"] = gb(seed_memory.gradients)
     v["seed_optimizer_gb"] = gb(seed_memory.optimizer)
@@ -105,8 +128,8 @@ def lesson_values() -> dict[str, str]:
     v["k1000_min"] = number(minimum_memory(1_000))
     v["k1000_sqrt"] = one_decimal(math.sqrt(1_000))
     v["chen_layers"] = number(facts.CHEN_LAYERS)
-    v["chen_before_gb"] = f"{facts.CHEN_MEMORY_BEFORE_GB:.0f} GB"
-    v["chen_after_gb"] = f"{facts.CHEN_MEMORY_AFTER_GB:.0f} GB"
+    v["chen_before_gb"] = unit(facts.CHEN_MEMORY_BEFORE_GB, 0, "GB")
+    v["chen_after_gb"] = unit(facts.CHEN_MEMORY_AFTER_GB, 0, "GB")
     v["chen_factor"] = one_decimal(facts.CHEN_MEMORY_BEFORE_GB / facts.CHEN_MEMORY_AFTER_GB)
     v["chen_slowdown"] = percent(facts.CHEN_EXTRA_RUNTIME)
     v["internals_ratio"] = number(internals_ratio())
@@ -123,12 +146,17 @@ def lesson_values() -> dict[str, str]:
         v[f"{key}_pairs_units"] = number(two)
         v[f"{key}_pairs_saving"] = percent(1 - two / one)
         v[f"{key}_best_length"] = number(best_segment_length(depth, 2, 34))
-    v["proto_peak_config"] = facts.PROTOTYPE_PEAK_CONFIG
+    v["proto_peak_config"] = words(
+        "{layers} layers, hidden {hidden}, {seq:,} tokens, batch {batch}, vocabulary {vocab:,}",
+        **facts.PROTOTYPE_PEAK_CONFIG)
     for key, mib in facts.PROTOTYPE_PEAK_MIB.items():
-        v[f"proto_peak_{key.replace('-', '_')}"] = f"{mib} MiB"
-    v["proto_time_config"] = facts.PROTOTYPE_TIME_CONFIG
-    v["proto_slowdown_low"] = f"{facts.PROTOTYPE_EVERY_LAYER_SLOWDOWN[0]:.2f}×"
-    v["proto_slowdown_high"] = f"{facts.PROTOTYPE_EVERY_LAYER_SLOWDOWN[1]:.2f}×"
+        v[f"proto_peak_{key.replace('-', '_')}"] = unit(mib, 0, "MiB")
+    v["proto_time_config"] = words(
+        "{layers} layers, hidden {hidden}, {heads} heads, {seq:,} tokens, batch {batch}, "
+        "vocabulary {vocab:,}", **facts.PROTOTYPE_TIME_CONFIG)
+    low, high = facts.PROTOTYPE_EVERY_LAYER_SLOWDOWN
+    v["proto_slowdown_low"] = f"{format_decimal(low, code, 2)}×"
+    v["proto_slowdown_high"] = f"{format_decimal(high, code, 2)}×"
     for layers in (16, 1_024):
         rec = recursive_cost(layers)
         v[f"rec{layers}_peak"] = number(rec.peak_boundaries)
@@ -163,30 +191,30 @@ def lesson_values() -> dict[str, str]:
     v["gpt3_score_term"] = number(5 * gpt3["heads"] * gpt3["seq"] / gpt3["hidden"])
     v["gpt3_selective_saving"] = percent(selective_saving(gpt3["seq"], gpt3["hidden"],
                                                           gpt3["heads"]))
-    v["gpt3_selective_flops"] = f"{facts.KORTHIKANTI_SELECTIVE_EXTRA_FLOPS * 100:.1f}%"
+    v["gpt3_selective_flops"] = percent(facts.KORTHIKANTI_SELECTIVE_EXTRA_FLOPS, 1)
     ms = facts.KORTHIKANTI_22B_MS
-    v["l22b_baseline_ms"] = f"{ms['baseline']:.1f} ms"
-    v["l22b_full_ms"] = f"{ms['full']:.1f} ms"
-    v["l22b_selective_ms"] = f"{ms['selective']:.1f} ms"
+    v["l22b_baseline_ms"] = unit(ms["baseline"], 1, "ms")
+    v["l22b_full_ms"] = unit(ms["full"], 1, "ms")
+    v["l22b_selective_ms"] = unit(ms["selective"], 1, "ms")
     v["l22b_full_extra"] = percent(percent_change(ms["baseline"], ms["full"]))
     v["l22b_selective_extra"] = percent(percent_change(ms["baseline"], ms["selective"]))
 
-    v["seed_larger_part"] = ("the kept layer inputs" if worked.checkpoint_inputs
-                             > worked.one_layer_rebuilt else "the one layer being rebuilt")
+    v["seed_larger_part"] = (words("the kept layer inputs") if worked.checkpoint_inputs
+                             > worked.one_layer_rebuilt else words("the one layer being rebuilt"))
     v["gpt_constant"] = number(layer_constant())
     v["gpt_constant_no_dropout"] = number(layer_constant(dropout=False))
     llama = LLAMA3_8B_SHAPE
     v["llama_hidden"] = number(llama["hidden"])
     v["llama_mlp"] = number(llama["mlp"])
-    v["llama_mlp_ratio"] = f"{llama['mlp'] / llama['hidden']:g}"
+    v["llama_mlp_ratio"] = plain(llama["mlp"] / llama["hidden"])
     v["llama_heads"] = number(llama["heads"])
     v["llama_kv_heads"] = number(llama["kv_heads"])
-    v["llama_kv_fraction"] = f"{llama['kv_heads'] / llama['heads']:g}"
+    v["llama_kv_fraction"] = plain(llama["kv_heads"] / llama["heads"])
     v["llama_layers"] = number(llama["layers"])
     llama_parts = llama_layer_parts()
-    v["llama_attention_units"] = f"{llama_parts['attention']:g}"
-    v["llama_mlp_units"] = f"{llama_parts['mlp']:g}"
-    v["llama_constant"] = f"{llama_layer_constant():g}"
+    v["llama_attention_units"] = plain(llama_parts["attention"])
+    v["llama_mlp_units"] = plain(llama_parts["mlp"])
+    v["llama_constant"] = plain(llama_layer_constant())
     v["llama_every_layer_max_depth"] = number(every_layer_best_up_to(2, llama_layer_constant()))
 
     # Lesson 5: logits.
@@ -203,11 +231,11 @@ def lesson_values() -> dict[str, str]:
     v["chunk_tokens"] = number(CHUNK_TOKENS)
     v["chunk_logits_gb"] = gb(logits_bytes(1, CHUNK_TOKENS, V))
     v["chunk_count"] = number(b * s // CHUNK_TOKENS)
-    v["seed_layer_input_mb"] = f"{layer_input_bytes(b, s, h) / 1e6:.1f} MB"
+    v["seed_layer_input_mb"] = unit(layer_input_bytes(b, s, h) / 1e6, 1, "MB")
 
     # Lesson 6: cost.
     v["max_overhead"] = percent(recompute_overhead())
-    v["max_overhead_fraction"] = "a third"
+    v["max_overhead_fraction"] = fraction_in_words(recompute_overhead(), code)
     v["extra_share_of_new_step"] = percent(extra_share_of_new_step())
     v["practice_low"] = percent(facts.PRACTICE_SLOWDOWN[0])
     v["practice_high"] = percent(facts.PRACTICE_SLOWDOWN[1])
@@ -220,8 +248,9 @@ def lesson_values() -> dict[str, str]:
     v["example_link_gbs"] = number(link / 1e9)
     v["offload_all_from_hidden"] = number(offload_hidden_from(34, flops, link))
     v["offload_inputs_from_hidden"] = number(offload_hidden_from(2, flops, link))
-    v["lesson_count"] = lesson_count_text()
+    v["lesson_count"] = lesson_count_text(code)
     v["further_reading"] = "\n".join(
-        f"{number_}. [{source.title}]({source.url}), {source.authors} — {source.note}."
-        for number_, source in enumerate(facts.SOURCES, start=1))
+        f"{number(place)}. [{source.title}]({source.url}), {words(source.authors)} — "
+        f"{words(source.note)}."
+        for place, source in enumerate(facts.SOURCES, start=1))
     return v

@@ -108,7 +108,8 @@ def test_no_typed_lesson_numbers_remain(path):
 
 def test_lesson_links_render_from_the_catalog_and_unknown_ones_fail():
     document = parse("x", "See {{lesson:how-many}}.", {})
-    assert document.blocks[0].text == "See [lesson 3, *Where to put checkpoints*](/how-many)."
+    assert document.blocks[0].text == ("See [lesson 3, *Where to put checkpoints*]"
+                                       "(/how-many?lang=en).")
     with pytest.raises(DocumentError, match="unknown lesson"):
         parse("x", "See {{lesson:nowhere}}.", {})
 
@@ -116,6 +117,7 @@ def test_lesson_links_render_from_the_catalog_and_unknown_ones_fail():
 def test_the_lesson_count_comes_from_the_catalog():
     assert catalog.lesson_count_text() == "seven lessons"
     assert catalog.count_in_words(12) == "twelve"
+    assert catalog.count_in_words(1_024, "de") == "1.024"
 
 
 def test_decision_procedure_orders_the_tools():

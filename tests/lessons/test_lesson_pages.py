@@ -87,14 +87,16 @@ def test_stepper_moves_with_buttons_and_slider(app_test):
 
 
 def test_k_curve_minimum_moves_for_transformer_layers(app_test):
+    """k counts layers per segment on the page, as in the demos' every-k strategy."""
     at = app_test("pages/lessons/how_many.py")
-    best = "Best segments (whole layers)"
+    best = "Best k (layers per segment)"
     assert metrics(at)[best] == "4"
     at.slider(key="kcurve_layers").set_value(100).run()
     assert metrics(at)[best] == "10"
     at.slider(key="kcurve_layers").set_value(16).run()
     at.radio(key="kcurve_kind").set_value("transformer").run()
-    assert metrics(at)[best] == "16"
+    assert metrics(at)[best] == "1"
+    assert "k = layers per segment" in str(at.get("plotly_chart")[0].proto.spec)
 
 
 def test_k_curve_agrees_with_the_lesson_text_on_depth(app_test):
@@ -107,9 +109,9 @@ def test_k_curve_agrees_with_the_lesson_text_on_depth(app_test):
     at.radio(key="kcurve_kind").set_value("transformer").run()
     for layers in (SEED["layers"], 96):
         at.slider(key="kcurve_layers").set_value(layers).run()
-        length = best_segment_length(layers, 2, 34)
-        assert metrics(at)["Best segments (whole layers)"] == str(-(-layers // length))
-    assert metrics(at)["Best segments (whole layers)"] == "48"
+        assert metrics(at)["Best k (layers per segment)"] == str(
+            best_segment_length(layers, 2, 34))
+    assert metrics(at)["Best k (layers per segment)"] == "2"
     before = metrics(at)["Checkpoints"]
     at.slider(key="budget_b").set_value(2).run()
     assert metrics(at)["Checkpoints"] != before

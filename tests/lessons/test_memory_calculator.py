@@ -33,8 +33,8 @@ def test_presets_cover_the_seed_model_gpt2_small_and_an_8b_model():
 
 def test_seed_preset_reproduces_the_worked_example():
     parts = breakdown(PRESETS["seed-2b"].setup).in_gb()
-    assert round(parts["Activations"], 1) == 4.0
-    assert round(parts["Logits"], 1) == 2.0
+    assert round(parts["activations"], 1) == 4.0
+    assert round(parts["logits"], 1) == 2.0
     checkpointed = breakdown(PRESETS["seed-2b"].setup, checkpointing=True)
     assert checkpointed.activations == 2 * 2 * 1_024 * 2_048 * 28 + 34 * 2 * 1_024 * 2_048
 
@@ -43,7 +43,7 @@ def test_checkpointing_changes_only_the_activations():
     setup = PRESETS["8b"].setup
     plain, checkpointed = breakdown(setup), breakdown(setup, checkpointing=True)
     for component in COMPONENTS:
-        if component == "Activations":
+        if component == "activations":
             assert checkpointed.parts()[component] < plain.parts()[component] / 5
         else:
             assert checkpointed.parts()[component] == plain.parts()[component]

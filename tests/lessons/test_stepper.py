@@ -131,5 +131,5 @@ def test_states_during_the_first_steps():
 
 def test_summary_rows_cover_all_four_strategies():
     rows = summary_rows(8, 1.0)
-    assert [row["Forward computations"] for row in rows] == [8, 44, 16, 16]
-    assert [row["Peak memory (units)"] for row in rows] == [16, 4, 9, 7]
+    assert [row["forwards"] for row in rows] == [8, 44, 16, 16]
+    assert [row["peak"] for row in rows] == [16, 4, 9, 7]
