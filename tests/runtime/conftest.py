@@ -1,0 +1,85 @@
+"""Fixtures for the demo runtime: services on a temporary result store, a fake worker."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from demos.config import ModelConfig
+from demos.device import DeviceInfo
+from demos.jobs import Job
+from demos.service import DemoService
+from demos.store import ResultStore
+from demos.worker import StepFailed
+
+TINY = ModelConfig(layers=2, hidden=32, heads=1, seq_len=8, batch=1, vocab=64)
+CPU = DeviceInfo("cpu", "test cpu", 8 * 2**30, 4 * 2**30, 2, "test")
+
+
+def tiny_compare(seed: int = 0) -> Job:
+    return Job.make("compare", TINY.replace(seed=seed), ["none", "every-layer"], repeats=1,
+                    timeline=False, time_steps=True)
+
+
+def long_training(steps: int = 1000) -> Job:
+    """Minutes of training on a CPU: long enough to be cancelled or stopped."""
+    return Job.make("train", ModelConfig(layers=4, hidden=256, heads=4, seq_len=256, batch=4,
+                                         vocab=1024), ["none"], steps=steps)
+
+
+class FakeWorker:
+    """Runs no engine: each step sleeps `seconds(job, index)` and returns a marker; the
+    order of the steps it ran is in `log`."""
+
+    def __init__(self, seconds: Callable[[Job, int], float]) -> None:
+        self.seconds, self.log, self.starts = seconds, [], 0
+
+    def start(self) -> None:
+        self.starts = self.starts or 1
+
+    def stop(self) -> None:
+        pass
+
+    def call(self, job, index, *, should_stop=lambda: False, deadline=None, **_):
+        end = time.monotonic() + self.seconds(job, index)
+        while time.monotonic() < end:
+            if should_stop():
+                raise StepFailed("cancelled")
+            if deadline is not None and time.monotonic() > deadline:
+                raise StepFailed("time-limit")
+            time.sleep(0.01)
+        self.log.append((job.config.seed, index))
+        return pd.DataFrame({"seed": [job.config.seed], "step": [index]})
+
+
+@pytest.fixture
+def store_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("DATA_DIR", str(tmp_path / "data"))
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def make_service(store_dir: Path) -> Iterator[Callable[..., DemoService]]:
+    made: list[DemoService] = []
+
+    def make(**kwargs) -> DemoService:
+        kwargs.setdefault("device", CPU)
+        kwargs.setdefault("store", ResultStore(store_dir))
+        service = DemoService(**kwargs).start(worker=False)
+        made.append(service)
+        return service
+
+    yield make
+    for service in made:
+        service.stop()
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = 60.0) -> None:
+    end = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < end, "timed out"
+        time.sleep(0.05)

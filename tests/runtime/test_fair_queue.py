@@ -1,0 +1,54 @@
+"""Issue 11: a long search must not hold everyone; the queue shows place and wait."""
+
+from __future__ import annotations
+
+import time
+
+from demos.jobs import Job
+from tests.runtime.conftest import TINY, FakeWorker, tiny_compare, wait_for
+
+
+def _search(seed: int, steps: int = 4) -> Job:
+    return Job.make("sweep", TINY.replace(seed=seed), ["none"], vary="layers",
+                    values=tuple(range(1, steps + 1)), repeats=1)
+
+
+def test_a_short_run_passes_a_long_search_after_one_of_its_steps(make_service) -> None:
+    worker = FakeWorker(lambda job, index: 0.5 if job.kind == "sweep" else 0.05)
+    svc = make_service(worker=worker, use_store=False)
+    search = svc.submit(_search(seed=1), "a")
+    wait_for(lambda: worker.log or search.status().state == "running")
+    start = time.monotonic()
+    short = svc.submit(tiny_compare(seed=2), "b")
+    assert short.status().state == "queued" and short.status().ahead == 1
+    assert short.status().start_in > 0
+    short.wait(10)
+    waited = time.monotonic() - start
+    assert short.done and waited < 1.0  # at most one 0.5 s step of the search
+    search.wait(10)
+    assert worker.log.index((2, 0)) <= 1  # the short run went after the search's first step
+
+
+def test_new_runs_keep_their_arrival_order_and_the_warm_up_waits(make_service) -> None:
+    worker = FakeWorker(lambda job, index: 0.1)
+    svc = make_service(worker=worker, use_store=False)
+    first = svc.submit(tiny_compare(seed=1), "a")
+    svc.warm([tiny_compare(seed=9)])
+    rest = [svc.submit(tiny_compare(seed=s), "b") for s in (2, 3)]
+    assert rest[1].status().ahead >= 2
+    for ticket in [first, *rest]:
+        ticket.wait(10)
+    wait_for(lambda: len(worker.log) == 4)
+    assert [seed for seed, _ in worker.log] == [1, 2, 3, 9]
+
+
+def test_the_wait_estimate_counts_the_runs_ahead(make_service) -> None:
+    worker = FakeWorker(lambda job, index: 0.3)
+    svc = make_service(worker=worker, use_store=False)
+    tickets = [svc.submit(tiny_compare(seed=s), str(s)) for s in range(3)]
+    last = tickets[-1].status()
+    assert last.ahead == 2
+    one = svc.estimate(tiny_compare(seed=0))
+    assert last.start_in >= one  # at least the one queued between
+    for ticket in tickets:
+        ticket.wait(10)

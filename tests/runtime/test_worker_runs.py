@@ -1,0 +1,128 @@
+"""Faults 3 and 4 with the real worker process: cancel on leave, the time cap, the memory
+bound, finished results kept and shared (also between two services on one database)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from demos.jobs import Job
+from demos.service import GRACE_S, RunRefused
+from demos.store import ResultStore
+from demos.worker import DeviceWorker, StepFailed, rss_bytes
+from tests.runtime.conftest import TINY, long_training, tiny_compare, wait_for
+
+
+@pytest.fixture(scope="module")
+def worker():
+    """One worker process for the module (spawning one costs seconds)."""
+    instance = DeviceWorker("cpu")
+    instance.start()
+    yield instance
+    instance.stop()
+
+
+def test_a_run_whose_requester_left_is_killed_and_the_device_is_free(make_service,
+                                                                      worker) -> None:
+    svc = make_service(worker=worker)
+    ticket = svc.submit(long_training(), "learner")
+    wait_for(lambda: ticket.status().state == "running" and worker.pid is not None)
+    pid = worker.pid
+    time.sleep(0.5)
+    ticket.release()  # the page was left
+    wait_for(lambda: ticket.done, timeout=GRACE_S + 10)
+    assert ticket.error is not None and ticket.error.reason == "cancelled"
+    assert rss_bytes(pid) is None  # the process is gone: a cancel is a kill
+    assert svc.waiting() == 0 and svc.cancelled == 1
+    assert not ResultStore(svc.store.data_dir).pending(ticket.key)  # the claim is released
+    short = svc.submit(tiny_compare(seed=3), "next learner")
+    assert short.wait(60) and short.error is None  # a fresh worker serves the next one
+
+
+def test_a_waiting_page_that_stops_heartbeating_counts_as_gone(make_service, worker,
+                                                                monkeypatch) -> None:
+    from demos import service as service_module
+
+    monkeypatch.setattr(service_module, "HEARTBEAT_TIMEOUT_S", 1.0)
+    svc = make_service(worker=worker)
+    ticket = svc.submit(long_training(), "closed tab")  # never waits again, never released
+    wait_for(lambda: ticket.done, timeout=20)
+    assert ticket.error is not None and ticket.error.reason == "cancelled"
+
+
+def test_a_run_past_its_time_cap_is_stopped(make_service, worker) -> None:
+    svc = make_service(worker=worker, time_cap_s=1.5)
+    ticket = svc.submit(long_training(), "learner")
+    started = time.monotonic()
+    while not ticket.wait(0.2):
+        pass
+    assert ticket.error is not None and ticket.error.reason == "time-limit"
+    assert time.monotonic() - started < 15
+
+
+def test_a_finished_result_is_kept_and_served_to_the_next_visitor(make_service, worker,
+                                                                   store_dir) -> None:
+    svc = make_service(worker=worker)
+    job = tiny_compare(seed=11)
+    first = svc.submit(job, "first")
+    assert first.wait(60) and first.error is None
+    again = svc.submit(job, "second")
+    assert again.done and again.result.results[1].peak_bytes == \
+        first.result.results[1].peak_bytes
+    restarted = make_service(worker=worker)  # a restarted server: only the database remains
+    assert restarted.submit(job, "third").done
+    assert svc.runs_started == 1 and restarted.runs_started == 0
+
+
+def test_two_services_on_one_database_make_one_run(make_service, store_dir) -> None:
+    """Two server processes (two services with their own workers and owners) asked for
+    one key at the same moment: one measures, the other waits for its row."""
+    workers = [DeviceWorker("cpu"), DeviceWorker("cpu")]
+    try:
+        services = [make_service(worker=w, store=ResultStore(store_dir)) for w in workers]
+        job = tiny_compare(seed=21)
+        tickets: list = [None, None]
+        barrier = threading.Barrier(2)
+
+        def ask(i: int) -> None:
+            barrier.wait()
+            tickets[i] = services[i].submit(job, f"learner-{i}")
+
+        threads = [threading.Thread(target=ask, args=(i,)) for i in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        for ticket in tickets:
+            assert ticket.wait(120) and ticket.error is None
+        assert sum(s.runs_started for s in services) == 1
+        peaks = [[r.peak_bytes for r in t.result.results] for t in tickets]
+        assert peaks[0] == peaks[1]
+    finally:
+        for w in workers:
+            w.stop()
+
+
+def test_a_run_over_the_memory_limit_is_refused_before_it_starts(make_service) -> None:
+    svc = make_service(memory_limit=64 * 2**20)
+    fits = Job.make("fits", TINY, ["none"], vary="batch", budget_bytes=256 * 2**20)
+    with pytest.raises(RunRefused) as refused:
+        svc.submit(fits, "learner")
+    assert refused.value.reason == "memory"
+    assert refused.value.numbers == {"need_bytes": 256 * 2**20, "limit_bytes": 64 * 2**20}
+    assert svc.waiting() == 0
+
+
+def test_a_step_growing_past_its_bound_is_killed(worker) -> None:
+    with pytest.raises(StepFailed) as failed:
+        worker.call(long_training(), 0, memory_bound=1)
+    assert failed.value.reason == "memory-limit" and failed.value.numbers["used"] > 1
+    assert not worker.alive()
+    worker.start()
+
+
+def test_the_memory_bound_follows_the_prediction_not_the_free_memory() -> None:
+    small, large = tiny_compare(), long_training()
+    assert small.memory_bound() < large.memory_bound() < 4 * 2**30
