@@ -205,8 +205,8 @@ class DemoService:
     def _start_worker(self) -> None:
         try:
             self.worker.start()
-        except StepFailed:
-            log.exception("the demo worker did not start")
+        except Exception:  # noqa: BLE001 - the first run starts it again, and says why
+            log.warning("the demo worker did not start", exc_info=True)
 
     def stop(self) -> None:
         with self._cond:

@@ -15,60 +15,52 @@ def _script_app(body: str) -> AppTest:
     return at.run()
 
 
-def test_a_learner_behind_another_run_is_told_how_many_are_ahead() -> None:
-    at = _script_app("""
-import threading, time
+def test_a_learner_behind_another_run_is_told_how_many_are_ahead(tmp_path) -> None:
+    at = _script_app(f"""
+import os
+os.environ["DATA_DIR"] = {str(tmp_path)!r}
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
+from demos import service
+from tests.runtime.conftest import CPU, FakeWorker, tiny_compare
 from ui import demo_runner
 
-queue = demo_runner.device_queue()
-holding = threading.Event()
-
-def other_learner():
-    with queue.turn():
-        holding.set()
-        time.sleep(1.0)
-
-threading.Thread(target=other_learner).start()
-holding.wait()
+svc = service.DemoService(CPU, worker=FakeWorker(lambda job, i: 1.0), use_store=False).start()
+service.set_service(svc)
+other = svc.submit(tiny_compare(seed=1), "other learner")
 seen = []
 original = DeltaGenerator.info
 DeltaGenerator.info = lambda self, body, *a, **k: (seen.append(body), original(self, body))[1]
 try:
-    with demo_runner.device_turn("cpu"):
-        st.write("ran after:", " | ".join(sorted(set(seen))))
+    result = demo_runner._run(tiny_compare(seed=2), "test")
+    st.write("ran after:", " | ".join(sorted(set(seen))[:1]))
 finally:
     DeltaGenerator.info = original
+    service.set_service(None)
+    svc.stop()
 """)
     assert not at.exception
     text = " ".join(str(m.value) for m in at.markdown)
-    assert "ran after: Waiting for the CPU (1 ahead)" in text
+    assert "ran after: Waiting for the CPU: 1 ahead, about" in text
     assert not at.info  # the notice is gone once the run had its turn
 
 
-def test_a_config_seen_before_is_not_measured_again() -> None:
-    at = _script_app("""
+def test_a_config_seen_before_is_not_measured_again(tmp_path) -> None:
+    at = _script_app(f"""
+import os
+os.environ["DATA_DIR"] = {str(tmp_path)!r}
 import streamlit as st
-import demos.measure
 from demos.config import ModelConfig
 from ui import demo_runner
 
-calls = []
-real = demos.measure.compare
-def counting(*args, **kwargs):
-    calls.append(args[0])
-    return real(*args, **kwargs)
-demos.measure.compare = counting
-try:
-    config = ModelConfig(layers=1, hidden=32, heads=1, seq_len=8, batch=1, vocab=64, seed=12345)
-    first = demo_runner.run_compare(config, ("none", "every-layer"), repeats=1)
-    again = demo_runner.run_compare(config, ("none", "every-layer"), repeats=1)
-    other = demo_runner.run_compare(config.replace(layers=2), ("none", "every-layer"), repeats=1)
-finally:
-    demos.measure.compare = real
-st.write(f"engine calls: {len(calls)}; same peaks: "
-         f"{[r.peak_bytes for r in first.results] == [r.peak_bytes for r in again.results]}")
+svc = demo_runner.service()
+before = svc.runs_started
+config = ModelConfig(layers=1, hidden=32, heads=1, seq_len=8, batch=1, vocab=64, seed=12345)
+first = demo_runner.run_compare(config, ("none", "every-layer"), repeats=1)
+again = demo_runner.run_compare(config, ("none", "every-layer"), repeats=1)
+other = demo_runner.run_compare(config.replace(layers=2), ("none", "every-layer"), repeats=1)
+st.write(f"engine calls: {{svc.runs_started - before}}; same peaks: "
+         f"{{[r.peak_bytes for r in first.results] == [r.peak_bytes for r in again.results]}}")
 """)
     assert not at.exception
     assert "engine calls: 2; same peaks: True" in at.markdown[0].value
@@ -110,7 +102,7 @@ st.write(f"measured: {result is not None}")
 def test_a_huge_config_on_compare_asks_first(app_test) -> None:
     at = app_test("pages/demos/compare.py",
                   query={"layers": "24", "hidden": "512", "heads": "8", "seq": "1024",
-                         "batch": "8", "vocab": "32768"})
+                         "batch": "4", "vocab": "32768"})
     assert not at.exception
     assert "roughly" in at.warning[0].value
     assert at.button and not at.table  # nothing measured before the click
