@@ -57,12 +57,8 @@ LEGEND_BELOW = {"orientation": "h", "yref": "container", "y": 0.0, "yanchor": "b
                 "x": 0, "xanchor": "left", "traceorder": "normal"}
 
 
-def _t(code: str, msgid: str, **params: object) -> str:
-    return gettext(code, msgid, **params)
-
-
 def _gb_axis(code: str) -> str:
-    return _t(code, "GB (10⁹ bytes)")
+    return gettext(code, "GB (10⁹ bytes)")
 
 
 def memory_breakdown_figure(bars: dict[str, MemoryBreakdown],
@@ -72,7 +68,7 @@ def memory_breakdown_figure(bars: dict[str, MemoryBreakdown],
     labels = list(bars)
     fig = go.Figure()
     for component in COMPONENTS:
-        name = _t(code, COMPONENT_LABELS[component])
+        name = gettext(code, COMPONENT_LABELS[component])
         values = [bars[label].in_gb()[component] for label in labels]
         fig.add_bar(
             y=labels, x=values, name=name, orientation="h",
@@ -119,13 +115,13 @@ def stepper_figure(sim: Simulation, index: int, code: str = DEFAULT) -> go.Figur
                 xs.append(layer)
                 ys.append(input_height)
                 bases.append(0.0)
-                hover.append(_t(code, "input of layer {layer}: {state}", layer=layer,
+                hover.append(gettext(code, "input of layer {layer}: {state}", layer=layer,
                                 state=name))
             if internals_height and step.internals[layer - 1] == state:
                 xs.append(layer)
                 ys.append(internals_height)
                 bases.append(input_height + 0.15)
-                hover.append(_t(code, "internals of layer {layer}: {state}", layer=layer,
+                hover.append(gettext(code, "internals of layer {layer}: {state}", layer=layer,
                                 state=name))
         fig.add_bar(
             x=xs or [None], y=ys or [None], base=bases or [None], name=name,
@@ -139,21 +135,21 @@ def stepper_figure(sim: Simulation, index: int, code: str = DEFAULT) -> go.Figur
         checkpoint_x = [j + 1 for j in sim.checkpoints]
         fig.add_scatter(x=checkpoint_x, y=[-0.35] * len(checkpoint_x), mode="markers",
                         marker={"symbol": "triangle-up", "size": 11, "color": "#222222"},
-                        name=_t(code, "checkpoint (input kept)"), hoverinfo="skip")
+                        name=gettext(code, "checkpoint (input kept)"), hoverinfo="skip")
     arrow = {"forward": N_("forward ▶"), "recompute": N_("recompute ↻"),
              "backward": N_("◀ backward")}
-    fig.add_annotation(x=step.layer, y=top, text=f"<b>{_t(code, arrow[step.phase])}</b>",
+    fig.add_annotation(x=step.layer, y=top, text=f"<b>{gettext(code, arrow[step.phase])}</b>",
                        showarrow=True, arrowhead=2, ay=-34, ax=0, yanchor="bottom",
                        font={"size": 13})
     fig.update_layout(
         barmode="overlay", height=400, bargap=0.15,
-        xaxis={"title": _t(code, "layer"), "tickmode": "linear", "dtick": 1,
+        xaxis={"title": gettext(code, "layer"), "tickmode": "linear", "dtick": 1,
                "range": [0.4, n + 0.6]},
         yaxis={"range": [-0.7, top * 1.25 + 0.5], "showgrid": False, "automargin": True,
                "tickvals": [0.5, input_height + 0.15 + internals_height / 2]
                if internals_height else [0.5],
-               "ticktext": [_t(code, "input"),
-                            _t(code, "internals ({ratio})", ratio=format_decimal(sim.ratio,
+               "ticktext": [gettext(code, "input"),
+                            gettext(code, "internals ({ratio})", ratio=format_decimal(sim.ratio,
                                                                                code))]},
         legend=LEGEND_BELOW, separators=_separators(code),
         template="plotly_white", margin={"l": 10, "r": 10, "t": 40, "b": 10},
@@ -167,15 +163,15 @@ def stepper_memory_figure(sim: Simulation, index: int, code: str = DEFAULT) -> g
     ys = [step.memory for step in sim.steps]
     fig = go.Figure()
     fig.add_scatter(x=xs, y=ys, mode="lines", line={"shape": "hv", "color": "#4C78A8"},
-                    name=_t(code, "memory in use"),
-                    hovertemplate=_t(code, "step %{x}: %{y} units") + "<extra></extra>")
+                    name=gettext(code, "memory in use"),
+                    hovertemplate=gettext(code, "step %{x}: %{y} units") + "<extra></extra>")
     fig.add_scatter(x=[index + 1], y=[sim.steps[index].memory], mode="markers",
-                    marker={"size": 12, "color": "#E45756"}, name=_t(code, "now"))
+                    marker={"size": 12, "color": "#E45756"}, name=gettext(code, "now"))
     fig.add_hline(y=sim.peak, line_dash="dot", line_color="#888888",
-                  annotation_text=_t(code, "peak {peak}", peak=format_decimal(sim.peak, code)),
+                  annotation_text=gettext(code, "peak {peak}", peak=format_decimal(sim.peak, code)),
                   annotation_position="top left")
-    fig.update_layout(height=220, showlegend=False, xaxis_title=_t(code, "step"),
-                      yaxis_title=_t(code, "units"), separators=_separators(code), **_LAYOUT)
+    fig.update_layout(height=220, showlegend=False, xaxis_title=gettext(code, "step"),
+                      yaxis_title=gettext(code, "units"), separators=_separators(code), **_LAYOUT)
     fig.update_yaxes(rangemode="tozero")
     return fig
 
@@ -189,17 +185,17 @@ def tradeoff_figure(layers: int, ratio: float, code: str = DEFAULT) -> go.Figure
         sim = simulate(strategy, layers, ratio)
         fig.add_scatter(x=[sim.forwards], y=[sim.peak], mode="markers",
                         marker={"size": 15, "symbol": symbol},
-                        name=_t(code, "{strategy}: {forwards} forwards, peak {peak}",
+                        name=gettext(code, "{strategy}: {forwards} forwards, peak {peak}",
                                 strategy=strategy_label(strategy, code), forwards=sim.forwards,
                                 peak=format_decimal(sim.peak, code)))
     if ratio == 0:
         rec = recursive_cost(layers)
         fig.add_scatter(x=[rec.forwards], y=[rec.peak_boundaries], mode="markers",
                         marker={"size": 15, "symbol": "diamond"},
-                        name=_t(code, "Recursive (log N): {forwards} forwards, peak {peak}",
+                        name=gettext(code, "Recursive (log N): {forwards} forwards, peak {peak}",
                                 forwards=rec.forwards, peak=rec.peak_boundaries))
-    fig.update_layout(height=440, xaxis_title=_t(code, "forward computations per step"),
-                      yaxis_title=_t(code, "peak memory (units)"),
+    fig.update_layout(height=440, xaxis_title=gettext(code, "forward computations per step"),
+                      yaxis_title=gettext(code, "peak memory (units)"),
                       legend={**LEGEND_BELOW, "orientation": "v"},
                       separators=_separators(code), **_LAYOUT)
     fig.update_xaxes(rangemode="tozero")
@@ -223,16 +219,16 @@ def k_curve_figure(layers: int, boundary: float = 1.0, layer: float = 1.0,
     rebuilt = [k * layer for k in ks]
     best_k = min(ks, key=lambda k: (memory[k - 1], k))
     fig = go.Figure()
-    fig.add_scatter(x=ks, y=memory, name=_t(code, "total: checkpoints + one segment"),
+    fig.add_scatter(x=ks, y=memory, name=gettext(code, "total: checkpoints + one segment"),
                     mode="lines", line={"width": 3, "color": "#4C78A8"})
-    fig.add_scatter(x=ks, y=stored, name=_t(code, "checkpoints kept (N/k)"),
+    fig.add_scatter(x=ks, y=stored, name=gettext(code, "checkpoints kept (N/k)"),
                     mode="lines", line={"dash": "dot", "color": "#54A24B"})
-    fig.add_scatter(x=ks, y=rebuilt, name=_t(code, "one segment of k layers rebuilt"),
+    fig.add_scatter(x=ks, y=rebuilt, name=gettext(code, "one segment of k layers rebuilt"),
                     mode="lines", line={"dash": "dot", "color": "#F58518"})
     fig.add_scatter(x=[best_k], y=[memory[best_k - 1]], mode="markers+text",
                     marker={"size": 13, "color": "#E45756"},
-                    text=[_t(code, "minimum: k = {k}", k=best_k)],
-                    textposition="top center", name=_t(code, "minimum"))
+                    text=[gettext(code, "minimum: k = {k}", k=best_k)],
+                    textposition="top center", name=gettext(code, "minimum"))
     if boundary == layer:
         root = math.sqrt(layers)
         fig.add_vline(x=root, line_dash="dash", line_color="#888888",
@@ -244,16 +240,16 @@ def k_curve_figure(layers: int, boundary: float = 1.0, layer: float = 1.0,
                       annotation_text="√(N·input/layer)", annotation_position="top right")
     # Compute, on its own axis: every checkpointed layer runs forward twice, whatever k.
     fig.add_scatter(x=ks, y=[2 * layers] * len(ks), yaxis="y2", mode="lines",
-                    name=_t(code, "forward computations (right axis): 2N for any k"),
+                    name=gettext(code, "forward computations (right axis): 2N for any k"),
                     line={"color": "#B279A2", "dash": "dash"})
     fig.add_scatter(x=[1, layers], y=[layers, layers], yaxis="y2", mode="lines",
-                    name=_t(code, "forward computations keeping everything: N"),
+                    name=gettext(code, "forward computations keeping everything: N"),
                     line={"color": "#B279A2", "dash": "dot", "width": 1})
     fig.update_layout(
-        height=520, xaxis_title=_t(code, "k = layers per segment"),
-        yaxis={"title": _t(code, "memory (layer inputs)"), "rangemode": "tozero",
+        height=520, xaxis_title=gettext(code, "k = layers per segment"),
+        yaxis={"title": gettext(code, "memory (layer inputs)"), "rangemode": "tozero",
                "automargin": True},
-        yaxis2={"title": _t(code, "forwards per step"), "overlaying": "y", "side": "right",
+        yaxis2={"title": gettext(code, "forwards per step"), "overlaying": "y", "side": "right",
                 "range": [0, 2.4 * layers], "showgrid": False, "automargin": True,
                 "tickvals": [0, layers, 2 * layers],
                 "ticktext": ["0", f"N = {layers}", f"2N = {2 * layers}"]},
@@ -271,16 +267,16 @@ def budget_figure(sizes: list[float], plan: BudgetPlan, code: str = DEFAULT) -> 
               for i in range(len(sizes))]
     fig = go.Figure()
     fig.add_bar(x=list(range(1, len(sizes) + 1)), y=sizes, marker_color=colors,
-                name=_t(code, "layer output size"),
-                hovertemplate=_t(code, "layer %{x}: %{y}") + "<extra></extra>")
+                name=gettext(code, "layer output size"),
+                hovertemplate=gettext(code, "layer %{x}: %{y}") + "<extra></extra>")
     cps = [i + 1 for i in plan.checkpoints]
     fig.add_scatter(x=cps, y=[sizes[i - 1] + 0.4 for i in cps], mode="markers",
                     marker={"symbol": "triangle-down", "size": 12, "color": "#E45756"},
-                    name=_t(code, "checkpoint"))
+                    name=gettext(code, "checkpoint"))
     fig.update_layout(height=260, showlegend=False, bargap=0.1,
-                      xaxis_title=_t(code, "layer (segments alternate in colour; ▼ = kept "
+                      xaxis_title=gettext(code, "layer (segments alternate in colour; ▼ = kept "
                                            "output)"),
-                      yaxis_title=_t(code, "output size"), separators=_separators(code),
+                      yaxis_title=gettext(code, "output size"), separators=_separators(code),
                       **_LAYOUT)
     return fig
 
@@ -291,9 +287,9 @@ def budget_sweep_figure(sizes: list[float], plans: list[BudgetPlan],
     fig.add_scatter(x=[p.budget for p in plans], y=[p.memory for p in plans],
                     mode="lines+markers", name="x + y", line={"shape": "hv"})
     fig.add_scatter(x=[chosen.budget], y=[chosen.memory], mode="markers",
-                    marker={"size": 14, "color": "#E45756"}, name=_t(code, "your budget"))
-    fig.update_layout(height=240, showlegend=False, xaxis_title=_t(code, "budget B"),
-                      yaxis_title=_t(code, "memory estimate x + y"),
+                    marker={"size": 14, "color": "#E45756"}, name=gettext(code, "your budget"))
+    fig.update_layout(height=240, showlegend=False, xaxis_title=gettext(code, "budget B"),
+                      yaxis_title=gettext(code, "memory estimate x + y"),
                       separators=_separators(code), **_LAYOUT)
     fig.update_yaxes(rangemode="tozero")
     return fig
@@ -336,28 +332,30 @@ def logits_figure(batch: int, seq: int, vocab: int, bytes_per_value: int,
     vocabs = [int(top * i / 100) for i in range(1, 101)]
     values = [logits_bytes(batch, seq, v, bytes_per_value) / GB for v in vocabs]
     fig = go.Figure()
-    fig.add_scatter(x=vocabs, y=values, name=_t(code, "logits"), mode="lines")
-    fig.add_scatter(x=vocabs, y=[2 * y for y in values], name=_t(code, "logits + their gradient"),
-                    mode="lines", line={"dash": "dot"})
+    fig.add_scatter(x=vocabs, y=values, name=gettext(code, "logits"), mode="lines")
+    fig.add_scatter(x=vocabs, y=[2 * y for y in values],
+                    name=gettext(code, "logits + their gradient"), mode="lines",
+                    line={"dash": "dot"})
     for label, mark in marks.items():
         fig.add_scatter(x=[mark], y=[logits_bytes(batch, seq, mark, bytes_per_value) / GB],
                         mode="markers+text", text=[label], textposition="top left",
                         marker={"size": 9, "color": "#555555"}, showlegend=False)
     fig.add_scatter(x=[vocab], y=[logits_bytes(batch, seq, vocab, bytes_per_value) / GB],
                     mode="markers", marker={"size": 14, "color": "#E45756"},
-                    name=_t(code, "yours"))
-    fig.update_layout(height=340, xaxis_title=_t(code, "vocabulary size V"), yaxis_title="GB",
+                    name=gettext(code, "yours"))
+    fig.update_layout(height=340, xaxis_title=gettext(code, "vocabulary size V"), yaxis_title="GB",
                       legend=LEGEND_ABOVE, separators=_separators(code), **_LAYOUT)
     return fig
 
 
 def step_cost_figure(backward_ratio: float = 2.0, code: str = DEFAULT) -> go.Figure:
     """A training step in units of one forward pass: without and with recomputation."""
-    forward, recompute, backward = (_t(code, "forward"), _t(code, "recompute (forward again)"),
-                                    _t(code, "backward"))
+    forward = gettext(code, "forward")
+    recompute = gettext(code, "recompute (forward again)")
+    backward = gettext(code, "backward")
     rows = {
-        _t(code, "without checkpointing"): {forward: 1.0, backward: backward_ratio},
-        _t(code, "with checkpointing"): {forward: 1.0, recompute: 1.0,
+        gettext(code, "without checkpointing"): {forward: 1.0, backward: backward_ratio},
+        gettext(code, "with checkpointing"): {forward: 1.0, recompute: 1.0,
                                          backward: backward_ratio},
     }
     colors = {forward: "#4C78A8", recompute: "#F58518", backward: "#54A24B"}
@@ -368,7 +366,7 @@ def step_cost_figure(backward_ratio: float = 2.0, code: str = DEFAULT) -> go.Fig
                     text=[format_decimal(rows[label][part], code) if part in rows[label] else ""
                           for label in rows], textposition="inside")
     fig.update_layout(barmode="stack", height=260,
-                      xaxis_title=_t(code, "time, in forward passes"),
+                      xaxis_title=gettext(code, "time, in forward passes"),
                       yaxis={"autorange": "reversed", "automargin": True},
                       legend=LEGEND_ABOVE, separators=_separators(code), **_LAYOUT)
     return fig

@@ -83,9 +83,6 @@ def lesson_values(code: str = DEFAULT) -> dict[str, str]:
     def unit(value: float, digits: int, symbol: str) -> str:
         return f"{format_decimal(value, code, digits)} {symbol}"
 
-    def words(msgid: str, **params: object) -> str:
-        return gettext(code, msgid, **params)
-
     v: dict[str, str] = {}
     b, s, h, L, a, V = (SEED[key] for key in ("batch", "seq", "hidden", "layers", "heads",
                                               "vocab"))
@@ -95,7 +92,7 @@ def lesson_values(code: str = DEFAULT) -> dict[str, str]:
     v["fp32_adamw_bytes_per_param"] = number(bytes_per_parameter("fp32", "adamw"))
     seed = PRESETS["seed-2b"].setup
     seed_memory = breakdown(seed)
-    v["seed_params_b"] = words("{count:.1f} billion", count=seed.params / 1e9)
+    v["seed_params_b"] = gettext(code, "{count:.1f} billion", count=seed.params / 1e9)
     v["seed_weights_gb"] = gb(seed_memory.weights)
     v["seed_grads_gb"] = gb(seed_memory.gradients)
     v["seed_optimizer_gb"] = gb(seed_memory.optimizer)
@@ -146,12 +143,14 @@ def lesson_values(code: str = DEFAULT) -> dict[str, str]:
         v[f"{key}_pairs_units"] = number(two)
         v[f"{key}_pairs_saving"] = percent(1 - two / one)
         v[f"{key}_best_length"] = number(best_segment_length(depth, 2, 34))
-    v["proto_peak_config"] = words(
+    v["proto_peak_config"] = gettext(
+        code,
         "{layers} layers, hidden {hidden}, {seq:,} tokens, batch {batch}, vocabulary {vocab:,}",
         **facts.PROTOTYPE_PEAK_CONFIG)
     for key, mib in facts.PROTOTYPE_PEAK_MIB.items():
         v[f"proto_peak_{key.replace('-', '_')}"] = unit(mib, 0, "MiB")
-    v["proto_time_config"] = words(
+    v["proto_time_config"] = gettext(
+        code,
         "{layers} layers, hidden {hidden}, {heads} heads, {seq:,} tokens, batch {batch}, "
         "vocabulary {vocab:,}", **facts.PROTOTYPE_TIME_CONFIG)
     low, high = facts.PROTOTYPE_EVERY_LAYER_SLOWDOWN
@@ -199,8 +198,9 @@ def lesson_values(code: str = DEFAULT) -> dict[str, str]:
     v["l22b_full_extra"] = percent(percent_change(ms["baseline"], ms["full"]))
     v["l22b_selective_extra"] = percent(percent_change(ms["baseline"], ms["selective"]))
 
-    v["seed_larger_part"] = (words("the kept layer inputs") if worked.checkpoint_inputs
-                             > worked.one_layer_rebuilt else words("the one layer being rebuilt"))
+    inputs_larger = worked.checkpoint_inputs > worked.one_layer_rebuilt
+    v["seed_larger_part"] = (gettext(code, "the kept layer inputs") if inputs_larger
+                             else gettext(code, "the one layer being rebuilt"))
     v["gpt_constant"] = number(layer_constant())
     v["gpt_constant_no_dropout"] = number(layer_constant(dropout=False))
     llama = LLAMA3_8B_SHAPE
@@ -250,7 +250,7 @@ def lesson_values(code: str = DEFAULT) -> dict[str, str]:
     v["offload_inputs_from_hidden"] = number(offload_hidden_from(2, flops, link))
     v["lesson_count"] = lesson_count_text(code)
     v["further_reading"] = "\n".join(
-        f"{number(place)}. [{source.title}]({source.url}), {words(source.authors)} — "
-        f"{words(source.note)}."
+        f"{number(place)}. [{source.title}]({source.url}), {gettext(code, source.authors)} — "
+        f"{gettext(code, source.note)}."
         for place, source in enumerate(facts.SOURCES, start=1))
     return v
