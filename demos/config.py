@@ -19,7 +19,11 @@ LIMITS: dict[str, tuple[int | float, int | float]] = {
     "vocab": (16, 262144),
     "dropout": (0.0, 0.9),
     "seed": (0, 2**31 - 1),
+    "kv_heads": (0, 128),
 }
+# the layer a model stacks (demos.model.BLOCKS): GPT-2-style, or Llama-style (RMSNorm,
+# rotary positions, grouped-query attention, SwiGLU)
+ARCHS = ("gpt", "llama")
 
 DTYPES_FOR_DEVICE: dict[str, list[str]] = {
     "cpu": ["float32", "bfloat16"],
@@ -49,6 +53,10 @@ class ModelConfig:
     dropout: float = 0.0
     # one seed for weights, data and dropout, so every strategy trains the same network
     seed: int = 0
+    arch: str = "gpt"  # one of ARCHS
+    # key/value heads of a llama layer (grouped-query attention); 0: half the heads when
+    # that divides them (demos.architectures.default_kv_heads); ignored by gpt layers
+    kv_heads: int = 0
 
     @property
     def head_dim(self) -> int:
@@ -84,6 +92,11 @@ class ModelConfig:
                 f"hidden/heads={self.head_dim} (hidden={self.hidden}, heads={self.heads}) "
                 f"is too large; allowed head size 1..256"
             )
+        if self.arch not in ARCHS:
+            raise ConfigError(f"arch={self.arch!r} is unknown; allowed {', '.join(ARCHS)}")
+        if self.kv_heads and self.heads % self.kv_heads:
+            raise ConfigError(f"heads={self.heads} must be a multiple of "
+                              f"kv_heads={self.kv_heads}")
         if self.dtype not in ALL_DTYPES:
             raise ConfigError(f"dtype={self.dtype!r} is unknown; allowed {', '.join(ALL_DTYPES)}")
         if device_kind is not None and self.dtype not in DTYPES_FOR_DEVICE[device_kind]:
@@ -103,13 +116,15 @@ class ModelConfig:
 
 
 def demo_default(device_kind: str = "cpu") -> ModelConfig:
-    """The config a demo page opens with (the UI's one source): small on a CPU, so that a
-    default compare (none + every-layer) takes well under 2 s on 2 cores; bigger, in
-    bfloat16, on a GPU."""
+    """The config a demo page opens with (the UI's one source), chosen so the lesson shows
+    at first sight: the activations (b·s·h per layer) outweigh the loss's logits (b·s·V)
+    and the parameters' gradients, so every strategy reaches a different peak. On a CPU
+    small enough that a default compare (none + every-layer, timed repeats included)
+    answers in about a second on 2 cores; on a GPU wider (16-bit, h=2048 against V=8192)."""
     if device_kind == "cuda":
-        return ModelConfig(layers=16, hidden=1024, heads=16, seq_len=1024, batch=8,
-                           vocab=32768, dtype="bfloat16")
-    return ModelConfig(layers=8, hidden=256, heads=4, seq_len=128, batch=2, vocab=8192)
+        return ModelConfig(layers=16, hidden=2048, heads=16, seq_len=1024, batch=4,
+                           vocab=8192, dtype="bfloat16")
+    return ModelConfig(layers=8, hidden=128, heads=4, seq_len=256, batch=2, vocab=1024)
 
 
 def slider_ranges(device_kind: str) -> dict[str, tuple]:

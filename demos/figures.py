@@ -1,8 +1,15 @@
 """Plotly figures for the live demos: pure functions of measured records, no Streamlit.
 
 One colour per strategy everywhere (its record in demos.strategies), memory axes in MiB or
-GiB, time axes in milliseconds, and titles that say what to notice. Every builder takes
-result records (demos.results) or DataFrames, so the tests can feed it synthetic data.
+GiB, time axes in milliseconds. Every builder takes result records (demos.results) or
+DataFrames, so the tests can feed it synthetic data, and `lang` (a language code): titles,
+axes, legends and hover texts come from the catalog in that language.
+
+Built for a phone as well as a laptop: a short one-line title (what to notice is said in
+the caption under the chart, see demos.report and the *_caption functions here), panels
+stacked one above the other rather than side by side, and the legend under the plot. Each
+figure has a bounded number of traces, whatever the model's depth: the timeline draws its
+phase bands as one filled trace per phase, not one shape per layer.
 """
 
 from __future__ import annotations
@@ -14,15 +21,25 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from demos.report import babel, op_name, time_spread
+from demos.report import label as result_label
 from demos.results import StrategyResult, TimelinePoint
 from demos.strategies import STRATEGIES
 from demos.strategies import colour as strategy_colour
 from demos.strategies import title as strategy_title
 from demos.units import byte_unit, format_bytes
+from i18n import N_, format_number, gettext, pgettext
 
 BREAKDOWN_PARTS: tuple[str, ...] = (
     "parameters", "gradients", "activations", "logits", "temporaries",
 )
+BREAKDOWN_NAMES: dict[str, str] = {
+    "parameters": N_("parameters"),
+    "gradients": N_("gradients"),
+    "activations": N_("activations"),
+    "logits": N_("logits (loss)"),
+    "temporaries": N_("backward temporaries"),
+}
 BREAKDOWN_COLOURS: dict[str, str] = {
     "parameters": "#94a3b8",
     "gradients": "#cbd5e1",
@@ -32,27 +49,26 @@ BREAKDOWN_COLOURS: dict[str, str] = {
 }
 PHASE_COLOURS: dict[str, str] = {
     "forward": "rgba(37, 99, 235, 0.08)",
-    "recompute": "rgba(234, 88, 12, 0.14)",
+    "recompute": "rgba(234, 88, 12, 0.16)",
     "loss": "rgba(225, 29, 72, 0.14)",
     "backward": "rgba(22, 163, 74, 0.08)",
     "optimizer": "rgba(100, 116, 139, 0.10)",
 }
+PHASE_NAMES: dict[str, str] = {
+    "forward": N_("forward"), "recompute": N_("recomputation"), "loss": N_("loss"),
+    "backward": N_("backward"), "optimizer": N_("optimizer"),
+}
 PHASE_LETTER = {"forward": "F", "recompute": "R", "backward": "B", "loss": "L", "optimizer": "O"}
+MAX_SEGMENT_LABELS = 48  # per timeline row; deeper models label every n-th layer
 
 LAYOUT = dict(
     template="plotly_white",
     font=dict(size=13),
-    margin=dict(l=60, r=20, t=100, b=50),
-    legend=dict(orientation="h", yanchor="bottom", y=1.03, xanchor="left", x=0),
+    title=dict(x=0, xanchor="left", font=dict(size=16)),
+    margin=dict(l=56, r=16, t=56, b=40),
+    legend=dict(orientation="h", yanchor="top", y=-0.12, xanchor="left", x=0),
     hoverlabel=dict(font_size=13),
 )
-# Legend on the right, for figures whose legend would crowd the title.
-SIDE_LEGEND_LAYOUT = {**LAYOUT, "margin": dict(l=60, r=20, t=90, b=50),
-                      "legend": dict(orientation="v", yanchor="top", y=1, xanchor="left",
-                                     x=1.02)}
-# Figures with subplot titles: the legend goes above them.
-PANELS_LAYOUT = {**LAYOUT, "margin": dict(l=60, r=20, t=130, b=60),
-                 "legend": dict(orientation="h", yanchor="bottom", y=1.1, xanchor="left", x=0)}
 
 
 # ---------------------------------------------------------------- units and colours
@@ -63,129 +79,149 @@ def _max(values: Iterable[float | None]) -> float:
     return max(finite, default=0.0)
 
 
-def _label(record: StrategyResult) -> str:
-    return str(record.label or record.strategy)
+def _layout(fig: go.Figure, title: str, height: int, **extra: object) -> go.Figure:
+    fig.update_layout(**LAYOUT, height=height, **extra)
+    fig.update_layout(title_text=title)
+    return fig
 
 
 def _empty(title: str, message: str) -> go.Figure:
     fig = go.Figure()
     fig.add_annotation(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper",
                        font=dict(size=15))
-    fig.update_layout(title=title, xaxis_visible=False, yaxis_visible=False, **LAYOUT)
-    return fig
+    fig.update_layout(xaxis_visible=False, yaxis_visible=False)
+    return _layout(fig, title, 300)
 
 
 def _fitting(results: Sequence[StrategyResult]) -> list[StrategyResult]:
     return [r for r in results if r.fits and r.peak_bytes is not None]
 
 
+def _stacked(titles: tuple[str, str], spacing: float = 0.2) -> go.Figure:
+    """Two panels, one above the other: readable at 390 px as at 1400."""
+    return make_subplots(rows=2, cols=1, vertical_spacing=spacing, subplot_titles=titles)
+
+
 # ---------------------------------------------------------------- compare
 
 
-def _saving_phrase(results: Sequence[StrategyResult]) -> str | None:
-    """'every-layer: 63% less peak memory for 1.25x the time' against none, or None."""
-    by_name = {r.strategy: r for r in results}
-    base = by_name.get("none")
-    others = [r for r in results if r.strategy != "none"]
-    if base is None or not others or not base.peak_bytes:
-        return None
-    best = min(others, key=lambda r: r.peak_bytes or 0)
-    saved = 1 - (best.peak_bytes or 0) / base.peak_bytes
-    phrase = f"{_label(best)} has {saved:.0%} less peak memory than none"
-    if best.step_seconds and base.step_seconds:
-        ratio = best.step_seconds / base.step_seconds
-        phrase += f" for {ratio:.2f}× the step time"
-    return phrase
-
-
-def peak_and_time_figure(results: Sequence[StrategyResult]) -> go.Figure:
-    """Two panels, one bar per strategy: peak memory above the parameters, and step time."""
+def peak_and_time_figure(results: Sequence[StrategyResult], lang: str = "en") -> go.Figure:
+    """Two panels, one bar per strategy: peak memory above the parameters, and the median
+    step time with the middle half of the timed runs as an error bar."""
     fitted = _fitting(results)
-    title = "Peak memory and step time per strategy"
+    title = gettext(lang, "Peak memory and step time")
     if not fitted:
-        return _empty(title, "No strategy fitted in memory")
+        return _empty(title, gettext(lang, "No strategy fitted in memory"))
     unit, scale = byte_unit(_max(r.peak_bytes for r in fitted))
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
-                        subplot_titles=(f"Peak memory ({unit})<br><sup>above the "
-                                        "parameters</sup>", "Step time (ms)"))
-    labels = [_label(r) for r in fitted]
+    fig = _stacked((gettext(lang, "Peak memory above the parameters ({unit})", unit=unit),
+                    gettext(lang, "Step time (ms), median and middle half of the runs")))
+    labels = [result_label(r, lang) for r in fitted]
     colours = [strategy_colour(r.strategy) for r in fitted]
     peaks = [(r.peak_bytes or 0) / scale for r in fitted]
-    times = [(r.step_seconds or float("nan")) * 1000 for r in fitted]
+    loc = babel(lang)
     fig.add_bar(x=labels, y=peaks, marker_color=colours, row=1, col=1, showlegend=False,
-                text=[f"{p:.1f}" for p in peaks], textposition="outside",
-                hovertemplate="%{x}<br>peak %{y:.1f} " + unit + "<extra></extra>")
-    fig.add_bar(x=labels, y=times, marker_color=colours, row=1, col=2, showlegend=False,
-                text=[f"{t:.0f}" for t in times], textposition="outside",
-                hovertemplate="%{x}<br>%{y:.0f} ms per step<extra></extra>")
+                text=[format_bytes(r.peak_bytes, locale=loc) for r in fitted],
+                textposition="outside", cliponaxis=False,
+                hovertemplate="%{x}<br>%{text}<extra></extra>")
+    spreads = [time_spread(r) for r in fitted]
+    medians = [s.median * 1000 if s else math.nan for s in spreads]
+    fig.add_bar(x=labels, y=medians, marker_color=colours, row=2, col=1, showlegend=False,
+                error_y=dict(type="data", symmetric=False, color="#0f172a", thickness=1.5,
+                             array=[(s.high - s.median) * 1000 if s else 0 for s in spreads],
+                             arrayminus=[(s.median - s.low) * 1000 if s else 0
+                                         for s in spreads]),
+                hovertemplate="%{x}<br>%{y:.0f} ms<extra></extra>")
     fig.update_yaxes(title_text=unit, row=1, col=1, rangemode="tozero")
-    fig.update_yaxes(title_text="ms", row=1, col=2, rangemode="tozero")
-    phrase = _saving_phrase(fitted)
-    full = f"{title}<br><sup>{phrase}</sup>" if phrase else title
-    fig.update_layout(title=full, height=440, **PANELS_LAYOUT)
-    return fig
+    fig.update_yaxes(title_text="ms", row=2, col=1, rangemode="tozero")
+    return _layout(fig, title, 560)
 
 
-def breakdown_figure(results: Sequence[StrategyResult]) -> go.Figure:
+def breakdown_figure(results: Sequence[StrategyResult], lang: str = "en") -> go.Figure:
     """Stacked bars of where the peak's bytes go, per strategy."""
     fitted = [r for r in _fitting(results) if r.breakdown]
-    title = "What the memory holds at the peak"
+    title = gettext(lang, "What memory holds at the peak")
     if not fitted:
-        return _empty(title, "No breakdown measured")
+        return _empty(title, gettext(lang, "No breakdown measured"))
     totals = [sum(r.breakdown.get(p, 0) or 0 for p in BREAKDOWN_PARTS) for r in fitted]
     unit, scale = byte_unit(max(totals))
-    labels = [_label(r) for r in fitted]
+    labels = [result_label(r, lang) for r in fitted]
     fig = go.Figure()
     for part in BREAKDOWN_PARTS:
         values = [(r.breakdown.get(part, 0) or 0) / scale for r in fitted]
-        fig.add_bar(name=part, x=labels, y=values, marker_color=BREAKDOWN_COLOURS[part],
-                    hovertemplate="%{x}<br>" + part + ": %{y:.1f} " + unit + "<extra></extra>")
-    fig.update_layout(
-        barmode="stack", height=440, legend_traceorder="reversed",
-        title=f"{title}<br><sup>Checkpointing shrinks the activations (blue);<br>parameters, "
-              "gradients and logits stay</sup>",
-        yaxis_title=unit, **SIDE_LEGEND_LAYOUT,
-    )
-    return fig
+        name = gettext(lang, BREAKDOWN_NAMES[part])
+        fig.add_bar(name=name, x=labels, y=values, marker_color=BREAKDOWN_COLOURS[part],
+                    hovertemplate="%{x}<br>" + name + ": %{y:.1f} " + unit + "<extra></extra>")
+    fig.update_layout(barmode="stack", yaxis_title=unit, legend_traceorder="normal")
+    return _layout(fig, title, 480)
+
+
+def breakdown_caption(results: Sequence[StrategyResult], lang: str = "en") -> str:
+    """What the stacked bars show, read from them: which parts differ between the
+    strategies at their peaks and which are the same."""
+    fitted = [r for r in _fitting(results) if r.breakdown]
+    if len(fitted) < 2:
+        return ""
+    same, differ = [], []
+    for part in BREAKDOWN_PARTS:
+        values = [int(r.breakdown.get(part, 0) or 0) for r in fitted]
+        if max(values) == 0:
+            continue
+        (same if max(values) - min(values) <= 0.02 * max(values) else differ).append(
+            gettext(lang, BREAKDOWN_NAMES[part]))
+    text = gettext(lang, "Each bar is one strategy's memory at its own peak.")
+    if differ:
+        text += " " + gettext(lang, "Different between the strategies: {parts}.",
+                              parts=", ".join(differ))
+    if same:
+        text += " " + gettext(lang, "The same for all: {parts}.", parts=", ".join(same))
+    return text
 
 
 def activation_theory_figure(results: Sequence[StrategyResult],
-                             korthikanti_bytes: float | None = None) -> go.Figure:
+                             korthikanti_bytes: float | None = None, lang: str = "en"
+                             ) -> go.Figure:
     """Measured bytes held for backward beside this model's prediction (and, for the
     no-checkpointing case, the Korthikanti et al. estimate)."""
     fitted = [r for r in _fitting(results) if r.activation_bytes is not None]
-    title = "Activations held for backward: measured vs predicted"
+    title = gettext(lang, "Activations held: measured vs predicted")
     if not fitted:
-        return _empty(title, "Nothing measured")
-    labels = [_label(r) for r in fitted]
+        return _empty(title, gettext(lang, "Nothing measured"))
+    labels = [result_label(r, lang) for r in fitted]
     measured = [r.activation_bytes or 0 for r in fitted]
     predicted = [r.predicted_activation_bytes for r in fitted]
     unit, scale = byte_unit(_max([*measured, *predicted, korthikanti_bytes or 0]))
     fig = go.Figure()
-    fig.add_bar(name="measured", x=labels, y=[m / scale for m in measured],
+    name_measured = pgettext(lang, "chart legend", "measured")
+    name_predicted = pgettext(lang, "chart legend", "this model's prediction")
+    fig.add_bar(name=name_measured, x=labels, y=[m / scale for m in measured],
                 marker_color=[strategy_colour(r.strategy) for r in fitted],
-                hovertemplate="%{x}<br>measured %{y:.2f} " + unit + "<extra></extra>")
-    fig.add_bar(name="this model's prediction", x=labels,
+                hovertemplate="%{x}<br>" + name_measured + " %{y:.2f} " + unit
+                              + "<extra></extra>")
+    fig.add_bar(name=name_predicted, x=labels,
                 y=[(p / scale) if p is not None else None for p in predicted],
                 marker_color="rgba(15, 23, 42, 0.25)", marker_line_color="#0f172a",
                 marker_line_width=1,
-                hovertemplate="%{x}<br>predicted %{y:.2f} " + unit + "<extra></extra>")
+                hovertemplate="%{x}<br>" + name_predicted + " %{y:.2f} " + unit
+                              + "<extra></extra>")
     if korthikanti_bytes:  # a legend entry, not a label over the bars
+        name = gettext(lang, "Korthikanti et al. (16-bit), no checkpointing")
         fig.add_scatter(x=labels, y=[korthikanti_bytes / scale] * len(labels), mode="lines",
-                        name="Korthikanti et al. (16-bit),<br>no checkpointing",
-                        line=dict(color="#b45309", dash="dot", width=2),
-                        hovertemplate="Korthikanti et al. 34·s·b·h per layer (16-bit): "
-                                      "%{y:.2f} " + unit + "<extra></extra>")
-    gaps = [abs(m - p) / p for m, p in zip(measured, predicted, strict=True) if p]
+                        name=name, line=dict(color="#b45309", dash="dot", width=2),
+                        hovertemplate=name + ": %{y:.2f} " + unit + "<extra></extra>")
+    fig.update_layout(barmode="group", yaxis_title=unit)
+    return _layout(fig, title, 480)
+
+
+def activation_caption(results: Sequence[StrategyResult], lang: str = "en") -> str:
+    """How close prediction and measurement are, from the bars."""
+    fitted = [r for r in _fitting(results) if r.activation_bytes is not None]
+    gaps = [abs((r.activation_bytes or 0) - r.predicted_activation_bytes)
+            / r.predicted_activation_bytes for r in fitted if r.predicted_activation_bytes]
     if not gaps:
-        sub = "Prediction unavailable"
-    elif max(gaps) == 0:
-        sub = "Prediction and measurement agree to the byte"
-    else:
-        sub = f"Prediction and measurement agree within {max(gaps):.2%}"
-    fig.update_layout(barmode="group", height=440, yaxis_title=unit,
-                      title=f"{title}<br><sup>{sub}</sup>", **SIDE_LEGEND_LAYOUT)
-    return fig
+        return ""
+    if max(gaps) == 0:
+        return gettext(lang, "Prediction and measurement agree to the byte.")
+    return gettext(lang, "Prediction and measurement agree within {gap:.2%}.", gap=max(gaps))
 
 
 # ---------------------------------------------------------------- timeline
@@ -194,12 +230,13 @@ def activation_theory_figure(results: Sequence[StrategyResult],
 TIMELINE_COLUMNS = ("strategy", "label", "index", "op", "phase", "layer", "live_bytes")
 
 
-def timeline_frame(timelines: Mapping[str, Sequence[TimelinePoint]]) -> pd.DataFrame:
+def timeline_frame(timelines: Mapping[str, Sequence[TimelinePoint]], lang: str = "en"
+                   ) -> pd.DataFrame:
     """{strategy: [TimelinePoint, ...]} -> one long DataFrame (TIMELINE_COLUMNS); `strategy`
     is the canonical text (every-k:2), `label` its display title (every-2)."""
     rows = [
-        {"strategy": strategy, "label": strategy_title(strategy), "index": p.index, "op": p.op,
-         "phase": p.phase, "layer": p.layer, "live_bytes": p.live_bytes}
+        {"strategy": strategy, "label": strategy_title(strategy, lang), "index": p.index,
+         "op": p.op, "phase": p.phase, "layer": p.layer, "live_bytes": p.live_bytes}
         for strategy, points in timelines.items()
         for p in points
     ]
@@ -218,72 +255,105 @@ def _segments(frame: pd.DataFrame) -> list[tuple[str, int | None, int, int]]:
     return segments
 
 
-def timeline_figure(frame: pd.DataFrame, facet: bool = True) -> go.Figure:
+def timeline_peak(part: pd.DataFrame) -> pd.Series:
+    """The row of a strategy's timeline where live bytes are highest (the first such)."""
+    return part.loc[part["live_bytes"].idxmax()]
+
+
+def segment_label(phase: str, layer: int | None) -> str:
+    """F3 = layer 3 forward, R3 its recomputation, B3 its backward, L the loss."""
+    return PHASE_LETTER.get(phase, "?") + ("" if layer is None else str(layer))
+
+
+def timeline_figure(frame: pd.DataFrame, facet: bool = True, lang: str = "en") -> go.Figure:
     """Live bytes after every op of one training step, one line per strategy.
 
     Faceted: one row per strategy, with the phases shaded (forward, loss, recompute,
-    backward) and each layer's segment labelled (F3 = layer 3 forward, R3 = its
-    recomputation, B3 = its backward). Overlaid: all lines on one axis."""
-    title = "Memory during one training step"
+    backward), each layer's run of ops labelled (F3, R3, B3, L) and the peak marked with
+    the op there. Overlaid: all lines on one axis, each peak marked. At most about eight
+    traces per strategy, whatever the depth."""
+    title = gettext(lang, "Memory during one training step")
     if frame.empty:
-        return _empty(title, "No timeline recorded")
+        return _empty(title, gettext(lang, "No timeline recorded"))
     names = list(dict.fromkeys(frame["strategy"]))
-    labels = [strategy_title(name) for name in names]
+    labels = [strategy_title(name, lang) for name in names]
     unit, scale = byte_unit(_max(frame["live_bytes"]))
+    top = _max(frame["live_bytes"]) / scale
     rows = len(labels) if facet else 1
-    fig = make_subplots(rows=rows, cols=1, shared_xaxes=False, vertical_spacing=0.06,
+    fig = make_subplots(rows=rows, cols=1, shared_xaxes=False,
+                        vertical_spacing=min(0.08, 0.3 / max(rows, 1)),
                         subplot_titles=labels if facet else None)
+    layer_word = gettext(lang, "layer")
+    peak_word = pgettext(lang, "chart legend", "peak")
     for number, (name, label) in enumerate(zip(names, labels, strict=True), start=1):
         part = frame[frame["strategy"] == name].sort_values("index")
         row = number if facet else 1
+        colour = strategy_colour(name)
+        if facet:
+            _phase_bands(fig, part, row, top, lang, show_legend=number == 1)
         layer_text = part["layer"].map(lambda v: "–" if pd.isna(v) else str(int(v)))
+        phase_text = part["phase"].map(lambda p: gettext(lang, PHASE_NAMES.get(p, p)))
         fig.add_scatter(
             x=part["index"], y=part["live_bytes"] / scale, mode="lines", name=label,
-            line=dict(color=strategy_colour(name), width=2), row=row, col=1,
-            customdata=list(zip(part["op"], part["phase"], layer_text, strict=True)),
+            line=dict(color=colour, width=2), row=row, col=1,
+            customdata=list(zip(part["op"].map(op_name), phase_text, layer_text, strict=True)),
             hovertemplate=(label + "<br>op %{x}: %{customdata[0]}<br>%{customdata[1]}, "
-                           "layer %{customdata[2]}<br>%{y:.1f} " + unit + "<extra></extra>"),
+                           + layer_word + " %{customdata[2]}<br>%{y:.1f} " + unit
+                           + "<extra></extra>"),
             showlegend=not facet,
         )
-        if facet:
-            _mark_phases(fig, part, row, _max(frame["live_bytes"]) / scale)
-        peak = part.loc[part["live_bytes"].idxmax()]
-        fig.add_scatter(x=[peak["index"]], y=[peak["live_bytes"] / scale], mode="markers",
-                        marker=dict(color=strategy_colour(name), size=10, symbol="star",
+        peak = timeline_peak(part)
+        where = segment_label(peak["phase"], None if pd.isna(peak["layer"])
+                              else int(peak["layer"]))
+        text = f"{peak_word}: {op_name(peak['op'])} ({where})"
+        fig.add_scatter(x=[peak["index"]], y=[peak["live_bytes"] / scale], mode="markers+text",
+                        marker=dict(color=colour, size=12, symbol="star",
                                     line=dict(color="#0f172a", width=1)),
-                        name=f"{label} peak", showlegend=False, row=row, col=1,
-                        hovertemplate=(f"{label} peak<br>{peak['op']} ({peak['phase']})"
-                                       "<br>%{y:.1f} " + unit + "<extra></extra>"))
+                        text=[text] if facet else [""], textposition="bottom center",
+                        textfont=dict(size=11, color="#0f172a"),
+                        name=f"{label} {peak_word}", showlegend=False, row=row, col=1,
+                        hovertemplate=(f"{label} {peak_word}<br>{op_name(peak['op'])} "
+                                       f"({where})<br>%{{y:.1f}} {unit}<extra></extra>"))
         fig.update_yaxes(title_text=unit, row=row, col=1)
     # One y range for every panel, so the strategies compare at a glance.
-    fig.update_yaxes(range=[0, _max(frame["live_bytes"]) / scale * 1.18])
-    fig.update_xaxes(title_text="op number within the step", row=rows, col=1)
-    fig.update_layout(
-        height=max(420, 260 * rows) if facet else 480,
-        title=(f"{title}<br><sup>Forward climbs, the loss spikes (logits), backward falls; "
-               "with checkpointing each layer is recomputed "
-               + ("(orange bands) " if facet else "")
-               + "just before its backward: the sawtooth"
-               + ("" if facet else " (the faceted layout marks each phase and layer)")
-               + "</sup>"),
-        **LAYOUT,
-    )
-    return fig
+    fig.update_yaxes(range=[0, top * 1.2])
+    fig.update_xaxes(title_text=gettext(lang, "op number within the step"), row=rows, col=1)
+    height = max(420, 240 * rows + 120) if facet else 480
+    return _layout(fig, title, height)
 
 
-def _mark_phases(fig: go.Figure, part: pd.DataFrame, row: int, top: float) -> None:
-    """Shade each (phase, layer) run of ops up to `top` and label it (F3, R3, B3, L)."""
-    xref = "x" if row == 1 else f"x{row}"
-    yref = "y" if row == 1 else f"y{row}"
-    for phase, layer, first, last in _segments(part):
-        fig.add_shape(type="rect", x0=first - 0.5, x1=last + 0.5, y0=0, y1=top * 1.08,
-                      xref=xref, yref=yref, fillcolor=PHASE_COLOURS.get(phase, "rgba(0,0,0,0)"),
-                      line_width=0, layer="below")
-        if layer is not None or phase == "loss":
-            text = PHASE_LETTER.get(phase, "?") + ("" if layer is None else str(layer))
-            fig.add_annotation(x=(first + last) / 2, y=top * 1.08, text=text, showarrow=False,
-                               xref=xref, yref=yref, font=dict(size=9, color="#334155"),
-                               yanchor="bottom")
+def _phase_bands(fig: go.Figure, part: pd.DataFrame, row: int, top: float, lang: str,
+                 show_legend: bool) -> None:
+    """Shade each (phase, layer) run of ops up to `top`: one filled trace per phase (its
+    runs separated by gaps), and one text trace labelling the runs (F3, R3, B3, L)."""
+    runs = _segments(part)
+    by_phase: dict[str, tuple[list, list]] = {}
+    for phase, _layer, first, last in runs:
+        xs, ys = by_phase.setdefault(phase, ([], []))
+        xs += [first - 0.5, first - 0.5, last + 0.5, last + 0.5, None]
+        ys += [0, top * 1.12, top * 1.12, 0, None]
+    for phase, (xs, ys) in by_phase.items():
+        fig.add_scatter(x=xs, y=ys, mode="none", fill="toself",
+                        fillcolor=PHASE_COLOURS.get(phase, "rgba(0,0,0,0)"),
+                        name=gettext(lang, PHASE_NAMES.get(phase, phase)), legendgroup=phase,
+                        showlegend=show_legend and phase in ("recompute", "backward"),
+                        hoverinfo="skip", row=row, col=1)
+    labelled = [(phase, layer, first, last) for phase, layer, first, last in runs
+                if layer is not None or phase == "loss"]
+    every = max(1, math.ceil(len(labelled) / MAX_SEGMENT_LABELS))
+    shown = [run for number, run in enumerate(labelled) if number % every == 0]
+    fig.add_scatter(x=[(first + last) / 2 for _, _, first, last in shown],
+                    y=[top * 1.12] * len(shown), mode="text",
+                    text=[segment_label(phase, layer) for phase, layer, _, _ in shown],
+                    textposition="bottom center", textfont=dict(size=9, color="#334155"),
+                    showlegend=False, hoverinfo="skip", row=row, col=1)
+
+
+def sawtooth_teeth(part: pd.DataFrame) -> int:
+    """How many layers are recomputed in a strategy's backward: each one a tooth of the
+    sawtooth (memory climbs while a layer is rebuilt, falls through its backward)."""
+    recomputed = part[part["phase"] == "recompute"]["layer"].dropna()
+    return int(recomputed.nunique())
 
 
 # ---------------------------------------------------------------- curves
@@ -298,85 +368,83 @@ def _fitting_rows(frame: pd.DataFrame) -> pd.DataFrame:
 
 def sweep_figure(frame: pd.DataFrame, x: str, x_title: str, *,
                  memory: str = "activation_bytes", theory: str | None = None,
-                 memory_title: str = "Activations held for backward",
-                 title: str = "", log_x: bool = False,
-                 reference: tuple[str, float] | None = None) -> go.Figure:
-    """Memory (left) and step time (right) against `x`, one colour per strategy.
+                 memory_title: str = "", title: str = "", log_x: bool = False,
+                 reference: tuple[str, float] | None = None, lang: str = "en") -> go.Figure:
+    """Memory (top) and step time (bottom) against `x`, one colour per strategy.
 
     `reference` (label, bytes) draws a constant on the memory panel, e.g. one layer's
-    internals: what checkpointing every layer rebuilds at a time.
-
-    Measured points are dots (joined by lines when there is no theory); `theory` (predicted
-    bytes) is drawn as a dashed line of the same colour on the same axes."""
+    internals: what checkpointing every layer rebuilds at a time. Measured points are
+    dots (joined by lines when there is no theory); `theory` (predicted bytes) is drawn as
+    a dashed line of the same colour. Titles and labels are given in `lang` already."""
+    title = title or gettext(lang, "Sweep")
     if frame.empty:
-        return _empty(title or "Sweep", "No measurements")
+        return _empty(title, gettext(lang, "No measurements"))
     data = _fitting_rows(frame)
     if data.empty:
-        return _empty(title or "Sweep", "No strategy fitted in memory")
+        return _empty(title, gettext(lang, "No strategy fitted in memory"))
     columns = [memory] + ([theory] if theory and theory in data else [])
     unit, scale = byte_unit(_max(pd.concat([data[c] for c in columns])))
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1,
-                        subplot_titles=(f"{memory_title} ({unit})", "Step time (ms)"))
+    fig = _stacked((f"{memory_title} ({unit})", gettext(lang, "Step time (ms)")), 0.16)
     if reference is not None:
         name, value = reference
         xs = sorted(data[x].unique())
         fig.add_scatter(x=xs, y=[value / scale] * len(xs), mode="lines", name=name,
                         line=dict(color="#94a3b8", width=2, dash="dot"), row=1, col=1,
                         hovertemplate=name + ": %{y:.2f} " + unit + "<extra></extra>")
-    for label in dict.fromkeys(data["strategy"]):
-        part = data[data["strategy"] == label].sort_values(x)
-        colour = strategy_colour(label)
+    theory_word = pgettext(lang, "chart legend", "theory")
+    for strategy in dict.fromkeys(data["strategy"]):
+        part = data[data["strategy"] == strategy].sort_values(x)
+        colour = strategy_colour(strategy)
+        name = strategy_title(strategy, lang)
         has_theory = bool(theory and theory in part and part[theory].notna().any())
         fig.add_scatter(x=part[x], y=part[memory] / scale,
-                        mode="markers" if has_theory else "lines+markers", name=label,
-                        legendgroup=label, line=dict(color=colour, width=2),
+                        mode="markers" if has_theory else "lines+markers", name=name,
+                        legendgroup=strategy, line=dict(color=colour, width=2),
                         marker=dict(size=9, color=colour), row=1, col=1,
-                        hovertemplate=(f"{label}<br>{x_title} %{{x}}<br>measured %{{y:.2f}} "
+                        hovertemplate=(f"{name}<br>{x_title} %{{x}}<br>%{{y:.2f}} "
                                        f"{unit}<extra></extra>"))
         if has_theory:
             fig.add_scatter(x=part[x], y=part[theory] / scale, mode="lines",
-                            name=f"{label} (theory)", legendgroup=label, showlegend=False,
-                            line=dict(color=colour, width=1.5, dash="dash"), row=1, col=1,
-                            hovertemplate=(f"{label} theory<br>{x_title} %{{x}}<br>%{{y:.2f}} "
-                                           f"{unit}<extra></extra>"))
+                            name=f"{name} ({theory_word})", legendgroup=strategy,
+                            showlegend=False, line=dict(color=colour, width=1.5, dash="dash"),
+                            row=1, col=1,
+                            hovertemplate=(f"{name} {theory_word}<br>{x_title} %{{x}}<br>"
+                                           f"%{{y:.2f}} {unit}<extra></extra>"))
         if "step_seconds" in part:
             fig.add_scatter(x=part[x], y=part["step_seconds"] * 1000, mode="lines+markers",
-                            name=label, legendgroup=label, showlegend=False,
-                            line=dict(color=colour, width=2), marker=dict(size=8), row=1, col=2,
-                            hovertemplate=(f"{label}<br>{x_title} %{{x}}<br>%{{y:.0f}} ms"
+                            name=name, legendgroup=strategy, showlegend=False,
+                            line=dict(color=colour, width=2), marker=dict(size=8), row=2, col=1,
+                            hovertemplate=(f"{name}<br>{x_title} %{{x}}<br>%{{y:.0f}} ms"
                                            "<extra></extra>"))
     fig.update_xaxes(title_text=x_title, type="log" if log_x else None)
     fig.update_yaxes(title_text=unit, rangemode="tozero", row=1, col=1)
-    fig.update_yaxes(title_text="ms", rangemode="tozero", row=1, col=2)
-    if theory:
-        fig.add_annotation(text="dots: measured · dashed lines: theory", xref="paper",
-                           yref="paper", x=1, y=1.1, xanchor="right", yanchor="bottom",
-                           showarrow=False, font=dict(size=12, color="#475569"))
-    fig.update_layout(title=title, height=470, **PANELS_LAYOUT)
-    return fig
+    fig.update_yaxes(title_text="ms", rangemode="tozero", row=2, col=1)
+    return _layout(fig, title, 640)
 
 
-def segment_figure(frame: pd.DataFrame, layers: int, *, x: str = "k") -> go.Figure:
-    """The trade-off of segment size k at a fixed depth. Left: the bytes kept at the end of
-    forward (one boundary per segment: fall with k) and the peak (boundaries plus one
-    segment rebuilt in backward: rises with k), measured dots on dashed theory, with the
-    measured optimum and sqrt(N) marked. Right: step time."""
+def segment_figure(frame: pd.DataFrame, layers: int, *, x: str = "k", lang: str = "en"
+                   ) -> go.Figure:
+    """The trade-off of the segment size k (layers per segment) at a fixed depth. Top: the
+    bytes kept at the end of forward (one boundary per segment: fall with k) and the peak
+    (boundaries plus one segment rebuilt in backward: rises with k), measured dots on
+    dashed theory, with the measured optimum and √N marked. Bottom: step time."""
     data = _fitting_rows(frame).sort_values(x)
-    title = f"Segment size k at {layers} layers"
+    title = gettext(lang, "Layers per segment (k) at {layers} layers", layers=layers)
     if data.empty:
-        return _empty(title, "No measurements")
+        return _empty(title, gettext(lang, "No measurements"))
     colour = STRATEGIES["every-k"].colour
     best = data.loc[data["peak_bytes"].idxmin()]
     best_k, root = int(best[x]), math.sqrt(layers)
     columns = [c for c in ("peak_bytes", "predicted_peak_bytes", "activation_bytes",
                            "predicted_activation_bytes") if c in data]
     unit, scale = byte_unit(_max(pd.concat([data[c] for c in columns])))
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1,
-                        subplot_titles=(f"Memory ({unit})", "Step time (ms)"))
-    series = (("peak_bytes", "predicted_peak_bytes", "peak (boundaries + one segment rebuilt)",
-               "circle", "dash"),
+    fig = _stacked((gettext(lang, "Memory ({unit})", unit=unit),
+                    gettext(lang, "Step time (ms)")), 0.16)
+    series = (("peak_bytes", "predicted_peak_bytes",
+               gettext(lang, "peak (boundaries + one segment rebuilt)"), "circle", "dash"),
               ("activation_bytes", "predicted_activation_bytes",
-               "kept at the end of forward (boundaries)", "diamond-open", "dot"))
+               gettext(lang, "kept at the end of forward (boundaries)"), "diamond-open", "dot"))
+    theory_word = pgettext(lang, "chart legend", "theory")
     for measured, theory, name, symbol, dash in series:
         if measured not in data:
             continue
@@ -387,101 +455,134 @@ def segment_figure(frame: pd.DataFrame, layers: int, *, x: str = "k") -> go.Figu
                                       + "<extra></extra>")
         if theory in data and data[theory].notna().any():
             fig.add_scatter(x=data[x], y=data[theory] / scale, mode="lines",
-                            name=f"{name}, theory", showlegend=False,
+                            name=f"{name}, {theory_word}", showlegend=False,
                             line=dict(color=colour, width=1.5, dash=dash), row=1, col=1,
-                            hovertemplate="k=%{x}<br>theory: %{y:.2f} " + unit
+                            hovertemplate="k=%{x}<br>" + theory_word + ": %{y:.2f} " + unit
                                           + "<extra></extra>")
     if "step_seconds" in data:
         fig.add_scatter(x=data[x], y=data["step_seconds"] * 1000, mode="lines+markers",
-                        name="step time", showlegend=False, line=dict(color=colour, width=2),
-                        marker=dict(size=9), row=1, col=2,
+                        name=gettext(lang, "step time"), showlegend=False,
+                        line=dict(color=colour, width=2), marker=dict(size=9), row=2, col=1,
                         hovertemplate="k=%{x}<br>%{y:.0f} ms<extra></extra>")
     fig.add_vline(x=root, line_dash="dot", line_color="#475569", row=1, col=1,
                   annotation_text=f"√N = {root:.1f}", annotation_position="top right")
-    fig.add_scatter(x=[best_k], y=[best["peak_bytes"] / scale], mode="markers+text",
+    fig.add_scatter(x=[best_k], y=[best["peak_bytes"] / scale], mode="markers",
                     marker=dict(symbol="star", size=18, color="#facc15",
                                 line=dict(color="#0f172a", width=1)),
-                    text=[f"lowest peak: k={best_k}"], textposition="top right",
-                    name="measured optimum", showlegend=False, row=1, col=1)
-    fig.update_xaxes(title_text="layers per segment k")
+                    name=gettext(lang, "lowest measured peak"), row=1, col=1,
+                    hovertemplate="k=%{x}<extra></extra>")
+    fig.update_xaxes(title_text=gettext(lang, "layers per segment k"))
     fig.update_yaxes(title_text=unit, rangemode="tozero", row=1, col=1)
-    fig.update_yaxes(title_text="ms", rangemode="tozero", row=1, col=2)
+    fig.update_yaxes(title_text="ms", rangemode="tozero", row=2, col=1)
+    return _layout(fig, title, 660)
+
+
+def segment_verdict(frame: pd.DataFrame, layers: int, *, x: str = "k", lang: str = "en"
+                    ) -> str:
+    """Where the lowest measured peak is, in words (the caption of segment_figure)."""
+    data = _fitting_rows(frame)
+    if data.empty:
+        return ""
+    best_k = int(data.loc[data["peak_bytes"].idxmin()][x])
+    root = math.sqrt(layers)
     ks = list(data[x])
     if best_k == min(ks):
-        verdict = (f"the lowest peak is at k={best_k}: checkpointing every layer beats "
-                   f"√N={root:.1f} segments here")
-    elif best_k == max(ks):
-        verdict = f"the lowest peak is at k={best_k}, one segment for the whole model"
-    else:
-        verdict = f"U-shaped: the lowest peak is at k={best_k} (√N={root:.1f})"
-    fig.update_layout(
-        title=(f"{title}: {verdict}<br><sup>Fewer, longer segments keep fewer boundaries "
-               "but rebuild more at once in backward</sup>"),
-        height=470, **PANELS_LAYOUT)
-    fig.add_annotation(text="dots: measured · dashed/dotted lines: theory", xref="paper",
-                       yref="paper", x=1, y=1.1, xanchor="right", yanchor="bottom",
-                       showarrow=False, font=dict(size=12, color="#475569"))
-    return fig
+        return gettext(lang, "The lowest peak is at k={k} layers per segment: checkpointing "
+                             "every layer beats segments of √N={root:.1f} layers here.",
+                       k=best_k, root=root)
+    if best_k == max(ks):
+        return gettext(lang, "The lowest peak is at k={k}: one segment for the whole model.",
+                       k=best_k)
+    return gettext(lang, "U-shaped: the lowest peak is at k={k} layers per segment "
+                         "(√N={root:.1f}).", k=best_k, root=root)
 
 
 # ---------------------------------------------------------------- what fits
 
 
-def fits_figure(frame: pd.DataFrame, vary: str, budget_bytes: int) -> go.Figure:
+def fits_figure(frame: pd.DataFrame, vary: str, budget_bytes: int, lang: str = "en"
+                ) -> go.Figure:
     """Largest batch (or sequence length) that fits a budget per strategy: predicted and
-    confirmed, with the tokens per second each reaches."""
-    name = "batch" if vary == "batch" else "sequence length"
-    title = f"Largest {name} within {format_bytes(budget_bytes)}"
+    confirmed (top), and the tokens per second each reaches (bottom)."""
+    loc = babel(lang)
+    if vary == "batch":
+        title = gettext(lang, "Largest batch within {size}",
+                        size=format_bytes(budget_bytes, locale=loc))
+        name = pgettext(lang, "dimension", "batch")
+    else:
+        title = gettext(lang, "Longest sequence within {size}",
+                        size=format_bytes(budget_bytes, locale=loc))
+        name = pgettext(lang, "dimension", "sequence length")
     if frame.empty:
-        return _empty(title, "Nothing measured")
-    labels = list(frame["strategy"])
-    colours = [strategy_colour(label) for label in labels]
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
-                        subplot_titles=(f"Largest {name}", "Tokens per second"))
-    fig.add_bar(x=labels, y=frame["value_predicted"], name="predicted", row=1, col=1,
+        return _empty(title, gettext(lang, "Nothing measured"))
+    strategies = list(frame["strategy"])
+    labels = [strategy_title(s, lang) for s in strategies]
+    colours = [strategy_colour(s) for s in strategies]
+    fig = _stacked((name, gettext(lang, "Tokens per second")))
+    fig.add_bar(x=labels, y=frame["value_predicted"], row=1, col=1,
+                name=pgettext(lang, "chart legend", "predicted"),
                 marker_color="rgba(15, 23, 42, 0.2)", marker_line_color="#0f172a",
                 marker_line_width=1)
-    fig.add_bar(x=labels, y=frame["value_confirmed"], name="confirmed by a real run",
-                marker_color=colours, row=1, col=1,
-                text=[f"{v:,.0f}" if pd.notna(v) else "does not fit"
-                      for v in frame["value_confirmed"]], textposition="outside")
-    fig.add_bar(x=labels, y=frame["tokens_per_second"], marker_color=colours, row=1, col=2,
-                showlegend=False, text=[f"{v:,.0f}" if pd.notna(v) else ""
-                                        for v in frame["tokens_per_second"]],
+    fig.add_bar(x=labels, y=frame["value_confirmed"],
+                name=pgettext(lang, "chart legend", "confirmed by a real run"),
+                marker_color=colours, row=1, col=1, cliponaxis=False,
+                text=[format_number(round(v), lang) if pd.notna(v) else
+                      gettext(lang, "does not fit") for v in frame["value_confirmed"]],
                 textposition="outside")
+    fig.add_bar(x=labels, y=frame["tokens_per_second"], marker_color=colours, row=2, col=1,
+                showlegend=False, cliponaxis=False,
+                text=[format_number(round(v), lang) if pd.notna(v) else ""
+                      for v in frame["tokens_per_second"]], textposition="outside")
     fig.update_yaxes(title_text=name, rangemode="tozero", row=1, col=1)
-    fig.update_yaxes(title_text="tokens / s", rangemode="tozero", row=1, col=2)
-    confirmed = dict(zip(labels, frame["value_confirmed"], strict=True))
-    sub = "Checkpointing turns freed memory into a larger " + name
-    if all(pd.notna(confirmed.get(k)) and confirmed.get(k) for k in ("none", "every-layer")):
-        sub += (f": {confirmed['every-layer'] / confirmed['none']:.1f}× with every-layer "
-                "than without")
-    fig.update_layout(barmode="group", height=450, title=f"{title}<br><sup>{sub}</sup>",
-                      **PANELS_LAYOUT)
-    return fig
+    fig.update_yaxes(title_text=gettext(lang, "tokens / s"), rangemode="tozero", row=2, col=1)
+    fig.update_layout(barmode="group")
+    return _layout(fig, title, 600)
+
+
+def fits_caption(frame: pd.DataFrame, vary: str, lang: str = "en") -> str:
+    """What the fits figure shows: the gain of every-layer over none, when both fit."""
+    confirmed = dict(zip(frame["strategy"], frame["value_confirmed"], strict=True))
+    none, every = confirmed.get("none"), confirmed.get("every-layer")
+    if not (pd.notna(none) and pd.notna(every) and none and every):
+        return ""
+    if vary == "batch":
+        return gettext(lang, "Checkpointing turns freed memory into a larger batch: "
+                             "{ratio:.1f}× with every-layer than without.", ratio=every / none)
+    return gettext(lang, "Checkpointing turns freed memory into longer sequences: {ratio:.1f}× "
+                         "with every-layer than without.", ratio=every / none)
 
 
 # ---------------------------------------------------------------- same result
 
 
-def loss_figure(frame: pd.DataFrame, max_diff: float | None = None) -> go.Figure:
+def loss_figure(frame: pd.DataFrame, max_diff: float | None = None, lang: str = "en"
+                ) -> go.Figure:
     """Training-loss curves per run, drawn over each other: they should coincide."""
-    title = "Training loss, with and without checkpointing"
+    title = gettext(lang, "Training loss, with and without checkpointing")
     if frame.empty:
-        return _empty(title, "No training run")
+        return _empty(title, gettext(lang, "No training run"))
     fig = go.Figure()
-    labels = list(dict.fromkeys(frame["strategy"]))
+    strategies = list(dict.fromkeys(frame["strategy"]))
     dashes = ("solid", "dash", "dot", "dashdot", "longdash")
-    for number, label in enumerate(labels):
-        part = frame[frame["strategy"] == label].sort_values("step")
-        fig.add_scatter(x=part["step"], y=part["loss"], mode="lines", name=label,
-                        line=dict(color=strategy_colour(label), width=3 if number == 0 else 2,
+    loss_word = pgettext(lang, "chart axis", "loss")
+    step_word = gettext(lang, "step")
+    for number, strategy in enumerate(strategies):
+        part = frame[frame["strategy"] == strategy].sort_values("step")
+        name = strategy_title(strategy, lang)
+        fig.add_scatter(x=part["step"], y=part["loss"], mode="lines", name=name,
+                        line=dict(color=strategy_colour(strategy), width=3 if number == 0 else 2,
                                   dash=dashes[number % len(dashes)]),
-                        hovertemplate=label + "<br>step %{x}<br>loss %{y:.6f}<extra></extra>")
-    sub = "The curves lie on top of each other"
-    if max_diff is not None:
-        sub += (": identical to the last bit" if max_diff == 0
-                else f": largest difference {max_diff:.2e}")
-    fig.update_layout(title=f"{title}<br><sup>{sub}</sup>", xaxis_title="training step",
-                      yaxis_title="cross-entropy loss", height=440, **LAYOUT)
-    return fig
+                        hovertemplate=(name + "<br>" + step_word + " %{x}<br>" + loss_word
+                                       + " %{y:.6f}<extra></extra>"))
+    fig.update_layout(xaxis_title=gettext(lang, "training step"),
+                      yaxis_title=gettext(lang, "cross-entropy loss"))
+    return _layout(fig, title, 440)
+
+
+def loss_caption(max_diff: float | None, lang: str = "en") -> str:
+    if max_diff is None:
+        return ""
+    if max_diff == 0:
+        return gettext(lang, "The curves lie on top of each other: identical to the last bit.")
+    return gettext(lang, "The curves lie on top of each other: largest difference {diff}.",
+                   diff=f"{max_diff:.2e}")

@@ -21,15 +21,17 @@ from demos.results import Comparison, StrategyResult
 from demos.strategies import SelectivePolicy, StrategySpec, device_refusal, parse_strategy
 from demos.tracker import LiveTracker
 from demos.units import format_bytes
+from i18n import N_
 
 __all__ = ["PAGE_REPEATS", "OutOfMemory", "Step", "compare", "default_limit",
            "saved_tensors_context", "sync", "warm_up"]
 
-TRACKER_METHOD = "live-tensor tracker (TorchDispatchMode)"
-CUDA_METHOD = "CUDA allocator (max_memory_allocated)"
-# Timed steps per strategy on the demo pages: few on a CPU so a slider answers within 2 s
-# (the spread is reported, and a checkpointed step "faster" than none is flagged as noise).
-PAGE_REPEATS = {"cpu": 2, "cuda": 5}
+TRACKER_METHOD = N_("live-tensor tracker (TorchDispatchMode)")
+CUDA_METHOD = N_("CUDA allocator (max_memory_allocated)")
+# Timed steps per strategy on the demo pages, interleaved strategy by strategy: the median
+# and the spread (demos.report.time_spread) are shown, and a difference the spread covers
+# reads "within noise". Seven on a CPU still answer a slider at the default in about 1.5 s.
+PAGE_REPEATS = {"cpu": 7, "cuda": 9}
 CPU_LIMIT_FRACTION = 0.5  # of available memory: the machine is shared
 CUDA_LIMIT_FRACTION = 0.9  # of free GPU memory
 
@@ -242,7 +244,8 @@ def compare(config: ModelConfig, strategies: Sequence[str | StrategySpec], devic
         model = None
         _free_memory(None)
         for i in plans:
-            _refuse(results[i], f"does not fit: the model itself ran out of memory on "
+            _refuse(results[i], "model-oom", {"device": info.label()},
+                    f"does not fit: the model itself ran out of memory on "
                                 f"{info.label()}")
         return comparison
     step = Step(config, model, idx, tgt, dev)
@@ -282,13 +285,17 @@ def _prepare(cfg, spec, info, limit, given_limit, param_bytes):
         measured_by=CUDA_METHOD if kind == "cuda" else TRACKER_METHOD,
         plan=[f"{s.start}-{s.stop - 1} {s.policy or s.mode}" for s in plan or []])
     if plan is None:
+        result.error_id, result.error_args = "budget", {"layers": cfg.layers}
         return result, None
     if not spec.strategy.runs_on(kind):
-        _refuse(result, device_refusal(spec, info.label()))
+        _refuse(result, "device", {"strategy": spec.name, "device": info.label()},
+                device_refusal(spec, info.label()))
         return result, None
     need = param_bytes + pred_peak
     if limit is not None and need > limit:
-        _refuse(result, f"refused before running: predicted {format_bytes(need)} (parameters "
+        _refuse(result, "limit", {"need": need, "params": param_bytes, "peak": pred_peak,
+                                  "limit": limit},
+                f"refused before running: predicted {format_bytes(need)} (parameters "
                         f"{format_bytes(param_bytes)} + step peak {format_bytes(pred_peak)}) "
                         f"is over the limit of {format_bytes(limit)} "
                         f"({_limit_source(info, given_limit)})")
@@ -296,8 +303,21 @@ def _prepare(cfg, spec, info, limit, given_limit, param_bytes):
     return result, plan
 
 
-def _refuse(result: StrategyResult, message: str) -> None:
+REFUSAL_IDS = ("budget", "device", "limit", "oom", "oom-timing", "model-oom")
+
+
+def _refuse(result: StrategyResult, kind: str, numbers: dict, message: str) -> None:
+    """Mark a strategy as not run: `kind` (one of REFUSAL_IDS) and its numbers for the UI
+    to word, `message` the English text for the CLI and the CSV."""
     result.fits, result.error = False, message
+    result.error_id, result.error_args = kind, numbers
+
+
+def refusal_of(result: StrategyResult) -> tuple[str, dict] | None:
+    """(id, numbers) of a refused strategy, or None when it ran (or has no id)."""
+    if result.fits or result.error_id is None:
+        return None
+    return result.error_id, dict(result.error_args)
 
 
 def _reference(step: Step) -> list[torch.Tensor] | None:
@@ -325,10 +345,12 @@ def _measure(step: Step, spec, plan, result: StrategyResult, ref, timeline, info
     if oom.message is not None:  # after the block: the traceback no longer pins tensors
         result.peak_bytes = None
         _free_memory(step.model)
-        _refuse(result, f"does not fit: out of memory on {info.label()} ({oom.message})")
+        _refuse(result, "oom", {"device": info.label()},
+                f"does not fit: out of memory on {info.label()} ({oom.message})")
         return None
     tracker.close()
     result.tracker_peak_bytes = tracker.peak_bytes
+    result.peak_op, result.peak_phase, result.peak_layer = tracker.peak_at or (None,) * 3
     result.activation_bytes = held["activations"]
     result.loss_held_bytes = held["logits"]
     result.breakdown = breakdown
@@ -357,7 +379,8 @@ def _time(step: Step, specs, plans, results, repeats: int) -> None:
                     results[i].step_seconds_runs.append(seconds)
             if oom.message is not None:
                 _free_memory(step.model)
-                _refuse(results[i], f"does not fit: out of memory while timing "
+                _refuse(results[i], "oom-timing", {},
+                        f"does not fit: out of memory while timing "
                                     f"({oom.message})")
     for r in results:
         if r.fits and r.step_seconds_runs:

@@ -46,6 +46,15 @@ class StrategyResult:
     loss_held_bytes: int | None = None  # log-softmax etc., held by the loss
     tracker_peak_bytes: int | None = None  # the tracker's own peak (= peak_bytes on CPU)
     plan: list[str] = field(default_factory=list)  # the segments, e.g. "0-1 checkpoint"
+    # where the step's peak was (the tracker's op, phase and layer there): demos.theory
+    # .peak_cause says what set it
+    peak_op: str | None = None
+    peak_phase: str | None = None
+    peak_layer: int | None = None
+    # a refusal as an id and its numbers (demos.measure.REFUSAL_IDS), worded by the UI;
+    # `error` keeps the English text for the CLI and the CSV
+    error_id: str | None = None
+    error_args: dict = field(default_factory=dict)
 
     def as_dict(self, timeline: bool = False) -> dict:
         d = asdict(self)
@@ -74,7 +83,8 @@ class Comparison:
         rows = []
         for r in self.results:
             row = {k: v for k, v in r.as_dict().items()
-                   if k not in ("timeline", "breakdown", "step_seconds_runs", "plan")}
+                   if k not in ("timeline", "breakdown", "step_seconds_runs", "plan",
+                                 "error_args")}
             row.update({f"{k}_bytes": v for k, v in r.breakdown.items()})
             row["activation_error"] = (
                 (r.activation_bytes - r.predicted_activation_bytes) / r.predicted_activation_bytes

@@ -25,6 +25,8 @@ from demos.budget import dp_plan, greedy_plan
 from demos.config import ConfigError, parse_bytes
 from demos.segments import Segment, sqrt_k
 from demos.units import format_bytes
+from i18n import N_
+from i18n import gettext as i18n_gettext
 
 DEVICES = frozenset({"cpu", "cuda"})
 
@@ -97,10 +99,42 @@ DEFAULT_POLICY = SelectivePolicy.SAVE_MATMULS
 SELECTIVE_POLICIES: dict[str, str] = {p.value: r.description for p, r in POLICIES.items()}
 
 
-def policy(value: str | SelectivePolicy | None) -> PolicyRecord:
-    """The record of a policy ('save-matmuls', or None for the default)."""
+# The same policies on a llama layer (demos.llama): the op lists still fit (its seven
+# linear layers have no bias, so each is one aten.mm; attention is the same fused kernel);
+# what they keep differs. Names: demos.planner.layer_tensors and cached_only_tensors for
+# that kind (16-bit adds "input", "x2" and the norms' fp32 copies; names absent at a dtype
+# simply do not occur). RMSNorm, rotary positions and SiLU are "everything else".
+_LLAMA_OUTPUTS = frozenset(
+    {"input", "x2", "q", "k", "v", "q.rot", "k.rot", "attn.out", "o", "gate", "silu", "up",
+     "gated", "down"}
+    | {f"{n}.{t}" for n in ("ln1", "ln2")
+       for t in ("in32", "pow", "mean", "eps", "rstd", "scaled", "normed", "out")}
+    | {f"rope.{n}.{t}" for n in ("q", "k") for t in ("cos", "neg", "cat", "sin")})
+LLAMA_POLICIES: dict[SelectivePolicy, PolicyRecord] = {
+    SelectivePolicy.SAVE_MATMULS: PolicyRecord(
+        SelectivePolicy.SAVE_MATMULS, POLICIES[SelectivePolicy.SAVE_MATMULS].description,
+        SavedOps.MATMULS, frozenset({"input", "q", "k", "v", "o", "gate", "up", "down"}),
+        ("q", "k", "o", "down"), recomputed_matmuls=(), recomputes_attention=True),
+    SelectivePolicy.SAVE_ATTENTION: PolicyRecord(
+        SelectivePolicy.SAVE_ATTENTION, POLICIES[SelectivePolicy.SAVE_ATTENTION].description,
+        SavedOps.ATTENTION, frozenset({"input", "attn.out", "attn.lse"}), (),
+        # backward needs q, k, v, the residual o feeds, and gate and up (SiLU, product)
+        recomputed_matmuls=("q", "k", "v", "o", "gate", "up"), recomputes_attention=False),
+    SelectivePolicy.SAVE_ALL_BUT_ATTENTION: PolicyRecord(
+        SelectivePolicy.SAVE_ALL_BUT_ATTENTION,
+        POLICIES[SelectivePolicy.SAVE_ALL_BUT_ATTENTION].description,
+        SavedOps.ALL_BUT_ATTENTION, _LLAMA_OUTPUTS,
+        tuple(sorted(_LLAMA_OUTPUTS - {"input"})) + ("output",),
+        recomputed_matmuls=(), recomputes_attention=True),
+}
+
+
+def policy(value: str | SelectivePolicy | None, arch: str = "gpt") -> PolicyRecord:
+    """The record of a policy ('save-matmuls', or None for the default) on a layer of
+    `arch` (demos.config.ARCHS)."""
     try:
-        return POLICIES[SelectivePolicy(value or DEFAULT_POLICY)]
+        return (LLAMA_POLICIES if arch == "llama" else POLICIES)[
+            SelectivePolicy(value or DEFAULT_POLICY)]
     except ValueError:
         raise ConfigError(f"selective policy {value!r} is unknown; allowed: "
                           f"{', '.join(SELECTIVE_POLICIES)}") from None
@@ -168,7 +202,9 @@ class Strategy:
     colour: str  # on every chart
     plan: Callable[[StrategySpec, PlanInputs], list[Segment]]
     cost: str  # what it costs in theory: memory held and recomputation
-    title_template: str = "{id}"  # str.format over the spec's fields and {budget}
+    # the display title, a catalog message (N_) over the spec's fields ({k}, {policy},
+    # {method}, {budget}); "{id}" is the id itself
+    title_template: str = "{id}"
     label_template: str = "{id}"
     parse_args: Callable[[str, list[str]], StrategySpec] | None = None  # None: no argument
     check: Callable[[StrategySpec], None] | None = None  # raises ConfigError on bad args
@@ -293,7 +329,7 @@ STRATEGIES: dict[str, Strategy] = {s.id: s for s in (
         "#0891b2",  # cyan
         _segments_of(lambda spec, n: spec.k or 1),
         cost="holds N/k inputs and one k-layer segment rebuilt; one extra forward",
-        title_template="every-{k}", label_template="every-k:{k}",
+        title_template=N_("every-{k}"), label_template="every-k:{k}",
         parse_args=_parse_k, check=_check_k,
         examples=lambda: ("every-k:2", "every-k:4")),
     Strategy(
@@ -308,7 +344,7 @@ STRATEGIES: dict[str, Strategy] = {s.id: s for s in (
         "#16a34a",  # green
         _selective_plan,
         cost="holds what the policy saves per layer; recomputes only the rest",
-        title_template="selective ({policy})", label_template="selective:{policy}",
+        title_template=N_("selective ({policy})"), label_template="selective:{policy}",
         parse_args=_parse_policy, check=_check_policy,
         examples=lambda: tuple(f"selective:{p}" for p in SELECTIVE_POLICIES)),
     Strategy(
@@ -316,7 +352,8 @@ STRATEGIES: dict[str, Strategy] = {s.id: s for s in (
         "#9333ea",  # purple
         _budget_plan,
         cost="holds at most the budget; recomputes the checkpointed layers",
-        title_template="budget ({method}, {budget})", label_template="budget:{method}:{budget_arg}",
+        title_template=N_("budget ({method}, {budget})"),
+        label_template="budget:{method}:{budget_arg}",
         parse_args=_parse_budget, check=_check_budget,
         examples=lambda: ("budget:dp:40%", "budget:greedy:40%")),
     Strategy(
@@ -334,10 +371,13 @@ FALLBACK_COLOURS = ("#ca8a04", "#0d9488", "#7c3aed", "#dc2626", "#4d7c0f")
 
 
 def title(spec: StrategySpec | str, locale: str = "en") -> str:
-    """The display title of a strategy ('every-4', 'selective (save-matmuls)'): the one
-    place titles are made (a translation hooks in here)."""
+    """The display title of a strategy ('every-4', 'selective (save-matmuls)') in the
+    language `locale` (a code of i18n.languages: "en", "de", "vi"): the one place titles
+    are made, the record's template translated through the catalog."""
     spec = parse_strategy(spec)
-    return spec.strategy.title_template.format(**_fields(spec))
+    fields = {k: v for k, v in _fields(spec).items() if k != "id"}
+    return i18n_gettext(locale, spec.strategy.title_template.replace("{id}", spec.name),
+                        **fields)
 
 
 def colour(text: StrategySpec | str) -> str:

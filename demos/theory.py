@@ -21,6 +21,7 @@ from demos.strategies import (
     StrategySpec,
     parse_strategy,
 )
+from i18n import gettext
 
 
 @dataclass(frozen=True)
@@ -291,28 +292,105 @@ def _selective_recompute_share(cfg: ModelConfig, policy: str | None) -> float:
     return redo / (matmul + attention)
 
 
-def explain_differences(cfg: ModelConfig, device: str = "cpu") -> str:
-    """Why this model's bytes per layer differ from Korthikanti's 34·s·b·h."""
+def explain_differences(cfg: ModelConfig, device: str = "cpu", lang: str = "en") -> str:
+    """Why this model's bytes per layer differ from Korthikanti's 34·s·b·h, in `lang`."""
     ours = predicted_block_bytes(cfg, device)
     sbh = cfg.batch * cfg.seq_len * cfg.hidden
     theirs = korthikanti_layer_bytes(cfg.batch, cfg.seq_len, cfg.hidden, cfg.heads)
     e = cfg.dtype_bytes
+    if cfg.dropout == 0:
+        dropout = gettext(lang, "This model has no dropout, so no masks.")
+    else:
+        dropout = gettext(lang, "This model drops out after attention and after the MLP, not "
+                                "inside attention, so the a·s² mask is absent.")
+        dropout += " " + (gettext(lang, "On the CPU a mask has the activation's dtype.")
+                          if device == "cpu" else gettext(lang, "Masks are 1-byte bool."))
     lines = [
-        f"This model keeps {ours / sbh:.1f}·s·b·h bytes per layer; Korthikanti et al. "
-        f"count 34·s·b·h ({ours / theirs:.2f}x).",
-        f"- Number size: Korthikanti assume 16-bit activations (2 bytes); this run uses "
-        f"{cfg.dtype} ({e} bytes), so each kept tensor costs {e / 2:g}x as much.",
-        "- Dropout: Korthikanti keep 1-byte dropout masks (attention, after attention, after "
-        "the MLP: 2·s·b·h plus 1·a·s²·b). "
-        + ("This model has no dropout, so no masks." if cfg.dropout == 0 else
-           "This model drops out after attention and after the MLP, not inside attention, "
-           "so the a·s² mask is absent; " + ("on the CPU a mask has the activation's dtype."
-                                            if device == "cpu" else "masks are 1-byte bool.")),
-        "- Attention: with fused attention (scaled_dot_product_attention) the s×s scores are "
-        "never stored; only the output and a log-sum-exp per head and token are, so the "
-        "5·a·s²·b term is gone.",
-        "- Kept tensors in units of s·b·h elements: LayerNorm inputs and outputs 4, fused QKV "
-        "3, attention output 1, MLP 4h GELU input and output 8: 16, plus LayerNorm "
-        "statistics and the log-sum-exp (b·s numbers each).",
+        gettext(lang, "This model keeps {ours:.1f}·s·b·h bytes per layer; Korthikanti et al. "
+                      "count 34·s·b·h ({ratio:.2f}×).", ours=ours / sbh, ratio=ours / theirs),
+        "- " + gettext(lang, "Number size: Korthikanti assume 16-bit activations (2 bytes); "
+                             "this run uses {dtype} ({bytes} bytes), so each kept tensor costs "
+                             "{factor}× as much.", dtype=cfg.dtype, bytes=e, factor=f"{e / 2:g}"),
+        "- " + gettext(lang, "Dropout: Korthikanti keep 1-byte dropout masks (attention, after "
+                             "attention, after the MLP: 2·s·b·h plus 1·a·s²·b).") + " " + dropout,
+        "- " + gettext(lang, "Attention: with fused attention (scaled_dot_product_attention) "
+                             "the s×s scores are never stored; only the output and a "
+                             "log-sum-exp per head and token are, so the 5·a·s²·b term is "
+                             "gone."),
+        "- " + gettext(lang, "Kept tensors in units of s·b·h elements: LayerNorm inputs and "
+                             "outputs 4, fused QKV 3, attention output 1, MLP 4h GELU input and "
+                             "output 8: 16, plus LayerNorm statistics and the log-sum-exp (b·s "
+                             "numbers each)."),
     ]
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- what sets a peak
+
+LOSS_OPS = ("softmax", "nll_loss", "cross_entropy")
+PEAK_PARTS = ("activations", "logits", "gradients", "temporaries")
+# the parts checkpointing can lower: what the forward keeps (and, in backward, rebuilds)
+LOWERED_BY_CHECKPOINTING = frozenset({"activations"})
+
+
+@dataclass(frozen=True)
+class PeakCause:
+    """Where a measured step peaked and which part of memory set the peak: ids and
+    numbers from the run, worded by the UI.
+
+    `where`: forward | loss | loss-backward (the loss's gradient, backward's first ops) |
+    recompute | backward (of `layer`) | head-backward (embedding and LM head, outside the
+    layers). `part`: the largest of PEAK_PARTS at the peak, `part_bytes` its bytes."""
+
+    strategy: str
+    where: str
+    layer: int | None
+    op: str | None
+    peak_bytes: int
+    part: str
+    part_bytes: int
+
+    @property
+    def share(self) -> float:
+        return self.part_bytes / self.peak_bytes if self.peak_bytes else 0.0
+
+    @property
+    def checkpointing_lowers_it(self) -> bool:
+        return self.part in LOWERED_BY_CHECKPOINTING
+
+
+def peak_where(phase: str | None, layer: int | None, op: str | None) -> str:
+    """The place of a peak as an id (see PeakCause.where)."""
+    if phase == "loss":
+        return "loss"
+    if phase in ("forward", "recompute"):
+        return phase
+    if layer is not None:
+        return "backward"
+    if op is not None and any(name in op for name in LOSS_OPS):
+        return "loss-backward"
+    return "head-backward"
+
+
+def peak_cause(result) -> PeakCause | None:
+    """What set a measured result's peak (a demos.results.StrategyResult), from the
+    tracker's breakdown at the peak and the op there; None when it did not run."""
+    if not result.fits or result.peak_bytes is None or not result.breakdown:
+        return None
+    parts = {p: int(result.breakdown.get(p, 0) or 0) for p in PEAK_PARTS}
+    part = max(parts, key=lambda p: parts[p])
+    return PeakCause(result.strategy, peak_where(result.peak_phase, result.peak_layer,
+                                                 result.peak_op),
+                     result.peak_layer, result.peak_op, int(result.peak_bytes), part,
+                     parts[part])
+
+
+def shared_peaks(results) -> list[list[str]]:
+    """Groups (two or more) of checkpointing strategies that reached exactly the same
+    peak: a sign that something checkpointing does not touch sets it."""
+    groups: dict[int, list[str]] = {}
+    for r in results:
+        if r.fits and r.peak_bytes is not None and not strategies.parse_strategy(
+                r.strategy).strategy.baseline:
+            groups.setdefault(int(r.peak_bytes), []).append(r.strategy)
+    return [names for names in groups.values() if len(names) > 1]

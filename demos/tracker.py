@@ -136,6 +136,11 @@ class LiveTracker(TorchDispatchMode):
         return out
 
     @property
+    def peak_at(self) -> tuple[str, str, int | None] | None:
+        """(op, phase, layer) at the peak, or None before any op."""
+        return self._peak_at
+
+    @property
     def peak_op(self) -> str | None:
         """The op at the peak, with its phase and layer (formatted only when asked)."""
         if self._peak_at is None:

@@ -15,22 +15,26 @@ import streamlit as st
 from demos import strategies
 from demos.config import DTYPES_FOR_DEVICE, ModelConfig, demo_default, slider_ranges
 from demos.device import DeviceInfo
+from i18n import N_
 from ui import query
-from ui.demo_runner import device, device_noun
+from ui.demo_runner import device
+from ui.i18n import t
 
 LABELS: dict[str, tuple[str, str]] = {
-    # query name -> (slider label, help)
-    "layers": ("Layers", "Transformer blocks: activation memory grows with each one."),
-    "hidden": ("Hidden size", "Width of the residual stream (h)."),
-    "heads": ("Attention heads", "Must divide the hidden size."),
-    "seq": ("Sequence length", "Tokens per sample (s)."),
-    "batch": ("Batch", "Samples per step (b)."),
-    "vocab": ("Vocabulary", "Tokens the LM head scores: the logits are b·s·vocab numbers."),
+    # query name -> (slider label, help): catalog messages, translated where shown
+    "layers": (N_("Layers"), N_("Transformer blocks: activation memory grows with each one.")),
+    "hidden": (N_("Hidden size"), N_("Width of the residual stream (h).")),
+    "heads": (N_("Attention heads"), N_("Must divide the hidden size.")),
+    "seq": (N_("Sequence length"), N_("Tokens per sample (s).")),
+    "batch": (N_("Batch"), N_("Samples per step (b).")),
+    "vocab": (N_("Vocabulary"), N_("Tokens the LM head scores: the logits are b·s·vocab "
+                                   "numbers.")),
 }
 MODEL_FIELDS = ("layers", "hidden", "heads", "seq", "batch", "vocab", "dtype")
 
 TRAINING_DEFAULT = ModelConfig(layers=4, hidden=64, heads=4, seq_len=32, batch=8, vocab=128)
-FIT_DEFAULT = ModelConfig(layers=8, hidden=256, heads=4, seq_len=128, batch=1, vocab=4096)
+# activations outweigh the logits (b·s·h·layers against b·s·V), as in demo_default
+FIT_DEFAULT = ModelConfig(layers=8, hidden=128, heads=4, seq_len=256, batch=1, vocab=1024)
 FIT_STRATEGIES = ("none", "every-layer", "selective:save-matmuls")
 
 
@@ -52,7 +56,7 @@ def model_controls(fields: Sequence[str] = MODEL_FIELDS, *, columns: int = 4,
     info = device()
     base = (defaults or default_config(info)).replace(**overrides)
     ranges = slider_ranges(info.kind)
-    where = f"on this {device_noun(info.kind)}"
+    where = t("on this GPU") if info.kind == "cuda" else t("on this CPU")
     values: dict[str, Any] = {}
     cells: list = []
     for number, name in enumerate(fields):
@@ -61,16 +65,16 @@ def model_controls(fields: Sequence[str] = MODEL_FIELDS, *, columns: int = 4,
         with cells[number % columns]:
             if name == "dtype":
                 options = DTYPES_FOR_DEVICE[info.kind]
-                values["dtype"] = query.choice("dtype", "Number format", options, base.dtype,
-                                               where=where,
-                                               help="Bytes per number: 4 for float32, 2 for "
-                                                    "bfloat16/float16.")
+                values["dtype"] = query.choice("dtype", t("Number format"), options,
+                                               base.dtype, where=where,
+                                               help=t("Bytes per number: 4 for float32, 2 for "
+                                                      "bfloat16/float16."))
                 continue
             field = query.CONFIG_FIELDS[name]
             lo, hi, step = ranges[field]
             label, help_text = LABELS[name]
-            values[field] = query.int_slider(name, label, int(lo), int(hi), int(step),
-                                             int(getattr(base, field)), help=help_text,
+            values[field] = query.int_slider(name, t(label), int(lo), int(hi), int(step),
+                                             int(getattr(base, field)), help=t(help_text),
                                              where=where)
     return base.replace(**values)
 
@@ -82,11 +86,12 @@ def strategy_options(kind: str | None = None) -> list[str]:
 
 
 def strategy_picker(default: Sequence[str], *, name: str = "strategy",
-                    label: str = "Strategies to compare with none",
+                    label: str | None = None,
                     options: Sequence[str] | None = None) -> tuple[str, ...]:
     """Multiselect bound to ?strategy=a,b; `none` is always measured as the baseline."""
     options = list(options or strategy_options())
-    picked = query.multi_choice(name, label, options, default, implied=("none",),
+    picked = query.multi_choice(name, label or t("Strategies to compare with none"), options,
+                                default, implied=("none",),
                                 help="\n\n".join(f"**{o}**: {strategies.describe(o)}"
                                                for o in options))
     return ("none", *picked)
@@ -106,6 +111,6 @@ def budget_range(info: DeviceInfo | None = None) -> tuple[int, int, int, int]:
 def budget_help(info: DeviceInfo | None = None) -> str:
     info = info or device()
     if info.kind == "cuda":
-        return "Defaults to the GPU's free memory right now."
-    return ("The CPU has no fixed memory limit for this demo, so the budget plays the part of "
-            "a GPU's memory: a run whose measured peak exceeds it does not fit.")
+        return t("Defaults to the GPU's free memory right now.")
+    return t("The CPU has no fixed memory limit for this demo, so the budget plays the part "
+             "of a GPU's memory: a run whose measured peak exceeds it does not fit.")

@@ -1,5 +1,6 @@
 """The four sweeps of the curves page: what each varies, over which values, and what it
-teaches. Pure data and figure choice; the running goes through ui.demo_runner."""
+teaches. Pure data and figure choice; the running goes through ui.demo_runner. Texts are
+catalog messages (N_), translated where they are shown."""
 
 from __future__ import annotations
 
@@ -12,18 +13,21 @@ import plotly.graph_objects as go
 
 from demos.config import ModelConfig
 from demos.figures import segment_figure, sweep_figure
+from i18n import N_, gettext
 
-# label -> (measured column, theory column, axis title)
-MEMORY_METRICS: dict[str, tuple[str, str, str]] = {
-    "held": ("activation_bytes", "predicted_activation_bytes", "Activations held for backward"),
-    "peak": ("peak_bytes", "predicted_peak_bytes", "Peak memory above the parameters"),
+# id -> (measured column, theory column, axis title, choice label)
+MEMORY_METRICS: dict[str, tuple[str, str, str, str]] = {
+    "held": ("activation_bytes", "predicted_activation_bytes",
+             N_("Activations held for backward"), N_("held for backward")),
+    "peak": ("peak_bytes", "predicted_peak_bytes", N_("Peak memory above the parameters"),
+             N_("peak")),
 }
 
 
 @dataclass(frozen=True)
 class Curve:
     title: str
-    vary: str  # the sweep's parameter: layers, seq_len, batch or k
+    vary: str  # the sweep's parameter: layers, seq_len, batch or k (layers per segment)
     x_title: str
     fixes: tuple[str, ...]  # query names without a slider (the swept one)
     base: ModelConfig
@@ -34,8 +38,8 @@ class Curve:
     def values(self, config: ModelConfig) -> tuple[int, ...]:
         return self.points(config)
 
-    def values_text(self, config: ModelConfig) -> str:
-        return f"{self.x_title} = " + ", ".join(map(str, self.values(config)))
+    def values_text(self, config: ModelConfig, lang: str = "en") -> str:
+        return f"{gettext(lang, self.x_title)} = " + ", ".join(map(str, self.values(config)))
 
 
 def _divisors_up_to(layers: int) -> tuple[int, ...]:
@@ -52,11 +56,11 @@ _SMALL = ModelConfig(layers=8, hidden=128, heads=4, seq_len=64, batch=2, vocab=1
 
 CURVES: dict[str, Curve] = {
     "depth": Curve(
-        title="Depth: layers 2 … 32",
-        vary="layers", x_title="layers N", fixes=("layers",), base=_SMALL,
+        title=N_("Depth: layers 2 … 32"),
+        vary="layers", x_title=N_("layers N"), fixes=("layers",), base=_SMALL,
         strategies=("none", "every-layer", "sqrt"),
         points=lambda c: (2, 4, 8, 16, 24, 32),
-        explanation=(
+        explanation=N_(
             "Without checkpointing the bytes held for backward grow in step with depth: "
             "**O(N)**, a whole layer's internals per layer. `sqrt` keeps one input per "
             "segment of about √N layers, so its held bytes grow like **O(√N)** while the peak "
@@ -68,36 +72,37 @@ CURVES: dict[str, Curve] = {
             "for all three; the checkpointed lines are steeper by the extra forward."),
     ),
     "segment": Curve(
-        title="Segment size k at a fixed depth",
-        vary="k", x_title="layers per segment k", fixes=(), base=_SMALL.replace(layers=16),
-        strategies=("every-k",),
+        title=N_("Layers per segment k at a fixed depth"),
+        vary="k", x_title=N_("layers per segment k"), fixes=(),
+        base=_SMALL.replace(layers=16), strategies=("every-k",),
         points=lambda c: _divisors_up_to(c.layers),
-        explanation=(
-            "Each segment keeps its input (a boundary) and is rebuilt whole in backward. "
-            "Small k keeps many boundaries (the diamonds fall with k); large k rebuilds a big "
-            "segment at once (the peak rises with k). In general the peak is U-shaped, with its "
-            "bottom at k ≈ √(N · boundary size / layer size) (Chen et al.). A transformer "
-            "block's internals are about 16× its input, so for N ≤ 32 the bottom sits at "
-            "k ≈ 1: the curve mostly rises, and **checkpointing every layer beats √N "
-            "segments**. √N segments win when a layer's internals are about as small as its "
-            "input, as in the plain chains Chen et al. analysed, or at hundreds of layers."),
+        explanation=N_(
+            "Here k is the number of **layers per segment**; N/k segments. Each segment keeps "
+            "its input (a boundary) and is rebuilt whole in backward. Small k keeps many "
+            "boundaries (the diamonds fall with k); large k rebuilds a big segment at once "
+            "(the peak rises with k). In general the peak is U-shaped, with its bottom at "
+            "k ≈ √(N · boundary size / layer size) (Chen et al.). A transformer block's "
+            "internals are about 16× its input, so for N ≤ 32 the bottom sits at k ≈ 1: the "
+            "curve mostly rises, and **checkpointing every layer beats √N segments**. √N "
+            "segments win when a layer's internals are about as small as its input, as in "
+            "the plain chains Chen et al. analysed, or at hundreds of layers."),
     ),
     "seq": Curve(
-        title="Sequence length",
-        vary="seq_len", x_title="sequence length s (tokens)", fixes=("seq",), base=_SMALL,
+        title=N_("Sequence length"),
+        vary="seq_len", x_title=N_("sequence length s (tokens)"), fixes=("seq",), base=_SMALL,
         strategies=("none", "every-layer", "selective:save-matmuls"),
         points=lambda c: (32, 64, 128, 256, 512),
-        explanation=(
+        explanation=N_(
             "With fused attention the held bytes grow linearly in s (no s² attention matrix is "
             "stored); checkpointing divides the slope. Time grows a little faster than "
             "linearly because attention itself costs s² FLOPs."),
     ),
     "batch": Curve(
-        title="Batch",
-        vary="batch", x_title="batch b", fixes=("batch",), base=_SMALL,
+        title=N_("Batch"),
+        vary="batch", x_title=N_("batch b"), fixes=("batch",), base=_SMALL,
         strategies=("none", "every-layer", "selective:save-matmuls"),
         points=lambda c: (1, 2, 4, 8),
-        explanation=(
+        explanation=N_(
             "Every activation is proportional to the batch, so memory is a straight line in b "
             "for every strategy; checkpointing lowers the slope. The freed memory buys a "
             "larger batch at the same peak: see *What fits in memory*."),
@@ -105,20 +110,34 @@ CURVES: dict[str, Curve] = {
 }
 
 
-def curve_figure(name: str, frame: pd.DataFrame, config: ModelConfig, metric: str
-                 ) -> go.Figure:
+def curve_figure(name: str, frame: pd.DataFrame, config: ModelConfig, metric: str,
+                 lang: str = "en") -> go.Figure:
     curve = CURVES[name]
     if curve.vary == "k":  # both memory measures: the trade-off is between them
-        return segment_figure(frame, config.layers, x=_x_column(frame, curve))
-    measured, theory, memory_title = MEMORY_METRICS[metric]
+        return segment_figure(frame, config.layers, x=_x_column(frame, curve), lang=lang)
+    measured, theory, memory_title, _ = MEMORY_METRICS[metric]
     reference = None
     if curve.vary == "layers":  # what every-layer rebuilds at a time, whatever the depth
         from demos.theory import predicted_block_bytes
 
-        reference = ("one layer's internals", float(predicted_block_bytes(config)))
-    return sweep_figure(frame, _x_column(frame, curve), curve.x_title, memory=measured,
-                        theory=theory, memory_title=memory_title, reference=reference,
-                        title=f"{curve.title}: {memory_title.lower()} and step time")
+        reference = (gettext(lang, "one layer's internals"),
+                     float(predicted_block_bytes(config)))
+    return sweep_figure(frame, _x_column(frame, curve), gettext(lang, curve.x_title),
+                        memory=measured, theory=theory,
+                        memory_title=gettext(lang, memory_title), reference=reference,
+                        title=gettext(lang, curve.title), lang=lang)
+
+
+def curve_caption(name: str, frame: pd.DataFrame, config: ModelConfig, lang: str = "en"
+                  ) -> str:
+    """What the chart shows, read from it: for the segment sweep, where the lowest peak is;
+    for the others, how the dots and dashed lines are drawn."""
+    curve = CURVES[name]
+    if curve.vary == "k":
+        from demos.figures import segment_verdict
+
+        return segment_verdict(frame, config.layers, x=_x_column(frame, curve), lang=lang)
+    return gettext(lang, "Dots: measured · dashed lines: theory.")
 
 
 def _x_column(frame: pd.DataFrame, curve: Curve) -> str:

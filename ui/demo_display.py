@@ -1,125 +1,235 @@
 """The Streamlit pieces that show a demo's results.
 
-The headline metrics, the per-strategy peaks, the refusals explained, the "measured on
-<device> by <method>" caption, the CSV download, the theory notes, and the pause that
-lets the numbers reach the screen before the charts. The tables and strings they show
-come from demos.report.
+The headline metrics, where each peak is and what set it, the refusals explained, the
+"measured on <device> by <method>" caption, the CSV download, the theory notes, the
+charts (built once per config and language, shared by every session) and the pause that
+lets the numbers reach the screen before the charts. The tables and sentences come from
+demos.report and demos.figures in the session's language.
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
+from demos import report
 from demos.config import ModelConfig
 from demos.report import baseline_and_best, gradient_badge, gradient_match, timing_note
 from demos.results import Comparison, StrategyResult
 from demos.units import format_bytes, format_ms
+from i18n import N_
 from ui.demo_runner import device
+from ui.i18n import babel_locale, current_language, t
 
 NUMBERS_FIRST_PAUSE_S = 0.3
+FIGURE_CACHE_ENTRIES = 256
+
+
+# ---------------------------------------------------------------- charts, cached
+
+
+@st.cache_resource(max_entries=FIGURE_CACHE_ENTRIES, show_spinner=False)
+def _figure(name: str, key: Hashable, lang: str, _build: Callable[[], go.Figure]) -> go.Figure:
+    """One built figure per (name, config key, language), shared by every session: a
+    figure is built once, however many learners look at it."""
+    return _build()
+
+
+def chart(name: str, key: Hashable, build: Callable[[str], go.Figure],
+          where: DeltaGenerator | None = None) -> None:
+    """Draw the figure `build(lang)` makes for `key` (a hashable description of the run:
+    config, strategies, options), built once per key and language."""
+    lang = current_language()
+    figure = _figure(name, key, lang, lambda: build(lang))
+    (where or st).plotly_chart(figure, config={"displaylogo": False})
+
+
+# ---------------------------------------------------------------- headline numbers
 
 
 def headline(results: Sequence[StrategyResult]) -> None:
-    """Three numbers: the most memory a strategy saved, what it cost in time, and whether
-    its gradients match the baseline's."""
+    """Three numbers: the most memory a strategy saved, what it cost in time (or "within
+    noise"), and whether its gradients match the baseline's."""
+    lang, loc = current_language(), babel_locale()
     base, best = baseline_and_best(results)
     if base is not None and len(results) == 1:  # the learner cleared every strategy
-        st.info("Only the baseline (none) was measured: pick a strategy above to compare "
-                "with it.", icon=":material/arrow_upward:")
+        st.info(t("Only the baseline (none) was measured: pick a strategy above to compare "
+                  "with it."), icon=":material/arrow_upward:")
     if base is None or best is None:
         return
+    name = report.label(best, lang)
     saved = 1 - best.peak_bytes / base.peak_bytes
     cells = st.columns(3)
-    change = f"{-saved:+.0%}"
-    if change in ("+0%", "-0%"):  # a tiny model: no saving worth a signed percentage
-        cells[0].metric(f"Peak memory with {best.label}", format_bytes(best.peak_bytes),
-                        delta=f"same as none ({format_bytes(base.peak_bytes)})",
-                        delta_color="off", delta_arrow="off", help=PEAK_HELP)
+    peak_label = t("Peak memory with {strategy}", strategy=name)
+    if round(saved, 2) == 0:  # a tiny model: no saving worth a signed percentage
+        cells[0].metric(peak_label, format_bytes(best.peak_bytes, locale=loc),
+                        delta=t("same as none ({size})",
+                                size=format_bytes(base.peak_bytes, locale=loc)),
+                        delta_color="off", delta_arrow="off", help=t(PEAK_HELP))
     else:
-        cells[0].metric(f"Peak memory with {best.label}", format_bytes(best.peak_bytes),
-                        delta=f"{change} vs none ({format_bytes(base.peak_bytes)})",
-                        delta_color="inverse", help=PEAK_HELP)
-    if best.step_seconds and base.step_seconds:
-        ratio = best.step_seconds / base.step_seconds
-        cells[1].metric(f"Step time with {best.label}", format_ms(best.step_seconds),
-                        delta=f"{ratio - 1:+.0%} vs none ({format_ms(base.step_seconds)})",
-                        delta_color="inverse")
+        cells[0].metric(peak_label, format_bytes(best.peak_bytes, locale=loc),
+                        delta=t("{change:.0%} vs none ({size})", change=-saved,
+                                size=format_bytes(base.peak_bytes, locale=loc)),
+                        delta_color="inverse", help=t(PEAK_HELP))
+    time_metric(cells[1], best, base)
     gradient_metric(cells[2], best)
 
 
-PEAK_HELP = ("The highest point of the step, counted above the parameters, which every "
-             "strategy holds alike (the stacked chart 'What the memory holds at the peak' "
-             "adds them back).")
+PEAK_HELP = N_("The highest point of the step, counted above the parameters, which every "
+               "strategy holds alike (the stacked chart 'What memory holds at the peak' adds "
+               "them back).")
+
+
+def time_metric(cell: DeltaGenerator, result: StrategyResult, base: StrategyResult) -> None:
+    """The step time of `result` against none's: a red delta only when it is slower beyond
+    the spread of the runs, "within noise" (grey, no arrow) otherwise; never green."""
+    loc = babel_locale()
+    verdict, ratio = report.time_verdict(result, base)
+    if verdict == "unknown":
+        return
+    label = t("Step time with {strategy}", strategy=report.label(result, current_language()))
+    value = report.time_text(result, current_language())
+    if verdict == "slower" and ratio is not None:
+        cell.metric(label, value, delta=t("{change:.0%} vs none ({time})", change=ratio - 1,
+                                          time=format_ms(base.step_seconds, locale=loc)),
+                    delta_color="inverse", help=t(TIME_HELP))
+    else:
+        cell.metric(label, value, delta=t("within noise of none ({time})",
+                                          time=format_ms(base.step_seconds, locale=loc)),
+                    delta_color="off", delta_arrow="off", help=t(TIME_HELP))
+
+
+TIME_HELP = N_("Median of the timed steps; in brackets the middle half of the runs. When "
+               "the ranges of two strategies overlap, the difference is within the timing "
+               "noise of a shared machine.")
 
 
 def parameters_note(comparison: Comparison) -> None:
     """Say what "peak memory" leaves out, so it squares with the stacked chart."""
     if comparison.parameter_bytes:
-        st.caption(f"Peak memory and activations are counted above the parameters "
-                   f"({format_bytes(comparison.parameter_bytes)} here, the same for every "
-                   "strategy); the stacked chart below adds them back.")
+        st.caption(t("Peak memory and activations are counted above the parameters ({size} "
+                     "here, the same for every strategy); the stacked chart below adds them "
+                     "back.", size=format_bytes(comparison.parameter_bytes,
+                                                locale=babel_locale())))
 
 
 def gradient_metric(cell: DeltaGenerator, result: StrategyResult) -> None:
     """The 'Gradients vs none' metric: the short badge, the full verdict on hover."""
-    cell.metric("Gradients vs none", gradient_badge(result), help=gradient_match(result))
+    lang = current_language()
+    cell.metric(t("Gradients vs none"), gradient_badge(result, lang),
+                help=gradient_match(result, lang))
 
 
-def peak_summary(results: Sequence[StrategyResult]) -> None:
-    """One line per strategy: its peak and where in the step it happened."""
-    lines = []
-    for r in results:
-        if not r.fits or not r.timeline:
-            continue
-        top = max(r.timeline, key=lambda p: p.live_bytes)
-        where = f"{top.phase}" + (f", layer {top.layer}" if top.layer is not None else "")
-        lines.append(f"- **{r.label}**: peak {format_bytes(top.live_bytes)} at op {top.index} "
-                     f"(`{top.op}`, {where})")
-    if lines:
-        st.markdown("\n".join(lines))
+def peak_explanations(results: Sequence[StrategyResult]) -> None:
+    """Per strategy: where its peak is and which part of memory set it (from the run), and
+    a note when several strategies reach the very same peak."""
+    lang = current_language()
+    lines = [line for line in (report.peak_sentence(r, lang) for r in results) if line]
+    if not lines:
+        return
+    st.markdown("**" + t("Where the peak is, and what sets it") + "**")
+    st.markdown("\n".join(f"- {line}" for line in lines))
+    for note in report.shared_peak_notes(results, lang):
+        st.info(note, icon=":material/info:")
+
+
+# ---------------------------------------------------------------- refusals and notes
+
+REFUSALS: dict[str, str] = {
+    "budget": N_("the byte budget is too small for {layers} layers: even checkpointing every "
+                 "layer needs more."),
+    "device": N_("{strategy} needs a CUDA GPU; this device is {device}."),
+    "limit": N_("refused before running: predicted {need} (parameters {params} + step peak "
+                "{peak}) is over the limit of {limit}."),
+    "oom": N_("out of memory on {device}."),
+    "oom-timing": N_("out of memory while timing."),
+    "model-oom": N_("the model itself ran out of memory on {device}."),
+}
+
+
+def refusal_text(result: StrategyResult) -> str:
+    """The engine's refusal of a strategy, worded in the session's language from its id
+    and numbers (demos.measure.refusal_of); the engine's own text when it has none."""
+    from demos.measure import refusal_of
+
+    found = refusal_of(result)
+    if found is None:
+        return str(result.error or "")
+    kind, numbers = found
+    loc = babel_locale()
+    params = {k: format_bytes(v, locale=loc) if k in ("need", "params", "peak", "limit") else v
+              for k, v in numbers.items()}
+    return t(REFUSALS[kind], **params)
 
 
 def show_refusals(results: Sequence[StrategyResult]) -> None:
     """Explain each strategy that did not fit (OOM or guard refusal)."""
+    lang = current_language()
     for result in results:
         if not result.fits:
-            st.warning(f"**{result.label}** does not fit: {result.error}",
+            st.warning(t("**{strategy}** does not fit: {reason}",
+                         strategy=report.label(result, lang), reason=refusal_text(result)),
                        icon=":material/memory:")
 
 
 def show_fit_notes(frame: pd.DataFrame, field: str) -> None:
     """Say why a strategy has no confirmed size (nothing fits, or the real run was over
-    the budget), instead of leaving its row and bars blank."""
-    name = "batch" if field == "batch" else "sequence length"
+    the budget), and when a size reached the search's upper limit, instead of leaving
+    its row and bars blank or a cap unexplained."""
+    from demos.config import LIMITS
+
+    lang = current_language()
+    name = report.field_name(field, lang)
+    cap = int(LIMITS[field][1])
+    capped = [report.label_of(s, lang) for s, v in zip(frame["strategy"],
+                                                        frame["value_predicted"], strict=True)
+              if pd.notna(v) and int(v) >= cap]
+    if capped:
+        st.info(t("{strategies}: the search stops at the largest {name} the engine allows, "
+                  "{cap:,}; the budget would allow more.", strategies=", ".join(capped),
+                  name=name, cap=cap), icon=":material/vertical_align_top:")
     missing = frame[frame["value_confirmed"].isna()]
     if missing.empty:
         return
     if len(missing) == len(frame):
-        st.warning(f"Nothing fits: not even the smallest {name} trains within this budget with "
-                   "any strategy. Raise the budget or make the model smaller.",
-                   icon=":material/block:")
+        st.warning(t("Nothing fits: not even the smallest {name} trains within this budget "
+                     "with any strategy. Raise the budget or make the model smaller.",
+                     name=name), icon=":material/block:")
+    loc = babel_locale()
+    smallest = int(LIMITS[field][0])
     for row in missing.itertuples():
-        note = str(row.note or "no size fits the budget").replace("seq_len=", "seq=")
-        st.caption(f":material/block: **{row.strategy}**: {note}.")
+        if pd.isna(row.value_predicted):
+            reason = t("even {name} {smallest} needs {need}, over the budget of {budget}",
+                       name=name, smallest=smallest,
+                       need=format_bytes(row.predicted_total_bytes, locale=loc),
+                       budget=format_bytes(row.budget_bytes, locale=loc))
+        else:
+            reason = t("the real run at {name} {value:,} measured over the budget",
+                       name=name, value=int(row.value_predicted))
+        st.caption(f":material/block: **{report.label_of(row.strategy, lang)}**: {reason}.")
 
 
 def measured_caption(device_label: str, methods: Sequence[str], extra: str = "") -> None:
     """'Measured on CPU (...) by <method>' under every demo."""
     # A strategy that did not run has no method (None, or NaN in a frame): skip it.
-    unique = ", ".join(dict.fromkeys(m for m in methods if isinstance(m, str) and m)
-                       ) or "the engine"
-    st.caption(f":material/science: Measured on this run on **{device_label}** by {unique}."
+    unique = ", ".join(t(m) for m in dict.fromkeys(m for m in methods
+                                                    if isinstance(m, str) and m))
+    st.caption(":material/science: " + t("Measured on this run on **{device}** by {methods}.",
+                                         device=device_label,
+                                         methods=unique or t("the engine"))
                + (f" {extra}" if extra else ""))
 
 
 def comparison_caption(comparison: Comparison) -> None:
     methods = [r.measured_by for r in comparison.results]
-    measured_caption(comparison.device.label(), methods, timing_note(comparison.results))
+    measured_caption(comparison.device.label(), methods,
+                     timing_note(comparison.results, current_language()))
 
 
 def paint_numbers_first() -> None:
@@ -136,15 +246,40 @@ def paint_numbers_first() -> None:
         time.sleep(NUMBERS_FIRST_PAUSE_S)
 
 
-def download(frame: pd.DataFrame, name: str, label: str = "Download the results (CSV)") -> None:
-    st.download_button(label, frame.to_csv(index=False).encode(), file_name=f"{name}.csv",
-                       mime="text/csv", on_click="ignore", icon=":material/download:",
-                       key=f"download-{name}")
+def download(frame: pd.DataFrame, name: str, label: str | None = None) -> None:
+    """The results as CSV, column names in the session's language."""
+    data = report.csv_frame(frame, current_language()).to_csv(index=False).encode()
+    st.download_button(label or t("Download the results (CSV)"), data,
+                       file_name=f"{name}.csv", mime="text/csv", on_click="ignore",
+                       icon=":material/download:", key=f"download-{name}")
 
 
 def theory_notes(config: ModelConfig) -> None:
     """Why this model's measured bytes differ from the published formula."""
     from demos.theory import explain_differences
 
-    with st.expander("Why the measurement differs from Korthikanti et al.'s 34·s·b·h"):
-        st.markdown(explain_differences(config, device().kind))
+    with st.expander(t("Why the measurement differs from Korthikanti et al.'s 34·s·b·h")):
+        st.markdown(explain_differences(config, device().kind, current_language()))
+
+
+def table(frame: pd.DataFrame) -> None:
+    """A table that fits a phone: the columns wrap, and a wide one scrolls sideways."""
+    st.table(frame, hide_index=True, border="horizontal")
+
+
+def note(text: str) -> None:
+    """A caption that says what a chart shows (empty text: nothing)."""
+    if text:
+        st.caption(text)
+
+
+
+def fingerprint(data: Comparison | pd.DataFrame) -> str:
+    """What identifies a measured result for the figure cache: the numbers themselves, so
+    a re-measured config (other step times) never shows an old figure."""
+    if isinstance(data, Comparison):
+        text = repr([(r.strategy, r.fits, r.peak_bytes, r.activation_bytes,
+                      r.step_seconds_runs, len(r.timeline or ())) for r in data.results])
+    else:
+        text = data.to_csv(index=False)
+    return hashlib.sha1(text.encode()).hexdigest()

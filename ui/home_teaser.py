@@ -5,10 +5,11 @@ from __future__ import annotations
 import streamlit as st
 
 from demos.report import baseline_and_best
-from demos.units import format_bytes, format_ms
+from demos.units import format_bytes
 from ui.demo_controls import default_config
-from ui.demo_display import comparison_caption, gradient_metric, show_refusals
+from ui.demo_display import comparison_caption, gradient_metric, show_refusals, time_metric
 from ui.demo_runner import run_compare
+from ui.i18n import babel_locale, fmt_percent, t
 
 
 def home_teaser() -> None:
@@ -24,15 +25,14 @@ def home_teaser() -> None:
         return
     saved = base.peak_bytes - best.peak_bytes
     cells = st.columns(3)
-    cells[0].metric("Peak memory saved by checkpointing every layer", format_bytes(saved),
-                    delta=f"{-saved / base.peak_bytes:+.0%}", delta_color="inverse")
-    if best.step_seconds and base.step_seconds:
-        ratio = best.step_seconds / base.step_seconds
-        cells[1].metric("Time it costs per step",
-                        format_ms(best.step_seconds - base.step_seconds),
-                        delta=f"{ratio - 1:+.0%}", delta_color="inverse")
+    cells[0].metric(t("Peak memory saved by checkpointing every layer"),
+                    format_bytes(saved, locale=babel_locale()),
+                    delta=fmt_percent(-saved / base.peak_bytes),
+                    delta_color="inverse")
+    time_metric(cells[1], best, base)
     gradient_metric(cells[2], best)
     comparison_caption(comparison)
-    st.caption(f"Model: {config.layers} layers, hidden {config.hidden}, {config.heads} heads, "
-               f"{config.seq_len} tokens × batch {config.batch}, vocabulary {config.vocab}, "
-               f"{config.dtype}.")
+    st.caption(t("Model: {layers} layers, hidden {hidden}, {heads} heads, {seq:,} tokens × "
+                 "batch {batch}, vocabulary {vocab:,}, {dtype}.", layers=config.layers,
+                 hidden=config.hidden, heads=config.heads, seq=config.seq_len,
+                 batch=config.batch, vocab=config.vocab, dtype=config.dtype))

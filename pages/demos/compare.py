@@ -3,17 +3,23 @@
 import streamlit as st
 
 from demos import report
-from demos.figures import activation_theory_figure, breakdown_figure, peak_and_time_figure
+from demos.figures import (
+    activation_caption,
+    activation_theory_figure,
+    breakdown_caption,
+    breakdown_figure,
+    peak_and_time_figure,
+)
 from ui import demo_controls as controls
 from ui import demo_display as display
 from ui import demo_runner as runner
+from ui.i18n import current_language, t
 
-st.title("Compare checkpointing strategies")
-st.markdown(
+st.title(t("Compare checkpointing strategies"))
+st.markdown(t(
     "Pick a model and the strategies to compare. Each strategy runs **one real training "
     "step** (forward, loss, backward) of a small GPT on this server; the numbers below are "
-    "measured, with this model's prediction beside them."
-)
+    "measured, with this model's prediction beside them."))
 
 
 @st.fragment
@@ -23,15 +29,22 @@ def compare_demo() -> None:
     comparison = runner.run_compare(config, strategies)
     if comparison is None:
         return
-    display.show_refusals(comparison.results)
-    display.headline(comparison.results)
-    st.table(report.results_table(comparison.results), hide_index=True, border="horizontal")
+    lang = current_language()
+    results = comparison.results
+    key = (config, strategies, display.fingerprint(comparison))
+    display.show_refusals(results)
+    display.headline(results)
+    display.table(report.results_table(results, lang))
     display.parameters_note(comparison)
+    display.peak_explanations(results)
     display.paint_numbers_first()
-    st.plotly_chart(peak_and_time_figure(comparison.results))
+    display.chart("peak-time", key, lambda lang: peak_and_time_figure(results, lang))
     left, right = st.columns(2)
-    left.plotly_chart(breakdown_figure(comparison.results))
-    right.plotly_chart(activation_theory_figure(comparison.results, report.korthikanti(config)))
+    display.chart("breakdown", key, lambda lang: breakdown_figure(results, lang), left)
+    left.caption(breakdown_caption(results, lang))
+    display.chart("activations", key, lambda lang: activation_theory_figure(
+        results, report.korthikanti(config), lang), right)
+    right.caption(activation_caption(results, lang))
     display.theory_notes(config)
     display.comparison_caption(comparison)
     display.download(comparison.to_frame(), f"compare-{report.config_slug(config)}")

@@ -8,35 +8,41 @@ from ui import demo_curves as curves
 from ui import demo_display as display
 from ui import demo_runner as runner
 from ui import query
+from ui.i18n import current_language, t
 
-st.title("Memory and time curves")
-st.markdown(
+st.title(t("Memory and time curves"))
+st.markdown(t(
     "Sweep one dimension of the model and measure every point for real. Dots are "
     "measurements, dashed lines this model's theory, on the same axes. Each point is the "
-    "median of three timed steps; on a shared CPU single points can still jump."
-)
+    "median of three timed steps; on a shared CPU single points can still jump."))
 
 
 @st.fragment
 def curves_demo() -> None:
-    name = query.choice("sweep", "Sweep", list(curves.CURVES), "depth",
-                        help="\n\n".join(f"**{k}**: {c.title}" for k, c in curves.CURVES.items()))
+    name = query.choice("sweep", t("Sweep"), list(curves.CURVES), "depth",
+                        format_func=lambda k: t(curves.CURVES[k].title),
+                        help="\n\n".join(f"**{t(c.title)}**: {t(c.explanation)}"
+                                         for c in curves.CURVES.values()))
     curve = curves.CURVES[name]
     metric = "both"  # the segment sweep draws both: the trade-off is between them
     if curve.vary != "k":
-        metric = query.choice("memory", "Memory shown", list(curves.MEMORY_METRICS), "held",
-                              help="held: bytes kept for backward at the end of the forward "
-                                   "pass; peak: the highest point of the step, above the "
-                                   "parameters.")
+        metric = query.choice("memory", t("Memory shown"), list(curves.MEMORY_METRICS), "held",
+                              format_func=lambda k: t(curves.MEMORY_METRICS[k][3]),
+                              help=t("held for backward: bytes kept for backward at the end of "
+                                     "the forward pass; peak: the highest point of the step, "
+                                     "above the parameters."))
     fields = [f for f in ("layers", "hidden", "heads", "seq", "batch", "vocab")
               if f not in curve.fixes]
     config = controls.model_controls(fields, columns=len(fields), defaults=curve.base)
-    st.markdown(f"**{curve.title}**: {curve.values_text(config)}")
+    lang = current_language()
+    st.markdown(f"**{t(curve.title)}**: {curve.values_text(config, lang)}")
     frame = runner.run_sweep(config, curve.vary, curve.values(config), curve.strategies)
     if frame is None:
         return
-    st.plotly_chart(curves.curve_figure(name, frame, config, metric))
-    st.markdown(curve.explanation)
+    display.chart("curves", (name, metric, config, display.fingerprint(frame)),
+                  lambda lang: curves.curve_figure(name, frame, config, metric, lang))
+    display.note(curves.curve_caption(name, frame, config, lang))
+    st.markdown(t(curve.explanation))
     display.measured_caption(runner.device().label(), curves.methods_of(frame))
     display.download(frame, f"curves-{name}-{report.config_slug(config)}")
 

@@ -3,43 +3,48 @@
 import streamlit as st
 
 from demos import report
-from demos.figures import loss_figure
+from demos.figures import loss_caption, loss_figure
 from ui import demo_controls as controls
 from ui import demo_display as display
 from ui import demo_runner as runner
 from ui import query
+from ui.i18n import current_language, fmt_decimal, t
 
-st.title("Same result, less memory")
-st.markdown(
+st.title(t("Same result with checkpointing"))
+st.markdown(t(
     "Checkpointing changes **when** activations are computed, not **what** is computed. "
     "Here the tiny model trains for real on a synthetic next-token task, once per strategy, "
     "from the same weights and data. Turn dropout on to check that the random dropout masks "
-    "are replayed exactly in the recomputation (PyTorch saves and restores the RNG state)."
-)
+    "are replayed exactly in the recomputation (PyTorch saves and restores the RNG state). "
+    "How much memory each strategy saves is on *Compare strategies*."))
 
 
 @st.fragment
 def same_result_demo() -> None:
     left, right = st.columns(2)
     with left:
-        steps = query.int_slider("steps", "Training steps", 20, 100, 10, 40)
+        steps = query.int_slider("steps", t("Training steps"), 20, 100, 10, 40)
     with right:
-        dropout = query.float_slider("dropout", "Dropout", 0.0, 0.5, 0.05, 0.1,
-                                     help="Random masks in training: recomputation must "
-                                          "draw the same ones.")
+        dropout = query.float_slider("dropout", t("Dropout"), 0.0, 0.5, 0.05, 0.1,
+                                     help=t("Random masks in training: recomputation must "
+                                            "draw the same ones."))
     config = controls.model_controls(("layers", "hidden", "seq", "batch"),
                                      defaults=controls.TRAINING_DEFAULT, dropout=dropout)
     strategies = controls.strategy_picker(default=("every-layer", "selective:save-matmuls"),
-                                          label="Strategies to train beside none")
+                                          label=t("Strategies to train beside none"))
     losses = runner.run_training(config, strategies, steps)
     if losses is None:
         return
+    lang = current_language()
     differences = report.loss_differences(losses)
-    largest = float(differences["largest loss difference"].max()) if len(differences) else 0.0
-    st.plotly_chart(loss_figure(losses, largest))
-    st.table(report.loss_table(differences), hide_index=True, border="horizontal")
-    display.measured_caption(runner.device().label(), ["training for real"],
-                             f"{steps} steps, dropout {dropout:g}.")
+    largest = float(differences["largest"].max()) if len(differences) else 0.0
+    display.chart("loss", (config, strategies, steps, display.fingerprint(losses)),
+                  lambda lang: loss_figure(losses, largest, lang))
+    display.note(loss_caption(largest, lang))
+    display.table(report.loss_table(differences, lang))
+    display.measured_caption(runner.device().label(), [t("training for real")],
+                             t("{steps} steps, dropout {dropout}.", steps=steps,
+                               dropout=fmt_decimal(dropout)))
     display.download(losses, f"same-result-{report.config_slug(config)}-{steps}steps")
 
 

@@ -4,36 +4,42 @@ import streamlit as st
 
 from demos import report
 from demos.figures import timeline_figure, timeline_frame
+from i18n import N_
 from ui import demo_controls as controls
 from ui import demo_display as display
 from ui import demo_runner as runner
 from ui import query
+from ui.i18n import current_language, t
 
-st.title("Memory over one training step")
-st.markdown(
+st.title(t("Memory over one training step"))
+st.markdown(t(
     "Live tensor bytes after **every op** of one real training step. Without checkpointing "
-    "memory climbs through the forward pass, spikes at the loss (the logits and their "
-    "gradient) and falls through backward. With checkpointing the climb is flatter, and "
-    "backward shows a **sawtooth**: each layer is recomputed (orange band, R) just before "
-    "its backward (green band, B). Hover a line to see the op and the layer."
-)
+    "memory climbs through the forward pass and falls through backward. With checkpointing "
+    "the climb is flat, and backward shows a **sawtooth**: each layer is recomputed (orange "
+    "band, R) just before its backward (green band, B). A star marks each strategy's peak "
+    "and names the op there; hover a line to see every op and its layer."))
+
+LAYOUTS = {"faceted": N_("one panel per strategy"), "overlaid": N_("all on one axis")}
 
 
 @st.fragment
 def timeline_demo() -> None:
-    config = controls.model_controls(defaults=controls.default_config().replace(layers=4))
+    config = controls.model_controls()
     strategies = controls.strategy_picker(
         default=("every-layer", "sqrt", "selective:save-matmuls"),
-        label="Strategies to draw beside none")
-    layout = query.choice("view", "Layout", ["faceted", "overlaid"], "faceted")
+        label=t("Strategies to draw beside none"))
+    layout = query.choice("view", t("Layout"), list(LAYOUTS), "faceted",
+                          format_func=lambda item: t(LAYOUTS[item]))
     comparison = runner.run_compare(config, strategies, timeline=True, time_steps=False)
     if comparison is None:
         return
     display.show_refusals(comparison.results)
+    display.peak_explanations(comparison.results)
+    lang = current_language()
     frame = timeline_frame({r.strategy: r.timeline for r in comparison.results
-                            if r.fits and r.timeline})
-    st.plotly_chart(timeline_figure(frame, facet=layout == "faceted"))
-    display.peak_summary(comparison.results)
+                            if r.fits and r.timeline}, lang)
+    display.chart("timeline", (config, strategies, layout, display.fingerprint(comparison)),
+                  lambda lang: timeline_figure(frame, facet=layout == "faceted", lang=lang))
     display.comparison_caption(comparison)
     display.download(frame, f"timeline-{report.config_slug(config)}")
 

@@ -3,20 +3,23 @@
 import streamlit as st
 
 from demos import report
-from demos.figures import fits_figure
+from demos.figures import fits_caption, fits_figure
+from i18n import N_
 from ui import demo_controls as controls
 from ui import demo_display as display
 from ui import demo_runner as runner
 from ui import query
+from ui.i18n import current_language, t
 
-st.title("What fits in memory")
-st.markdown(
+st.title(t("What fits in memory"))
+st.markdown(t(
     "Pick a memory budget. For each strategy the engine **predicts** the largest batch (or "
     "sequence length) whose training step fits, then **confirms** it with a real run, and "
     "reports the tokens per second it reaches. This is the sources' advice in numbers: "
     "spend the memory checkpointing frees on a larger batch or longer sequences, rather "
-    "than cutting the maximum length."
-)
+    "than cutting the maximum length."))
+
+GROW = {"batch": N_("batch"), "seq": N_("sequence length")}
 
 
 @st.fragment
@@ -24,11 +27,12 @@ def what_fits_demo() -> None:
     lo, hi, step, default = controls.budget_range()
     left, right = st.columns(2)
     with left:
-        budget_mib = query.int_slider("budget", "Memory budget (MiB, parameters included)", lo,
-                                      hi, step, default, help=controls.budget_help())
+        budget_mib = query.int_slider("budget", t("Memory budget (MiB, parameters included)"),
+                                      lo, hi, step, default, help=controls.budget_help())
     with right:
-        vary = query.choice("grow", "Grow", ["batch", "seq"], "batch",
-                            help="Which dimension to make as large as the budget allows.")
+        vary = query.choice("grow", t("Grow"), list(GROW), "batch",
+                            format_func=lambda item: t(GROW[item]),
+                            help=t("Which dimension to make as large as the budget allows."))
     kept = "seq" if vary == "batch" else "batch"  # the other one stays fixed
     config = controls.model_controls(("layers", "hidden", "heads", "vocab", kept), columns=5,
                                      defaults=controls.fit_default())
@@ -36,12 +40,15 @@ def what_fits_demo() -> None:
     frame = runner.run_fits(config, controls.FIT_STRATEGIES, field, budget_mib * 2**20)
     if frame is None:
         return
+    lang = current_language()
     display.show_fit_notes(frame, field)
     if frame["value_confirmed"].notna().any():  # no empty axes when nothing fits
-        st.plotly_chart(fits_figure(frame, field, budget_mib * 2**20))
-    st.table(report.fits_table(frame, field), hide_index=True, border="horizontal")
+        display.chart("fits", (config, field, budget_mib, display.fingerprint(frame)),
+                      lambda lang: fits_figure(frame, field, budget_mib * 2**20, lang))
+        display.note(fits_caption(frame, field, lang))
+    display.table(report.fits_table(frame, field, lang))
     display.measured_caption(runner.device().label(), list(frame["measured_by"]),
-                             "Tokens per second from one timed step at the confirmed size.")
+                             t("Tokens per second from one timed step at the confirmed size."))
     display.download(frame, f"what-fits-{field}-{budget_mib}MiB-{report.config_slug(config)}")
 
 

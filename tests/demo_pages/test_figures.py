@@ -9,12 +9,17 @@ import pytest
 
 from demos import figures
 from demos.figures import (
+    activation_caption,
     activation_theory_figure,
+    breakdown_caption,
     breakdown_figure,
+    fits_caption,
     fits_figure,
+    loss_caption,
     loss_figure,
     peak_and_time_figure,
     segment_figure,
+    segment_verdict,
     strategy_colour,
     sweep_figure,
     timeline_figure,
@@ -30,7 +35,7 @@ def result(strategy: str, peak_mib: float, seconds: float, fits: bool = True) ->
     return SimpleNamespace(
         strategy=strategy, label=strategy, fits=fits, peak_bytes=peak_mib * MIB,
         activation_bytes=peak_mib * MIB / 2, predicted_activation_bytes=peak_mib * MIB / 2 * 1.005,
-        step_seconds=seconds,
+        step_seconds=seconds, step_seconds_runs=[seconds * 0.98, seconds, seconds * 1.03],
         breakdown={"parameters": 10 * MIB, "gradients": 10 * MIB,
                    "activations": peak_mib * MIB / 2, "logits": 8 * MIB, "temporaries": MIB},
     )
@@ -62,14 +67,20 @@ def test_peak_and_time_figure_draws_one_bar_per_strategy_in_its_colour() -> None
     memory, time = fig.data
     assert list(memory.x) == ["none", "every-layer", "sqrt"]
     assert list(memory.y) == pytest.approx([200, 60, 90])
-    assert list(time.y) == pytest.approx([400, 500, 460])
+    assert list(time.y) == pytest.approx([400, 500, 460])  # the medians of the runs
     assert list(memory.marker.color) == [strategy_colour(s) for s in memory.x]
-    title = fig.layout.title.text
-    assert "every-layer has 70% less peak memory" in title and "1.25×" in title
     assert fig.layout.yaxis.title.text == "MiB" and fig.layout.yaxis2.title.text == "ms"
-    # The panel says what the peak leaves out, on a second line so it fits a phone.
-    panel = fig.layout.annotations[0].text
-    assert panel.startswith("Peak memory (MiB)<br>") and "above the parameters" in panel
+    assert "above the parameters" in fig.layout.annotations[0].text
+
+
+def test_step_times_carry_their_spread_as_error_bars() -> None:
+    """Issue 11: a bar per strategy from two steps, with no spread, showed noise as fact."""
+    noisy = [result("none", 200, 0.4), result("every-layer", 60, 0.5)]
+    noisy[0].step_seconds_runs = [0.30, 0.38, 0.40, 0.41, 0.52]
+    fig = peak_and_time_figure(noisy)
+    bars = fig.data[1]
+    assert bars.error_y.array[0] == pytest.approx((0.41 - 0.40) * 1000)
+    assert bars.error_y.arrayminus[0] == pytest.approx((0.40 - 0.38) * 1000)
 
 
 def test_strategies_that_do_not_fit_are_left_out_of_the_bars() -> None:
@@ -79,33 +90,44 @@ def test_strategies_that_do_not_fit_are_left_out_of_the_bars() -> None:
     assert not empty.data and "No strategy fitted" in empty.layout.annotations[0].text
 
 
-def test_breakdown_stacks_the_five_parts() -> None:
+def test_breakdown_stacks_the_five_parts_and_its_caption_reads_the_bars() -> None:
     fig = breakdown_figure(RESULTS)
-    assert [trace.name for trace in fig.data] == list(figures.BREAKDOWN_PARTS)
+    assert [trace.name for trace in fig.data] == [
+        figures.BREAKDOWN_NAMES[p] for p in figures.BREAKDOWN_PARTS]
     assert fig.layout.barmode == "stack"
     activations = next(t for t in fig.data if t.name == "activations")
     assert list(activations.y) == pytest.approx([100, 30, 45])
+    # The old subtitle said "parameters, gradients and logits stay" whatever the bars
+    # showed: the caption now says what differs, from the numbers.
+    caption = breakdown_caption(RESULTS)
+    assert "Different between the strategies: activations." in caption
+    assert "The same for all: parameters, gradients, logits (loss), backward temporaries." \
+        in caption
+    moved = [SimpleNamespace(**{**vars(r), "breakdown": {**r.breakdown, "gradients": g}})
+             for r, g in zip(RESULTS, (10 * MIB, 3 * MIB, 6 * MIB), strict=True)]
+    assert "Different between the strategies: gradients, activations." in breakdown_caption(
+        moved)
 
 
-def test_activation_figure_reports_the_gap_to_the_prediction() -> None:
+def test_activation_caption_reports_the_gap_to_the_prediction() -> None:
     fig = activation_theory_figure(RESULTS, korthikanti_bytes=150 * MIB)
-    assert "within 0.50%" in fig.layout.title.text
+    assert "within 0.50%" in activation_caption(RESULTS)
     reference = next(t for t in fig.data if t.name.startswith("Korthikanti"))
     assert list(reference.y) == pytest.approx([150] * 3)
     exact = [SimpleNamespace(**{**vars(r), "predicted_activation_bytes": r.activation_bytes})
              for r in RESULTS]
-    assert "agree to the byte" in activation_theory_figure(exact).layout.title.text
+    assert "agree to the byte" in activation_caption(exact)
 
 
 def _points(strategy: str) -> list[SimpleNamespace]:
     phases = [("forward", 0)] * 3 + [("forward", 1)] * 3 + [("loss", None)] * 2 + [
         ("recompute", 1)] * 2 + [("backward", 1)] * 3 + [("backward", 0)] * 3
     return [SimpleNamespace(index=i, op=f"aten.op{i}", phase=phase, layer=layer,
-                            live_bytes=(i + 1) * MIB)
+                            live_bytes=(i + 1) * MIB if i != 9 else 40 * MIB)
             for i, (phase, layer) in enumerate(phases)]
 
 
-def test_timeline_marks_phases_layers_and_the_peak() -> None:
+def test_timeline_marks_phases_layers_and_names_the_op_at_the_peak() -> None:
     frame = timeline_frame({"none": _points("none"), "every-layer": _points("every-layer")})
     assert list(frame.columns) == list(figures.TIMELINE_COLUMNS) and len(frame) == 32
     fig = timeline_figure(frame, facet=True)
@@ -113,11 +135,63 @@ def test_timeline_marks_phases_layers_and_the_peak() -> None:
     assert [t.name for t in lines] == ["none", "every-layer"]
     assert "layer %{customdata[2]}" in lines[0].hovertemplate
     assert lines[0].customdata[4][0] == "aten.op4"
-    labels = {a.text for a in fig.layout.annotations}
+    labels = {text for t in fig.data if t.mode == "text" for text in t.text}
     assert {"F0", "F1", "L", "R1", "B1", "B0"} <= labels
-    assert len(fig.layout.shapes) == 2 * 6  # six segments per strategy
+    stars = [t for t in fig.data if t.mode == "markers+text"]
+    assert [list(t.x) for t in stars] == [[9], [9]]
+    assert stars[0].text[0] == "peak: aten.op9 (R1)"  # the op at the peak, named
+    assert not fig.layout.shapes  # bands are traces, not one shape per segment
     overlaid = timeline_figure(frame, facet=False)
     assert not overlaid.layout.shapes and overlaid.data[0].showlegend
+
+
+def test_the_timeline_figure_is_bounded_whatever_the_depth() -> None:
+    """Issue 13: /timeline?layers=24 spent 214 s building one Plotly shape per layer
+    segment. Now a few traces per strategy, built in well under a second."""
+    import time
+
+    def deep(layers: int) -> list[SimpleNamespace]:
+        phases = ([("forward", i) for i in range(layers) for _ in range(40)] + [("loss", None)] * 9
+                  + [(phase, i) for i in reversed(range(layers))
+                     for phase in ("recompute",) * 40 + ("backward",) * 60])
+        return [SimpleNamespace(index=n, op="aten.mm", phase=p, layer=layer, live_bytes=n)
+                for n, (p, layer) in enumerate(phases)]
+
+    frame = timeline_frame({s: deep(24) for s in ("none", "every-layer", "sqrt",
+                                                  "selective:save-matmuls")})
+    start = time.perf_counter()
+    fig = timeline_figure(frame)
+    fig.to_json()
+    assert time.perf_counter() - start < 1.0
+    assert len(fig.data) <= 8 * 4 and not fig.layout.shapes
+    assert len(fig.layout.annotations) <= 4  # the panel titles only
+
+
+def test_two_panel_figures_stack_for_a_phone() -> None:
+    """Issue 11 (phones): side-by-side panels overlapped their titles, legends and axes at
+    390 px. Panels are now stacked, titles are one short line, legends under the plot."""
+    sweep = pd.DataFrame({"layers": [2, 4], "strategy": ["none", "none"], "fits": [True] * 2,
+                          "activation_bytes": [MIB, 2 * MIB], "step_seconds": [0.1, 0.2]})
+    fits = pd.DataFrame({"strategy": ["none"], "value_predicted": [4], "value_confirmed": [4],
+                         "tokens_per_second": [900.0]})
+    for fig in (peak_and_time_figure(RESULTS), sweep_figure(sweep, "layers", "layers N"),
+                fits_figure(fits, "batch", 256 * MIB), breakdown_figure(RESULTS),
+                activation_theory_figure(RESULTS)):
+        title = fig.layout.title.text
+        assert "<br>" not in title and len(title) <= 40, title
+        assert fig.layout.legend.y < 0  # under the plot, not over the titles
+        if "xaxis2" in fig.layout and fig.layout.xaxis2.domain is not None:
+            assert tuple(fig.layout.xaxis.domain) == tuple(fig.layout.xaxis2.domain)  # stacked
+
+
+def test_figures_speak_the_session_language() -> None:
+    english = peak_and_time_figure(RESULTS)
+    for lang in ("de", "vi"):
+        fig = peak_and_time_figure(RESULTS, lang=lang)
+        assert fig.layout.title.text != english.layout.title.text
+        assert fig.layout.annotations[0].text != english.layout.annotations[0].text
+        names = [t.name for t in breakdown_figure(RESULTS, lang=lang).data]
+        assert names != list(figures.BREAKDOWN_NAMES.values())
 
 
 def test_sweep_figure_puts_measured_and_theory_on_the_same_axes() -> None:
@@ -146,29 +220,30 @@ def test_segment_figure_marks_the_measured_optimum_and_sqrt_n() -> None:
                           "activation_bytes": [MIB * v for v in (16, 8, 4, 2, 1)],
                           "step_seconds": [0.5] * 5})
     fig = segment_figure(frame, 16)
-    star = next(t for t in fig.data if t.name == "measured optimum")
+    star = next(t for t in fig.data if t.name == "lowest measured peak")
     assert list(star.x) == [2]
-    assert "U-shaped: the lowest peak is at k=2 (√N=4.0)" in fig.layout.title.text
+    assert "U-shaped: the lowest peak is at k=2 layers per segment (√N=4.0)" in segment_verdict(
+        frame, 16)
+    assert fig.layout.xaxis2.title.text == "layers per segment k"  # k named in words
     peak = next(t for t in fig.data if t.name.startswith("peak"))
     assert list(peak.x) == [1, 2, 4, 8, 16]  # one series across k, not one per k
     assert any(t.line.dash == "dash" for t in fig.data if t.mode == "lines")
     at_one = frame.assign(peak_bytes=[MIB * v for v in (20, 25, 28, 40, 70)])
-    assert "checkpointing every layer beats √N=4.0" in segment_figure(
-        at_one, 16).layout.title.text
+    assert "checkpointing every layer beats segments of √N=4.0" in segment_verdict(at_one, 16)
 
 
 def test_fits_figure_and_loss_figure() -> None:
     frame = pd.DataFrame({"strategy": ["none", "every-layer"], "value_predicted": [4, 12],
                           "value_confirmed": [4, 11], "tokens_per_second": [900.0, 700.0]})
-    fig = fits_figure(frame, "batch", 256 * MIB)
-    assert "2.8× with every-layer" in fig.layout.title.text
+    assert "2.8× with every-layer" in fits_caption(frame, "batch")
     # none does not fit at all: no "nan×" ratio and no "NaN" bar label.
     partial = pd.DataFrame({"strategy": ["none", "every-layer"], "value_predicted": [None, 1],
                             "value_confirmed": [None, 1], "tokens_per_second": [None, 988.0]})
     fig = fits_figure(partial, "batch", 320 * MIB)
-    assert "nan" not in fig.layout.title.text.lower()
+    assert "nan" not in fig.layout.title.text.lower() and not fits_caption(partial, "batch")
     assert list(fig.data[1].text) == ["does not fit", "1"]
     losses = pd.DataFrame({"step": [0, 1, 0, 1], "strategy": ["none", "none", "sqrt", "sqrt"],
                            "loss": [5.0, 4.0, 5.0, 4.0]})
-    assert "identical to the last bit" in loss_figure(losses, 0.0).layout.title.text
-    assert "1.00e-06" in loss_figure(losses, 1e-6).layout.title.text
+    assert loss_figure(losses, 0.0).data
+    assert "identical to the last bit" in loss_caption(0.0)
+    assert "1.00e-06" in loss_caption(1e-6)

@@ -29,21 +29,21 @@ def test_compare_renders_by_default_and_follows_a_slider(app_test: Callable) -> 
     at = app_test("pages/demos/compare.py", query=TINY)
     no_errors(at)
     table = at.table[0].value
-    assert list(table["strategy"]) == ["none", "every-layer"]  # the default choice
-    assert table["same gradients"].iloc[0] == "baseline"
-    assert table["same gradients"].iloc[1].startswith("✓")
+    assert list(table["Strategy"]) == ["none", "every-layer"]  # the default choice
+    assert table["Same gradients"].iloc[0] == "baseline"
+    assert table["Same gradients"].iloc[1].startswith("✓")
     assert len(charts(at)) == 3
     caption_says_measured(at)
     # "peak memory" leaves the parameters out, the stacked chart has them: both say so.
     assert "counted above the parameters" in texts(at, "caption")
     assert "above the parameters" in at.metric[0].proto.help
     assert at.get("download_button")
-    before = table["peak memory"].tolist()
+    before = table["Peak memory (vs none)"].tolist()
 
     at.slider(key="layers").set_value(4).run()
     no_errors(at)
     assert at.query_params["layers"] == "4"
-    assert at.table[0].value["peak memory"].tolist() != before
+    assert at.table[0].value["Peak memory (vs none)"].tolist() != before
 
 
 def test_compare_headline_says_same_when_nothing_is_saved(app_test: Callable) -> None:
@@ -68,7 +68,7 @@ def test_compare_with_every_strategy_cleared_says_what_to_do(app_test: Callable)
     at = app_test("pages/demos/compare.py", query=TINY)
     at.multiselect(key="strategy").unselect("every-layer").run()
     no_errors(at)
-    assert list(at.table[0].value["strategy"]) == ["none"]
+    assert list(at.table[0].value["Strategy"]) == ["none"]
     assert "pick a strategy above" in texts(at, "info")
 
 
@@ -77,8 +77,8 @@ def test_compare_measures_the_strategies_a_link_names(app_test: Callable) -> Non
                   query={**TINY, "strategy": "sqrt,every-k:2,selective:save-attention"})
     no_errors(at)
     table = at.table[0].value
-    assert list(table["strategy"]) == ["none", "every-2", "sqrt", "selective (save-attention)"]
-    assert all(mark.startswith("✓") for mark in table["same gradients"].iloc[1:])
+    assert list(table["Strategy"]) == ["none", "every-2", "sqrt", "selective (save-attention)"]
+    assert all(mark.startswith("✓") for mark in table["Same gradients"].iloc[1:])
     at.multiselect(key="strategy").unselect("sqrt").run()
     no_errors(at)
     assert at.query_params["strategy"] == "every-k:2,selective:save-attention"
@@ -140,7 +140,7 @@ def test_what_fits_renders_and_follows_the_budget(app_test: Callable) -> None:
     at = app_test("pages/demos/what_fits.py", query=query, timeout=120)
     no_errors(at)
     table = at.table[0].value
-    assert list(table["strategy"])[:2] == ["none", "every-layer"]
+    assert list(table["Strategy"])[:2] == ["none", "every-layer"]
     before = table.iloc[:, 2].tolist()
     at.slider(key="budget").set_value(32).run()
     no_errors(at)
@@ -148,7 +148,7 @@ def test_what_fits_renders_and_follows_the_budget(app_test: Callable) -> None:
 
     at.radio(key="grow").set_value("seq").run()  # the seq slider goes, batch comes
     no_errors(at)
-    assert "largest sequence length (confirmed)" in at.table[0].value.columns
+    assert "Largest sequence length (confirmed)" in at.table[0].value.columns
     assert [s.key for s in at.slider if s.key in ("seq", "batch")] == ["batch"]
     at.radio(key="grow").set_value("batch").run()  # seq comes back with the link's value
     no_errors(at)
@@ -164,8 +164,8 @@ def test_what_fits_says_why_nothing_fits(app_test: Callable) -> None:
     assert "Nothing fits" in texts(at, "warning")
     captions = texts(at, "caption")
     for strategy in ("none", "every-layer", "selective:save-matmuls"):
-        assert f"**{strategy}**: even batch=1 needs" in captions
-    assert set(at.table[0].value["largest batch (confirmed)"]) == {"–"}
+        assert f"**{strategy}**: even batch 1 needs" in captions
+    assert set(at.table[0].value["Largest batch (confirmed)"]) == {"–"}
     assert not charts(at)  # no empty axes
 
 
@@ -177,8 +177,8 @@ def test_what_fits_when_only_checkpointing_fits(app_test: Callable) -> None:
     at = app_test("pages/demos/what_fits.py", query=query, timeout=120)
     no_errors(at)
     table = at.table[0].value
-    assert table["largest batch (confirmed)"].tolist()[:2] == ["–", "1"]
-    assert "**none**: even batch=1 needs" in texts(at, "caption")
+    assert table["Largest batch (confirmed)"].tolist()[:2] == ["–", "1"]
+    assert "**none**: even batch 1 needs" in texts(at, "caption")
     caption_says_measured(at)
 
 
@@ -187,9 +187,9 @@ def test_same_result_renders_and_follows_the_steps(app_test: Callable) -> None:
     at = app_test("pages/demos/same_result.py", query=query, timeout=120)
     no_errors(at)
     differences = at.table[0].value
-    assert list(differences["strategy"]) == ["every-layer", "selective:save-matmuls"]
+    assert list(differences["Strategy"]) == ["every-layer", "selective (save-matmuls)"]
     # Same weights, data and dropout masks: checkpointing reproduces none's losses.
-    assert list(differences["bitwise equal at every step"]) == ["✓ yes", "✓ yes"]
+    assert list(differences["Bitwise equal at every step"]) == ["✓ yes", "✓ yes"]
     at.slider(key="steps").set_value(30).run()
     no_errors(at)
     assert at.query_params["steps"] == "30"

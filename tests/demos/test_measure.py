@@ -139,3 +139,47 @@ def test_times_are_medians_of_interleaved_untracked_runs():
     frame = comp.to_frame()
     assert list(frame["strategy"]) == ["none", "every-layer"]
     assert frame.loc[0, "time_vs_none"] == 1.0
+
+
+# ---------------------------------------------------------------- the demos' defaults (issue 11)
+
+
+def test_at_the_cpu_default_the_strategies_visibly_differ():
+    """At the old default (vocabulary 8,192) every checkpointing strategy peaked at the same
+    40.5 MiB, set by what checkpointing does not touch: the demos showed no difference."""
+    from demos.config import demo_default
+    from demos.theory import peak_cause
+
+    comp = compare(demo_default("cpu"), ["none", "every-layer", "every-k:2", "sqrt"],
+                   device="cpu", time_steps=False)
+    peaks = [r.peak_bytes for r in comp.results]
+    assert len(set(peaks)) == len(peaks), peaks
+    none, every = comp.result("none"), comp.result("every-layer")
+    assert every.peak_bytes < 0.5 * none.peak_bytes  # checkpointing halves the peak or more
+    assert peak_cause(none).part == "activations"  # the part checkpointing lowers
+    assert sorted(peaks[1:]) == peaks[1:]  # longer segments, higher peak
+
+
+def test_gpu_default_lets_activations_outweigh_the_logits():
+    """On a GPU the default's layers (b·s·h per layer) outweigh the loss's logits (b·s·V):
+    one layer rebuilt holds more than the logits, so the strategies' peaks differ."""
+    from demos.config import demo_default
+
+    cfg = demo_default("cuda")
+    assert theory.predicted_block_bytes(cfg, "cuda") > theory.logits_bytes(cfg) * 1.5
+    peaks = {s: theory.predicted_peak_bytes(cfg, s, "cuda")
+             for s in ("none", "every-layer", "every-k:2", "sqrt")}
+    assert len(set(peaks.values())) == len(peaks), peaks
+
+
+def test_the_result_records_where_its_peak_was():
+    comp = compare(TINY, ["none", "every-layer"], device="cpu", time_steps=False)
+    for r in comp.results:
+        assert r.peak_phase in ("forward", "loss", "recompute", "backward") and r.peak_op
+
+
+def test_page_timing_has_enough_interleaved_runs_for_a_spread():
+    from demos.measure import PAGE_REPEATS
+
+    comp = compare(TINY, ["none", "every-layer"], device="cpu", repeats=PAGE_REPEATS["cpu"])
+    assert all(len(r.step_seconds_runs) == PAGE_REPEATS["cpu"] >= 5 for r in comp.results)

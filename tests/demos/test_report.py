@@ -13,12 +13,18 @@ from demos.config import ModelConfig
 from demos.report import (
     baseline_and_best,
     config_slug,
+    csv_frame,
     fits_table,
     gradient_badge,
     korthikanti,
     loss_differences,
     loss_table,
+    peak_sentence,
     results_table,
+    shared_peak_notes,
+    time_spread,
+    time_text,
+    time_verdict,
     timing_note,
 )
 
@@ -26,10 +32,11 @@ DEMOS = Path(__file__).resolve().parents[2] / "demos"
 
 
 def _result(strategy: str, peak: int, seconds: float, diff: float | None, equal: bool | None,
-            fits: bool = True) -> SimpleNamespace:
+            fits: bool = True, runs: list[float] | None = None) -> SimpleNamespace:
     return SimpleNamespace(strategy=strategy, label=strategy, fits=fits, peak_bytes=peak,
                            activation_bytes=peak // 2, predicted_activation_bytes=peak // 2,
-                           step_seconds=seconds, step_seconds_runs=[seconds] * 3,
+                           step_seconds=seconds,
+                           step_seconds_runs=runs if runs is not None else [seconds] * 3,
                            max_grad_diff=diff, bitwise_equal=equal, error="over the limit")
 
 
@@ -37,23 +44,62 @@ def test_results_table_reads_against_none() -> None:
     results = [_result("none", 100 * 2**20, 0.2, None, None),
                _result("every-layer", 40 * 2**20, 0.25, 0.0, True),
                _result("sqrt", 60 * 2**20, 0.24, 3e-7, False),
-               _result("budget", 0, 0.0, None, None, fits=False)]
+               _result("budget:dp:40%", 0, 0.0, None, None, fits=False)]
     table = results_table(results)
-    assert list(table["time vs none"]) == ["1.00×", "1.25×", "1.20×", "–"]
-    assert list(table["peak vs none"]) == ["100%", "40%", "60%", "–"]
-    assert list(table["same gradients"]) == ["baseline", "✓ bitwise equal (max diff 0)",
+    assert list(table.columns) == ["Strategy", "Peak memory (vs none)",
+                                   "Activations held (predicted)", "Step time (middle half)",
+                                   "Time vs none", "Same gradients"]  # six: a phone shows all
+    assert list(table["Time vs none"]) == ["baseline", "1.25× slower", "1.20× slower", "–"]
+    assert list(table["Peak memory (vs none)"])[:3] == ["100.0 MiB", "40.0 MiB (40%)",
+                                                        "60.0 MiB (60%)"]
+    assert list(table["Same gradients"]) == ["baseline", "✓ bitwise equal (max diff 0)",
                                              "✓ max diff 3.0e-07", "–"]
-    assert table["peak memory"].iloc[3] == "does not fit"
+    assert table["Peak memory (vs none)"].iloc[3] == "does not fit"
+    assert table["Strategy"].iloc[3] == "budget (dp, 40%)"
     assert [gradient_badge(r) for r in results[1:3]] == ["✓ identical", "✓ 3e-07"]
     assert gradient_badge(_result("sqrt", 1, 0.1, 0.5, False)) == "✗ 5e-01"
     assert "median of 3 timed steps" in timing_note(results)
-    two = [_result("none", 1, 0.2, None, None), _result("sqrt", 1, 0.3, 0.0, True)]
-    for r in two:
-        r.step_seconds_runs = [0.2, 0.2]
-    assert "mean of 2 timed steps" in timing_note(two)
     assert "noise" not in timing_note(results)
-    noisy = [results[0], _result("every-layer", 40 * 2**20, 0.15, 0.0, True)]
-    assert "measured faster than none: that is timing noise" in timing_note(noisy)
+
+
+def test_a_difference_within_the_spread_reads_within_noise_never_as_a_gain() -> None:
+    """Issue 11: every-layer measured 16% faster than none (2 steps) was shown in green."""
+    none = _result("none", 100, 0.20, None, None, runs=[0.17, 0.19, 0.20, 0.22, 0.26])
+    faster = _result("every-layer", 40, 0.17, 0.0, True, runs=[0.15, 0.16, 0.17, 0.21, 0.22])
+    assert time_verdict(faster, none)[0] == "noise"
+    assert results_table([none, faster])["Time vs none"].iloc[1] == "within noise"
+    assert "every-layer: within noise" in timing_note([none, faster])
+    clear = _result("every-layer", 40, 0.30, 0.0, True, runs=[0.28, 0.29, 0.30, 0.31, 0.32])
+    verdict, ratio = time_verdict(clear, none)
+    assert verdict == "slower" and ratio == pytest.approx(1.5)
+    odd = _result("sqrt", 40, 0.10, 0.0, True, runs=[0.09, 0.10, 0.10, 0.10, 0.11])
+    assert time_verdict(odd, none)[0] == "faster-noise"  # worded as noise, not a gain
+    assert results_table([none, odd])["Time vs none"].iloc[1] == "within noise"
+    spread = time_spread(none)
+    assert (spread.median, spread.low, spread.high) == pytest.approx((0.20, 0.19, 0.22))
+    assert time_text(none) == "200 ms (190–220)"
+
+
+def test_peak_sentence_says_where_the_peak_is_and_what_sets_it() -> None:
+    """Issue 11: five strategies showed the same 40.5 MiB peak and nothing said why."""
+    ran = SimpleNamespace(strategy="every-layer", label="every-layer", fits=True,
+                          peak_bytes=40 * 2**20, peak_op="embedding_dense_backward.default",
+                          peak_phase="backward", peak_layer=None,
+                          breakdown={"parameters": 40 * 2**20, "gradients": 32 * 2**20,
+                                     "activations": 0, "logits": 0,
+                                     "temporaries": 8 * 2**20})
+    text = peak_sentence(ran)
+    assert text.startswith("**every-layer**: peak 40.0 MiB at the end of backward")
+    assert "`embedding_dense_backward`" in text
+    assert "the parameters' gradients, 32.0 MiB (80%): checkpointing cannot lower them" in text
+    same = SimpleNamespace(**{**vars(ran), "strategy": "sqrt", "label": "sqrt"})
+    notes = shared_peak_notes([ran, same])
+    assert len(notes) == 1 and notes[0].startswith("every-layer, sqrt reach the same peak")
+    layer = SimpleNamespace(**{**vars(ran), "peak_phase": "backward", "peak_layer": 0,
+                               "breakdown": {"gradients": 6, "activations": 9}})
+    assert "in the backward pass of layer 0" in peak_sentence(layer)
+    assert "checkpointing lowers exactly this part" in peak_sentence(layer)
+    assert peak_sentence(SimpleNamespace(**{**vars(ran), "fits": False})) is None
 
 
 def test_baseline_and_best_skip_what_did_not_fit() -> None:
@@ -71,9 +117,9 @@ def test_loss_differences_compare_every_step_with_none() -> None:
                            "loss": [5.0, 4.0, 5.0, 4.0, 5.0, 4.0 + 2e-6]})
     differences = loss_differences(losses)
     assert list(differences["strategy"]) == ["every-layer", "sqrt"]
-    assert list(differences["bitwise equal at every step"]) == [True, False]
-    assert differences["largest loss difference"].iloc[1] == pytest.approx(2e-6)
-    assert list(loss_table(differences)["bitwise equal at every step"]) == ["✓ yes", "✗ no"]
+    assert list(differences["equal"]) == [True, False]
+    assert differences["largest"].iloc[1] == pytest.approx(2e-6)
+    assert list(loss_table(differences)["Bitwise equal at every step"]) == ["✓ yes", "✗ no"]
 
 
 def test_fits_table_names_the_grown_dimension() -> None:
@@ -81,12 +127,15 @@ def test_fits_table_names_the_grown_dimension() -> None:
                           "value_confirmed": [4, 8], "total_bytes": [3 * 2**20, 5 * 2**20],
                           "tokens_per_second": [1234.4, float("nan")]})
     table = fits_table(frame, "seq_len")
-    assert list(table.columns) == ["strategy", "largest sequence length (predicted)",
-                                   "largest sequence length (confirmed)",
-                                   "measured total (with parameters)", "tokens / s"]
-    assert list(table["tokens / s"]) == ["1,234", "–"]
-    assert list(table["measured total (with parameters)"]) == ["3.0 MiB", "5.0 MiB"]
-    assert "largest batch (confirmed)" in fits_table(frame, "batch")
+    assert list(table.columns) == ["Strategy", "Largest sequence length (predicted)",
+                                   "Largest sequence length (confirmed)",
+                                   "Measured total (with parameters)", "Tokens / s"]
+    assert list(table["Tokens / s"]) == ["1,234", "–"]
+    assert list(table["Measured total (with parameters)"]) == ["3.0 MiB", "5.0 MiB"]
+    assert "Largest batch (confirmed)" in fits_table(frame, "batch")
+    german = fits_table(frame, "seq_len", "de")
+    assert list(german.iloc[:, 4]) == ["1.234", "–"]
+    assert list(german.iloc[:, 3]) == ["3,0 MiB", "5,0 MiB"]
 
 
 def test_fits_table_marks_a_strategy_with_nothing_that_fits() -> None:
@@ -94,8 +143,15 @@ def test_fits_table_marks_a_strategy_with_nothing_that_fits() -> None:
                           "value_confirmed": [None, 1100], "total_bytes": [None, 5 * 2**20],
                           "tokens_per_second": [None, 10.0]})
     table = fits_table(frame, "batch")
-    assert list(table["largest batch (predicted)"]) == ["–", "1,200"]  # not blank, not 1200.0
-    assert list(table["largest batch (confirmed)"]) == ["–", "1,100"]
+    assert list(table["Largest batch (predicted)"]) == ["–", "1,200"]  # not blank, not 1200.0
+    assert list(table["Largest batch (confirmed)"]) == ["–", "1,100"]
+
+
+def test_csv_headers_follow_the_language() -> None:
+    frame = pd.DataFrame({"strategy": ["none"], "peak_bytes": [1], "custom": [2]})
+    assert list(csv_frame(frame).columns) == ["strategy", "peak_bytes", "custom"]
+    for lang in ("de", "vi"):
+        assert list(csv_frame(frame, lang).columns)[:2] != ["strategy", "peak_bytes"]
 
 
 def test_slug_and_reference_estimate() -> None:
