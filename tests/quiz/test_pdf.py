@@ -9,6 +9,7 @@ import pytest
 import segno
 from PIL import Image
 
+from i18n import gettext
 from quiz.attempts import Attempt
 from quiz.certificates import long_date
 from quiz.config import verify_url
@@ -36,11 +37,37 @@ needs_cjk_font = pytest.mark.skipif(
 
 @pytest.fixture
 def issue(service: QuizService, finish):  # noqa: ANN001, ANN201
-    def make(name: str):  # noqa: ANN202
+    def make(name: str, lang: str = "en"):  # noqa: ANN202
         attempt: Attempt = finish(service, service.start_attempt(), 12)
-        return service.issue(attempt.id, name, True)
+        return service.issue(attempt.id, name, True, lang=lang)
 
     return make
+
+
+@pytest.mark.parametrize("lang", ["de", "vi"])
+@pytest.mark.parametrize("name", ["Nguyễn Thị Minh Khai", "Jürgen Müller-Lüdenscheid"])
+def test_the_pdf_is_in_the_learners_language(issue, name: str, lang: str) -> None:  # noqa: ANN001
+    """Every word of the page in the language the quiz was taken in (the catalog, not the
+    session: the PDF is drawn outside Streamlit), the date written out by Babel, and every
+    letter of the words and the name drawn with a real glyph."""
+    certificate = issue(name, lang)
+    texts = [item.text for item in certificate_layout(certificate) if isinstance(item, Text)]
+    date = long_date(certificate.date, lang)
+    wanted = [
+        gettext(lang, "CERTIFICATE OF COMPLETION"),
+        gettext(lang, "This certifies that"),
+        gettext(lang, "has passed the final quiz of the course"),
+        gettext(lang, "Date: {date}", date=date),
+        gettext(lang, "Score: {score:.0%}", score=1.0),
+        gettext(lang, "Certificate ID"),
+    ]
+    for line in wanted:
+        assert line in texts
+    english = {gettext("en", "This certifies that"), gettext("en", "Certificate ID")}
+    assert not english & set(texts)
+    assert date != long_date(certificate.date, "en")
+    drawn = embedded_characters(certificate_pdf(certificate))
+    assert set("".join([name, *wanted]).replace(" ", "")) <= drawn
 
 
 @pytest.mark.parametrize("name", NAMES)
