@@ -55,8 +55,9 @@ SOURCES: tuple[Source, ...] = (
         "Methods and tools for efficient training on a single GPU",
         N_("Hugging Face Transformers documentation"),
         "https://huggingface.co/docs/transformers/perf_train_gpu_one",
-        N_("gradient checkpointing, gradient accumulation and 8-bit optimizers; the "
-           "\"about 20% slower\" figure"),
+        # (no "% " in the text: gettext tools would read it as a %-format)
+        N_("gradient checkpointing, gradient accumulation and 8-bit optimizers; the figure "
+           "of \"about 20%\" slower training"),
     ),
     Source(
         "openai2018",
@@ -85,9 +86,12 @@ OPENAI_EXTRA_COMPUTE = 0.20
 
 # Hugging Face docs, the single-GPU training page (hf-single-gpu above).
 HF_SLOWDOWN = 0.20  # checkpointing is "about 20% slower"
-# The transformers release whose gradient_checkpointing_enable() the lesson quotes: called
-# without gradient_checkpointing_kwargs it passes use_reentrant=True to torch.
-HF_TRANSFORMERS_VERSION = "4.40"
+# The transformers release whose gradient_checkpointing_enable() the lesson quotes: the one
+# the planner's snippets pin (demos.planner.HF_VERSION). Called without
+# gradient_checkpointing_kwargs it passes use_reentrant=True to torch, explicitly since
+# huggingface/transformers#28538 (January 2024); #43203 (merged January 2026) switches the
+# default to use_reentrant=False for the releases after it.
+HF_TRANSFORMERS_VERSION = "4.57.1"
 
 # An example accelerator for the offload-or-recompute arithmetic of lesson 7: assumptions
 # stated in the text, not measurements.

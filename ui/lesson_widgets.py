@@ -8,12 +8,13 @@ widget's name so that two widgets never share state.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import pandas as pd
 import streamlit as st
 
-from i18n import N_
+from i18n import N_, format_number, gettext
 from lessons import figures
 from lessons.checkpoint_math import (
     best_budget,
@@ -51,6 +52,12 @@ from lessons.values import SEED
 from ui.i18n import babel_locale, current_language, fmt_decimal, fmt_number, t
 
 _CHART = {"config": {"displayModeBar": False}}
+
+
+def _words(code: str, labels: Mapping[Any, str]) -> Callable[[Any], str]:
+    """A widget's format_func: an option id -> its label in language `code`. The language
+    is fixed when the widget is drawn (Streamlit may call format_func outside the run)."""
+    return lambda key: gettext(code, labels[key])
 
 
 def _gb(size: float) -> str:
@@ -157,7 +164,7 @@ def memory_calculator() -> None:
         _apply_preset()
     st.markdown(t("**Calculator: training memory of a transformer**"))
     st.selectbox(t("Preset"), list(PRESETS), key="mem_preset", on_change=_apply_preset,
-                 format_func=lambda key: t(PRESETS[key].label))
+                 format_func=_words(code, {k: p.label for k, p in PRESETS.items()}))
     caption = st.empty()  # filled below, from the values actually used
     first = st.columns(3)
     with first[0]:
@@ -165,9 +172,9 @@ def memory_calculator() -> None:
         _bounded_number(t("Parameters (billions)"), "mem_params", low, high, step=0.1,
                         integer=False, format="%.3f")
     first[1].selectbox(t("Precision"), list(PRECISIONS), key="mem_precision",
-                       format_func=lambda key: t(PRECISIONS[key].label))
+                       format_func=_words(code, {k: p.label for k, p in PRECISIONS.items()}))
     first[2].selectbox(t("Optimizer"), list(OPTIMIZERS), key="mem_optimizer",
-                       format_func=lambda key: t(OPTIMIZERS[key].label))
+                       format_func=_words(code, {k: o.label for k, o in OPTIMIZERS.items()}))
     second = st.columns(5)
     for column, name in zip(second, _MEM_FIELDS, strict=True):
         low, high = _MEM_LIMITS[name]
@@ -240,7 +247,7 @@ def stepper() -> None:
     layers = controls[1].slider(t("Layers N"), 2, 16, 8, key="step_layers",
                                 on_change=_reset_step)
     ratio = controls[2].selectbox(t("A layer's internals are"), list(_RATIOS), index=1,
-                                  key="step_ratio", format_func=lambda key: t(_RATIOS[key]),
+                                  key="step_ratio", format_func=_words(code, _RATIOS),
                                   on_change=_reset_step)
     sim = simulate(strategy, layers, float(ratio))
     total = len(sim.steps)
@@ -286,7 +293,7 @@ def tradeoff() -> None:
     columns = st.columns(2)
     layers = columns[0].slider(t("Layers N"), 4, 64, 16, key="trade_layers")
     ratio = columns[1].selectbox(t("A layer's internals are"), list(_RATIOS), index=0,
-                                 key="trade_ratio", format_func=lambda key: t(_RATIOS[key]))
+                                 key="trade_ratio", format_func=_words(code, _RATIOS))
     st.plotly_chart(figures.tradeoff_figure(layers, float(ratio), code), key="trade_chart",
                     **_CHART)
     if ratio:
@@ -308,7 +315,9 @@ def k_curve() -> None:
     columns = st.columns(2)
     layers = columns[0].slider(t("Layers N"), 4, 100, 16, key="kcurve_layers")
     kind = columns[1].radio(t("Rebuilding one layer needs"), list(_LAYER_KINDS),
-                            key="kcurve_kind", format_func=lambda key: t(_LAYER_KINDS[key][0]))
+                            key="kcurve_kind",
+                            format_func=_words(code, {key: words for key, (words, _)
+                                                      in _LAYER_KINDS.items()}))
     layer = _LAYER_KINDS[kind][1]
     st.plotly_chart(figures.k_curve_figure(layers, 1.0, layer, code), key="kcurve_chart",
                     **_CHART)
@@ -445,7 +454,7 @@ def logits_calculator() -> None:
         with column:
             _bounded_number(t(labels[name]), f"logits_{name}", *limits[name])
     width = columns[3].selectbox(t("Bytes per number"), list(_WIDTHS), key="logits_bytes",
-                                 format_func=lambda n: t(_WIDTHS[n]))
+                                 format_func=_words(code, _WIDTHS))
     _notices([f"logits_{name}" for name in limits])
     batch, seq, vocab = (int(st.session_state[f"logits_{name}"]) for name in limits)
     size = logits_bytes(batch, seq, vocab, int(width))
@@ -454,7 +463,7 @@ def logits_calculator() -> None:
     metrics[1].metric(t("With their gradient"), _gb(2 * size))
     chunk = st.select_slider(t("Loss computed in chunks of … positions"),
                              [64, 128, 256, 512, 1_024, 2_048, 4_096], value=256,
-                             key="logits_chunk", format_func=fmt_number)
+                             key="logits_chunk", format_func=lambda n: format_number(n, code))
     metrics[2].metric(t("Largest logits tensor with a chunked loss"),
                       _gb(logits_bytes(1, min(int(chunk), batch * seq), vocab, int(width))))
     marks = {t(label): value for label, value in _VOCAB_MARKS.items()}
@@ -482,9 +491,9 @@ def decision() -> None:
     st.markdown(t("**From the symptom to the tool**"))
     columns = st.columns(3)
     peak = columns[0].selectbox(t("Where is the peak?"), list(PEAKS), key="decide_peak",
-                                format_func=lambda key: t(PEAKS[key]))
+                                format_func=_words(code, PEAKS))
     over = columns[1].radio(t("How far over budget?"), list(OVERS), key="decide_over",
-                            format_func=lambda key: t(OVERS[key]), disabled=peak != "layers")
+                            format_func=_words(code, OVERS), disabled=peak != "layers")
     layers = columns[2].number_input(t("Layers"), 1, 200, 32, key="decide_layers",
                                      disabled=peak != "layers")
     for number, step in enumerate(recommend(peak, over, int(layers)), start=1):
