@@ -60,17 +60,13 @@ class Question:
         return len(self.correct) > 1
 
 
-def values_for(code: str) -> dict[str, str]:
-    """The lessons' computed values as language `code` writes them (numbers, units)."""
-    language(code)  # KeyError for an unsupported code
-    return lesson_values()
 
 
 def _text(value: Any, where: str, field: str, code: str = DEFAULT) -> str:
     if not isinstance(value, str) or not value.strip():
         raise BankError(f"{where}: `{field}` must be non-empty text")
     try:
-        return fill_values(value.strip(), values_for(code))
+        return fill_values(value.strip(), lesson_values(code), code)
     except DocumentError as error:
         raise BankError(f"{where}: `{field}`: {error}") from error
 
