@@ -585,4 +585,4 @@ def loss_caption(max_diff: float | None, lang: str = "en") -> str:
     if max_diff == 0:
         return gettext(lang, "The curves lie on top of each other: identical to the last bit.")
     return gettext(lang, "The curves lie on top of each other: largest difference {diff}.",
-                   diff=f"{max_diff:.2e}")
+                   diff=format(max_diff, ".2e"))

@@ -305,7 +305,7 @@ CSV_HEADERS: dict[str, str] = {
 
 def csv_frame(frame: pd.DataFrame, lang: str = "en") -> pd.DataFrame:
     """A frame for download with its known column names in `lang` (others kept)."""
-    return frame.rename(columns={c: pgettext(lang, "csv header", text)
+    return frame.rename(columns={c: gettext(lang, text)
                                  for c, text in CSV_HEADERS.items() if c in frame})
 
 

@@ -2,46 +2,43 @@
 reference figures of the sources (Korthikanti et al. 2022, the seed documents).
 
 Every number here is derived from the tensors the blocks save for backward, listed in
-block_tensors(): for a pre-LN block in fp32 with fused attention that is
-64·s·b·h + 4·(4·b·s + a·b·s) bytes, the figure measured on the prototype."""
+block_tensors() from demos.planner's per-layer formula (one source for both): for a
+pre-LN gpt block in fp32 with fused attention that is 64·s·b·h + 4·(4·b·s + a·b·s)
+bytes, the figure measured on the prototype; the llama block (cfg.arch) has its own."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from demos import strategies
+from demos.architectures import of_config
 from demos.config import ConfigError, ModelConfig
+from demos.planner import (
+    Held,
+    attention_flops,
+    cached_only_tensors,
+    layer_flops,
+    layer_tensors,
+    linear_flops,
+    norm_tensors,
+)
 from demos.segments import Segment
 from demos.strategies import (
     CHECKPOINT_KEEPS,
-    PLAIN_BLOCK_KEEPS,
     PlanInputs,
     StrategySpec,
     parse_strategy,
 )
 from i18n import gettext
 
+# A tensor a block keeps: name, bytes, kind and the FLOPs that remake it. The per-layer
+# formula is demos.planner's (one source for the planner and this engine's predictions).
+HeldTensor = Held
 
-@dataclass(frozen=True)
-class HeldTensor:
-    name: str
-    bytes: int
-    kind: str  # input, layernorm, matmul, attention, gelu, add, dropout
-
-
-# The matmuls of a block, in h² weights each (with s·b tokens: 2·s·b·h²·units FLOPs forward).
+# The matmuls of a gpt block, in h² weights each (with s·b tokens: 2·s·b·h²·units FLOPs
+# forward); a llama block's are its linear layers (demos.architectures, linears()).
 MATMUL_UNITS = {"qkv": 3, "proj": 1, "fc": 4, "out": 4}
-
-
-def _keeps(how: str) -> frozenset[str]:
-    """Which of a block's tensors a way of running it keeps alive for backward."""
-    if how == "keep":
-        return PLAIN_BLOCK_KEEPS
-    if how == "checkpoint":
-        return CHECKPOINT_KEEPS
-    return strategies.policy(how).keeps
 
 
 def _sizes(cfg: ModelConfig, device: str) -> tuple[int, int, int, int]:
@@ -52,60 +49,49 @@ def _sizes(cfg: ModelConfig, device: str) -> tuple[int, int, int, int]:
     return e, stats, mask, cfg.batch * cfg.seq_len * cfg.hidden
 
 
-def _lse_bytes(cfg: ModelConfig, device: str) -> int:
-    s = cfg.seq_len
-    if device == "cuda" and cfg.dtype == "float32":  # memory-efficient kernel pads to 32
-        s = math.ceil(s / 32) * 32
-    return 4 * cfg.heads * cfg.batch * s
+def _plain(cfg: ModelConfig, device: str) -> tuple[Held, ...]:
+    """What one block keeps when it runs plainly: demos.planner.layer_tensors for this
+    model's architecture, with the fused attention kernel the engine runs."""
+    return layer_tensors(of_config(cfg), cfg.batch, cfg.seq_len, cfg.dtype_bytes, fused=True,
+                         device=device)
 
 
-def block_tensors(cfg: ModelConfig, device: str = "cpu") -> list[HeldTensor]:
-    """Every tensor a block makes that a strategy may keep for backward, with its bytes."""
-    e, st, m, sbh = _sizes(cfg, device)
-    bs = cfg.batch * cfg.seq_len
-    out = [
-        HeldTensor("input", sbh * e, "input"),
-        HeldTensor("ln1.out", sbh * e, "layernorm"),
-        HeldTensor("ln1.stats", 2 * bs * st, "layernorm"),
-        HeldTensor("qkv", 3 * sbh * e, "matmul"),
-        HeldTensor("attn.out", sbh * e, "attention"),
-        HeldTensor("attn.lse", _lse_bytes(cfg, device), "attention"),
-        HeldTensor("proj", sbh * e, "matmul"),
-        HeldTensor("x2", sbh * e, "add"),
-        HeldTensor("ln2.out", sbh * e, "layernorm"),
-        HeldTensor("ln2.stats", 2 * bs * st, "layernorm"),
-        HeldTensor("fc", 4 * sbh * e, "matmul"),
-        HeldTensor("gelu", 4 * sbh * e, "gelu"),
-        HeldTensor("out", sbh * e, "matmul"),
-    ]
-    if cfg.dropout > 0:
-        out += [HeldTensor("drop1.mask", sbh * m, "dropout"),
-                HeldTensor("drop1.out", sbh * e, "dropout"),
-                HeldTensor("drop2.mask", sbh * m, "dropout"),
-                HeldTensor("drop2.out", sbh * e, "dropout")]
-    return out
+def _cached_only(cfg: ModelConfig) -> tuple[Held, ...]:
+    return cached_only_tensors(of_config(cfg), cfg.batch, cfg.seq_len, cfg.dtype_bytes)
 
 
-def held_in_block(cfg: ModelConfig, how: str = "keep", device: str = "cpu") -> list[HeldTensor]:
-    """The tensors one block keeps: how is 'keep', 'checkpoint' or a selective policy."""
-    names = _keeps(how)
+def block_tensors(cfg: ModelConfig, device: str = "cpu") -> list[Held]:
+    """Every tensor a block makes that a strategy may keep for backward, with its bytes:
+    what a plain block keeps, then what only a selective policy caches."""
+    plain = _plain(cfg, device)
+    names = {t.name for t in plain}
+    return [*plain, *(t for t in _cached_only(cfg) if t.name not in names)]
+
+
+def held_in_block(cfg: ModelConfig, how: str = "keep", device: str = "cpu") -> list[Held]:
+    """The tensors one block keeps: how is 'keep', 'checkpoint' or a selective policy (its
+    record for the model's architecture names them)."""
+    if how == "keep":
+        return list(_plain(cfg, device))
+    names = CHECKPOINT_KEEPS if how == "checkpoint" else strategies.policy(how, cfg.arch).keeps
     return [t for t in block_tensors(cfg, device) if t.name in names]
 
 
 def predicted_block_bytes(cfg: ModelConfig, device: str = "cpu") -> int:
     """Bytes one plain block keeps for backward, its input included.
-    fp32, CPU, no dropout: 64·s·b·h + 4·(4·b·s + a·b·s)."""
+    gpt, fp32, CPU, no dropout: 64·s·b·h + 4·(4·b·s + a·b·s)."""
     return sum(t.bytes for t in held_in_block(cfg, "keep", device))
 
 
-def outside_blocks(cfg: ModelConfig, device: str = "cpu") -> list[HeldTensor]:
-    """Held outside the blocks, loss excluded: the final LayerNorm's input, output and
-    statistics, and the embedding's dropout mask."""
-    e, st, m, sbh = _sizes(cfg, device)
-    out = [HeldTensor("ln_f.in", sbh * e, "input"), HeldTensor("ln_f.out", sbh * e, "layernorm"),
-           HeldTensor("ln_f.stats", 2 * cfg.batch * cfg.seq_len * st, "layernorm")]
+def outside_blocks(cfg: ModelConfig, device: str = "cpu") -> list[Held]:
+    """Held outside the blocks, loss excluded: the final norm's tensors (the planner's
+    norm formula; "ln_f.in" when it keeps its input itself) and the embedding's dropout
+    mask."""
+    e, _, m, sbh = _sizes(cfg, device)
+    out = [replace(t, name="ln_f.in") if t.name == "input" else t
+           for t in norm_tensors(of_config(cfg), "ln_f", cfg.batch, cfg.seq_len, e, device)]
     if cfg.dropout > 0:
-        out.append(HeldTensor("emb.mask", sbh * m, "dropout"))
+        out.append(Held("emb.mask", sbh * m, "dropout"))
     return out
 
 
@@ -126,6 +112,19 @@ def plan_for(cfg: ModelConfig, spec: StrategySpec | str, device: str = "cpu") ->
     return strategies.plan(spec, inputs)
 
 
+def _last_output(cfg: ModelConfig, plan: list[Segment], device: str) -> int:
+    """A policy that caches a layer's output ("output" in its record) keeps the last
+    layer's too: the final norm's input, counted there unless that norm keeps only an fp32
+    copy (RMSNorm in 16-bit)."""
+    last = plan[-1] if plan else None
+    if last is None or last.mode != "selective" or "output" not in strategies.policy(
+            last.policy, cfg.arch).rebuild_extra:
+        return 0
+    if any(t.name == "ln_f.in" for t in outside_blocks(cfg, device)):
+        return 0
+    return cfg.batch * cfg.seq_len * cfg.hidden * cfg.dtype_bytes
+
+
 def _segment_held(cfg: ModelConfig, seg: Segment, device: str) -> int:
     if seg.mode == "keep":
         return seg.size * predicted_block_bytes(cfg, device)
@@ -144,13 +143,14 @@ def predicted_activation_bytes(cfg: ModelConfig, spec: StrategySpec | str,
         return 0
     plan = plan_for(cfg, spec, device)
     return (sum(_segment_held(cfg, seg, device) for seg in plan)
-            + sum(t.bytes for t in outside_blocks(cfg, device)))
+            + sum(t.bytes for t in outside_blocks(cfg, device))
+            + _last_output(cfg, plan, device))
 
 
 def parameter_count(cfg: ModelConfig) -> int:
-    h, v = cfg.hidden, cfg.vocab
-    block = 12 * h * h + 13 * h  # qkv, proj, fc, out with biases, and two LayerNorms
-    return v * h + cfg.seq_len * h + cfg.layers * block + 2 * h + v * h
+    """gpt: 12·h² + 13·h per block (qkv, proj, fc, out with biases, two LayerNorms), the
+    token and position tables, the final LayerNorm and the untied head."""
+    return of_config(cfg).params()
 
 
 def parameter_bytes(cfg: ModelConfig) -> int:
@@ -162,10 +162,11 @@ def predicted_peak_bytes(cfg: ModelConfig, spec: StrategySpec | str, device: str
 
     Three moments compete. (1) In the loss's backward the log-softmax, its gradient and
     the logits' gradient (three b·s·V tensors) sit on top of everything held. (2) In the
-    layers' backward, last layer first, the peak comes at a segment's first GELU backward:
-    the earlier layers' held bytes, the segment's rebuilt layers (its last GELU output
-    already released), the gradients made so far, and 9·s·b·h in flight (the gradients of
-    the GELU output and input, 4h each, and of the residual stream). (3) At the very end
+    layers' backward, last layer first, the peak comes at a segment's first MLP backward:
+    the earlier layers' held bytes, the segment's rebuilt layers (the MLP's last
+    activation already released), the gradients made so far, and the gradients in flight
+    (_mlp_backward: for gpt 9·s·b·h, the GELU output's and input's, 4h each, and the
+    residual stream's). (3) At the very end
     every gradient exists, plus the one flowing into the embedding: this wins when the
     weights outweigh the activations. On the CPU this is exact to the byte without dropout
     (and within 1% with it)."""
@@ -173,14 +174,20 @@ def predicted_peak_bytes(cfg: ModelConfig, spec: StrategySpec | str, device: str
     e, _, _, sbh = _sizes(cfg, device)
     held = predicted_activation_bytes(cfg, spec, device)
     lg = logits_bytes(cfg)
-    h, v = cfg.hidden, cfg.vocab
-    head_grad = (v * h + 2 * h) * e  # LM head and final LayerNorm
+    arch = of_config(cfg)
+    # LM head and final norm: what embedding_params counts beyond the two tables
+    head_grad = (arch.embedding_params() - (arch.vocab + arch.positions) * arch.hidden) * e
     loss_peak = held + loss_held_bytes(cfg) + 2 * lg
     head_peak = held + lg + head_grad + sbh * e
-    block_grad = (12 * h * h + 13 * h) * e
-    out_grad = (4 * h * h + h) * e  # the MLP's output projection, first in a layer's backward
-    gelu = 4 * sbh * e
-    in_flight = 9 * sbh * e + 2 * e  # and the loss scalar and its unit gradient
+    block_grad = arch.block_params() * e
+    gelu, in_flight, out_grad = _mlp_backward(cfg, device)
+    held += _last_output_in_backward(cfg, spec, device)
+    if arch.norm == "rmsnorm" and e < 4:
+        # RMSNorm in 16-bit runs its backward in fp32: measured on the CPU, one more fp32
+        # s·b·h gradient at the final norm, one more 16-bit one in a layer (exact in the
+        # layers; within 3% when the peak comes in the final norm's backward)
+        head_peak += sbh * 4
+        in_flight += sbh * e
     emb_mask = sum(t.bytes for t in outside_blocks(cfg, device) if t.name == "emb.mask")
     if spec.strategy.offloads:  # held bytes live in CPU memory; one layer comes back at a time
         plan, held_by = [Segment(0, cfg.layers, "checkpoint")], [0] * (cfg.layers + 1)
@@ -202,12 +209,37 @@ def predicted_peak_bytes(cfg: ModelConfig, spec: StrategySpec | str, device: str
     return int(max(loss_peak, head_peak, layer_peak, end_peak))
 
 
+def _mlp_backward(cfg: ModelConfig, device: str) -> tuple[int, int, int]:
+    """A layer's backward starts in the MLP's output projection. (the activation released
+    once it has run, the gradients then in flight, that projection's weight gradient).
+    gpt: the GELU output goes; the residual's gradient and the GELU output's and input's
+    (4h each) are in flight. llama: the gated product goes; the residual's gradient, the
+    product's, and SiLU's and up's (m each) are in flight. And the loss scalar and its unit
+    gradient."""
+    e, _, _, sbh = _sizes(cfg, device)
+    arch = of_config(cfg)
+    m = cfg.batch * cfg.seq_len * arch.mlp_width * e
+    i, o = arch.linears()["down" if arch.mlp == "swiglu" else "proj"]
+    weight = (i * o + (o if arch.linear_bias else 0)) * e
+    wide = 3 if arch.mlp == "swiglu" else 2
+    return m, sbh * e + wide * m + 2 * e, weight
+
+
+def _last_output_in_backward(cfg: ModelConfig, spec: StrategySpec, device: str) -> int:
+    if spec.strategy.offloads:
+        return 0
+    return _last_output(cfg, plan_for(cfg, spec, device), device)
+
+
 def _cached_extra(cfg: ModelConfig, seg: Segment, device: str) -> int:
+    """What a selective segment's policy caches beyond a plain layer, alive while the
+    layer is rebuilt ("output": the layer's output, kept by the cache of its add)."""
     if seg.mode != "selective":
         return 0
     e, _, _, sbh = _sizes(cfg, device)
-    sizes = {t.name: t.bytes for t in block_tensors(cfg, device)} | {"output": sbh * e}
-    return sum(sizes[name] for name in strategies.policy(seg.policy).rebuild_extra)
+    sizes = {t.name: t.bytes for t in _cached_only(cfg)} | {"output": sbh * e}
+    return sum(sizes.get(name, 0)
+               for name in strategies.policy(seg.policy, cfg.arch).rebuild_extra)
 
 
 def korthikanti_layer_bytes(batch: int, seq: int, hidden: int, heads: int,
@@ -242,7 +274,8 @@ def step_flops(cfg: ModelConfig, spec: StrategySpec | str | None = None) -> dict
     """Matmul FLOPs of one step: forward, backward (2x forward), the recomputation a
     strategy adds, and the ratio to a step without checkpointing."""
     b, s, h, v, n = cfg.batch, cfg.seq_len, cfg.hidden, cfg.vocab, cfg.layers
-    block = 2 * b * s * 12 * h * h + 2 * 2 * b * s * s * h / 2  # causal: half the scores
+    # gpt: 2·b·s·12·h² + 2·b·s²·h (causal: half the scores); the planner's layer formula
+    block = layer_flops(of_config(cfg), b, s)
     head = 2 * b * s * h * v
     forward = n * block + head
     backward = 2 * forward
@@ -283,10 +316,15 @@ def _selective_recompute_share(cfg: ModelConfig, policy: str | None) -> float:
     """Fraction of a block's matmul FLOPs (the attention products included) a policy
     reruns in backward: the matmuls its record lists, and attention unless it is saved."""
     b, s, h = cfg.batch, cfg.seq_len, cfg.hidden
-    record = strategies.policy(policy)
-    matmul = 2 * b * s * sum(MATMUL_UNITS.values()) * h * h
-    attention = 2 * b * s * s * h
-    redo = 2 * b * s * h * h * sum(MATMUL_UNITS[name] for name in record.recomputed_matmuls)
+    record = strategies.policy(policy, cfg.arch)
+    arch = of_config(cfg)
+    if cfg.arch == "gpt":
+        units = {name: 2 * b * s * h * h * u for name, u in MATMUL_UNITS.items()}
+    else:
+        units = {name: linear_flops(arch, b, s, name) for name in arch.linears()}
+    matmul = sum(units.values())
+    attention = attention_flops(arch, b, s)
+    redo = sum(units[name] for name in record.recomputed_matmuls)
     if record.recomputes_attention:
         redo += attention
     return redo / (matmul + attention)
@@ -310,7 +348,7 @@ def explain_differences(cfg: ModelConfig, device: str = "cpu", lang: str = "en")
                       "count 34·s·b·h ({ratio:.2f}×).", ours=ours / sbh, ratio=ours / theirs),
         "- " + gettext(lang, "Number size: Korthikanti assume 16-bit activations (2 bytes); "
                              "this run uses {dtype} ({bytes} bytes), so each kept tensor costs "
-                             "{factor}× as much.", dtype=cfg.dtype, bytes=e, factor=f"{e / 2:g}"),
+                             "{factor}× as much.", dtype=cfg.dtype, bytes=e, factor=format(e / 2, "g")),
         "- " + gettext(lang, "Dropout: Korthikanti keep 1-byte dropout masks (attention, after "
                              "attention, after the MLP: 2·s·b·h plus 1·a·s²·b).") + " " + dropout,
         "- " + gettext(lang, "Attention: with fused attention (scaled_dot_product_attention) "
