@@ -99,19 +99,21 @@ def _bounded_number(label: str, key: str, low: float, high: float, step: float =
 
 
 def _notices(keys: list[str]) -> None:
+    """The clamping notices of these inputs, each shown on the run after the entry."""
     for key in keys:
-        notice = st.session_state.get(f"{key}_notice")
+        notice = st.session_state.pop(f"{key}_notice", None)
         if notice:
             st.warning(notice, icon=":material/edit_note:")
 
 
 def _saving_delta(before: float, after: float) -> tuple[str | None, str]:
-    """A metric delta for a memory change: "−0.3 GB" (less, green) or "+128 bytes" (more,
-    red); None when nothing changes. Memory is a cost, so the colours are inverted."""
+    """A metric delta for a memory change: "-0.3 GB" (less, green, arrow down) or
+    "+128 bytes" (more, red, arrow up); None when nothing changes. Memory is a cost, so the
+    colours are inverted. The sign is an ASCII "-": Streamlit reads the arrow from it."""
     change = after - before
     if change == 0:
         return None, "off"
-    sign = "−" if change < 0 else "+"
+    sign = "-" if change < 0 else "+"
     return f"{sign}{_gb(abs(change))}", "inverse"
 
 
