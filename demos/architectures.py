@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from demos.config import ModelConfig
+
 KINDS = ("gpt", "llama")
 MLP_KINDS = ("gelu", "swiglu")
 NORMS = ("layernorm", "rmsnorm")
@@ -155,3 +157,14 @@ def custom(layers: int, hidden: int, heads: int, kv_heads: int, mlp_width: int, 
     return Architecture("custom", "Custom model", layers, hidden, heads, kv_heads, mlp_width,
                         mlp, norm, vocab, tied, qkv_bias=gpt, linear_bias=gpt,
                         dropout=gpt).check()
+
+
+def of_config(cfg: ModelConfig) -> Architecture:
+    """The architecture of the demo engine's model for a config (demos.model.GPT): its
+    layers (cfg.arch), an untied head, learned positions for gpt, dropout if cfg has it."""
+    h, a = cfg.hidden, cfg.heads
+    if cfg.arch == "llama":
+        return custom(cfg.layers, h, a, cfg.kv_heads or default_kv_heads(a), swiglu_width(h),
+                      "swiglu", "rmsnorm", cfg.vocab, False)
+    return custom(cfg.layers, h, a, a, 4 * h, "gelu", "layernorm", cfg.vocab, False).with_(
+        positions=cfg.seq_len, dropout=cfg.dropout > 0)

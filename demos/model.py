@@ -1,5 +1,8 @@
-"""A small GPT (pre-LayerNorm, fused attention, 4h GELU MLP) whose layers can be
-checkpointed in segments, fully or selectively, and its synthetic training data.
+"""A small decoder whose layers can be checkpointed in segments, fully or selectively, and
+its synthetic training data. cfg.arch picks the layer: "gpt" (pre-LayerNorm, fused
+attention, 4h GELU MLP, learned positions) or "llama" (demos.llama: RMSNorm, rotary
+positions, grouped-query attention, SwiGLU; the model then has no position table and an
+RMSNorm before the head).
 
 Shapes in the comments: b batch, s sequence length, h hidden size, a heads, V vocabulary.
 The layers come from `BLOCKS` (a block factory keyed by architecture): another kind of
@@ -146,18 +149,36 @@ class Block(nn.Module):
 
 # Architecture -> the layer it stacks. GPT builds its layers through this table, so a
 # different block (one with the same forward(x) and probe attribute) is one entry here.
-BLOCKS: dict[str, Callable[[ModelConfig, int], nn.Module]] = {"gpt": Block}
+def _llama_block(cfg: ModelConfig, index: int) -> nn.Module:
+    from demos.llama import LlamaBlock  # demos.llama imports Block from this module
+
+    return LlamaBlock(cfg, index)
+
+
+BLOCKS: dict[str, Callable[[ModelConfig, int], nn.Module]] = {"gpt": Block,
+                                                              "llama": _llama_block}
+
+
+def final_norm(cfg: ModelConfig, arch: str) -> nn.Module:
+    """The norm before the LM head: the same kind as the layers'."""
+    if arch == "llama":
+        from demos.llama import RMSNorm
+
+        return RMSNorm(cfg.hidden)
+    return nn.LayerNorm(cfg.hidden)
 
 
 class GPT(nn.Module):
-    def __init__(self, cfg: ModelConfig, arch: str = "gpt") -> None:
+    def __init__(self, cfg: ModelConfig, arch: str | None = None) -> None:
         super().__init__()
-        self.cfg = cfg
+        arch = arch or cfg.arch
+        self.cfg, self.arch = cfg, arch
         self.tok = nn.Embedding(cfg.vocab, cfg.hidden)
-        self.pos = nn.Embedding(cfg.seq_len, cfg.hidden)  # learned positions, one per token
+        # learned positions, one per token (gpt); llama layers rotate q and k instead
+        self.pos = nn.Embedding(cfg.seq_len, cfg.hidden) if arch == "gpt" else None
         self.drop = nn.Dropout(cfg.dropout) if cfg.dropout > 0 else nn.Identity()
         self.blocks = nn.ModuleList(BLOCKS[arch](cfg, i) for i in range(cfg.layers))
-        self.ln_f = nn.LayerNorm(cfg.hidden)
+        self.ln_f = final_norm(cfg, arch)
         # untied from the embedding: the head's V·h weights and gradient are counted apart
         self.head = nn.Linear(cfg.hidden, cfg.vocab, bias=False)
         self.probe: Probe | None = None
@@ -201,7 +222,10 @@ class GPT(nn.Module):
         if probe is not None:
             probe.set_phase("forward", None)
         s = idx.shape[1]  # idx, targets: (b, s) token ids
-        x = self.drop(self.tok(idx) + self.pos.weight[:s])  # (b, s, h)
+        x = self.tok(idx)  # (b, s, h)
+        if self.pos is not None:
+            x = x + self.pos.weight[:s]
+        x = self.drop(x)
         for seg in plan or [Segment(0, len(self.blocks))]:
             x = self._segment(seg, x)
         x = self.ln_f(x)

@@ -21,7 +21,16 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from demos.architectures import Architecture
-from lessons.memory_calculator import OPTIMIZERS, PRECISIONS
+
+
+def _tables():
+    """lessons.memory_calculator's precisions and optimizers (bytes per parameter),
+    imported when first needed: lessons.checkpoint_math imports demos.theory, which
+    imports this module's layer formula."""
+    from lessons.memory_calculator import OPTIMIZERS, PRECISIONS
+
+    return PRECISIONS, OPTIMIZERS
+
 
 GiB = 2**30
 STRATEGIES = ("none", "selective", "some-layers", "two-layer", "every-layer", "budget")
@@ -68,6 +77,31 @@ def linear_flops(arch: Architecture, batch: int, seq: int, name: str) -> float:
     return 2.0 * batch * seq * i * o
 
 
+def norm_tensors(arch: Architecture, tag: str, batch: int, seq: int, act_bytes: int,
+                 device: str = "cuda", first: bool = True, flops: float = 0.0
+                 ) -> tuple[Held, ...]:
+    """What one norm keeps for backward. Its input is the layer's input (first) or the
+    residual after attention ("x2", made by the output projection: `flops` to remake).
+    LayerNorm: its input, output and statistics (mean, rstd; fp32 on CUDA). RMSNorm as in
+    Hugging Face (computed in fp32): its fp32 input (in fp32 that is the input itself, in
+    16-bit a copy), 1/rms, the normalised value (cast back to 16-bit) and the output."""
+    e, bs = act_bytes, batch * seq
+    sbh = bs * arch.hidden
+    source = "input" if first else "x2"
+    if arch.norm == "layernorm":
+        stats = 4 if device == "cuda" else e
+        return (Held(source, sbh * e, "input" if first else "matmul", flops),
+                Held(f"{tag}.out", sbh * e, "norm"),
+                Held(f"{tag}.stats", 2 * bs * stats, "stats"))
+    whole = e == 4  # fp32: the norm's fp32 input is the tensor itself
+    return (Held(source if whole else f"{tag}.in32", sbh * 4,
+                 ("input" if first else "matmul") if whole else "norm",
+                 flops if whole else 0.0),
+            Held(f"{tag}.rstd", bs * 4, "stats"),
+            Held(f"{tag}.normed", sbh * e, "norm"),
+            Held(f"{tag}.out", sbh * e, "norm"))
+
+
 @lru_cache(maxsize=4096)
 def layer_tensors(arch: Architecture, batch: int, seq: int, act_bytes: int, *,
                   fused: bool = True, device: str = "cuda", lora_rank: int = 0,
@@ -93,25 +127,18 @@ def layer_tensors(arch: Architecture, batch: int, seq: int, act_bytes: int, *,
     out: list[Held] = []
 
     def norm(tag: str, first: bool) -> None:
-        if arch.norm == "layernorm":
-            stats = 4 if cuda else e
-            out.append(Held("input" if first else "x2", sbh * e, "input" if first else "matmul",
-                            0.0 if first else lin["o"]))
-            out.append(Held(f"{tag}.out", sbh * e, "norm"))
-            out.append(Held(f"{tag}.stats", 2 * bs * stats, "stats"))
-        else:  # fp32 input (a copy in 16-bit), 1/rms, normalised value, scaled output
-            out.append(Held(f"{tag}.in32", sbh * 4, "norm" if e < 4 else
-                            ("input" if first else "matmul"),
-                            0.0 if first or e < 4 else lin["o"]))
-            out.append(Held(f"{tag}.rstd", bs * 4, "stats"))
-            out.append(Held(f"{tag}.normed", sbh * e, "norm"))
-            out.append(Held(f"{tag}.out", sbh * e, "norm"))
+        out.extend(norm_tensors(arch, tag, b, s, e, device, first, 0.0 if first else lin["o"]))
 
     norm("ln1", True)
     qkv_flops = lin["q"] + lin["k"] + lin["v"]
     scores = attention_flops(arch, b, s) / 2
+    if fused and arch.kind == "llama":  # q and k rotated (new tensors), v as projected
+        out += [Held("q.rot", a * d * bs * e, "matmul", lin["q"]),
+                Held("k.rot", kv * d * bs * e, "matmul", lin["k"]),
+                Held("v", kv * d * bs * e, "matmul", lin["v"])]
     if fused:
-        out.append(Held("qkv", (a + 2 * kv) * d * bs * e, "matmul", qkv_flops))
+        if arch.kind != "llama":
+            out.append(Held("qkv", (a + 2 * kv) * d * bs * e, "matmul", qkv_flops))
         out.append(Held("attn.out", a * d * bs * e, "attention", attention_flops(arch, b, s)))
         lse_s = math.ceil(s / 32) * 32 if cuda and e == 4 else s  # fp32 kernel pads to 32
         out.append(Held("attn.lse", 4 * a * b * lse_s, "attention"))
@@ -145,6 +172,44 @@ def layer_tensors(arch: Architecture, batch: int, seq: int, act_bytes: int, *,
     for target in lora_targets:
         if target in arch.linears() and lora_rank:
             out.append(Held(f"lora.{target}", bs * lora_rank * e, "lora"))
+    return tuple(out)
+
+
+def cached_only_tensors(arch: Architecture, batch: int, seq: int, act_bytes: int
+                        ) -> tuple[Held, ...]:
+    """The tensors a layer makes (fused attention) that a plain layer frees in forward but
+    a selective-checkpointing policy that caches every op's output keeps (the names
+    demos.strategies' policy records use; with layer_tensors, every output of the layer).
+
+    GPT kind: the attention projection's and the MLP's outputs ("proj", "out") and the
+    dropouts' outputs. Llama kind: the q, k, o and down projections' outputs; in 16-bit
+    the layer input, the residual after attention and each norm's fp32 normalised value
+    (which a plain layer keeps only as copies); each norm's x², its mean and mean + eps;
+    the rotary temporaries of q and k (x·cos, the negated half, the rotated half, its
+    product with sin)."""
+    e, bs, d = act_bytes, batch * seq, arch.head_dim
+    sbh = bs * arch.hidden
+    if arch.kind != "llama":
+        out = [Held("proj", sbh * e, "matmul"), Held("out", sbh * e, "matmul")]
+        if arch.dropout:
+            out += [Held("drop1.out", sbh * e, "dropout"), Held("drop2.out", sbh * e, "dropout")]
+        return tuple(out)
+    out = [Held("q", arch.heads * d * bs * e, "matmul"),
+           Held("k", arch.kv_heads * d * bs * e, "matmul"),
+           Held("o", sbh * e, "matmul"), Held("down", sbh * e, "matmul")]
+    if e < 4:
+        out += [Held("input", sbh * e, "input"), Held("x2", sbh * e, "matmul")]
+    for tag in ("ln1", "ln2"):
+        out += [Held(f"{tag}.pow", sbh * 4, "norm"), Held(f"{tag}.mean", bs * 4, "stats"),
+                Held(f"{tag}.eps", bs * 4, "stats")]
+        if e < 4:
+            out.append(Held(f"{tag}.scaled", sbh * 4, "norm"))
+    for name, heads in (("q", arch.heads), ("k", arch.kv_heads)):
+        full = heads * d * bs * e
+        out += [Held(f"rope.{name}.cos", full, "activation"),
+                Held(f"rope.{name}.neg", full // 2, "activation"),
+                Held(f"rope.{name}.cat", full, "activation"),
+                Held(f"rope.{name}.sin", full, "activation")]
     return tuple(out)
 
 
@@ -187,7 +252,7 @@ class PlannerInputs:
 
     @property
     def act_bytes(self) -> int:
-        return PRECISIONS[self.precision].activation_bytes
+        return _tables()[0][self.precision].activation_bytes
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -213,7 +278,8 @@ def adapter_params(p: PlannerInputs) -> int:
 
 def state_bytes(p: PlannerInputs) -> dict[str, float]:
     """Weights, gradients and optimizer state per GPU, and the sharding gather."""
-    prec, opt = PRECISIONS[p.precision], OPTIMIZERS[p.optimizer]
+    precisions, optimizers = _tables()
+    prec, opt = precisions[p.precision], optimizers[p.optimizer]
     total = p.arch.params()
     compute = 4 if p.precision == "fp32" else 2
     if p.tuning == "full":

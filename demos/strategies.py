@@ -114,7 +114,7 @@ LLAMA_POLICIES: dict[SelectivePolicy, PolicyRecord] = {
     SelectivePolicy.SAVE_MATMULS: PolicyRecord(
         SelectivePolicy.SAVE_MATMULS, POLICIES[SelectivePolicy.SAVE_MATMULS].description,
         SavedOps.MATMULS, frozenset({"input", "q", "k", "v", "o", "gate", "up", "down"}),
-        ("q", "k", "o", "down"), recomputed_matmuls=(), recomputes_attention=True),
+        ("o",), recomputed_matmuls=(), recomputes_attention=True),
     SelectivePolicy.SAVE_ATTENTION: PolicyRecord(
         SelectivePolicy.SAVE_ATTENTION, POLICIES[SelectivePolicy.SAVE_ATTENTION].description,
         SavedOps.ATTENTION, frozenset({"input", "attn.out", "attn.lse"}), (),
@@ -123,8 +123,7 @@ LLAMA_POLICIES: dict[SelectivePolicy, PolicyRecord] = {
     SelectivePolicy.SAVE_ALL_BUT_ATTENTION: PolicyRecord(
         SelectivePolicy.SAVE_ALL_BUT_ATTENTION,
         POLICIES[SelectivePolicy.SAVE_ALL_BUT_ATTENTION].description,
-        SavedOps.ALL_BUT_ATTENTION, _LLAMA_OUTPUTS,
-        tuple(sorted(_LLAMA_OUTPUTS - {"input"})) + ("output",),
+        SavedOps.ALL_BUT_ATTENTION, _LLAMA_OUTPUTS, ("o", "down", "output"),
         recomputed_matmuls=(), recomputes_attention=True),
 }
 
