@@ -21,7 +21,14 @@ ROOT = Path(__file__).resolve().parent.parent
 MiB = 2**20
 
 
-def _configs(kind: str, quick: bool) -> list[tuple[str, ModelConfig, list[str]]]:
+def _configs(kind: str, quick: bool, arch: str = "gpt"
+             ) -> list[tuple[str, ModelConfig, list[str]]]:
+    """The benchmark's configs, each with the layer of `arch` (demos.config.ARCHS)."""
+    return [(name, cfg.replace(arch=arch), strategies)
+            for name, cfg, strategies in _gpt_configs(kind, quick)]
+
+
+def _gpt_configs(kind: str, quick: bool) -> list[tuple[str, ModelConfig, list[str]]]:
     default = demo_default("cpu")
     out = [("default demo (CPU)", default, ["none", *examples("cpu")])]
     if not quick:
@@ -84,14 +91,15 @@ def default_latency(repeats: int = 3) -> dict:
             "seconds_median": statistics.median(walls)}
 
 
-def run_bench(out: str | None = None, device: str = "auto", quick: bool = False) -> list[Path]:
+def run_bench(out: str | None = None, device: str = "auto", quick: bool = False,
+              arch: str = "gpt") -> list[Path]:
     info = detect_device(device)
     warm_up()
     repeats = 3 if quick else 5
     load_before = os.getloadavg()
     started = time.perf_counter()
     sections = []
-    for name, cfg, strategies in _configs(info.kind, quick):
+    for name, cfg, strategies in _configs(info.kind, quick, arch):
         comp = compare(cfg, strategies, device=device, repeats=repeats)
         frame = comp.to_frame()
         rows = json.loads(frame.drop(columns=["error"]).to_json(orient="records"))
@@ -115,7 +123,8 @@ def run_bench(out: str | None = None, device: str = "auto", quick: bool = False)
         "configs": sections, "tracker_overhead": overhead, "default_latency": latency,
         "prediction_error": errors,
     }
-    json_path = Path(out) if out else ROOT / "benchmarks" / f"results-{info.kind}.json"
+    name = f"results-{info.kind}.json" if arch == "gpt" else f"results-{info.kind}-{arch}.json"
+    json_path = Path(out) if out else ROOT / "benchmarks" / name
     json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.write_text(json.dumps(data, indent=1))
     md_path = json_path.with_suffix(".md")

@@ -7,7 +7,7 @@ import json
 import math
 import sys
 
-from demos.config import ConfigError, ModelConfig, parse_bytes
+from demos.config import ARCHS, ConfigError, ModelConfig, parse_bytes
 from demos.strategies import STRATEGIES
 
 DEFAULT = ModelConfig()
@@ -31,6 +31,11 @@ def _config_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", default=d.dtype, help="float32, bfloat16 (float16 on CUDA)")
     p.add_argument("--dropout", type=float, default=d.dropout)
     p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--arch", default=d.arch, choices=list(ARCHS),
+                   help="gpt: LayerNorm, GELU MLP; llama: RMSNorm, rotary positions, "
+                        "grouped-query attention, SwiGLU")
+    p.add_argument("--kv-heads", dest="kv_heads", type=int, default=d.kv_heads,
+                   help="key/value heads of a llama layer (0: half the heads)")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     p.add_argument("--strategies", default="none,every-layer,sqrt,selective",
                    help=f"comma-separated: {', '.join(STRATEGIES)}; e.g. every-k:2, "
@@ -61,13 +66,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="JSON file to write (a .md goes beside it)")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     p.add_argument("--quick", action="store_true", help="fewer configs and repeats")
+    p.add_argument("--arch", default="gpt", choices=list(ARCHS), help="the layer every "
+                   "config stacks (a llama run writes results-<device>-llama.*)")
     return parser
 
 
 def _config(args) -> ModelConfig:
     return ModelConfig(layers=args.layers, hidden=args.hidden, heads=args.heads,
                        seq_len=args.seq_len, batch=args.batch, vocab=args.vocab,
-                       dtype=args.dtype, dropout=args.dropout, seed=args.seed).validated()
+                       dtype=args.dtype, dropout=args.dropout, seed=args.seed,
+                       arch=args.arch, kv_heads=args.kv_heads).validated()
 
 
 def _clean(obj):
@@ -115,7 +123,8 @@ def _run(args) -> int:
     if args.command == "bench":
         from demos.bench import run_bench
 
-        paths = run_bench(out=args.out, device=args.device, quick=args.quick)
+        paths = run_bench(out=args.out, device=args.device, quick=args.quick,
+                          arch=args.arch)
         print("\n".join(str(p) for p in paths))
         return 0
     from demos.strategies import parse_strategies
