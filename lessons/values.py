@@ -248,6 +248,10 @@ def lesson_values(code: str = DEFAULT) -> dict[str, str]:
     v["example_link_gbs"] = number(link / 1e9)
     v["offload_all_from_hidden"] = number(offload_hidden_from(34, flops, link))
     v["offload_inputs_from_hidden"] = number(offload_hidden_from(2, flops, link))
+    # Offloading beats one recomputed forward once the copies' exposed time (the copy out
+    # beyond the forward, the copy back beyond the ~2x longer backward) is below one
+    # forward: a copy of up to twice the forward's time, the threshold at twice the link.
+    v["offload_all_beats_recompute_from"] = number(offload_hidden_from(34, flops, 2 * link))
     v["lesson_count"] = lesson_count_text(code)
     v["further_reading"] = "\n".join(
         f"{number(place)}. [{source.title}]({source.url}), {gettext(code, source.authors)} — "
