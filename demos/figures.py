@@ -17,8 +17,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+from babel.numbers import get_decimal_symbol, get_group_symbol
 from plotly.subplots import make_subplots
 
 from demos.report import babel, op_name, time_spread
@@ -79,18 +81,26 @@ def _max(values: Iterable[float | None]) -> float:
     return max(finite, default=0.0)
 
 
-def _layout(fig: go.Figure, title: str, height: int, **extra: object) -> go.Figure:
-    fig.update_layout(**LAYOUT, height=height, **extra)
+def separators(lang: str) -> str:
+    """Plotly's decimal and thousands separators for a language (",." in German), so the
+    axes and hover numbers read as the language writes them."""
+    loc = babel(lang)
+    return get_decimal_symbol(loc) + get_group_symbol(loc)
+
+
+def _layout(fig: go.Figure, title: str, height: int, lang: str = "en", **extra: object
+            ) -> go.Figure:
+    fig.update_layout(**LAYOUT, height=height, separators=separators(lang), **extra)
     fig.update_layout(title_text=title)
     return fig
 
 
-def _empty(title: str, message: str) -> go.Figure:
+def _empty(title: str, message: str, lang: str = "en") -> go.Figure:
     fig = go.Figure()
     fig.add_annotation(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper",
                        font=dict(size=15))
     fig.update_layout(xaxis_visible=False, yaxis_visible=False)
-    return _layout(fig, title, 300)
+    return _layout(fig, title, 300, lang)
 
 
 def _fitting(results: Sequence[StrategyResult]) -> list[StrategyResult]:
@@ -111,7 +121,7 @@ def peak_and_time_figure(results: Sequence[StrategyResult], lang: str = "en") ->
     fitted = _fitting(results)
     title = gettext(lang, "Peak memory and step time")
     if not fitted:
-        return _empty(title, gettext(lang, "No strategy fitted in memory"))
+        return _empty(title, gettext(lang, "No strategy fitted in memory"), lang)
     unit, scale = byte_unit(_max(r.peak_bytes for r in fitted))
     fig = _stacked((gettext(lang, "Peak memory above the parameters ({unit})", unit=unit),
                     gettext(lang, "Step time (ms), median and middle half of the runs")))
@@ -133,7 +143,7 @@ def peak_and_time_figure(results: Sequence[StrategyResult], lang: str = "en") ->
                 hovertemplate="%{x}<br>%{y:.0f} ms<extra></extra>")
     fig.update_yaxes(title_text=unit, row=1, col=1, rangemode="tozero")
     fig.update_yaxes(title_text="ms", row=2, col=1, rangemode="tozero")
-    return _layout(fig, title, 560)
+    return _layout(fig, title, 560, lang)
 
 
 def breakdown_figure(results: Sequence[StrategyResult], lang: str = "en") -> go.Figure:
@@ -141,7 +151,7 @@ def breakdown_figure(results: Sequence[StrategyResult], lang: str = "en") -> go.
     fitted = [r for r in _fitting(results) if r.breakdown]
     title = gettext(lang, "What memory holds at the peak")
     if not fitted:
-        return _empty(title, gettext(lang, "No breakdown measured"))
+        return _empty(title, gettext(lang, "No breakdown measured"), lang)
     totals = [sum(r.breakdown.get(p, 0) or 0 for p in BREAKDOWN_PARTS) for r in fitted]
     unit, scale = byte_unit(max(totals))
     labels = [result_label(r, lang) for r in fitted]
@@ -152,7 +162,7 @@ def breakdown_figure(results: Sequence[StrategyResult], lang: str = "en") -> go.
         fig.add_bar(name=name, x=labels, y=values, marker_color=BREAKDOWN_COLOURS[part],
                     hovertemplate="%{x}<br>" + name + ": %{y:.1f} " + unit + "<extra></extra>")
     fig.update_layout(barmode="stack", yaxis_title=unit, legend_traceorder="normal")
-    return _layout(fig, title, 480)
+    return _layout(fig, title, 480, lang)
 
 
 def breakdown_caption(results: Sequence[StrategyResult], lang: str = "en") -> str:
@@ -185,7 +195,7 @@ def activation_theory_figure(results: Sequence[StrategyResult],
     fitted = [r for r in _fitting(results) if r.activation_bytes is not None]
     title = gettext(lang, "Activations held: measured vs predicted")
     if not fitted:
-        return _empty(title, gettext(lang, "Nothing measured"))
+        return _empty(title, gettext(lang, "Nothing measured"), lang)
     labels = [result_label(r, lang) for r in fitted]
     measured = [r.activation_bytes or 0 for r in fitted]
     predicted = [r.predicted_activation_bytes for r in fitted]
@@ -209,7 +219,7 @@ def activation_theory_figure(results: Sequence[StrategyResult],
                         name=name, line=dict(color="#b45309", dash="dot", width=2),
                         hovertemplate=name + ": %{y:.2f} " + unit + "<extra></extra>")
     fig.update_layout(barmode="group", yaxis_title=unit)
-    return _layout(fig, title, 480)
+    return _layout(fig, title, 480, lang)
 
 
 def activation_caption(results: Sequence[StrategyResult], lang: str = "en") -> str:
@@ -274,7 +284,7 @@ def timeline_figure(frame: pd.DataFrame, facet: bool = True, lang: str = "en") -
     traces per strategy, whatever the depth."""
     title = gettext(lang, "Memory during one training step")
     if frame.empty:
-        return _empty(title, gettext(lang, "No timeline recorded"))
+        return _empty(title, gettext(lang, "No timeline recorded"), lang)
     names = list(dict.fromkeys(frame["strategy"]))
     labels = [strategy_title(name, lang) for name in names]
     unit, scale = byte_unit(_max(frame["live_bytes"]))
@@ -296,7 +306,10 @@ def timeline_figure(frame: pd.DataFrame, facet: bool = True, lang: str = "en") -
         fig.add_scatter(
             x=part["index"], y=part["live_bytes"] / scale, mode="lines", name=label,
             line=dict(color=colour, width=2), row=row, col=1,
-            customdata=list(zip(part["op"].map(op_name), phase_text, layer_text, strict=True)),
+            # one array, not a list of tuples: Plotly validates a list item by item
+            customdata=np.column_stack([part["op"].map(op_name).to_numpy(dtype=str),
+                                        phase_text.to_numpy(dtype=str),
+                                        layer_text.to_numpy(dtype=str)]),
             hovertemplate=(label + "<br>op %{x}: %{customdata[0]}<br>%{customdata[1]}, "
                            + layer_word + " %{customdata[2]}<br>%{y:.1f} " + unit
                            + "<extra></extra>"),
@@ -319,7 +332,7 @@ def timeline_figure(frame: pd.DataFrame, facet: bool = True, lang: str = "en") -
     fig.update_yaxes(range=[0, top * 1.2])
     fig.update_xaxes(title_text=gettext(lang, "op number within the step"), row=rows, col=1)
     height = max(420, 240 * rows + 120) if facet else 480
-    return _layout(fig, title, height)
+    return _layout(fig, title, height, lang)
 
 
 def _phase_bands(fig: go.Figure, part: pd.DataFrame, row: int, top: float, lang: str,
@@ -330,10 +343,11 @@ def _phase_bands(fig: go.Figure, part: pd.DataFrame, row: int, top: float, lang:
     by_phase: dict[str, tuple[list, list]] = {}
     for phase, _layer, first, last in runs:
         xs, ys = by_phase.setdefault(phase, ([], []))
-        xs += [first - 0.5, first - 0.5, last + 0.5, last + 0.5, None]
-        ys += [0, top * 1.12, top * 1.12, 0, None]
+        xs += [first - 0.5, first - 0.5, last + 0.5, last + 0.5, math.nan]  # NaN: a gap
+        ys += [0, top * 1.12, top * 1.12, 0, math.nan]
     for phase, (xs, ys) in by_phase.items():
-        fig.add_scatter(x=xs, y=ys, mode="none", fill="toself",
+        fig.add_scatter(x=np.array(xs, dtype=float), y=np.array(ys, dtype=float),
+                        mode="none", fill="toself",
                         fillcolor=PHASE_COLOURS.get(phase, "rgba(0,0,0,0)"),
                         name=gettext(lang, PHASE_NAMES.get(phase, phase)), legendgroup=phase,
                         showlegend=show_legend and phase in ("recompute", "backward"),
@@ -378,10 +392,10 @@ def sweep_figure(frame: pd.DataFrame, x: str, x_title: str, *,
     a dashed line of the same colour. Titles and labels are given in `lang` already."""
     title = title or gettext(lang, "Sweep")
     if frame.empty:
-        return _empty(title, gettext(lang, "No measurements"))
+        return _empty(title, gettext(lang, "No measurements"), lang)
     data = _fitting_rows(frame)
     if data.empty:
-        return _empty(title, gettext(lang, "No strategy fitted in memory"))
+        return _empty(title, gettext(lang, "No strategy fitted in memory"), lang)
     columns = [memory] + ([theory] if theory and theory in data else [])
     unit, scale = byte_unit(_max(pd.concat([data[c] for c in columns])))
     fig = _stacked((f"{memory_title} ({unit})", gettext(lang, "Step time (ms)")), 0.16)
@@ -419,7 +433,7 @@ def sweep_figure(frame: pd.DataFrame, x: str, x_title: str, *,
     fig.update_xaxes(title_text=x_title, type="log" if log_x else None)
     fig.update_yaxes(title_text=unit, rangemode="tozero", row=1, col=1)
     fig.update_yaxes(title_text="ms", rangemode="tozero", row=2, col=1)
-    return _layout(fig, title, 640)
+    return _layout(fig, title, 640, lang)
 
 
 def segment_figure(frame: pd.DataFrame, layers: int, *, x: str = "k", lang: str = "en"
@@ -431,7 +445,7 @@ def segment_figure(frame: pd.DataFrame, layers: int, *, x: str = "k", lang: str 
     data = _fitting_rows(frame).sort_values(x)
     title = gettext(lang, "Layers per segment (k) at {layers} layers", layers=layers)
     if data.empty:
-        return _empty(title, gettext(lang, "No measurements"))
+        return _empty(title, gettext(lang, "No measurements"), lang)
     colour = STRATEGIES["every-k"].colour
     best = data.loc[data["peak_bytes"].idxmin()]
     best_k, root = int(best[x]), math.sqrt(layers)
@@ -474,7 +488,7 @@ def segment_figure(frame: pd.DataFrame, layers: int, *, x: str = "k", lang: str 
     fig.update_xaxes(title_text=gettext(lang, "layers per segment k"))
     fig.update_yaxes(title_text=unit, rangemode="tozero", row=1, col=1)
     fig.update_yaxes(title_text="ms", rangemode="tozero", row=2, col=1)
-    return _layout(fig, title, 660)
+    return _layout(fig, title, 660, lang)
 
 
 def segment_verdict(frame: pd.DataFrame, layers: int, *, x: str = "k", lang: str = "en"
@@ -514,7 +528,7 @@ def fits_figure(frame: pd.DataFrame, vary: str, budget_bytes: int, lang: str = "
                         size=format_bytes(budget_bytes, locale=loc))
         name = pgettext(lang, "dimension", "sequence length")
     if frame.empty:
-        return _empty(title, gettext(lang, "Nothing measured"))
+        return _empty(title, gettext(lang, "Nothing measured"), lang)
     strategies = list(frame["strategy"])
     labels = [strategy_title(s, lang) for s in strategies]
     colours = [strategy_colour(s) for s in strategies]
@@ -536,7 +550,7 @@ def fits_figure(frame: pd.DataFrame, vary: str, budget_bytes: int, lang: str = "
     fig.update_yaxes(title_text=name, rangemode="tozero", row=1, col=1)
     fig.update_yaxes(title_text=gettext(lang, "tokens / s"), rangemode="tozero", row=2, col=1)
     fig.update_layout(barmode="group")
-    return _layout(fig, title, 600)
+    return _layout(fig, title, 600, lang)
 
 
 def fits_caption(frame: pd.DataFrame, vary: str, lang: str = "en") -> str:
@@ -560,7 +574,7 @@ def loss_figure(frame: pd.DataFrame, max_diff: float | None = None, lang: str = 
     """Training-loss curves per run, drawn over each other: they should coincide."""
     title = gettext(lang, "Training loss, with and without checkpointing")
     if frame.empty:
-        return _empty(title, gettext(lang, "No training run"))
+        return _empty(title, gettext(lang, "No training run"), lang)
     fig = go.Figure()
     strategies = list(dict.fromkeys(frame["strategy"]))
     dashes = ("solid", "dash", "dot", "dashdot", "longdash")
@@ -576,7 +590,7 @@ def loss_figure(frame: pd.DataFrame, max_diff: float | None = None, lang: str = 
                                        + " %{y:.6f}<extra></extra>"))
     fig.update_layout(xaxis_title=gettext(lang, "training step"),
                       yaxis_title=gettext(lang, "cross-entropy loss"))
-    return _layout(fig, title, 440)
+    return _layout(fig, title, 440, lang)
 
 
 def loss_caption(max_diff: float | None, lang: str = "en") -> str:

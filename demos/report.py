@@ -129,7 +129,7 @@ def time_text(result: StrategyResult, lang: str = "en") -> str:
 
 # ---------------------------------------------------------------- the compare table
 
-# column id -> header (msgid, context "table header")
+# column id -> header (a catalog message)
 COMPARE_COLUMNS: dict[str, str] = {
     "strategy": N_("Strategy"),
     "peak": N_("Peak memory (vs none)"),
@@ -141,7 +141,8 @@ COMPARE_COLUMNS: dict[str, str] = {
 
 
 def header(lang: str, msgid: str) -> str:
-    return pgettext(lang, "table header", msgid)
+    """A table header in `lang` (a message marked with N_ where the table is described)."""
+    return gettext(lang, msgid)
 
 
 def results_table(results: Sequence[StrategyResult], lang: str = "en") -> pd.DataFrame:

@@ -348,7 +348,8 @@ def explain_differences(cfg: ModelConfig, device: str = "cpu", lang: str = "en")
                       "count 34·s·b·h ({ratio:.2f}×).", ours=ours / sbh, ratio=ours / theirs),
         "- " + gettext(lang, "Number size: Korthikanti assume 16-bit activations (2 bytes); "
                              "this run uses {dtype} ({bytes} bytes), so each kept tensor costs "
-                             "{factor}× as much.", dtype=cfg.dtype, bytes=e, factor=format(e / 2, "g")),
+                             "{factor}× as much.", dtype=cfg.dtype, bytes=e,
+                       factor=format(e / 2, "g")),
         "- " + gettext(lang, "Dropout: Korthikanti keep 1-byte dropout masks (attention, after "
                              "attention, after the MLP: 2·s·b·h plus 1·a·s²·b).") + " " + dropout,
         "- " + gettext(lang, "Attention: with fused attention (scaled_dot_product_attention) "
