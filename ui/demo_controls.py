@@ -30,7 +30,12 @@ LABELS: dict[str, tuple[str, str]] = {
     "vocab": (N_("Vocabulary"), N_("Tokens the LM head scores: the logits are b·s·vocab "
                                    "numbers.")),
 }
-MODEL_FIELDS = ("layers", "hidden", "heads", "seq", "batch", "vocab", "dtype")
+MODEL_FIELDS = ("layers", "hidden", "heads", "seq", "batch", "vocab", "dtype", "arch")
+# ModelConfig.arch -> what the architecture control shows (demos.config.ARCHS)
+ARCH_LABELS: dict[str, str] = {
+    "gpt": N_("GPT-2-style"),
+    "llama": N_("Llama-style"),
+}
 
 TRAINING_DEFAULT = ModelConfig(layers=4, hidden=64, heads=4, seq_len=32, batch=8, vocab=128)
 # activations outweigh the logits (b·s·h·layers against b·s·V), as in demo_default
@@ -69,6 +74,15 @@ def model_controls(fields: Sequence[str] = MODEL_FIELDS, *, columns: int = 4,
                                                base.dtype, where=where,
                                                help=t("Bytes per number: 4 for float32, 2 for "
                                                       "bfloat16/float16."))
+                continue
+            if name == "arch":
+                values["arch"] = query.choice(
+                    "arch", t("Layer architecture"), list(ARCH_LABELS), base.arch, where=where,
+                    format_func=lambda arch: t(ARCH_LABELS[arch]),
+                    help=t("The layer the model stacks. GPT-2-style: LayerNorm, learned "
+                           "positions, a 4h GELU MLP. Llama-style: RMSNorm, rotary positions, "
+                           "grouped-query attention (half as many key/value heads), a SwiGLU "
+                           "MLP. The theory predicts what either keeps, to the byte on a CPU."))
                 continue
             field = query.CONFIG_FIELDS[name]
             lo, hi, step = ranges[field]

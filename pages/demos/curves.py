@@ -31,7 +31,7 @@ def curves_demo() -> None:
                               help=t("held for backward: bytes kept for backward at the end of "
                                      "the forward pass; peak: the highest point of the step, "
                                      "above the parameters."))
-    fields = [f for f in ("layers", "hidden", "heads", "seq", "batch", "vocab")
+    fields = [f for f in ("layers", "hidden", "heads", "seq", "batch", "vocab", "arch")
               if f not in curve.fixes]
     config = controls.model_controls(fields, columns=len(fields), defaults=curve.base)
     lang = current_language()

@@ -28,7 +28,7 @@ def same_result_demo() -> None:
         dropout = query.float_slider("dropout", t("Dropout"), 0.0, 0.5, 0.05, 0.1,
                                      help=t("Random masks in training: recomputation must "
                                             "draw the same ones."))
-    config = controls.model_controls(("layers", "hidden", "seq", "batch"),
+    config = controls.model_controls(("layers", "hidden", "seq", "batch", "arch"),
                                      defaults=controls.TRAINING_DEFAULT, dropout=dropout)
     strategies = controls.strategy_picker(default=("every-layer", "selective:save-matmuls"),
                                           label=t("Strategies to train beside none"))

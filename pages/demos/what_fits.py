@@ -34,8 +34,8 @@ def what_fits_demo() -> None:
                             format_func=lambda item: t(GROW[item]),
                             help=t("Which dimension to make as large as the budget allows."))
     kept = "seq" if vary == "batch" else "batch"  # the other one stays fixed
-    config = controls.model_controls(("layers", "hidden", "heads", "vocab", kept), columns=5,
-                                     defaults=controls.fit_default())
+    config = controls.model_controls(("layers", "hidden", "heads", "vocab", kept, "arch"),
+                                     columns=6, defaults=controls.fit_default())
     field = "batch" if vary == "batch" else "seq_len"
     frame = runner.run_fits(config, controls.FIT_STRATEGIES, field, budget_mib * 2**20)
     if frame is None:
