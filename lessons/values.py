@@ -191,6 +191,8 @@ def lesson_values(code: str = DEFAULT) -> dict[str, str]:
     v["gpt3_selective_saving"] = percent(selective_saving(gpt3["seq"], gpt3["hidden"],
                                                           gpt3["heads"]))
     v["gpt3_selective_flops"] = percent(facts.KORTHIKANTI_SELECTIVE_EXTRA_FLOPS, 1)
+    v["korthikanti_full_low"] = percent(facts.KORTHIKANTI_FULL_RECOMPUTE_OVERHEAD[0])
+    v["korthikanti_full_high"] = percent(facts.KORTHIKANTI_FULL_RECOMPUTE_OVERHEAD[1])
     ms = facts.KORTHIKANTI_22B_MS
     v["l22b_baseline_ms"] = unit(ms["baseline"], 1, "ms")
     v["l22b_full_ms"] = unit(ms["full"], 1, "ms")
