@@ -130,3 +130,109 @@ def test_decision_procedure_orders_the_tools():
     assert "Checkpoint every layer" not in [s.tool for s in recommend("state")]
     with pytest.raises(ValueError):
         recommend("nowhere")
+
+
+# ---------------------------------------------------------------- the independent review
+
+def _reentrant_chain() -> tuple[list[str], list[bool]]:
+    """A frozen embedding, three reentrant-checkpointed blocks and a head (as in LoRA)."""
+    import warnings
+
+    import torch
+    from torch import nn
+    from torch.utils.checkpoint import checkpoint
+
+    embedding = nn.Embedding(10, 8).requires_grad_(False)
+    blocks = [nn.Linear(8, 8) for _ in range(3)]
+    head = nn.Linear(8, 2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        hidden = embedding(torch.tensor([1, 2, 3]))
+        for block in blocks:
+            hidden = checkpoint(block, hidden, use_reentrant=True)
+    head(hidden).sum().backward()  # the head trains: its weight requires grad
+    return [str(w.message) for w in caught], [b.weight.grad is not None for b in blocks]
+
+
+def test_reentrant_mode_warns_and_no_checkpointed_block_trains():
+    messages, trained = _reentrant_chain()
+    assert any("requires_grad" in m for m in messages)  # a warning, not silence
+    assert trained == [False, False, False]  # not only the first block
+    text = all_text("in-practice")
+    assert "silently" not in text
+    assert "the first block's input does not" not in text
+    assert "no checkpointed block gets gradients" in text
+    assert "(torch only warns)" in text and "with only a warning" in text
+
+
+def test_use_cache_is_state_a_recomputed_forward_would_extend():
+    text = all_text("in-practice")
+    assert "A recomputed forward would append them again" in text
+    assert "`CheckpointError`" in text
+
+
+def test_activation_memory_budget_is_placed_between_inputs_only_and_the_default():
+    assert "keep that fraction of the activations" not in all_text("language-models")
+    assert "at 0 it saves only the compiled graph's inputs" in all_text("language-models")
+    assert "keep about half" not in all_text("in-practice")
+    assert "region_activation_memory_budget" in all_text("language-models")
+
+
+def test_megatron_recompute_method_always_comes_with_full_granularity():
+    for path in catalog.LESSON_PATHS:
+        text = all_text(path)
+        assert text.count("--recompute-method") == text.count(
+            "--recompute-granularity full --recompute-method"), path
+    assert "--recompute-granularity full --recompute-method block" in all_text("how-many")
+    language_models = all_text("language-models")
+    assert "Hugging Face Transformers and Megatron-LM put the checkpoints" not in \
+        language_models
+    assert "`--recompute-activations` is the selective recomputation" in language_models
+
+
+def test_fsdp_nesting_not_call_order_and_both_fsdp_versions():
+    text = all_text("in-practice")
+    assert "Wrap in this order" not in text
+    assert "The nesting matters, not the order of the calls" in text
+    assert "(FSDP1)" in text and "(FSDP2)" in text and "no second gather" in text
+
+
+def test_recursion_rebuilds_each_layer_about_half_log2_n_plus_one_times():
+    from lessons.checkpoint_math import recursive_cost
+
+    layers = 1_024
+    rebuilt_per_layer = recursive_cost(layers).forwards / layers - 1  # minus the first pass
+    assert rebuilt_per_layer == pytest.approx(0.5 * 10 + 1)
+    text = all_text("how-many")
+    assert "recomputed about ½·log₂N + 1 times" in text
+    assert "recomputed about log N times" not in text
+
+
+def test_offloading_is_weighed_against_a_recomputed_forward_and_needs_a_side_stream():
+    values = lesson_values()
+    text = all_text("in-practice")
+    assert "`save_on_cpu` by itself hides nothing" in text
+    assert f"from about **{values['offload_all_beats_recompute_from']}**" in text
+    # Break-even where the copy takes twice the forward: half the width at which it hides.
+    assert float(values["offload_all_beats_recompute_from"].replace(",", "")) == pytest.approx(
+        float(values["offload_all_from_hidden"].replace(",", "")) / 2, abs=1)
+
+
+def test_smaller_review_points_are_worded_as_the_sources_say():
+    in_practice = all_text("in-practice")
+    assert "Megatron's sequence parallelism, ring attention" not in in_practice
+    assert "`--context-parallel-size`" in in_practice
+    assert "nested checkpoints" not in in_practice
+    assert "treats these kernels as compute-intensive" not in in_practice
+    assert "one matrix multiply and a softmax" not in all_text("language-models")
+    assert "pushed Korthikanti" not in all_text("cost-and-correctness")
+    assert "do exactly this" not in all_text("large-vocabularies")
+    assert "(16-bit activations, efficient attention)" in all_text("why-memory")
+    assert "`every_n_layers`" in all_text("how-many")
+
+
+def test_the_openai_source_links_to_the_openai_repository():
+    from lessons import facts
+
+    source = next(s for s in facts.SOURCES if s.key == "openai2018")
+    assert source.url == "https://github.com/openai/gradient-checkpointing"
