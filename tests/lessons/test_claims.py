@@ -236,3 +236,11 @@ def test_the_openai_source_links_to_the_openai_repository():
 
     source = next(s for s in facts.SOURCES if s.key == "openai2018")
     assert source.url == "https://github.com/openai/gradient-checkpointing"
+
+
+def test_llama_count_names_its_gqa_kernel_and_policies_can_offload():
+    from torch.utils.checkpoint import CheckpointPolicy
+
+    assert "`enable_gqa=True`" in all_text("language-models")
+    assert {"MUST_CPU_OFFLOAD", "PREFER_CPU_OFFLOAD"} <= set(CheckpointPolicy.__members__)
+    assert "`MUST_CPU_OFFLOAD` and `PREFER_CPU_OFFLOAD`" in all_text("in-practice")
