@@ -183,17 +183,24 @@ def tradeoff_figure(layers: int, ratio: float, code: str = DEFAULT) -> go.Figure
     fig = go.Figure()
     for strategy, symbol in zip(STRATEGIES, symbols, strict=True):
         sim = simulate(strategy, layers, ratio)
+        # The legend names the strategy (it must fit a phone); the numbers are on hover.
         fig.add_scatter(x=[sim.forwards], y=[sim.peak], mode="markers",
                         marker={"size": 15, "symbol": symbol},
-                        name=gettext(code, "{strategy}: {forwards} forwards, peak {peak}",
-                                strategy=strategy_label(strategy, code), forwards=sim.forwards,
-                                peak=format_decimal(sim.peak, code)))
+                        name=strategy_label(strategy, code),
+                        hovertemplate=gettext(code, "{strategy}: {forwards} forwards, peak {peak}",
+                                              strategy=strategy_label(strategy, code),
+                                              forwards=sim.forwards,
+                                              peak=format_decimal(sim.peak, code))
+                        + "<extra></extra>")
     if ratio == 0:
         rec = recursive_cost(layers)
         fig.add_scatter(x=[rec.forwards], y=[rec.peak_boundaries], mode="markers",
                         marker={"size": 15, "symbol": "diamond"},
-                        name=gettext(code, "Recursive (log N): {forwards} forwards, peak {peak}",
-                                forwards=rec.forwards, peak=rec.peak_boundaries))
+                        name=gettext(code, "Recursive (log N)"),
+                        hovertemplate=gettext(
+                            code, "Recursive (log N): {forwards} forwards, peak {peak}",
+                            forwards=rec.forwards, peak=rec.peak_boundaries)
+                        + "<extra></extra>")
     fig.update_layout(height=440, xaxis_title=gettext(code, "forward computations per step"),
                       yaxis_title=gettext(code, "peak memory (units)"),
                       legend={**LEGEND_BELOW, "orientation": "v"},
@@ -274,8 +281,7 @@ def budget_figure(sizes: list[float], plan: BudgetPlan, code: str = DEFAULT) -> 
                     marker={"symbol": "triangle-down", "size": 12, "color": "#E45756"},
                     name=gettext(code, "checkpoint"))
     fig.update_layout(height=260, showlegend=False, bargap=0.1,
-                      xaxis_title=gettext(code, "layer (segments alternate in colour; ▼ = kept "
-                                           "output)"),
+                      xaxis_title=gettext(code, "layer (▼ = kept output)"),
                       yaxis_title=gettext(code, "output size"), separators=_separators(code),
                       **_LAYOUT)
     return fig

@@ -359,8 +359,9 @@ def budget() -> None:
     st.plotly_chart(figures.budget_sweep_figure(sizes, [budget_placement(sizes, b)
                                                         for b in budgets], plan, code),
                     key="budget_sweep_chart", **_CHART)
-    st.caption(t("Best budget in this sweep: B = {budget}, x + y = {memory}, against {total} "
-                 "for keeping every output.", budget=fmt_decimal(best.budget),
+    st.caption(t("Segments alternate in colour; ▼ marks a kept output. Best budget in this "
+                 "sweep: B = {budget}, x + y = {memory}, against {total} for keeping every "
+                 "output.", budget=fmt_decimal(best.budget),
                  memory=fmt_decimal(best.memory), total=fmt_decimal(sum(sizes))))
 
 
