@@ -68,7 +68,10 @@ LAYOUT = dict(
     font=dict(size=13),
     title=dict(x=0, xanchor="left", font=dict(size=16)),
     margin=dict(l=56, r=16, t=56, b=40),
-    legend=dict(orientation="h", yanchor="top", y=-0.12, xanchor="left", x=0),
+    # at the foot of the figure (container coordinates): Plotly widens the bottom margin
+    # for it, so it never sits on the x-axis title, however many lines it wraps to
+    legend=dict(orientation="h", yref="container", yanchor="bottom", y=0, xanchor="left",
+                x=0),
     hoverlabel=dict(font_size=13),
 )
 
@@ -77,6 +80,9 @@ LAYOUT = dict(
 
 
 def _max(values: Iterable[float | None]) -> float:
+    if isinstance(values, pd.Series):  # a column: vectorised
+        top = pd.to_numeric(values, errors="coerce").max()
+        return 0.0 if pd.isna(top) else float(top)
     finite = [float(v) for v in values if v is not None and not pd.isna(v)]
     return max(finite, default=0.0)
 
@@ -294,40 +300,45 @@ def timeline_figure(frame: pd.DataFrame, facet: bool = True, lang: str = "en") -
                         vertical_spacing=min(0.08, 0.3 / max(rows, 1)),
                         subplot_titles=labels if facet else None)
     layer_word = gettext(lang, "layer")
+    phase_words = {p: gettext(lang, PHASE_NAMES.get(p, p)) for p in frame["phase"].unique()}
     peak_word = pgettext(lang, "chart legend", "peak")
+    traces: list[tuple[go.Scatter, int]] = []  # added at once: one validation pass
     for number, (name, label) in enumerate(zip(names, labels, strict=True), start=1):
         part = frame[frame["strategy"] == name].sort_values("index")
         row = number if facet else 1
         colour = strategy_colour(name)
         if facet:
-            _phase_bands(fig, part, row, top, lang, show_legend=number == 1)
-        layer_text = part["layer"].map(lambda v: "–" if pd.isna(v) else str(int(v)))
-        phase_text = part["phase"].map(lambda p: gettext(lang, PHASE_NAMES.get(p, p)))
-        fig.add_scatter(
-            x=part["index"], y=part["live_bytes"] / scale, mode="lines", name=label,
-            line=dict(color=colour, width=2), row=row, col=1,
-            # one array, not a list of tuples: Plotly validates a list item by item
-            customdata=np.column_stack([part["op"].map(op_name).to_numpy(dtype=str),
+            traces += [(band, row) for band in _phase_bands(part, top, lang, number == 1)]
+        # vectorised (one look-up per distinct value), and one array rather than a list of
+        # tuples, which Plotly would validate item by item
+        layer_text = part["layer"].astype("Int64").astype(str).replace("<NA>", "–")
+        phase_text = part["phase"].map(phase_words)
+        traces.append((go.Scatter(
+            x=part["index"].to_numpy(), y=part["live_bytes"].to_numpy() / scale, mode="lines",
+            name=label, line=dict(color=colour, width=2),
+            customdata=np.column_stack([part["op"].str.removesuffix(".default").to_numpy(str),
                                         phase_text.to_numpy(dtype=str),
                                         layer_text.to_numpy(dtype=str)]),
             hovertemplate=(label + "<br>op %{x}: %{customdata[0]}<br>%{customdata[1]}, "
                            + layer_word + " %{customdata[2]}<br>%{y:.1f} " + unit
                            + "<extra></extra>"),
-            showlegend=not facet,
-        )
+            showlegend=not facet), row))
         peak = timeline_peak(part)
         where = segment_label(peak["phase"], None if pd.isna(peak["layer"])
                               else int(peak["layer"]))
         text = f"{peak_word}: {op_name(peak['op'])} ({where})"
-        fig.add_scatter(x=[peak["index"]], y=[peak["live_bytes"] / scale], mode="markers+text",
+        traces.append((go.Scatter(
+                        x=[peak["index"]], y=[peak["live_bytes"] / scale], mode="markers+text",
                         marker=dict(color=colour, size=12, symbol="star",
                                     line=dict(color="#0f172a", width=1)),
                         text=[text] if facet else [""], textposition="bottom center",
                         textfont=dict(size=11, color="#0f172a"),
-                        name=f"{label} {peak_word}", showlegend=False, row=row, col=1,
+                        name=f"{label} {peak_word}", showlegend=False,
                         hovertemplate=(f"{label} {peak_word}<br>{op_name(peak['op'])} "
-                                       f"({where})<br>%{{y:.1f}} {unit}<extra></extra>"))
+                                       f"({where})<br>%{{y:.1f}} {unit}<extra></extra>")), row))
         fig.update_yaxes(title_text=unit, row=row, col=1)
+    fig.add_traces([trace for trace, _ in traces], rows=[row for _, row in traces],
+                   cols=[1] * len(traces))
     # One y range for every panel, so the strategies compare at a glance.
     fig.update_yaxes(range=[0, top * 1.2])
     fig.update_xaxes(title_text=gettext(lang, "op number within the step"), row=rows, col=1)
@@ -335,8 +346,8 @@ def timeline_figure(frame: pd.DataFrame, facet: bool = True, lang: str = "en") -
     return _layout(fig, title, height, lang)
 
 
-def _phase_bands(fig: go.Figure, part: pd.DataFrame, row: int, top: float, lang: str,
-                 show_legend: bool) -> None:
+def _phase_bands(part: pd.DataFrame, top: float, lang: str, show_legend: bool
+                 ) -> list[go.Scatter]:
     """Shade each (phase, layer) run of ops up to `top`: one filled trace per phase (its
     runs separated by gaps), and one text trace labelling the runs (F3, R3, B3, L)."""
     runs = _segments(part)
@@ -345,22 +356,24 @@ def _phase_bands(fig: go.Figure, part: pd.DataFrame, row: int, top: float, lang:
         xs, ys = by_phase.setdefault(phase, ([], []))
         xs += [first - 0.5, first - 0.5, last + 0.5, last + 0.5, math.nan]  # NaN: a gap
         ys += [0, top * 1.12, top * 1.12, 0, math.nan]
+    bands = []
     for phase, (xs, ys) in by_phase.items():
-        fig.add_scatter(x=np.array(xs, dtype=float), y=np.array(ys, dtype=float),
+        bands.append(go.Scatter(x=np.array(xs, dtype=float), y=np.array(ys, dtype=float),
                         mode="none", fill="toself",
                         fillcolor=PHASE_COLOURS.get(phase, "rgba(0,0,0,0)"),
                         name=gettext(lang, PHASE_NAMES.get(phase, phase)), legendgroup=phase,
                         showlegend=show_legend and phase in ("recompute", "backward"),
-                        hoverinfo="skip", row=row, col=1)
+                        hoverinfo="skip"))
     labelled = [(phase, layer, first, last) for phase, layer, first, last in runs
                 if layer is not None or phase == "loss"]
     every = max(1, math.ceil(len(labelled) / MAX_SEGMENT_LABELS))
     shown = [run for number, run in enumerate(labelled) if number % every == 0]
-    fig.add_scatter(x=[(first + last) / 2 for _, _, first, last in shown],
+    bands.append(go.Scatter(x=[(first + last) / 2 for _, _, first, last in shown],
                     y=[top * 1.12] * len(shown), mode="text",
                     text=[segment_label(phase, layer) for phase, layer, _, _ in shown],
                     textposition="bottom center", textfont=dict(size=9, color="#334155"),
-                    showlegend=False, hoverinfo="skip", row=row, col=1)
+                    showlegend=False, hoverinfo="skip"))
+    return bands
 
 
 def sawtooth_teeth(part: pd.DataFrame) -> int:
@@ -430,7 +443,8 @@ def sweep_figure(frame: pd.DataFrame, x: str, x_title: str, *,
                             line=dict(color=colour, width=2), marker=dict(size=8), row=2, col=1,
                             hovertemplate=(f"{name}<br>{x_title} %{{x}}<br>%{{y:.0f}} ms"
                                            "<extra></extra>"))
-    fig.update_xaxes(title_text=x_title, type="log" if log_x else None)
+    fig.update_xaxes(type="log" if log_x else None)
+    fig.update_xaxes(title_text=x_title, row=2, col=1)  # one x title, under both panels
     fig.update_yaxes(title_text=unit, rangemode="tozero", row=1, col=1)
     fig.update_yaxes(title_text="ms", rangemode="tozero", row=2, col=1)
     return _layout(fig, title, 640, lang)
@@ -485,7 +499,7 @@ def segment_figure(frame: pd.DataFrame, layers: int, *, x: str = "k", lang: str 
                                 line=dict(color="#0f172a", width=1)),
                     name=gettext(lang, "lowest measured peak"), row=1, col=1,
                     hovertemplate="k=%{x}<extra></extra>")
-    fig.update_xaxes(title_text=gettext(lang, "layers per segment k"))
+    fig.update_xaxes(title_text=gettext(lang, "layers per segment k"), row=2, col=1)
     fig.update_yaxes(title_text=unit, rangemode="tozero", row=1, col=1)
     fig.update_yaxes(title_text="ms", rangemode="tozero", row=2, col=1)
     return _layout(fig, title, 660, lang)

@@ -30,8 +30,9 @@ TRACKER_METHOD = N_("live-tensor tracker (TorchDispatchMode)")
 CUDA_METHOD = N_("CUDA allocator (max_memory_allocated)")
 # Timed steps per strategy on the demo pages, interleaved strategy by strategy: the median
 # and the spread (demos.report.time_spread) are shown, and a difference the spread covers
-# reads "within noise". Seven on a CPU still answer a slider at the default in about 1.5 s.
-PAGE_REPEATS = {"cpu": 7, "cuda": 9}
+# reads "within noise". Five on a CPU answer a slider at the default in about 1.4 s
+# (2 cores, idle machine).
+PAGE_REPEATS = {"cpu": 5, "cuda": 9}
 CPU_LIMIT_FRACTION = 0.5  # of available memory: the machine is shared
 CUDA_LIMIT_FRACTION = 0.9  # of free GPU memory
 

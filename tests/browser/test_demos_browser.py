@@ -85,5 +85,28 @@ def test_curves_draw_their_chart(page: Page, app_url: str) -> None:
     chart = page.locator('[data-testid="stPlotlyChart"]').first
     expect(chart).to_be_visible()
     expect(chart.locator("g.trace.scatter").first).to_be_attached()
-    expect(chart).to_contain_text("step time")
+    expect(chart).to_contain_text("Step time")
     screenshot(page, "demo-curves")
+
+
+def test_moving_a_slider_on_a_german_page(page: Page, app_url: str) -> None:
+    """Issue 12: a German learner moves a demo slider; the page, its numbers and its
+    charts stay German (German decimals, German table headers)."""
+    goto(page, app_url, f"compare?{SMALL}&strategy=every-layer&lang=de")
+    expect(page.get_by_role("heading", name="Checkpointing-Strategien vergleichen")
+           ).to_be_visible()
+    table = page.locator('[data-testid="stTable"]')
+    expect(table).to_contain_text("Spitzenspeicher (ggü. none)")
+    before = table.inner_text()
+    slider = _slider(page, "Schichten")
+    slider.focus()
+    slider.press("ArrowRight")  # 2 -> 3 Schichten
+    wait_for_app(page)
+    assert "layers=3" in page.url and "lang=de" in page.url
+    expect(table).not_to_have_text(before)
+    assert ",0 MiB" in table.inner_text() or " MiB" in table.inner_text()
+    assert any(f",{digit} MiB" in table.inner_text() for digit in range(10))  # 12,3 MiB
+    expect(page.get_by_text("In diesem Lauf gemessen auf")).to_be_visible()
+    expect(page.locator('[data-testid="stPlotlyChart"]').first).to_contain_text(
+        "Spitzenspeicher und Schrittzeit")
+    screenshot(page, "demo-compare-german-after-slider")

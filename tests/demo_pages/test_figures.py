@@ -159,10 +159,10 @@ def test_the_timeline_figure_is_bounded_whatever_the_depth() -> None:
 
     frame = timeline_frame({s: deep(24) for s in ("none", "every-layer", "sqrt",
                                                   "selective:save-matmuls")})
-    start = time.perf_counter()
+    start = time.process_time()  # this process's CPU: other work on a shared machine aside
     fig = timeline_figure(frame)
     fig.to_json()
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0
     assert len(fig.data) <= 8 * 4 and not fig.layout.shapes
     assert len(fig.layout.annotations) <= 4  # the panel titles only
 
@@ -225,6 +225,7 @@ def test_segment_figure_marks_the_measured_optimum_and_sqrt_n() -> None:
     assert "U-shaped: the lowest peak is at k=2 layers per segment (√N=4.0)" in segment_verdict(
         frame, 16)
     assert fig.layout.xaxis2.title.text == "layers per segment k"  # k named in words
+    assert fig.layout.xaxis.title.text is None  # one x title under both stacked panels
     peak = next(t for t in fig.data if t.name.startswith("peak"))
     assert list(peak.x) == [1, 2, 4, 8, 16]  # one series across k, not one per k
     assert any(t.line.dash == "dash" for t in fig.data if t.mode == "lines")

@@ -47,9 +47,11 @@ def test_results_table_reads_against_none() -> None:
                _result("budget:dp:40%", 0, 0.0, None, None, fits=False)]
     table = results_table(results)
     assert list(table.columns) == ["Strategy", "Peak memory (vs none)",
-                                   "Activations held (predicted)", "Step time (middle half)",
-                                   "Time vs none", "Same gradients"]  # six: a phone shows all
-    assert list(table["Time vs none"]) == ["baseline", "1.25× slower", "1.20× slower", "–"]
+                                   "Activations held (predicted)", "Step time (vs none)",
+                                   "Same gradients"]  # five: a phone shows them all
+    assert list(table["Step time (vs none)"]) == [
+        "200 ms (200–200)", "250 ms (250–250), 1.25× slower", "240 ms (240–240), 1.20× slower",
+        "–"]
     assert list(table["Peak memory (vs none)"])[:3] == ["100.0 MiB", "40.0 MiB (40%)",
                                                         "60.0 MiB (60%)"]
     assert list(table["Same gradients"]) == ["baseline", "✓ bitwise equal (max diff 0)",
@@ -67,14 +69,16 @@ def test_a_difference_within_the_spread_reads_within_noise_never_as_a_gain() -> 
     none = _result("none", 100, 0.20, None, None, runs=[0.17, 0.19, 0.20, 0.22, 0.26])
     faster = _result("every-layer", 40, 0.17, 0.0, True, runs=[0.15, 0.16, 0.17, 0.21, 0.22])
     assert time_verdict(faster, none)[0] == "noise"
-    assert results_table([none, faster])["Time vs none"].iloc[1] == "within noise"
+    assert results_table([none, faster])["Step time (vs none)"].iloc[1].endswith(
+        ", within noise")
     assert "every-layer: within noise" in timing_note([none, faster])
     clear = _result("every-layer", 40, 0.30, 0.0, True, runs=[0.28, 0.29, 0.30, 0.31, 0.32])
     verdict, ratio = time_verdict(clear, none)
     assert verdict == "slower" and ratio == pytest.approx(1.5)
     odd = _result("sqrt", 40, 0.10, 0.0, True, runs=[0.09, 0.10, 0.10, 0.10, 0.11])
     assert time_verdict(odd, none)[0] == "faster-noise"  # worded as noise, not a gain
-    assert results_table([none, odd])["Time vs none"].iloc[1] == "within noise"
+    assert results_table([none, odd])["Step time (vs none)"].iloc[1].endswith(
+        ", within noise")
     spread = time_spread(none)
     assert (spread.median, spread.low, spread.high) == pytest.approx((0.20, 0.19, 0.22))
     assert time_text(none) == "200 ms (190–220)"
