@@ -179,7 +179,8 @@ def test_two_panel_figures_stack_for_a_phone() -> None:
                 activation_theory_figure(RESULTS)):
         title = fig.layout.title.text
         assert "<br>" not in title and len(title) <= 40, title
-        assert fig.layout.legend.y < 0  # under the plot, not over the titles
+        legend = fig.layout.legend  # at the figure's foot, not over the titles
+        assert (legend.yref, legend.y, legend.yanchor) == ("container", 0, "bottom")
         if "xaxis2" in fig.layout and fig.layout.xaxis2.domain is not None:
             assert tuple(fig.layout.xaxis.domain) == tuple(fig.layout.xaxis2.domain)  # stacked
 
