@@ -25,6 +25,7 @@ from ui.navigation import page_link
 from ui.progress import store as progress_store
 
 ATTEMPT_KEY = "quiz_attempt_id"
+_SHOWN_IN = "quiz_shown_language"  # the language of the question's last run
 OPEN_ATTEMPT = "quiz:attempt"  # the learner's open attempt, in their server-side progress
 LOG = logging.getLogger(__name__)
 
@@ -117,6 +118,18 @@ def show_intro(service: QuizService) -> None:
         start(service)
 
 
+def keep_picks_across_languages(keys: list[str]) -> None:
+    """A pick the learner has not checked yet survives a language switch: the server keeps
+    it (the widgets' keys do not depend on their words), but the browser redraws options
+    whose words changed as unpicked, so the run after a switch sends the picks back."""
+    code = current_language()
+    if st.session_state.get(_SHOWN_IN) not in (None, code):
+        for key in keys:
+            if key in st.session_state:
+                st.session_state[key] = st.session_state[key]
+    st.session_state[_SHOWN_IN] = code
+
+
 def question_of(position: int, total: int) -> str:
     return t("Question {number} of {total}", number=position + 1, total=total)
 
@@ -127,26 +140,31 @@ def show_question(service: QuizService, attempt: Attempt, position: int) -> None
     st.progress(position / total, text=question_of(position, total))
     st.subheader(drawn.question.prompt)
     options = drawn.options
-    with st.form(f"question-{attempt.id}-{position}"):
+    # No st.form: a form keeps a pick only in the browser, and a language switch (which
+    # rewords the options) would drop it. These widgets live in session_state under keys
+    # that do not depend on their words, so a pick survives the switch.
+    keys = ([f"{attempt.id}-q{position}-o{i}" for i in range(len(options))]
+            if drawn.question.multiple else [f"{attempt.id}-q{position}"])
+    keep_picks_across_languages(keys)
+    with st.container(border=True, key="quiz-question"):
         if drawn.question.multiple:
             st.caption(t("Select all that apply."))
             chosen = [
                 i
                 for i, option in enumerate(options)
-                if st.checkbox(escape_markdown(option), key=f"{attempt.id}-q{position}-o{i}")
+                if st.checkbox(escape_markdown(option), key=keys[i])
             ]
         else:
-            # The key keeps the pick when the language (the option texts) changes.
             pick = st.radio(
                 t("Your answer"),
                 range(len(options)),
                 index=None,
                 format_func=lambda i: escape_markdown(options[i]),
                 label_visibility="collapsed",
-                key=f"{attempt.id}-q{position}",
+                key=keys[0],
             )
             chosen = [] if pick is None else [pick]
-        submitted = st.form_submit_button(t("Check answer"), type="primary")
+        submitted = st.button(t("Check answer"), type="primary", key=f"check-{position}")
     if submitted:
         if not chosen:
             st.warning(t("Pick an answer first."))
@@ -189,7 +207,9 @@ def show_certificate(certificate: Certificate) -> None:
                      number=certificate.attempts))
     st.markdown(t("**Certificate ID** (anyone can check it on the verify page):"))
     st.code(certificate.id, language=None)
-    pdf = _cached_pdf(certificate, config.base_url())
+    with st.spinner(t("Drawing the certificate…")):
+        pdf = _cached_pdf(certificate, config.base_url())
+        png = _cached_png(certificate, config.base_url())
     left, right = st.columns(2)
     left.download_button(
         t("Download the PDF"),
@@ -204,8 +224,7 @@ def show_certificate(certificate: Certificate) -> None:
                   query_params=with_lang({"id": certificate.id}))
     if certificate.lang != current_language():
         st.caption(t("The certificate is in the language you took the quiz in."))
-    st.image(_cached_png(certificate, config.base_url()),
-             caption=t("Preview of your certificate"))
+    st.image(png, caption=t("Preview of your certificate"))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

@@ -1,5 +1,7 @@
-"""The quiz in a real browser: take it to a pass, download the PDF, open the verify link and
-see VALID, then try a tampered ID and an unknown one (screenshots kept in tests/artifacts/)."""
+"""The quiz in a real browser, in English, German and Vietnamese: take it to a pass (switching
+language in the middle with an answer picked), download the PDF in that language, verify the
+certificate on another language's verify page, try a tampered ID and an unknown one; and the
+quiz at phone size (screenshots kept in tests/artifacts/)."""
 
 from __future__ import annotations
 
@@ -9,10 +11,15 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from playwright.sync_api import Page, expect
 
+from i18n import gettext, language
+from i18n.checks import untranslated_on_page
 from quiz.attempts import Attempt
+from quiz.bank import localize
+from quiz.certificates import long_date
 from quiz.ids import new_id
 from quiz.service import QuizService, open_service
 from tests.helpers import ARTIFACTS, goto, screenshot, wait_for_app
+from tests.quiz.pdf_text import embedded_characters
 
 
 @pytest.fixture
@@ -28,80 +35,218 @@ def attempt_on_screen(page: Page, service: QuizService) -> Attempt:
     return service.attempt(attempt_id)
 
 
-def answer_correctly(page: Page, service: QuizService) -> None:
+SIDEBAR = '[data-testid="stSidebar"]'
+QUESTION = ".st-key-quiz-question"  # the question's options and its Check button
+# The language each run takes the quiz in, the name it prints, and the language of the
+# verify page that checks the certificate afterwards (always another one).
+RUNS = [("en", "Nguyễn Thị Minh Khai", "vi"), ("de", "Jürgen Müller-Lüdenscheid", "vi"),
+        ("vi", "Nguyễn Thị Minh Khai", "en")]
+
+
+def pick_language(page: Page, code: str) -> None:
+    """Switch with the sidebar's picker, as a learner does."""
+    page.locator(f"{SIDEBAR} [data-testid='stSelectbox']").click()
+    page.get_by_role("option", name=language(code).native_name).click()
+    wait_for_app(page)
+    page.wait_for_function(
+        f"() => new URL(location.href).searchParams.get('lang') === '{code}'")
+
+
+def option_labels(page: Page, multiple: bool):  # noqa: ANN201
+    form = page.locator(QUESTION)
+    if multiple:
+        return form.locator('[data-testid="stCheckbox"] label')
+    return form.locator('[data-testid="stRadio"] [role="radiogroup"] label')
+
+
+def pick_right(page: Page, service: QuizService) -> tuple[Attempt, int]:
+    """Click the right option(s) of the question on screen (not checked yet)."""
     attempt = attempt_on_screen(page, service)
     position = attempt.next_position
     assert position is not None
     drawn = attempt.questions[position]
-    expect(page.get_by_text(f"Question {position + 1} of {len(attempt.questions)}")).to_be_visible()
-    form = page.locator('[data-testid="stForm"]')
     for index in sorted(drawn.correct):
-        if drawn.question.multiple:
-            form.locator('[data-testid="stCheckbox"]').nth(index).locator("label").click()
-        else:
-            form.locator('[data-testid="stRadio"] [role="radiogroup"] label').nth(index).click()
-    page.get_by_role("button", name="Check answer").click()
+        option_labels(page, drawn.question.multiple).nth(index).click()
+        wait_for_app(page)  # each pick reruns the page (it is kept on the server)
+    return attempt, position
+
+
+def answer_correctly(page: Page, service: QuizService, code: str = "en") -> None:
+    attempt, position = pick_right(page, service)
+    expect(page.get_by_text(gettext(code, "Question {number} of {total}", number=position + 1,
+                                    total=len(attempt.questions)))).to_be_visible()
+    page.get_by_role("button", name=gettext(code, "Check answer")).click()
     wait_for_app(page)
-    expect(page.get_by_text("Correct.")).to_be_visible()
+    expect(page.get_by_text(gettext(code, "Correct."), exact=True)).to_be_visible()
 
 
-def test_quiz_to_a_pass_then_verify(page: Page, app_url: str, server_side: QuizService) -> None:
-    goto(page, app_url, "quiz?score=100")  # a score in the URL changes nothing
-    page.get_by_role("button", name="Start the quiz").click()
+def switch_keeps_the_pick(page: Page, service: QuizService, code: str, other: str) -> None:
+    """A pick not yet checked survives a language switch there and back; the question
+    keeps its place and its option order."""
+    attempt, position = pick_right(page, service)
+    drawn = attempt.questions[position]
+    pick_language(page, other)
+    assert attempt_on_screen(page, service).id == attempt.id
+    expect(page.get_by_text(localize(drawn.question, other).prompt)).to_be_visible()
+    inputs = page.locator(f"{QUESTION} input")
+    for index in range(len(drawn.order)):
+        assert inputs.nth(index).is_checked() == (index in drawn.correct), index
+    screenshot(page, f"quiz-switched-{code}-to-{other}")
+    pick_language(page, code)
+    page.get_by_role("button", name=gettext(code, "Check answer")).click()
+    wait_for_app(page)
+    expect(page.get_by_text(gettext(code, "Correct."), exact=True)).to_be_visible()
+
+
+@pytest.mark.parametrize(("code", "name", "verify_in"), RUNS, ids=[run[0] for run in RUNS])
+def test_quiz_to_a_pass_then_verify(page: Page, app_url: str, server_side: QuizService,
+                                    code: str, name: str, verify_in: str) -> None:
+    """The whole quiz in one language to a certificate, its PDF in that language, and the
+    certificate checked on another language's verify page."""
+    goto(page, app_url, f"quiz?score=100&lang={code}")  # a score in the URL changes nothing
+    page.get_by_role("button", name=gettext(code, "Start the quiz")).click()
     wait_for_app(page)
     total = len(attempt_on_screen(page, server_side).questions)
     for index in range(total):
-        answer_correctly(page, server_side)
+        if index == 1 and code != "en":
+            switch_keeps_the_pick(page, server_side, code, "vi" if code == "de" else "de")
+        else:
+            answer_correctly(page, server_side, code)
         if index == 0:
-            expect(page.get_by_text("Read the lesson:")).to_be_visible()
-            screenshot(page, "quiz-feedback")
+            link = gettext(code, "Read the lesson: {title}", title="").strip()
+            expect(page.get_by_text(link)).to_be_visible()
+            screenshot(page, f"quiz-feedback-{code}")
         last = index == total - 1
-        page.get_by_role("button", name="See my score" if last else "Next question").click()
+        page.get_by_role("button", name=gettext(code, "See my score" if last
+                                                else "Next question")).click()
         wait_for_app(page)
 
-    expect(page.get_by_text("Passed: the pass mark is 80%.")).to_be_visible()
-    page.get_by_role("textbox", name="Name to print on the certificate").fill(
-        "Nguyễn Thị Minh Khai"
-    )
-    page.get_by_role("button", name="Issue my certificate").click()
+    expect(page.get_by_text(gettext(code, "Passed: the pass mark is {mark:.0%}.", mark=0.8))
+           ).to_be_visible()
+    page.get_by_role("textbox", name=gettext(code, "Name to print on the certificate")).fill(name)
+    page.get_by_role("button", name=gettext(code, "Issue my certificate")).click()
     wait_for_app(page)
-    expect(page.get_by_text("Your certificate is ready.")).to_be_visible()
-    expect(page.locator('[data-testid="stImage"] img')).to_be_visible()
-    screenshot(page, "quiz-passed-certificate")
+    expect(page.get_by_text(gettext(code, "Your certificate is ready."))).to_be_visible()
+    expect(page.locator('[data-testid="stImage"] img')).to_be_visible(timeout=30_000)
+    wait_for_app(page)
+    if code != "en":
+        assert untranslated_on_page(page.inner_text("[data-testid='stMain']"), code) == []
+    screenshot(page, f"quiz-passed-certificate-{code}")
     preview = page.locator('[data-testid="stImage"]').first
     preview.scroll_into_view_if_needed()
-    preview.screenshot(path=str(ARTIFACTS / "quiz-certificate-preview.png"))
+    preview.screenshot(path=str(ARTIFACTS / f"quiz-certificate-preview-{code}.png"))
 
     with page.expect_download() as download_info:
-        page.get_by_role("button", name="Download the PDF").click()
-    pdf_path = ARTIFACTS / "certificate.pdf"
+        page.get_by_role("button", name=gettext(code, "Download the PDF")).click()
+    pdf_path = ARTIFACTS / f"certificate-{code}.pdf"
     download_info.value.save_as(pdf_path)
-    assert pdf_path.read_bytes().startswith(b"%PDF-")
-
+    pdf = pdf_path.read_bytes()
+    assert pdf.startswith(b"%PDF-")
     certificate = server_side.certificate_for(attempt_on_screen(page, server_side).id)
-    assert certificate is not None and certificate.name == "Nguyễn Thị Minh Khai"
-    page.get_by_role("link", name="Open the verify link").click()
-    wait_for_app(page)
-    assert urlparse(page.url).path == "/verify"
-    expect(page.get_by_text("VALID", exact=False).first).to_be_visible()
-    expect(page.get_by_text("the Ed25519 signature is checked and correct")).to_be_visible()
-    expect(page.get_by_text("Nguyễn Thị Minh Khai")).to_be_visible()
-    screenshot(page, "verify-valid")
+    assert certificate is not None and certificate.name == name and certificate.lang == code
+    heading = gettext(code, "CERTIFICATE OF COMPLETION")
+    date = long_date(certificate.date, code)
+    assert set((name + heading + date).replace(" ", "")) <= embedded_characters(pdf)
+
+    if code == "en":  # the link on the page, inside the app
+        page.get_by_role("link", name="Open the verify link").click()
+        wait_for_app(page)
+        assert urlparse(page.url).path == "/verify"
+        expect(page.get_by_text("the Ed25519 signature is checked and correct")).to_be_visible()
+        screenshot(page, "verify-valid")
+
+    # The ID from the downloaded PDF's certificate, checked on another language's page.
+    goto(page, app_url, f"verify?id={certificate.id}&lang={verify_in}")
+    valid = gettext(verify_in, "**VALID**: issued by {course}; the Ed25519 signature is "
+                               "checked and correct.", course=certificate.course)
+    expect(page.get_by_text(valid.split("**")[1], exact=True)).to_be_visible()
+    expect(page.get_by_text(name)).to_be_visible()
+    expect(page.get_by_text(long_date(certificate.date, verify_in), exact=True)).to_be_visible()
+    main = page.inner_text("[data-testid='stMain']")
+    assert date not in main  # the issuing language's date is not the viewer's
+    if verify_in != "en":
+        assert untranslated_on_page(main, verify_in) == []
+    screenshot(page, f"verify-{code}-certificate-on-{verify_in}-page")
+    if code != "en":
+        return
 
     compact = certificate.id.replace("-", "")
     swapped = next(i for i in range(len(compact) - 1) if compact[i] != compact[i + 1])
     tampered = compact[:swapped] + compact[swapped + 1] + compact[swapped] + compact[swapped + 2 :]
+    goto(page, app_url, "verify?lang=en")
     field = page.get_by_role("textbox", name="Certificate ID")
     field.fill(tampered)
     page.get_by_role("button", name="Verify").click()
     wait_for_app(page)
     expect(page.get_by_text("TYPO IN THE ID")).to_be_visible()
-    expect(page.get_by_text("Nguyễn Thị Minh Khai")).to_have_count(0)
+    expect(page.get_by_text(name)).to_have_count(0)
     screenshot(page, "verify-typo")
 
-    goto(page, app_url, f"verify?id={new_id()}")
+    goto(page, app_url, f"verify?id={new_id()}&lang=en")
     expect(page.get_by_text("NOT FOUND")).to_be_visible()
     screenshot(page, "verify-not-found")
+
+
+CONTROLS = ("[data-testid='stMain'] :is(button, label, input, a, h1, h3, "
+            "[data-testid='stProgress'], [data-testid='stAlert'])")
+
+
+def boxes_overlap(a: dict, b: dict) -> bool:
+    return not (a["x"] + a["width"] <= b["x"] or b["x"] + b["width"] <= a["x"]
+                or a["y"] + a["height"] <= b["y"] or b["y"] + b["height"] <= a["y"])
+
+
+def assert_fits_a_phone(page: Page, name: str) -> None:
+    """Nothing wider than the screen, and no two controls drawn over each other (a control
+    inside another, such as a radio button's input in its label, is one control)."""
+    screenshot(page, name)
+    width = page.viewport_size["width"]
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    boxes = page.evaluate("""(selector) => {
+        const all = [...document.querySelectorAll(selector)].filter(e => {
+            const r = e.getBoundingClientRect();
+            return r.width > 0 && r.height > 0 && getComputedStyle(e).visibility !== "hidden";
+        });
+        return all.filter(e => !all.some(o => o !== e && o.contains(e)))
+            .map(e => { const r = e.getBoundingClientRect();
+                        return {x: r.x, y: r.y + scrollY, width: r.width, height: r.height,
+                                text: e.innerText.slice(0, 40)}; });
+    }""", CONTROLS)
+    assert len(boxes) >= 3, boxes
+    for box in boxes:
+        assert box["x"] >= -1 and box["x"] + box["width"] <= width + 1, box
+    for i, first in enumerate(boxes):
+        for second in boxes[i + 1:]:
+            assert not boxes_overlap(first, second), (first, second)
+
+
+def test_the_quiz_fits_a_phone(browser, app_url: str, server_side: QuizService) -> None:  # noqa: ANN001
+    """At 390×844 (a phone) the question, its options and buttons, the feedback and the
+    certificate page stack without overlapping or running off the screen (German: the
+    longest words)."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
+                                  has_touch=True, accept_downloads=True)
+    context.set_default_timeout(60_000)
+    phone = context.new_page()
+    try:
+        goto(phone, app_url, "quiz?lang=de")
+        phone.get_by_role("button", name=gettext("de", "Start the quiz")).click()
+        wait_for_app(phone)
+        assert_fits_a_phone(phone, "phone-quiz-question")
+        answer_correctly(phone, server_side, "de")
+        assert_fits_a_phone(phone, "phone-quiz-feedback")
+        attempt = attempt_on_screen(phone, server_side)
+        for position in range(1, len(attempt.questions)):
+            server_side.answer(attempt.id, position, sorted(attempt.questions[position].correct))
+        goto(phone, app_url, f"quiz?attempt={attempt.id}&lang=de")
+        phone.get_by_role("textbox", name=gettext("de", "Name to print on the certificate")
+                          ).fill("Jürgen Müller-Lüdenscheid")
+        phone.get_by_role("button", name=gettext("de", "Issue my certificate")).click()
+        wait_for_app(phone)
+        expect(phone.get_by_text(gettext("de", "Your certificate is ready."))).to_be_visible()
+        assert_fits_a_phone(phone, "phone-quiz-certificate")
+    finally:
+        context.close()
 
 
 def test_a_pasted_name_that_is_too_long_is_explained(page: Page, app_url: str,
