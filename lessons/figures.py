@@ -52,9 +52,9 @@ _LAYOUT = {"template": "plotly_white", "margin": {"l": 10, "r": 10, "t": 30, "b"
 # from the container, so Plotly reserves their height however many rows a narrow screen
 # (a phone) wraps them into.
 LEGEND_ABOVE = {"orientation": "h", "yref": "container", "y": 1.0, "yanchor": "top",
-                "x": 0, "xanchor": "left", "traceorder": "normal"}
+                "xref": "container", "x": 0, "xanchor": "left", "traceorder": "normal"}
 LEGEND_BELOW = {"orientation": "h", "yref": "container", "y": 0.0, "yanchor": "bottom",
-                "x": 0, "xanchor": "left", "traceorder": "normal"}
+                "xref": "container", "x": 0, "xanchor": "left", "traceorder": "normal"}
 
 
 def _gb_axis(code: str) -> str:
@@ -235,7 +235,7 @@ def k_curve_figure(layers: int, boundary: float = 1.0, layer: float = 1.0,
     fig.add_scatter(x=[best_k], y=[memory[best_k - 1]], mode="markers+text",
                     marker={"size": 13, "color": "#E45756"},
                     text=[gettext(code, "minimum: k = {k}", k=best_k)],
-                    textposition="top center", name=gettext(code, "minimum"))
+                    textposition="bottom right", name=gettext(code, "minimum"))
     if boundary == layer:
         root = math.sqrt(layers)
         fig.add_vline(x=root, line_dash="dash", line_color="#888888",

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from playwright.sync_api import Page, expect
 
+from i18n import gettext
+from i18n.checks import untranslated_on_page
 from lessons.catalog import LESSONS
 from tests.helpers import goto, screenshot, wait_for_app
 
@@ -73,3 +76,27 @@ def test_memory_calculator_updates_when_an_input_changes(page: Page, app_url: st
         has_text="Activations, everything kept")).to_contain_text("8.0 GB")
     page.locator('[data-testid="stMetric"]').first.scroll_into_view_if_needed()
     screenshot(page, "lessons-calculator")
+
+
+@pytest.mark.parametrize("code", ["de", "vi"])
+def test_walk_all_lessons_in_german_and_vietnamese(page: Page, app_url: str, code: str) -> None:
+    """The same walk with ?lang= once at the start: the language stays through every Next
+    link, every lesson is in that language (no English sentence of the catalog left in the
+    main area) and numbers are written its way."""
+    goto(page, app_url, f"{LESSONS[0].path}?lang={code}")
+    main = page.locator('[data-testid="stMain"]')
+    for number, item in enumerate(LESSONS, start=1):
+        expect(page.locator("h1").first).to_contain_text(f"{number}. {item.title_in(code)}")
+        expect(main.get_by_text(gettext(code, "Key takeaways"))).to_be_visible()
+        assert untranslated_on_page(main.inner_text(), code) == [], item.path
+        if number == 1:
+            assert "4,0 GB" in main.inner_text()
+        if number < len(LESSONS):
+            following = LESSONS[number]
+            label = gettext(code, "Next: {number}. {title}", number=number + 1,
+                            title=following.title_in(code))
+            page.get_by_role("link", name=label).click()
+            wait_for_app(page)
+            expect(page).to_have_url(re.compile(f"/{following.path}"))
+    expect(page.get_by_role("link", name=gettext(code, "Next: take the quiz"))).to_be_visible()
+    screenshot(page, f"lessons-walk-end-{code}")

@@ -72,9 +72,10 @@ _BOXES = """chart => {
 }"""
 
 
-def chart_boxes(page: Page) -> list[dict[str, list[Box]]]:
+def chart_boxes(page: Page, name: str = "") -> list[dict[str, list[Box]]]:
     """For every Plotly chart on the page, scrolled into view in turn: the boxes of its plot
-    area, legend, chart title and axis titles (empty lists where a chart has none)."""
+    area, legend, chart title and axis titles (empty lists where a chart has none). With a
+    `name`, each chart's screenshot is kept as lessons-phone-<name>-<n>.png."""
     charts = page.locator(".js-plotly-plot")
     found = []
     for index in range(charts.count()):
@@ -82,6 +83,9 @@ def chart_boxes(page: Page) -> list[dict[str, list[Box]]]:
         chart.scroll_into_view_if_needed()
         chart.locator(".nsewdrag").first.wait_for(state="attached")
         found.append(chart.evaluate(_BOXES))
+        if name:
+            ARTIFACTS.mkdir(exist_ok=True)
+            chart.screenshot(path=str(ARTIFACTS / f"lessons-phone-{name}-{index + 1}.png"))
     return found
 
 
@@ -94,7 +98,7 @@ CHARTED = [item for item in LESSONS
 def test_lesson_charts_keep_legends_and_titles_apart(phone: Page, app_url: str, item):
     goto(phone, app_url, item.path)
     phone.locator(".js-plotly-plot").first.wait_for()
-    found = chart_boxes(phone)
+    found = chart_boxes(phone, item.path)
     assert found
     for number, chart in enumerate(found):
         where = f"{item.path}, chart {number + 1}"
@@ -111,5 +115,3 @@ def test_lesson_charts_keep_legends_and_titles_apart(phone: Page, app_url: str, 
         for box in chart["legend"] + titles:
             assert box["x"] >= -1 and box["x"] + box["width"] <= PHONE["width"] + 1, \
                 (where, "cut off at the screen's edge")
-    ARTIFACTS.mkdir(exist_ok=True)
-    phone.screenshot(path=str(ARTIFACTS / f"lessons-phone-{item.path}.png"), full_page=True)
