@@ -184,11 +184,12 @@ def show_feedback(attempt: Attempt, position: int, feedback: Feedback) -> None:
         st.success(t("Correct."), icon=":material/check_circle:")
     else:
         st.error(t("Not quite."), icon=":material/cancel:")
+    right_answer, wrong, your_answer = t("right answer"), t("wrong"), t("your answer")
     for i, option in enumerate(drawn.options):
         right = i in feedback.correct
-        mark = (f":green[:material/check_circle: **{t('right answer')}**]" if right
-                else f":red[{t('wrong')}]")
-        yours = f" · *{t('your answer')}*" if i in feedback.chosen else ""
+        mark = (f":green[:material/check_circle: **{right_answer}**]" if right
+                else f":red[{wrong}]")
+        yours = f" · *{your_answer}*" if i in feedback.chosen else ""
         st.markdown(f"**{escape_markdown(option)}** ({mark}{yours})")
         st.caption(escape_markdown(feedback.explanations[i]))
     lesson_link(feedback.topic)

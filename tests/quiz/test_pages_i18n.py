@@ -209,3 +209,28 @@ def test_every_verify_outcome_is_worded(app_test: RunPage, code: str) -> None:
         worded = _status(at)
         assert status not in worded and worded.startswith("**"), worded
     assert "issued in error" in worded  # the operator's reason stays as typed
+
+
+def test_every_message_of_the_quiz_pages_is_in_the_catalog() -> None:
+    """pybabel does not see a t("...") written inside an f-string's braces; such a word
+    (the feedback's "wrong") stayed English on every page. Every literal the quiz and verify
+    views pass to t/tn/pt must be in the template."""
+    import ast
+    from pathlib import Path
+
+    from i18n.catalog import TEMPLATE
+    from i18n.checks import read_catalog
+
+    known = {m.id[0] if isinstance(m.id, tuple) else m.id for m in read_catalog(TEMPLATE)}
+    root = Path(__file__).resolve().parents[2]
+    used: set[str] = set()
+    for name in ("ui/quiz_view.py", "ui/verify_view.py", "quiz/layout.py"):
+        for node in ast.walk(ast.parse((root / name).read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id in ("t", "tn", "N_", "gettext", "pt")):
+                literal = [a.value for a in node.args
+                           if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+                if literal:
+                    used.add(literal[-1] if node.func.id in ("pt", "gettext") else literal[0])
+    assert len(used) > 60
+    assert sorted(used - known) == []
