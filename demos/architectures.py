@@ -93,18 +93,31 @@ class Architecture:
         return self.layers * self.block_params() + self.embedding_params()
 
     def check(self) -> Architecture:
-        """Self if the shapes are consistent, else ValueError naming the field."""
+        """Self if the shapes are consistent, else ShapeError naming the field."""
         for name in ("layers", "hidden", "heads", "kv_heads", "mlp_width", "vocab"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1")
+                raise ShapeError("at-least-one", f"{name} must be at least 1", field=name)
         if self.hidden % self.heads:
-            raise ValueError(f"hidden={self.hidden} must be a multiple of heads={self.heads}")
+            raise ShapeError("hidden-heads", f"hidden={self.hidden} must be a multiple of "
+                             f"heads={self.heads}", hidden=self.hidden, heads=self.heads)
         if self.heads % self.kv_heads:
-            raise ValueError(f"heads={self.heads} must be a multiple of "
-                             f"kv_heads={self.kv_heads}")
+            raise ShapeError("heads-kv", f"heads={self.heads} must be a multiple of "
+                             f"kv_heads={self.kv_heads}", heads=self.heads,
+                             kv_heads=self.kv_heads)
         if self.mlp not in MLP_KINDS or self.norm not in NORMS:
-            raise ValueError(f"unknown mlp {self.mlp!r} or norm {self.norm!r}")
+            raise ShapeError("kind", f"unknown mlp {self.mlp!r} or norm {self.norm!r}",
+                             mlp=self.mlp, norm=self.norm)
         return self
+
+
+class ShapeError(ValueError):
+    """An inconsistent architecture: `problem` (an id) and the numbers involved (`params`),
+    for the page to word; str() is the English sentence."""
+
+    def __init__(self, problem: str, message: str, **params: object) -> None:
+        super().__init__(message)
+        self.problem = problem
+        self.params = params
 
 
 PRESETS: dict[str, Architecture] = {
@@ -138,7 +151,7 @@ PRESETS: dict[str, Architecture] = {
                "vocab 128256)",
         published_params=70_553_706_496),
     "qwen2.5-7b": Architecture(
-        "qwen2.5-7b", "Qwen2.5 7B (152k vocabulary)", layers=28, hidden=3584, heads=28,
+        "qwen2.5-7b", "Qwen2.5 7B", layers=28, hidden=3584, heads=28,
         kv_heads=4, mlp_width=18_944, mlp="swiglu", norm="rmsnorm", vocab=152_064,
         tied=False, qkv_bias=True,
         source="https://huggingface.co/Qwen/Qwen2.5-7B/blob/main/config.json "

@@ -39,10 +39,32 @@ OPTIMIZER_KEYS = ("adamw", "adamw-8bit", "sgd-momentum")
 TUNINGS = ("full", "lora", "qlora")
 LORA_TARGETS = {"attention": ("q", "k", "v", "o"),
                 "all-linear": ("q", "k", "v", "o", "gate", "up", "down", "fc", "proj")}
-# Usable memory of common GPUs, as the label says, read as GiB (nvidia-smi's total).
-GPUS: dict[str, float] = {"16": 16, "24": 24, "40": 40, "48": 48, "80": 80, "141": 141}
-GPU_EXAMPLES: dict[str, str] = {"16": "T4, V100", "24": "RTX 4090, A10, L4", "40": "A100 40 GB",
-                                "48": "A6000, L40S", "80": "A100/H100 80 GB", "141": "H200"}
+MiB = 2**20
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """A GPU preset: its name and the total memory nvidia-smi reports (MiB), which is less
+    than the "24 GB" of the data sheet (decimal GB, and part of it reserved)."""
+
+    name: str
+    total_mib: int
+
+    @property
+    def bytes(self) -> int:
+        return self.total_mib * MiB
+
+
+# nvidia-smi's memory.total per card: Modal's table of its GPUs
+# (https://github.com/modal-labs/modal-client/pull/2797: H100 81559, A100 80GB 81920,
+# A100 40GB 40960, A10 23028, L40S 46068, L4 23034, T4 15360 MiB) and nvidia-smi outputs
+# of H200 machines (143771 MiB).
+GPUS: dict[str, Gpu] = {
+    "t4": Gpu("T4 16 GB", 15_360), "a10": Gpu("A10 24 GB", 23_028),
+    "l4": Gpu("L4 24 GB", 23_034), "a100-40": Gpu("A100 40 GB", 40_960),
+    "l40s": Gpu("L40S 48 GB", 46_068), "a100-80": Gpu("A100 80 GB", 81_920),
+    "h100": Gpu("H100 80 GB", 81_559), "h200": Gpu("H200 141 GB", 143_771),
+}
 
 # Assumptions, each named on the page with its size.
 WORKSPACE_BYTES = 1 * GiB  # CUDA context, cuBLAS and attention workspaces
@@ -315,12 +337,16 @@ class Activations:
     checkpointed_layers: int = 0
 
 
-def _budget_kept(tensors: tuple[Held, ...], fraction: float, floor: int) -> tuple[int, float]:
-    """The compiler's budget (an approximation of its min-cut partitioner): keep at most
-    `fraction` of the layer's bytes, dropping first the tensors that are cheapest to
-    recompute per byte; the layer input is always kept. (kept bytes, recompute FLOPs)."""
+def _budget_kept(tensors: tuple[Held, ...], budget: float, floor: int) -> tuple[int, float]:
+    """torch.compile's activation memory budget, for a layer compiled as its own graph (an
+    approximation). The partitioner (torch/_functorch/partitioners.py, choose_saved_values
+    _set) saves only the graph's inputs at 0 (here the layer input, `floor`) and its default
+    min-cut choice at 1 (approximated by what the plain layer keeps, `tensors`: the min-cut
+    keeps at most that and may recompute some cheap pointwise ops), and between the two
+    saves about floor + budget·(default − floor), recomputing first the tensors that are
+    cheapest per byte. (kept bytes, recompute FLOPs)."""
     total = layer_bytes(tensors)
-    limit = max(floor, fraction * total)
+    limit = floor + budget * max(0, total - floor)
     kept, flops = total, 0.0
     for t in sorted((t for t in tensors if t.kind != "input"),
                     key=lambda t: (t.flops / max(t.bytes, 1), -t.bytes)):
@@ -795,7 +821,7 @@ _TORCH_BODY = {
             x = checkpoint(self._pair, start, x, use_reentrant=False)
         return x
 '''),
-    "selective": ("keeping the linear layers' outputs, recomputing the attention scores",
+    "selective": ("keeping matmul and fused-attention outputs, recomputing the rest",
                   '''
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         for layer in self.layers:
@@ -803,7 +829,14 @@ _TORCH_BODY = {
         return x
 
 
-SAVE = {torch.ops.aten.mm.default, torch.ops.aten.addmm.default}
+aten = torch.ops.aten
+SAVE = {  # the linear layers' matmuls and the fused attention kernels
+    aten.mm.default, aten.addmm.default,
+    aten._scaled_dot_product_flash_attention.default,
+    aten._scaled_dot_product_efficient_attention.default,
+    aten._scaled_dot_product_cudnn_attention.default,
+    aten._scaled_dot_product_flash_attention_for_cpu.default,
+}
 
 
 def policy(ctx, op, *args, **kwargs) -> CheckpointPolicy:
@@ -822,10 +855,12 @@ CONTEXT = partial(create_selective_checkpoint_contexts, policy)
 _BUDGET = '''import torch
 import torch._functorch.config
 
-# torch.compile's partitioner keeps about this fraction of the activations and recomputes
-# the cheapest of the rest (0: recompute as much as it can, 1: keep everything).
+# torch.compile's partitioner saves, for each compiled graph, between only the graph's
+# inputs (0: recompute the rest in backward) and its default choice (1: the min-cut, which
+# already recomputes cheap pointwise ops); {budget:g} interpolates between those two sizes.
 torch._functorch.config.activation_memory_budget = {budget:g}
-model = torch.compile(model)
+for layer in layers:  # each decoder layer its own graph (an nn.ModuleList of layers)
+    layer.compile()
 '''
 
 

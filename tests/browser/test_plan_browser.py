@@ -31,14 +31,14 @@ def test_plan_opens_and_follows_the_gpu(sized_page: tuple[str, Page], app_url: s
     expect(metric).to_be_visible()
     before = metric.inner_text()
     expect(page.locator('[data-testid="stPlotlyChart"]').first).to_be_visible()
-    screenshot(page, f"plan-{name}-24gb")
+    screenshot(page, f"plan-{name}-a10")
 
-    page.get_by_text("80 GB (A100/H100 80 GB)").click()
+    page.get_by_text("A100 80 GB · 80.0 GiB").click()
     wait_for_app(page)
     expect(metric).not_to_have_text(before)
-    assert "gpu=80" in page.url
+    assert "gpu=a100-80" in page.url
     chart = page.locator('[data-testid="stPlotlyChart"]').first
-    expect(chart).to_contain_text("GPU 80 GiB")
+    expect(chart).to_contain_text("GPU 80.0 GiB")
     expect(page.get_by_text("Recommendation", exact=True)).to_be_visible()
     if name == "phone":  # nothing wider than the screen but the scrollable table
         width = page.evaluate("document.documentElement.scrollWidth")

@@ -6,6 +6,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+import pytest
+
+from i18n.checks import untranslated_on_page
+from tests.lessons.test_lesson_pages_i18n import page_text
+
 PAGE = "pages/plan.py"
 
 
@@ -44,7 +49,7 @@ def test_default_plan_renders_everything(app_test: Callable) -> None:
         "Weights", "Gradients", "Optimizer state", "Activations: kept checkpoints",
         "Activations: layer being rebuilt", "Logits and loss peak",
         "Workspace and fragmentation (allowance)"}
-    assert "GPU 24 GiB" in json.dumps(spec["layout"])
+    assert "GPU 22.5 GiB" in json.dumps(spec["layout"])  # an A10: nvidia-smi's total
     links = at.get("page_link")
     assert links and all(link.proto.label.startswith("Why: ") for link in links)
     codes = [c.value for c in at.code]
@@ -58,11 +63,11 @@ def test_default_plan_renders_everything(app_test: Callable) -> None:
 def test_changing_the_gpu_updates_bar_table_and_advice(app_test: Callable) -> None:
     at = app_test(PAGE)
     before = snapshot(at)
-    at.radio(key="gpu").set_value("80").run()
+    at.radio(key="gpu").set_value("a100-80").run()
     no_errors(at)
     after = snapshot(at)
-    assert at.query_params["gpu"] == "80"
-    assert "GPU 80 GiB" in json.dumps(chart(at)["layout"])
+    assert at.query_params["gpu"] == "a100-80"
+    assert "GPU 80.0 GiB" in json.dumps(chart(at)["layout"])
     assert after[2] != before[2]  # the table's spare/short and fit sizes
     assert after[3] != before[3]  # the recommendation
     assert after[1] != before[1]  # fits / short by
@@ -87,7 +92,7 @@ def test_changing_the_strategy_updates_bar_table_and_advice(app_test: Callable) 
     assert at.metric[0].value != peak
     assert table(at)[0]["Checkpointing"] == "No checkpointing · yours"
     assert table(at)[4]["Checkpointing"] == "Every layer"
-    assert lead(at) != said and "Your setting, no checkpointing: short by" in lead(at)
+    assert lead(at) != said and "Your setting (No checkpointing): short by" in lead(at)
     bars = chart(at)["data"][0]["y"]
     assert bars[0] == "Yours:<br>No checkpointing"
     at.radio(key="ckpt").set_value("some-layers").run()
@@ -99,7 +104,7 @@ def test_changing_the_strategy_updates_bar_table_and_advice(app_test: Callable) 
 
 def test_a_shared_link_reproduces_the_plan(app_test: Callable) -> None:
     at = app_test(PAGE, query={"model": "qwen2.5-7b", "seq": "8192", "mb": "2",
-                               "tuning": "qlora", "rank": "32", "gpu": "48", "ckpt": "two-layer",
+                               "tuning": "qlora", "rank": "32", "gpu": "l40s", "ckpt": "two-layer",
                                "attn": "math", "loss": "chunked"})
     no_errors(at)
     first = snapshot(at)
@@ -113,8 +118,37 @@ def test_a_shared_link_reproduces_the_plan(app_test: Callable) -> None:
 def test_custom_model_and_a_bad_one(app_test: Callable) -> None:
     at = app_test(PAGE, query={"model": "custom", "layers": "4", "hidden": "512", "heads": "8",
                                "kv": "8", "mlp": "2048", "act": "gelu", "norm": "layernorm",
-                               "vocab": "1024", "gpu": "16", "tuning": "full"})
+                               "vocab": "1024", "gpu": "t4", "tuning": "full"})
     no_errors(at)
     assert table(at)[0]["Fits"].startswith("✓")
     bad = app_test(PAGE, query={"model": "custom", "heads": "8", "kv": "3"})
-    assert bad.error and "kv_heads=3" in bad.error[0].value
+    assert bad.error and "key/value heads (3)" in bad.error[0].value
+
+
+PLANS = {  # every part of the page: a recommendation with remedies, adapters, sharding...
+    "default": {},
+    "remedies": {"model": "llama-3.1-70b", "tuning": "full", "gpu": "t4", "mb": "4"},
+    "budget": {"model": "gpt2", "seq": "4096", "ckpt": "budget", "shards": "4",
+               "tuning": "qlora", "loss": "chunked", "attn": "math"},
+    "custom": {"model": "custom", "ckpt": "some-layers", "gpu": "custom"},
+    "bad": {"model": "custom", "heads": "8", "kv": "3"},
+}
+
+
+@pytest.mark.parametrize("code", ["en", "de", "vi"])
+@pytest.mark.parametrize("plan", list(PLANS))
+def test_plan_page_speaks_the_language(app_test: Callable, plan: str, code: str) -> None:
+    at = app_test(PAGE, query={**PLANS[plan], "lang": code})
+    assert not at.exception, [e.value for e in at.exception]
+    text = "\n".join([page_text(at), *(frame.value.to_csv() for frame in at.dataframe)])
+    if code != "en":
+        assert untranslated_on_page(text, code) == []
+    if plan == "bad":
+        return
+    assert chart(at)["layout"]["separators"] == {"en": ".,"}.get(code, ",.")
+    peak = at.metric[0].value
+    assert peak.endswith(" GiB")
+    assert peak.removesuffix(" GiB")[-2] == {"en": "."}.get(code, ",")  # 1,299.0 / 1.299,0
+    if code == "de":
+        assert "Spitzenspeicher pro GPU" in at.metric[0].label
+        assert list(table(at)[0])[0] == "Checkpointing" and "Spitze pro GPU" in table(at)[0]

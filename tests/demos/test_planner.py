@@ -124,12 +124,30 @@ def test_selective_saves_nothing_with_a_fused_kernel() -> None:
     assert math.saves and 0 < math.recompute_share < 0.1
 
 
-def test_compiler_budget_between_none_and_every_layer() -> None:
+def test_compiler_budget_interpolates_between_inputs_only_and_the_default() -> None:
+    """torch's partitioner: 0 saves only the graph's inputs (a layer compiled alone: its
+    input), 1 its default choice (here the plain layer), between the two sizes linearly."""
     p = P.PlannerInputs(PRESETS["llama-3.1-8b"])
-    kept = [P.activations(p.with_(budget=f), "budget").kept for f in (0.0, 0.25, 0.5, 0.75, 1.0)]
+    fractions = (0.0, 0.25, 0.5, 0.75, 1.0)
+    kept = [P.activations(p.with_(budget=f), "budget").kept for f in fractions]
     assert kept == sorted(kept)
-    assert kept[-1] == P.activations(p, "none").kept
-    assert kept[0] == P.activations(p, "every-layer").kept
+    lo, hi = P.activations(p, "every-layer").kept, P.activations(p, "none").kept
+    assert kept[0] == lo and kept[-1] == hi
+    biggest = max(t.bytes for t in p.tensors()) * p.arch.layers
+    for f, k in zip(fractions, kept, strict=True):  # within one tensor of the target
+        assert lo + f * (hi - lo) - biggest <= k <= lo + f * (hi - lo)
+    # not a share of the whole layer: half-way between input-only (100) and all (200)
+    layer = (P.Held("input", 100, "input"),
+             *(P.Held(f"t{i}", 10, "matmul", flops=float(i)) for i in range(10)))
+    assert P._budget_kept(layer, 0.5, 100) == (150, sum(range(5)))
+    assert P._budget_kept(layer, 0.0, 100)[0] == 100 and P._budget_kept(layer, 1.0, 100)[0] == 200
+
+
+def test_gpu_presets_are_nvidia_smi_totals() -> None:
+    assert P.GPUS["a10"].bytes / P.GiB == pytest.approx(22.49, abs=0.01)
+    assert P.GPUS["l40s"].bytes / P.GiB == pytest.approx(44.99, abs=0.01)
+    assert P.GPUS["t4"].bytes == 15 * P.GiB and P.GPUS["a100-80"].bytes == 80 * P.GiB
+    assert all(gpu.bytes / P.GiB <= float(gpu.name.split()[-2]) for gpu in P.GPUS.values())
 
 
 def test_fit_search_finds_the_edge() -> None:

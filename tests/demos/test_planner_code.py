@@ -96,3 +96,39 @@ def test_hf_snippet_uses_only_pinned_names(strategy, tuning, optimizer, shards, 
         assert set(keywords["fsdp"].value.split()) <= P.HF_NAMES["fsdp"]
     assert ("gradient_checkpointing_enable" in calls) is (strategy == "every-layer")
     assert ("BitsAndBytesConfig" in calls) is (tuning == "qlora")
+
+
+class _CountOps(torch.utils._python_dispatch.TorchDispatchMode):
+    """Counts the aten ops that run (forward and backward) while it is active."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts: dict = {}
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.counts[func] = self.counts.get(func, 0) + 1
+        return func(*args, **(kwargs or {}))
+
+
+def test_selective_snippet_keeps_the_fused_attention() -> None:
+    """The SAC policy saves the SDPA kernels (as lesson 7's EXPENSIVE set does): backward
+    does not run the fused attention forward again, while norms and activations rerun."""
+    namespace: dict = {}
+    exec(compile(P.torch_code(_inputs(strategy="selective")), "<selective>", "exec"),  # noqa: S102
+         namespace)
+    aten = torch.ops.aten
+    assert {aten._scaled_dot_product_flash_attention_for_cpu.default,
+            aten._scaled_dot_product_flash_attention.default,
+            aten._scaled_dot_product_efficient_attention.default} <= namespace["SAVE"]
+    cfg = ModelConfig(layers=2, hidden=32, heads=4, seq_len=8, batch=2, vocab=64)
+    layers = torch.nn.ModuleList(LlamaBlock(cfg, i) for i in range(2))
+    x = torch.randn(2, 8, 32, requires_grad=True)
+    counts = {}
+    for name, model in (("plain", None), ("selective", namespace["Checkpointed"](layers))):
+        with _CountOps() as mode:
+            y = model(x) if model is not None else layers[1](layers[0](x))
+            y.square().mean().backward()
+        counts[name] = mode.counts
+    sdpa = aten._scaled_dot_product_flash_attention_for_cpu.default
+    assert counts["plain"][sdpa] == counts["selective"][sdpa] == 2
+    assert counts["selective"][aten.silu.default] > counts["plain"][aten.silu.default]
