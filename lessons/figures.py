@@ -48,13 +48,14 @@ STATE_COLORS = {
     FREED: "#C7E9C0",
 }
 _LAYOUT = {"template": "plotly_white", "margin": {"l": 10, "r": 10, "t": 30, "b": 10}}
-# Legends sit in the figure's own margin, above or below the plot, never over it: measured
-# from the container, so Plotly reserves their height however many rows a narrow screen
-# (a phone) wraps them into.
+# Legends sit in the figure's own margin, above or below the plot, never over it: their
+# height is measured from the container, so Plotly reserves it however many rows a narrow
+# screen (a phone) wraps them into. (Horizontally they stay on the plot's paper: a legend
+# placed from the container's side would take the plot's width.)
 LEGEND_ABOVE = {"orientation": "h", "yref": "container", "y": 1.0, "yanchor": "top",
-                "xref": "container", "x": 0, "xanchor": "left", "traceorder": "normal"}
+                "x": 0, "xanchor": "left", "traceorder": "normal"}
 LEGEND_BELOW = {"orientation": "h", "yref": "container", "y": 0.0, "yanchor": "bottom",
-                "xref": "container", "x": 0, "xanchor": "left", "traceorder": "normal"}
+                "x": 0, "xanchor": "left", "traceorder": "normal"}
 
 
 def _gb_axis(code: str) -> str:
