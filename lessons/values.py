@@ -216,6 +216,7 @@ def lesson_values(code: str = DEFAULT) -> dict[str, str]:
     llama_parts = llama_layer_parts()
     v["llama_attention_units"] = plain(llama_parts["attention"])
     v["llama_mlp_units"] = plain(llama_parts["mlp"])
+    v["llama_norm_units"] = plain(llama_parts["norms"])
     v["llama_constant"] = plain(llama_layer_constant())
     v["llama_every_layer_max_depth"] = number(every_layer_best_up_to(2, llama_layer_constant()))
 

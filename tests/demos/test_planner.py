@@ -218,3 +218,18 @@ def test_a_hopeless_plan_says_so() -> None:
                         optimizer="adamw-8bit", chunked_loss=True)
     rec = P.recommend(p, max_shards=1)
     assert not rec.fits and rec.steps[-1].reason == "nothing-fits"
+
+
+def test_the_lessons_llama_constant_is_the_planners() -> None:
+    """Lesson 4's constant and its parts come from this tensor list: 49·s·b·h for Llama 3.1
+    8B in bf16 with a fused kernel, the b·s-sized statistics (1/rms, log-sum-exp) aside."""
+    arch = PRESETS["llama-3.1-8b"]
+    values = lesson_values()
+    parts = P.constant_parts(arch)
+    assert values["llama_constant"] == format(sum(parts.values()), "g") == "49"
+    assert (values["llama_norm_units"], values["llama_attention_units"],
+            values["llama_mlp_units"]) == ("16", "5", "28")
+    p = P.PlannerInputs(arch, seq=4096, batch=1, precision="bf16")
+    sbh = p.seq * p.batch * arch.hidden
+    assert P.layer_bytes(p.tensors()) / sbh == pytest.approx(49.03, abs=0.005)
+    assert P.korthikanti_bytes(arch, 1, 4096, fused=True) == 49 * sbh
