@@ -20,7 +20,9 @@ A document looks like::
 A line holding only ``{{kind:name}}`` (or ``{{kind}}``) is an interactive block, drawn by the
 page at that place; ``{{value:name}}`` anywhere in the text is replaced by a computed value,
 and ``{{lesson:path}}`` by a link to that lesson with its number and title (from
-lessons/catalog.py, so a renumbered course never leaves a stale "lesson 4").
+lessons/catalog.py, so a renumbered course never leaves a stale "lesson 4");
+``[the planner]({{page:plan}})`` puts the URL of an app page (ui.navigation's url_path)
+with the language, so the link opens in the lesson's language.
 """
 
 from __future__ import annotations
@@ -32,15 +34,16 @@ from urllib.parse import urlencode
 
 import yaml
 
-from i18n import DEFAULT
+from i18n import DEFAULT, with_lang
 from lessons import catalog
 
 CONTENT_DIR = Path(__file__).parent / "content"
 
-BLOCK = re.compile(r"^\{\{\s*(?!value:|lesson:)([a-z-]+)(?::([a-z0-9_-]+))?\s*\}\}\s*$",
+BLOCK = re.compile(r"^\{\{\s*(?!value:|lesson:|page:)([a-z-]+)(?::([a-z0-9_-]+))?\s*\}\}\s*$",
                    re.MULTILINE)
 VALUE = re.compile(r"\{\{\s*value:([a-z0-9_]+)\s*\}\}")
 LESSON_LINK = re.compile(r"\{\{\s*lesson:([a-z0-9-]+)\s*\}\}")
+PAGE_URL = re.compile(r"\{\{\s*page:([a-z0-9-]+)\s*\}\}")
 ANY_PLACEHOLDER = re.compile(r"\{\{.*?\}\}")
 
 
@@ -123,7 +126,10 @@ def fill_values(text: str, values: dict[str, str], code: str = DEFAULT) -> str:
         except KeyError:
             raise DocumentError(f"unknown lesson {{{{lesson:{match.group(1)}}}}}") from None
 
-    return LESSON_LINK.sub(link, VALUE.sub(lookup, text))
+    def page(match: re.Match[str]) -> str:
+        return with_lang(f"/{match.group(1)}", code)
+
+    return PAGE_URL.sub(page, LESSON_LINK.sub(link, VALUE.sub(lookup, text)))
 
 
 def parse(path: str, source: str, values: dict[str, str],

@@ -48,6 +48,9 @@ for number, item in enumerate(LESSONS, start=1):
     page_link(item.path, label=t("{number}. {title} (~{minutes} min)", number=number,
                                  title=item.title_in(code), minutes=item.minutes))
 
+page_link("plan", label=t("Plan your own run: the checkpointing setting for your model and "
+                           "GPU"), icon=":material/calculate:")
+
 st.subheader(t("Live from this server"))
 st.markdown(t(
     "One real training step of the demo model, measured with and without checkpointing "

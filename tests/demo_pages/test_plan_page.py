@@ -152,3 +152,18 @@ def test_plan_page_speaks_the_language(app_test: Callable, plan: str, code: str)
     if code == "de":
         assert "Spitzenspeicher pro GPU" in at.metric[0].label
         assert list(table(at)[0])[0] == "Checkpointing" and "Spitze pro GPU" in table(at)[0]
+
+
+def test_home_and_lesson_7_point_to_the_planner(app_test: Callable) -> None:
+    from lessons.document import load
+    from lessons.values import lesson_values
+    from ui.navigation import PAGES as APP_PAGES
+
+    assert "plan" in {spec.url_path for spec in APP_PAGES}
+    for code in ("en", "de", "vi"):
+        text = "\n".join(b.text for b in load("in-practice", lesson_values(code), code).blocks)
+        assert f"](/plan?lang={code})" in text
+    at = app_test("pages/home.py", query={"lang": "de"}, timeout=120)
+    links = [link.proto for link in at.get("page_link")
+             if link.proto.label.startswith("Das eigene Training planen: die Checkpointing")]
+    assert len(links) == 1 and links[0].page.rstrip("/").endswith("plan"), links
