@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
-from demos.architectures import Architecture
+from demos.architectures import PRESETS, Architecture
 
 
 def _tables():
@@ -751,6 +751,33 @@ def constant_parts(arch: Architecture, act_bytes: int = 2) -> dict[str, float]:
                     "attention")
         out[part] += t.bytes / sbh
     return out
+
+
+def course_examples() -> dict[str, float]:
+    """The plans lesson 7's quiz items reason about (bytes, shares, counts), computed here so
+    the items follow the formulas. Llama 3.1 8B at s = 4,096, b = 1, fused attention:
+    * bf16: one layer's activations, all 32 layers', every layer's checkpoints;
+    * full fine-tuning in bf16 mixed with AdamW: weights + gradients + optimizer state;
+    * LoRA on an A100 40 GB: the fewest checkpointed layers that fit, and the extra
+      compute of that and of checkpointing every layer."""
+    arch = PRESETS["llama-3.1-8b"]
+    p = PlannerInputs(arch, seq=4096, batch=1, precision="bf16", tuning="full")
+    full = PlannerInputs(arch, seq=4096, batch=1, precision="mixed", tuning="full")
+    state = state_bytes(full)
+    lora = PlannerInputs(arch, seq=4096, batch=1, tuning="lora",
+                         gpu_bytes=GPUS["a100-40"].bytes)
+    k = minimal_some_layers(lora) or 0
+    return {
+        "layers": arch.layers, "layer_bytes": layer_bytes(p.tensors()),
+        "none_bytes": activations(p, "none").kept,
+        "every_bytes": activations(p, "every-layer").kept,
+        "state_bytes": state["weights"] + state["gradients"] + state["optimizer"],
+        "lora_fits_none": fits(lora, "none"), "lora_fits_every": fits(lora, "every-layer"),
+        "lora_some_layers": k,
+        "lora_some_extra": strategy_row(lora.with_(some_layers=k), "some-layers").recompute_share,
+        "lora_every_extra": strategy_row(lora, "every-layer").recompute_share,
+        "lora_recommended": recommend(lora).strategy,
+    }
 
 
 # ---------------------------------------------------------------- code for a setting

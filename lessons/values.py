@@ -11,6 +11,7 @@ import math
 from fractions import Fraction
 from functools import cache
 
+from demos.planner import course_examples
 from demos.theory import SEED_EXAMPLE
 from i18n import DEFAULT, N_, format_decimal, format_percent, gettext, language
 from lessons import facts
@@ -255,6 +256,16 @@ def lesson_values(code: str = DEFAULT) -> dict[str, str]:
     # beyond the forward, the copy back beyond the ~2x longer backward) is below one
     # forward: a copy of up to twice the forward's time, the threshold at twice the link.
     v["offload_all_beats_recompute_from"] = number(offload_hidden_from(34, flops, 2 * link))
+    plan = course_examples()  # lesson 7's quiz: plans from the planner
+    v["plan_layers"] = number(plan["layers"])
+    v["plan_layer_gb"] = gb(plan["layer_bytes"])
+    v["plan_none_gb"] = gb(plan["none_bytes"])
+    v["plan_every_gb"] = gb(plan["every_bytes"])
+    v["plan_half_none_gb"] = gb(plan["none_bytes"] / 2)
+    v["plan_state_gb"] = gb(plan["state_bytes"])
+    v["plan_some_layers"] = number(plan["lora_some_layers"])
+    v["plan_some_extra"] = percent(plan["lora_some_extra"])
+    v["plan_every_extra"] = percent(plan["lora_every_extra"])
     v["lesson_count"] = lesson_count_text(code)
     v["further_reading"] = "\n".join(
         f"{number(place)}. [{source.title}]({source.url}), {gettext(code, source.authors)} — "

@@ -233,3 +233,19 @@ def test_the_lessons_llama_constant_is_the_planners() -> None:
     sbh = p.seq * p.batch * arch.hidden
     assert P.layer_bytes(p.tensors()) / sbh == pytest.approx(49.03, abs=0.005)
     assert P.korthikanti_bytes(arch, 1, 4096, fused=True) == 49 * sbh
+
+
+def test_the_planning_quiz_items_premises_hold() -> None:
+    """The quiz's planning items state what the planner finds: LoRA on an A100 40 GB does
+    not fit without checkpointing, fits with every layer, and the recommendation is the
+    fewest layers, which recompute less; full fine-tuning's state alone exceeds 80 GB."""
+    ex = P.course_examples()
+    assert not ex["lora_fits_none"] and ex["lora_fits_every"]
+    assert ex["lora_recommended"] == "some-layers"
+    assert 0 < ex["lora_some_layers"] < ex["layers"]
+    assert ex["lora_some_extra"] < ex["lora_every_extra"]
+    assert ex["state_bytes"] > P.GPUS["h100"].bytes > ex["none_bytes"]
+    assert ex["state_bytes"] == 18 * PRESETS["llama-3.1-8b"].params()  # HF's 18 B/param
+    values = lesson_values()
+    assert values["plan_some_layers"] == str(ex["lora_some_layers"])
+    assert values["plan_none_gb"] == format_gb(ex["none_bytes"])
