@@ -66,8 +66,10 @@ MAX_SEGMENT_LABELS = 48  # per timeline row; deeper models label every n-th laye
 LAYOUT = dict(
     template="plotly_white",
     font=dict(size=13),
-    title=dict(x=0, xanchor="left", font=dict(size=16)),
-    margin=dict(l=56, r=16, t=56, b=40),
+    # the title under Plotly's tool bar (top right), which a narrow screen would put on it
+    title=dict(x=0, xanchor="left", y=1, yref="container", yanchor="top", pad=dict(t=34),
+               font=dict(size=16)),
+    margin=dict(l=56, r=16, t=96, b=40),
     # at the foot of the figure (container coordinates): Plotly widens the bottom margin
     # for it, so it never sits on the x-axis title, however many lines it wraps to
     legend=dict(orientation="h", yref="container", yanchor="bottom", y=0, xanchor="left",
@@ -115,7 +117,10 @@ def _fitting(results: Sequence[StrategyResult]) -> list[StrategyResult]:
 
 def _stacked(titles: tuple[str, str], spacing: float = 0.2) -> go.Figure:
     """Two panels, one above the other: readable at 390 px as at 1400."""
-    return make_subplots(rows=2, cols=1, vertical_spacing=spacing, subplot_titles=titles)
+    # one shared x axis: its tick labels only under the lower panel, so the upper panel's
+    # (rotated strategy names on a phone) never run into the lower panel's title
+    return make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=spacing,
+                         subplot_titles=titles)
 
 
 # ---------------------------------------------------------------- compare
@@ -296,19 +301,22 @@ def timeline_figure(frame: pd.DataFrame, facet: bool = True, lang: str = "en") -
     unit, scale = byte_unit(_max(frame["live_bytes"]))
     top = _max(frame["live_bytes"]) / scale
     rows = len(labels) if facet else 1
+    height = 250 * rows + 160 if facet else 480
+    # about 90 px between panels: the x tick labels above, then the next panel's title
     fig = make_subplots(rows=rows, cols=1, shared_xaxes=False,
-                        vertical_spacing=min(0.08, 0.3 / max(rows, 1)),
+                        vertical_spacing=min(0.3, 90 / max(height - 136, 1)) if rows > 1 else 0,
                         subplot_titles=labels if facet else None)
     layer_word = gettext(lang, "layer")
     phase_words = {p: gettext(lang, PHASE_NAMES.get(p, p)) for p in frame["phase"].unique()}
     peak_word = pgettext(lang, "chart legend", "peak")
     traces: list[tuple[go.Scatter, int]] = []  # added at once: one validation pass
+    in_legend: set[str] = set()  # each phase's band once in the legend
     for number, (name, label) in enumerate(zip(names, labels, strict=True), start=1):
         part = frame[frame["strategy"] == name].sort_values("index")
         row = number if facet else 1
         colour = strategy_colour(name)
         if facet:
-            traces += [(band, row) for band in _phase_bands(part, top, lang, number == 1)]
+            traces += [(band, row) for band in _phase_bands(part, top, lang, in_legend)]
         # vectorised (one look-up per distinct value), and one array rather than a list of
         # tuples, which Plotly would validate item by item
         layer_text = part["layer"].astype("Int64").astype(str).replace("<NA>", "–")
@@ -342,11 +350,10 @@ def timeline_figure(frame: pd.DataFrame, facet: bool = True, lang: str = "en") -
     # One y range for every panel, so the strategies compare at a glance.
     fig.update_yaxes(range=[0, top * 1.2])
     fig.update_xaxes(title_text=gettext(lang, "op number within the step"), row=rows, col=1)
-    height = max(420, 240 * rows + 120) if facet else 480
     return _layout(fig, title, height, lang)
 
 
-def _phase_bands(part: pd.DataFrame, top: float, lang: str, show_legend: bool
+def _phase_bands(part: pd.DataFrame, top: float, lang: str, in_legend: set[str]
                  ) -> list[go.Scatter]:
     """Shade each (phase, layer) run of ops up to `top`: one filled trace per phase (its
     runs separated by gaps), and one text trace labelling the runs (F3, R3, B3, L)."""
@@ -362,8 +369,9 @@ def _phase_bands(part: pd.DataFrame, top: float, lang: str, show_legend: bool
                         mode="none", fill="toself",
                         fillcolor=PHASE_COLOURS.get(phase, "rgba(0,0,0,0)"),
                         name=gettext(lang, PHASE_NAMES.get(phase, phase)), legendgroup=phase,
-                        showlegend=show_legend and phase in ("recompute", "backward"),
+                        showlegend=phase not in in_legend,
                         hoverinfo="skip"))
+    in_legend.update(b.legendgroup for b in bands if b.showlegend)
     labelled = [(phase, layer, first, last) for phase, layer, first, last in runs
                 if layer is not None or phase == "loss"]
     every = max(1, math.ceil(len(labelled) / MAX_SEGMENT_LABELS))
