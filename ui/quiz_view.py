@@ -25,6 +25,7 @@ from ui.navigation import page_link
 from ui.progress import store as progress_store
 
 ATTEMPT_KEY = "quiz_attempt_id"
+_NOTICE = "quiz_notice"  # what a button's callback has to tell the next run
 _SHOWN_IN = "quiz_shown_language"  # the language of the question's last run
 OPEN_ATTEMPT = "quiz:attempt"  # the learner's open attempt, in their server-side progress
 LOG = logging.getLogger(__name__)
@@ -84,14 +85,33 @@ def remember(attempt_id: str | None) -> None:
 
 
 def start(service: QuizService, previous_id: str | None = None) -> None:
+    """A button's callback: a new attempt (or the cooldown's notice, shown by the run).
+
+    The buttons act in callbacks, before the run draws the page, rather than with
+    st.rerun(): a rerun stops the script before the router draws the sidebar, and the
+    browser then forgets the language picker's value (the next click switched the page
+    back to English)."""
     try:
         attempt = service.start_attempt(previous_id, learner_id(), client_address())
     except CooldownActive as wait:
-        st.warning(t("Take a short break: a new attempt can start in {seconds} s.",
-                     seconds=wait.seconds_left))
+        st.session_state[_NOTICE] = ("cooldown", wait.seconds_left)
         return
     remember(attempt.id)
-    st.rerun()
+
+
+def show_notice() -> None:
+    """What the last button's callback had to say."""
+    notice = st.session_state.pop(_NOTICE, None)
+    if notice is None:
+        return
+    kind, value = notice
+    if kind == "cooldown":
+        st.warning(t("Take a short break: a new attempt can start in {seconds} s.",
+                     seconds=value))
+    elif kind == "pick":
+        st.warning(t("Pick an answer first."))
+    elif kind == "name":
+        st.error(value)
 
 
 def lesson_link(topic: str) -> None:
@@ -114,8 +134,9 @@ def show_intro(service: QuizService) -> None:
     wait = service.wait_left(learner_id(), client_address())
     if wait:
         st.info(t("After the last attempt, a new one can start in {seconds} s.", seconds=wait))
-    if st.button(t("Start the quiz"), type="primary", key="quiz-start"):
-        start(service)
+    st.button(t("Start the quiz"), type="primary", key="quiz-start", on_click=start,
+              args=(service,))
+    show_notice()
 
 
 def keep_picks_across_languages(keys: list[str]) -> None:
@@ -149,13 +170,10 @@ def show_question(service: QuizService, attempt: Attempt, position: int) -> None
     with st.container(border=True, key="quiz-question"):
         if drawn.question.multiple:
             st.caption(t("Select all that apply."))
-            chosen = [
-                i
-                for i, option in enumerate(options)
-                if st.checkbox(escape_markdown(option), key=keys[i])
-            ]
+            for option, key in zip(options, keys, strict=True):
+                st.checkbox(escape_markdown(option), key=key)
         else:
-            pick = st.radio(
+            st.radio(
                 t("Your answer"),
                 range(len(options)),
                 index=None,
@@ -163,16 +181,27 @@ def show_question(service: QuizService, attempt: Attempt, position: int) -> None
                 label_visibility="collapsed",
                 key=keys[0],
             )
-            chosen = [] if pick is None else [pick]
-        submitted = st.button(t("Check answer"), type="primary", key=f"check-{position}")
-    if submitted:
-        if not chosen:
-            st.warning(t("Pick an answer first."))
-            return
-        with contextlib.suppress(AnswerOutOfTurn):  # another tab moved on: show where it is
-            service.answer(attempt.id, position, chosen)
-        st.session_state[_view_key(attempt.id)] = position
-        st.rerun()
+        st.button(t("Check answer"), type="primary", key=f"check-{position}",
+                  on_click=check,
+                  args=(service, attempt.id, position, keys, drawn.question.multiple))
+    show_notice()
+
+
+def check(service: QuizService, attempt_id: str, position: int, keys: list[str],
+          multiple: bool) -> None:
+    """The Check button's callback: lock the answer picked in the widgets under `keys`
+    (one checkbox per option, or one radio), or ask for one."""
+    if not multiple:
+        pick = st.session_state.get(keys[0])
+        chosen = [] if pick is None else [pick]
+    else:
+        chosen = [i for i, key in enumerate(keys) if st.session_state.get(key)]
+    if not chosen:
+        st.session_state[_NOTICE] = ("pick", None)
+        return
+    with contextlib.suppress(AnswerOutOfTurn):  # another tab moved on: show where it is
+        service.answer(attempt_id, position, chosen)
+    st.session_state[_view_key(attempt_id)] = position
 
 
 def show_feedback(attempt: Attempt, position: int, feedback: Feedback) -> None:
@@ -195,9 +224,8 @@ def show_feedback(attempt: Attempt, position: int, feedback: Feedback) -> None:
     lesson_link(feedback.topic)
     last = position + 1 == total
     label = t("See my score") if last else t("Next question")
-    if st.button(label, type="primary", key=f"next-{position}"):
-        st.session_state.pop(_view_key(attempt.id), None)
-        st.rerun()
+    st.button(label, type="primary", key=f"next-{position}", on_click=st.session_state.pop,
+              args=(_view_key(attempt.id), None))
 
 
 def show_certificate(certificate: Certificate) -> None:
@@ -241,7 +269,7 @@ def _cached_png(certificate: Certificate, base_url: str) -> bytes:
 def show_issue_form(service: QuizService, attempt: Attempt) -> None:
     st.markdown("### " + t("Your certificate"))
     with st.form("issue"):
-        name = st.text_input(
+        st.text_input(
             t("Name to print on the certificate"),
             # No max_chars: the browser silently drops a paste longer than max_chars, and
             # the learner was then told to "type the name". quiz.names says how long it is.
@@ -249,16 +277,20 @@ def show_issue_form(service: QuizService, attempt: Attempt) -> None:
                    limit=MAX_NAME_LENGTH),
             key="quiz-name",
         )
-        show_score = st.checkbox(t("Show my score on the public verify page"),
-                                 key="quiz-show-score")
-        submitted = st.form_submit_button(t("Issue my certificate"), type="primary")
-    if submitted:
-        try:
-            service.issue(attempt.id, name, show_score, lang=current_language())
-        except NameError_ as problem:
-            st.error(name_problem(problem))
-            return
-        st.rerun()
+        st.checkbox(t("Show my score on the public verify page"), key="quiz-show-score")
+        st.form_submit_button(t("Issue my certificate"), type="primary", on_click=issue,
+                              args=(service, attempt.id))
+    show_notice()
+
+
+def issue(service: QuizService, attempt_id: str) -> None:
+    """The issue form's callback: the certificate, in the session's language, or why the
+    name cannot be printed."""
+    try:
+        service.issue(attempt_id, st.session_state.get("quiz-name", ""),
+                      bool(st.session_state.get("quiz-show-score")), lang=current_language())
+    except NameError_ as problem:
+        st.session_state[_NOTICE] = ("name", name_problem(problem))
 
 
 def show_result(service: QuizService, attempt: Attempt) -> None:
@@ -291,8 +323,9 @@ def show_result(service: QuizService, attempt: Attempt) -> None:
     if wait:
         st.info(t("You can try again with a new set of questions in {seconds} s.",
                   seconds=wait))
-    if st.button(t("Try again with new questions"), type="primary", key="quiz-retry"):
-        start(service, attempt.id)
+    st.button(t("Try again with new questions"), type="primary", key="quiz-retry",
+              on_click=start, args=(service, attempt.id))
+    show_notice()
 
 
 def render() -> None:
