@@ -339,7 +339,10 @@ def timeline_figure(frame: pd.DataFrame, facet: bool = True, lang: str = "en") -
                         x=[peak["index"]], y=[peak["live_bytes"] / scale], mode="markers+text",
                         marker=dict(color=colour, size=12, symbol="star",
                                     line=dict(color="#0f172a", width=1)),
-                        text=[text] if facet else [""], textposition="bottom center",
+                        text=[text] if facet else [""],
+                        # the label toward the middle, so the screen's edge does not cut it
+                        textposition=("bottom left" if peak["index"] > part["index"].median()
+                                      else "bottom right"),
                         textfont=dict(size=11, color="#0f172a"),
                         name=f"{label} {peak_word}", showlegend=False,
                         hovertemplate=(f"{label} {peak_word}<br>{op_name(peak['op'])} "
