@@ -108,9 +108,9 @@ def language_picker() -> None:
     Switching reruns the same page in the same session: the page, its other query
     parameters and everything in session_state (a quiz attempt) stay as they were.
     """
-    code = current_language()
-    if st.session_state.get(PICKER_KEY) != code:
-        st.session_state[PICKER_KEY] = code  # the URL changed the language: follow it
+    # Set on every run, not only when it differs: a run stopped early (st.rerun before the
+    # sidebar) lets Streamlit forget the widget, and the picker then fell back to English.
+    st.session_state[PICKER_KEY] = current_language()
     st.selectbox(
         ":material/translate: " + t("Language"),
         options=CODES,
