@@ -74,7 +74,7 @@ CURVES: dict[str, Curve] = {
     "segment": Curve(
         title=N_("Layers per segment k at a fixed depth"),
         vary="k", x_title=N_("layers per segment k"), fixes=(),
-        base=_SMALL.replace(layers=16), strategies=("every-k",),
+        base=_SMALL.replace(layers=16), strategies=(),  # every-k:K for each K swept
         points=lambda c: _divisors_up_to(c.layers),
         explanation=N_(
             "Here k is the number of **layers per segment**; N/k segments. Each segment keeps "

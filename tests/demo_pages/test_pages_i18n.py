@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
+from demos.config import ModelConfig
 from i18n.checks import untranslated_on_page
 from tests.demo_pages.test_pages import TINY, no_errors
 from tests.lessons.test_lesson_pages_i18n import page_text
@@ -62,3 +63,23 @@ def test_home_teaser_in_german(app_test: Callable) -> None:
     no_errors(at)
     labels = [m.label for m in at.metric]
     assert "Eingesparter Spitzenspeicher mit Checkpoint an jeder Schicht" in labels
+
+
+def test_the_engine_s_refusals_are_ids_and_numbers_worded_by_the_page() -> None:
+    """The engine returns a refusal as an id and numbers (demos.measure.refusal_of); the
+    page words each id through the catalog, in every language, with the same numbers."""
+    from demos.measure import REFUSAL_IDS, compare, refusal_of
+    from i18n import gettext
+    from ui.demo_display import REFUSALS
+
+    assert set(REFUSALS) == set(REFUSAL_IDS)
+    tiny = ModelConfig(layers=2, hidden=64, heads=2, seq_len=32, batch=1, vocab=256)
+    comparison = compare(tiny, ["budget:greedy:1KiB", "every-layer"], device="cpu",
+                         time_steps=False, limit_bytes=None)
+    assert refusal_of(comparison.results[0]) == ("budget", {"layers": 2})
+    assert refusal_of(comparison.results[1]) is None
+    german = gettext("de", REFUSALS["budget"], layers=2)
+    assert german.startswith("Das Byte-Budget ist für 2 Schichten zu klein")
+    for code in ("de", "vi"):
+        for kind, text in REFUSALS.items():
+            assert gettext(code, text) != text, (code, kind)
