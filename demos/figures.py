@@ -315,16 +315,17 @@ def timeline_figure(frame: pd.DataFrame, facet: bool = True, lang: str = "en") -
         part = frame[frame["strategy"] == name].sort_values("index")
         row = number if facet else 1
         colour = strategy_colour(name)
+        line = _changes(part)
         if facet:
             traces += [(band, row) for band in _phase_bands(part, top, lang, in_legend)]
         # vectorised (one look-up per distinct value), and one array rather than a list of
         # tuples, which Plotly would validate item by item
-        layer_text = part["layer"].astype("Int64").astype(str).replace("<NA>", "–")
-        phase_text = part["phase"].map(phase_words)
+        layer_text = line["layer"].astype("Int64").astype(str).replace("<NA>", "–")
+        phase_text = line["phase"].map(phase_words)
         traces.append((go.Scatter(
-            x=part["index"].to_numpy(), y=part["live_bytes"].to_numpy() / scale, mode="lines",
+            x=line["index"].to_numpy(), y=line["live_bytes"].to_numpy() / scale, mode="lines",
             name=label, line=dict(color=colour, width=2),
-            customdata=np.column_stack([part["op"].str.removesuffix(".default").to_numpy(str),
+            customdata=np.column_stack([line["op"].str.removesuffix(".default").to_numpy(str),
                                         phase_text.to_numpy(dtype=str),
                                         layer_text.to_numpy(dtype=str)]),
             hovertemplate=(label + "<br>op %{x}: %{customdata[0]}<br>%{customdata[1]}, "
@@ -354,6 +355,19 @@ def timeline_figure(frame: pd.DataFrame, facet: bool = True, lang: str = "en") -
     fig.update_yaxes(range=[0, top * 1.2])
     fig.update_xaxes(title_text=gettext(lang, "op number within the step"), row=rows, col=1)
     return _layout(fig, title, height, lang)
+
+
+def _changes(part: pd.DataFrame) -> pd.DataFrame:
+    """The points a line needs: where live bytes change (and the point before), the first
+    and the last. Ops that allocate nothing (views, in-place ops) lie on a flat stretch
+    the line draws anyway; leaving them out halves a deep model's points."""
+    values = part["live_bytes"].to_numpy()
+    if len(values) < 3:
+        return part
+    change = np.diff(values) != 0
+    keep = np.ones(len(values), dtype=bool)
+    keep[1:-1] = change[1:] | change[:-1]
+    return part[keep]
 
 
 def _phase_bands(part: pd.DataFrame, top: float, lang: str, in_legend: set[str]

@@ -249,3 +249,13 @@ def test_fits_figure_and_loss_figure() -> None:
     assert loss_figure(losses, 0.0).data
     assert "identical to the last bit" in loss_caption(0.0)
     assert "1.00e-06" in loss_caption(1e-6)
+
+
+def test_the_timeline_line_leaves_out_only_points_on_flat_stretches() -> None:
+    live = [1, 2, 2, 2, 2, 3, 1, 1, 1]
+    frame = timeline_frame({"none": [SimpleNamespace(index=i, op="aten.view", phase="forward",
+                                                     layer=0, live_bytes=v * MIB)
+                                     for i, v in enumerate(live)]})
+    line = next(t for t in timeline_figure(frame).data if t.mode == "lines")
+    assert list(line.x) == [0, 1, 4, 5, 6, 8]  # the corners of the drawn line, nothing more
+    assert list(line.y) == pytest.approx([1, 2, 2, 3, 1, 1])
