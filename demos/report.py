@@ -357,21 +357,31 @@ def _whole(value: object, lang: str) -> str:
     return format_number(round(float(value)), lang)  # type: ignore[arg-type]
 
 
-# (predicted, confirmed) column headers per grown dimension
-FIT_HEADERS: dict[str, tuple[str, str]] = {
-    "batch": (N_("Largest batch (predicted)"), N_("Largest batch (confirmed)")),
-    "seq_len": (N_("Largest sequence length (predicted)"),
-                N_("Largest sequence length (confirmed)")),
+# the confirmed-size column's header per grown dimension
+FIT_HEADERS: dict[str, str] = {
+    "batch": N_("Largest batch (confirmed)"),
+    "seq_len": N_("Largest sequence length (confirmed)"),
 }
 
 
+def _confirmed(confirmed: object, predicted: object, lang: str) -> str:
+    """'11', or '11 (predicted 12)' when the real run had to step down from the theory's
+    size, or '– (predicted 9)' when even that failed."""
+    text = _whole(confirmed, lang)
+    if pd.notna(predicted) and (pd.isna(confirmed) or int(predicted) != int(confirmed)):
+        text += " " + gettext(lang, "(predicted {size})", size=_whole(predicted, lang))
+    return text
+
+
 def fits_table(frame: pd.DataFrame, field: str, lang: str = "en") -> pd.DataFrame:
-    predicted, confirmed = FIT_HEADERS["batch" if field == "batch" else "seq_len"]
+    """Four columns, so a phone shows them all: the confirmed size (with the prediction
+    when they differ), the measured total and the throughput."""
+    confirmed = FIT_HEADERS["batch" if field == "batch" else "seq_len"]
     loc = babel(lang)
     return pd.DataFrame({
         header(lang, N_("Strategy")): [strategy_title(s, lang) for s in frame["strategy"]],
-        header(lang, predicted): [_whole(v, lang) for v in frame["value_predicted"]],
-        header(lang, confirmed): [_whole(v, lang) for v in frame["value_confirmed"]],
+        header(lang, confirmed): [_confirmed(c, p, lang) for c, p in zip(
+            frame["value_confirmed"], frame["value_predicted"], strict=True)],
         header(lang, N_("Measured total (with parameters)")): [
             format_bytes(v, locale=loc) for v in frame["total_bytes"]],
         header(lang, N_("Tokens / s")): [_whole(v, lang) for v in frame["tokens_per_second"]],
