@@ -3,11 +3,58 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
+
+from i18n import N_
+from i18n import gettext as i18n_gettext
+
+# What a config error says, by id: catalog messages (N_) over the error's parameters, so a
+# page words the engine's refusal in its learner's language (ConfigError.text); field
+# names and values stay as the URL and the CLI write them.
+CONFIG_ERRORS: dict[str, str] = {
+    "not-integer": N_("{name}={value} must be an integer in {lo}..{hi}"),
+    "not-number": N_("{name}={value} must be a number in {lo}..{hi}"),
+    "out-of-range": N_("{name}={value} is out of range; allowed {lo}..{hi}"),
+    "not-divisible": N_("hidden={hidden} must be divisible by heads={heads} (allowed: a "
+                        "multiple of heads)"),
+    "head-too-large": N_("hidden/heads={head_dim} (hidden={hidden}, heads={heads}) is too "
+                         "large; allowed head size 1..{max_head}"),
+    "unknown-arch": N_("arch={value} is unknown; allowed {allowed}"),
+    "kv-heads": N_("heads={heads} must be a multiple of kv_heads={kv_heads}"),
+    "unknown-dtype": N_("dtype={value} is unknown; allowed {allowed}"),
+    "dtype-device": N_("dtype={dtype} is not available on {device}; allowed {allowed}"),
+    "unknown-field": N_("unknown config field(s): {fields}"),
+    "not-bytes": N_("size {value} is not a number of bytes (e.g. 50MiB, 2GB)"),
+}
+MAX_HEAD_DIM = 256
 
 
 class ConfigError(ValueError):
-    """A configuration value is out of range; the message names field, value and range."""
+    """A configuration the engine refuses. Raised with an id of CONFIG_ERRORS and its
+    parameters (`ConfigError.of("not-divisible", hidden=320, heads=3)`), the page words it
+    in the learner's language with `text(code)`; `str()` is the English text (CLI, logs).
+    Raised with a plain message (errors no page can cause), `text` is that message."""
+
+    def __init__(self, message: str, *, id: str | None = None,
+                 params: Mapping[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.id = id
+        self.params: dict[str, Any] = dict(params or {})
+
+    def __reduce__(self) -> tuple:  # keeps the id and parameters across processes
+        return (type(self), (str(self),), {"id": self.id, "params": self.params})
+
+    @classmethod
+    def of(cls, id: str, **params: Any) -> ConfigError:
+        return cls(i18n_gettext("en", CONFIG_ERRORS[id], **params), id=id, params=params)
+
+    def text(self, code: str) -> str:
+        """The error in language `code` (a code of i18n.languages)."""
+        if self.id is None:
+            return str(self)
+        return i18n_gettext(code, CONFIG_ERRORS[self.id], **self.params)
 
 
 LIMITS: dict[str, tuple[int | float, int | float]] = {
@@ -78,37 +125,31 @@ class ModelConfig:
             if isinstance(value, bool) or not isinstance(value, int | float) or (
                 is_int and not isinstance(value, int)
             ):
-                kind = "an integer" if is_int else "a number"
-                raise ConfigError(f"{name}={value!r} must be {kind} in {lo}..{hi}")
+                raise ConfigError.of("not-integer" if is_int else "not-number", name=name,
+                                     value=repr(value), lo=lo, hi=hi)
             if not lo <= value <= hi:
-                raise ConfigError(f"{name}={value} is out of range; allowed {lo}..{hi}")
+                raise ConfigError.of("out-of-range", name=name, value=value, lo=lo, hi=hi)
         if self.hidden % self.heads:
-            raise ConfigError(
-                f"hidden={self.hidden} must be divisible by heads={self.heads} "
-                f"(allowed: a multiple of heads)"
-            )
-        if self.head_dim > 256:
-            raise ConfigError(
-                f"hidden/heads={self.head_dim} (hidden={self.hidden}, heads={self.heads}) "
-                f"is too large; allowed head size 1..256"
-            )
+            raise ConfigError.of("not-divisible", hidden=self.hidden, heads=self.heads)
+        if self.head_dim > MAX_HEAD_DIM:
+            raise ConfigError.of("head-too-large", head_dim=self.head_dim, hidden=self.hidden,
+                                 heads=self.heads, max_head=MAX_HEAD_DIM)
         if self.arch not in ARCHS:
-            raise ConfigError(f"arch={self.arch!r} is unknown; allowed {', '.join(ARCHS)}")
+            raise ConfigError.of("unknown-arch", value=repr(self.arch), allowed=", ".join(ARCHS))
         if self.kv_heads and self.heads % self.kv_heads:
-            raise ConfigError(f"heads={self.heads} must be a multiple of "
-                              f"kv_heads={self.kv_heads}")
+            raise ConfigError.of("kv-heads", heads=self.heads, kv_heads=self.kv_heads)
         if self.dtype not in ALL_DTYPES:
-            raise ConfigError(f"dtype={self.dtype!r} is unknown; allowed {', '.join(ALL_DTYPES)}")
+            raise ConfigError.of("unknown-dtype", value=repr(self.dtype),
+                                 allowed=", ".join(ALL_DTYPES))
         if device_kind is not None and self.dtype not in DTYPES_FOR_DEVICE[device_kind]:
-            allowed = ", ".join(DTYPES_FOR_DEVICE[device_kind])
-            raise ConfigError(f"dtype={self.dtype} is not available on {device_kind}; "
-                              f"allowed {allowed}")
+            raise ConfigError.of("dtype-device", dtype=self.dtype, device=device_kind,
+                                 allowed=", ".join(DTYPES_FOR_DEVICE[device_kind]))
         return self
 
     def replace(self, **changes) -> ModelConfig:
         unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
         if unknown:
-            raise ConfigError(f"unknown config field(s): {', '.join(sorted(unknown))}")
+            raise ConfigError.of("unknown-field", fields=", ".join(sorted(unknown)))
         return dataclasses.replace(self, **changes)
 
     def as_dict(self) -> dict:
@@ -162,7 +203,7 @@ def parse_bytes(text: str | int) -> int:
     try:
         value = float(num)
     except ValueError:
-        raise ConfigError(f"size {text!r} is not a number of bytes (e.g. 50MiB, 2GB)") from None
+        raise ConfigError.of("not-bytes", value=repr(text)) from None
     if unit not in units or value < 0:
-        raise ConfigError(f"size {text!r} is not a number of bytes (e.g. 50MiB, 2GB)")
+        raise ConfigError.of("not-bytes", value=repr(text))
     return int(value * units[unit])

@@ -59,7 +59,7 @@ CHECKPOINT_KEEPS = frozenset({"input"})
 @dataclass(frozen=True)
 class PolicyRecord:
     policy: SelectivePolicy
-    description: str
+    description: str  # a catalog message (N_), shown through describe()
     saves: SavedOps
     keeps: frozenset[str]  # block tensors held for backward (theory.block_tensors names)
     # cached by the policy but not by a plain block, and alive while the layer is rebuilt
@@ -72,14 +72,14 @@ class PolicyRecord:
 POLICIES: dict[SelectivePolicy, PolicyRecord] = {p.policy: p for p in (
     PolicyRecord(
         SelectivePolicy.SAVE_MATMULS,
-        "Save the outputs of the matrix multiplications (QKV, projections, MLP); "
-        "recompute LayerNorm, attention, GELU and the additions.",
+        N_("Save the outputs of the matrix multiplications (QKV, projections, MLP); "
+           "recompute LayerNorm, attention, GELU and the additions."),
         SavedOps.MATMULS, frozenset({"input", "qkv", "proj", "fc", "out"}), ("proj",),
         recomputed_matmuls=(), recomputes_attention=True),
     PolicyRecord(
         SelectivePolicy.SAVE_ATTENTION,
-        "Save only the attention kernel's output and log-sum-exp; recompute everything "
-        "else, matmuls too (less memory, more recompute).",
+        N_("Save only the attention kernel's output and log-sum-exp; recompute everything "
+           "else, matmuls too (less memory, more recompute)."),
         SavedOps.ATTENTION, frozenset({"input", "attn.out", "attn.lse"}), (),
         # backward needs q, k, v (QKV), the MLP's input (proj feeds the residual that
         # ln2 reads) and the GELU output (fc): 8h² of the block's 12h²; the output
@@ -87,8 +87,8 @@ POLICIES: dict[SelectivePolicy, PolicyRecord] = {p.policy: p for p in (
         recomputed_matmuls=("qkv", "proj", "fc"), recomputes_attention=False),
     PolicyRecord(
         SelectivePolicy.SAVE_ALL_BUT_ATTENTION,
-        "Save the output of every op except attention: a bad policy that keeps more bytes "
-        "than no checkpointing at all.",
+        N_("Save the output of every op except attention: a bad policy that keeps more "
+           "bytes than no checkpointing at all."),
         SavedOps.ALL_BUT_ATTENTION,
         # saving the views after attention keeps its output alive; everything else is saved
         (PLAIN_BLOCK_KEEPS - {"attn.lse", "drop1.mask", "drop2.mask"})
@@ -197,7 +197,7 @@ class PlanInputs:
 @dataclass(frozen=True)
 class Strategy:
     id: str  # stable: URLs, CSV files, the CLI and the tests use it
-    description: str
+    description: str  # a catalog message (N_): "{k}" is the spec's k; see describe()
     colour: str  # on every chart
     plan: Callable[[StrategySpec, PlanInputs], list[Segment]]
     cost: str  # what it costs in theory: memory held and recomputation
@@ -310,21 +310,21 @@ def _parse_budget(text: str, args: list[str]) -> StrategySpec:
 
 STRATEGIES: dict[str, Strategy] = {s.id: s for s in (
     Strategy(
-        "none", "No checkpointing: every activation is kept for backward (fastest, most "
-                "memory).",
+        "none", N_("No checkpointing: every activation is kept for backward (fastest, most "
+                   "memory)."),
         "#64748b",  # slate: the baseline
         _keep_all, cost="holds every layer's internals: O(N) memory, no recomputation",
         baseline=True),
     Strategy(
-        "every-layer", "Checkpoint each layer: keep only its input, rebuild its internals "
-                       "in backward.",
+        "every-layer", N_("Checkpoint each layer: keep only its input, rebuild its "
+                          "internals in backward."),
         "#2563eb",  # blue
         _segments_of(lambda spec, n: 1),
         cost="holds one input per layer and one layer rebuilt; one extra forward",
         examples=lambda: ("every-layer",)),
     Strategy(
-        "every-k", "Checkpoint segments of k layers: keep one input per segment, rebuild "
-                   "k layers.",
+        "every-k", N_("Checkpoint segments of {k} layers: keep one input per segment, "
+                      "rebuild {k} layers."),
         "#0891b2",  # cyan
         _segments_of(lambda spec, n: spec.k or 1),
         cost="holds N/k inputs and one k-layer segment rebuilt; one extra forward",
@@ -332,14 +332,14 @@ STRATEGIES: dict[str, Strategy] = {s.id: s for s in (
         parse_args=_parse_k, check=_check_k,
         examples=lambda: ("every-k:2", "every-k:4")),
     Strategy(
-        "sqrt", "Segments of about sqrt(N) layers (Chen et al. 2016): O(sqrt N) memory.",
+        "sqrt", N_("Segments of about sqrt(N) layers (Chen et al. 2016): O(sqrt N) memory."),
         "#ea580c",  # orange
         _segments_of(lambda spec, n: sqrt_k(n)),
         cost="O(√N) memory: √N inputs and one √N-layer segment; one extra forward",
         examples=lambda: ("sqrt",)),
     Strategy(
-        "selective", "Per-op policy: keep the outputs of expensive ops, recompute the cheap "
-                     "ones.",
+        "selective", N_("Per-op policy: keep the outputs of expensive ops, recompute the "
+                        "cheap ones."),
         "#16a34a",  # green
         _selective_plan,
         cost="holds what the policy saves per layer; recomputes only the rest",
@@ -347,7 +347,8 @@ STRATEGIES: dict[str, Strategy] = {s.id: s for s in (
         parse_args=_parse_policy, check=_check_policy,
         examples=lambda: tuple(f"selective:{p}" for p in SELECTIVE_POLICIES)),
     Strategy(
-        "budget", "Place checkpoints to fit a byte budget: Chen's greedy walk or optimal DP.",
+        "budget", N_("Place checkpoints to fit a byte budget: Chen's greedy walk or optimal "
+                     "DP."),
         "#9333ea",  # purple
         _budget_plan,
         cost="holds at most the budget; recomputes the checkpointed layers",
@@ -356,8 +357,8 @@ STRATEGIES: dict[str, Strategy] = {s.id: s for s in (
         parse_args=_parse_budget, check=_check_budget,
         examples=lambda: ("budget:dp:40%", "budget:greedy:40%")),
     Strategy(
-        "offload", "Move saved tensors to CPU memory (save_on_cpu) and back in backward; "
-                   "CUDA only.",
+        "offload", N_("Move saved tensors to CPU memory (save_on_cpu) and back in backward; "
+                      "CUDA only."),
         "#be185d",  # pink
         _keep_all, cost="holds nothing on the GPU; copies every saved tensor both ways",
         devices=frozenset({"cuda"}), needs="a CUDA GPU (it moves saved tensors to CPU memory)",
@@ -388,14 +389,14 @@ def colour(text: StrategySpec | str) -> str:
         return FALLBACK_COLOURS[sum(map(ord, str(text))) % len(FALLBACK_COLOURS)]
 
 
-def describe(text: StrategySpec | str) -> str:
-    """What a strategy does, for the pages' help: a policy's own description for
-    selective, k filled in for every-k."""
+def describe(text: StrategySpec | str, locale: str = "en") -> str:
+    """What a strategy does, for the pages' help, in the language `locale` (a code of
+    i18n.languages): a policy's own description for selective, k filled in for every-k.
+    Descriptions are catalog messages (N_), translated here as titles are."""
     spec = parse_strategy(text)
     if spec.name == "selective":
-        return policy(spec.policy).description
-    words = spec.strategy.description
-    return words.replace("k layers", f"{spec.k} layers") if spec.k else words
+        return i18n_gettext(locale, policy(spec.policy).description)
+    return i18n_gettext(locale, spec.strategy.description, **_fields(spec))
 
 
 def examples(kind: str) -> list[str]:

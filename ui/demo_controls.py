@@ -18,7 +18,7 @@ from demos.device import DeviceInfo
 from i18n import N_
 from ui import query
 from ui.demo_runner import device
-from ui.i18n import t
+from ui.i18n import current_language, t
 
 LABELS: dict[str, tuple[str, str]] = {
     # query name -> (slider label, help): catalog messages, translated where shown
@@ -104,9 +104,10 @@ def strategy_picker(default: Sequence[str], *, name: str = "strategy",
                     options: Sequence[str] | None = None) -> tuple[str, ...]:
     """Multiselect bound to ?strategy=a,b; `none` is always measured as the baseline."""
     options = list(options or strategy_options())
+    lang = current_language()
     picked = query.multi_choice(name, label or t("Strategies to compare with none"), options,
                                 default, implied=("none",),
-                                help="\n\n".join(f"**{o}**: {strategies.describe(o)}"
+                                help="\n\n".join(f"**{o}**: {strategies.describe(o, lang)}"
                                                for o in options))
     return ("none", *picked)
 

@@ -36,7 +36,7 @@ from demos.results import Comparison
 from demos.service import DemoService, RunRefused, Ticket, get_service
 from demos.strategies import parse_strategy
 from demos.units import format_bytes
-from ui.i18n import babel_locale, t
+from ui.i18n import babel_locale, current_language, t
 
 POLL_SECONDS = 0.25
 _CANCELLED = "_cancelled_demo_runs"
@@ -192,7 +192,8 @@ def _run(job: Job, what: str, *, ask: bool = True) -> Any:
         for strategy in job.strategies:
             parse_strategy(strategy)
     except ConfigError as error:
-        st.error(t("This configuration cannot run: {error}", error=str(error)),
+        st.error(t("This configuration cannot run: {error}",
+                   error=error.text(current_language())),
                  icon=":material/block:")
         return None
     result = svc.cached(job)

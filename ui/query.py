@@ -18,6 +18,9 @@ from typing import Generic, TypeVar
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+from i18n import DEFAULT, N_, gettext, ngettext
+from ui.i18n import current_language
+
 T = TypeVar("T")
 
 # Query name -> ModelConfig field. The query uses the short `seq`.
@@ -33,12 +36,29 @@ class Parsed(Generic[T]):
     warning: str | None = None
 
 
+# The warnings, catalog messages worded in the language the parse functions are given
+# (the widgets below pass the session's): `{raw}` is the link's text, shortened and quoted.
+NOT_A_NUMBER = N_("?{name}={raw} is not a number; using {default}.")
+OUTSIDE = N_("?{name}={raw} is outside the range {lo}–{hi} {where}; using {value}.")
+OFF_GRID = N_("?{name}={raw} is not one of the allowed values (steps of {step} from {lo}); "
+              "using {value}.")
+NOT_AVAILABLE = N_("?{name}={raw} is not available {where} (choose from {choices}); using "
+                   "{default}.")
+NONE_AVAILABLE = N_("?{name}={raw}: none of these is available (choose from {choices}); "
+                    "using {default}.")
+HERE = N_("here")
+
+
 def _shown(raw: str) -> str:
     text = raw if len(raw) <= 40 else raw[:37] + "..."
     return repr(text)
 
 
-def _number(raw: str | None, *, name: str, default: T) -> float | Parsed[T]:
+def _where(where: str | None, lang: str) -> str:
+    return where if where is not None else gettext(lang, HERE)
+
+
+def _number(raw: str | None, *, name: str, default: T, lang: str) -> float | Parsed[T]:
     """The finite number `raw` holds, or the default to use instead (with a warning when
     `raw` is text that is not a number)."""
     if raw is None or raw.strip() == "":
@@ -48,54 +68,58 @@ def _number(raw: str | None, *, name: str, default: T) -> float | Parsed[T]:
     except ValueError:
         number = math.nan
     if not math.isfinite(number):
-        return Parsed(default, f"?{name}={_shown(raw)} is not a number; using {default}.")
+        return Parsed(default, gettext(lang, NOT_A_NUMBER, name=name, raw=_shown(raw),
+                                       default=default))
     return number
 
 
 def parse_int(raw: str | None, *, name: str, lo: int, hi: int, default: int, step: int = 1,
-              where: str = "here") -> Parsed[int]:
+              where: str | None = None, lang: str = DEFAULT) -> Parsed[int]:
     """A whole number within lo..hi on the step grid from lo; else the nearest allowed value
-    (or the default for text that is not a number), with a warning that says why."""
-    number = _number(raw, name=name, default=default)
+    (or the default for text that is not a number), with a warning that says why, in the
+    language `lang` (`where`: "on this CPU" in that language; None: "here")."""
+    number = _number(raw, name=name, default=default, lang=lang)
     if isinstance(number, Parsed):
         return number
     value = min(max(number, lo), hi)
     value = lo + round((value - lo) / step) * step
     value = int(min(max(value, lo), hi))
     if number < lo or number > hi:
-        return Parsed(value, f"?{name}={_shown(raw)} is outside the range {lo}–{hi} {where}; "
-                             f"using {value}.")
+        return Parsed(value, gettext(lang, OUTSIDE, name=name, raw=_shown(raw), lo=lo, hi=hi,
+                                     where=_where(where, lang), value=value))
     if value != number:
-        return Parsed(value, f"?{name}={_shown(raw)} is not one of the allowed values "
-                             f"(steps of {step} from {lo}); using {value}.")
+        return Parsed(value, gettext(lang, OFF_GRID, name=name, raw=_shown(raw), step=step,
+                                     lo=lo, value=value))
     return Parsed(value)
 
 
 def parse_float(raw: str | None, *, name: str, lo: float, hi: float, default: float,
-                where: str = "here") -> Parsed[float]:
-    number = _number(raw, name=name, default=default)
+                where: str | None = None, lang: str = DEFAULT) -> Parsed[float]:
+    number = _number(raw, name=name, default=default, lang=lang)
     if isinstance(number, Parsed):
         return number
     value = min(max(number, lo), hi)
     if value != number:
-        return Parsed(value, f"?{name}={_shown(raw)} is outside the range {lo}–{hi} {where}; "
-                             f"using {value}.")
+        return Parsed(value, gettext(lang, OUTSIDE, name=name, raw=_shown(raw), lo=lo, hi=hi,
+                                     where=_where(where, lang), value=value))
     return Parsed(value)
 
 
 def parse_choice(raw: str | None, *, name: str, choices: Sequence[str], default: str,
-                 where: str = "here") -> Parsed[str]:
+                 where: str | None = None, lang: str = DEFAULT) -> Parsed[str]:
     if raw is None or raw.strip() == "":
         return Parsed(default)
     value = raw.strip()
     if value in choices:
         return Parsed(value)
-    return Parsed(default, f"?{name}={_shown(raw)} is not available {where} "
-                           f"(choose from {', '.join(choices)}); using {default}.")
+    return Parsed(default, gettext(lang, NOT_AVAILABLE, name=name, raw=_shown(raw),
+                                   where=_where(where, lang), choices=", ".join(choices),
+                                   default=default))
 
 
 def parse_list(raw: Sequence[str] | str | None, *, name: str, choices: Sequence[str],
-               default: Sequence[str], implied: Sequence[str] = ()) -> Parsed[tuple[str, ...]]:
+               default: Sequence[str], implied: Sequence[str] = (),
+               lang: str = DEFAULT) -> Parsed[tuple[str, ...]]:
     """Comma-separated (or repeated) names, each one of `choices`; unknown names are
     dropped with a warning, duplicates removed, and the choices' order kept. `implied`
     names (always included anyway, such as the `none` baseline) are dropped silently."""
@@ -109,13 +133,16 @@ def parse_list(raw: Sequence[str] | str | None, *, name: str, choices: Sequence[
     unknown = [n for n in names if n not in choices]
     known = tuple(c for c in choices if c in names)
     if not known:
-        return Parsed(tuple(default), f"?{name}={_shown(','.join(names))}: none of these is "
-                                      f"available (choose from {', '.join(choices)}); using "
-                                      f"{','.join(default)}.")
+        return Parsed(tuple(default), gettext(lang, NONE_AVAILABLE, name=name,
+                                              raw=_shown(",".join(names)),
+                                              choices=", ".join(choices),
+                                              default=",".join(default)))
     if unknown:
-        return Parsed(known, f"?{name}: {', '.join(map(_shown, unknown))} "
-                             f"{'is' if len(unknown) == 1 else 'are'} not available "
-                             f"(choose from {', '.join(choices)}); ignored.")
+        return Parsed(known, ngettext(
+            lang, "?{name}: {names} is not available (choose from {choices}); ignored.",
+            "?{name}: {names} are not available (choose from {choices}); ignored.",
+            len(unknown), name=name, names=", ".join(map(_shown, unknown)),
+            choices=", ".join(choices)))
     return Parsed(known)
 
 
@@ -181,34 +208,34 @@ def _query_text(name: str) -> str | None:
 
 
 def int_slider(name: str, label: str, lo: int, hi: int, step: int, default: int, *,
-               help: str | None = None, where: str = "here") -> int:
+               help: str | None = None, where: str | None = None) -> int:
     """A slider whose key and query name are `name`."""
     default = int(min(max(default, lo), hi))
     _first_value(name, parse_int(_query_text(name), name=name, lo=lo, hi=hi, default=default,
-                                 step=step, where=where))
+                                 step=step, where=where, lang=current_language()))
     value = int(st.slider(label, min_value=lo, max_value=hi, step=step, key=name, help=help))
     _write_back(name, str(value))
     return value
 
 
 def float_slider(name: str, label: str, lo: float, hi: float, step: float, default: float, *,
-                 help: str | None = None, where: str = "here") -> float:
+                 help: str | None = None, where: str | None = None) -> float:
     _first_value(name, parse_float(_query_text(name), name=name, lo=lo, hi=hi,
-                                   default=default, where=where))
+                                   default=default, where=where, lang=current_language()))
     value = float(st.slider(label, min_value=lo, max_value=hi, step=step, key=name, help=help))
     _write_back(name, f"{value:g}")
     return value
 
 
 def choice(name: str, label: str, options: Sequence[str], default: str, *,
-           help: str | None = None, where: str = "here", horizontal: bool = True,
+           help: str | None = None, where: str | None = None, horizontal: bool = True,
            format_func: Callable[[str], str] = str) -> str:
     """A radio whose key and query name are `name` (the URL holds the option, the radio
     shows format_func(option))."""
     options = list(options)
     default = default if default in options else options[0]
     _first_value(name, parse_choice(_query_text(name), name=name, choices=options,
-                                    default=default, where=where))
+                                    default=default, where=where, lang=current_language()))
     value = st.radio(label, options, key=name, help=help, horizontal=horizontal,
                      format_func=format_func)
     _write_back(name, str(value))
@@ -221,7 +248,8 @@ def multi_choice(name: str, label: str, options: Sequence[str], default: Sequenc
     options = list(options)
     raw = st.query_params.get_all(name) if _needs_seed(name) else None
     parsed = parse_list(raw or None, name=name, choices=options,
-                        default=[d for d in default if d in options], implied=implied)
+                        default=[d for d in default if d in options], implied=implied,
+                        lang=current_language())
     _first_value(name, Parsed(list(parsed.value), parsed.warning))
     values = tuple(st.multiselect(label, options, key=name, help=help))
     ordered = tuple(o for o in options if o in values)
