@@ -158,7 +158,24 @@ def parameter_bytes(cfg: ModelConfig) -> int:
 
 
 def predicted_peak_bytes(cfg: ModelConfig, spec: StrategySpec | str, device: str = "cpu") -> int:
-    """Peak bytes above the parameters during one step (gradients included).
+    """Peak bytes above the parameters during one step (gradients included): the largest
+    of predicted_peak_moments."""
+    return max(predicted_peak_moments(cfg, spec, device).values())
+
+
+def predicted_peak_where(cfg: ModelConfig, spec: StrategySpec | str,
+                         device: str = "cpu") -> str:
+    """The moment of predicted_peak_moments that sets the peak ("loss", "head", "layers",
+    "end"); the first in that order on a tie."""
+    moments = predicted_peak_moments(cfg, spec, device)
+    return max(moments, key=lambda moment: moments[moment])
+
+
+def predicted_peak_moments(cfg: ModelConfig, spec: StrategySpec | str,
+                           device: str = "cpu") -> dict[str, int]:
+    """The bytes above the parameters at each moment that can set a step's peak: "loss"
+    (the loss's backward), "head" (the LM head's backward), "layers" (the layers'
+    backward), "end" (every gradient exists).
 
     Three moments compete. (1) In the loss's backward the log-softmax, its gradient and
     the logits' gradient (three b·s·V tensors) sit on top of everything held. (2) In the
@@ -206,7 +223,8 @@ def predicted_peak_bytes(cfg: ModelConfig, spec: StrategySpec | str, device: str
         layer_peak = max(layer_peak, held_by[j] + rebuilt_of[j] - gelu + grads + in_flight)
     # last, the token embedding's gradient (V·h) appears when every other gradient exists
     end_peak = parameter_bytes(cfg) + sbh * e + 2 * e
-    return int(max(loss_peak, head_peak, layer_peak, end_peak))
+    return {"loss": int(loss_peak), "head": int(head_peak), "layers": int(layer_peak),
+            "end": int(end_peak)}
 
 
 def _mlp_backward(cfg: ModelConfig, device: str) -> tuple[int, int, int]:

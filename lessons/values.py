@@ -11,8 +11,9 @@ import math
 from fractions import Fraction
 from functools import cache
 
+from demos.config import ModelConfig, slider_ranges
 from demos.planner import course_examples
-from demos.theory import SEED_EXAMPLE
+from demos.theory import SEED_EXAMPLE, predicted_peak_where
 from i18n import DEFAULT, N_, format_decimal, format_percent, gettext, language
 from lessons import facts
 from lessons.catalog import lesson_count_text
@@ -47,6 +48,18 @@ from lessons.stepper import simulate
 SEED = SEED_EXAMPLE
 STEPPER_EXAMPLE_LAYERS = 8
 CHUNK_TOKENS = 256
+# Lesson 5's live demo (the model of its demo link, the vocabulary aside): where its peak
+# under every-layer checkpointing moves from the layers to the loss.
+LOGITS_DEMO = ModelConfig(layers=4, hidden=256, heads=4, seq_len=256, batch=4)
+
+
+def loss_peak_vocab(cfg: ModelConfig = LOGITS_DEMO, device: str = "cpu") -> int:
+    """The smallest vocabulary on the demo's slider (its steps on `device`) at which the
+    theory (demos.theory.predicted_peak_where) puts `cfg`'s every-layer peak at the loss."""
+    low, high, step = slider_ranges(device)["vocab"]
+    return next(vocab for vocab in range(low, high + 1, step)
+                if predicted_peak_where(cfg.replace(vocab=vocab), "every-layer",
+                                        device) == "loss")
 
 # A fraction the text says in words ("adds a third"), by its value.
 _FRACTION_WORDS = {Fraction(1, 2): N_("half"), Fraction(1, 3): N_("a third"),
@@ -232,6 +245,7 @@ def lesson_values(code: str = DEFAULT) -> dict[str, str]:
     v["seed_logits_gpt2_vocab_gb"] = gb(logits_bytes(b, s, PRESETS["gpt2-small"].setup.vocab))
     v["vocab_low"] = number(facts.COMMON_VOCAB_RANGE[0])
     v["vocab_high"] = number(facts.COMMON_VOCAB_RANGE[1])
+    v["loss_peak_vocab"] = number(loss_peak_vocab())
     v["chunk_tokens"] = number(CHUNK_TOKENS)
     v["chunk_logits_gb"] = gb(logits_bytes(1, CHUNK_TOKENS, V))
     v["chunk_count"] = number(b * s // CHUNK_TOKENS)
