@@ -1,10 +1,23 @@
 """N simulated learners opening the common views at once, over Streamlit's own websocket
-protocol (BackMsg rerun_script → ForwardMsg ... script_finished), against a real server
-whose result store was warmed first. Reports per N: p50 / p95 seconds from the request to
-the end of the page run (its results drawn), errors (an exception on the page or a failed
-run), time-outs, and the server's memory (its process and children) before and after.
+protocol (BackMsg rerun_script → ForwardMsg deltas ... script_finished), against a real
+server whose result store was warmed first.
 
-    python -m benchmarks.load [--counts 5,10,20,40]   # writes benchmarks/load.json, load.md
+Per N it reports two times, each as p50 / p95 seconds from the request:
+
+* results shown: the first delta that carries a result (a metric, a table, a data frame or
+  a chart), i.e. when the learner sees numbers;
+* page finished: script_finished, the whole page drawn (sidebar and charts included);
+
+and errors (an exception on the page or a failed run), time-outs, the machine's load
+average around each round (the CPUs are shared: the figures mean little without it) and
+the server's memory (its process and the worker) at start, after the warm-up and after
+the rounds. A first round opens each view alone, one after the other: what one page run
+costs without contention.
+
+    python -m benchmarks.load [--counts 5,10,20,40] [--data-dir DIR] [--out-prefix PATH]
+
+writes benchmarks/load.json and load.md. --data-dir keeps the result store between runs
+(warming it is then quick); --out-prefix writes PATH.json / PATH.md instead.
 """
 
 from __future__ import annotations
@@ -19,6 +32,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -30,24 +45,40 @@ from tests.helpers import ROOT, free_port, wait_healthy
 from ui.navigation import PAGES
 from ui.server import warm_views
 
-OUT = Path(__file__).with_name("load.json")
-TABLE = Path(__file__).with_name("load.md")
+OUT = Path(__file__).with_name("load")
 TIMEOUT_S = 60.0
+# The elements that show a result (the page's text, widgets and notices come before).
+RESULT_ELEMENTS = {"metric", "table", "dataframe", "plotly_chart", "vega_lite_chart"}
+View = tuple[str, dict[str, str]]
+
+
+@dataclass(frozen=True)
+class Opened:
+    results_s: float | None  # first result element; None when the page drew none
+    finished_s: float
+    status: str  # "ok", "error" or "timeout"
 
 
 def _page_name(script: str) -> str:
     return next(spec.url_path for spec in PAGES if spec.file == script)
 
 
-async def open_view(port: int, page: str, query: dict[str, str]) -> tuple[float, str]:
-    """Seconds until the page's run finished, and 'ok', 'error' or 'timeout'."""
+def view_text(view: View) -> str:
+    script, query = view
+    return f"/{_page_name(script)}" + (f"?{urlencode(query)}" if query else "")
+
+
+async def open_view(port: int, view: View) -> Opened:
+    """Open one view in a new session and time its first result and its end."""
+    script, query = view
     start = time.monotonic()
+    first: float | None = None
     try:
         async with connect(f"ws://127.0.0.1:{port}/_stcore/stream", max_size=2**26,
                            subprotocols=["streamlit"]) as ws:
             back = BackMsg()
             back.rerun_script.query_string = urlencode(query)
-            back.rerun_script.page_name = page
+            back.rerun_script.page_name = _page_name(script)
             await ws.send(back.SerializeToString())
             error = False
             async with asyncio.timeout(TIMEOUT_S):
@@ -55,35 +86,34 @@ async def open_view(port: int, page: str, query: dict[str, str]) -> tuple[float,
                     msg = ForwardMsg()
                     msg.ParseFromString(await ws.recv())
                     kind = msg.WhichOneof("type")
-                    if kind == "delta" and msg.delta.new_element.WhichOneof("type") == \
-                            "exception":
-                        error = True
+                    if kind == "delta":
+                        element = msg.delta.new_element.WhichOneof("type")
+                        error |= element == "exception"
+                        if first is None and element in RESULT_ELEMENTS:
+                            first = time.monotonic() - start
+                        continue
                     if kind != "script_finished":
                         continue
+                    finished = time.monotonic() - start
                     if msg.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY:
-                        return time.monotonic() - start, "error" if error else "ok"
+                        return Opened(first, finished, "error" if error else "ok")
                     if msg.script_finished == ForwardMsg.FINISHED_WITH_COMPILE_ERROR:
-                        return time.monotonic() - start, "error"
+                        return Opened(first, finished, "error")
     except TimeoutError:
-        return time.monotonic() - start, "timeout"
+        return Opened(first, time.monotonic() - start, "timeout")
     except OSError:
-        return time.monotonic() - start, "error"
+        return Opened(first, time.monotonic() - start, "error")
 
 
 def tree_rss(pid: int) -> int:
     """Resident bytes of a process and its children."""
-    total = 0
     out = subprocess.run(["ps", "-o", "rss=", "--ppid", str(pid), "-p", str(pid)],
                          capture_output=True, text=True).stdout
-    for line in out.split():
-        total += int(line) * 1024
-    return total
+    return sum(int(line) * 1024 for line in out.split())
 
 
-async def round_of(port: int, n: int, views: list[tuple[str, dict[str, str]]]) -> list:
-    jobs = [open_view(port, _page_name(views[i % len(views)][0]), views[i % len(views)][1])
-            for i in range(n)]
-    return await asyncio.gather(*jobs)
+async def round_of(port: int, n: int, views: list[View]) -> list[Opened]:
+    return await asyncio.gather(*(open_view(port, views[i % len(views)]) for i in range(n)))
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -91,62 +121,123 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
+def summary(opened: list[Opened]) -> dict:
+    """p50 / p95 of both times over the runs that finished well, errors, time-outs."""
+    ok = [o for o in opened if o.status == "ok"]
+    shown = [o.results_s for o in ok if o.results_s is not None]
+    finished = [o.finished_s for o in ok]
+
+    def stat(values: list[float], q: float) -> float | None:
+        return round(percentile(values, q), 2) if values else None
+
+    return {"results_p50_s": stat(shown, 0.5), "results_p95_s": stat(shown, 0.95),
+            "finished_p50_s": stat(finished, 0.5), "finished_p95_s": stat(finished, 0.95),
+            "errors": sum(o.status == "error" for o in opened),
+            "timeouts": sum(o.status == "timeout" for o in opened)}
+
+
+def load_average() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def warm_up(port: int, views: list[View], limit_s: float = 1800.0) -> float:
+    """Wait for the server's background warm-up: open every view, one at a time, until
+    each shows its results (a view over the click threshold shows a button instead, and
+    its run is queued by the warm-up all the same)."""
+    start = time.monotonic()
+    waiting = list(views)
+    while waiting and time.monotonic() - start < limit_s:
+        waiting = [view for view in waiting if asyncio.run(open_view(port, view)).results_s
+                   is None]
+        if waiting:
+            time.sleep(10)
+    if waiting:
+        raise SystemExit(f"the store did not warm in {limit_s:.0f} s: "
+                         + ", ".join(view_text(v) for v in waiting))
+    return time.monotonic() - start
+
+
+def solo_round(port: int, views: list[View], repeats: int = 3) -> list[dict]:
+    """Each view opened alone, one after the other: median seconds per view."""
+    rows = []
+    for view in views:
+        opened = [asyncio.run(open_view(port, view)) for _ in range(repeats)]
+        shown = [o.results_s for o in opened if o.results_s is not None]
+        rows.append({"view": view_text(view),
+                     "results_s": round(statistics.median(shown), 2) if shown else None,
+                     "finished_s": round(statistics.median(o.finished_s for o in opened), 2),
+                     "errors": sum(o.status != "ok" for o in opened)})
+    return rows
+
+
+def markdown(report: dict) -> str:
+    lines = ["| learners | results shown p50 / p95 (s) | page finished p50 / p95 (s) | "
+             "errors | time-outs | load avg before → after |", "|---|---|---|---|---|---|"]
+    lines += [f"| {r['learners']} | {r['results_p50_s']} / {r['results_p95_s']} | "
+              f"{r['finished_p50_s']} / {r['finished_p95_s']} | {r['errors']} | "
+              f"{r['timeouts']} | {r['load_before']} → {r['load_after']} |"
+              for r in report["rounds"]]
+    lines += ["", "One learner at a time (median of 3):", "",
+              "| view | results shown (s) | page finished (s) |", "|---|---|---|"]
+    lines += [f"| `{r['view']}` | {r['results_s']} | {r['finished_s']} |"
+              for r in report["solo"]]
+    memory = report["server_memory_mib"]
+    lines.append(
+        f"\nServer memory (process and worker): {memory['start']} MiB at start, "
+        f"{memory['warm']} MiB after the warm-up, {memory['after']} MiB after the rounds. "
+        f"Store warmed in {report['warm_up_seconds']} s. {report['cpus']} CPUs; load "
+        f"average {report['load_average_start']} at the start. Learner i opens view i mod "
+        f"{len(report['views'])}, each in a new session.")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--counts", default="5,10,20,40")
+    parser.add_argument("--data-dir", help="keep the result store here between runs")
+    parser.add_argument("--out-prefix", default=str(OUT))
     args = parser.parse_args(argv)
     counts = [int(c) for c in args.counts.split(",")]
     views = warm_views()
     port = free_port()
-    with tempfile.TemporaryDirectory() as data:
-        env = {**os.environ, "DATA_DIR": data}
+    load_start = load_average()
+    with ExitStack() as stack:
+        data = args.data_dir or stack.enter_context(tempfile.TemporaryDirectory())
         process = subprocess.Popen(
             [sys.executable, "-m", "ui.server", "--server.port", str(port),
              "--server.address", "127.0.0.1", "--server.headless", "true"],
-            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True)
+            cwd=ROOT, env={**os.environ, "DATA_DIR": data}, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True)
         try:
             wait_healthy(f"http://127.0.0.1:{port}", process)
-            warm_start = time.monotonic()
-            for _ in range(3):  # the warm-up: every view once, until each is served fast
-                results = asyncio.run(round_of(port, len(views), views))
-                if max(s for s, _ in results) < 2.0:
-                    break
-            warm_seconds = time.monotonic() - warm_start
-            before = tree_rss(process.pid)
+            print(f"server pid {process.pid} on port {port}", flush=True)
+            start_rss = tree_rss(process.pid)
+            warm_seconds = warm_up(port, views)
+            solo = solo_round(port, views)
+            for row in solo:
+                print(row, flush=True)
+            warm_rss = tree_rss(process.pid)
             rows = []
             for n in counts:
-                results = asyncio.run(round_of(port, n, views))
-                seconds = [s for s, status in results if status == "ok"]
-                rows.append({
-                    "learners": n,
-                    "p50_s": round(statistics.median(seconds), 2) if seconds else None,
-                    "p95_s": round(percentile(seconds, 0.95), 2) if seconds else None,
-                    "errors": sum(status == "error" for _, status in results),
-                    "timeouts": sum(status == "timeout" for _, status in results),
-                })
+                before = load_average()
+                rows.append({"learners": n, **summary(asyncio.run(round_of(port, n, views))),
+                             "load_before": before, "load_after": load_average()})
                 print(rows[-1], flush=True)
             time.sleep(3)
-            after = tree_rss(process.pid)
+            after_rss = tree_rss(process.pid)
         finally:
             os.killpg(process.pid, signal.SIGTERM)
             process.wait(30)
-    report = {"views": [{"page": _page_name(s), "query": q} for s, q in views],
-              "warm_up_seconds": round(warm_seconds, 1),
-              "server_memory_before_mib": round(before / 2**20),
-              "server_memory_after_mib": round(after / 2**20),
-              "rounds": rows}
-    OUT.write_text(json.dumps(report, indent=2) + "\n")
-    lines = ["| learners | p50 (s) | p95 (s) | errors | time-outs |", "|---|---|---|---|---|"]
-    lines += [f"| {r['learners']} | {r['p50_s']} | {r['p95_s']} | {r['errors']} | "
-              f"{r['timeouts']} |" for r in rows]
-    lines.append(f"\nServer memory (process and worker): {report['server_memory_before_mib']} "
-                 f"MiB before, {report['server_memory_after_mib']} MiB after; store warmed "
-                 f"in {report['warm_up_seconds']} s. Views: "
-                 + ", ".join(f"/{v['page']}" + (f"?{urlencode(v['query'])}" if v["query"]
-                                                 else "") for v in report["views"]) + ".")
-    TABLE.write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    report = {"views": [view_text(v) for v in views], "cpus": os.cpu_count(),
+              "load_average_start": load_start, "warm_up_seconds": round(warm_seconds, 1),
+              "server_memory_mib": {"start": round(start_rss / 2**20),
+                                    "warm": round(warm_rss / 2**20),
+                                    "after": round(after_rss / 2**20)},
+              "solo": solo, "rounds": rows}
+    Path(args.out_prefix + ".json").write_text(json.dumps(report, indent=2) + "\n")
+    text = markdown(report)
+    Path(args.out_prefix + ".md").write_text(text)
+    print(text)
     return 0
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+import weakref
 from collections.abc import Callable, Hashable, Sequence
 
 import pandas as pd
@@ -246,9 +247,15 @@ def paint_numbers_first() -> None:
         time.sleep(NUMBERS_FIRST_PAUSE_S)
 
 
+@st.cache_resource(max_entries=FIGURE_CACHE_ENTRIES, show_spinner=False)
+def _csv(name: str, key: str, lang: str, _frame: pd.DataFrame) -> bytes:
+    """A result's CSV per (name, fingerprint, language), made once for every session."""
+    return report.csv_frame(_frame, lang).to_csv(index=False).encode()
+
+
 def download(frame: pd.DataFrame, name: str, label: str | None = None) -> None:
     """The results as CSV, column names in the session's language."""
-    data = report.csv_frame(frame, current_language()).to_csv(index=False).encode()
+    data = _csv(name, fingerprint(frame), current_language(), frame)
     st.download_button(label or t("Download the results (CSV)"), data,
                        file_name=f"{name}.csv", mime="text/csv", on_click="ignore",
                        icon=":material/download:", key=f"download-{name}")
@@ -274,12 +281,23 @@ def note(text: str) -> None:
 
 
 
+# id(result) -> (a weak reference to it, its fingerprint): the runner hands every session
+# the same result object, so its fingerprint is worked out once.
+_fingerprints: dict[int, tuple[weakref.ref, str]] = {}
+
+
 def fingerprint(data: Comparison | pd.DataFrame) -> str:
     """What identifies a measured result for the figure cache: the numbers themselves, so
     a re-measured config (other step times) never shows an old figure."""
+    known = _fingerprints.get(id(data))
+    if known is not None and known[0]() is data:
+        return known[1]
     if isinstance(data, Comparison):
         text = repr([(r.strategy, r.fits, r.peak_bytes, r.activation_bytes,
                       r.step_seconds_runs, len(r.timeline or ())) for r in data.results])
     else:
         text = data.to_csv(index=False)
-    return hashlib.sha1(text.encode()).hexdigest()
+    found = hashlib.sha1(text.encode()).hexdigest()
+    key = id(data)
+    _fingerprints[key] = (weakref.ref(data, lambda _: _fingerprints.pop(key, None)), found)
+    return found

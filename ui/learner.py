@@ -19,6 +19,7 @@ from quiz.progress import is_learner_id
 COOKIE = "gcl_learner"
 COOKIE_MAX_AGE_S = 365 * 24 * 3600
 _SESSION_KEY = "learner_id"
+_MADE_KEY = "learner_id_made_here"
 
 
 def learner_id() -> str:
@@ -29,7 +30,15 @@ def learner_id() -> str:
     cookie = st.context.cookies.get(COOKIE)
     chosen = cookie if is_learner_id(cookie) else secrets.token_urlsafe(18)
     st.session_state[_SESSION_KEY] = chosen
+    st.session_state[_MADE_KEY] = chosen != cookie
     return chosen
+
+
+def made_here() -> bool:
+    """Whether this session made the learner's id up (the browser sent none): until the
+    cookie reaches another tab, nothing else can have stored anything for it."""
+    learner_id()
+    return bool(st.session_state.get(_MADE_KEY))
 
 
 def keep_cookie() -> None:

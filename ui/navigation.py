@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import copy
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from i18n import N_
 from lessons.catalog import LESSONS
@@ -57,14 +60,24 @@ def page_title(spec: PageSpec) -> str:
 
 def as_page(spec: PageSpec, visited: bool = False) -> st.Page:
     """The st.Page for a spec; built the same way everywhere, so its hash matches (a lesson
-    the learner has read shows a check mark; the hash depends on the URL path only)."""
-    return st.Page(
-        ROOT / spec.file,
-        title=page_title(spec),
-        icon=":material/task_alt:" if visited else spec.icon,
-        url_path=spec.url_path or None,
-        default=not spec.url_path,
-    )
+    the learner has read shows a check mark; the hash depends on the URL path only).
+
+    Building one checks its file on disk (a dozen system calls, each a wait for the GIL
+    when other sessions are busy), so each (spec, title, icon) is built once per process
+    and copied per call: st.navigation marks the object it returns runnable for one run,
+    so two sessions must never share one."""
+    icon = ":material/task_alt:" if visited else spec.icon
+    if get_script_run_ctx() is None:  # bare Python: st.Page records no file then
+        return _build_page(spec, page_title(spec), icon)
+    return copy.copy(_page_template(spec, page_title(spec), icon))
+
+
+def _build_page(spec: PageSpec, title: str, icon: str) -> st.Page:
+    return st.Page(ROOT / spec.file, title=title, icon=icon, url_path=spec.url_path or None,
+                   default=not spec.url_path)
+
+
+_page_template = functools.lru_cache(maxsize=1024)(_build_page)
 
 
 def build_navigation() -> dict[str, list[st.Page]]:
