@@ -13,6 +13,7 @@ import hashlib
 import time
 import weakref
 from collections.abc import Callable, Hashable, Sequence
+from typing import Any, TypeVar
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -30,25 +31,31 @@ from ui.i18n import babel_locale, current_language, t
 
 NUMBERS_FIRST_PAUSE_S = 0.3
 FIGURE_CACHE_ENTRIES = 256
+T = TypeVar("T")
 
 
 # ---------------------------------------------------------------- charts, cached
 
 
 @st.cache_resource(max_entries=FIGURE_CACHE_ENTRIES, show_spinner=False)
-def _figure(name: str, key: Hashable, lang: str, _build: Callable[[], go.Figure]) -> go.Figure:
-    """One built figure per (name, config key, language), shared by every session: a
-    figure is built once, however many learners look at it."""
+def _shared(name: str, key: Hashable, lang: str, _build: Callable[[], Any]) -> Any:
+    """One built object per (name, config key, language), shared by every session: built
+    once, however many learners look at it. Nobody may change what it returns."""
     return _build()
+
+
+def shared(name: str, key: Hashable, build: Callable[[str], T]) -> T:
+    """What `build(lang)` makes for `key` (a hashable description of the run: config,
+    strategies, options, the result's fingerprint), built once per key and language: a
+    figure, or a frame a chart and a download both use."""
+    lang = current_language()
+    return _shared(name, key, lang, lambda: build(lang))
 
 
 def chart(name: str, key: Hashable, build: Callable[[str], go.Figure],
           where: DeltaGenerator | None = None) -> None:
-    """Draw the figure `build(lang)` makes for `key` (a hashable description of the run:
-    config, strategies, options), built once per key and language."""
-    lang = current_language()
-    figure = _figure(name, key, lang, lambda: build(lang))
-    (where or st).plotly_chart(figure, config={"displaylogo": False})
+    """Draw the figure `build(lang)` makes for `key`, built once per key and language."""
+    (where or st).plotly_chart(shared(name, key, build), config={"displaylogo": False})
 
 
 # ---------------------------------------------------------------- headline numbers
@@ -247,16 +254,16 @@ def paint_numbers_first() -> None:
         time.sleep(NUMBERS_FIRST_PAUSE_S)
 
 
-@st.cache_resource(max_entries=FIGURE_CACHE_ENTRIES, show_spinner=False)
-def _csv(name: str, key: str, lang: str, _frame: pd.DataFrame) -> bytes:
-    """A result's CSV per (name, fingerprint, language), made once for every session."""
-    return report.csv_frame(_frame, lang).to_csv(index=False).encode()
+def _csv(data: Comparison | pd.DataFrame, lang: str) -> bytes:
+    frame = data.to_frame() if isinstance(data, Comparison) else data
+    return report.csv_frame(frame, lang).to_csv(index=False).encode()
 
 
-def download(frame: pd.DataFrame, name: str, label: str | None = None) -> None:
-    """The results as CSV, column names in the session's language."""
-    data = _csv(name, fingerprint(frame), current_language(), frame)
-    st.download_button(label or t("Download the results (CSV)"), data,
+def download(data: Comparison | pd.DataFrame, name: str, label: str | None = None) -> None:
+    """The results as CSV, column names in the session's language (made once per result
+    and language)."""
+    csv = shared("csv", (name, fingerprint(data)), lambda lang: _csv(data, lang))
+    st.download_button(label or t("Download the results (CSV)"), csv,
                        file_name=f"{name}.csv", mime="text/csv", on_click="ignore",
                        icon=":material/download:", key=f"download-{name}")
 

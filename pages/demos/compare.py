@@ -47,7 +47,7 @@ def compare_demo() -> None:
     right.caption(activation_caption(results, lang))
     display.theory_notes(config)
     display.comparison_caption(comparison)
-    display.download(comparison.to_frame(), f"compare-{report.config_slug(config)}")
+    display.download(comparison, f"compare-{report.config_slug(config)}")
 
 
 compare_demo()

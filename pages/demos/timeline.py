@@ -9,7 +9,7 @@ from ui import demo_controls as controls
 from ui import demo_display as display
 from ui import demo_runner as runner
 from ui import query
-from ui.i18n import current_language, t
+from ui.i18n import t
 
 st.title(t("Memory over one training step"))
 st.markdown(t(
@@ -35,10 +35,10 @@ def timeline_demo() -> None:
         return
     display.show_refusals(comparison.results)
     display.peak_explanations(comparison.results)
-    lang = current_language()
-    frame = timeline_frame({r.strategy: r.timeline for r in comparison.results
-                            if r.fits and r.timeline}, lang)
-    display.chart("timeline", (config, strategies, layout, display.fingerprint(comparison)),
+    key = (config, strategies, display.fingerprint(comparison))
+    frame = display.shared("timeline-frame", key, lambda lang: timeline_frame(
+        {r.strategy: r.timeline for r in comparison.results if r.fits and r.timeline}, lang))
+    display.chart("timeline", (*key, layout),
                   lambda lang: timeline_figure(frame, facet=layout == "faceted", lang=lang))
     display.comparison_caption(comparison)
     display.download(frame, f"timeline-{report.config_slug(config)}")
