@@ -34,7 +34,8 @@ def compare_demo() -> None:
     key = (config, strategies, display.fingerprint(comparison))
     display.show_refusals(results)
     display.headline(results)
-    display.table(report.results_table(results, lang))
+    display.table(display.shared("results-table", key,
+                                 lambda lang: report.results_table(results, lang)))
     display.parameters_note(comparison)
     display.peak_explanations(results)
     display.paint_numbers_first()

@@ -36,12 +36,15 @@ def same_result_demo() -> None:
     if losses is None:
         return
     lang = current_language()
-    differences = report.loss_differences(losses)
+    key = (config, strategies, steps, display.fingerprint(losses))
+    differences = display.shared("loss-differences", key,
+                                 lambda lang: report.loss_differences(losses))
     largest = float(differences["largest"].max()) if len(differences) else 0.0
-    display.chart("loss", (config, strategies, steps, display.fingerprint(losses)),
-                  lambda lang: loss_figure(losses, largest, lang))
+    display.table(display.shared("loss-table", key,
+                                 lambda lang: report.loss_table(differences, lang)))
+    display.paint_numbers_first()
+    display.chart("loss", key, lambda lang: loss_figure(losses, largest, lang))
     display.note(loss_caption(largest, lang))
-    display.table(report.loss_table(differences, lang))
     display.measured_caption(runner.device().label(), [t("training for real")],
                              t("{steps} steps, dropout {dropout}.", steps=steps,
                                dropout=fmt_decimal(dropout)))

@@ -41,12 +41,15 @@ def what_fits_demo() -> None:
     if frame is None:
         return
     lang = current_language()
+    key = (config, field, budget_mib, display.fingerprint(frame))
     display.show_fit_notes(frame, field)
+    display.table(display.shared("fits-table", key,
+                                 lambda lang: report.fits_table(frame, field, lang)))
     if frame["value_confirmed"].notna().any():  # no empty axes when nothing fits
-        display.chart("fits", (config, field, budget_mib, display.fingerprint(frame)),
+        display.paint_numbers_first()
+        display.chart("fits", key,
                       lambda lang: fits_figure(frame, field, budget_mib * 2**20, lang))
         display.note(fits_caption(frame, field, lang))
-    display.table(report.fits_table(frame, field, lang))
     display.measured_caption(runner.device().label(), list(frame["measured_by"]),
                              t("Tokens per second from one timed step at the confirmed size."))
     display.download(frame, f"what-fits-{field}-{budget_mib}MiB-{report.config_slug(config)}")
