@@ -52,10 +52,23 @@ def shared(name: str, key: Hashable, build: Callable[[str], T]) -> T:
     return _shared(name, key, lang, lambda: build(lang))
 
 
+class _SharedFigure(go.Figure):
+    """A finished figure that every session draws as it is. st.plotly_chart asks for the
+    figure's dict on every draw (a deep copy, then a pass over every array); this one
+    makes it once. Nothing may change the figure or the dict afterwards."""
+
+    def to_dict(self) -> dict:
+        made = getattr(self, "_made_dict", None)
+        if made is None:
+            made = self._made_dict = super().to_dict()
+        return made
+
+
 def chart(name: str, key: Hashable, build: Callable[[str], go.Figure],
           where: DeltaGenerator | None = None) -> None:
     """Draw the figure `build(lang)` makes for `key`, built once per key and language."""
-    (where or st).plotly_chart(shared(name, key, build), config={"displaylogo": False})
+    figure = shared(name, key, lambda lang: _SharedFigure(build(lang)))
+    (where or st).plotly_chart(figure, config={"displaylogo": False})
 
 
 # ---------------------------------------------------------------- headline numbers
