@@ -185,7 +185,8 @@ def markdown(report: dict) -> str:
     lines.append(
         f"\nServer memory (process and worker): {memory['start']} MiB at start, "
         f"{memory['warm']} MiB after the warm-up, {memory['after']} MiB after the rounds. "
-        f"Store warmed in {report['warm_up_seconds']} s. {report['cpus']} CPUs; load "
+        f"Store warmed in {report['warm_up_seconds']} s. Commit {report['commit']}, "
+        f"{report['when']}. {report['cpus']} CPUs; load "
         f"average {report['load_average_start']} at the start. Learner i opens view i mod "
         f"{len(report['views'])}, each in a new session.")
     return "\n".join(lines) + "\n"
@@ -228,7 +229,10 @@ def main(argv: list[str]) -> int:
         finally:
             os.killpg(process.pid, signal.SIGTERM)
             process.wait(30)
-    report = {"views": [view_text(v) for v in views], "cpus": os.cpu_count(),
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                            capture_output=True, text=True).stdout.strip()
+    report = {"commit": commit, "when": time.strftime("%Y-%m-%d %H:%M"),
+              "views": [view_text(v) for v in views], "cpus": os.cpu_count(),
               "load_average_start": load_start, "warm_up_seconds": round(warm_seconds, 1),
               "server_memory_mib": {"start": round(start_rss / 2**20),
                                     "warm": round(warm_rss / 2**20),
