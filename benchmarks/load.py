@@ -14,7 +14,8 @@ the server's memory (its process and the worker) at start, after the warm-up and
 the rounds. A first round opens each view alone, one after the other: what one page run
 costs without contention.
 
-    python -m benchmarks.load [--counts 5,10,20,40] [--data-dir DIR] [--out-prefix PATH]
+    python -m benchmarks.load [--counts 5,10,20,40] [--rounds 3] [--data-dir DIR]
+                              [--out-prefix PATH]
 
 writes benchmarks/load.json and load.md. --data-dir keeps the result store between runs
 (warming it is then quick); --out-prefix writes PATH.json / PATH.md instead.
@@ -188,7 +189,8 @@ def markdown(report: dict) -> str:
         f"Store warmed in {report['warm_up_seconds']} s. Commit {report['commit']}, "
         f"{report['when']}. {report['cpus']} CPUs; load "
         f"average {report['load_average_start']} at the start. Learner i opens view i mod "
-        f"{len(report['views'])}, each in a new session.")
+        f"{len(report['views'])}, each in a new session; each N is "
+        f"{report['rounds'][0]['rounds']} rounds, its times pooled.")
     return "\n".join(lines) + "\n"
 
 
@@ -197,6 +199,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--counts", default="5,10,20,40")
     parser.add_argument("--data-dir", help="keep the result store here between runs")
     parser.add_argument("--out-prefix", default=str(OUT))
+    parser.add_argument("--rounds", type=int, default=3, help="rounds per N, pooled")
     args = parser.parse_args(argv)
     counts = [int(c) for c in args.counts.split(",")]
     views = warm_views()
@@ -221,7 +224,10 @@ def main(argv: list[str]) -> int:
             rows = []
             for n in counts:
                 before = load_average()
-                rows.append({"learners": n, **summary(asyncio.run(round_of(port, n, views))),
+                opened = []
+                for _ in range(args.rounds):  # one p50 / p95 over every round's learners
+                    opened += asyncio.run(round_of(port, n, views))
+                rows.append({"learners": n, "rounds": args.rounds, **summary(opened),
                              "load_before": before, "load_after": load_average()})
                 print(rows[-1], flush=True)
             time.sleep(3)
