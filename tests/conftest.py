@@ -58,9 +58,9 @@ def browser() -> Iterator:
         instance.close()
 
 
-@pytest.fixture
-def page(browser, request: pytest.FixtureRequest) -> Iterator:
-    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+def _tab(browser, request: pytest.FixtureRequest, **context_options) -> Iterator:
+    """A new browser context and tab; a failing test leaves its screenshot."""
+    context = browser.new_context(**context_options)
     context.set_default_timeout(60_000)
     tab = context.new_page()
     yield tab
@@ -70,6 +70,22 @@ def page(browser, request: pytest.FixtureRequest) -> Iterator:
         name = request.node.nodeid.replace("/", "_").replace("::", "__")
         tab.screenshot(path=str(ARTIFACTS / f"FAILED-{name}.png"), full_page=True)
     context.close()
+
+
+@pytest.fixture
+def page(browser, request: pytest.FixtureRequest) -> Iterator:
+    """A laptop-sized tab (1400 x 1000)."""
+    yield from _tab(browser, request, viewport={"width": 1400, "height": 1000},
+                    accept_downloads=True)
+
+
+@pytest.fixture
+def phone(browser, request: pytest.FixtureRequest) -> Iterator:
+    """A phone-sized tab (390 x 844, touch)."""
+    from tests.browser.layout import PHONE
+
+    yield from _tab(browser, request, viewport=PHONE, device_scale_factor=1, has_touch=True,
+                    is_mobile=True, accept_downloads=True)
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from quiz.bank import localize
 from quiz.certificates import long_date
 from quiz.ids import new_id
 from quiz.service import QuizService, open_service
+from tests.browser.layout import overlap
 from tests.helpers import ARTIFACTS, goto, screenshot, wait_for_app
 from tests.quiz.pdf_text import embedded_characters
 
@@ -191,11 +192,6 @@ CONTROLS = ("[data-testid='stMain'] :is(button, label, input, a, h1, h3, "
             "[data-testid='stProgress'], [data-testid='stAlert'])")
 
 
-def boxes_overlap(a: dict, b: dict) -> bool:
-    return not (a["x"] + a["width"] <= b["x"] or b["x"] + b["width"] <= a["x"]
-                or a["y"] + a["height"] <= b["y"] or b["y"] + b["height"] <= a["y"])
-
-
 def assert_fits_a_phone(page: Page, name: str) -> None:
     """Nothing wider than the screen, and no two controls drawn over each other (a control
     inside another, such as a radio button's input in its label, is one control)."""
@@ -217,36 +213,29 @@ def assert_fits_a_phone(page: Page, name: str) -> None:
         assert box["x"] >= -1 and box["x"] + box["width"] <= width + 1, box
     for i, first in enumerate(boxes):
         for second in boxes[i + 1:]:
-            assert not boxes_overlap(first, second), (first, second)
+            assert not overlap(first, second, slack=0), (first, second)
 
 
-def test_the_quiz_fits_a_phone(browser, app_url: str, server_side: QuizService) -> None:  # noqa: ANN001
+def test_the_quiz_fits_a_phone(phone: Page, app_url: str, server_side: QuizService) -> None:
     """At 390×844 (a phone) the question, its options and buttons, the feedback and the
     certificate page stack without overlapping or running off the screen (German: the
     longest words)."""
-    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
-                                  has_touch=True, accept_downloads=True)
-    context.set_default_timeout(60_000)
-    phone = context.new_page()
-    try:
-        goto(phone, app_url, "quiz?lang=de")
-        phone.get_by_role("button", name=gettext("de", "Start the quiz")).click()
-        wait_for_app(phone)
-        assert_fits_a_phone(phone, "phone-quiz-question")
-        answer_correctly(phone, server_side, "de")
-        assert_fits_a_phone(phone, "phone-quiz-feedback")
-        attempt = attempt_on_screen(phone, server_side)
-        for position in range(1, len(attempt.questions)):
-            server_side.answer(attempt.id, position, sorted(attempt.questions[position].correct))
-        goto(phone, app_url, f"quiz?attempt={attempt.id}&lang=de")
-        phone.get_by_role("textbox", name=gettext("de", "Name to print on the certificate")
-                          ).fill("Jürgen Müller-Lüdenscheid")
-        phone.get_by_role("button", name=gettext("de", "Issue my certificate")).click()
-        wait_for_app(phone)
-        expect(phone.get_by_text(gettext("de", "Your certificate is ready."))).to_be_visible()
-        assert_fits_a_phone(phone, "phone-quiz-certificate")
-    finally:
-        context.close()
+    goto(phone, app_url, "quiz?lang=de")
+    phone.get_by_role("button", name=gettext("de", "Start the quiz")).click()
+    wait_for_app(phone)
+    assert_fits_a_phone(phone, "phone-quiz-question")
+    answer_correctly(phone, server_side, "de")
+    assert_fits_a_phone(phone, "phone-quiz-feedback")
+    attempt = attempt_on_screen(phone, server_side)
+    for position in range(1, len(attempt.questions)):
+        server_side.answer(attempt.id, position, sorted(attempt.questions[position].correct))
+    goto(phone, app_url, f"quiz?attempt={attempt.id}&lang=de")
+    phone.get_by_role("textbox", name=gettext("de", "Name to print on the certificate")
+                      ).fill("Jürgen Müller-Lüdenscheid")
+    phone.get_by_role("button", name=gettext("de", "Issue my certificate")).click()
+    wait_for_app(phone)
+    expect(phone.get_by_text(gettext("de", "Your certificate is ready."))).to_be_visible()
+    assert_fits_a_phone(phone, "phone-quiz-certificate")
 
 
 def test_a_pasted_name_that_is_too_long_is_explained(page: Page, app_url: str,
