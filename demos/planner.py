@@ -17,10 +17,12 @@ approximations (APPROXIMATIONS) are returned with their sizes.
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from demos.architectures import PRESETS, Architecture
+from i18n import DEFAULT, N_, gettext, ngettext
 
 
 def _tables():
@@ -800,15 +802,36 @@ HF_NAMES: dict[str, frozenset[str]] = {
 _HF_OPTIM = {"adamw": "adamw_torch", "adamw-8bit": "adamw_bnb_8bit", "sgd-momentum": "sgd"}
 
 
-def hf_code(p: PlannerInputs) -> str:
-    """Hugging Face Trainer settings for `p` (its strategy, batch, precision, optimizer...)."""
+COMMENT_WIDTH = 88  # the longest line a wrapped comment or docstring of a snippet makes
+
+
+def _comment(text: str, indent: str = "") -> list[str]:
+    """`text` (already in the snippet's language) as comment lines, wrapped."""
+    return textwrap.wrap(text, COMMENT_WIDTH, initial_indent=f"{indent}# ",
+                         subsequent_indent=f"{indent}# ", break_long_words=False,
+                         break_on_hyphens=False)
+
+
+def _docstring(text: str, indent: str) -> str:
+    """`text` as a docstring at `indent`, wrapped (a translation never closes it early)."""
+    text = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    lines = textwrap.wrap(text, COMMENT_WIDTH - 3, initial_indent=f'{indent}"""',
+                          subsequent_indent=indent, break_long_words=False,
+                          break_on_hyphens=False)
+    return "\n".join(lines) + '"""'
+
+
+def hf_code(p: PlannerInputs, code: str = DEFAULT) -> str:
+    """Hugging Face Trainer settings for `p` (its strategy, batch, precision, optimizer...),
+    commented in language `code`; the code itself is the same in every language."""
     every = p.strategy == "every-layer"
     lines = ["from transformers import TrainingArguments", ""]
     if p.tuning == "qlora":
         lines[:1] = ["import torch", "from transformers import BitsAndBytesConfig, "
                      "TrainingArguments"]
-        lines += ["quantization = BitsAndBytesConfig(  # from_pretrained(..., "
-                  "quantization_config=quantization)",
+        lines += [*_comment(gettext(code, "For from_pretrained(..., "
+                                          "quantization_config=quantization):")),
+                  "quantization = BitsAndBytesConfig(",
                   "    load_in_4bit=True,", '    bnb_4bit_quant_type="nf4",',
                   "    bnb_4bit_use_double_quant=True,",
                   "    bnb_4bit_compute_dtype=torch.bfloat16,",
@@ -823,17 +846,19 @@ def hf_code(p: PlannerInputs) -> str:
     if every:
         lines.append('    gradient_checkpointing_kwargs={"use_reentrant": False},')
     if p.chunked_loss:
-        lines.append("    use_liger_kernel=True,  # fused linear + cross-entropy, in chunks")
+        lines.append("    use_liger_kernel=True,  # "
+                     + gettext(code, "fused linear + cross-entropy, in chunks"))
     if p.shards > 1:
         lines.append(f'    fsdp="full_shard{" offload" if p.offload else ""}",')
     lines.append(")")
     if every:
-        lines += ["", "# or, on the model itself:",
+        lines += ["", *_comment(gettext(code, "or, on the model itself:")),
                   'model.gradient_checkpointing_enable(gradient_checkpointing_kwargs='
                   '{"use_reentrant": False})']
     elif p.strategy != "none":
-        lines += ["", "# The Trainer's switch checkpoints every layer; for this setting wrap "
-                  "the", "# decoder layers with the PyTorch code instead."]
+        lines += ["", *_comment(gettext(code, "The Trainer's switch checkpoints every layer; "
+                                              "for this setting wrap the decoder layers with "
+                                              "the PyTorch code instead."))]
     return "\n".join(lines)
 
 
@@ -843,26 +868,36 @@ from torch.utils.checkpoint import {names}
 
 
 class Checkpointed(nn.Module):
-    """Runs `layers` (an nn.ModuleList of decoder layers) {what}."""
+{doc}
 
     def __init__(self, layers: nn.ModuleList) -> None:
         super().__init__()
         self.layers = layers
 '''
+_TORCH_DOC = {  # the class's docstring per strategy ("some-layers": a plural, in torch_code)
+    "every-layer": N_("Runs `layers` (an nn.ModuleList of decoder layers), checkpointing "
+                      "every layer."),
+    "two-layer": N_("Runs `layers` (an nn.ModuleList of decoder layers) in checkpointed "
+                    "segments of two layers."),
+    "selective": N_("Runs `layers` (an nn.ModuleList of decoder layers), keeping the matmul "
+                    "and fused-attention outputs and recomputing the rest."),
+    "none": N_("Runs `layers` (an nn.ModuleList of decoder layers) plainly, without "
+               "checkpointing."),
+}
 _TORCH_BODY = {
-    "every-layer": ("checkpointing every layer", '''
+    "every-layer": '''
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         for layer in self.layers:
             x = checkpoint(layer, x, use_reentrant=False)
         return x
-'''),
-    "some-layers": ("checkpointing the first {k} layers", '''
+''',
+    "some-layers": '''
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         for i, layer in enumerate(self.layers):
             x = checkpoint(layer, x, use_reentrant=False) if i < {k} else layer(x)
         return x
-'''),
-    "two-layer": ("in checkpointed segments of two layers", '''
+''',
+    "two-layer": '''
     def _pair(self, start: int, x: torch.Tensor) -> torch.Tensor:
         for layer in self.layers[start:start + 2]:
             x = layer(x)
@@ -872,9 +907,8 @@ _TORCH_BODY = {
         for start in range(0, len(self.layers), 2):
             x = checkpoint(self._pair, start, x, use_reentrant=False)
         return x
-'''),
-    "selective": ("keeping matmul and fused-attention outputs, recomputing the rest",
-                  '''
+''',
+    "selective": '''
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         for layer in self.layers:
             x = checkpoint(layer, x, use_reentrant=False, context_fn=CONTEXT)
@@ -882,7 +916,7 @@ _TORCH_BODY = {
 
 
 aten = torch.ops.aten
-SAVE = {  # the linear layers' matmuls and the fused attention kernels
+SAVE = {  # {save}
     aten.mm.default, aten.addmm.default,
     aten._scaled_dot_product_flash_attention.default,
     aten._scaled_dot_product_efficient_attention.default,
@@ -896,35 +930,46 @@ def policy(ctx, op, *args, **kwargs) -> CheckpointPolicy:
 
 
 CONTEXT = partial(create_selective_checkpoint_contexts, policy)
-'''),
-    "none": ("plainly (no checkpointing)", '''
+''',
+    "none": '''
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         for layer in self.layers:
             x = layer(x)
         return x
-'''),
+''',
 }
 _BUDGET = '''import torch
 import torch._functorch.config
 
-# torch.compile's partitioner saves, for each compiled graph, between only the graph's
-# inputs (0: recompute the rest in backward) and its default choice (1: the min-cut, which
-# already recomputes cheap pointwise ops); {budget:g} interpolates between those two sizes.
-torch._functorch.config.activation_memory_budget = {budget:g}
-for layer in layers:  # each decoder layer its own graph (an nn.ModuleList of layers)
+{comment}
+torch._functorch.config.activation_memory_budget = {budget}
+for layer in layers:  # {each}
     layer.compile()
 '''
 
 
-def torch_code(p: PlannerInputs) -> str:
-    """Plain PyTorch for the strategy of `p`."""
+def torch_code(p: PlannerInputs, code: str = DEFAULT) -> str:
+    """Plain PyTorch for the strategy of `p`, commented in language `code`; the code
+    itself is the same in every language."""
     if p.strategy == "budget":
-        return _BUDGET.format(budget=p.budget)
-    what, body = _TORCH_BODY[p.strategy]
-    k = str(max(0, min(p.arch.layers, p.some_layers)))
+        budget = f"{p.budget:g}"
+        comment = gettext(
+            code, "torch.compile's partitioner saves, for each compiled graph, between only "
+            "the graph's inputs (0: recompute the rest in backward) and its default choice "
+            "(1: the min-cut, which already recomputes cheap pointwise ops); {budget} "
+            "interpolates between those two sizes.", budget=budget)
+        each = gettext(code, "each decoder layer its own graph (an nn.ModuleList of layers)")
+        return _BUDGET.format(comment="\n".join(_comment(comment)), budget=budget, each=each)
+    k = max(0, min(p.arch.layers, p.some_layers))
+    doc = (ngettext(code, "Runs `layers` (an nn.ModuleList of decoder layers), checkpointing "
+                          "the first {count} layer.",
+                    "Runs `layers` (an nn.ModuleList of decoder layers), checkpointing the "
+                    "first {count} layers.", k)
+           if p.strategy == "some-layers" else gettext(code, _TORCH_DOC[p.strategy]))
     selective = p.strategy == "selective"
-    head = (_TORCH_HEAD.replace("{what}", what.replace("{k}", k))
+    head = (_TORCH_HEAD.replace("{doc}", _docstring(doc, "    "))
             .replace("{imports}", "from functools import partial\n\n" if selective else "")
             .replace("{names}", "(\n    CheckpointPolicy,\n    checkpoint,\n"
                      "    create_selective_checkpoint_contexts,\n)" if selective else "checkpoint"))
-    return head + body.replace("{k}", k)
+    save = gettext(code, "the linear layers' matmuls and the fused attention kernels")
+    return head + _TORCH_BODY[p.strategy].replace("{k}", str(k)).replace("{save}", save)

@@ -395,9 +395,9 @@ def code(plan: P.Plan) -> None:
     st.subheader(t("Code for the recommended setting"))
     settings = plan.recommendation.inputs
     hf, torch_tab = st.tabs(["Hugging Face", "PyTorch"])
-    hf.code(P.hf_code(settings), language="python")
+    hf.code(P.hf_code(settings, current_language()), language="python")
     hf.caption(t("Names as in transformers {version}.", version=P.HF_VERSION))
-    torch_tab.code(P.torch_code(settings), language="python")
+    torch_tab.code(P.torch_code(settings, current_language()), language="python")
 
 
 def approximations(plan: P.Plan) -> None:

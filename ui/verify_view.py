@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from i18n import DEFAULT, gettext
 from quiz import config
 from quiz.certificates import Status, Verification, long_date
 from quiz.ids import MAX_LINK_LENGTH, IdError, parse_id
@@ -17,20 +18,25 @@ from ui.i18n import current_language, fmt_percent, pt, t
 PLACEHOLDER = "XXXXX-XXXXX-XXXXX-XXXXX-C"
 
 
-def offline_check() -> str:
+def offline_check(code: str = DEFAULT) -> str:
     """Python that checks a certificate without this site, from the one list of signed
-    fields (quiz.signing)."""
+    fields (quiz.signing), commented in language `code` (the code is the same in every
+    language)."""
     fields = ", ".join(f'"{name}": ...' for name in SIGNED_FIELDS)
     optional = ", ".join(f'"{name}"' for name in OPTIONAL_SIGNED_FIELDS)
+    shown = gettext(code, "as shown for the certificate")
+    add = gettext(code, "add {fields} when the verify page shows a value for it", fields=optional)
+    key = gettext(code, "the key with its key_id")
+    forged = gettext(code, "raises InvalidSignature if forged")
     return f"""from cryptography.hazmat.primitives.serialization import load_pem_public_key
 import base64, json
 
-fields = {{{fields}}}  # as shown for the certificate
-# add {optional} when the verify page shows a value for it
+fields = {{{fields}}}  # {shown}
+# {add}
 payload = json.dumps(fields, sort_keys=True, separators=(",", ":"),
                      ensure_ascii=False).encode()
-key = load_pem_public_key(open("public_key.pem", "rb").read())  # the key with its key_id
-key.verify(base64.b64decode(signature), payload)  # raises InvalidSignature if forged"""
+key = load_pem_public_key(open("public_key.pem", "rb").read())  # {key}
+key.verify(base64.b64decode(signature), payload)  # {forged}"""
 
 
 def for_the_url(typed: str) -> str:
@@ -155,4 +161,4 @@ def render() -> None:
         for number, (key_id, pem) in enumerate(service.public_keys().items()):
             st.caption(key_label(f"`{key_id}`", number == 0))
             st.code(pem, language=None)
-        st.code(offline_check(), language="python")
+        st.code(offline_check(current_language()), language="python")

@@ -1,6 +1,8 @@
 """The code the planner hands out: the PyTorch snippets run against the installed torch
 (same gradients as plain layers, keyword names from the real signatures); the Hugging Face
-snippets use only names from the pinned table (transformers is not installed here)."""
+snippets use only names from the pinned table (transformers is not installed here). All of
+it in every language, whose snippets differ only in comments and docstrings
+(tests/i18n/test_code_samples.py)."""
 
 from __future__ import annotations
 
@@ -17,11 +19,13 @@ from demos import planner as P
 from demos.architectures import PRESETS
 from demos.config import ModelConfig
 from demos.llama import LlamaBlock
+from i18n import SUPPORTED
 
 TORCH_CALLABLES = {
     "checkpoint": ckpt.checkpoint,
     "create_selective_checkpoint_contexts": ckpt.create_selective_checkpoint_contexts,
 }
+LANGUAGES = [language.code for language in SUPPORTED]
 
 
 def _inputs(**changes) -> P.PlannerInputs:
@@ -37,9 +41,10 @@ def _name(call: ast.Call) -> str:
     return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
 
 
+@pytest.mark.parametrize("lang", LANGUAGES)
 @pytest.mark.parametrize("strategy", [s for s in P.STRATEGIES if s != "budget"])
-def test_torch_snippet_runs_and_gives_the_plain_gradients(strategy: str) -> None:
-    code = P.torch_code(_inputs(strategy=strategy, some_layers=2))
+def test_torch_snippet_runs_and_gives_the_plain_gradients(strategy: str, lang: str) -> None:
+    code = P.torch_code(_inputs(strategy=strategy, some_layers=2), lang)
     for call in _calls(code):
         if _name(call) in TORCH_CALLABLES:
             params = inspect.signature(TORCH_CALLABLES[_name(call)]).parameters
@@ -70,19 +75,22 @@ def test_torch_snippet_runs_and_gives_the_plain_gradients(strategy: str) -> None
         torch.testing.assert_close(a, b, rtol=0, atol=0)
 
 
-def test_budget_snippet_sets_the_compiler_setting_that_exists() -> None:
-    code = P.torch_code(_inputs(strategy="budget", budget=0.3))
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_budget_snippet_sets_the_compiler_setting_that_exists(lang: str) -> None:
+    code = P.torch_code(_inputs(strategy="budget", budget=0.3), lang)
     assert "activation_memory_budget = 0.3" in code
     assert hasattr(torch._functorch.config, "activation_memory_budget")
     assert hasattr(torch, "compile")
 
 
+@pytest.mark.parametrize("lang", LANGUAGES)
 @pytest.mark.parametrize("strategy, tuning, optimizer, shards, chunked", list(itertools.product(
     P.STRATEGIES, P.TUNINGS, P.OPTIMIZER_KEYS, (1, 4), (False, True))))
-def test_hf_snippet_uses_only_pinned_names(strategy, tuning, optimizer, shards, chunked) -> None:
+def test_hf_snippet_uses_only_pinned_names(strategy, tuning, optimizer, shards, chunked,
+                                           lang) -> None:
     p = _inputs(strategy=strategy, tuning=tuning, optimizer=optimizer, shards=shards,
                 chunked_loss=chunked, offload=shards > 1)
-    code = P.hf_code(p)
+    code = P.hf_code(p, lang)
     calls = {_name(c): c for c in _calls(code)}
     args = calls["TrainingArguments"]
     for call_name, call in calls.items():
@@ -110,11 +118,12 @@ class _CountOps(torch.utils._python_dispatch.TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-def test_selective_snippet_keeps_the_fused_attention() -> None:
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_selective_snippet_keeps_the_fused_attention(lang: str) -> None:
     """The SAC policy saves the SDPA kernels (as lesson 7's EXPENSIVE set does): backward
     does not run the fused attention forward again, while norms and activations rerun."""
     namespace: dict = {}
-    exec(compile(P.torch_code(_inputs(strategy="selective")), "<selective>", "exec"),  # noqa: S102
+    exec(compile(P.torch_code(_inputs(strategy="selective"), lang), "<selective>", "exec"),  # noqa: S102
          namespace)
     aten = torch.ops.aten
     assert {aten._scaled_dot_product_flash_attention_for_cpu.default,
