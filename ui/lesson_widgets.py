@@ -2,7 +2,8 @@
 
 Each widget is a function of no arguments that draws itself with Streamlit; the numbers
 and figures come from the pure helpers in lessons/. Widget keys are prefixed with the
-widget's name so that two widgets never share state.
+widget's name so that two widgets never share state. The learner's settings survive a
+reload and a new tab (`ui.progress.keep`, which also gives the widgets their defaults).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from lessons.stepper import (
 )
 from lessons.values import SEED
 from ui.i18n import babel_locale, current_language, fmt_decimal, fmt_number, t
+from ui.progress import between, flag, keep, one_of
 
 _CHART = {"config": {"displayModeBar": False}}
 
@@ -129,15 +131,20 @@ _MEM_LABELS = {"batch": N_("Batch (examples)"), "tokens": N_("Tokens per example
 _PARAMS_LIMITS = (0.001, 2_000.0)
 
 
+def _preset_values(preset: str) -> dict[str, tuple[object, Callable[[object], object]]]:
+    """The calculator's inputs for a preset: widget key -> (value, what the widget takes)."""
+    setup = PRESETS[preset].setup
+    return {"mem_params": (round(setup.params / 1e9, 3), between(*_PARAMS_LIMITS, False)),
+            "mem_precision": (setup.precision, one_of(PRECISIONS)),
+            "mem_optimizer": (setup.optimizer, one_of(OPTIMIZERS)),
+            **{f"mem_{name}": (getattr(setup, name), between(*_MEM_LIMITS[name]))
+               for name in _MEM_FIELDS}}
+
+
 def _apply_preset() -> None:
-    setup = PRESETS[st.session_state["mem_preset"]].setup
-    st.session_state["mem_params"] = round(setup.params / 1e9, 3)
-    st.session_state["mem_precision"] = setup.precision
-    st.session_state["mem_optimizer"] = setup.optimizer
-    for name in _MEM_FIELDS:
-        st.session_state[f"mem_{name}"] = getattr(setup, name)
-        st.session_state.pop(f"mem_{name}_notice", None)
-    st.session_state.pop("mem_params_notice", None)
+    for key, (value, _) in _preset_values(st.session_state["mem_preset"]).items():
+        st.session_state[key] = value
+        st.session_state.pop(f"{key}_notice", None)
 
 
 def _shape_changed() -> None:
@@ -161,9 +168,8 @@ def _matching_preset(setup: TrainingSetup) -> str | None:
 
 def memory_calculator() -> None:
     code = current_language()
-    if "mem_params" not in st.session_state:
-        st.session_state["mem_preset"] = DEFAULT_PRESET
-        _apply_preset()
+    keep({"mem_preset": (DEFAULT_PRESET, one_of(PRESETS))})
+    keep(_preset_values(st.session_state["mem_preset"]))
     st.markdown(t("**Calculator: training memory of a transformer**"))
     st.selectbox(t("Preset"), list(PRESETS), key="mem_preset", on_change=_apply_preset,
                  format_func=_words(code, {k: p.label for k, p in PRESETS.items()}))
@@ -243,16 +249,19 @@ def stepper() -> None:
     code = current_language()
     st.markdown(t("**Step through one training step**"))
     controls = st.columns([3, 2, 2])
+    keep({"step_strategy": (STRATEGIES[0], one_of(STRATEGIES)),
+          "step_layers": (8, between(2, 16)), "step_ratio": (1, one_of(_RATIOS))})
     strategy = controls[0].radio(t("Strategy"), STRATEGIES, key="step_strategy",
                                  format_func=lambda key: strategy_label(key, code),
                                  on_change=_reset_step)
-    layers = controls[1].slider(t("Layers N"), 2, 16, 8, key="step_layers",
+    layers = controls[1].slider(t("Layers N"), 2, 16, key="step_layers",
                                 on_change=_reset_step)
-    ratio = controls[2].selectbox(t("A layer's internals are"), list(_RATIOS), index=1,
+    ratio = controls[2].selectbox(t("A layer's internals are"), list(_RATIOS),
                                   key="step_ratio", format_func=_words(code, _RATIOS),
                                   on_change=_reset_step)
     sim = simulate(strategy, layers, float(ratio))
     total = len(sim.steps)
+    keep({"step_index": (1, between(1, total))})
     if int(st.session_state.get("step_index", 1)) > total:
         st.session_state["step_index"] = total
     number = int(st.session_state.get("step_index", 1))
@@ -315,7 +324,9 @@ def k_curve() -> None:
     code = current_language()
     st.markdown(t("**Memory against k, the number of layers per segment**"))
     columns = st.columns(2)
-    layers = columns[0].slider(t("Layers N"), 4, 100, 16, key="kcurve_layers")
+    keep({"kcurve_layers": (16, between(4, 100)),
+          "kcurve_kind": (next(iter(_LAYER_KINDS)), one_of(_LAYER_KINDS))})
+    layers = columns[0].slider(t("Layers N"), 4, 100, key="kcurve_layers")
     kind = columns[1].radio(t("Rebuilding one layer needs"), list(_LAYER_KINDS),
                             key="kcurve_kind",
                             format_func=_words(code, {key: words for key, (words, _)
@@ -396,8 +407,8 @@ def _reset_layer() -> None:
 
 def layer_calculator() -> None:
     code = current_language()
-    if "layer_batch" not in st.session_state:
-        _reset_layer()
+    keep({**{f"layer_{name}": (SEED[name], between(1, _LAYER_HIGHS[name]))
+             for name in _LAYER_FIELDS}, "layer_efficient": (True, flag)})
     st.markdown(t("**Calculator: activations of a GPT-style model**"))
     columns = st.columns(6)
     for column, name in zip(columns, _LAYER_FIELDS, strict=False):
@@ -444,6 +455,7 @@ def layer_calculator() -> None:
 
 _VOCAB_MARKS = {"GPT-2": 50_257, "Llama 3": 128_256, N_("worked example"): 248_000}
 _WIDTHS = {4: N_("4 (32-bit)"), 2: N_("2 (16-bit)")}
+_CHUNKS = [64, 128, 256, 512, 1_024, 2_048, 4_096]
 
 
 def logits_calculator() -> None:
@@ -452,8 +464,9 @@ def logits_calculator() -> None:
     columns = st.columns(4)
     limits = {"batch": (1, 1_024), "seq": (1, 131_072), "vocab": (2, 1_000_000)}
     labels = {"batch": N_("Batch b"), "seq": N_("Tokens s"), "vocab": N_("Vocabulary V")}
+    keep({**{f"logits_{name}": (SEED[name], between(*limits[name])) for name in limits},
+          "logits_bytes": (4, one_of(_WIDTHS)), "logits_chunk": (256, one_of(_CHUNKS))})
     for column, name in zip(columns, limits, strict=False):
-        st.session_state.setdefault(f"logits_{name}", SEED[name])
         with column:
             _bounded_number(t(labels[name]), f"logits_{name}", *limits[name])
     width = columns[3].selectbox(t("Bytes per number"), list(_WIDTHS), key="logits_bytes",
@@ -464,8 +477,7 @@ def logits_calculator() -> None:
     metrics = st.columns(3)
     metrics[0].metric(t("Logits"), _gb(size))
     metrics[1].metric(t("With their gradient"), _gb(2 * size))
-    chunk = st.select_slider(t("Loss computed in chunks of … positions"),
-                             [64, 128, 256, 512, 1_024, 2_048, 4_096], value=256,
+    chunk = st.select_slider(t("Loss computed in chunks of … positions"), _CHUNKS,
                              key="logits_chunk", format_func=lambda n: format_number(n, code))
     metrics[2].metric(t("Largest logits tensor with a chunked loss"),
                       _gb(logits_bytes(1, min(int(chunk), batch * seq), vocab, int(width))))
@@ -493,11 +505,14 @@ def decision() -> None:
     code = current_language()
     st.markdown(t("**From the symptom to the tool**"))
     columns = st.columns(3)
+    keep({"decide_peak": (next(iter(PEAKS)), one_of(PEAKS)),
+          "decide_over": (next(iter(OVERS)), one_of(OVERS)),
+          "decide_layers": (32, between(1, 200))})
     peak = columns[0].selectbox(t("Where is the peak?"), list(PEAKS), key="decide_peak",
                                 format_func=_words(code, PEAKS))
     over = columns[1].radio(t("How far over budget?"), list(OVERS), key="decide_over",
                             format_func=_words(code, OVERS), disabled=peak != "layers")
-    layers = columns[2].number_input(t("Layers"), 1, 200, 32, key="decide_layers",
+    layers = columns[2].number_input(t("Layers"), 1, 200, key="decide_layers",
                                      disabled=peak != "layers")
     for number, step in enumerate(recommend(peak, over, int(layers)), start=1):
         tool, why = step.words(code)

@@ -1,9 +1,12 @@
 """The learner's progress through the lessons, kept on the server per learner (ui.learner),
-so it survives a reload and a second tab of the same browser."""
+so it survives a reload and a second tab of the same browser: the lessons read, and the
+lesson widgets' settings (`keep`)."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import suppress
 
 import streamlit as st
 
@@ -12,6 +15,8 @@ from quiz import config
 from quiz.progress import ProgressStore
 from ui.learner import learner_id, made_here
 
+_SETTINGS = "_remembered_settings"  # this session's copy of the stored settings, read once
+_SEEN = "_remembered_seen"  # widget key -> its value when last restored or stored
 _KEY = "visited_lessons"  # this session's copy, read from the server once per session
 _READ = "_visited_lessons_read"  # (when, paths): the last read from the server
 READ_EVERY_S = 5.0  # a lesson read in another tab counts here within this time
@@ -55,3 +60,76 @@ def visited_lessons() -> list[str]:
     server, so a lesson read in another tab counts too)."""
     seen = _stored() | set(st.session_state.get(_KEY, []))
     return [path for path in LESSON_PATHS if path in seen]
+
+
+# --------------------------------------------------------------------------------------
+# Widget settings
+# --------------------------------------------------------------------------------------
+
+Parse = Callable[[object], object]
+"""A stored value -> the value the widget takes; raises ValueError when the widget no longer
+takes it (outside its range, not one of its options, the wrong type)."""
+
+
+def one_of(options: Iterable[object]) -> Parse:
+    allowed = list(options)
+
+    def parse(value: object) -> object:
+        for option in allowed:
+            if type(option) is type(value) and option == value:
+                return option
+        raise ValueError(value)
+
+    return parse
+
+
+def between(low: float, high: float, integer: bool = True) -> Parse:
+    def parse(value: object) -> object:
+        if isinstance(value, bool) or not isinstance(value, int | float) or \
+                (integer and not isinstance(value, int)) or not low <= value <= high:
+            raise ValueError(value)
+        return value if integer else float(value)
+
+    return parse
+
+
+def flag(value: object) -> object:
+    if not isinstance(value, bool):
+        raise ValueError(value)
+    return value
+
+
+def _remembered() -> dict[str, object]:
+    """The learner's stored settings, read once per session (nothing to read for an id this
+    session has just made up) and kept up to date by this session's writes."""
+    found = st.session_state.get(_SETTINGS)
+    if found is None:
+        found = {} if made_here() else store().settings(learner_id())
+        st.session_state[_SETTINGS] = found
+    return found
+
+
+def keep(settings: Mapping[str, tuple[object, Parse]]) -> None:
+    """Remember these widgets' values for the learner, across reloads and tabs. `settings`:
+    widget key -> (default, parse). Call it before the widgets are drawn, each run.
+
+    A key this session holds no value for (a new session, or Streamlit dropped the widget's
+    state when the learner left the page) gets the learner's stored value if `parse` takes
+    it, else the default; a value that changed since (the learner moved the widget, on the
+    run this causes) is stored. The widgets take their defaults from here, not from their
+    own `value`/`index`."""
+    stored = _remembered()
+    seen = st.session_state.setdefault(_SEEN, {})
+    for key, (default, parse) in settings.items():
+        if key not in st.session_state:
+            value = default
+            with suppress(ValueError, TypeError):  # not taken (the widget changed): default
+                value = parse(stored[key]) if key in stored else default
+            st.session_state[key] = seen[key] = value
+            continue
+        value = st.session_state[key]
+        if key in seen and seen[key] == value:
+            continue
+        seen[key] = value
+        if stored.get(key) != value and store().keep_setting(learner_id(), key, value):
+            stored[key] = value
