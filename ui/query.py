@@ -236,8 +236,11 @@ def choice(name: str, label: str, options: Sequence[str], default: str, *,
     default = default if default in options else options[0]
     _first_value(name, parse_choice(_query_text(name), name=name, choices=options,
                                     default=default, where=where, lang=current_language()))
+    # The labels are made now, in this run's language: Streamlit (and AppTest) may call
+    # format_func later, outside the run, where the session's language is unknown.
+    labels = {option: format_func(option) for option in options}
     value = st.radio(label, options, key=name, help=help, horizontal=horizontal,
-                     format_func=format_func)
+                     format_func=labels.__getitem__)
     _write_back(name, str(value))
     return str(value)
 

@@ -88,19 +88,25 @@ def rendered_text(at: AppTest) -> str:
     return "\n".join(part for part in parts if part)
 
 
-def open_page(url_path: str, query: dict[str, str], code: str) -> AppTest:
+def open_page(url_path: str, query: dict[str, str], code: str,
+              shows: str = "") -> tuple[AppTest, str]:
     """The router's run with `query`, switched to the page (the home page is the default:
-    the router's first run shows it)."""
+    the router's first run shows it), and the text of the elements of kind `shows` (say
+    "warning") on the page as it opened: a link's warning is shown on the run that reads
+    the link, so it is gone after a click on "Run it"."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     for key, value in {**TINY, **query, "lang": code}.items():
         at.query_params[key] = value
     at.run()
     if url_path:
         at.switch_page(SPECS[url_path].file).run()
+    seen = rendered_text(at) if shows and getattr(at, shows) else ""
     if at.button and url_path in ("compare", "timeline", "curves", "what-fits",
                                   "same-result") and not at.get("plotly_chart"):
         at.button[0].click().run()  # the runner asks before a longer run
-    return at
+    if shows and getattr(at, shows):
+        seen = rendered_text(at)
+    return at, seen
 
 
 def test_every_page_is_swept() -> None:
@@ -114,10 +120,11 @@ def test_page_shows_no_english(case: str, code: str, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("DATA_DIR", str(tmp_path))
     monkeypatch.setenv("QUIZ_COOLDOWN_SECONDS", "0")
     url_path, query, shows = CASES[case]
-    at = open_page(url_path, query, code)
+    at, seen = open_page(url_path, query, code, shows)
     assert not at.exception, [e.value for e in at.exception]
-    if shows:  # the state this case is for is on the page
-        assert getattr(at, shows), f"{case}: no {shows} on the page"
+    if shows:  # the state this case is for was on the page
+        assert seen, f"{case}: no {shows} on the page"
+        assert untranslated_on_page(seen, code) == [], case
     text = rendered_text(at)
     assert text.strip()
     assert untranslated_on_page(text, code) == [], case
