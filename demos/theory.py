@@ -386,8 +386,6 @@ def explain_differences(cfg: ModelConfig, device: str = "cpu", lang: str = "en")
 
 LOSS_OPS = ("softmax", "nll_loss", "cross_entropy")
 PEAK_PARTS = ("activations", "logits", "gradients", "temporaries")
-# the parts checkpointing can lower: what the forward keeps (and, in backward, rebuilds)
-LOWERED_BY_CHECKPOINTING = frozenset({"activations"})
 
 
 @dataclass(frozen=True)
@@ -410,10 +408,6 @@ class PeakCause:
     @property
     def share(self) -> float:
         return self.part_bytes / self.peak_bytes if self.peak_bytes else 0.0
-
-    @property
-    def checkpointing_lowers_it(self) -> bool:
-        return self.part in LOWERED_BY_CHECKPOINTING
 
 
 def peak_where(phase: str | None, layer: int | None, op: str | None) -> str:
