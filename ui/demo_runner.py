@@ -180,8 +180,9 @@ def _show_failure(ticket: Ticket) -> None:
                  icon=":material/error:")
 
 
-def _run(job: Job, what: str, *, ask: bool = True) -> Any:
-    """The job's result (shown at once when known), or None with the reason on the page."""
+def _run(job: Job, what: str | None = None) -> Any:
+    """The job's result (shown at once when known), or None with the reason on the page.
+    `what` names the run in this session's state and widget keys (default: the job)."""
     if os.environ.get(COLLECT_ENV):
         collected.append(job)
         return None
@@ -199,7 +200,8 @@ def _run(job: Job, what: str, *, ask: bool = True) -> Any:
     result = svc.cached(job)
     if result is not None:
         return result
-    if ask and not confirm_long_run(estimated_seconds(job), what):
+    what = what or repr(job)
+    if not confirm_long_run(estimated_seconds(job), what):
         return None
     if what in st.session_state.get(_CANCELLED, set()):
         st.info(t("The run was cancelled."), icon=":material/cancel:")
@@ -250,22 +252,22 @@ def run_compare(config: ModelConfig, strategies: Sequence[str], *, timeline: boo
     reps = repeats or PAGE_REPEATS.get(device().kind, 3)
     job = Job.make("compare", config, strategies, repeats=reps, timeline=timeline,
                    time_steps=time_steps)
-    return _run(job, f"compare {config} {tuple(strategies)} {timeline} {time_steps} {reps}")
+    return _run(job)
 
 
 def run_sweep(base: ModelConfig, vary: str, values: Sequence[int], strategies: Sequence[str],
               *, repeats: int = 3) -> pd.DataFrame | None:
     job = Job.make("sweep", base, strategies, vary=vary, values=tuple(values), repeats=repeats)
-    return _run(job, f"sweep {base} {vary} {tuple(values)} {tuple(strategies)} {repeats}")
+    return _run(job)
 
 
 def run_fits(base: ModelConfig, strategies: Sequence[str], vary: str, budget_bytes: int
              ) -> pd.DataFrame | None:
     job = Job.make("fits", base, strategies, vary=vary, budget_bytes=int(budget_bytes))
-    return _run(job, f"fits {base} {tuple(strategies)} {vary} {int(budget_bytes)}")
+    return _run(job)
 
 
 def run_training(config: ModelConfig, strategies: Sequence[str], steps: int
                  ) -> pd.DataFrame | None:
     job = Job.make("train", config, strategies, steps=steps)
-    return _run(job, f"train {config} {tuple(strategies)} {steps}")
+    return _run(job)
