@@ -4,7 +4,8 @@ Every run resolves the language again (`current_language`): the URL's ``?lang=``
 then the choice this session made earlier (a page change through the navigation may drop
 the query), then the browser's language (`st.context.locale`), then English. Nothing is
 installed process-wide: `t()` asks the per-language translation (shared, read-only) for
-this session's language each time.
+this session's language each time. The language is resolved once per run and kept on the
+run's context (a page calls `t()` hundreds of times); the picker's callback drops it.
 
     from ui.i18n import t, tn
     st.header(t("Compare strategies"))
@@ -18,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from i18n import catalog, numbers
 from i18n.languages import (
@@ -31,6 +33,7 @@ from i18n.languages import with_lang as _with_lang
 
 _CHOSEN = "i18n_language"  # session_state: the language the URL or the picker chose
 PICKER_KEY = "i18n_picker"
+_RUN_CACHE = "_i18n_run_language"  # on the ScriptRunContext: (that run's cursors, code)
 
 
 def current_language() -> str:
@@ -41,6 +44,18 @@ def current_language() -> str:
     language taken from the browser is not written into the URL, so a shared link opens
     in its reader's own language.
     """
+    ctx = get_script_run_ctx()
+    cached = getattr(ctx, _RUN_CACHE, None)
+    # `reset()` gives every run a new `cursors` dict: a value from an earlier run never matches.
+    if cached is not None and cached[0] is ctx.cursors:
+        return cached[1]
+    code = _resolve_language()
+    if ctx is not None:
+        setattr(ctx, _RUN_CACHE, (ctx.cursors, code))
+    return code
+
+
+def _resolve_language() -> str:
     raw = st.query_params.get(QUERY_KEY)
     chosen = st.session_state.get(_CHOSEN)
     code = resolve_language(raw, chosen, st.context.locale)
@@ -100,6 +115,9 @@ def _picked() -> None:
     code = st.session_state[PICKER_KEY]
     st.session_state[_CHOSEN] = code
     st.query_params[QUERY_KEY] = code
+    ctx = get_script_run_ctx()
+    if ctx is not None and hasattr(ctx, _RUN_CACHE):
+        delattr(ctx, _RUN_CACHE)  # another callback of this run may have resolved the old one
 
 
 def language_picker() -> None:
