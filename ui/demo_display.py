@@ -272,11 +272,11 @@ def _csv(data: Comparison | pd.DataFrame, lang: str) -> bytes:
     return report.csv_frame(frame, lang).to_csv(index=False).encode()
 
 
-def download(data: Comparison | pd.DataFrame, name: str, label: str | None = None) -> None:
+def download(data: Comparison | pd.DataFrame, name: str) -> None:
     """The results as CSV, column names in the session's language (made once per result
     and language)."""
     csv = shared("csv", (name, fingerprint(data)), lambda lang: _csv(data, lang))
-    st.download_button(label or t("Download the results (CSV)"), csv,
+    st.download_button(t("Download the results (CSV)"), csv,
                        file_name=f"{name}.csv", mime="text/csv", on_click="ignore",
                        icon=":material/download:", key=f"download-{name}")
 

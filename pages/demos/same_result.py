@@ -4,6 +4,7 @@ import streamlit as st
 
 from demos import report
 from demos.figures import loss_caption, loss_figure
+from i18n import N_
 from ui import demo_controls as controls
 from ui import demo_display as display
 from ui import demo_runner as runner
@@ -45,7 +46,7 @@ def same_result_demo() -> None:
     display.paint_numbers_first()
     display.chart("loss", key, lambda lang: loss_figure(losses, largest, lang))
     display.note(loss_caption(largest, lang))
-    display.measured_caption(runner.device().label(), [t("training for real")],
+    display.measured_caption(runner.device().label(), [N_("training for real")],
                              t("{steps} steps, dropout {dropout}.", steps=steps,
                                dropout=fmt_decimal(dropout)))
     display.download(losses, f"same-result-{report.config_slug(config)}-{steps}steps")
