@@ -9,6 +9,7 @@ missing from a catalog falls back to English (and the catalog tests fail).
 
 from __future__ import annotations
 
+import contextlib
 import gettext as _gettext
 import io
 import logging
@@ -49,9 +50,11 @@ def N_(msgid: str) -> str:  # noqa: N802 (the gettext convention)
 def _stamp(code: str) -> int:
     """Changes whenever the language's .po or .mo file changes, so an edited catalog is
     picked up without a restart."""
-    stamps = [path.stat().st_mtime_ns for path in (po_path(code), mo_path(code))
-              if path.exists()]
-    return max(stamps, default=0)
+    stamp = 0
+    for path in (po_path(code), mo_path(code)):  # on every message: one stat each, no exists()
+        with contextlib.suppress(FileNotFoundError):
+            stamp = max(stamp, path.stat().st_mtime_ns)
+    return stamp
 
 
 def _read(code: str) -> _gettext.NullTranslations:
