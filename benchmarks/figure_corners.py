@@ -117,7 +117,7 @@ def corners(kind: str) -> list[Corner]:
                lambda: train_losses(small.replace(layers=4, hidden=64, seq_len=32, batch=8,
                                                   vocab=128, dropout=0.1),
                                     ["none", "every-layer", "selective:save-matmuls"], 100),
-               lambda f: figures.loss_figure(f, 0.0), heavy_engine=True),
+               lambda f: figures.loss_figure(f), heavy_engine=True),
     ]
 
 

@@ -608,8 +608,7 @@ def fits_caption(frame: pd.DataFrame, vary: str, lang: str = "en") -> str:
 # ---------------------------------------------------------------- same result
 
 
-def loss_figure(frame: pd.DataFrame, max_diff: float | None = None, lang: str = "en"
-                ) -> go.Figure:
+def loss_figure(frame: pd.DataFrame, lang: str = "en") -> go.Figure:
     """Training-loss curves per run, drawn over each other: they should coincide."""
     title = gettext(lang, "Training loss, with and without checkpointing")
     if frame.empty:

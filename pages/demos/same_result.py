@@ -44,7 +44,7 @@ def same_result_demo() -> None:
     display.table(display.shared("loss-table", key,
                                  lambda lang: report.loss_table(differences, lang)))
     display.paint_numbers_first()
-    display.chart("loss", key, lambda lang: loss_figure(losses, largest, lang))
+    display.chart("loss", key, lambda lang: loss_figure(losses, lang))
     display.note(loss_caption(largest, lang))
     display.measured_caption(runner.device().label(), [N_("training for real")],
                              t("{steps} steps, dropout {dropout}.", steps=steps,

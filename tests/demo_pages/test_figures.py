@@ -246,7 +246,7 @@ def test_fits_figure_and_loss_figure() -> None:
     assert list(fig.data[1].text) == ["does not fit", "1"]
     losses = pd.DataFrame({"step": [0, 1, 0, 1], "strategy": ["none", "none", "sqrt", "sqrt"],
                            "loss": [5.0, 4.0, 5.0, 4.0]})
-    assert loss_figure(losses, 0.0).data
+    assert loss_figure(losses).data
     assert "identical to the last bit" in loss_caption(0.0)
     assert "1.00e-06" in loss_caption(1e-6)
 
