@@ -202,7 +202,7 @@ def _model_controls() -> Architecture | str:
                  problem=t(PROBLEMS[error.problem], **error.params))
 
 
-def _training_controls(arch: Architecture) -> dict:
+def _training_controls() -> dict:
     out: dict = {}
     row = st.columns(3)
     with row[0]:
@@ -282,7 +282,7 @@ def inputs() -> P.PlannerInputs | str:
     if isinstance(arch, str):
         return arch
     st.subheader(t("Training"))
-    training = _training_controls(arch)
+    training = _training_controls()
     st.subheader(t("Checkpointing and GPU"))
     checkpointing = _checkpoint_controls(arch)
     gpu = _gpu_control()
