@@ -323,12 +323,12 @@ class DemoService:
         result = self.cached(job)
         if result is not None:
             return self._finished(key, job, result, requester)
-        if job.kind in ("fits", "train") and self.memory_limit is not None:
-            need = job.memory_bytes(kind)
-            if need > self.memory_limit:
-                raise RunRefused("memory", need_bytes=need, limit_bytes=self.memory_limit)
+        need = job.memory_bytes(kind)
+        if (job.kind in ("fits", "train") and self.memory_limit is not None
+                and need > self.memory_limit):
+            raise RunRefused("memory", need_bytes=need, limit_bytes=self.memory_limit)
         step_work = [job.step_work(i, kind) for i in range(job.step_count())]
-        bound = min(job.memory_bytes(kind), self.memory_limit or 2**62)
+        bound = min(need, self.memory_limit or 2**62)
         run = _Run(key, job, step_work, int(bound * MEMORY_FACTOR) + MEMORY_SLACK_BYTES,
                    background=background)
         claim_mine = True
