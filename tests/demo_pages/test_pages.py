@@ -29,7 +29,7 @@ def test_compare_renders_by_default_and_follows_a_slider(app_test: Callable) -> 
     at = app_test("pages/demos/compare.py", query=TINY)
     no_errors(at)
     table = at.table[0].value
-    assert list(table["Strategy"]) == ["none", "every-layer"]  # the default choice
+    assert list(table["Strategy"]) == ["none", "every-layer", "sqrt"]  # the default choice
     assert table["Same gradients"].iloc[0] == "baseline"
     assert table["Same gradients"].iloc[1].startswith("✓")
     assert len(charts(at)) == 3
@@ -66,7 +66,7 @@ def test_model_sliders_come_in_reading_order(app_test: Callable) -> None:
 
 def test_compare_with_every_strategy_cleared_says_what_to_do(app_test: Callable) -> None:
     at = app_test("pages/demos/compare.py", query=TINY)
-    at.multiselect(key="strategy").unselect("every-layer").run()
+    at.multiselect(key="strategy").unselect("every-layer").unselect("sqrt").run()
     no_errors(at)
     assert list(at.table[0].value["Strategy"]) == ["none"]
     assert "pick a strategy above" in texts(at, "info")
@@ -295,3 +295,12 @@ def test_what_fits_says_when_the_search_reaches_its_cap(app_test: Callable) -> N
     no_errors(at)
     assert "the search stops at the largest sequence length the engine allows, 8,192" in texts(
         at, "info")
+
+
+def test_compare_opens_with_strategies_whose_peaks_differ(app_test: Callable) -> None:
+    """Issue 11: at its default the page compared none with every-layer alone, so a learner
+    saw no difference between strategies. It now opens with every-layer and sqrt."""
+    at = app_test("pages/demos/compare.py")
+    no_errors(at)
+    peaks = list(at.table[0].value["Peak memory (vs none)"])
+    assert len(peaks) == 3 and len(set(peaks)) == 3, peaks

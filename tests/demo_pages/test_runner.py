@@ -102,7 +102,7 @@ st.write(f"measured: {result is not None}")
 def test_a_huge_config_on_compare_asks_first(app_test) -> None:
     at = app_test("pages/demos/compare.py",
                   query={"layers": "24", "hidden": "512", "heads": "8", "seq": "1024",
-                         "batch": "4", "vocab": "32768"})
+                         "batch": "4", "vocab": "32768", "strategy": "every-layer"})
     assert not at.exception
     assert "roughly" in at.warning[0].value
     assert at.button and not at.table  # nothing measured before the click
