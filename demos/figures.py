@@ -401,13 +401,6 @@ def _phase_bands(part: pd.DataFrame, top: float, lang: str, in_legend: set[str]
     return bands
 
 
-def sawtooth_teeth(part: pd.DataFrame) -> int:
-    """How many layers are recomputed in a strategy's backward: each one a tooth of the
-    sawtooth (memory climbs while a layer is rebuilt, falls through its backward)."""
-    recomputed = part[part["phase"] == "recompute"]["layer"].dropna()
-    return int(recomputed.nunique())
-
-
 # ---------------------------------------------------------------- curves
 
 

@@ -256,7 +256,6 @@ def test_timeline_at_its_default_shows_the_sawtooth_and_names_the_peak(app_test:
                                                                         ) -> None:
     """Issue 11: the promised sawtooth was not visible at the defaults (4 layers)."""
     from demos.config import demo_default
-    from demos.figures import sawtooth_teeth
 
     at = app_test("pages/demos/timeline.py", timeout=120)
     no_errors(at)
@@ -304,3 +303,10 @@ def test_compare_opens_with_strategies_whose_peaks_differ(app_test: Callable) ->
     no_errors(at)
     peaks = list(at.table[0].value["Peak memory (vs none)"])
     assert len(peaks) == 3 and len(set(peaks)) == 3, peaks
+
+
+def sawtooth_teeth(part) -> int:
+    """How many layers are recomputed in a strategy's backward: each one a tooth of the
+    sawtooth (memory climbs while a layer is rebuilt, falls through its backward)."""
+    recomputed = part[part["phase"] == "recompute"]["layer"].dropna()
+    return int(recomputed.nunique())
