@@ -333,12 +333,6 @@ def extra_share_of_new_step(backward_ratio: float = 2.0, extra_forwards: float =
     return extra_forwards / (1.0 + backward_ratio + extra_forwards)
 
 
-def layer_forward_flops(batch: int, seq: int, hidden: int) -> float:
-    """One GPT-style layer's forward: 24·b·s·h² for the matrix multiplies (QKV, output
-    projection, a 4h MLP) plus 4·b·s²·h for the attention scores and their use."""
-    return 24.0 * batch * seq * hidden * hidden + 4.0 * batch * seq * seq * hidden
-
-
 def offload_hidden_from(bytes_per_sbh: float, flops_per_s: float,
                         link_bytes_per_s: float) -> float:
     """The hidden size from which moving `bytes_per_sbh`·s·b·h bytes per layer to the host
