@@ -265,8 +265,10 @@ class DemoService:
             order = self._order()
             ahead = order[:order.index(run)] if run in order else []
             start_in = 0.0
-            if self._current is not None:
-                current = self._current
+            current = self._current
+            # The run on the device may be past its last step (storing its result) while
+            # it is still current: then nothing of it is left to wait for.
+            if current is not None and current.next_step < current.steps:
                 start_in += max(self._seconds([current.step_work[current.next_step]], speed)
                                 - (time.monotonic() - (current.step_started
                                                        or time.monotonic())), 0.1)

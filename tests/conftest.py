@@ -26,10 +26,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.browser)
 
 
+# The log of the app server the browser tests share: a failing browser test prints its
+# tail, so an error the page redacts ("This app has encountered an error") is in the report.
+_APP_LOGS: list[Path] = []
+APP_LOG_TAIL_LINES = 80
+
+
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator:
     report = yield
     setattr(item, f"report_{report.when}", report)
+    if report.failed and "app_url" in getattr(item, "fixturenames", ()):
+        for log in _APP_LOGS:
+            lines = log.read_text(errors="replace").splitlines()[-APP_LOG_TAIL_LINES:]
+            report.sections.append((f"app server log (last {len(lines)} lines)",
+                                    "\n".join(lines)))
     return report
 
 
@@ -41,8 +52,12 @@ def app_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def app_url(app_data_dir: Path) -> Iterator[str]:
     """The real app (`python -m ui.server`), its log in the data folder."""
-    env = {"DATA_DIR": str(app_data_dir), "QUIZ_COOLDOWN_SECONDS": "0"}
-    with (app_data_dir / "streamlit.log").open("w") as log, background_app(env, log=log) as url:
+    # Error details on the page and an unbuffered log: a failure shows its cause.
+    env = {"DATA_DIR": str(app_data_dir), "QUIZ_COOLDOWN_SECONDS": "0",
+           "STREAMLIT_CLIENT_SHOW_ERROR_DETAILS": "true", "PYTHONUNBUFFERED": "1"}
+    log_path = app_data_dir / "streamlit.log"
+    _APP_LOGS.append(log_path)
+    with log_path.open("w") as log, background_app(env, log=log) as url:
         yield url
 
 
