@@ -247,6 +247,16 @@ def layer_flops(arch: Architecture, batch: int, seq: int) -> float:
             + attention_flops(arch, batch, seq))
 
 
+def head_flops(arch: Architecture, batch: int, seq: int) -> float:
+    """Forward FLOPs of the LM head: the b·s tokens times the h×V output matrix, 2·b·s·h·V."""
+    return 2.0 * batch * seq * arch.hidden * arch.vocab
+
+
+def forward_flops(arch: Architecture, batch: int, seq: int) -> float:
+    """Matmul FLOPs of one forward pass: every layer and the LM head."""
+    return arch.layers * layer_flops(arch, batch, seq) + head_flops(arch, batch, seq)
+
+
 # ---------------------------------------------------------------- inputs
 
 
@@ -414,8 +424,7 @@ def step_flops(p: PlannerInputs, batch: int | None = None, seq: int | None = Non
     forwards for full fine-tuning; with adapters one (no weight gradients for the frozen
     base: an approximation)."""
     b, s = _sizes(p, batch, seq)
-    forward = p.arch.layers * layer_flops(p.arch, b, s) + 2.0 * b * s * p.arch.hidden * p.arch.vocab
-    return forward * (3.0 if p.tuning == "full" else 2.0)
+    return forward_flops(p.arch, b, s) * (3.0 if p.tuning == "full" else 2.0)
 
 
 # ---------------------------------------------------------------- the memory of one step

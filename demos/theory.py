@@ -18,6 +18,8 @@ from demos.planner import (
     Held,
     attention_flops,
     cached_only_tensors,
+    forward_flops,
+    head_flops,
     layer_flops,
     layer_tensors,
     linear_flops,
@@ -36,9 +38,10 @@ from i18n import gettext
 # formula is demos.planner's (one source for the planner and this engine's predictions).
 HeldTensor = Held
 
-# The matmuls of a gpt block, in h² weights each (with s·b tokens: 2·s·b·h²·units FLOPs
-# forward); a llama block's are its linear layers (demos.architectures, linears()).
-MATMUL_UNITS = {"qkv": 3, "proj": 1, "fc": 4, "out": 4}
+# The matmuls of the engine's gpt block (demos.model) by the planner's linear layers of a
+# gpt layer (demos.architectures, linears()): its fused QKV, the attention's output
+# projection and the MLP's two; a llama block's matmuls are its linear layers by name.
+GPT_MATMULS = {"qkv": ("q", "k", "v"), "proj": ("o",), "fc": ("fc",), "out": ("proj",)}
 
 
 def _sizes(cfg: ModelConfig, device: str) -> tuple[int, int, int, int]:
@@ -291,11 +294,12 @@ def seed_example() -> dict[str, float]:
 def step_flops(cfg: ModelConfig, spec: StrategySpec | str | None = None) -> dict[str, float]:
     """Matmul FLOPs of one step: forward, backward (2x forward), the recomputation a
     strategy adds, and the ratio to a step without checkpointing."""
-    b, s, h, v, n = cfg.batch, cfg.seq_len, cfg.hidden, cfg.vocab, cfg.layers
+    b, s, n = cfg.batch, cfg.seq_len, cfg.layers
+    arch = of_config(cfg)
     # gpt: 2·b·s·12·h² + 2·b·s²·h (causal: half the scores); the planner's layer formula
-    block = layer_flops(of_config(cfg), b, s)
-    head = 2 * b * s * h * v
-    forward = n * block + head
+    block = layer_flops(arch, b, s)
+    head = head_flops(arch, b, s)
+    forward = forward_flops(arch, b, s)
     backward = 2 * forward
     recompute = 0.0
     if spec is not None:
@@ -333,13 +337,12 @@ def cpu_seconds(runs: Sequence[tuple[ModelConfig, StrategySpec | str, int]]) -> 
 def _selective_recompute_share(cfg: ModelConfig, policy: str | None) -> float:
     """Fraction of a block's matmul FLOPs (the attention products included) a policy
     reruns in backward: the matmuls its record lists, and attention unless it is saved."""
-    b, s, h = cfg.batch, cfg.seq_len, cfg.hidden
+    b, s = cfg.batch, cfg.seq_len
     record = strategies.policy(policy, cfg.arch)
     arch = of_config(cfg)
-    if cfg.arch == "gpt":
-        units = {name: 2 * b * s * h * h * u for name, u in MATMUL_UNITS.items()}
-    else:
-        units = {name: linear_flops(arch, b, s, name) for name in arch.linears()}
+    groups = GPT_MATMULS if cfg.arch == "gpt" else {name: (name,) for name in arch.linears()}
+    units = {name: sum(linear_flops(arch, b, s, n) for n in linears)
+             for name, linears in groups.items()}
     matmul = sum(units.values())
     attention = attention_flops(arch, b, s)
     redo = sum(units[name] for name in record.recomputed_matmuls)
