@@ -65,8 +65,11 @@ def app_url(app_data_dir: Path) -> Iterator[str]:
 def browser() -> Iterator:
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: `make test` installs Debian's chromium")
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    # Assertions wait up to 15 s (Playwright's default is 5 s): on a loaded 2-core CI
+    # machine a chart can take longer to draw after the script has finished.
+    expect.set_options(timeout=15_000)
     with sync_playwright() as playwright:
         instance = launch_chromium(playwright)
         yield instance
