@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import sys
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,13 +23,14 @@ from quiz.certificates import (
     StorageError,
     Verification,
 )
+from quiz.db import database_url, db_path
 from quiz.draw import draw
 from quiz.grading import Feedback
 from quiz.layout import certificate_layout, certificate_title
 from quiz.names import normalise_name
 from quiz.pdf import render_pdf
 from quiz.preview import render_png
-from quiz.signing import Signer, create_key_file, read_signer
+from quiz.signing import KEY_FILE, Signer, create_key_file, read_signer
 
 LOG = logging.getLogger(__name__)
 
@@ -143,13 +148,8 @@ def certificate_png(certificate: Certificate) -> bytes:
     return render_png(certificate_layout(certificate))
 
 
-def open_service(create_key: bool = True, strict: bool = True) -> QuizService:
-    """The service for the configured DATA_DIR, database, key and cooldown.
-
-    A signing key is created only for a database without certificates and a data folder
-    that never issued any (`create_key`); the CLI's read-only commands pass False. With
-    `strict`, StorageError is raised when certificates exist whose key is missing; an
-    emptied database is reported in `warnings` (and logged)."""
+def _open(create_key: bool, strict: bool) -> QuizService:
+    """open_service without the logging (shared_service logs once per configuration)."""
     data_dir = config.data_dir()
     signer = read_signer(data_dir, config.signing_key_env())
     store = CertificateStore(data_dir, signer)
@@ -163,8 +163,6 @@ def open_service(create_key: bool = True, strict: bool = True) -> QuizService:
     check = store.check()
     if strict and check.problems:
         raise StorageError("\n".join(check.problems))
-    for warning in check.warnings:
-        LOG.warning(warning)
     return QuizService(
         data_dir=data_dir,
         attempts=AttemptStore(data_dir, config.attempt_ttl_seconds(), config.cooldown_seconds()),
@@ -172,6 +170,87 @@ def open_service(create_key: bool = True, strict: bool = True) -> QuizService:
         bank_path=config.bank_path(),
         warnings=check.warnings,
     )
+
+
+def _log_warnings(service: QuizService) -> None:
+    for warning in service.warnings:
+        LOG.warning(warning)
+
+
+def open_service(create_key: bool = True, strict: bool = True) -> QuizService:
+    """The service for the configured DATA_DIR, database, key and cooldown, opened afresh
+    (the CLI; the pages call shared_service).
+
+    A signing key is created only for a database without certificates and a data folder
+    that never issued any (`create_key`); the CLI's read-only commands pass False. With
+    `strict`, StorageError is raised when certificates exist whose key is missing; an
+    emptied database is reported in `warnings` (and logged)."""
+    service = _open(create_key, strict)
+    _log_warnings(service)
+    return service
+
+
+def _file_state(path: Path, content: bool = True) -> tuple[int, ...] | None:
+    """Which file is at `path` (None: none), and with `content` its size and mtime."""
+    try:
+        found = path.stat()
+    except FileNotFoundError:
+        return None
+    identity = (found.st_dev, found.st_ino)
+    return (*identity, found.st_size, found.st_mtime_ns) if content else identity
+
+
+def _configuration(create_key: bool, strict: bool) -> tuple[Hashable, ...]:
+    """Everything _open reads that can change while the server runs: the environment, the
+    key file (a rotated key is a new file), and which database file and issued-marker it
+    finds (a deleted database is reported again). Not the database file's size or mtime:
+    every write changes those."""
+    data_dir = config.data_dir()
+    env_key = config.signing_key_env()
+    return (
+        create_key,
+        strict,
+        str(data_dir),
+        database_url(data_dir),
+        _file_state(db_path(data_dir), content=False),  # the SQLite file, if any
+        hashlib.sha256(env_key.encode()).hexdigest() if env_key else None,  # not the secret
+        _file_state(data_dir / KEY_FILE),
+        (data_dir / ISSUED_MARKER).exists(),
+        config.attempt_ttl_seconds(),
+        config.cooldown_seconds(),
+        str(config.bank_path()),
+    )
+
+
+_SHARED: OrderedDict[tuple[Hashable, ...], QuizService] = OrderedDict()
+_SHARED_LOCK = threading.Lock()
+_SHARED_MAX = 8  # configurations kept (the quiz's and the verify page's, and a few more)
+_OPEN_TRIES = 3
+
+
+def shared_service(create_key: bool = True, strict: bool = True) -> QuizService:
+    """open_service's service, opened once per configuration in this process and shared by
+    every session (a QuizService holds no learner's state; don't change its fields). It is
+    opened again when the configuration changes (_configuration); its warnings are logged
+    when it is opened. A StorageError is raised again on every call while the problem
+    lasts: only a service that opened is kept."""
+    with _SHARED_LOCK:  # one opening at a time: sessions arriving together open it once
+        configuration = _configuration(create_key, strict)
+        service = _SHARED.get(configuration)
+        if service is not None:
+            _SHARED.move_to_end(configuration)
+            return service
+        for _ in range(_OPEN_TRIES):
+            service = _open(create_key, strict)
+            opened, configuration = configuration, _configuration(create_key, strict)
+            if configuration == opened:  # e.g. its first opening created the key file
+                _SHARED[configuration] = service
+                while len(_SHARED) > _SHARED_MAX:
+                    _SHARED.popitem(last=False)
+                break
+        # After _OPEN_TRIES changes in a row: serve this one without keeping it.
+        _log_warnings(service)
+        return service
 
 
 def startup_check() -> int:

@@ -18,7 +18,7 @@ from quiz.certificates import Certificate, StorageError
 from quiz.grading import Feedback
 from quiz.markdown import escape_markdown
 from quiz.names import MAX_NAME_LENGTH, NameError_, NameProblem
-from quiz.service import QuizService, certificate_pdf, certificate_png, open_service
+from quiz.service import QuizService, certificate_pdf, certificate_png, shared_service
 from ui.i18n import current_language, fmt_percent, t, tn, with_lang
 from ui.learner import client_address, learner_id
 from ui.navigation import page_link
@@ -331,7 +331,7 @@ def show_result(service: QuizService, attempt: Attempt) -> None:
 def render() -> None:
     st.title(t("Quiz"))
     try:
-        service = open_service()
+        service = shared_service()
     except StorageError as problem:  # a lost signing key: the operator must act
         LOG.error("%s", problem)
         st.error(

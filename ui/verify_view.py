@@ -11,7 +11,7 @@ from quiz import config
 from quiz.certificates import Status, Verification, long_date
 from quiz.ids import MAX_LINK_LENGTH, IdError, parse_id
 from quiz.markdown import escape_markdown
-from quiz.service import open_service
+from quiz.service import shared_service
 from quiz.signing import OPTIONAL_SIGNED_FIELDS, SIGNED_FIELDS
 from ui.i18n import current_language, fmt_percent, pt, t
 
@@ -130,7 +130,7 @@ def details(result: Verification) -> None:
 
 def render() -> None:
     st.title(t("Verify a certificate"))
-    service = open_service(create_key=False, strict=False)  # public keys suffice here
+    service = shared_service(create_key=False, strict=False)  # public keys suffice here
     from_link = st.query_params.get("id", "")
     with st.form("verify"):
         typed = st.text_input(
