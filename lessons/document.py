@@ -28,7 +28,9 @@ with the language, so the link opens in the lesson's language.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -164,7 +166,27 @@ def parse(path: str, source: str, values: dict[str, str],
     return LessonDocument(path, tuple(blocks), takeaways, demo)
 
 
-def load(path: str, values: dict[str, str], code: str = DEFAULT) -> LessonDocument:
+def read_source(file: Path) -> str:
+    """A lesson file's text (the one place lessons are read from disk)."""
+    return file.read_text(encoding="utf-8")
+
+
+# One process serves many sessions, and the YAML and the placeholders cost 1-2 ms a lesson
+# on every page run: a parsed document is kept per (file, its mtime, language, values), so
+# an edited file is read again and the languages never share an entry. What it holds is
+# immutable (frozen dataclasses, tuples, strings) except the demo link's query, which
+# load() copies for each caller.
+@lru_cache(maxsize=128)
+def _parsed(file: Path, mtime_ns: int, path: str, code: str,
+            values: tuple[tuple[str, str], ...]) -> LessonDocument:
+    return parse(path, read_source(file), dict(values), code)
+
+
+def load(path: str, values: Mapping[str, str], code: str = DEFAULT) -> LessonDocument:
     """The lesson at `path` (e.g. "why-memory") in language `code` (English where that
     language has no file), with `values` (worded for the same language) filled in."""
-    return parse(path, content_file(path, code).read_text(encoding="utf-8"), values, code)
+    file = content_file(path, code)
+    document = _parsed(file, file.stat().st_mtime_ns, path, code, tuple(values.items()))
+    if document.demo is None:
+        return document
+    return replace(document, demo=replace(document.demo, query=dict(document.demo.query)))
