@@ -29,7 +29,6 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script: make demos/ importable
     sys.path.insert(0, str(ROOT))
 
-MiB = 2**20
 HELD_TOLERANCE = 0.01  # held bytes vs the prediction (the 1%)
 PEAK_WARN = 0.05  # allocator peak vs the prediction: workspaces and rounding, reported
 
@@ -446,8 +445,13 @@ def faults() -> dict:
 
 
 # --- output ---------------------------------------------------------------------------------
+# The figures are written by demos.units (Babel, in English: "1,234.5"), imported here and
+# not at the top: the wheels, stub-playwright and env commands import nothing of the app
+# (env is the one that reports a missing import, Babel among the carried wheels).
 def _mib(x) -> str:
-    return "-" if x is None else f"{x / MiB:,.1f}"
+    from demos.units import MIB, number
+
+    return "-" if x is None else number(x / MIB, 1)
 
 
 def _pct(x) -> str:
@@ -455,7 +459,9 @@ def _pct(x) -> str:
 
 
 def _ratio(x) -> str:
-    return "-" if x is None else f"{x:.2f}"
+    from demos.units import number
+
+    return "-" if x is None else number(x, 2, grouping=False)
 
 
 def rows_markdown(rows: list[dict]) -> list[str]:
@@ -474,7 +480,9 @@ def rows_markdown(rows: list[dict]) -> list[str]:
 
 
 def _f3(x) -> str:
-    return "-" if x is None else f"{x:.3f}"
+    from demos.units import number
+
+    return "-" if x is None else number(x, 3, grouping=False)
 
 
 def to_markdown(data: dict) -> str:
@@ -498,11 +506,11 @@ def to_markdown(data: dict) -> str:
         lines += [f"## The seed's 2B-class layer: h{c['hidden']} a{c['heads']} s{c['seq_len']} "
                   f"b{c['batch']} {c['dtype']}", "",
                   f"Per layer: measured {_mib(ls['measured_per_layer_by_depth'])} MiB by depth "
-                  f"({ls['measured_over_sbh']:.2f}·b·s·h), "
+                  f"({_ratio(ls['measured_over_sbh'])}·b·s·h), "
                   f"{_mib(ls['measured_per_layer_by_checkpoint'])} MiB by checkpointing; "
                   f"this model's formula {_mib(ls['predicted_per_layer'])} MiB; "
                   f"34·b·s·h {_mib(ls['korthikanti_34sbh'])} MiB "
-                  f"(measured / 34·b·s·h = {ls['measured_over_34sbh']:.3f}).", "",
+                  f"(measured / 34·b·s·h = {_f3(ls['measured_over_34sbh'])}).", "",
                   ls["explanation"], ""]
     if "faults" in data:
         f = data["faults"]
