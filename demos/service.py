@@ -52,6 +52,11 @@ STEP_OVERHEAD_S = 0.3  # a step's fixed cost: the pipe, building the model, the 
 MIN_HISTORY_WORK = 0.5  # steps this small tell the overhead, not the speed
 
 
+def _request(job: Job) -> str:
+    """The job's request as the store keeps it."""
+    return json.dumps(job.request(), sort_keys=True)
+
+
 class RunRefused(Exception):
     """Refused before queueing. `reason` is an id the UI words ("memory"), `numbers` the
     values it shows (need_bytes, limit_bytes)."""
@@ -65,7 +70,7 @@ class RunRefused(Exception):
 class RunStatus:
     """What a waiting page shows. state: queued | running | remote | done | failed |
     cancelled. ahead: runs before this one; start_in / left: estimated seconds;
-    progress: 0..1 of the run's steps."""
+    progress: 0..1 of the run's steps (never above 1: st.progress refuses it)."""
 
     state: str
     ahead: int = 0
@@ -222,10 +227,17 @@ class DemoService:
         if not self._history_loaded and self.store is not None:
             self._history_loaded = True
             try:
-                self._history.extendleft(self.store.speed_history(self.device_label))
+                stored = self.store.speed_history(self.device_label)
             except SQLAlchemyError:
                 log.exception("result store unavailable")
-        ratios = [max(seconds - STEP_OVERHEAD_S, 0.0) / work for work, seconds in self._history
+                stored = []
+            with self._cond:
+                self._history.extendleft(stored)
+        # A copy: the scheduler appends each step's time (under the lock) while pages ask;
+        # iterating the deque itself then raised "deque mutated during iteration".
+        with self._cond:
+            history = list(self._history)
+        ratios = [max(seconds - STEP_OVERHEAD_S, 0.0) / work for work, seconds in history
                   if work >= MIN_HISTORY_WORK]
         return statistics.median(ratios) if ratios else DEFAULT_SPEED.get(self.device.kind, 1.0)
 
@@ -246,9 +258,9 @@ class DemoService:
         return left
 
     def status(self, run: _Run) -> RunStatus:
-        with self._cond:
-            speed = self.speed()
-            progress = (run.next_step + run.inner) / max(run.steps, 1)
+        speed = self.speed()  # not under the lock: its first call reads the store
+        with self._cond:  # the scheduler changes a run's steps and times under it (_step)
+            progress = min((run.next_step + run.inner) / max(run.steps, 1), 1.0)
             total = self._seconds(run.step_work, speed)
             if run.event.is_set():
                 return RunStatus(run.error.reason if run.error and run.error.reason ==
@@ -337,7 +349,7 @@ class DemoService:
         if self.store is not None:
             try:
                 claim = self.store.claim(key, self.owner, job.kind, self.device_label,
-                                         json.dumps(job.request(), sort_keys=True))
+                                         _request(job))
             except SQLAlchemyError:
                 log.exception("result store unavailable")
             else:
@@ -423,7 +435,8 @@ class DemoService:
             self._end(run, error=failure)
             return
         started = time.monotonic()
-        run.step_started, run.inner = started, 0.0
+        with self._cond:
+            run.step_started, run.inner = started, 0.0
 
         def on_progress(done: int, total: int) -> None:
             run.inner = done / max(total, 1)
@@ -443,23 +456,31 @@ class DemoService:
             return
         finally:
             seconds = time.monotonic() - started
-            run.used_seconds += seconds
-            run.step_started = None
-        if run.step_work[index] > 0:
-            self._history.append((run.step_work[index], seconds))
-        run.parts.append(part)
-        run.next_step += 1
-        if run.next_step < run.steps:
             with self._cond:
+                run.used_seconds += seconds
+                run.step_started = None
+        # Under the lock, in one go: status() (a page) reads next_step, inner and the
+        # history while this thread ends a step. Counting the step and clearing its progress
+        # together keeps the bar at the steps done (it showed one step more between steps,
+        # and 2.0 after the last); next_step moving between status's check and its index
+        # of step_work raised IndexError.
+        with self._cond:
+            if run.step_work[index] > 0:
+                self._history.append((run.step_work[index], seconds))
+            run.parts.append(part)
+            run.next_step += 1
+            run.inner = 0.0
+            if run.next_step < run.steps:
                 run.state = "queued"
                 self._queue.append(run)  # round-robin: the others' turn first
                 self._cond.notify_all()
-            return
+                return
         result = run.job.merge(run.parts)
         if self.store is not None:
             try:
                 self.store.put(run.key, self.owner, result, run.used_seconds,
-                               sum(run.step_work))
+                               sum(run.step_work), kind=run.job.kind,
+                               device=self.device_label, request=_request(run.job))
             except SQLAlchemyError:
                 log.exception("result store unavailable")
         self._remember(run.key, result)
@@ -519,7 +540,7 @@ class DemoService:
             result = self.store.get(run.key)
             if result is None and not self.store.pending(run.key):
                 claim = self.store.claim(run.key, self.owner, run.job.kind, self.device_label,
-                                         json.dumps(run.job.request(), sort_keys=True))
+                                         _request(run.job))
                 result = claim.result
                 if claim.mine:  # its measurer is gone: measure it here
                     with self._cond:

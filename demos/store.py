@@ -16,7 +16,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Column, Float, Integer, String, Table, Text, delete, insert, select, update
+from sqlalchemy import (
+    Column,
+    Float,
+    Integer,
+    String,
+    Table,
+    Text,
+    delete,
+    insert,
+    inspect,
+    select,
+    update,
+)
+from sqlalchemy.exc import SQLAlchemyError
 
 from demos.jobs import decode_result, encode_result
 from quiz.config import data_dir as default_data_dir
@@ -69,7 +82,13 @@ class ResultStore:
         folder = self._data_dir or default_data_dir()
         engine = engine_for(folder)
         if (engine, str(folder)) not in _created:
-            demo_results.create(engine, checkfirst=True)
+            try:
+                demo_results.create(engine, checkfirst=True)
+            except SQLAlchemyError:
+                # Another thread (the warm-up and a page at start) or server found it
+                # missing too and created it between our check and our CREATE.
+                if not inspect(engine).has_table(demo_results.name):
+                    raise
             _created.add((engine, str(folder)))
         return folder
 
@@ -115,13 +134,25 @@ class ResultStore:
                        demo_results.c.status == "claimed")
                 .values(lease_until=time.time() + lease_s))
 
-    def put(self, key: str, owner: str, result: Any, seconds: float, work: float) -> None:
-        """Store a finished result (ours, or anyone's: a finished result is never lost)."""
+    def put(self, key: str, owner: str, result: Any, seconds: float, work: float, *,
+            kind: str, device: str, request: str) -> None:
+        """Store a finished result (ours, or anyone's: a finished result is never lost).
+        Its claim row may be gone: a failed run of the same key in this process released
+        it after the new run claimed it again (the same owner), or another process that
+        took the lease over gave it up. Then the row is inserted anew."""
+        values = {"status": "ready", "owner": owner, "lease_until": None,
+                  "result": encode_result(result), "seconds": seconds, "work": work}
+        replace = update(demo_results).where(demo_results.c.key == key).values(**values)
         with writing(self.data_dir) as connection:
-            connection.execute(
-                update(demo_results).where(demo_results.c.key == key)
-                .values(status="ready", owner=owner, lease_until=None,
-                        result=encode_result(result), seconds=seconds, work=work))
+            if connection.execute(replace).rowcount:
+                return
+            try:
+                with connection.begin_nested():
+                    connection.execute(insert(demo_results).values(
+                        key=key, kind=kind, device=device, request=request,
+                        created_at=time.time(), **values))
+            except IntegrityError:  # another server claimed it just now: ours is finished
+                connection.execute(replace)
 
     def release(self, key: str, owner: str) -> None:
         """Give a claim up (the run failed or was cancelled): the next asker measures."""

@@ -149,7 +149,7 @@ def _show_status(ticket: Ticket, notice: Any) -> None:
         notice.info(t("Another server is measuring this same demo; its result will show "
                       "here."), icon=":material/hourglass:")
     else:
-        notice.progress(min(status.progress, 1.0),
+        notice.progress(status.progress,  # 0..1: DemoService.status clamps it
                         text=t("Running on the {device}: about {left} left ({elapsed} so far).",
                                device=noun, left=duration_text(status.left),
                                elapsed=duration_text(status.elapsed)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -54,6 +55,21 @@ class FakeWorker:
             time.sleep(0.01)
         self.log.append((job.config.seed, index))
         return pd.DataFrame({"seed": [job.config.seed], "step": [index]})
+
+
+class SlowPutStore(ResultStore):
+    """Holds a finished run's result write until `release` is set (`entered` says it
+    began): the run is past its last step and still current meanwhile."""
+
+    def __init__(self, data_dir: Path, entered: threading.Event,
+                 release: threading.Event) -> None:
+        super().__init__(data_dir)
+        self.entered, self.release = entered, release
+
+    def put(self, *args, **kwargs) -> None:
+        self.entered.set()
+        assert self.release.wait(10)
+        super().put(*args, **kwargs)
 
 
 @pytest.fixture

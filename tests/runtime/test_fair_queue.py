@@ -6,8 +6,7 @@ import threading
 import time
 
 from demos.jobs import Job
-from demos.store import ResultStore
-from tests.runtime.conftest import TINY, FakeWorker, tiny_compare, wait_for
+from tests.runtime.conftest import TINY, FakeWorker, SlowPutStore, tiny_compare, wait_for
 
 
 def _search(seed: int, steps: int = 4) -> Job:
@@ -56,26 +55,13 @@ def test_the_wait_estimate_counts_the_runs_ahead(make_service) -> None:
         ticket.wait(10)
 
 
-class _SlowPutStore(ResultStore):
-    """Holds the finished run's result write until `release` is set."""
-
-    def __init__(self, data_dir, entered: threading.Event, release: threading.Event) -> None:
-        super().__init__(data_dir)
-        self.entered, self.release = entered, release
-
-    def put(self, *args, **kwargs) -> None:
-        self.entered.set()
-        assert self.release.wait(10)
-        super().put(*args, **kwargs)
-
-
 def test_a_queued_run_can_ask_its_wait_while_the_run_ahead_stores_its_result(
         make_service, store_dir) -> None:
     """The run on the device is still current while it stores its result (past its last
     step): a page asking a queued run's status then got an IndexError (CI, stop 16)."""
     entered, release = threading.Event(), threading.Event()
     worker = FakeWorker(lambda job, index: 0.05)
-    svc = make_service(worker=worker, store=_SlowPutStore(store_dir, entered, release))
+    svc = make_service(worker=worker, store=SlowPutStore(store_dir, entered, release))
     first = svc.submit(tiny_compare(seed=1), "a")
     assert entered.wait(10)  # first ran its last step and is writing its result
     second = svc.submit(tiny_compare(seed=2), "b")
