@@ -448,11 +448,13 @@ class DemoService:
                 should_stop=lambda: not run.wanted(time.monotonic()),
                 on_progress=on_progress, on_tick=lambda: self._renew(run))
         except StepFailed as failure:
-            if failure.reason in ("cancelled", "time-limit", "memory-limit", "crashed"):
-                self._start_worker()  # a fresh process for whoever is next
             if failure.reason == "time-limit":
                 failure.numbers.setdefault("cap", cap)
+            # Ended first: until then the run is active, and a learner asking for the same
+            # demo while the fresh worker starts (seconds) would join it and get its error.
             self._end(run, error=failure)
+            if failure.reason in ("cancelled", "time-limit", "memory-limit", "crashed"):
+                self._start_worker()  # a fresh process for whoever is next
             return
         finally:
             seconds = time.monotonic() - started

@@ -242,3 +242,45 @@ def test_two_threads_creating_the_result_table_at_once_both_go_on(
         thread.join(10)
     assert not errors, errors
     assert inspect(engine).has_table(store_module.demo_results.name)
+
+
+class _SlowRestart(FakeWorker):
+    """A step runs until cancelled; the fresh worker started after a cancel (the kill)
+    holds in `start` until `go` (a real one imports torch and warms the engine)."""
+
+    def __init__(self) -> None:
+        super().__init__(lambda job, index: 0.02 if self.killed else 30.0)
+        self.restarting, self.go, self.killed = (threading.Event(), threading.Event(),
+                                                 False)
+
+    def start(self) -> None:
+        if self.killed and not self.go.is_set():
+            self.restarting.set()
+            assert self.go.wait(10)
+        super().start()
+
+    def call(self, job, index, **kwargs):
+        try:
+            return super().call(job, index, **kwargs)
+        except StepFailed:
+            self.killed = True
+            raise
+
+
+def test_a_learner_asking_while_the_worker_restarts_after_a_cancel_gets_a_new_run(
+        make_service) -> None:
+    """A cancelled run stayed in the active runs while the worker process was restarted
+    (seconds with a real engine): a learner asking for the same demo then joined the dead
+    run and was told "The run was cancelled" for a run they never left."""
+    worker = _SlowRestart()
+    svc = make_service(worker=worker, use_store=False)
+    first = svc.submit(tiny_compare(seed=1), "a")
+    wait_for(lambda: first.status().state == "running")
+    first.release()  # learner a leaves: cancelled after the grace time
+    try:
+        assert worker.restarting.wait(10)  # killed, the fresh worker is starting
+        again = svc.submit(tiny_compare(seed=1), "b")
+    finally:
+        worker.go.set()
+    assert first.wait(10) and first.error is not None and first.error.reason == "cancelled"
+    assert again.wait(10) and again.error is None
