@@ -182,6 +182,7 @@ class DemoService:
         self._results: OrderedDict[str, Any] = OrderedDict()
         self._history: deque[tuple[float, float]] = deque(maxlen=50)
         self._history_loaded = False
+        self._history_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._stopping = False
         self.runs_started = 0  # engine runs this process made (tests, benchmarks)
@@ -225,14 +226,19 @@ class DemoService:
     def speed(self) -> float:
         """Measured seconds per CPU-estimate second on this device (median of recent)."""
         if not self._history_loaded and self.store is not None:
-            self._history_loaded = True
-            try:
-                stored = self.store.speed_history(self.device_label)
-            except SQLAlchemyError:
-                log.exception("result store unavailable")
-                stored = []
-            with self._cond:
-                self._history.extendleft(stored)
+            # One thread reads the store, one asking meanwhile waits for it (it went on
+            # with the default speed: a wrong estimate, even a refusal, at start). Never
+            # called under self._cond: this lock is taken first.
+            with self._history_lock:
+                if not self._history_loaded:
+                    try:
+                        stored = self.store.speed_history(self.device_label)
+                    except SQLAlchemyError:
+                        log.exception("result store unavailable")
+                        stored = []
+                    with self._cond:
+                        self._history.extendleft(stored)
+                    self._history_loaded = True
         # A copy: the scheduler appends each step's time (under the lock) while pages ask;
         # iterating the deque itself then raised "deque mutated during iteration".
         with self._cond:

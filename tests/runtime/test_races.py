@@ -284,3 +284,39 @@ def test_a_learner_asking_while_the_worker_restarts_after_a_cancel_gets_a_new_ru
         worker.go.set()
     assert first.wait(10) and first.error is not None and first.error.reason == "cancelled"
     assert again.wait(10) and again.error is None
+
+
+class _SlowHistoryStore(ResultStore):
+    """Stored speed history three times the default (1 s per CPU-estimate second), read
+    once `go` is set."""
+
+    def __init__(self, data_dir: Path) -> None:
+        super().__init__(data_dir)
+        self.entered, self.go = threading.Event(), threading.Event()
+
+    def speed_history(self, device: str, limit: int = 50) -> list[tuple[float, float]]:
+        self.entered.set()
+        assert self.go.wait(10)
+        return [(2.0, 6.3), (4.0, 12.3)]
+
+
+def test_a_page_asking_the_speed_while_another_loads_it_waits_for_the_history(
+        make_service, store_dir) -> None:
+    """The first `speed()` marked the history loaded before reading it: a second page
+    asking meanwhile got the default speed (its estimate, or a refusal, off by the
+    device's real speed)."""
+    store = _SlowHistoryStore(store_dir)
+    svc = make_service(worker=FakeWorker(lambda job, index: 0.02), store=store)
+    speeds: list[float] = []
+    loader = threading.Thread(target=lambda: speeds.append(svc.speed()))
+    loader.start()
+    try:
+        assert store.entered.wait(10)
+        asker = threading.Thread(target=lambda: speeds.append(svc.speed()))
+        asker.start()
+        asker.join(1.0)  # the old code answered at once; the fixed one waits for the load
+    finally:
+        store.go.set()
+    loader.join(10)
+    asker.join(10)
+    assert speeds == [pytest.approx(3.0)] * 2
