@@ -109,12 +109,16 @@ class DeviceWorker:
         self._lock = threading.Lock()
         self.starts = 0  # how many processes were started (tests, the benchmark)
 
+    # `stop()` (another thread: the server shutting down) may set _process to None
+    # between two reads of it: read it once.
     @property
     def pid(self) -> int | None:
-        return self._process.pid if self._process is not None else None
+        process = self._process
+        return process.pid if process is not None else None
 
     def alive(self) -> bool:
-        return self._process is not None and self._process.is_alive()
+        process = self._process
+        return process is not None and process.is_alive()
 
     def start(self) -> None:
         """Start the process (if not running) and wait until its engine is warm."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from sqlalchemy import inspect
@@ -14,7 +15,7 @@ from sqlalchemy import inspect
 from demos import store as store_module
 from demos.jobs import Job
 from demos.store import ResultStore
-from demos.worker import StepFailed
+from demos.worker import DeviceWorker, StepFailed
 from quiz.db import engine_for
 from tests.runtime.conftest import TINY, FakeWorker, SlowPutStore, tiny_compare, wait_for
 
@@ -320,3 +321,32 @@ def test_a_page_asking_the_speed_while_another_loads_it_waits_for_the_history(
     loader.join(10)
     asker.join(10)
     assert speeds == [pytest.approx(3.0)] * 2
+
+
+class _StoppedBetweenReads(DeviceWorker):
+    """Its process reads as the live one once, then as gone: what `stop()` from another
+    thread does between two reads of it."""
+
+    def __init__(self) -> None:
+        self.reads: list[object] = []
+        super().__init__("cpu")
+
+    @property
+    def _process(self) -> object:
+        return self.reads.pop(0) if self.reads else None
+
+    @_process.setter
+    def _process(self, value: object) -> None:
+        pass
+
+
+def test_a_worker_stopped_by_another_thread_reads_as_gone_not_as_an_error() -> None:
+    """The scheduler asks `alive()` while it waits for a step; the server's `stop()` from
+    another thread set the process to None between the check and `.is_alive()`: an
+    AttributeError ended the run as an internal error instead of "crashed"."""
+    worker = _StoppedBetweenReads()
+    process = SimpleNamespace(pid=4242, is_alive=lambda: True)
+    worker.reads = [process]
+    assert worker.alive()
+    worker.reads = [process]
+    assert worker.pid == 4242
