@@ -498,6 +498,8 @@ class DemoService:
         with self._cond:
             if self._active.get(run.key) is run:
                 del self._active[run.key]
+            if self._current is run:  # ended: not ahead of anyone while the worker restarts
+                self._current = None
             run.result, run.error = result, error
             run.state = "done" if error is None else "failed"
             if error is not None and error.reason == "cancelled":

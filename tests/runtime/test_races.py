@@ -280,6 +280,7 @@ def test_a_learner_asking_while_the_worker_restarts_after_a_cancel_gets_a_new_ru
     first.release()  # learner a leaves: cancelled after the grace time
     try:
         assert worker.restarting.wait(10)  # killed, the fresh worker is starting
+        assert first.done and svc.waiting() == 0  # ended, no longer on the device
         again = svc.submit(tiny_compare(seed=1), "b")
     finally:
         worker.go.set()
