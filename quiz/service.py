@@ -6,6 +6,7 @@ import hashlib
 import logging
 import sys
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass, field
@@ -222,34 +223,41 @@ def _configuration(create_key: bool, strict: bool) -> tuple[Hashable, ...]:
     )
 
 
-_SHARED: OrderedDict[tuple[Hashable, ...], QuizService] = OrderedDict()
+# configuration -> (when it was opened, on time.monotonic, the service)
+_SHARED: OrderedDict[tuple[Hashable, ...], tuple[float, QuizService]] = OrderedDict()
 _SHARED_LOCK = threading.Lock()
 _SHARED_MAX = 8  # configurations kept (the quiz's and the verify page's, and a few more)
 _OPEN_TRIES = 3
+# A kept service is opened (checked) again after this long: what no file shows (a
+# PostgreSQL database emptied, a signing key row removed by hand) is found within a minute,
+# not at the next restart, while a class clicking through the quiz opens it once a minute.
+RECHECK_SECONDS = 60.0
 
 
 def shared_service(create_key: bool = True, strict: bool = True) -> QuizService:
     """open_service's service, opened once per configuration in this process and shared by
     every session (a QuizService holds no learner's state; don't change its fields). It is
-    opened again when the configuration changes (_configuration); its warnings are logged
-    when it is opened. A StorageError is raised again on every call while the problem
-    lasts: only a service that opened is kept."""
+    opened again when the configuration changes (_configuration) and after RECHECK_SECONDS;
+    its warnings are logged when they are new. A StorageError is raised again on every call
+    while the problem lasts: only a service that opened is kept."""
     with _SHARED_LOCK:  # one opening at a time: sessions arriving together open it once
         configuration = _configuration(create_key, strict)
-        service = _SHARED.get(configuration)
-        if service is not None:
+        kept = _SHARED.get(configuration)
+        if kept is not None and time.monotonic() - kept[0] < RECHECK_SECONDS:
             _SHARED.move_to_end(configuration)
-            return service
+            return kept[1]
+        _SHARED.pop(configuration, None)  # a StorageError below leaves nothing kept
         for _ in range(_OPEN_TRIES):
             service = _open(create_key, strict)
             opened, configuration = configuration, _configuration(create_key, strict)
             if configuration == opened:  # e.g. its first opening created the key file
-                _SHARED[configuration] = service
+                _SHARED[configuration] = (time.monotonic(), service)
                 while len(_SHARED) > _SHARED_MAX:
                     _SHARED.popitem(last=False)
                 break
         # After _OPEN_TRIES changes in a row: serve this one without keeping it.
-        _log_warnings(service)
+        if kept is None or service.warnings != kept[1].warnings:  # a recheck: new ones only
+            _log_warnings(service)
         return service
 
 

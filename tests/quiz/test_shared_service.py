@@ -10,12 +10,14 @@ from collections import OrderedDict
 from pathlib import Path
 
 import pytest
+from sqlalchemy import delete
 from streamlit.testing.v1 import AppTest
 
 import quiz.service as service_module
 from quiz.attempts import Attempt
 from quiz.certificates import ISSUED_MARKER, StorageError
 from quiz.cli import main
+from quiz.db import certificates, writing
 from quiz.service import QuizService, open_service, shared_service
 from quiz.signing import KEY_FILE
 from tests.helpers import ROOT
@@ -108,6 +110,27 @@ def test_an_emptied_database_is_logged_once(
     assert services[0].warnings and all(s is services[0] for s in services)
     logged = [r for r in caplog.records if "is EMPTY" in r.getMessage()]
     assert len(logged) == 1
+
+
+def test_what_no_file_shows_is_found_at_the_next_recheck(
+    service: QuizService, passed_attempt: Attempt, data_dir: Path, opens: Counter,
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rows emptied by hand (as on PostgreSQL) change no file: the kept service is checked
+    again after RECHECK_SECONDS, and its new warning is logged once, not at every check."""
+    service.issue(passed_attempt.id, "Ada Lovelace", False)
+    kept = shared_service()
+    assert not kept.warnings and shared_service() is kept
+    with writing(data_dir) as connection:
+        connection.execute(delete(certificates))
+    assert shared_service() is kept  # within the minute: not opened again
+    monkeypatch.setattr(service_module, "RECHECK_SECONDS", 0.0)
+    before = opens.calls
+    with caplog.at_level(logging.WARNING, logger="quiz.service"):
+        rechecked = [shared_service() for _ in range(3)]
+    assert opens.calls == before + 3  # every call checks again now
+    assert all("is EMPTY" in " ".join(s.warnings) for s in rechecked)
+    assert len([r for r in caplog.records if "is EMPTY" in r.getMessage()]) == 1
 
 
 def test_a_storage_problem_is_raised_on_every_call(
