@@ -61,7 +61,9 @@ PHASE_NAMES: dict[str, str] = {
     "backward": N_("backward"), "optimizer": N_("optimizer"),
 }
 PHASE_LETTER = {"forward": "F", "recompute": "R", "backward": "B", "loss": "L", "optimizer": "O"}
-MAX_SEGMENT_LABELS = 48  # per timeline row; deeper models label every n-th layer
+# Band labels per timeline row, at least 1/16 of the row apart: about 16 px on a phone's
+# 260 px panel, room for "B12" at 9 px; the hover names every op's layer.
+MAX_SEGMENT_LABELS = 16
 
 LAYOUT = dict(
     template="plotly_white",
@@ -391,8 +393,18 @@ def _phase_bands(part: pd.DataFrame, top: float, lang: str, in_legend: set[str]
     in_legend.update(b.legendgroup for b in bands if b.showlegend)
     labelled = [(phase, layer, first, last) for phase, layer, first, last in runs
                 if layer is not None or phase == "loss"]
-    every = max(1, math.ceil(len(labelled) / MAX_SEGMENT_LABELS))
-    shown = [run for number, run in enumerate(labelled) if number % every == 0]
+    # Spaced by where they sit, not by how many (the forward runs are narrow: thinning by
+    # count crowded F0..F7 into one unreadable strip on a phone), the widest runs first;
+    # a sliver under an eighth of the spacing (a layer's first backward op, before its
+    # recompute) gets none.
+    gap = max(float(part["index"].max() - part["index"].min()), 1.0) / MAX_SEGMENT_LABELS
+    shown: list[tuple[str, int | None, int, int]] = []
+    wide = [run for run in labelled if run[3] - run[2] + 1 >= gap / 8]
+    for run in sorted(wide, key=lambda run: run[2] - run[3]):  # widest first, stable
+        centre = (run[2] + run[3]) / 2
+        if all(abs(centre - (other[2] + other[3]) / 2) >= gap for other in shown):
+            shown.append(run)
+    shown.sort(key=lambda run: run[2])
     bands.append(go.Scatter(x=[(first + last) / 2 for _, _, first, last in shown],
                     y=[top * 1.12] * len(shown), mode="text",
                     text=[segment_label(phase, layer) for phase, layer, _, _ in shown],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from types import SimpleNamespace
 
 import pandas as pd
@@ -259,3 +260,33 @@ def test_the_timeline_line_leaves_out_only_points_on_flat_stretches() -> None:
     line = next(t for t in timeline_figure(frame).data if t.mode == "lines")
     assert list(line.x) == [0, 1, 4, 5, 6, 8]  # the corners of the drawn line, nothing more
     assert list(line.y) == pytest.approx([1, 2, 2, 3, 1, 1])
+
+
+def test_band_labels_keep_apart_where_the_runs_are_narrow() -> None:
+    """Eight forward layers of 2 ops each, then long backward runs: the labels are spaced
+    by position (they crowded into one strip on a phone when thinned by count)."""
+    phases = [("forward", layer) for layer in range(8) for _ in range(2)] + [
+        ("backward", layer) for layer in reversed(range(8)) for _ in range(20)]
+    points = [SimpleNamespace(index=i, op=f"aten.op{i}", phase=phase, layer=layer,
+                              live_bytes=(i % 7 + 1) * MIB)
+              for i, (phase, layer) in enumerate(phases)]
+    fig = timeline_figure(timeline_frame({"none": points}), facet=True)
+    text = next(t for t in fig.data if t.mode == "text")
+    xs = sorted(text.x)
+    span = len(points) - 1
+    assert all(b - a >= span / figures.MAX_SEGMENT_LABELS for a, b in itertools.pairwise(xs))
+    assert "F0" in text.text and "B0" in text.text  # the first forward and last backward
+    assert sum(label.startswith("F") for label in text.text) < 8  # not every narrow run
+
+
+def test_a_one_op_run_gets_no_label_beside_a_wide_one() -> None:
+    """Layer 1's backward opens with one op before its recompute: the wide runs around it
+    are labelled, not that op (it showed as a second "B1" beside R1)."""
+    phases = ([("forward", 0)] * 30 + [("forward", 1)] * 30 + [("backward", 1)]
+              + [("recompute", 1)] * 30 + [("backward", 1)] * 60 + [("backward", 0)] * 60)
+    points = [SimpleNamespace(index=i, op=f"aten.op{i}", phase=phase, layer=layer,
+                              live_bytes=(i % 5 + 1) * MIB)
+              for i, (phase, layer) in enumerate(phases)]
+    fig = timeline_figure(timeline_frame({"every-layer": points}), facet=True)
+    text = next(t for t in fig.data if t.mode == "text")
+    assert list(text.text) == ["F0", "F1", "R1", "B1", "B0"]
