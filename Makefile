@@ -57,11 +57,19 @@ postgresql:
 		else echo "PostgreSQL is missing: run 'sudo apt-get install postgresql' for its test"; fi; \
 	fi
 
+# Optional for `make run`: a busy package manager (another apt-get or unattended-upgrades
+# holding its lock), no network or no root only prints a warning, and the app starts; a
+# certificate in a CJK name is then refused with a clear message until the font is there.
+CJK_FONT ?= /usr/share/fonts/truetype/wqy/wqy-microhei.ttc
+APT_LOCK_TIMEOUT ?= 20
+APT_GET := apt-get -o DPkg::Lock::Timeout=$(APT_LOCK_TIMEOUT)
+
 cjk-font:
-	@if [ ! -f /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ]; then \
+	@if [ ! -f $(CJK_FONT) ]; then \
 		if [ "$$(id -u)" = "0" ]; then \
-			(apt-get install -y --no-install-recommends fonts-wqy-microhei || \
-			 (apt-get update && apt-get install -y --no-install-recommends fonts-wqy-microhei)); \
+			($(APT_GET) install -y --no-install-recommends fonts-wqy-microhei || \
+			 ($(APT_GET) update && $(APT_GET) install -y --no-install-recommends fonts-wqy-microhei)) || \
+			echo "Warning: the optional CJK font (fonts-wqy-microhei) could not be installed (is another package manager running?); the app starts without it, certificates in CJK names are refused until it is installed. Try again later with 'make cjk-font'." >&2; \
 		else echo "No CJK font: run 'sudo apt-get install fonts-wqy-microhei' for CJK names"; fi; \
 	fi
 

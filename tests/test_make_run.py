@@ -21,3 +21,43 @@ def test_make_run_serves_the_app_and_a_first_deep_link(tmp_path, browser) -> Non
         assert page.get_by_role("dialog").filter(has_text="Page not found").count() == 0
         assert page.get_by_role("heading", name="Where to put checkpoints").first.is_visible()
         context.close()
+
+
+LOCKED_APT = """#!/bin/sh
+echo "E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 4242 (apt-get)" >&2
+exit 100
+"""
+
+
+def _fake_bin(folder, name: str, text: str) -> None:
+    path = folder / name
+    path.write_text(text)
+    path.chmod(0o755)
+
+
+def test_make_run_starts_the_app_when_the_font_install_finds_apt_locked(tmp_path) -> None:
+    """Installing the optional CJK font as root while another package manager holds the
+    dpkg lock warns and carries on: the server command still runs."""
+    import os
+    import subprocess
+
+    from tests.helpers import ROOT
+
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    _fake_bin(fake, "apt-get", LOCKED_APT)
+    _fake_bin(fake, "id", "#!/bin/sh\necho 0\n")  # as root: the install is tried
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    started = tmp_path / "started"
+    _fake_bin(venv / "bin", "python", f"#!/bin/sh\necho \"$@\" > {started}\n")
+    (venv / ".runtime-installed").touch()  # newer than requirements.txt: nothing to install
+    done = subprocess.run(
+        ["make", "run", f"VENV={venv}", "MO_FILES=", "APT_LOCK_TIMEOUT=0",
+         f"CJK_FONT={tmp_path / 'no-such-font.ttc'}", "PORT=8612"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"})
+    assert done.returncode == 0, done.stderr
+    assert "Warning: the optional CJK font" in done.stderr
+    assert started.read_text().split()[:2] == ["-m", "ui.server"]
+    assert "8612" in started.read_text()
