@@ -13,8 +13,10 @@ client message can clear them), each behind a lock.
   cancelled: the worker is killed and restarted, the device is free. A run is capped in
   time; a finished result is always stored, whoever still waits for it.
 * Estimates: each step's work is `demos.theory.cpu_seconds`; this device's measured
-  seconds per unit of work (the median of recent runs, kept in the store across
-  restarts) turns work into seconds, for the wait before a run starts and its run time.
+  seconds per unit of work (the median of the latest few runs, kept in the store across
+  restarts, so a server that got busier estimates with its current speed) turns work
+  into seconds, for the wait before a run starts and its run time. While the worker
+  process restarts (after a cancel, a time-out, a crash) the wait includes the restart.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ MEMORY_CACHE = 256  # decoded results kept in this process
 DEFAULT_SPEED = {"cpu": 1.0, "cuda": 0.05}  # seconds per CPU-estimate second, before history
 STEP_OVERHEAD_S = 0.3  # a step's fixed cost: the pipe, building the model, the first calls
 MIN_HISTORY_WORK = 0.5  # steps this small tell the overhead, not the speed
+RECENT_RUNS = 7  # the speed is the median of this many latest runs: it follows the load
 
 
 def _request(job: Job) -> str:
@@ -79,6 +82,7 @@ class RunStatus:
     left: float = 0.0
     progress: float = 0.0
     elapsed: float = 0.0
+    restart: float = 0.0  # seconds of start_in / left that wait for the worker to restart
 
 
 @dataclass(eq=False)
@@ -243,9 +247,18 @@ class DemoService:
         # iterating the deque itself then raised "deque mutated during iteration".
         with self._cond:
             history = list(self._history)
+        # The newest last: the latest runs tell how fast this device is now (a server that
+        # got busy runs everything slower; the median of all 50 kept the quiet speed, and
+        # estimates came out half of the real waits).
         ratios = [max(seconds - STEP_OVERHEAD_S, 0.0) / work for work, seconds in history
-                  if work >= MIN_HISTORY_WORK]
+                  if work >= MIN_HISTORY_WORK][-RECENT_RUNS:]
         return statistics.median(ratios) if ratios else DEFAULT_SPEED.get(self.device.kind, 1.0)
+
+    def restart_left(self) -> float:
+        """Seconds until the worker process is ready (0 while it runs); fakes without the
+        method never restart."""
+        start_left = getattr(self.worker, "start_left", None)
+        return float(start_left()) if start_left is not None else 0.0
 
     def estimate(self, job: Job) -> float:
         """Estimated seconds the run holds the device."""
@@ -265,6 +278,7 @@ class DemoService:
 
     def status(self, run: _Run) -> RunStatus:
         speed = self.speed()  # not under the lock: its first call reads the store
+        restart = self.restart_left()
         with self._cond:  # the scheduler changes a run's steps and times under it (_step)
             progress = min((run.next_step + run.inner) / max(run.steps, 1), 1.0)
             total = self._seconds(run.step_work, speed)
@@ -276,6 +290,9 @@ class DemoService:
                 return RunStatus("remote", run_seconds=total, left=total)
             left = self._left(run, speed)
             if run.next_step > 0 or run is self._current:
+                if run.step_started is None and restart:  # its step waits for the worker
+                    return RunStatus("queued", start_in=restart, run_seconds=total,
+                                     left=restart + left, restart=restart)
                 return RunStatus("running", run_seconds=total, left=left, progress=progress,
                                  elapsed=run.used_seconds + (
                                      time.monotonic() - run.step_started
@@ -291,8 +308,12 @@ class DemoService:
                                 - (time.monotonic() - (current.step_started
                                                        or time.monotonic())), 0.1)
             start_in += self._seconds([r.step_work[r.next_step] for r in ahead], speed)
+            # A cancel (or a time-out, a crash) killed the worker: nothing is ahead, but the
+            # fresh process takes seconds to start (it said "0 ahead, about 0 s" meanwhile).
+            start_in += restart
             return RunStatus("queued", ahead=len(ahead) + (self._current is not None),
-                             start_in=start_in, run_seconds=total, left=start_in + total)
+                             start_in=start_in, run_seconds=total, left=start_in + total,
+                             restart=restart)
 
     def _order(self) -> list[_Run]:
         """The queued runs in the order they will get the device next."""

@@ -27,6 +27,7 @@ from demos.jobs import Job
 
 POLL_SECONDS = 0.05
 START_TIMEOUT_S = 120.0
+DEFAULT_START_SECONDS = 12.0  # a fresh worker imports torch and warms the engine (2-core CPU)
 RESTART_GROWTH_BYTES = 300 * 2**20
 
 
@@ -108,6 +109,8 @@ class DeviceWorker:
         self._idle_rss: int | None = None
         self._lock = threading.Lock()
         self.starts = 0  # how many processes were started (tests, the benchmark)
+        self.last_start_seconds: float | None = None  # how long the last start took
+        self._starting_since: float | None = None
 
     # `stop()` (another thread: the server shutting down) may set _process to None
     # between two reads of it: read it once.
@@ -120,24 +123,44 @@ class DeviceWorker:
         process = self._process
         return process is not None and process.is_alive()
 
+    def start_left(self) -> float:
+        """Seconds until a worker is ready to run a step: 0 while one is alive; while one
+        starts (after a cancel or a crash: a kill and a fresh process), what the last start
+        took less the time since this one began; before the first start, a default."""
+        if self.alive():
+            return 0.0
+        expected = self.last_start_seconds or DEFAULT_START_SECONDS
+        since = self._starting_since
+        if since is None:
+            return expected
+        return max(expected - (time.monotonic() - since), 1.0)
+
     def start(self) -> None:
         """Start the process (if not running) and wait until its engine is warm."""
         with self._lock:
             if self.alive():
                 return
-            parent, child = self._ctx.Pipe()
-            process = self._ctx.Process(target=_serve, args=(child, self.device_kind),
-                                        name=f"demo-worker-{self.device_kind}", daemon=True)
-            with _no_main_module():
-                process.start()
-            child.close()
-            if not parent.poll(START_TIMEOUT_S):
-                process.kill()
-                raise StepFailed("crashed", "the worker did not start")
-            parent.recv()
-            self._process, self._conn = process, parent
-            self._idle_rss = rss_bytes(process.pid)
-            self.starts += 1
+            began = self._starting_since = time.monotonic()
+            try:
+                self._start()
+            finally:
+                self._starting_since = None
+            self.last_start_seconds = time.monotonic() - began
+
+    def _start(self) -> None:
+        parent, child = self._ctx.Pipe()
+        process = self._ctx.Process(target=_serve, args=(child, self.device_kind),
+                                    name=f"demo-worker-{self.device_kind}", daemon=True)
+        with _no_main_module():
+            process.start()
+        child.close()
+        if not parent.poll(START_TIMEOUT_S):
+            process.kill()
+            raise StepFailed("crashed", "the worker did not start")
+        parent.recv()
+        self._process, self._conn = process, parent
+        self._idle_rss = rss_bytes(process.pid)
+        self.starts += 1
 
     def stop(self) -> None:
         """Kill the process at once (a cancel, a time-out, too much memory, shutdown)."""

@@ -139,7 +139,13 @@ def _unmark_cancelled(key: str) -> None:
 def _show_status(ticket: Ticket, notice: Any) -> None:
     status = ticket.status()
     noun = device_noun()
-    if status.state == "queued":
+    if status.state == "queued" and status.restart > 0 and status.ahead == 0:
+        notice.info(t("Waiting for the {device}: its demo engine is restarting after a "
+                      "stopped run, about {wait} until this run starts, then about {run} to "
+                      "run.", device=noun, wait=duration_text(status.start_in),
+                      run=duration_text(status.run_seconds)),
+                    icon=":material/restart_alt:")
+    elif status.state == "queued":
         notice.info(t("Waiting for the {device}: {ahead} ahead, about {wait} until this run "
                       "starts, then about {run} to run.", device=noun, ahead=status.ahead,
                       wait=duration_text(status.start_in),
