@@ -145,8 +145,11 @@ class Job:
 
     # ------------------------------------------------------------------ running (worker)
     def run_step(self, index: int, device_kind: str, limit_bytes: int | None,
-                 progress: Progress | None = None) -> Any:
-        """Run step `index` on this process's device; returns its partial result."""
+                 progress: Progress | None = None,
+                 partial: Callable[[Any], None] | None = None) -> Any:
+        """Run step `index` on this process's device; returns its partial result.
+        `partial(result)` sees a compare's result as it fills in (the memory first, then
+        the times round by round), to show before the step ends."""
         if self.kind == "compare":
             from demos.measure import compare
 
@@ -154,7 +157,7 @@ class Job:
                            repeats=int(self.option("repeats", 1)),
                            timeline=bool(self.option("timeline", False)),
                            time_steps=bool(self.option("time_steps", True)),
-                           limit_bytes=limit_bytes)
+                           limit_bytes=limit_bytes, on_partial=partial)
         if self.kind == "sweep":
             from demos.sweep import sweep
 

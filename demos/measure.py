@@ -7,7 +7,7 @@ import gc
 import os
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 
 import torch
@@ -208,8 +208,12 @@ def _compare_grads(ref: list[torch.Tensor], model: GPT) -> tuple[float, bool]:
 
 def compare(config: ModelConfig, strategies: Sequence[str | StrategySpec], device: str = "auto",
             repeats: int = 5, timeline: bool = False, time_steps: bool = True,
-            limit_bytes: int | None = None) -> Comparison:
+            limit_bytes: int | None = None,
+            on_partial: Callable[[Comparison], None] | None = None) -> Comparison:
     """Measure one training step per strategy on one model and batch.
+
+    `on_partial(comparison)` sees the comparison as it fills in: once its memory is
+    measured, then after each round of timed steps (medians of the runs so far).
 
     Never raises for a strategy that does not fit (predicted over the limit, a budget too
     small, CUDA-only on a CPU, out of memory): its result has fits=False and an error.
@@ -260,7 +264,10 @@ def compare(config: ModelConfig, strategies: Sequence[str | StrategySpec], devic
         if grads is not None and ref is None:
             ref = grads
     if time_steps and repeats > 0:
-        _time(step, specs, plans, results, repeats)
+        if on_partial is not None:
+            on_partial(comparison)  # the memory, before the timed steps
+        _time(step, specs, plans, results, repeats,
+              on_round=(lambda: on_partial(comparison)) if on_partial is not None else None)
     del step, model  # tensors are reference-counted: no gc.collect() needed (it costs 0.2 s)
     if dev.type == "cuda":
         torch.cuda.empty_cache()  # give cached blocks back, so free memory reads true
@@ -367,8 +374,10 @@ def _measure(step: Step, spec, plan, result: StrategyResult, ref, timeline, info
     return grads
 
 
-def _time(step: Step, specs, plans, results, repeats: int) -> None:
-    """Median step time without any tracker, strategies interleaved run by run."""
+def _time(step: Step, specs, plans, results, repeats: int,
+          on_round: Callable[[], None] | None = None) -> None:
+    """Median step time without any tracker, strategies interleaved run by run;
+    `on_round()` after each round but the last, with the medians so far."""
     warm = step.dev.type == "cuda"  # the tracked run warmed the CPU; warm the GPU too
     for run in range(repeats + warm):
         for i, plan in plans.items():
@@ -383,6 +392,11 @@ def _time(step: Step, specs, plans, results, repeats: int) -> None:
                 _refuse(results[i], "oom-timing", {},
                         f"does not fit: out of memory while timing "
                                     f"({oom.message})")
+        if on_round is not None and warm <= run < repeats + warm - 1:
+            for r in results:
+                if r.fits and r.step_seconds_runs:
+                    r.step_seconds = statistics.median(r.step_seconds_runs)
+            on_round()
     for r in results:
         if r.fits and r.step_seconds_runs:
             r.step_seconds = statistics.median(r.step_seconds_runs)

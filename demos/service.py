@@ -12,6 +12,9 @@ client message can clear them), each behind a lock.
 * A run every requester has left (released its ticket, or stopped sending heartbeats) is
   cancelled: the worker is killed and restarted, the device is free. A run is capped in
   time; a finished result is always stored, whoever still waits for it.
+* A run's result so far (a comparison's memory as soon as the tracked runs end, then its
+  times round by round; a sweep's points step by step) is on its tickets while the rest
+  runs, for the page to show.
 * Estimates: each step's work is `demos.theory.cpu_seconds`; this device's measured
   seconds per unit of work (the median of the latest few runs, kept in the store across
   restarts, so a server that got busier estimates with its current speed) turns work
@@ -52,6 +55,7 @@ MEMORY_CACHE = 256  # decoded results kept in this process
 DEFAULT_SPEED = {"cpu": 1.0, "cuda": 0.05}  # seconds per CPU-estimate second, before history
 STEP_OVERHEAD_S = 0.3  # a step's fixed cost: the pipe, building the model, the first calls
 MIN_HISTORY_WORK = 0.5  # steps this small tell the overhead, not the speed
+PARTIAL_KINDS = ("sweep",)  # multi-step runs whose steps so far make a result to show
 RECENT_RUNS = 7  # the speed is the median of this many latest runs: it follows the load
 
 
@@ -104,6 +108,8 @@ class _Run:
     inner: float = 0.0  # progress within the current step, 0..1
     left_since: float | None = None  # when its last requester left
     last_renew: float = 0.0
+    partial: Any = None  # what is measured so far, shown while the rest runs
+    partial_version: int = 0  # counts the partial results
 
     @property
     def steps(self) -> int:
@@ -146,6 +152,14 @@ class Ticket:
     @property
     def error(self) -> StepFailed | None:
         return self._run.error
+
+    @property
+    def partial(self) -> tuple[int, Any]:
+        """(version, result so far): a compare's memory before its times, its times round
+        by round; a sweep's points measured so far. (0, None) before the first."""
+        run = self._run
+        with self._service._cond:
+            return run.partial_version, run.partial
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait until the run ends (True) or the timeout passes (False); a heartbeat."""
@@ -468,12 +482,16 @@ class DemoService:
         def on_progress(done: int, total: int) -> None:
             run.inner = done / max(total, 1)
 
+        def on_partial(part: Any) -> None:
+            self._set_partial(run, run.job.merge([*run.parts, part]))
+
         try:
             part = self.worker.call(
                 run.job, index, limit_bytes=self.memory_limit, memory_bound=run.memory_bound,
                 deadline=started + cap - run.used_seconds,
                 should_stop=lambda: not run.wanted(time.monotonic()),
-                on_progress=on_progress, on_tick=lambda: self._renew(run))
+                on_progress=on_progress, on_tick=lambda: self._renew(run),
+                on_partial=on_partial)
         except StepFailed as failure:
             if failure.reason == "time-limit":
                 failure.numbers.setdefault("cap", cap)
@@ -500,6 +518,9 @@ class DemoService:
             run.next_step += 1
             run.inner = 0.0
             if run.next_step < run.steps:
+                if run.job.kind in PARTIAL_KINDS:
+                    run.partial, run.partial_version = (run.job.merge(run.parts),
+                                                        run.partial_version + 1)
                 run.state = "queued"
                 self._queue.append(run)  # round-robin: the others' turn first
                 self._cond.notify_all()
@@ -514,6 +535,10 @@ class DemoService:
                 log.exception("result store unavailable")
         self._remember(run.key, result)
         self._end(run, result=result)
+
+    def _set_partial(self, run: _Run, partial: Any) -> None:
+        with self._cond:
+            run.partial, run.partial_version = partial, run.partial_version + 1
 
     def _end(self, run: _Run, result: Any = None, error: StepFailed | None = None) -> None:
         with self._cond:

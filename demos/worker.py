@@ -3,7 +3,8 @@ server, so that a run's memory goes back to the system when the process ends and
 is a kill.
 
 `DeviceWorker.call(job, step, ...)` sends one step of a `demos.jobs.Job` over a pipe and
-waits for its partial result, forwarding the engine's progress. While it waits it watches
+waits for its partial result, forwarding the engine's progress and what it measured so
+far (a comparison's memory before its timed steps). While it waits it watches
 the caller's `should_stop` (every requester left), the step's deadline and the process's
 resident memory: any of them kills the process (and a fresh one is started for the next
 step). After a step, a worker that has grown past `restart_growth` bytes over its idle
@@ -72,8 +73,11 @@ def _serve(conn: Connection, device_kind: str) -> None:
         def progress(done: int, total: int) -> None:
             conn.send(("progress", done, total))
 
+        def partial(result: Any) -> None:
+            conn.send(("partial", result))  # pickled now: a snapshot of what is measured
+
         try:
-            part = job.run_step(index, device_kind, limit_bytes, progress)
+            part = job.run_step(index, device_kind, limit_bytes, progress, partial)
         except ConfigError as error:
             conn.send(("error", "config", str(error)))
         except Exception as error:  # noqa: BLE001 - reported to the page, worker lives on
@@ -179,7 +183,8 @@ class DeviceWorker:
              memory_bound: int | None = None, deadline: float | None = None,
              should_stop: Callable[[], bool] = lambda: False,
              on_progress: Callable[[int, int], None] | None = None,
-             on_tick: Callable[[], None] | None = None) -> Any:
+             on_tick: Callable[[], None] | None = None,
+             on_partial: Callable[[Any], None] | None = None) -> Any:
         """Run step `index` of `job`; its partial result, or StepFailed (the process is
         killed for cancelled / time-limit / memory-limit, and restarted next time)."""
         self.start()
@@ -201,6 +206,10 @@ class DeviceWorker:
                 if message[0] == "progress":
                     if on_progress is not None:
                         on_progress(message[1], message[2])
+                    continue
+                if message[0] == "partial":
+                    if on_partial is not None:
+                        on_partial(message[1])
                     continue
                 if message[0] == "error":
                     raise StepFailed(message[1], message[2])

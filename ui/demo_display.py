@@ -26,7 +26,7 @@ from demos.report import baseline_and_best, gradient_badge, gradient_match, timi
 from demos.results import Comparison, StrategyResult
 from demos.units import format_bytes, format_ms
 from i18n import N_
-from ui.demo_runner import device
+from ui.demo_runner import device, view_phase
 from ui.i18n import babel_locale, current_language, t
 
 NUMBERS_FIRST_PAUSE_S = 0.3
@@ -68,7 +68,9 @@ def chart(name: str, key: Hashable, build: Callable[[str], go.Figure],
           where: DeltaGenerator | None = None) -> None:
     """Draw the figure `build(lang)` makes for `key`, built once per key and language."""
     figure = shared(name, key, lambda lang: _SharedFigure(build(lang)))
-    (where or st).plotly_chart(figure, config={"displaylogo": False})
+    phase = view_phase()  # a stand-in view: drawn again in the same script run
+    (where or st).plotly_chart(figure, config={"displaylogo": False},
+                               key=f"{phase}-{name}" if phase else None)
 
 
 # ---------------------------------------------------------------- headline numbers
@@ -261,8 +263,9 @@ def paint_numbers_first() -> None:
     CPU), holding the whole batch back: the numbers would wait for the charts. A short
     pause, once per session, lets the numbers reach the screen first (measured on this
     2-core machine: first numbers of a page load ~3.3 s -> ~2.1 s, charts unchanged).
-    Later runs draw the charts with the library already loaded, so they skip the pause."""
-    if not st.session_state.get("_charts_drawn"):
+    Later runs draw the charts with the library already loaded, so they skip the pause,
+    and so does a stand-in view (the previous result, the run's result so far)."""
+    if view_phase() is None and not st.session_state.get("_charts_drawn"):
         st.session_state["_charts_drawn"] = True
         time.sleep(NUMBERS_FIRST_PAUSE_S)
 
@@ -274,7 +277,9 @@ def _csv(data: Comparison | pd.DataFrame, lang: str) -> bytes:
 
 def download(data: Comparison | pd.DataFrame, name: str) -> None:
     """The results as CSV, column names in the session's language (made once per result
-    and language)."""
+    and language). None for a stand-in view: only a finished result is offered."""
+    if view_phase() is not None:
+        return
     csv = shared("csv", (name, fingerprint(data)), lambda lang: _csv(data, lang))
     st.download_button(t("Download the results (CSV)"), csv,
                        file_name=f"{name}.csv", mime="text/csv", on_click="ignore",

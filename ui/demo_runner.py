@@ -10,6 +10,11 @@
   refusal. While waiting: the place in the queue and an estimate; while running: progress,
   the time left and a Cancel button. Leaving the page (or a new slider value) gives the
   run up; when nobody waits for it any more it is cancelled.
+* A page that hands its drawing over (`show=`) never goes blank: while a new result is
+  waited for (or waits for "Run it anyway") the previous one stays, dimmed and labelled
+  with the settings it was measured for; what the run measured so far replaces it as
+  soon as it comes (a comparison's memory first, then its times round by round, the
+  ranges narrowing), and the finished result replaces that.
 
 A `ConfigError` (an invalid combination such as hidden 320 with 3 heads) is shown with
 `st.error` and the page keeps serving; an out-of-memory error or a guard refusal comes
@@ -19,9 +24,12 @@ back from the engine as a result with `fits=False` and is explained on the page
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -36,6 +44,8 @@ from demos.results import Comparison
 from demos.service import DemoService, RunRefused, Ticket, get_service
 from demos.strategies import parse_strategy
 from demos.units import format_bytes
+from i18n import N_
+from i18n.numbers import format_decimal, format_number
 from ui.i18n import babel_locale, current_language, t
 
 POLL_SECONDS = 0.25
@@ -121,6 +131,124 @@ def confirm_long_run(seconds: float, what: str) -> bool:
     return clicked
 
 
+# ---------------------------------------------------------------- what stays on the page
+
+Show = Callable[[Any], None]
+_PREVIOUS = "_demo_previous_results"
+_phase: ContextVar[str | None] = ContextVar("demo_view_phase", default=None)
+# The settings a previous result is labelled with (the slider labels, translated where
+# shown); `seed` and `kv_heads` have no control.
+SETTING_LABELS: dict[str, str] = {
+    "layers": N_("Layers"), "hidden": N_("Hidden size"), "heads": N_("Attention heads"),
+    "seq_len": N_("Sequence length"), "batch": N_("Batch"), "vocab": N_("Vocabulary"),
+    "dtype": N_("Number format"), "arch": N_("Layer architecture"), "dropout": N_("Dropout"),
+}
+OPTION_LABELS: dict[str, str] = {"steps": N_("Training steps"), "vary": N_("Grow")}
+
+
+@dataclass(frozen=True)
+class _Shown:
+    """The last result a page drew in this session: what to draw it with, for which job."""
+
+    show: Show
+    job: Job
+    result: Any
+
+
+def view_phase() -> str | None:
+    """None while a page draws its finished result; else "previous" (the dimmed last
+    result) or "partial-<n>" (what is measured so far): ui.demo_display then skips the
+    downloads and the pause, and keys its charts by the phase (one script run may draw a
+    page's view several times)."""
+    return _phase.get()
+
+
+@contextlib.contextmanager
+def _drawing(phase: str | None) -> Iterator[None]:
+    token = _phase.set(phase)
+    try:
+        yield
+    finally:
+        _phase.reset(token)
+
+
+def _page_of(show: Show) -> str:
+    return f"{show.__module__}.{show.__qualname__}"
+
+
+def _remember_shown(show: Show, job: Job, result: Any) -> None:
+    st.session_state.setdefault(_PREVIOUS, {})[_page_of(show)] = _Shown(show, job, result)
+
+
+def _value_text(value: Any, lang: str) -> str:
+    if isinstance(value, bool | str):
+        return str(value)
+    if isinstance(value, int):
+        return format_number(value, lang)
+    if isinstance(value, float):
+        return format_decimal(value, lang)
+    return str(value)
+
+
+def settings_text(old: Job, new: Job, lang: str) -> str:
+    """The settings `old` was run with that differ from `new`'s: "Vocabulary 8,192,
+    Layers 12" (its strategies when they differ); every model setting when none does."""
+    from demos.report import label_of
+
+    old_config, new_config = old.config.as_dict(), new.config.as_dict()
+    changed = [name for name in SETTING_LABELS if old_config[name] != new_config[name]]
+    parts = [f"{t(SETTING_LABELS[name])} {_value_text(old_config[name], lang)}"
+             for name in changed]
+    for name, label in OPTION_LABELS.items():
+        if old.option(name) != new.option(name) and old.option(name) is not None:
+            parts.append(f"{t(label)} {_value_text(old.option(name), lang)}")
+    if old.option("budget_bytes") != new.option("budget_bytes") and old.option("budget_bytes"):
+        parts.append(t("budget {size}", size=format_bytes(int(old.option("budget_bytes")),
+                                                          locale=babel_locale())))
+    if old.strategies != new.strategies:
+        parts.append(", ".join(label_of(s, lang) for s in old.strategies))
+    if not parts:
+        parts = [f"{t(SETTING_LABELS[name])} {_value_text(old_config[name], lang)}"
+                 for name in ("layers", "hidden", "heads", "seq_len", "batch", "vocab")]
+    return "; ".join(parts)
+
+
+DIM_CSS = """<style>
+[class*="st-key-demo-previous"] { opacity: 0.45; filter: grayscale(0.7); }
+</style>"""
+
+
+def _show_previous(show: Show | None, job: Job) -> bool:
+    """Draw the page's last result dimmed, labelled with its settings; False if none."""
+    if show is None:
+        return False
+    shown: _Shown | None = st.session_state.get(_PREVIOUS, {}).get(_page_of(show))
+    if shown is None or shown.job == job:
+        return False
+    st.caption(":material/history: " + t(
+        "Previous result ({settings}), shown dimmed until the new one is ready.",
+        settings=settings_text(shown.job, job, current_language())))
+    st.html(DIM_CSS)
+    with st.container(key="demo-previous"), _drawing("previous"):
+        shown.show(shown.result)
+    return True
+
+
+def _partial_caption(job: Job, partial: Any) -> str:
+    if isinstance(partial, Comparison):
+        done = max((len(r.step_seconds_runs) for r in partial.results), default=0)
+        total = int(job.option("repeats", 0))
+        if done == 0:
+            return t("Memory measured. Timing the steps now: the times fill in as the repeats "
+                     "come in.")
+        return t("Memory measured; times from {done} of {total} repeats so far (their ranges "
+                 "narrow as more come in).", done=done, total=total)
+    if isinstance(partial, pd.DataFrame) and job.kind == "sweep":
+        return t("{done} of {total} points measured so far.",
+                 done=partial["value"].nunique(), total=job.step_count())
+    return t("Measured so far:")
+
+
 # ---------------------------------------------------------------- running and waiting
 
 def _requester() -> str:
@@ -186,9 +314,11 @@ def _show_failure(ticket: Ticket) -> None:
                  icon=":material/error:")
 
 
-def _run(job: Job, what: str | None = None) -> Any:
+def _run(job: Job, what: str | None = None, show: Show | None = None) -> Any:
     """The job's result (shown at once when known), or None with the reason on the page.
-    `what` names the run in this session's state and widget keys (default: the job)."""
+    `what` names the run in this session's state and widget keys (default: the job).
+    `show(result)` draws a result: given, the runner draws it (the finished result, and
+    meanwhile the previous one dimmed and the run's result so far)."""
     if os.environ.get(COLLECT_ENV):
         collected.append(job)
         return None
@@ -205,9 +335,10 @@ def _run(job: Job, what: str | None = None) -> Any:
         return None
     result = svc.cached(job)
     if result is not None:
-        return result
+        return _finished(job, result, show)
     what = what or repr(job)
     if not confirm_long_run(estimated_seconds(job), what):
+        _show_previous(show, job)
         return None
     if what in st.session_state.get(_CANCELLED, set()):
         st.info(t("The run was cancelled."), icon=":material/cancel:")
@@ -225,55 +356,96 @@ def _run(job: Job, what: str | None = None) -> Any:
                    limit=format_bytes(int(refused.numbers["limit_bytes"]), locale=locale)),
                  icon=":material/block:")
         return None
+    view = None
     if not ticket.done:
-        _wait(ticket, what)
+        view = _wait(ticket, what, show, job)
     if ticket.error is not None:
+        if view is not None:
+            view.empty()
         _show_failure(ticket)
         return None
-    return ticket.result
+    return _finished(job, ticket.result, show, view)
 
 
-def _wait(ticket: Ticket, what: str) -> None:
-    """Show the place, the estimate and progress until the run ends. Leaving the page
-    stops this script at its next element update: the ticket is released, and a run
-    nobody waits for any more is cancelled."""
+def _finished(job: Job, result: Any, show: Show | None, view: Any = None) -> Any:
+    """Draw the finished result (in place of what stood in for it) and remember it as the
+    page's previous result."""
+    if show is not None:
+        _remember_shown(show, job, result)
+        if view is not None:
+            with view.container():
+                show(result)
+        else:
+            show(result)
+    return result
+
+
+def _wait(ticket: Ticket, what: str, show: Show | None = None, job: Job | None = None
+          ) -> Any:
+    """Show the place, the estimate and progress until the run ends, with the previous
+    result dimmed below, replaced by the run's result so far as it comes. Leaving the
+    page stops this script at its next element update: the ticket is released, and a run
+    nobody waits for any more is cancelled. Returns the placeholder of the view."""
     box = st.empty()
+    view = st.empty()
+    shown_version = 0
     try:
         with box.container():
             notice = st.empty()
             st.button(t("Cancel"), key=f"cancel-{what}", icon=":material/cancel:",
                       on_click=_mark_cancelled, args=(what,))
+        if show is not None and job is not None:
+            with view.container():
+                _show_previous(show, job)
         while not ticket.wait(POLL_SECONDS):
             _show_status(ticket, notice)
+            if show is None or job is None:
+                continue
+            version, partial = ticket.partial
+            if partial is not None and version != shown_version:
+                shown_version = version
+                with view.container(), _drawing(f"partial-{version}"):
+                    st.caption(":material/pending: " + _partial_caption(job, partial))
+                    show(partial)
     finally:
         ticket.release()
         box.empty()
+    return view
 
 
 # ---------------------------------------------------------------- the pages' calls
 
+def compare_job(config: ModelConfig, strategies: Sequence[str], *, timeline: bool = False,
+                time_steps: bool = True, repeats: int | None = None,
+                device_kind: str | None = None) -> Job:
+    """The compare run a page makes (repeats: this device's page default)."""
+    reps = repeats or PAGE_REPEATS.get(device_kind or device().kind, 3)
+    return Job.make("compare", config, strategies, repeats=reps, timeline=timeline,
+                    time_steps=time_steps)
+
+
 def run_compare(config: ModelConfig, strategies: Sequence[str], *, timeline: bool = False,
-                time_steps: bool = True, repeats: int | None = None) -> Comparison | None:
+                time_steps: bool = True, repeats: int | None = None,
+                show: Show | None = None) -> Comparison | None:
     """Comparison of one training step per strategy, or None."""
-    reps = repeats or PAGE_REPEATS.get(device().kind, 3)
-    job = Job.make("compare", config, strategies, repeats=reps, timeline=timeline,
-                   time_steps=time_steps)
-    return _run(job)
+    job = compare_job(config, strategies, timeline=timeline, time_steps=time_steps,
+                      repeats=repeats)
+    return _run(job, show=show)
 
 
 def run_sweep(base: ModelConfig, vary: str, values: Sequence[int], strategies: Sequence[str],
-              *, repeats: int = 3) -> pd.DataFrame | None:
+              *, repeats: int = 3, show: Show | None = None) -> pd.DataFrame | None:
     job = Job.make("sweep", base, strategies, vary=vary, values=tuple(values), repeats=repeats)
-    return _run(job)
+    return _run(job, show=show)
 
 
-def run_fits(base: ModelConfig, strategies: Sequence[str], vary: str, budget_bytes: int
-             ) -> pd.DataFrame | None:
+def run_fits(base: ModelConfig, strategies: Sequence[str], vary: str, budget_bytes: int,
+             *, show: Show | None = None) -> pd.DataFrame | None:
     job = Job.make("fits", base, strategies, vary=vary, budget_bytes=int(budget_bytes))
-    return _run(job)
+    return _run(job, show=show)
 
 
-def run_training(config: ModelConfig, strategies: Sequence[str], steps: int
-                 ) -> pd.DataFrame | None:
+def run_training(config: ModelConfig, strategies: Sequence[str], steps: int, *,
+                 show: Show | None = None) -> pd.DataFrame | None:
     job = Job.make("train", config, strategies, steps=steps)
-    return _run(job)
+    return _run(job, show=show)

@@ -10,6 +10,7 @@ from demos.figures import (
     breakdown_figure,
     peak_and_time_figure,
 )
+from demos.results import Comparison
 from ui import demo_controls as controls
 from ui import demo_display as display
 from ui import demo_runner as runner
@@ -28,29 +29,31 @@ def compare_demo() -> None:
     # Two strategies whose peaks differ at the default model (every-layer 11.3 vs sqrt 17.8
     # MiB): a learner sees at once that where the checkpoints go matters.
     strategies = controls.strategy_picker(default=("every-layer", "sqrt"))
-    comparison = runner.run_compare(config, strategies)
-    if comparison is None:
-        return
-    lang = current_language()
-    results = comparison.results
-    key = (config, strategies, display.fingerprint(comparison))
-    display.show_refusals(results)
-    display.headline(results)
-    display.table(display.shared("results-table", key,
-                                 lambda lang: report.results_table(results, lang)))
-    display.parameters_note(comparison)
-    display.peak_explanations(results)
-    display.paint_numbers_first()
-    display.chart("peak-time", key, lambda lang: peak_and_time_figure(results, lang))
-    left, right = st.columns(2)
-    display.chart("breakdown", key, lambda lang: breakdown_figure(results, lang), left)
-    left.caption(breakdown_caption(results, lang))
-    display.chart("activations", key, lambda lang: activation_theory_figure(
-        results, report.korthikanti(config), lang), right)
-    right.caption(activation_caption(results, lang))
-    display.theory_notes(config)
-    display.comparison_caption(comparison)
-    display.download(comparison, f"compare-{report.config_slug(config)}")
+
+    def show(comparison: Comparison) -> None:
+        """Draw a result: the finished one, the previous (dimmed) or what is measured so far."""
+        lang = current_language()
+        results = comparison.results
+        key = (config, strategies, display.fingerprint(comparison))
+        display.show_refusals(results)
+        display.headline(results)
+        display.table(display.shared("results-table", key,
+                                     lambda lang: report.results_table(results, lang)))
+        display.parameters_note(comparison)
+        display.peak_explanations(results)
+        display.paint_numbers_first()
+        display.chart("peak-time", key, lambda lang: peak_and_time_figure(results, lang))
+        left, right = st.columns(2)
+        display.chart("breakdown", key, lambda lang: breakdown_figure(results, lang), left)
+        left.caption(breakdown_caption(results, lang))
+        display.chart("activations", key, lambda lang: activation_theory_figure(
+            results, report.korthikanti(config), lang), right)
+        right.caption(activation_caption(results, lang))
+        display.theory_notes(config)
+        display.comparison_caption(comparison)
+        display.download(comparison, f"compare-{report.config_slug(config)}")
+
+    runner.run_compare(config, strategies, show=show)
 
 
 compare_demo()

@@ -1,5 +1,6 @@
 """Memory and time curves: sweep one dimension and see how each strategy scales."""
 
+import pandas as pd
 import streamlit as st
 
 from demos import report
@@ -36,15 +37,17 @@ def curves_demo() -> None:
     config = controls.model_controls(fields, columns=len(fields), defaults=curve.base)
     lang = current_language()
     st.markdown(f"**{t(curve.title)}**: {curve.values_text(config, lang)}")
-    frame = runner.run_sweep(config, curve.vary, curve.values(config), curve.strategies)
-    if frame is None:
-        return
-    display.chart("curves", (name, metric, config, display.fingerprint(frame)),
-                  lambda lang: curves.curve_figure(name, frame, config, metric, lang))
-    display.note(curves.curve_caption(name, frame, config, lang))
-    st.markdown(t(curve.explanation))
-    display.measured_caption(runner.device().label(), curves.methods_of(frame))
-    display.download(frame, f"curves-{name}-{report.config_slug(config)}")
+
+    def show(frame: pd.DataFrame) -> None:
+        """Draw a result: the finished one, the previous (dimmed) or what is measured so far."""
+        display.chart("curves", (name, metric, config, display.fingerprint(frame)),
+                      lambda lang: curves.curve_figure(name, frame, config, metric, lang))
+        display.note(curves.curve_caption(name, frame, config, lang))
+        st.markdown(t(curve.explanation))
+        display.measured_caption(runner.device().label(), curves.methods_of(frame))
+        display.download(frame, f"curves-{name}-{report.config_slug(config)}")
+
+    runner.run_sweep(config, curve.vary, curve.values(config), curve.strategies, show=show)
 
 
 curves_demo()

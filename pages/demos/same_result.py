@@ -1,5 +1,6 @@
 """Same result: train the tiny model with and without checkpointing; the losses match."""
 
+import pandas as pd
 import streamlit as st
 
 from demos import report
@@ -33,23 +34,25 @@ def same_result_demo() -> None:
                                      defaults=controls.TRAINING_DEFAULT, dropout=dropout)
     strategies = controls.strategy_picker(default=("every-layer", "selective:save-matmuls"),
                                           label=t("Strategies to train beside none"))
-    losses = runner.run_training(config, strategies, steps)
-    if losses is None:
-        return
-    lang = current_language()
-    key = (config, strategies, steps, display.fingerprint(losses))
-    differences = display.shared("loss-differences", key,
-                                 lambda lang: report.loss_differences(losses))
-    largest = float(differences["largest"].max()) if len(differences) else 0.0
-    display.table(display.shared("loss-table", key,
-                                 lambda lang: report.loss_table(differences, lang)))
-    display.paint_numbers_first()
-    display.chart("loss", key, lambda lang: loss_figure(losses, lang))
-    display.note(loss_caption(largest, lang))
-    display.measured_caption(runner.device().label(), [N_("training for real")],
-                             t("{steps} steps, dropout {dropout}.", steps=steps,
-                               dropout=fmt_decimal(dropout)))
-    display.download(losses, f"same-result-{report.config_slug(config)}-{steps}steps")
+
+    def show(losses: pd.DataFrame) -> None:
+        """Draw a result: the finished one, the previous (dimmed) or what is measured so far."""
+        lang = current_language()
+        key = (config, strategies, steps, display.fingerprint(losses))
+        differences = display.shared("loss-differences", key,
+                                     lambda lang: report.loss_differences(losses))
+        largest = float(differences["largest"].max()) if len(differences) else 0.0
+        display.table(display.shared("loss-table", key,
+                                     lambda lang: report.loss_table(differences, lang)))
+        display.paint_numbers_first()
+        display.chart("loss", key, lambda lang: loss_figure(losses, lang))
+        display.note(loss_caption(largest, lang))
+        display.measured_caption(runner.device().label(), [N_("training for real")],
+                                 t("{steps} steps, dropout {dropout}.", steps=steps,
+                                   dropout=fmt_decimal(dropout)))
+        display.download(losses, f"same-result-{report.config_slug(config)}-{steps}steps")
+
+    runner.run_training(config, strategies, steps, show=show)
 
 
 same_result_demo()

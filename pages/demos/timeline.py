@@ -4,6 +4,7 @@ import streamlit as st
 
 from demos import report
 from demos.figures import timeline_figure, timeline_frame
+from demos.results import Comparison
 from i18n import N_
 from ui import demo_controls as controls
 from ui import demo_display as display
@@ -30,18 +31,20 @@ def timeline_demo() -> None:
         label=t("Strategies to draw beside none"))
     layout = query.choice("view", t("Layout"), list(LAYOUTS), "faceted",
                           format_func=lambda item: t(LAYOUTS[item]))
-    comparison = runner.run_compare(config, strategies, timeline=True, time_steps=False)
-    if comparison is None:
-        return
-    display.show_refusals(comparison.results)
-    display.peak_explanations(comparison.results)
-    key = (config, strategies, display.fingerprint(comparison))
-    frame = display.shared("timeline-frame", key, lambda lang: timeline_frame(
-        {r.strategy: r.timeline for r in comparison.results if r.fits and r.timeline}, lang))
-    display.chart("timeline", (*key, layout),
-                  lambda lang: timeline_figure(frame, facet=layout == "faceted", lang=lang))
-    display.comparison_caption(comparison)
-    display.download(frame, f"timeline-{report.config_slug(config)}")
+
+    def show(comparison: Comparison) -> None:
+        """Draw a result: the finished one, the previous (dimmed) or what is measured so far."""
+        display.show_refusals(comparison.results)
+        display.peak_explanations(comparison.results)
+        key = (config, strategies, display.fingerprint(comparison))
+        frame = display.shared("timeline-frame", key, lambda lang: timeline_frame(
+            {r.strategy: r.timeline for r in comparison.results if r.fits and r.timeline}, lang))
+        display.chart("timeline", (*key, layout),
+                      lambda lang: timeline_figure(frame, facet=layout == "faceted", lang=lang))
+        display.comparison_caption(comparison)
+        display.download(frame, f"timeline-{report.config_slug(config)}")
+
+    runner.run_compare(config, strategies, timeline=True, time_steps=False, show=show)
 
 
 timeline_demo()

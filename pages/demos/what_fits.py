@@ -1,5 +1,6 @@
 """What fits: the largest batch or sequence length within a memory budget, per strategy."""
 
+import pandas as pd
 import streamlit as st
 
 from demos import report
@@ -37,22 +38,24 @@ def what_fits_demo() -> None:
     config = controls.model_controls(("layers", "hidden", "heads", "vocab", kept, "arch"),
                                      columns=6, defaults=controls.fit_default())
     field = "batch" if vary == "batch" else "seq_len"
-    frame = runner.run_fits(config, controls.FIT_STRATEGIES, field, budget_mib * 2**20)
-    if frame is None:
-        return
-    lang = current_language()
-    key = (config, field, budget_mib, display.fingerprint(frame))
-    display.show_fit_notes(frame, field)
-    display.table(display.shared("fits-table", key,
-                                 lambda lang: report.fits_table(frame, field, lang)))
-    if frame["value_confirmed"].notna().any():  # no empty axes when nothing fits
-        display.paint_numbers_first()
-        display.chart("fits", key,
-                      lambda lang: fits_figure(frame, field, budget_mib * 2**20, lang))
-        display.note(fits_caption(frame, field, lang))
-    display.measured_caption(runner.device().label(), list(frame["measured_by"]),
-                             t("Tokens per second from one timed step at the confirmed size."))
-    display.download(frame, f"what-fits-{field}-{budget_mib}MiB-{report.config_slug(config)}")
+
+    def show(frame: pd.DataFrame) -> None:
+        """Draw a result: the finished one, the previous (dimmed) or what is measured so far."""
+        lang = current_language()
+        key = (config, field, budget_mib, display.fingerprint(frame))
+        display.show_fit_notes(frame, field)
+        display.table(display.shared("fits-table", key,
+                                     lambda lang: report.fits_table(frame, field, lang)))
+        if frame["value_confirmed"].notna().any():  # no empty axes when nothing fits
+            display.paint_numbers_first()
+            display.chart("fits", key,
+                          lambda lang: fits_figure(frame, field, budget_mib * 2**20, lang))
+            display.note(fits_caption(frame, field, lang))
+        display.measured_caption(runner.device().label(), list(frame["measured_by"]),
+                                 t("Tokens per second from one timed step at the confirmed size."))
+        display.download(frame, f"what-fits-{field}-{budget_mib}MiB-{report.config_slug(config)}")
+
+    runner.run_fits(config, controls.FIT_STRATEGIES, field, budget_mib * 2**20, show=show)
 
 
 what_fits_demo()

@@ -1,0 +1,93 @@
+"""ui.demo_runner's view while a demo runs: the previous result stays (dimmed, labelled
+with its settings) until the new one replaces it, also while a long run waits for its
+click, and what the run measured so far shows as soon as the worker sends it."""
+
+from __future__ import annotations
+
+from streamlit.testing.v1 import AppTest
+
+from tests.conftest import ROOT
+
+PRELUDE = """
+import os, time
+os.environ["DATA_DIR"] = {data!r}
+import pandas as pd
+import streamlit as st
+from demos import service
+from tests.runtime.conftest import CPU, FakeWorker, tiny_compare
+from ui import demo_runner
+
+
+class PartialWorker(FakeWorker):
+    \"\"\"Sends a result so far, then finishes a moment later.\"\"\"
+
+    def call(self, job, index, *, on_partial=None, **kwargs):
+        if on_partial is not None:
+            on_partial(pd.DataFrame({{"seed": [job.config.seed], "step": ["so far"]}}))
+        time.sleep(0.8)
+        return super().call(job, index, **kwargs)
+
+
+svc = service.DemoService(CPU, worker=PartialWorker(lambda job, i: 0.01),
+                          use_store=False).start()
+service.set_service(svc)
+calls = []
+captions = []
+_caption = st.caption
+st.caption = lambda body, *a, **k: (captions.append(body), _caption(body, *a, **k))[1]
+
+def show(frame):
+    calls.append((demo_runner.view_phase(), int(frame["seed"][0]), str(frame["step"][0])))
+"""
+
+
+def _app(tmp_path, body: str) -> AppTest:
+    script = (f"import sys\nsys.path.insert(0, {str(ROOT)!r})\n"
+              + PRELUDE.format(data=str(tmp_path)) + body)
+    return AppTest.from_string(script, default_timeout=60).run()
+
+
+def test_the_previous_result_stays_dimmed_until_the_new_one_and_partials_show(tmp_path):
+    at = _app(tmp_path, """
+try:
+    demo_runner._run(tiny_compare(seed=1), "a", show=show)
+    new = demo_runner._run(tiny_compare(seed=2).__class__.make(
+        "compare", tiny_compare(seed=2).config.replace(layers=3), ["none", "every-layer"],
+        repeats=1, timeline=False, time_steps=True), "b", show=show)
+finally:
+    service.set_service(None)
+    svc.stop()
+    st.caption = _caption
+st.write("calls: " + repr(calls))
+st.write("captions: " + " | ".join(captions))
+""")
+    assert not at.exception
+    calls = eval(at.markdown[-2].value.removeprefix("calls: "))  # noqa: S307 - our own repr
+    assert calls[0][0].startswith("partial-")  # what is measured so far, first
+    assert calls[1] == (None, 1, "0")  # the first result, finished
+    assert calls[2] == ("previous", 1, "0")  # dimmed while the second one runs
+    assert calls[3][0].startswith("partial-") and calls[3][1:] == (2, "so far")
+    assert calls[4:] == [(None, 2, "0")]  # replaced by the finished one
+    captions = at.markdown[-1].value
+    assert "Previous result (Layers 2)" in captions
+    assert "shown dimmed until the new one is ready" in captions
+
+
+def test_the_previous_result_stays_while_a_long_run_waits_for_its_click(tmp_path):
+    at = _app(tmp_path, """
+try:
+    demo_runner._run(tiny_compare(seed=1), "a", show=show)
+    svc.estimate = lambda job: 300.0  # past SLOW_SECONDS: asks for a click
+    waiting = demo_runner._run(tiny_compare(seed=5), "b", show=show)
+finally:
+    service.set_service(None)
+    svc.stop()
+    st.caption = _caption
+st.write(f"result: {waiting}; calls: " + repr(calls) + " captions: " + " | ".join(captions))
+""")
+    assert not at.exception
+    assert at.button[0].label.startswith("Run it anyway")
+    text = at.markdown[-1].value
+    assert text.startswith("result: None;")
+    assert "('previous', 1, '0')" in text
+    assert "Previous result (" in text
