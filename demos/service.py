@@ -8,7 +8,9 @@ client message can clear them), each behind a lock.
 * One scheduler thread runs the steps of the queued runs in the worker process, one step
   at a time, round-robin: a long search (what-fits, a sweep) yields the device after each
   step, so a short run that arrives meanwhile runs after at most one step of it. New runs
-  keep their arrival order; warm-up runs (background) go only when no learner waits.
+  keep their arrival order; warm-up runs (background) go only when no learner waits, and
+  idle-time runs (the neighbours of the pages' defaults: `warm(jobs, idle=True)`) only
+  once no learner has asked for a run for IDLE_AFTER_S.
 * A run every requester has left (released its ticket, or stopped sending heartbeats) is
   cancelled: the worker is killed and restarted, the device is free. A run is capped in
   time; a finished result is always stored, whoever still waits for it.
@@ -56,6 +58,7 @@ DEFAULT_SPEED = {"cpu": 1.0, "cuda": 0.05}  # seconds per CPU-estimate second, b
 STEP_OVERHEAD_S = 0.3  # a step's fixed cost: the pipe, building the model, the first calls
 MIN_HISTORY_WORK = 0.5  # steps this small tell the overhead, not the speed
 PARTIAL_KINDS = ("sweep",)  # multi-step runs whose steps so far make a result to show
+IDLE_AFTER_S = 5.0  # idle-time runs start this long after a learner's last run or request
 RECENT_RUNS = 7  # the speed is the median of this many latest runs: it follows the load
 
 
@@ -96,6 +99,7 @@ class _Run:
     step_work: list[float]
     memory_bound: int
     background: bool = False
+    idle: bool = False  # background, and only while no learner has asked for a while
     state: str = "queued"
     next_step: int = 0
     parts: list[Any] = field(default_factory=list)
@@ -203,6 +207,7 @@ class DemoService:
         self._history_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._stopping = False
+        self._last_foreground = -IDLE_AFTER_S  # when a learner last asked or was served
         self.runs_started = 0  # engine runs this process made (tests, benchmarks)
         self.cancelled = 0
 
@@ -332,7 +337,11 @@ class DemoService:
     def _order(self) -> list[_Run]:
         """The queued runs in the order they will get the device next."""
         fg = [r for r in self._queue if not r.background]
-        return fg + [r for r in self._queue if r.background]
+        warm = [r for r in self._queue if r.background and not r.idle]
+        idle = [r for r in self._queue if r.idle]
+        if fg or time.monotonic() - self._last_foreground < IDLE_AFTER_S:
+            idle = []  # not yet: a learner is (or was just) waiting for the device
+        return fg + warm + idle
 
     def waiting(self) -> int:
         """Runs queued or running in this process."""
@@ -365,15 +374,21 @@ class DemoService:
             while len(self._results) > MEMORY_CACHE:
                 self._results.popitem(last=False)
 
-    def submit(self, job: Job, requester: str = "", background: bool = False) -> Ticket:
+    def submit(self, job: Job, requester: str = "", background: bool = False,
+               idle: bool = False) -> Ticket:
         """A ticket for the job's result: done at once when known, else queued (or
-        waiting for the same run elsewhere). RunRefused when it cannot fit."""
+        waiting for the same run elsewhere). RunRefused when it cannot fit. `background`:
+        behind every learner; `idle` (background too): only while the server is idle."""
         kind = self.device.kind
         key = store_key(job, self.device)
+        background = background or idle
         with self._cond:
+            if not background:
+                self._last_foreground = time.monotonic()
             run = self._active.get(key)
             if run is not None:
                 run.background = run.background and background
+                run.idle = run.idle and idle
                 return self._ticket(run, requester)
         result = self.cached(job)
         if result is not None:
@@ -385,7 +400,7 @@ class DemoService:
         step_work = [job.step_work(i, kind) for i in range(job.step_count())]
         bound = min(need, self.memory_limit or 2**62)
         run = _Run(key, job, step_work, int(bound * MEMORY_FACTOR) + MEMORY_SLACK_BYTES,
-                   background=background)
+                   background=background, idle=idle)
         claim_mine = True
         if self.store is not None:
             try:
@@ -402,6 +417,7 @@ class DemoService:
             existing = self._active.get(key)  # another thread of ours got here first
             if existing is not None:
                 existing.background = existing.background and background
+                existing.idle = existing.idle and idle
                 return self._ticket(existing, requester)
             self._active[key] = run
             if claim_mine:
@@ -424,12 +440,15 @@ class DemoService:
         run.event.set()
         return Ticket(self, run, requester)
 
-    def warm(self, jobs: Iterable[Job]) -> list[Ticket]:
-        """Queue runs nobody waits for yet (the common views), behind every learner."""
+    def warm(self, jobs: Iterable[Job], idle: bool = False) -> list[Ticket]:
+        """Queue runs nobody waits for yet (the common views), behind every learner;
+        `idle`: only while no learner has asked for a run for IDLE_AFTER_S (the slider
+        steps next to the defaults, so a learner's first move is served from the store)."""
         tickets = []
         for job in jobs:
             try:
-                tickets.append(self.submit(job, "warm-up", background=True))
+                tickets.append(self.submit(job, "idle-time" if idle else "warm-up",
+                                           background=True, idle=idle))
             except RunRefused:
                 continue
         return tickets
@@ -548,6 +567,8 @@ class DemoService:
                 self._current = None
             run.result, run.error = result, error
             run.state = "done" if error is None else "failed"
+            if not run.background:
+                self._last_foreground = time.monotonic()
             if error is not None and error.reason == "cancelled":
                 self.cancelled += 1
             self._cond.notify_all()

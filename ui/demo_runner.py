@@ -370,13 +370,11 @@ def _run(job: Job, what: str | None = None, show: Show | None = None) -> Any:
 def _finished(job: Job, result: Any, show: Show | None, view: Any = None) -> Any:
     """Draw the finished result (in place of what stood in for it) and remember it as the
     page's previous result."""
+    if view is not None:
+        view.empty()  # an empty element drops the stand-in's elements, not only some
     if show is not None:
         _remember_shown(show, job, result)
-        if view is not None:
-            with view.container():
-                show(result)
-        else:
-            show(result)
+        show(result)
     return result
 
 
@@ -404,6 +402,7 @@ def _wait(ticket: Ticket, what: str, show: Show | None = None, job: Job | None =
             version, partial = ticket.partial
             if partial is not None and version != shown_version:
                 shown_version = version
+                view.empty()  # a block replacing a block keeps the old one's extra children
                 with view.container(), _drawing(f"partial-{version}"):
                     st.caption(":material/pending: " + _partial_caption(job, partial))
                     show(partial)

@@ -13,7 +13,10 @@ the background the result store is warmed for every demo page's defaults, the ho
 teaser and every lesson's demo link, so the common views are instant from the first
 visitor. Which runs those views make is asked of the pages themselves: a child process
 runs each page under AppTest with the runner in collect mode (`--collect-warm-jobs`), and
-the jobs it lists are queued behind any learner's.
+the jobs it lists are queued behind any learner's. Then, whenever no learner has asked
+for a run for a few seconds, the server measures the neighbours of every demo page's
+defaults (each slider one step either way) at the lowest priority, so that a learner's
+first move from the defaults is served from the store.
 """
 
 from __future__ import annotations
@@ -24,7 +27,9 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 # Idle OpenMP threads sleep instead of spinning: on a shared CPU, spinning threads of one
 # demo slow every other process (and the next demo) down several times. Set before torch
@@ -34,6 +39,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "app.py"
 WARM_ENV = "DEMO_WARM_STORE"  # "0" switches the start-up warm-up off
+NEIGHBOURS_ENV = "DEMO_WARM_NEIGHBOURS"  # "0": no idle-time runs of the defaults' neighbours
 log = logging.getLogger(__name__)
 
 
@@ -57,28 +63,63 @@ def warm_views() -> list[tuple[str, dict[str, str]]]:
     return views
 
 
-def collect_warm_jobs() -> list[dict]:
-    """The jobs the common views run (their requests), found by running each page under
-    AppTest with the runner collecting instead of running. Call in a child process."""
+def _collect(at_of: Callable[[str, dict[str, str]], Any], script: str,
+             query: dict[str, str]) -> tuple[list[dict], Any]:
+    """The requests of the jobs one view runs (in collect mode), and its AppTest."""
+    from ui import demo_runner
+
+    at = at_of(script, query)
+    demo_runner.collected.clear()
+    try:
+        at.run()
+    except Exception:  # noqa: BLE001 - one broken view must not stop the warm-up
+        log.exception("warm-up: %s %s failed", script, query)
+    return [job.request() for job in demo_runner.collected], at
+
+
+def slider_neighbours(at: Any) -> list[dict[str, str]]:
+    """Each slider of a page run (AppTest), one step either way of its value, within its
+    range: the queries of a learner's first move (a slider's key is its query name)."""
+    moves = []
+    for slider in at.slider:
+        value, step = slider.value, slider.step
+        if not isinstance(value, int | float) or not step:
+            continue
+        for moved in (value - step, value + step):
+            if slider.min <= moved <= slider.max:
+                text = str(int(moved)) if float(moved).is_integer() else f"{moved:g}"
+                moves.append({slider.key: text})
+    return moves
+
+
+def collect_warm_jobs() -> dict[str, list]:
+    """The jobs the common views run (their requests), and those of every slider step
+    next to each demo page's defaults (with those views), found by running each page
+    under AppTest with the runner collecting instead of running. Call in a child
+    process."""
     os.environ["DEMO_RUNNER_COLLECT"] = "1"
     from streamlit.testing.v1 import AppTest
 
-    from ui import demo_runner
-
-    requests: list[dict] = []
-    for script, query in warm_views():
+    def at_of(script: str, query: dict[str, str]) -> AppTest:
         at = AppTest.from_file(str(ROOT / script), default_timeout=60)
         for key, value in query.items():
             at.query_params[key] = value
-        demo_runner.collected.clear()
-        try:
-            at.run()
-        except Exception:  # noqa: BLE001 - one broken view must not stop the warm-up
-            log.exception("warm-up: %s %s failed", script, query)
-        for job in demo_runner.collected:
-            if job.request() not in requests:
-                requests.append(job.request())
-    return requests
+        return at
+
+    requests: list[dict] = []
+    neighbours: list[dict] = []
+    neighbour_views: list[list] = []
+    for script, query in warm_views():
+        found, at = _collect(at_of, script, query)
+        requests += [r for r in found if r not in requests]
+        if not script.startswith("pages/demos/") or query:
+            continue
+        for move in slider_neighbours(at):
+            moved, _ = _collect(at_of, script, move)
+            if moved:  # an invalid combination (hidden 128 with 3 heads) runs nothing
+                neighbour_views.append([script, move])
+            neighbours += [r for r in moved if r not in requests and r not in neighbours]
+    return {"jobs": requests, "idle_jobs": neighbours, "neighbour_views": neighbour_views}
 
 
 def _warm_store() -> None:
@@ -88,13 +129,16 @@ def _warm_store() -> None:
     service = get_service()
     try:
         out = subprocess.run([sys.executable, "-m", "ui.server", "--collect-warm-jobs"],
-                             cwd=ROOT, capture_output=True, text=True, timeout=600,
+                             cwd=ROOT, capture_output=True, text=True, timeout=900,
                              check=True, preexec_fn=lambda: os.nice(10)).stdout
-        requests = json.loads(out.strip().splitlines()[-1])
+        found = json.loads(out.strip().splitlines()[-1])
     except (subprocess.SubprocessError, ValueError, IndexError, OSError):
         log.exception("warm-up: could not list the common views' runs")
         return
-    service.warm(Job.from_request(request) for request in requests)
+    service.warm(Job.from_request(request) for request in found["jobs"])
+    if os.environ.get(NEIGHBOURS_ENV, "1") != "0":
+        service.warm((Job.from_request(request) for request in found["idle_jobs"]),
+                     idle=True)
 
 
 def main(argv: list[str]) -> None:

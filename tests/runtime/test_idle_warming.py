@@ -1,0 +1,72 @@
+"""Idle-time runs: the slider steps next to the pages' defaults are measured only while no
+learner asks for a run, behind everything else."""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from demos import service as service_module
+from tests.runtime.conftest import FakeWorker, tiny_compare, wait_for
+from ui.server import slider_neighbours
+
+
+def test_idle_runs_wait_until_no_learner_asked_for_a_while(make_service, monkeypatch):
+    monkeypatch.setattr(service_module, "IDLE_AFTER_S", 1.0)
+    worker = FakeWorker(lambda job, index: 0.05)
+    svc = make_service(worker=worker, use_store=False)
+    learner = svc.submit(tiny_compare(seed=1), "learner")
+    idle = svc.warm([tiny_compare(seed=2)], idle=True)[0]
+    warm = svc.warm([tiny_compare(seed=3)])[0]
+    assert learner.wait(10)
+    finished = time.monotonic()
+    assert warm.wait(10)  # the start-up warm-up goes as soon as no learner waits
+    assert not idle.done
+    assert idle.wait(10)
+    assert time.monotonic() - finished >= 0.9  # ... the idle-time run only after a pause
+    assert [seed for seed, _ in worker.log] == [1, 3, 2]
+
+
+def test_a_learner_asking_meanwhile_goes_first_and_restarts_the_pause(make_service,
+                                                                     monkeypatch):
+    monkeypatch.setattr(service_module, "IDLE_AFTER_S", 0.6)
+    worker = FakeWorker(lambda job, index: 0.5 if job.config.seed == 10 else 0.05)
+    svc = make_service(worker=worker, use_store=False)
+    idle = [svc.warm([tiny_compare(seed=s)], idle=True)[0] for s in (10, 11)]
+    wait_for(lambda: idle[0].status().state == "running", timeout=10)
+    learner = svc.submit(tiny_compare(seed=1), "learner")  # while an idle run holds it
+    assert learner.wait(10)
+    assert idle[1].wait(10)
+    assert [seed for seed, _ in worker.log] == [10, 1, 11]
+
+
+def test_a_learner_asking_for_an_idle_run_makes_it_theirs(make_service, monkeypatch):
+    monkeypatch.setattr(service_module, "IDLE_AFTER_S", 60.0)
+    svc = make_service(worker=FakeWorker(lambda job, index: 0.05), use_store=False)
+    svc.submit(tiny_compare(seed=9), "learner").wait(10)  # a learner was just here
+    idle = svc.warm([tiny_compare(seed=4)], idle=True)[0]
+    time.sleep(0.3)
+    assert not idle.done  # would wait a minute
+    mine = svc.submit(tiny_compare(seed=4), "learner")
+    wait_for(lambda: mine.done, timeout=5)
+
+
+def _slider(key, value, step, lo, hi):
+    return SimpleNamespace(key=key, value=value, step=step, min=lo, max=hi)
+
+
+def test_slider_neighbours_are_one_step_either_way_within_the_range() -> None:
+    at = SimpleNamespace(slider=[_slider("layers", 8, 1, 1, 48), _slider("batch", 1, 1, 1, 32),
+                                 _slider("dropout", 0.1, 0.05, 0.0, 0.5)])
+    moves = slider_neighbours(at)
+    assert {"layers": "7"} in moves and {"layers": "9"} in moves
+    assert {"batch": "2"} in moves and {"batch": "0"} not in moves
+    assert {"dropout": "0.05"} in moves or {"dropout": "0.05000000000000001"} not in moves
+    assert len(moves) == 5
+
+
+@pytest.mark.parametrize("value", [None, "x"])
+def test_a_slider_without_a_number_has_no_neighbours(value) -> None:
+    assert slider_neighbours(SimpleNamespace(slider=[_slider("a", value, 1, 0, 9)])) == []
