@@ -11,7 +11,7 @@ Selective checkpointing's per-op policies are the `SelectivePolicy` enum, each w
 matmuls backward has to rerun.
 
 Text forms: `label` is canonical and parseable ("every-k:4", "budget:dp:40%"); `title` is
-for reading ("every-4", "budget (dp, 40%)") and is looked up only through `title()`, never
+for reading ("every 4 layers", "budget (dp, 40%)") and is looked up only through `title()`, never
 parsed back.
 """
 
@@ -328,7 +328,7 @@ STRATEGIES: dict[str, Strategy] = {s.id: s for s in (
         "#0891b2",  # cyan
         _segments_of(lambda spec, n: spec.k or 1),
         cost="holds N/k inputs and one k-layer segment rebuilt; one extra forward",
-        title_template=N_("every-{k}"), label_template="every-k:{k}",
+        title_template=N_("every {k} layers"), label_template="every-k:{k}",
         parse_args=_parse_k, check=_check_k,
         examples=lambda: ("every-k:2", "every-k:4")),
     Strategy(

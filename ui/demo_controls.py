@@ -15,6 +15,7 @@ import streamlit as st
 from demos import strategies
 from demos.config import DTYPES_FOR_DEVICE, ModelConfig, demo_default, slider_ranges
 from demos.device import DeviceInfo
+from demos.report import label_of
 from i18n import N_
 from ui import query
 from ui.demo_runner import device
@@ -102,13 +103,16 @@ def strategy_options(kind: str | None = None) -> list[str]:
 def strategy_picker(default: Sequence[str], *, name: str = "strategy",
                     label: str | None = None,
                     options: Sequence[str] | None = None) -> tuple[str, ...]:
-    """Multiselect bound to ?strategy=a,b; `none` is always measured as the baseline."""
+    """Multiselect bound to ?strategy=a,b, showing each strategy's translated title (the
+    URL keeps its id); `none` is always measured as the baseline."""
     options = list(options or strategy_options())
     lang = current_language()
     picked = query.multi_choice(name, label or t("Strategies to compare with none"), options,
                                 default, implied=("none",),
-                                help="\n\n".join(f"**{o}**: {strategies.describe(o, lang)}"
-                                               for o in options))
+                                format_func=lambda o: label_of(o, lang),
+                                help="\n\n".join(f"**{label_of(o, lang)}**: "
+                                                 f"{strategies.describe(o, lang)}"
+                                                 for o in options))
     return ("none", *picked)
 
 

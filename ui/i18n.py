@@ -26,6 +26,7 @@ from i18n.languages import (
     CODES,
     QUERY_KEY,
     language,
+    match_locale,
     parse_lang,
     resolve_language,
 )
@@ -67,6 +68,16 @@ def _resolve_language() -> str:
     elif raw is not None and not explicit:
         del st.query_params[QUERY_KEY]  # ?lang=xx names no language we have
     return code
+
+
+def slider_format() -> str | None:
+    """The format of a slider's numbers: the browser's own number format ("localized":
+    1,024 in English, 1.024 in German and Vietnamese) when the session's language is the
+    browser's, else Streamlit's plain default (1024), never another language's separators
+    (a German reader must not see 1,024 for a thousand and twenty-four)."""
+    if match_locale(st.context.locale) == current_language():
+        return "localized"
+    return None
 
 
 def babel_locale() -> str:

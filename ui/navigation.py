@@ -81,12 +81,40 @@ _page_template = functools.lru_cache(maxsize=1024)(_build_page)
 
 
 def build_navigation() -> dict[str, list[st.Page]]:
-    """st.Page objects grouped by section, for st.navigation. Called on every run."""
+    """st.Page objects grouped by section, for st.navigation. Called on every run. An
+    address that names no page gets a hidden "page not found" page at that address
+    (Streamlit would run the home page under an English dialog)."""
     sections: dict[str, list[st.Page]] = {}
     done = set(visited_lessons())  # marked in the navigation
     for spec in PAGES:
         sections.setdefault(t(spec.section), []).append(as_page(spec, spec.url_path in done))
+    missing = unknown_page_name()
+    if missing is not None:
+        sections[t(PAGES[0].section)].append(
+            st.Page(page_not_found, title=t("Page not found"), url_path=missing,
+                    icon=":material/explore_off:", visibility="hidden"))
     return sections
+
+
+def unknown_page_name() -> str | None:
+    """The page name this run's address asks for when no page has it, else None."""
+    ctx = get_script_run_ctx()
+    if ctx is None or ctx.pages_manager.intended_page_script_hash:
+        return None  # a click in the app names a page by its hash: it exists
+    name = (ctx.pages_manager.intended_page_name or "").strip().strip("/")
+    if not name or "/" in name or name in {spec.url_path for spec in PAGES}:
+        return None
+    return name
+
+
+def page_not_found() -> None:
+    """What an address that names no page shows: where to go instead (the address itself
+    is not repeated: it is the visitor's text)."""
+    st.title(t("Page not found"))
+    st.markdown(t("This address leads to no page of the course. Perhaps the link was cut "
+                  "short, or the page has moved. Here is where to go:"))
+    for url_path in ("", LESSONS[0].path, "compare", "plan", "quiz", "verify"):
+        page_link(url_path)
 
 
 def page_link(

@@ -19,7 +19,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from i18n import DEFAULT, N_, gettext, ngettext
-from ui.i18n import current_language
+from ui.i18n import current_language, slider_format
 
 T = TypeVar("T")
 
@@ -213,7 +213,8 @@ def int_slider(name: str, label: str, lo: int, hi: int, step: int, default: int,
     default = int(min(max(default, lo), hi))
     _first_value(name, parse_int(_query_text(name), name=name, lo=lo, hi=hi, default=default,
                                  step=step, where=where, lang=current_language()))
-    value = int(st.slider(label, min_value=lo, max_value=hi, step=step, key=name, help=help))
+    value = int(st.slider(label, min_value=lo, max_value=hi, step=step, key=name, help=help,
+                          format=slider_format()))
     _write_back(name, str(value))
     return value
 
@@ -222,7 +223,8 @@ def float_slider(name: str, label: str, lo: float, hi: float, step: float, defau
                  help: str | None = None, where: str | None = None) -> float:
     _first_value(name, parse_float(_query_text(name), name=name, lo=lo, hi=hi,
                                    default=default, where=where, lang=current_language()))
-    value = float(st.slider(label, min_value=lo, max_value=hi, step=step, key=name, help=help))
+    value = float(st.slider(label, min_value=lo, max_value=hi, step=step, key=name, help=help,
+                            format=slider_format()))
     _write_back(name, f"{value:g}")
     return value
 
@@ -246,15 +248,19 @@ def choice(name: str, label: str, options: Sequence[str], default: str, *,
 
 
 def multi_choice(name: str, label: str, options: Sequence[str], default: Sequence[str], *,
-                 help: str | None = None, implied: Sequence[str] = ()) -> tuple[str, ...]:
-    """A multiselect written to the query as comma-separated names (?strategy=a,b)."""
+                 help: str | None = None, implied: Sequence[str] = (),
+                 format_func: Callable[[str], str] = str) -> tuple[str, ...]:
+    """A multiselect written to the query as comma-separated names (?strategy=a,b); it
+    shows format_func(option) (the URL keeps the names)."""
     options = list(options)
     raw = st.query_params.get_all(name) if _needs_seed(name) else None
     parsed = parse_list(raw or None, name=name, choices=options,
                         default=[d for d in default if d in options], implied=implied,
                         lang=current_language())
     _first_value(name, Parsed(list(parsed.value), parsed.warning))
-    values = tuple(st.multiselect(label, options, key=name, help=help))
+    labels = {option: format_func(option) for option in options}  # in this run's language
+    values = tuple(st.multiselect(label, options, key=name, help=help,
+                                  format_func=labels.__getitem__))
     ordered = tuple(o for o in options if o in values)
     _write_back(name, format_list(ordered))
     return ordered

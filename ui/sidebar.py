@@ -28,11 +28,27 @@ def device_text(device: DeviceInfo) -> str:
               reason=t(device.name))
 
 
+# The sidebar's own content (the language picker first) above the page list, so the
+# picker shows without scrolling on a laptop (the list of 16 pages ends near 850 px), and
+# page titles wrap instead of being cut ("1. Why training runs out of me...").
+SIDEBAR_CSS = """<style>
+[data-testid="stSidebarContent"] { display: flex; flex-direction: column; }
+[data-testid="stSidebarHeader"] { order: 0; }
+[data-testid="stSidebarUserContent"] { order: 1; padding-top: 0; padding-bottom: 1rem; }
+[data-testid="stSidebarNav"] { order: 2; }
+[data-testid="stSidebarNavLink"] { height: auto; min-height: 2rem; }
+[data-testid="stSidebarNavLink"] span[label] {
+    white-space: normal; overflow: visible; text-overflow: clip;
+}
+</style>"""
+
+
 def render_sidebar(slot: DeltaGenerator) -> None:
     """Fill the sidebar slot the router reserved; called after the page ran, so the
     progress already counts the lesson on screen."""
     device = demo_device()
     with slot:
+        st.html(SIDEBAR_CSS)
         language_picker()
         st.markdown("**" + t("Demos run on") + "**")
         icon = ":material/developer_board:" if device.kind == "cuda" else ":material/computer:"

@@ -58,7 +58,7 @@ def test_a_shared_link_applies_its_settings(page: Page, app_url: str) -> None:
     expect(chosen).to_contain_text("sqrt")
     expect(chosen).not_to_contain_text("every-layer")
     table = page.locator('[data-testid="stTable"]')
-    expect(table).to_contain_text("every-2")
+    expect(table).to_contain_text("every 2 layers")
     expect(table).to_contain_text("sqrt")
     expect(page.locator('[data-testid="stPlotlyChart"]').first).to_be_visible()
     screenshot(page, "demo-compare-shared-link")

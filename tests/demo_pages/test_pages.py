@@ -77,7 +77,8 @@ def test_compare_measures_the_strategies_a_link_names(app_test: Callable) -> Non
                   query={**TINY, "strategy": "sqrt,every-k:2,selective:save-attention"})
     no_errors(at)
     table = at.table[0].value
-    assert list(table["Strategy"]) == ["none", "every-2", "sqrt", "selective (save-attention)"]
+    assert list(table["Strategy"]) == ["none", "every 2 layers", "sqrt",
+                                       "selective (save-attention)"]
     assert all(mark.startswith("✓") for mark in table["Same gradients"].iloc[1:])
     at.multiselect(key="strategy").unselect("sqrt").run()
     no_errors(at)
