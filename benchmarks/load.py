@@ -14,8 +14,13 @@ the server's memory (its process and the worker) at start, after the warm-up and
 the rounds. A first round opens each view alone, one after the other: what one page run
 costs without contention.
 
+First moves: once the server has been idle long enough to measure the slider steps next
+to every demo page's defaults, each such view (one slider one step either way, as a
+learner's first move) is opened once in a new session; the share served from the store
+(results without a wait notice) is recorded with its times.
+
     python -m benchmarks.load [--counts 5,10,20,40] [--rounds 3] [--data-dir DIR]
-                              [--out-prefix PATH]
+                              [--out-prefix PATH] [--first-moves-only]
 
 writes benchmarks/load.json and load.md. --data-dir keeps the result store between runs
 (warming it is then quick); --out-prefix writes PATH.json / PATH.md instead.
@@ -58,6 +63,7 @@ class Opened:
     results_s: float | None  # first result element; None when the page drew none
     finished_s: float
     status: str  # "ok", "error" or "timeout"
+    waited: bool = False  # a run was waited for (its Cancel button showed)
 
 
 def _page_name(script: str) -> str:
@@ -81,7 +87,7 @@ async def open_view(port: int, view: View) -> Opened:
             back.rerun_script.query_string = urlencode(query)
             back.rerun_script.page_name = _page_name(script)
             await ws.send(back.SerializeToString())
-            error = False
+            error = waited = False
             async with asyncio.timeout(TIMEOUT_S):
                 while True:
                     msg = ForwardMsg()
@@ -90,6 +96,8 @@ async def open_view(port: int, view: View) -> Opened:
                     if kind == "delta":
                         element = msg.delta.new_element.WhichOneof("type")
                         error |= element == "exception"
+                        waited |= (element == "button"
+                                   and msg.delta.new_element.button.label == "Cancel")
                         if first is None and element in RESULT_ELEMENTS:
                             first = time.monotonic() - start
                         continue
@@ -97,9 +105,9 @@ async def open_view(port: int, view: View) -> Opened:
                         continue
                     finished = time.monotonic() - start
                     if msg.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY:
-                        return Opened(first, finished, "error" if error else "ok")
+                        return Opened(first, finished, "error" if error else "ok", waited)
                     if msg.script_finished == ForwardMsg.FINISHED_WITH_COMPILE_ERROR:
-                        return Opened(first, finished, "error")
+                        return Opened(first, finished, "error", waited)
     except TimeoutError:
         return Opened(first, time.monotonic() - start, "timeout")
     except OSError:
@@ -158,6 +166,48 @@ def warm_up(port: int, views: list[View], limit_s: float = 1800.0) -> float:
     return time.monotonic() - start
 
 
+def neighbour_views() -> list[View]:
+    """The views of a learner's first move: each slider of each demo page one step either
+    way of its default (what the server measures while idle), listed by the server's own
+    collector."""
+    out = subprocess.run([sys.executable, "-m", "ui.server", "--collect-warm-jobs"],
+                         cwd=ROOT, capture_output=True, text=True, check=True,
+                         timeout=900).stdout
+    found = json.loads(out.strip().splitlines()[-1])
+    return [(script, query) for script, query in found["neighbour_views"]]
+
+
+def wait_idle_runs(data_dir: str, limit_s: float = 1800.0, settle_s: float = 60.0) -> float:
+    """Wait while the idle server measures: until the store's count of finished results
+    has not grown for `settle_s` (or `limit_s` passed). Seconds waited."""
+    from demos.store import ResultStore
+
+    store = ResultStore(Path(data_dir))
+    start = last_change = time.monotonic()
+    count = store.count()
+    while time.monotonic() - last_change < settle_s and time.monotonic() - start < limit_s:
+        time.sleep(5)
+        now = store.count()
+        if now != count:
+            count, last_change = now, time.monotonic()
+    return time.monotonic() - start
+
+
+def first_moves(port: int, views: list[View]) -> dict:
+    """Each first-move view opened once, one after the other, in a new session: the
+    share served from the store (results with no wait), and the times."""
+    opened = [asyncio.run(open_view(port, view)) for view in views]
+    served = [o for o in opened if o.status == "ok" and o.results_s is not None
+              and not o.waited]
+    shown = [o.results_s for o in opened if o.results_s is not None]
+    return {"views": len(views), "served_from_store": len(served),
+            "share": round(len(served) / len(views), 3) if views else None,
+            "results_p50_s": round(statistics.median(shown), 2) if shown else None,
+            "results_max_s": round(max(shown), 2) if shown else None,
+            "waited": [view_text(v) for v, o in zip(views, opened, strict=True)
+                       if o.waited or o.results_s is None]}
+
+
 def solo_round(port: int, views: list[View], repeats: int = 3) -> list[dict]:
     """Each view opened alone, one after the other: median seconds per view."""
     rows = []
@@ -174,6 +224,8 @@ def solo_round(port: int, views: list[View], repeats: int = 3) -> list[dict]:
 def markdown(report: dict) -> str:
     lines = ["| learners | results shown p50 / p95 (s) | page finished p50 / p95 (s) | "
              "errors | time-outs | load avg before → after |", "|---|---|---|---|---|---|"]
+    if not report["rounds"]:
+        lines = ["(first moves only: no rounds of learners)"]
     lines += [f"| {r['learners']} | {r['results_p50_s']} / {r['results_p95_s']} | "
               f"{r['finished_p50_s']} / {r['finished_p95_s']} | {r['errors']} | "
               f"{r['timeouts']} | {r['load_before']} → {r['load_after']} |"
@@ -182,6 +234,14 @@ def markdown(report: dict) -> str:
               "| view | results shown (s) | page finished (s) |", "|---|---|---|"]
     lines += [f"| `{r['view']}` | {r['results_s']} | {r['finished_s']} |"
               for r in report["solo"]]
+    moves = report.get("first_moves")
+    if moves:
+        lines.append(
+            f"\nFirst moves from the defaults (each demo slider one step either way, "
+            f"{moves['views']} views, after {report['idle_wait_seconds']} s of idle "
+            f"measuring): {moves['served_from_store']} served from the store "
+            f"({moves['share']:.0%}); results shown p50 {moves['results_p50_s']} s, "
+            f"max {moves['results_max_s']} s.")
     memory = report["server_memory_mib"]
     lines.append(
         f"\nServer memory (process and worker): {memory['start']} MiB at start, "
@@ -190,7 +250,8 @@ def markdown(report: dict) -> str:
         f"{report['when']}. {report['cpus']} CPUs; load "
         f"average {report['load_average_start']} at the start. Learner i opens view i mod "
         f"{len(report['views'])}, each in a new session; each N is "
-        f"{report['rounds'][0]['rounds']} rounds, its times pooled.")
+        f"{report['rounds'][0]['rounds'] if report['rounds'] else 0} rounds, its times "
+        f"pooled.")
     return "\n".join(lines) + "\n"
 
 
@@ -200,9 +261,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--data-dir", help="keep the result store here between runs")
     parser.add_argument("--out-prefix", default=str(OUT))
     parser.add_argument("--rounds", type=int, default=3, help="rounds per N, pooled")
+    parser.add_argument("--first-moves-only", action="store_true",
+                        help="the warm-up and the first moves, no rounds of learners")
     args = parser.parse_args(argv)
-    counts = [int(c) for c in args.counts.split(",")]
+    counts = [] if args.first_moves_only else [int(c) for c in args.counts.split(",")]
     views = warm_views()
+    moves_views = neighbour_views()
     port = free_port()
     load_start = load_average()
     with ExitStack() as stack:
@@ -217,6 +281,9 @@ def main(argv: list[str]) -> int:
             print(f"server pid {process.pid} on port {port}", flush=True)
             start_rss = tree_rss(process.pid)
             warm_seconds = warm_up(port, views)
+            idle_seconds = wait_idle_runs(data)
+            moves = first_moves(port, moves_views)
+            print(moves, flush=True)
             solo = solo_round(port, views)
             for row in solo:
                 print(row, flush=True)
@@ -240,6 +307,7 @@ def main(argv: list[str]) -> int:
     report = {"commit": commit, "when": time.strftime("%Y-%m-%d %H:%M"),
               "views": [view_text(v) for v in views], "cpus": os.cpu_count(),
               "load_average_start": load_start, "warm_up_seconds": round(warm_seconds, 1),
+              "idle_wait_seconds": round(idle_seconds), "first_moves": moves,
               "server_memory_mib": {"start": round(start_rss / 2**20),
                                     "warm": round(warm_rss / 2**20),
                                     "after": round(after_rss / 2**20)},

@@ -343,9 +343,11 @@ def timeline_figure(frame: pd.DataFrame, facet: bool = True, lang: str = "en") -
                         marker=dict(color=colour, size=12, symbol="star",
                                     line=dict(color="#0f172a", width=1)),
                         text=[text] if facet else [""],
-                        # the label toward the middle, so the screen's edge does not cut it
-                        textposition=("bottom left" if peak["index"] > part["index"].median()
-                                      else "bottom right"),
+                        # Above the star (the curve's highest point: nothing of the curve
+                        # is up there), toward the middle, so a phone's edge does not cut
+                        # it; the phase labels sit higher still (BAND_TOP).
+                        textposition=("top left" if peak["index"] > part["index"].median()
+                                      else "top right"),
                         textfont=dict(size=11, color="#0f172a"),
                         name=f"{label} {peak_word}", showlegend=False,
                         hovertemplate=(f"{label} {peak_word}<br>{op_name(peak['op'])} "
@@ -353,10 +355,14 @@ def timeline_figure(frame: pd.DataFrame, facet: bool = True, lang: str = "en") -
         fig.update_yaxes(title_text=unit, row=row, col=1)
     fig.add_traces([trace for trace, _ in traces], rows=[row for _, row in traces],
                    cols=[1] * len(traces))
-    # One y range for every panel, so the strategies compare at a glance.
-    fig.update_yaxes(range=[0, top * 1.2])
+    # One y range for every panel, so the strategies compare at a glance; room above the
+    # highest curve for its peak's label, and above that for the phase labels.
+    fig.update_yaxes(range=[0, top * (BAND_TOP + 0.1)])
     fig.update_xaxes(title_text=gettext(lang, "op number within the step"), row=rows, col=1)
     return _layout(fig, title, height, lang)
+
+
+BAND_TOP = 1.32  # × the highest point: the phase bands' top, where their labels hang
 
 
 def _changes(part: pd.DataFrame) -> pd.DataFrame:
@@ -381,7 +387,7 @@ def _phase_bands(part: pd.DataFrame, top: float, lang: str, in_legend: set[str]
     for phase, _layer, first, last in runs:
         xs, ys = by_phase.setdefault(phase, ([], []))
         xs += [first - 0.5, first - 0.5, last + 0.5, last + 0.5, math.nan]  # NaN: a gap
-        ys += [0, top * 1.12, top * 1.12, 0, math.nan]
+        ys += [0, top * BAND_TOP, top * BAND_TOP, 0, math.nan]
     bands = []
     for phase, (xs, ys) in by_phase.items():
         bands.append(go.Scatter(x=np.array(xs, dtype=float), y=np.array(ys, dtype=float),
@@ -406,7 +412,7 @@ def _phase_bands(part: pd.DataFrame, top: float, lang: str, in_legend: set[str]
             shown.append(run)
     shown.sort(key=lambda run: run[2])
     bands.append(go.Scatter(x=[(first + last) / 2 for _, _, first, last in shown],
-                    y=[top * 1.12] * len(shown), mode="text",
+                    y=[top * BAND_TOP] * len(shown), mode="text",
                     text=[segment_label(phase, layer) for phase, layer, _, _ in shown],
                     textposition="bottom center", textfont=dict(size=9, color="#334155"),
                     showlegend=False, hoverinfo="skip"))

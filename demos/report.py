@@ -20,7 +20,7 @@ from demos.config import ModelConfig
 from demos.results import StrategyResult
 from demos.strategies import title as strategy_title
 from demos.theory import PeakCause, korthikanti_layer_bytes, peak_cause, shared_peaks
-from demos.units import MISSING, format_bytes, format_ms
+from demos.units import MISSING, column_unit, format_bytes, format_bytes_in, format_ms
 from i18n import N_, format_number, gettext, language, pgettext
 
 GRADIENT_TOLERANCE = 1e-3  # "tiny numerical differences"; in practice they are bitwise equal
@@ -149,19 +149,24 @@ def results_table(results: Sequence[StrategyResult], lang: str = "en") -> pd.Dat
     the step time with its spread and, against none, "1.25× slower" or "within noise"."""
     base = next((r for r in results if r.strategy == "none" and r.fits), None)
     loc = babel(lang)
+    # One unit per column (the largest value's), so sizes compare at a glance.
+    peak_unit = column_unit(r.peak_bytes for r in results if r.fits)
+    held_unit = column_unit(v for r in results if r.fits
+                            for v in (r.activation_bytes, r.predicted_activation_bytes))
     rows = []
     for r in results:
         if not r.fits:
             rows.append([label(r, lang), gettext(lang, "does not fit"), MISSING, MISSING,
                          MISSING])
             continue
-        peak = format_bytes(r.peak_bytes, locale=loc)
+        peak = format_bytes_in(r.peak_bytes, peak_unit, locale=loc)
         if base is not None and base.peak_bytes and r is not base and r.peak_bytes is not None:
             peak = gettext(lang, "{size} ({share:.0%})", size=peak,
                            share=r.peak_bytes / base.peak_bytes)
         held = gettext(lang, "{measured} ({predicted})",
-                       measured=format_bytes(r.activation_bytes, locale=loc),
-                       predicted=format_bytes(r.predicted_activation_bytes, locale=loc))
+                       measured=format_bytes_in(r.activation_bytes, held_unit, locale=loc),
+                       predicted=format_bytes_in(r.predicted_activation_bytes, held_unit,
+                                                 locale=loc))
         step = time_text(r, lang)
         if r is not base:
             step += ", " + time_vs_none_text(r, base, lang)
@@ -378,11 +383,12 @@ def fits_table(frame: pd.DataFrame, field: str, lang: str = "en") -> pd.DataFram
     when they differ), the measured total and the throughput."""
     confirmed = FIT_HEADERS["batch" if field == "batch" else "seq_len"]
     loc = babel(lang)
+    total_unit = column_unit(frame["total_bytes"])
     return pd.DataFrame({
         header(lang, N_("Strategy")): [strategy_title(s, lang) for s in frame["strategy"]],
         header(lang, confirmed): [_confirmed(c, p, lang) for c, p in zip(
             frame["value_confirmed"], frame["value_predicted"], strict=True)],
         header(lang, N_("Measured total (with parameters)")): [
-            format_bytes(v, locale=loc) for v in frame["total_bytes"]],
+            format_bytes_in(v, total_unit, locale=loc) for v in frame["total_bytes"]],
         header(lang, N_("Tokens / s")): [_whole(v, lang) for v in frame["tokens_per_second"]],
     })

@@ -13,6 +13,7 @@ German reads "4,0 GB" and "1.024". The unit names stay as they are (SI symbols).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from decimal import Decimal
 
 from babel.numbers import format_decimal
@@ -70,6 +71,30 @@ def _decimal_bytes(size: float, locale: str) -> str:
     if size >= 1e3:
         return f"{number(size / 1e3, 1, locale=locale)} kB"
     return f"{number(size, locale=locale)} bytes"
+
+
+_BINARY = (("GiB", GIB, 2), ("MiB", MIB, 1), ("KiB", KIB, 1))
+
+
+def column_unit(sizes: Iterable[float | None]) -> str | None:
+    """The one binary unit for a table column of sizes: the unit format_bytes gives the
+    largest (so no column reads '900.0 KiB' above '1.2 MiB'); None when none is known."""
+    known = [abs(float(s)) for s in sizes if not _missing(s)]
+    if not known:
+        return None
+    largest = max(known)
+    return next((unit for unit, size, _ in _BINARY if largest >= size), "B")
+
+
+def format_bytes_in(size: float | None, unit: str | None, *, locale: str = "en") -> str:
+    """`size` in `unit` (column_unit's choice): '0.9 MiB'; format_bytes when unit is None."""
+    if unit is None or _missing(size):
+        return format_bytes(size, locale=locale)
+    assert size is not None
+    for name, scale, digits in _BINARY:
+        if unit == name:
+            return f"{number(size / scale, digits, locale=locale)} {name}"
+    return f"{int(size)} B"
 
 
 def format_gb(size: float, *, locale: str = "en") -> str:

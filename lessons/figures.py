@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from i18n import DEFAULT, N_, format_decimal, gettext
 from lessons.checkpoint_math import (
@@ -226,42 +227,44 @@ def k_curve_figure(layers: int, boundary: float = 1.0, layer: float = 1.0,
     stored = [layers / k * boundary for k in ks]
     rebuilt = [k * layer for k in ks]
     best_k = min(ks, key=lambda k: (memory[k - 1], k))
-    fig = go.Figure()
+    # Two panels on one k axis: memory above, the forward computations below on an axis of their
+    # own (a count, not memory: on a shared plot its line read as a memory curve).
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.72, 0.28],
+                        vertical_spacing=0.06)
     fig.add_scatter(x=ks, y=memory, name=gettext(code, "total: checkpoints + one segment"),
-                    mode="lines", line={"width": 3, "color": "#4C78A8"})
+                    mode="lines", line={"width": 3, "color": "#4C78A8"}, row=1, col=1)
     fig.add_scatter(x=ks, y=stored, name=gettext(code, "checkpoints kept (N/k)"),
-                    mode="lines", line={"dash": "dot", "color": "#54A24B"})
+                    mode="lines", line={"dash": "dot", "color": "#54A24B"}, row=1, col=1)
     fig.add_scatter(x=ks, y=rebuilt, name=gettext(code, "one segment of k layers rebuilt"),
-                    mode="lines", line={"dash": "dot", "color": "#F58518"})
+                    mode="lines", line={"dash": "dot", "color": "#F58518"}, row=1, col=1)
     fig.add_scatter(x=[best_k], y=[memory[best_k - 1]], mode="markers+text",
                     marker={"size": 13, "color": "#E45756"},
                     text=[gettext(code, "minimum: k = {k}", k=best_k)],
-                    textposition="bottom right", name=gettext(code, "minimum"))
+                    textposition="bottom right", name=gettext(code, "minimum"), row=1, col=1)
     if boundary == layer:
         root = math.sqrt(layers)
         fig.add_vline(x=root, line_dash="dash", line_color="#888888",
                       annotation_text=f"√N = {format_decimal(root, code, 1)}",
-                      annotation_position="top right")
+                      annotation_position="top right", row=1, col=1)
     else:
         fig.add_vline(x=max(1.0, optimal_segment_length(layers, boundary, layer)),
                       line_dash="dash", line_color="#E45756",
-                      annotation_text="√(N·input/layer)", annotation_position="top right")
-    # Compute, on its own axis: every checkpointed layer runs forward twice, whatever k.
-    fig.add_scatter(x=ks, y=[2 * layers] * len(ks), yaxis="y2", mode="lines",
-                    name=gettext(code, "forward computations (right axis): 2N for any k"),
-                    line={"color": "#B279A2", "dash": "dash"})
-    fig.add_scatter(x=[1, layers], y=[layers, layers], yaxis="y2", mode="lines",
+                      annotation_text="√(N·input/layer)", annotation_position="top right",
+                      row=1, col=1)
+    # Compute, in its own panel: every checkpointed layer runs forward twice, whatever k.
+    fig.add_scatter(x=ks, y=[2 * layers] * len(ks), mode="lines",
+                    name=gettext(code, "forward computations with checkpointing: 2N for any k"),
+                    line={"color": "#B279A2", "dash": "dash"}, row=2, col=1)
+    fig.add_scatter(x=[1, layers], y=[layers, layers], mode="lines",
                     name=gettext(code, "forward computations keeping everything: N"),
-                    line={"color": "#B279A2", "dash": "dot", "width": 1})
-    fig.update_layout(
-        height=520, xaxis_title=gettext(code, "k = layers per segment"),
-        yaxis={"title": gettext(code, "memory (layer inputs)"), "rangemode": "tozero",
-               "automargin": True},
-        yaxis2={"title": gettext(code, "forwards per step"), "overlaying": "y", "side": "right",
-                "range": [0, 2.4 * layers], "showgrid": False, "automargin": True,
-                "tickvals": [0, layers, 2 * layers],
-                "ticktext": ["0", f"N = {layers}", f"2N = {2 * layers}"]},
-        legend=LEGEND_ABOVE, separators=_separators(code), **_LAYOUT)
+                    line={"color": "#B279A2", "dash": "dot", "width": 1}, row=2, col=1)
+    fig.update_xaxes(title_text=gettext(code, "k = layers per segment"), row=2, col=1)
+    fig.update_yaxes(title_text=gettext(code, "memory (layer inputs)"), rangemode="tozero",
+                     automargin=True, row=1, col=1)
+    fig.update_yaxes(title_text=gettext(code, "forward computations"), range=[0, 2.4 * layers],
+                     automargin=True, tickvals=[0, layers, 2 * layers],
+                     ticktext=["0", f"N = {layers}", f"2N = {2 * layers}"], row=2, col=1)
+    fig.update_layout(height=560, legend=LEGEND_ABOVE, separators=_separators(code), **_LAYOUT)
     return fig
 
 

@@ -43,9 +43,15 @@ def compare_demo() -> None:
         display.peak_explanations(results)
         display.paint_numbers_first()
         display.chart("peak-time", key, lambda lang: peak_and_time_figure(results, lang))
-        left, right = st.columns(2)
+        # Two different quantities side by side: each in its own frame under its own
+        # heading, so "everything at the peak" never reads as "the activations held".
+        left, right = (column.container(border=True) for column in st.columns(2))
+        left.markdown(":material/stacked_bar_chart: **" + t(
+            "Memory at the peak: everything the step holds then") + "**")
         display.chart("breakdown", key, lambda lang: breakdown_figure(results, lang), left)
         left.caption(breakdown_caption(results, lang))
+        right.markdown(":material/layers: **" + t(
+            "Activations held for backward: one part of that memory") + "**")
         display.chart("activations", key, lambda lang: activation_theory_figure(
             results, report.korthikanti(config), lang), right)
         right.caption(activation_caption(results, lang))
