@@ -166,26 +166,30 @@ def warm_up(port: int, views: list[View], limit_s: float = 1800.0) -> float:
     return time.monotonic() - start
 
 
-def neighbour_views() -> list[View]:
+def neighbour_views() -> tuple[list[View], int]:
     """The views of a learner's first move: each slider of each demo page one step either
     way of its default (what the server measures while idle), listed by the server's own
-    collector."""
+    collector; and how many runs the server will make for the warm-up in all."""
     out = subprocess.run([sys.executable, "-m", "ui.server", "--collect-warm-jobs"],
                          cwd=ROOT, capture_output=True, text=True, check=True,
                          timeout=900).stdout
     found = json.loads(out.strip().splitlines()[-1])
-    return [(script, query) for script, query in found["neighbour_views"]]
+    views = [(script, query) for script, query in found["neighbour_views"]]
+    return views, len(found["jobs"]) + len(found["idle_jobs"])
 
 
-def wait_idle_runs(data_dir: str, limit_s: float = 1800.0, settle_s: float = 60.0) -> float:
-    """Wait while the idle server measures: until the store's count of finished results
-    has not grown for `settle_s` (or `limit_s` passed). Seconds waited."""
+def wait_idle_runs(data_dir: str, expected: int, limit_s: float = 3600.0,
+                   settle_s: float = 600.0) -> float:
+    """Wait while the idle server measures: until the store holds `expected` results, or
+    its count has not grown for `settle_s` (a run refused or failed), or `limit_s`
+    passed. Seconds waited."""
     from demos.store import ResultStore
 
     store = ResultStore(Path(data_dir))
     start = last_change = time.monotonic()
     count = store.count()
-    while time.monotonic() - last_change < settle_s and time.monotonic() - start < limit_s:
+    while (count < expected and time.monotonic() - last_change < settle_s
+           and time.monotonic() - start < limit_s):
         time.sleep(5)
         now = store.count()
         if now != count:
@@ -266,7 +270,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     counts = [] if args.first_moves_only else [int(c) for c in args.counts.split(",")]
     views = warm_views()
-    moves_views = neighbour_views()
+    moves_views, expected_runs = neighbour_views()
     port = free_port()
     load_start = load_average()
     with ExitStack() as stack:
@@ -281,7 +285,7 @@ def main(argv: list[str]) -> int:
             print(f"server pid {process.pid} on port {port}", flush=True)
             start_rss = tree_rss(process.pid)
             warm_seconds = warm_up(port, views)
-            idle_seconds = wait_idle_runs(data)
+            idle_seconds = wait_idle_runs(data, expected_runs)
             moves = first_moves(port, moves_views)
             print(moves, flush=True)
             solo = solo_round(port, views)

@@ -319,11 +319,8 @@ def _run(job: Job, what: str | None = None, show: Show | None = None) -> Any:
     `what` names the run in this session's state and widget keys (default: the job).
     `show(result)` draws a result: given, the runner draws it (the finished result, and
     meanwhile the previous one dimmed and the run's result so far)."""
-    if os.environ.get(COLLECT_ENV):
-        collected.append(job)
-        return None
-    svc = service()
-    kind = svc.device.kind
+    collecting = bool(os.environ.get(COLLECT_ENV))
+    kind = _collect_device().kind if collecting else service().device.kind
     try:
         job.config.validated(kind)
         for strategy in job.strategies:
@@ -333,6 +330,10 @@ def _run(job: Job, what: str | None = None, show: Show | None = None) -> Any:
                    error=error.text(current_language())),
                  icon=":material/block:")
         return None
+    if collecting:  # listed for the warm-up: an invalid combination is not (nothing runs)
+        collected.append(job)
+        return None
+    svc = service()
     result = svc.cached(job)
     if result is not None:
         return _finished(job, result, show)

@@ -39,7 +39,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "app.py"
 WARM_ENV = "DEMO_WARM_STORE"  # "0" switches the start-up warm-up off
-NEIGHBOURS_ENV = "DEMO_WARM_NEIGHBOURS"  # "0": no idle-time runs of the defaults' neighbours
+# "0": no idle-time runs of the defaults' neighbours; "layers,batch": those sliders' only
+NEIGHBOURS_ENV = "DEMO_WARM_NEIGHBOURS"
 log = logging.getLogger(__name__)
 
 
@@ -77,11 +78,23 @@ def _collect(at_of: Callable[[str, dict[str, str]], Any], script: str,
     return [job.request() for job in demo_runner.collected], at
 
 
-def slider_neighbours(at: Any) -> list[dict[str, str]]:
+def neighbour_keys() -> set[str] | None:
+    """The sliders whose neighbours are measured while idle: every one (None), unless
+    DEMO_WARM_NEIGHBOURS names some ("layers,batch"); "0" is none."""
+    value = os.environ.get(NEIGHBOURS_ENV, "1").strip()
+    if value in ("", "1"):
+        return None
+    return set() if value == "0" else {key.strip() for key in value.split(",")}
+
+
+def slider_neighbours(at: Any, keys: set[str] | None = None) -> list[dict[str, str]]:
     """Each slider of a page run (AppTest), one step either way of its value, within its
-    range: the queries of a learner's first move (a slider's key is its query name)."""
+    range: the queries of a learner's first move (a slider's key is its query name);
+    only the sliders in `keys` when given."""
     moves = []
     for slider in at.slider:
+        if keys is not None and slider.key not in keys:
+            continue
         value, step = slider.value, slider.step
         if not isinstance(value, int | float) or not step:
             continue
@@ -114,7 +127,7 @@ def collect_warm_jobs() -> dict[str, list]:
         requests += [r for r in found if r not in requests]
         if not script.startswith("pages/demos/") or query:
             continue
-        for move in slider_neighbours(at):
+        for move in slider_neighbours(at, neighbour_keys()):
             moved, _ = _collect(at_of, script, move)
             if moved:  # an invalid combination (hidden 128 with 3 heads) runs nothing
                 neighbour_views.append([script, move])
@@ -136,9 +149,7 @@ def _warm_store() -> None:
         log.exception("warm-up: could not list the common views' runs")
         return
     service.warm(Job.from_request(request) for request in found["jobs"])
-    if os.environ.get(NEIGHBOURS_ENV, "1") != "0":
-        service.warm((Job.from_request(request) for request in found["idle_jobs"]),
-                     idle=True)
+    service.warm((Job.from_request(request) for request in found["idle_jobs"]), idle=True)
 
 
 def main(argv: list[str]) -> None:

@@ -70,3 +70,33 @@ def test_slider_neighbours_are_one_step_either_way_within_the_range() -> None:
 @pytest.mark.parametrize("value", [None, "x"])
 def test_a_slider_without_a_number_has_no_neighbours(value) -> None:
     assert slider_neighbours(SimpleNamespace(slider=[_slider("a", value, 1, 0, 9)])) == []
+
+
+def test_only_the_named_sliders_neighbours_when_asked(monkeypatch) -> None:
+    from ui import server
+
+    at = SimpleNamespace(slider=[_slider("layers", 8, 1, 1, 48), _slider("batch", 2, 1, 1, 32),
+                                 _slider("vocab", 1024, 256, 256, 8192)])
+    monkeypatch.setenv(server.NEIGHBOURS_ENV, "layers, batch")
+    keys = server.neighbour_keys()
+    assert keys == {"layers", "batch"}
+    assert {next(iter(m)) for m in slider_neighbours(at, keys)} == {"layers", "batch"}
+    monkeypatch.setenv(server.NEIGHBOURS_ENV, "0")
+    assert slider_neighbours(at, server.neighbour_keys()) == []
+    monkeypatch.delenv(server.NEIGHBOURS_ENV)
+    assert len(slider_neighbours(at, server.neighbour_keys())) == 6
+
+
+def test_collecting_lists_no_invalid_combination(monkeypatch) -> None:
+    """hidden 128 with 3 heads runs nothing: the warm-up listed it, and the load
+    benchmark counted its page as a first move the store could not serve."""
+    from demos.config import ModelConfig
+    from ui import demo_runner
+
+    monkeypatch.setenv(demo_runner.COLLECT_ENV, "1")
+    demo_runner.collected.clear()
+    demo_runner.run_compare(ModelConfig(layers=2, hidden=128, heads=3), ("none",), repeats=1)
+    assert demo_runner.collected == []
+    demo_runner.run_compare(ModelConfig(layers=2, hidden=128, heads=4), ("none",), repeats=1)
+    assert len(demo_runner.collected) == 1
+    demo_runner.collected.clear()
