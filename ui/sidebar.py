@@ -48,7 +48,9 @@ def render_sidebar(slot: DeltaGenerator) -> None:
     progress already counts the lesson on screen."""
     device = demo_device()
     with slot:
-        st.html(SIDEBAR_CSS)
+        # Markdown, not st.html: a style-only st.html goes to a container a fragment's rerun
+        # (a slider on a demo page) empties, and the page list came back above the picker.
+        st.markdown(SIDEBAR_CSS, unsafe_allow_html=True)
         language_picker()
         st.markdown("**" + t("Demos run on") + "**")
         icon = ":material/developer_board:" if device.kind == "cuda" else ":material/computer:"

@@ -1,0 +1,168 @@
+"""Demo waits and first-sight labels in a real browser.
+
+* On a warm server (its idle time spent measuring the slider steps next to every demo
+  page's defaults), a learner's first move from each page's defaults is served from the
+  store: no wait notice, no Cancel button.
+* While a new result is measured, the previous one stays on the page, dimmed and
+  labelled with its settings.
+* The language picker shows without scrolling on a 1400×900 laptop, page titles are not
+  cut, an unknown address says "Page not found" with links, sliders read 1.024 in German,
+  lesson 1's calculator shows the value it uses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from playwright.sync_api import Page, expect
+
+from tests.helpers import ROOT, background_app, goto, screenshot, wait_for_app
+
+# The slider moved on each page (one step right of its default); the server measures these
+# sliders' neighbours while idle (DEMO_WARM_NEIGHBOURS).
+FIRST_MOVES = {"compare": "Layers", "timeline": "Layers", "curves": "Batch",
+               "what-fits": "Layers", "same-result": "Layers"}
+WARM_KEYS = "layers,batch"
+# Records whether a Cancel button (a run being waited for) showed after the move.
+WATCH_CANCEL = """() => {
+    window.__waited = false;
+    new MutationObserver(() => {
+        for (const b of document.querySelectorAll('button')) {
+            if (b.innerText.includes('Cancel')) { window.__waited = true; }
+        }
+    }).observe(document.body, {childList: true, subtree: true});
+}"""
+
+
+def _slider(page: Page, label: str):
+    return page.locator('[data-testid="stSlider"]').filter(has_text=label).get_by_role(
+        "slider").first
+
+
+def _wait_for_the_idle_runs(data_dir: Path, env: dict[str, str], limit_s: float = 1500) -> None:
+    """Until every run the server's warm-up lists (defaults and the named sliders' steps)
+    is in the store."""
+    from demos.device import detect_device
+    from demos.jobs import Job, store_key
+    from demos.store import ResultStore
+
+    out = subprocess.run([sys.executable, "-m", "ui.server", "--collect-warm-jobs"], cwd=ROOT,
+                         env={**os.environ, **env}, capture_output=True, text=True,
+                         timeout=600, check=True).stdout
+    found = json.loads(out.strip().splitlines()[-1])
+    device = detect_device()
+    keys = [store_key(Job.from_request(r), device) for r in found["jobs"] + found["idle_jobs"]]
+    assert len(found["idle_jobs"]) >= len(FIRST_MOVES)
+    store = ResultStore(data_dir)
+    end = time.monotonic() + limit_s
+    while (missing := [k for k in keys if store.get(k) is None]):
+        assert time.monotonic() < end, f"{len(missing)} of {len(keys)} runs not stored"
+        time.sleep(5)
+
+
+def test_a_first_move_from_each_pages_defaults_is_served_from_the_store(browser, tmp_path
+                                                                        ) -> None:
+    env = {"DATA_DIR": str(tmp_path), "DEMO_WARM_NEIGHBOURS": WARM_KEYS}
+    with background_app(env) as url:
+        _wait_for_the_idle_runs(tmp_path, env)
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        for path, label in FIRST_MOVES.items():
+            goto(page, url, path, timeout_ms=120_000)
+            slider = _slider(page, label)
+            before = slider.get_attribute("aria-valuenow")
+            page.evaluate(WATCH_CANCEL)
+            slider.focus()
+            slider.press("ArrowRight")
+            wait_for_app(page)
+            assert slider.get_attribute("aria-valuenow") != before
+            assert page.evaluate("window.__waited") is False, f"{path}: waited for a run"
+            expect(page.locator('[data-testid="stTable"], [data-testid="stPlotlyChart"]')
+                   .first).to_be_visible()
+            expect(page.get_by_text("The run failed")).to_have_count(0)
+        context.close()
+
+
+def test_the_previous_result_stays_dimmed_while_a_new_one_runs(page: Page, app_url: str
+                                                              ) -> None:
+    goto(page, app_url, "compare?layers=2&hidden=64&heads=2&seq=128&batch=2&vocab=512"
+                        "&strategy=every-layer", timeout_ms=120_000)
+    metric = page.locator('[data-testid="stMetricValue"]').first
+    expect(metric).to_be_visible()
+    slider = _slider(page, "Vocabulary")
+    slider.focus()
+    slider.press("End")  # the largest vocabulary: a run of seconds, not in the store
+    previous = page.locator('[class*="st-key-demo-previous"]')
+    expect(previous).to_be_visible(timeout=30_000)
+    expect(page.get_by_role("button", name="Cancel")).to_be_visible()
+    expect(page.get_by_text("Previous result (Vocabulary 512)")).to_be_visible()
+    expect(previous.locator('[data-testid="stMetricValue"]').first).to_be_visible()
+    assert float(previous.evaluate("e => getComputedStyle(e).opacity")) < 0.6  # dimmed
+    screenshot(page, "demo-previous-result-dimmed")
+    wait_for_app(page, timeout_ms=300_000)
+    expect(previous).to_have_count(0)  # replaced by the new result
+    expect(page.locator('[data-testid="stMetricValue"]').first).to_be_visible()
+
+
+def test_the_language_picker_shows_on_a_laptop_and_titles_are_whole(browser,
+                                                                     app_url: str) -> None:
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    goto(page, app_url, "why-memory")
+    picker = page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first
+    expect(picker).to_be_in_viewport(ratio=0.99)  # no scrolling needed
+    for label in page.locator('[data-testid="stSidebarNavLink"] span[label]').all():
+        width = label.evaluate("e => [e.scrollWidth, e.clientWidth]")
+        assert width[0] <= width[1], label.inner_text()  # not cut with an ellipsis
+    screenshot(page, "sidebar-laptop-1400x900")
+    # A demo's slider reruns only its fragment: the sidebar keeps its order.
+    goto(page, app_url, "compare?layers=2&hidden=64&heads=2&seq=128&batch=2&vocab=512"
+                        "&strategy=every-layer", timeout_ms=120_000)
+    slider = _slider(page, "Batch")
+    slider.focus()
+    slider.press("ArrowLeft")
+    wait_for_app(page, timeout_ms=120_000)
+    expect(picker).to_be_in_viewport(ratio=0.99)
+    context.close()
+
+
+def test_an_unknown_address_says_page_not_found_with_links(page: Page, app_url: str) -> None:
+    goto(page, app_url, "no-such-lesson?lang=de")
+    expect(page.get_by_role("heading", name="Seite nicht gefunden")).to_be_visible()
+    expect(page.get_by_role("dialog")).to_have_count(0)  # not Streamlit's English dialog
+    assert page.url.split("?")[0].endswith("/no-such-lesson")  # not silently home
+    links = page.locator('[data-testid="stMain"] [data-testid="stPageLink"]')
+    expect(links).to_have_count(6)
+    links.first.click()
+    wait_for_app(page)
+    expect(page.get_by_role("heading", name="Seite nicht gefunden")).to_have_count(0)
+
+
+def test_slider_numbers_read_in_the_language(browser, app_url: str) -> None:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, locale="de-DE")
+    page = context.new_page()
+    # The sliders show before the demo runs: no need to wait for its result.
+    page.goto(f"{app_url}/compare?vocab=1024&layers=2&hidden=64&heads=2&seq=64&batch=1"
+              "&strategy=every-k:2&lang=de")
+    thumb = page.locator('[data-testid="stSlider"]').filter(has_text="Vokabular").locator(
+        '[data-testid="stSliderThumbValue"]')
+    expect(thumb).to_have_text("1.024", timeout=90_000)  # a busy server: the first run
+    chosen = page.locator('[data-testid="stMultiSelect"]')
+    expect(chosen).to_contain_text("jede 2. Schicht")  # the title, not every-k:2
+    expect(chosen).not_to_contain_text("every-k")
+    context.close()
+
+
+def test_lesson_one_shows_the_clamped_value_in_the_box(page: Page, app_url: str) -> None:
+    goto(page, app_url, "why-memory")
+    box = page.locator('[data-testid="stNumberInput"]').filter(
+        has_text="Batch (examples)").locator("input")
+    for commit in ("Enter", "Tab", "Enter"):  # the same entry twice, and leaving the box
+        box.fill("5000")
+        box.press(commit)
+        wait_for_app(page)
+        expect(box).to_have_value("1024")
