@@ -100,6 +100,7 @@ class _Run:
     memory_bound: int
     background: bool = False
     idle: bool = False  # background, and only while no learner has asked for a while
+    claimed: bool = True  # its key is claimed in the store (an idle-time run: once it starts)
     state: str = "queued"
     next_step: int = 0
     parts: list[Any] = field(default_factory=list)
@@ -402,7 +403,10 @@ class DemoService:
         run = _Run(key, job, step_work, int(bound * MEMORY_FACTOR) + MEMORY_SLACK_BYTES,
                    background=background, idle=idle)
         claim_mine = True
-        if self.store is not None:
+        # An idle-time run claims its key only when it starts: queued for long behind
+        # everything, a claim would make another server's learner wait for it.
+        run.claimed = self.store is None or not idle
+        if self.store is not None and not idle:
             try:
                 claim = self.store.claim(key, self.owner, job.kind, self.device_label,
                                          _request(job))
@@ -485,6 +489,8 @@ class DemoService:
     def _step(self, run: _Run) -> None:
         """Run the next step of `run`; requeue it (at the back) or finish it."""
         index = run.next_step
+        if not run.claimed and not self._claim_at_start(run):
+            return
         if run.next_step == 0 and not run.parts:
             self.runs_started += 1
         cap = min(self.time_cap_s, max(MIN_CAP_SECONDS, CAP_FACTOR * self._seconds(
@@ -554,6 +560,29 @@ class DemoService:
                 log.exception("result store unavailable")
         self._remember(run.key, result)
         self._end(run, result=result)
+
+    def _claim_at_start(self, run: _Run) -> bool:
+        """Claim an idle-time run's key as it starts: False when another process has the
+        result (it is served) or measures it now (the run follows that one)."""
+        assert self.store is not None
+        try:
+            claim = self.store.claim(run.key, self.owner, run.job.kind, self.device_label,
+                                     _request(run.job))
+        except SQLAlchemyError:
+            log.exception("result store unavailable")
+            run.claimed = True  # measured here; its result is stored if the store is back
+            return True
+        if claim.ready:
+            self._remember(run.key, claim.result)
+            self._end(run, result=claim.result)
+            return False
+        if not claim.mine:
+            with self._cond:
+                run.state = "remote"
+                self._remote.append(run)
+            return False
+        run.claimed, run.last_renew = True, time.monotonic()
+        return True
 
     def _set_partial(self, run: _Run, partial: Any) -> None:
         with self._cond:

@@ -100,3 +100,24 @@ def test_collecting_lists_no_invalid_combination(monkeypatch) -> None:
     demo_runner.run_compare(ModelConfig(layers=2, hidden=128, heads=4), ("none",), repeats=1)
     assert len(demo_runner.collected) == 1
     demo_runner.collected.clear()
+
+
+def test_a_queued_idle_run_does_not_hold_another_servers_learner(make_service, store_dir,
+                                                                  monkeypatch) -> None:
+    """An idle-time run waits behind everything; had it claimed its key when queued, a
+    learner of another server sharing the database would wait for it."""
+    from demos.store import ResultStore
+
+    monkeypatch.setattr(service_module, "IDLE_AFTER_S", 60.0)
+    one = make_service(worker=FakeWorker(lambda job, index: 0.02),
+                       store=ResultStore(store_dir), owner="server-one")
+    one.submit(tiny_compare(seed=20), "learner").wait(10)  # a learner was just here
+    idle = one.warm([tiny_compare(seed=21)], idle=True)[0]
+    two = make_service(worker=FakeWorker(lambda job, index: 0.02),
+                       store=ResultStore(store_dir), owner="server-two")
+    theirs = two.submit(tiny_compare(seed=21), "learner")
+    assert theirs.status().state != "remote"
+    assert theirs.wait(10) and theirs.error is None
+    one._last_foreground = -60.0  # idle now: the run finds the result in the store
+    assert idle.wait(10) and idle.error is None
+    assert one.runs_started == 1  # only the learner's run, none for the idle one
