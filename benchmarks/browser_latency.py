@@ -104,6 +104,9 @@ def main() -> None:
         "targets_s": TARGETS,
         "met": {k: medians[k] <= TARGETS[k] for k in TARGETS},
         "first_load_cold_server_s": round(cold, 3),
+        # The first move from the default: a neighbour the idle server may have measured
+        # already (served from the store) on a server this young, or not yet.
+        "first_move_from_default_s": round(fresh[0], 3),
         "samples_s": {"slider_to_results": [round(v, 3) for v in fresh],
                       "cached_config": [round(v, 3) for v in cached],
                       "page_load_new_session": [round(v, 3) for v in loads]},

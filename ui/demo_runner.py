@@ -345,6 +345,7 @@ def _run(job: Job, what: str | None = None, show: Show | None = None) -> Any:
         st.info(t("The run was cancelled."), icon=":material/cancel:")
         st.button(t("Run it again"), key=f"again-{what}", on_click=_unmark_cancelled,
                   args=(what,))
+        _show_previous(show, job)
         return None
     try:
         ticket = svc.submit(job, _requester())
