@@ -350,6 +350,11 @@ class DemoService:
             return len(self._queue) + (self._current is not None)
 
     # ------------------------------------------------------------------ submitting
+    def touch(self) -> None:
+        """A learner is here (a demo page ran, served or not): idle-time runs wait."""
+        with self._cond:
+            self._last_foreground = time.monotonic()
+
     def cached(self, job: Job) -> Any:
         """The result, if this process or the store has it (no run started)."""
         key = store_key(job, self.device)

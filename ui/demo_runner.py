@@ -334,6 +334,7 @@ def _run(job: Job, what: str | None = None, show: Show | None = None) -> Any:
         collected.append(job)
         return None
     svc = service()
+    svc.touch()  # a learner browsing the demos: the idle-time runs wait
     result = svc.cached(job)
     if result is not None:
         return _finished(job, result, show)

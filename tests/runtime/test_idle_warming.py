@@ -121,3 +121,17 @@ def test_a_queued_idle_run_does_not_hold_another_servers_learner(make_service, s
     one._last_foreground = -60.0  # idle now: the run finds the result in the store
     assert idle.wait(10) and idle.error is None
     assert one.runs_started == 1  # only the learner's run, none for the idle one
+
+
+def test_a_learner_browsing_served_pages_holds_the_idle_runs(make_service, monkeypatch):
+    """A page served from the store starts no run, but a learner is there: an idle-time
+    run would take the CPU their pages need."""
+    monkeypatch.setattr(service_module, "IDLE_AFTER_S", 0.8)
+    svc = make_service(worker=FakeWorker(lambda job, index: 0.02), use_store=False)
+    svc.touch()
+    idle = svc.warm([tiny_compare(seed=30)], idle=True)[0]
+    for _ in range(4):  # a view every 0.4 s
+        time.sleep(0.4)
+        assert not idle.done
+        svc.touch()
+    assert idle.wait(10)
