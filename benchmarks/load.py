@@ -170,7 +170,7 @@ def neighbour_views() -> tuple[list[View], int]:
     """The views of a learner's first move: each slider of each demo page one step either
     way of its default (what the server measures while idle), listed by the server's own
     collector; and how many runs the server will make for the warm-up in all."""
-    out = subprocess.run([sys.executable, "-m", "ui.server", "--collect-warm-jobs"],
+    out = subprocess.run([sys.executable, "-m", "ui.server", "--collect-neighbour-jobs"],
                          cwd=ROOT, capture_output=True, text=True, check=True,
                          timeout=900).stdout
     found = json.loads(out.strip().splitlines()[-1])

@@ -27,6 +27,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -105,11 +106,11 @@ def slider_neighbours(at: Any, keys: set[str] | None = None) -> list[dict[str, s
     return moves
 
 
-def collect_warm_jobs() -> dict[str, list]:
-    """The jobs the common views run (their requests), and those of every slider step
-    next to each demo page's defaults (with those views), found by running each page
-    under AppTest with the runner collecting instead of running. Call in a child
-    process."""
+def collect_warm_jobs(neighbours: bool = True) -> dict[str, list]:
+    """The jobs the common views run (their requests), and (`neighbours`) those of every
+    slider step next to each demo page's defaults (with those views), found by running
+    each page under AppTest with the runner collecting instead of running. Call in a
+    child process."""
     os.environ["DEMO_RUNNER_COLLECT"] = "1"
     from streamlit.testing.v1 import AppTest
 
@@ -120,41 +121,59 @@ def collect_warm_jobs() -> dict[str, list]:
         return at
 
     requests: list[dict] = []
-    neighbours: list[dict] = []
+    moves: list[dict] = []
     neighbour_views: list[list] = []
     for script, query in warm_views():
         found, at = _collect(at_of, script, query)
         requests += [r for r in found if r not in requests]
-        if not script.startswith("pages/demos/") or query:
+        if not neighbours or not script.startswith("pages/demos/") or query:
             continue
         for move in slider_neighbours(at, neighbour_keys()):
             moved, _ = _collect(at_of, script, move)
             if moved:  # an invalid combination (hidden 128 with 3 heads) runs nothing
                 neighbour_views.append([script, move])
-            neighbours += [r for r in moved if r not in requests and r not in neighbours]
-    return {"jobs": requests, "idle_jobs": neighbours, "neighbour_views": neighbour_views}
+            moves += [r for r in moved if r not in requests and r not in moves]
+    return {"jobs": requests, "idle_jobs": moves, "neighbour_views": neighbour_views}
+
+
+def _collected(flag: str) -> dict[str, list] | None:
+    """What a child process lists (niced: it shares the CPU with the first learners)."""
+    try:
+        out = subprocess.run([sys.executable, "-m", "ui.server", flag],
+                             cwd=ROOT, capture_output=True, text=True, timeout=900,
+                             check=True, preexec_fn=lambda: os.nice(10)).stdout
+        return json.loads(out.strip().splitlines()[-1])
+    except (subprocess.SubprocessError, ValueError, IndexError, OSError):
+        log.exception("warm-up: could not list the views' runs (%s)", flag)
+        return None
 
 
 def _warm_store() -> None:
+    """The common views first; the slider steps next to the defaults are listed (a
+    minute of AppTest runs) only once those are measured and no learner is waiting."""
     from demos.jobs import Job
     from demos.service import get_service
 
     service = get_service()
-    try:
-        out = subprocess.run([sys.executable, "-m", "ui.server", "--collect-warm-jobs"],
-                             cwd=ROOT, capture_output=True, text=True, timeout=900,
-                             check=True, preexec_fn=lambda: os.nice(10)).stdout
-        found = json.loads(out.strip().splitlines()[-1])
-    except (subprocess.SubprocessError, ValueError, IndexError, OSError):
-        log.exception("warm-up: could not list the common views' runs")
+    found = _collected("--collect-warm-jobs")
+    if found is None:
         return
-    service.warm(Job.from_request(request) for request in found["jobs"])
-    service.warm((Job.from_request(request) for request in found["idle_jobs"]), idle=True)
+    tickets = service.warm(Job.from_request(request) for request in found["jobs"])
+    if neighbour_keys() == set():
+        return
+    for ticket in tickets:
+        ticket.wait()
+    while service.waiting():
+        time.sleep(5)
+    found = _collected("--collect-neighbour-jobs")
+    if found is not None:
+        service.warm((Job.from_request(request) for request in found["idle_jobs"]),
+                     idle=True)
 
 
 def main(argv: list[str]) -> None:
-    if argv[:1] == ["--collect-warm-jobs"]:
-        print(json.dumps(collect_warm_jobs()))
+    if argv[:1] in (["--collect-warm-jobs"], ["--collect-neighbour-jobs"]):
+        print(json.dumps(collect_warm_jobs(neighbours=argv[0] == "--collect-neighbour-jobs")))
         return
     from streamlit.runtime.pages_manager import PagesManager
     from streamlit.web import cli

@@ -50,7 +50,7 @@ def _wait_for_the_idle_runs(data_dir: Path, env: dict[str, str], limit_s: float 
     from demos.jobs import Job, store_key
     from demos.store import ResultStore
 
-    out = subprocess.run([sys.executable, "-m", "ui.server", "--collect-warm-jobs"], cwd=ROOT,
+    out = subprocess.run([sys.executable, "-m", "ui.server", "--collect-neighbour-jobs"], cwd=ROOT,
                          env={**os.environ, **env}, capture_output=True, text=True,
                          timeout=600, check=True).stdout
     found = json.loads(out.strip().splitlines()[-1])
