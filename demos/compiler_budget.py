@@ -61,11 +61,12 @@ from torch.utils.flop_counter import (
 )
 
 from demos.config import ConfigError, ModelConfig
-from demos.model import MATMUL_OPS, GPT, build_model, make_batch, policy_fn
+from demos.model import GPT, MATMUL_OPS, build_model, make_batch, policy_fn
 from demos.tracker import LiveTracker
 
-__all__ = ["BUDGETS", "COMPILED_STRATEGIES", "EAGER_STRATEGIES", "BudgetPoint",
-           "measure_point", "point_names", "sweep_budget", "to_frame", "from_frame"]
+__all__ = ["BASE", "BUDGETS", "COMPILED_STRATEGIES", "COMPILER_BYTES", "EAGER_STRATEGIES",
+           "BudgetPoint", "compile_seconds", "from_frame", "measure_point", "point_names",
+           "sweep_budget", "to_frame"]
 
 # The budgets the page and the benchmark sweep: both end points and two between.
 BUDGETS: tuple[float, ...] = (1.0, 0.5, 0.2, 0.0)
@@ -76,6 +77,21 @@ EAGER_STRATEGIES: tuple[str, ...] = (
 # Manual strategies also run under torch.compile (at the default budget 1.0).
 COMPILED_STRATEGIES: tuple[str, ...] = ("every-layer", "selective:save-matmuls")
 EVERY_OTHER_MATMUL = "save-every-other-matmul"
+# The page's model: small, because every point compiles (tens of seconds each on a small
+# CPU; the compile time grows with the graph, that is with the layers).
+BASE = ModelConfig(layers=4, hidden=128, heads=4, seq_len=128, batch=2, vocab=1024)
+# One compile's CPU-estimate seconds (demos.theory.cpu_seconds' unit): measured here on a
+# 2-core machine at 10-30 s for a 2-layer model when idle (75 s under load), more with depth.
+COMPILE_BASE_S = 15.0
+COMPILE_PER_LAYER_S = 5.0
+# What the worker grows by while compiling (Inductor's modules and graphs): measured
+# 150-190 MiB here; bounded with room to spare.
+COMPILER_BYTES = 512 * 2**20
+
+
+def compile_seconds(cfg: ModelConfig) -> float:
+    """Estimated CPU-estimate seconds of compiling one point's forward and backward."""
+    return COMPILE_BASE_S + COMPILE_PER_LAYER_S * cfg.layers
 _SAVE, _RECOMPUTE = CheckpointPolicy.MUST_SAVE, CheckpointPolicy.PREFER_RECOMPUTE
 # torch 2.13's flop counter has no formula for the CPU's fused attention kernel
 # (torch/utils/flop_counter.py registers the CUDA ones): the same SDPA formulas, for it

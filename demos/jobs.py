@@ -25,7 +25,7 @@ from demos.config import ConfigError, ModelConfig
 from demos.device import DeviceInfo
 from demos.results import Comparison, StrategyResult, TimelinePoint
 
-KINDS = ("compare", "sweep", "fits", "train")
+KINDS = ("compare", "sweep", "fits", "train", "budget")
 # The worker's own memory beside what a run's tensors need (Python objects, the tracker's
 # bookkeeping, allocator slack); a run past predicted × MEMORY_FACTOR + this is stopped.
 MEMORY_SLACK_BYTES = 512 * 2**20
@@ -39,7 +39,8 @@ Progress = Callable[[int, int], None]
 class Job:
     """One demo request. `options` holds the kind's settings as sorted (name, value)
     pairs (hashable, JSON-able): compare: repeats, timeline, time_steps; sweep: vary,
-    values, repeats; fits: vary, budget_bytes; train: steps."""
+    values, repeats; fits: vary, budget_bytes; train: steps; budget: budgets, eager,
+    compiled, repeats (demos.compiler_budget: one point per step)."""
 
     kind: str
     config: ModelConfig
@@ -69,7 +70,16 @@ class Job:
                         **data.get("options", {}))
 
     # ------------------------------------------------------------------ steps
+    def budget_points(self) -> list[tuple[str, str]]:
+        """(kind, strategy) of a budget job's points, one per step."""
+        from demos.compiler_budget import point_names
+
+        return point_names(self.option("budgets", ()), self.option("eager", ()),
+                           self.option("compiled", ()))
+
     def step_count(self) -> int:
+        if self.kind == "budget":
+            return len(self.budget_points())
         if self.kind == "sweep":
             return len(self.option("values", ()))
         if self.kind in ("fits", "train"):
@@ -99,6 +109,12 @@ class Job:
     def step_runs(self, index: int, device_kind: str = "cpu"
                   ) -> list[tuple[ModelConfig, str, int]]:
         """(config, strategy, steps) of one step, for demos.theory.cpu_seconds."""
+        if self.kind == "budget":  # every point: one tracked, one counted, timed steps
+            kind, strategy = self.budget_points()[index]
+            known = "none" if kind == "budget" else (
+                "selective:save-matmuls" if strategy.startswith("selective:") else strategy)
+            return [(self.config, known, theory.TRACKED_STEP_COST + 3
+                     + int(self.option("repeats", 1)))]
         if self.kind == "compare":
             steps = theory.TRACKED_STEP_COST + (
                 int(self.option("repeats", 1)) if self.option("time_steps", True) else 0)
@@ -115,8 +131,13 @@ class Job:
 
     def step_work(self, index: int, device_kind: str = "cpu") -> float:
         """A step's work in CPU-estimate seconds (demos.theory.cpu_seconds); the service
-        scales it by what this device measured."""
-        return theory.cpu_seconds(self.step_runs(index, device_kind))
+        scales it by what this device measured. A compiled point adds its compile."""
+        work = theory.cpu_seconds(self.step_runs(index, device_kind))
+        if self.kind == "budget" and self.budget_points()[index][0] != "eager":
+            from demos.compiler_budget import compile_seconds
+
+            work += compile_seconds(self.config)
+        return work
 
     def work(self, device_kind: str = "cpu") -> float:
         return sum(self.step_work(i, device_kind) for i in range(self.step_count()))
@@ -128,6 +149,10 @@ class Job:
         if self.kind == "fits":
             return int(self.option("budget_bytes"))
         need = 0
+        if self.kind == "budget":  # the compiler's own memory (Inductor, its graphs)
+            from demos.compiler_budget import COMPILER_BYTES
+
+            need = COMPILER_BYTES
         for index in range(self.step_count()):
             for config, strategy, _ in self.step_runs(index, device_kind):
                 try:
@@ -136,6 +161,8 @@ class Job:
                 except (ConfigError, ValueError, ZeroDivisionError):
                     continue  # the engine explains it; nothing to bound
                 extra = 3 * params if self.kind == "train" else 0  # grads + AdamW moments
+                if self.kind == "budget":
+                    extra = COMPILER_BYTES
                 need = max(need, params + peak + extra)
         return need
 
@@ -155,6 +182,14 @@ class Job:
                            timeline=bool(self.option("timeline", False)),
                            time_steps=bool(self.option("time_steps", True)),
                            limit_bytes=limit_bytes)
+        if self.kind == "budget":
+            from demos.compiler_budget import measure_point, reference_grads
+
+            kind, strategy = self.budget_points()[index]
+            point, _ = measure_point(self.config, kind, strategy,
+                                     int(self.option("repeats", 1)),
+                                     reference_grads(self.config))
+            return {**dataclasses.asdict(point), "label": point.label}
         if self.kind == "sweep":
             from demos.sweep import sweep
 
@@ -181,6 +216,12 @@ class Job:
         """The steps' partial results as the page's result."""
         if self.kind == "compare":
             return parts[0]
+        if self.kind == "budget":
+            from demos.compiler_budget import BudgetPoint, to_frame
+
+            names = set(BudgetPoint.__dataclass_fields__)
+            return to_frame([BudgetPoint(**{k: v for k, v in part.items() if k in names})
+                             for part in parts])
         if self.kind == "fits":
             return pd.DataFrame(list(parts))
         return pd.concat(list(parts), ignore_index=True)
