@@ -271,3 +271,21 @@ def run_training(config: ModelConfig, strategies: Sequence[str], steps: int
                  ) -> pd.DataFrame | None:
     job = Job.make("train", config, strategies, steps=steps)
     return _run(job)
+
+
+def budget_result(job: Job) -> pd.DataFrame | None:
+    """A compiler-budget sweep's result when this server or the store has it, else None
+    (nothing is started). Never collected for the start-up warm-up: every point compiles
+    the model (tens of seconds each), which would hold the device while learners arrive."""
+    if os.environ.get(COLLECT_ENV):
+        return None
+    return service().cached(job)
+
+
+def run_budget(job: Job) -> pd.DataFrame | None:
+    """Measure a compiler-budget sweep now (the learner asked for it with a click that
+    showed its estimate): wait for it with progress and a Cancel button."""
+    confirmed: list[str] = st.session_state.setdefault("_confirmed_long_runs", [])
+    if repr(job) not in confirmed:
+        confirmed.append(repr(job))
+    return _run(job)
