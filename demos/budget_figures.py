@@ -32,7 +32,8 @@ KIND_NAMES = {"budget": N_("torch.compile, memory budget"),
 
 def point_label(kind: str, strategy: str, budget: float | None, lang: str = "en") -> str:
     if kind == "budget":
-        return gettext(lang, "budget {budget}", budget=f"{budget:g}")
+        value = f"{budget:g}"
+        return gettext(lang, "budget {budget}", budget=value)
     name = STRATEGY_NAMES.get(strategy)
     name = gettext(lang, name) if name else strategy
     if kind == "compiled":
@@ -127,11 +128,12 @@ def budget_caption(frame: pd.DataFrame, lang: str = "en") -> str:
     top, bottom = ends
     loc = babel(lang)
     plain = _row(frame, "eager", "none")
+    high, low = f"{top['budget']:g}", f"{bottom['budget']:g}"
     text = gettext(
         lang, "At budget {high} the compiler kept {high_bytes} for backward and recomputed "
               "{high_flops}; at budget {low} it kept {low_bytes} and recomputed {low_flops}.",
-        high=f"{top['budget']:g}", high_bytes=format_bytes(top["saved_bytes"], locale=loc),
-        high_flops=_flops(top["recomputed_flops"], lang), low=f"{bottom['budget']:g}",
+        high=high, high_bytes=format_bytes(top["saved_bytes"], locale=loc),
+        high_flops=_flops(top["recomputed_flops"], lang), low=low,
         low_bytes=format_bytes(bottom["saved_bytes"], locale=loc),
         low_flops=_flops(bottom["recomputed_flops"], lang))
     if plain is not None:

@@ -76,3 +76,13 @@ def test_a_cold_request_says_how_long_and_waits_for_a_click(app_test: Callable) 
     assert at.button(key="measure-budget").label.startswith("Measure now (~")
     assert not at.get("plotly_chart")
     assert get_service().runs_started == started
+
+
+@pytest.mark.parametrize("code", ["en", "de", "vi"])
+def test_lesson_4_links_its_compiler_section_to_the_live_view(app_test: Callable,
+                                                              code: str) -> None:
+    at = app_test("pages/lessons/language_models.py", query={"lang": code})
+    no_errors(at)
+    text = texts(at, "markdown")
+    assert "activation_memory_budget" in text
+    assert "/compiler-budget" in text
