@@ -78,11 +78,15 @@ def pareto_figure(frame: pd.DataFrame, lang: str = "en") -> go.Figure:
         mode = "lines+markers+text" if kind == "budget" else "markers"
         text = [f"{b:g}" for b in part["budget"]] if kind == "budget" else None
         x = part["saved_bytes"] / scale
-        for row, y, y_text in (
-                (1, part["step_seconds"] * 1000, "%{y:.1f} ms"),
-                (2, part["recomputed_flops"] / flop_scale, "%{y:.2f} " + flop_unit)):
+        spread = dict(type="data", symmetric=False, thickness=1, width=3,
+                      array=(part["step_seconds_high"] - part["step_seconds"]) * 1000,
+                      arrayminus=(part["step_seconds"] - part["step_seconds_low"]) * 1000)
+        for row, y, y_text, error in (
+                (1, part["step_seconds"] * 1000, "%{y:.1f} ms", spread),
+                (2, part["recomputed_flops"] / flop_scale, "%{y:.2f} " + flop_unit, None)):
             fig.add_scatter(
-                x=x, y=y, mode=mode, text=text, textposition="top center", name=name,
+                x=x, y=y, error_y=error, mode=mode, text=text, textposition="top center",
+                name=name,
                 legendgroup=kind, showlegend=row == 1, customdata=part["label"],
                 line=dict(color=colour, width=2),
                 marker=dict(size=10, color=colour, symbol=KIND_SYMBOLS[kind]),
@@ -179,7 +183,7 @@ TABLE_COLUMNS: dict[str, str] = {
     "saved_bytes": N_("Saved for backward"),
     "recomputed_flops": N_("Recomputed FLOPs"),
     "flops": N_("FLOPs per step"),
-    "step_seconds": N_("Step time"),
+    "step_seconds": N_("Step time (middle half)"),
     "compile_seconds": N_("Compile time"),
     "max_grad_diff": N_("Largest gradient difference"),
 }
@@ -193,7 +197,11 @@ def budget_table(frame: pd.DataFrame, lang: str = "en") -> pd.DataFrame:
         "saved_bytes": [format_bytes(v, locale=loc) for v in frame["saved_bytes"]],
         "recomputed_flops": [_flops(v, lang) for v in frame["recomputed_flops"]],
         "flops": [_flops(v, lang) for v in frame["flops"]],
-        "step_seconds": [format_ms(v, locale=loc) for v in frame["step_seconds"]],
+        "step_seconds": [gettext(lang, "{median} ({low}–{high})",
+                                 median=format_ms(m, locale=loc), low=format_ms(lo, locale=loc),
+                                 high=format_ms(hi, locale=loc))
+                         for m, lo, hi in zip(frame["step_seconds"], frame["step_seconds_low"],
+                                              frame["step_seconds_high"], strict=True)],
         "compile_seconds": ["" if pd.isna(v) else f"{number(v, 1, locale=loc)} s"
                             for v in frame["compile_seconds"]],
         "max_grad_diff": [gettext(lang, "{diff:.1e}", diff=float(v))

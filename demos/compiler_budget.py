@@ -333,11 +333,13 @@ def _max_diff(a: list[torch.Tensor], b: list[torch.Tensor]) -> float:
 
 
 def _spread(runs: list[float]) -> tuple[float, float, float]:
+    """Median and the middle half (as demos.report.time_spread: quartiles from 4 runs,
+    else the range)."""
     ordered = sorted(runs)
-    n = len(ordered)
-    if n < 4:
+    if len(ordered) < 4:
         return statistics.median(ordered), ordered[0], ordered[-1]
-    return statistics.median(ordered), ordered[n // 4], ordered[(3 * n - 1) // 4]
+    low, _, high = statistics.quantiles(ordered, n=4, method="inclusive")
+    return statistics.median(ordered), low, high
 
 
 def measure_point(cfg: ModelConfig, kind: str, strategy: str, repeats: int = 5,
