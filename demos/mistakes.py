@@ -315,7 +315,7 @@ def _whole_model() -> tuple[Measured, Measured, Measured, dict[str, Any]]:
     }
     out = []
     plain_grads = None
-    for name, fn in runs.items():
+    for fn in runs.values():
         s = _tracked(model, step_of(fn), (idx, tgt))
         grads = _grads(model)
         plain_grads = plain_grads or grads
