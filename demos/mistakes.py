@@ -601,7 +601,7 @@ CASES: dict[str, Case] = {c.id: c for c in [
          N_("Checkpoint each layer (or short runs of layers), not the whole stack."),
          "loss = checkpoint(model, idx, targets, use_reentrant=False)",
          "for block in blocks:\n    x = checkpoint(block, x, use_reentrant=False)",
-         "how-it-works", _whole_model, _whole_model_shows),
+         "how-many", _whole_model, _whole_model_shows),
     Case("reentrant-frozen-inputs", frozenset({S.GRADIENTS_NONE, S.WARNING}),
          N_("Reentrant checkpoint with inputs that need no gradient"),
          N_("The reentrant variant runs the layer under no_grad and builds its graph only "
@@ -656,7 +656,7 @@ CASES: dict[str, Case] = {c.id: c for c in [
          "model.eval()\nwith torch.no_grad():\n    x = checkpoint(block, x, use_reentrant=True)",
          "if block.training and torch.is_grad_enabled():\n"
          "    x = checkpoint(block, x, use_reentrant=True)\nelse:\n    x = block(x)",
-         "how-it-works", _no_grad, _warning_shows),
+         "cost-and-correctness", _no_grad, _warning_shows),
     Case("recompute-mismatch", frozenset({S.WARNING}),
          N_("Recomputation that does not match"),
          N_("A setting that decides a shape changed between the forward and backward, so "

@@ -125,3 +125,15 @@ def test_cli_json(capsys) -> None:
 def test_cli_unknown_case(capsys) -> None:
     assert main(["mistakes", "--case", "nope"]) == 2
     assert "nope" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("lang", ["", "de/", "vi/"])
+def test_every_case_is_linked_from_its_lesson_and_from_common_mistakes(lang: str) -> None:
+    from pathlib import Path
+
+    content = Path(__file__).resolve().parents[2] / "lessons" / "content"
+    practice = (content / f"{lang}in-practice.md").read_text()
+    for case in CASES.values():
+        link = f"({{{{page:mistakes}}}}&case={case.id})"
+        assert link in (content / f"{lang}{case.lesson}.md").read_text(), (lang, case.id)
+        assert link in practice, (lang, case.id)
