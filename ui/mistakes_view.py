@@ -15,7 +15,7 @@ from i18n import N_
 from ui import demo_display as display
 from ui import demo_runner as runner
 from ui import query
-from ui.i18n import babel_locale, fmt_decimal, fmt_number, t
+from ui.i18n import babel_locale, fmt_decimal, fmt_number, fmt_percent, t
 from ui.navigation import page_link
 
 ANY = "any"
@@ -100,11 +100,11 @@ def _headline(case: Case, r: CaseResult, m: Measured) -> tuple[str, str, str | N
     if case.id == "activations-not-the-problem":
         total, plain = _total(m) or 0, _total(r.plain) or 1
         return (t("Peak with weights, gradients and optimizer state"), _bytes(total),
-                t("{share} of the plain run", share=fmt_decimal(100 * total / plain, 1) + " %"))
+                t("{share} of the plain run", share=fmt_percent(total / plain, 1)))
     plain_peak = r.plain.peak_bytes or 1
     peak = m.peak_bytes or 0
     return (t("Peak, live bytes above the parameters"), _bytes(peak),
-            t("{share} of the plain run", share=fmt_decimal(100 * peak / plain_peak, 1) + " %"))
+            t("{share} of the plain run", share=fmt_percent(peak / plain_peak, 1)))
 
 
 def pick_case() -> Case:
@@ -135,9 +135,11 @@ def _side(title: str, code: str, case: Case, r: CaseResult, m: Measured, shows: 
         label, value, delta = _headline(case, r, m)
         st.metric(label, value, delta, delta_color="off")
         if shows:
-            st.markdown(f":red-badge[:material/report: {t('Symptom shown')}]")
+            label = t("Symptom shown")
+            st.markdown(f":red-badge[:material/report: {label}]")
         else:
-            st.markdown(f":green-badge[:material/check_circle: {t('Symptom gone')}]")
+            label = t("Symptom gone")
+            st.markdown(f":green-badge[:material/check_circle: {label}]")
         said = m.error or m.warning
         if said:
             st.caption(t("What torch said (its own words):"))
