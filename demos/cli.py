@@ -147,7 +147,7 @@ def _mistakes(args) -> int:
             if m.none_grads:
                 parts.append(f"{len(m.none_grads)} parameters without gradient")
             if m.warning or m.error:
-                parts.append(f"torch: {m.warning or m.error}")
+                parts.append(f"said: {m.warning or m.error}")
             print(f"  {name:5}  " + "; ".join(parts))
     return 0
 

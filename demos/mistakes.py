@@ -23,6 +23,7 @@ What torch does is checked against torch 2.13's torch/utils/checkpoint.py:
 from __future__ import annotations
 
 import enum
+import logging
 import time
 import warnings
 from collections.abc import Callable
@@ -75,6 +76,7 @@ class Statistic(enum.Enum):
     NONE = "none"
     BATCHNORM_UPDATES = "batchnorm-updates"
     SIDE_EFFECTS = "side-effects"
+    CACHED_TOKENS = "cached-tokens"
 
 
 @dataclass(frozen=True)
@@ -588,6 +590,69 @@ def _mismatch() -> tuple[Measured, Measured, Measured, dict[str, Any]]:
     return out[0], out[1], out[2], cfg.as_dict()
 
 
+class _Captured(logging.Handler):
+    """Keeps the messages a library logs (transformers warns through logging)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def _hf_cache() -> tuple[Measured, Measured, Measured, dict[str, Any]]:
+    """A tiny random-initialised Hugging Face Llama (built from a config, nothing
+    downloaded), trained one step with use_cache=True. In transformers 5.24 the model's
+    `merge_with_config_defaults` (utils/generic.py) turns use_cache off when
+    checkpointing is on in training with gradients enabled, and logs "`use_cache=True` is
+    incompatible with gradient checkpointing. Setting `use_cache=False`." (once per
+    process: logging.Logger.warning_once is an lru_cache, cleared here so each run shows
+    what the library says); modeling_layers.GradientCheckpointingLayer does the same per
+    layer for a call that reaches it with use_cache=True."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers.utils import logging as hf_logging
+
+    cfg = CASE_CONFIG
+    hf = LlamaConfig(vocab_size=cfg.vocab, hidden_size=cfg.hidden, intermediate_size=2 * cfg.hidden,
+                     num_hidden_layers=cfg.layers, num_attention_heads=cfg.heads,
+                     num_key_value_heads=1, max_position_embeddings=cfg.seq_len)
+    torch.manual_seed(cfg.seed)
+    model = LlamaForCausalLM(hf).train()
+    idx, tgt = make_batch(cfg)
+    library_logger = logging.getLogger("transformers")  # its modules log below it
+    out = []
+    for checkpointing, use_cache in ((False, True), (True, True), (True, False)):
+        if checkpointing:
+            model.activation_checkpointing_enable()  # use_reentrant=False by default
+        else:
+            model.activation_checkpointing_disable()
+        cached: list[int] = []
+
+        def train(tracker: LiveTracker, use_cache: bool = use_cache,
+                  cached: list[int] = cached) -> torch.Tensor:
+            model.zero_grad(set_to_none=True)
+            result = model(input_ids=idx, labels=tgt, use_cache=use_cache)
+            cache = getattr(result, "cache", None)
+            cached.append(0 if cache is None else int(cache.get_seq_length()))
+            tracker.start_backward()
+            result.loss.backward()
+            return result.loss
+
+        hf_logging.warning_once.cache_clear()
+        handler = _Captured()
+        library_logger.addHandler(handler)
+        try:
+            s = _tracked(model, train, (idx, tgt))
+        finally:
+            library_logger.removeHandler(handler)
+        if handler.messages and s.warning is None:
+            s.warning = handler.messages[0]
+        out.append(_measured(s, statistic=float(cached[0]) if cached else None))
+    model.activation_checkpointing_disable()
+    return out[0], out[1], out[2], {**cfg.as_dict(), "arch": "llama (transformers)"}
+
+
 def _error_shows(m: Measured, plain: Measured) -> bool:
     return m.error_type == CheckpointError.__name__
 
@@ -667,6 +732,18 @@ CASES: dict[str, Case] = {c.id: c for c in [
          "loss = model(x)\nmodel.keep += 8  # before backward\nloss.backward()",
          "loss = model(x)\nloss.backward()\nmodel.keep += 8",
          "how-it-works", _mismatch, _error_shows),
+    Case("use-cache-with-checkpointing", frozenset({S.WARNING}),
+         N_("use_cache=True with checkpointing in Hugging Face"),
+         N_("A key/value cache only speeds up generation; in training with checkpointing "
+            "the library switches it off and says so, and without checkpointing it holds "
+            "the keys and values of every layer for nothing."),
+         N_("Set model.config.use_cache = False for training (turn it back on to "
+            "generate)."),
+         "model.activation_checkpointing_enable()\nmodel(input_ids, labels=labels, "
+         "use_cache=True)",
+         "model.config.use_cache = False\nmodel.activation_checkpointing_enable()\n"
+         "model(input_ids, labels=labels)",
+         "in-practice", _hf_cache, _warning_shows, Statistic.CACHED_TOKENS),
 ]}
 del S
 

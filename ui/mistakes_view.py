@@ -22,7 +22,8 @@ ANY = "any"
 PHASES = {"forward": N_("forward"), "recompute": N_("recomputation"),
           "backward": N_("backward"), "loss": N_("loss"), "optimizer": N_("optimizer step")}
 STATISTICS = {Statistic.BATCHNORM_UPDATES: N_("Running-statistic updates (all batch norms)"),
-              Statistic.SIDE_EFFECTS: N_("Side effects counted (calls and losses appended)")}
+              Statistic.SIDE_EFFECTS: N_("Side effects counted (calls and losses appended)"),
+              Statistic.CACHED_TOKENS: N_("Tokens held in the key/value cache")}
 
 
 def _bytes(value: int | None) -> str:
@@ -80,7 +81,7 @@ def _rows(case: Case, r: CaseResult) -> list[tuple[str, Callable[[Measured], str
         rows.append((t("Largest running-statistic difference to the plain run"),
                      lambda m: _diff(m.statistic_diff)))
     rows.append((t("Loss"), lambda m: "—" if m.loss is None else fmt_decimal(m.loss, 4)))
-    rows.append((t("What torch said"), _said))
+    rows.append((t("What the library said"), _said))
     return rows
 
 
@@ -142,7 +143,7 @@ def _side(title: str, code: str, case: Case, r: CaseResult, m: Measured, shows: 
             st.markdown(f":green-badge[:material/check_circle: {label}]")
         said = m.error or m.warning
         if said:
-            st.caption(t("What torch said (its own words):"))
+            st.caption(t("What the library said (its own words):"))
             st.code(said, language=None, wrap_lines=True)
 
 

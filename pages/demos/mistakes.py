@@ -10,7 +10,7 @@ st.title(t("Why didn't it help? The classic mistakes"))
 st.markdown(t(
     "Pick what you saw. Each case runs three times on the lab's own small model, live: "
     "without checkpointing, the wrong way and the fixed way, and shows what this run "
-    "measured, why it happens, the one-line fix and what torch itself said."))
+    "measured, why it happens, the one-line fix and what the library itself said."))
 
 
 @st.fragment

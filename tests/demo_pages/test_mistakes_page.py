@@ -19,7 +19,7 @@ def test_a_linked_case_shows_wrong_and_fixed_measured(app_test: Callable) -> Non
     row = table[table["Measured"] == "Parameters without a gradient"].iloc[0]
     assert row["Plain run"] == "0" and row["Fixed way"] == "0"
     assert int(row["Wrong way"]) > 0  # measured: every weight of every block
-    said = table[table["Measured"] == "What torch said"].iloc[0]
+    said = table[table["Measured"] == "What the library said"].iloc[0]
     assert "None of the inputs have requires_grad=True" in said["Wrong way"]
     assert said["Fixed way"] == "—"
     assert "Symptom shown" in texts(at, "markdown") and "Symptom gone" in texts(at, "markdown")

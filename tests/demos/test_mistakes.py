@@ -97,6 +97,15 @@ def test_recompute_mismatch_raises_checkpoint_error(results) -> None:
     assert r.fixed.error is None and r.fixed.max_grad_diff == 0.0
 
 
+def test_use_cache_with_checkpointing_is_switched_off_with_a_warning(results) -> None:
+    r = results["use-cache-with-checkpointing"]
+    assert r.plain.statistic == CASE_CONFIG.seq_len  # without checkpointing: a full cache
+    assert r.plain.warning is None
+    assert r.wrong.statistic == 0  # switched off by the library ...
+    assert "incompatible with gradient checkpointing" in r.wrong.warning  # ... which says so
+    assert r.fixed.statistic == 0 and r.fixed.warning is None
+
+
 def test_symptoms_lead_to_cases() -> None:
     assert set(SYMPTOM_TITLES) == set(Symptom)
     for symptom in Symptom:
