@@ -207,7 +207,7 @@ def _tracked(model: nn.Module, step: Callable[[LiveTracker], torch.Tensor | None
             with tracker:
                 loss = step(tracker)
             out.loss = None if loss is None else float(loss.detach())
-        except (CheckpointError, RuntimeError) as error:
+        except CheckpointError as error:
             out.error, out.error_type = _first_line(str(error)), type(error).__name__
     out.seconds = time.perf_counter() - started
     out.peak, out.phase = tracker.peak_bytes, (tracker.peak_at or (None, None, None))[1]
