@@ -674,8 +674,8 @@ CASES: dict[str, Case] = {c.id: c for c in [
             "layers' weights get no gradient."),
          N_("Pass use_reentrant=False (or make the inputs require a gradient: "
             "enable_input_require_grads() in Hugging Face)."),
-         "x = checkpoint(block, x, use_reentrant=True)  # embeddings frozen",
-         "x = checkpoint(block, x, use_reentrant=False)",
+         "model.tok.requires_grad_(False)\nx = checkpoint(block, x, use_reentrant=True)",
+         "model.tok.requires_grad_(False)\nx = checkpoint(block, x, use_reentrant=False)",
          "in-practice", _frozen_inputs, _none_shows),
     Case("dropout-without-rng", frozenset({S.RESULTS_DIFFER}),
          N_("Dropout without the RNG state"),
