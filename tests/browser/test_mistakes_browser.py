@@ -18,7 +18,7 @@ CASE = "mistakes?case=reentrant-frozen-inputs"
 
 @pytest.mark.parametrize("code", ["en", "de", "vi"])
 def test_a_linked_case_opens_in_each_language(page: Page, app_url: str, code: str) -> None:
-    goto(page, app_url, f"{CASE}&lang={code}", timeout_ms=120_000)
+    goto(page, app_url, f"{CASE}&lang={code}", timeout_ms=180_000)
     expect(page.get_by_text("Page not found")).to_have_count(0)
     table = page.locator('[data-testid="stTable"]').first
     expect(table).to_contain_text(gettext(code, "Parameters without a gradient"))
@@ -31,9 +31,9 @@ def test_a_linked_case_opens_in_each_language(page: Page, app_url: str, code: st
 
 
 def test_the_symptom_picker_leads_to_a_case(page: Page, app_url: str) -> None:
-    goto(page, app_url, "mistakes?lang=en", timeout_ms=120_000)
+    goto(page, app_url, "mistakes?lang=en", timeout_ms=180_000)
     page.get_by_text("Some gradients are None").click()
-    wait_for_app(page, 120_000)
+    wait_for_app(page, 180_000)
     expect(page.get_by_text("Reentrant checkpoint with inputs that need no gradient").first
            ).to_be_visible()
     assert "symptom=gradients-none" in page.url
@@ -41,7 +41,7 @@ def test_the_symptom_picker_leads_to_a_case(page: Page, app_url: str) -> None:
 
 
 def test_a_case_fits_a_phone(phone: Page, app_url: str) -> None:
-    goto(phone, app_url, "mistakes?case=dropout-without-rng&lang=de", timeout_ms=120_000)
+    goto(phone, app_url, "mistakes?case=dropout-without-rng&lang=de", timeout_ms=180_000)
     table = phone.locator('[data-testid="stTable"]').first
     table.scroll_into_view_if_needed()
     screenshot(phone, "mistakes-phone-de")
