@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script: make demos/ importable
     sys.path.insert(0, str(ROOT))
 
-HELD_TOLERANCE = 0.01  # held bytes vs the prediction (the issue's 1%)
+HELD_TOLERANCE = 0.01  # held bytes vs the prediction: within 1%
 PEAK_WARN = 0.05  # allocator peak vs the prediction: workspaces and rounding, reported
 
 # --- wheels to carry ----------------------------------------------------------------------
@@ -232,7 +232,7 @@ def summarize_rows(rows: list[dict]) -> dict:
 
 
 def verify_bench(path: Path) -> dict:
-    """The bench's results against the issue's criteria, config by config."""
+    """The bench's results against the criteria (docs/GPU_CHECK.md), config by config."""
     data = json.loads(Path(path).read_text())
     configs = []
     for section in data["configs"]:
@@ -487,7 +487,7 @@ def _f3(x) -> str:
 
 
 def to_markdown(data: dict) -> str:
-    lines = ["# GPU checks (issue 15): what `python -m demos bench` does not cover", ""]
+    lines = ["# GPU checks: what `python -m demos bench` does not cover", ""]
     if "environment" in data:
         lines += [f"Device: {data['environment']}", ""]
     if "bench" in data:
