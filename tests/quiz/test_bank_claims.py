@@ -44,7 +44,7 @@ def test_hf_switch_teaches_the_current_release_and_what_changed(bank):
     installed = version("transformers")
     q = bank["hf-switch"]
     assert q.correct == frozenset({0})
-    assert facts.HF_TRANSFORMERS_VERSION == installed
+    assert installed == facts.HF_TRANSFORMERS_VERSION
     assert f"transformers {installed}" in q.prompt
     assert "activation_checkpointing_enable()" in q.prompt
     assert "gradient_checkpointing_enable() with no arguments" not in q.prompt
