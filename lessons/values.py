@@ -11,9 +11,6 @@ import math
 from fractions import Fraction
 from functools import cache
 
-from demos.config import ModelConfig, slider_ranges
-from demos.planner import course_examples
-from demos.theory import SEED_EXAMPLE, predicted_peak_where
 from i18n import DEFAULT, N_, format_decimal, format_percent, gettext, language
 from lessons import facts
 from lessons.catalog import lesson_count_text
@@ -43,8 +40,11 @@ from lessons.checkpoint_math import (
 )
 from lessons.memory_calculator import PRESETS, breakdown, bytes_per_parameter
 from lessons.stepper import simulate
+from memory.config import ModelConfig, slider_ranges
+from memory.theory import predicted_peak_where
+from memory.worked_examples import SEED_EXAMPLE, course_examples
 
-# The worked example of the source pages: a 2B-class model (written once, in demos.theory).
+# The worked example of the source pages: a 2B-class model (written once, in memory.theory).
 SEED = SEED_EXAMPLE
 STEPPER_EXAMPLE_LAYERS = 8
 CHUNK_TOKENS = 256
@@ -61,7 +61,7 @@ APPLY_VOCAB = 4_096
 
 def loss_peak_vocab(cfg: ModelConfig = LOGITS_DEMO, device: str = "cpu") -> int:
     """The smallest vocabulary on the demo's slider (its steps on `device`) at which the
-    theory (demos.theory.predicted_peak_where) puts `cfg`'s every-layer peak at the loss."""
+    theory (memory.theory.predicted_peak_where) puts `cfg`'s every-layer peak at the loss."""
     low, high, step = slider_ranges(device)["vocab"]
     return next(vocab for vocab in range(low, high + 1, step)
                 if predicted_peak_where(cfg.replace(vocab=vocab), "every-layer",

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 import pandas as pd
 import plotly.graph_objects as go
 
-from demos.config import ModelConfig
-from demos.figures import segment_figure, sweep_figure
+from demos.reports.figures import segment_figure, sweep_figure
 from i18n import N_, gettext
+from memory.config import ModelConfig
 
 # id -> (measured column, theory column, axis title, choice label)
 MEMORY_METRICS: dict[str, tuple[str, str, str, str]] = {
@@ -120,7 +120,7 @@ def curve_figure(name: str, frame: pd.DataFrame, config: ModelConfig, metric: st
     measured, theory, memory_title, _ = MEMORY_METRICS[metric]
     reference = None
     if curve.vary == "layers":  # what every-layer rebuilds at a time, whatever the depth
-        from demos.theory import predicted_block_bytes
+        from memory.theory import predicted_block_bytes
 
         reference = (gettext(lang, "one layer's internals"),
                      float(predicted_block_bytes(config)))
@@ -136,7 +136,7 @@ def curve_caption(name: str, frame: pd.DataFrame, config: ModelConfig, lang: str
     for the others, how the dots and dashed lines are drawn."""
     curve = CURVES[name]
     if curve.vary == "k":
-        from demos.figures import segment_verdict
+        from demos.reports.figures import segment_verdict
 
         return segment_verdict(frame, config.layers, x=_x_column(frame, curve), lang=lang)
     return gettext(lang, "Dots: measured · dashed lines: theory.")

@@ -40,7 +40,7 @@ def test_every_lesson_loads_with_its_widgets_takeaways_and_demo(path):
 @pytest.mark.parametrize("path", LESSON_PATHS)
 def test_demo_links_use_values_the_demo_pages_accept(path):
     """The query must survive the demo's validation on a CPU server (no clamping, no warning)."""
-    from demos.config import slider_ranges
+    from memory.config import slider_ranges
     from ui.demo_curves import CURVES
 
     ranges = slider_ranges("cpu")
