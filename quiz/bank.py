@@ -235,8 +235,8 @@ class CueReport:
     def describe(self) -> str:
         return (f"cues over {self.items} single-answer items: right option longest "
                 f"{self.longest:.0%}, only one with a number {self.only_number:.0%}, "
-                f"'drop absolutes, prefer hedges' scores {self.hedge_rule:.0%} "
-                f"(right option kept alone in {self.hedge_rule_outright}) "
+                f"'drop absolutes, prefer hedges' scores {self.hedge_rule:.0%}, keeping "
+                f"only the right option in {self.hedge_rule_outright} items "
                 f"(chance {self.chance:.0%}; longest must stay at most "
                 f"{MAX_LONGEST_SHARE:.0%}, the hedge rule within "
                 f"{MAX_HEDGE_RULE_ABOVE_CHANCE:.0%} of chance); "
