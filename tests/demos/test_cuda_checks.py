@@ -1,4 +1,4 @@
-"""Issue 15's engine checks (benchmarks/gpu_check.py): bytes per layer against the formula,
+"""The GPU proof's engine checks (benchmarks/gpu_check.py): bytes per layer against the formula,
 faults, and two runs at once. The CUDA cases skip without a GPU; the same functions run
 here on the CPU at a tiny size, so the GPU script cannot hold dead code."""
 
