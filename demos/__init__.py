@@ -14,9 +14,8 @@ Modules, by what they hold:
     results     the records a measurement returns (Comparison, StrategyResult, ...)
     report, figures   tables, sentences and Plotly figures of those records
     sweep, fit, training   sweeps, "what fits", loss curves
-    mistakes    the lab of mistakes: classic checkpointing mistakes run wrong and fixed
     device      device detection and a fair FIFO queue for one device
-    cli, bench  python -m demos compare | sweep | bench | mistakes
+    cli, bench  python -m demos compare | sweep | bench
 """
 
 import os

@@ -1,6 +1,6 @@
 """The lab of mistakes on a page: a symptom-first picker, then one case (linkable as
 ?case=<id>) run the wrong and the fixed way beside a plain run, with what this run
-measured, why, the one-line fix and torch's own words. The cases are demos.mistakes."""
+measured, why, the one-line fix and torch's own words. The cases are demos.engine.mistakes."""
 
 from __future__ import annotations
 
@@ -9,9 +9,17 @@ from collections.abc import Callable
 import pandas as pd
 import streamlit as st
 
-from demos.mistakes import CASES, SYMPTOM_TITLES, Case, CaseResult, Measured, Statistic, Symptom
-from demos.units import format_bytes
+from demos.engine.mistakes import (
+    CASES,
+    SYMPTOM_TITLES,
+    Case,
+    CaseResult,
+    Measured,
+    Statistic,
+    Symptom,
+)
 from i18n import N_
+from i18n.units import format_bytes
 from ui import demo_display as display
 from ui import demo_runner as runner
 from ui import query

@@ -9,9 +9,9 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from i18n import gettext
-from i18n.checks import untranslated_on_page
 from tests.browser.layout import within_width
 from tests.helpers import goto, screenshot, wait_for_app
+from tools.translations import untranslated_on_page
 
 CASE = "mistakes?case=reentrant-frozen-inputs"
 

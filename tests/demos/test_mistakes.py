@@ -9,8 +9,7 @@ import json
 import pytest
 
 from demos.cli import main
-from demos.jobs import Job, decode_result, encode_result
-from demos.mistakes import (
+from demos.engine.mistakes import (
     CASE_CONFIG,
     CASES,
     PEAK_TOLERANCE,
@@ -20,6 +19,7 @@ from demos.mistakes import (
     cases_for,
     run_case,
 )
+from demos.runtime.jobs import Job, decode_result, encode_result
 
 
 @pytest.fixture(scope="module")
