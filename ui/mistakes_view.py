@@ -51,7 +51,8 @@ def _phase(m: Measured) -> str:
 
 
 def _total(m: Measured) -> int | None:
-    return None if m.state_bytes is None else (m.peak_bytes or 0) + m.state_bytes
+    """The whole peak: the weights plus the live peak above them."""
+    return None if m.parameter_bytes is None else (m.peak_bytes or 0) + m.parameter_bytes
 
 
 def _said(m: Measured) -> str:

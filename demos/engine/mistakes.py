@@ -92,7 +92,8 @@ class Measured:
     loss: float | None = None
     statistic: float | None = None  # the case's Statistic, counted
     statistic_diff: float | None = None  # largest |running statistic - plain run's|
-    state_bytes: int | None = None  # parameters + gradients + optimizer state
+    state_bytes: int | None = None  # parameters + gradients + optimizer state, after the step
+    parameter_bytes: int | None = None  # the weights (not counted in peak_bytes)
     warning: str | None = None  # the first warning torch raised
     error: str | None = None  # the error torch raised (first line)
     error_type: str | None = None
@@ -496,7 +497,8 @@ def _state_run(runner: BlockRunner, freeze_large: bool) -> Measured:
         return loss
 
     s = _tracked(model, step, (idx, tgt))
-    return _measured(s, state_bytes=_state_bytes(model, optimizer))
+    return _measured(s, state_bytes=_state_bytes(model, optimizer),
+                     parameter_bytes=model.param_bytes())
 
 
 def _not_activations() -> tuple[Measured, Measured, Measured, dict[str, Any]]:
@@ -507,8 +509,9 @@ def _not_activations() -> tuple[Measured, Measured, Measured, dict[str, Any]]:
 
 
 def _total(m: Measured) -> int:
-    """Parameters, gradients and optimizer state plus the live peak above the parameters."""
-    return (m.peak_bytes or 0) + (m.state_bytes or 0)
+    """The whole peak: the weights plus the live peak above them (which holds the
+    gradients and the optimizer state made during the step)."""
+    return (m.peak_bytes or 0) + (m.parameter_bytes or 0)
 
 
 def _state_shows(m: Measured, plain: Measured) -> bool:
