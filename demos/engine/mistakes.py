@@ -146,6 +146,9 @@ class Case:
     run: Callable[[], tuple[Measured, Measured, Measured, dict[str, Any]]]
     shows: Callable[[Measured, Measured], bool]  # (run, plain) -> did the symptom show
     statistic: Statistic = Statistic.NONE
+    # seconds the three runs take on an idle 2-core CPU once torch is warm, in the unit of
+    # memory.theory.cpu_seconds: the demo service's wait estimates and speed history use it
+    estimate_s: float = 0.2
 
 
 # ---------------------------------------------------------------- measuring helpers
@@ -669,7 +672,7 @@ CASES: dict[str, Case] = {c.id: c for c in [
          N_("Checkpoint each layer (or short runs of layers), not the whole stack."),
          "loss = checkpoint(model, idx, targets, use_reentrant=False)",
          "for block in blocks:\n    x = checkpoint(block, x, use_reentrant=False)",
-         "how-many", _whole_model, _whole_model_shows),
+         "how-many", _whole_model, _whole_model_shows, estimate_s=0.5),
     Case("reentrant-frozen-inputs", frozenset({S.GRADIENTS_NONE, S.WARNING}),
          N_("Reentrant checkpoint with inputs that need no gradient"),
          N_("The reentrant variant runs the layer under no_grad and builds its graph only "
@@ -679,7 +682,7 @@ CASES: dict[str, Case] = {c.id: c for c in [
             "enable_input_require_grads() in Hugging Face)."),
          "model.tok.requires_grad_(False)\nx = checkpoint(block, x, use_reentrant=True)",
          "model.tok.requires_grad_(False)\nx = checkpoint(block, x, use_reentrant=False)",
-         "in-practice", _frozen_inputs, _none_shows),
+         "in-practice", _frozen_inputs, _none_shows, estimate_s=0.12),
     Case("dropout-without-rng", frozenset({S.RESULTS_DIFFER}),
          N_("Dropout without the RNG state"),
          N_("Without the saved random state the recomputation draws new dropout masks, so "
@@ -687,7 +690,7 @@ CASES: dict[str, Case] = {c.id: c for c in [
          N_("Keep the default preserve_rng_state=True."),
          "checkpoint(block, x, use_reentrant=False, preserve_rng_state=False)",
          "checkpoint(block, x, use_reentrant=False)",
-         "cost-and-correctness", _dropout_rng, _differ_shows),
+         "cost-and-correctness", _dropout_rng, _differ_shows, estimate_s=0.18),
     Case("batchnorm-in-checkpoint", frozenset({S.RESULTS_DIFFER}),
          N_("Batch norm inside a checkpoint in training mode"),
          N_("The recomputation runs the batch norm again in training mode, so its running "
@@ -695,7 +698,8 @@ CASES: dict[str, Case] = {c.id: c for c in [
          N_("Keep the batch norm outside the checkpointed function (or use LayerNorm)."),
          "x = checkpoint(block_with_batchnorm, x, use_reentrant=False)",
          "y = checkpoint(block.fc, x, use_reentrant=False)\nx = x + F.gelu(block.bn(y))",
-         "cost-and-correctness", _batchnorm, _statistic_shows, Statistic.BATCHNORM_UPDATES),
+         "cost-and-correctness", _batchnorm, _statistic_shows, Statistic.BATCHNORM_UPDATES,
+         estimate_s=0.07),
     Case("side-effects-twice", frozenset({S.RESULTS_DIFFER}),
          N_("Side effects inside a checkpointed function"),
          N_("Everything the function does runs again in backward: a counter counts twice "
@@ -706,7 +710,8 @@ CASES: dict[str, Case] = {c.id: c for c in [
          "x = checkpoint(fn, x, use_reentrant=False)",
          "calls += 1; aux.append(x.pow(2).mean())\n"
          "x = checkpoint(block, x, use_reentrant=False)",
-         "cost-and-correctness", _side_effects, _statistic_shows, Statistic.SIDE_EFFECTS),
+         "cost-and-correctness", _side_effects, _statistic_shows, Statistic.SIDE_EFFECTS,
+         estimate_s=0.17),
     Case("activations-not-the-problem", frozenset({S.PEAK_DID_NOT_DROP}),
          N_("Activations are not the problem"),
          N_("Here weights, gradients and the optimizer's two moments set the peak; "
@@ -715,7 +720,7 @@ CASES: dict[str, Case] = {c.id: c for c in [
             "and head), a lighter optimizer state, or lower precision."),
          "for block in blocks:\n    x = checkpoint(block, x, use_reentrant=False)",
          "model.tok.weight.requires_grad_(False)\nmodel.head.weight.requires_grad_(False)",
-         "why-memory", _not_activations, _state_shows),
+         "why-memory", _not_activations, _state_shows, estimate_s=0.32),
     Case("no-grad-or-eval", frozenset({S.WARNING, S.PEAK_DID_NOT_DROP}),
          N_("Checkpointing under no_grad or in eval mode"),
          N_("Without autograd nothing is saved for a backward, so there is nothing to "
@@ -724,7 +729,7 @@ CASES: dict[str, Case] = {c.id: c for c in [
          "model.eval()\nwith torch.no_grad():\n    x = checkpoint(block, x, use_reentrant=True)",
          "if block.training and torch.is_grad_enabled():\n"
          "    x = checkpoint(block, x, use_reentrant=True)\nelse:\n    x = block(x)",
-         "cost-and-correctness", _no_grad, _warning_shows),
+         "cost-and-correctness", _no_grad, _warning_shows, estimate_s=0.05),
     Case("recompute-mismatch", frozenset({S.WARNING}),
          N_("Recomputation that does not match"),
          N_("A setting that decides a shape changed between the forward and backward, so "
@@ -734,7 +739,7 @@ CASES: dict[str, Case] = {c.id: c for c in [
             "function as arguments."),
          "loss = model(x)\nmodel.keep += 8  # before backward\nloss.backward()",
          "loss = model(x)\nloss.backward()\nmodel.keep += 8",
-         "how-it-works", _mismatch, _error_shows),
+         "how-it-works", _mismatch, _error_shows, estimate_s=0.12),
     Case("use-cache-with-checkpointing", frozenset({S.WARNING}),
          N_("use_cache=True with checkpointing in Hugging Face"),
          N_("A key/value cache only speeds up generation; in training with checkpointing "
@@ -746,7 +751,7 @@ CASES: dict[str, Case] = {c.id: c for c in [
          "use_cache=True)",
          "model.config.use_cache = False\nmodel.activation_checkpointing_enable()\n"
          "model(input_ids, labels=labels)",
-         "in-practice", _hf_cache, _warning_shows, Statistic.CACHED_TOKENS),
+         "in-practice", _hf_cache, _warning_shows, Statistic.CACHED_TOKENS, estimate_s=0.4),
 ]}
 del S
 

@@ -124,6 +124,10 @@ class Job:
     def step_work(self, index: int, device_kind: str = "cpu") -> float:
         """A step's work in CPU-estimate seconds (memory.theory.cpu_seconds); the service
         scales it by what this device measured."""
+        if self.kind == "mistakes":  # a case's own small models: its record's estimate
+            from demos.engine.mistakes import CASES
+
+            return CASES[self.option("cases")[index]].estimate_s
         return theory.cpu_seconds(self.step_runs(index, device_kind))
 
     def work(self, device_kind: str = "cpu") -> float:
