@@ -50,6 +50,7 @@ class Architecture:
     source: str = ""  # where the numbers come from
     published_params: int | None = None  # the parameter count its publisher states
     family: str = ""  # Hugging Face model_type (gpt2, llama, mistral, qwen2, gemma ...)
+    head_size: int = 0  # a config's own head_dim where it is not hidden / heads (Gemma 7B)
 
     @property
     def kind(self) -> str:
@@ -57,7 +58,7 @@ class Architecture:
 
     @property
     def head_dim(self) -> int:
-        return self.hidden // self.heads
+        return self.head_size or self.hidden // self.heads
 
     def with_(self, **changes: object) -> Architecture:
         return replace(self, **changes)
@@ -98,7 +99,7 @@ class Architecture:
         for name in ("layers", "hidden", "heads", "kv_heads", "mlp_width", "vocab"):
             if getattr(self, name) < 1:
                 raise ShapeError("at-least-one", f"{name} must be at least 1", field=name)
-        if self.hidden % self.heads:
+        if self.hidden % self.heads and not self.head_size:
             raise ShapeError("hidden-heads", f"hidden={self.hidden} must be a multiple of "
                              f"heads={self.heads}", hidden=self.hidden, heads=self.heads)
         if self.heads % self.kv_heads:

@@ -146,6 +146,8 @@ def hf_code(p: PlannerInputs, code: str = DEFAULT) -> str:
     elif not (fsdp and strategy == "every-layer"):
         lines.append("    activation_checkpointing=False,  # " + (
             gettext(code, "set on the model above") if model_level else
+            gettext(code, "not in the Trainer: see the PyTorch code")
+            if strategy in ("two-layer", "budget") else
             gettext(code, "not needed: it fits without")))
     if p.chunked_loss:
         lines.append("    use_liger_kernel=True,  # " + gettext(
