@@ -3,7 +3,6 @@ or a script (--json for one JSON object)."""
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
