@@ -417,8 +417,9 @@ def _advice_title(step: recommend_module.Advice) -> str:
 
 
 def plan_title(rec: recommend_module.Recommendation) -> str:
-    """The whole plan in one line: every step's name."""
-    return " + ".join(_advice_title(step) for step in rec.steps)
+    """The whole plan in one line: every step's name (the GPU count follows it)."""
+    return " + ".join(word(step.action) if step.action == "more-gpus" else
+                      _advice_title(step) for step in rec.steps)
 
 
 def _steps(rec: recommend_module.Recommendation, gpu: int) -> None:

@@ -240,3 +240,53 @@ def test_fsdp_wraps_each_decoder_layer_and_checkpoints_through_fsdp(family, laye
     plugin = FullyShardedDataParallelPlugin(**args.fsdp_plugin_args)
     assert plugin.activation_checkpointing and plugin.fsdp_version == 2
     assert "--num_processes 4" in code
+
+
+def _kept_by_one_layer(attn: str, batch: int, seq: int) -> int:
+    """Bytes the second decoder layer of a tiny LlamaForCausalLM (fp32) saves for backward,
+    each storage once; the weights and the rotary cos/sin (made once, shared by every
+    layer) left out."""
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(TINY["llama"](),
+                                                          attn_implementation=attn)
+    model.train()
+    layer = _layers(model)[1]
+    skip = {q.untyped_storage().data_ptr() for q in model.parameters()}
+    on, kept = [False], {}
+
+    def start(module, args, kwargs) -> None:
+        on[0] = True
+        skip.update(t.untyped_storage().data_ptr() for t in kwargs["position_embeddings"])
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        storage = t.untyped_storage()
+        if on[0] and storage.data_ptr() not in skip:
+            kept[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    layer.register_forward_pre_hook(start, with_kwargs=True)
+    layer.register_forward_hook(lambda *a: on.__setitem__(0, False))
+    ids = torch.randint(0, 128, (batch, seq))
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(input_ids=ids, labels=ids)
+    return sum(kept.values())
+
+
+def test_the_selective_row_is_what_the_printed_switch_keeps() -> None:
+    """An eager-attention plan's selective row keeps, per layer, exactly what the real
+    Llama layer keeps once the printed code switches it to SDPA; the plain eager layer
+    keeps the scores on top (both measured, fp32, CPU)."""
+    from memory.hf_config import architecture
+    from memory.layer import layer_bytes
+
+    batch, seq = 2, 32
+    arch = architecture(TINY["llama"]().to_json_string())
+    eager = P.PlannerInputs(arch, seq=seq, batch=batch, precision="fp32", device="cpu",
+                            fused=False)
+    sdpa_bytes = _kept_by_one_layer("sdpa", batch, seq)
+    assert P.activations(eager, "selective").kept == arch.layers * sdpa_bytes
+    assert layer_bytes(eager.with_(fused=True).tensors()) == sdpa_bytes
+    eager_bytes = _kept_by_one_layer("eager", batch, seq)
+    assert P.activations(eager, "none").kept == arch.layers * eager_bytes > arch.layers * sdpa_bytes
+    code = hf_module.hf_code(eager.with_(strategy="selective"))
+    assert 'attn_implementation="sdpa"' in code
