@@ -181,8 +181,10 @@ def _replay(q: PlannerInputs, step: Advice) -> PlannerInputs:
         return q.with_(batch=1, accumulation=q.accumulation * q.batch)
     if a == "adamw-8bit":
         return q.with_(optimizer="adamw-8bit")
-    if a == "more-gpus":
-        return q.with_(shards=int(step.value or q.shards))
+    if a == "more-gpus":  # the same tokens per optimizer step: less accumulation
+        n = int(step.value or q.shards)
+        total = q.accumulation * q.shards
+        return q.with_(shards=n, accumulation=total // n if total % n == 0 else q.accumulation)
     if a in ("lora", "qlora"):
         return q.with_(tuning=a)
     raise ValueError(f"unknown step {a!r}")

@@ -86,7 +86,8 @@ REASONS: dict[str, str] = {
         "train."),
     "four-bit-base": N_("The frozen base weights are stored in 4 bits instead of 16."),
     "shard-the-state": N_(
-        "FSDP / ZeRO-3 splits weights, gradients and optimizer state over the GPUs."),
+        "FSDP / ZeRO-3 splits weights, gradients and optimizer state over the GPUs; fewer "
+        "accumulation steps keep the tokens per optimizer step."),
     "same-tokens-per-step-with-accumulation": N_(
         "A smaller micro-batch with more accumulation steps keeps the tokens per optimizer "
         "step and shrinks activations and logits."),

@@ -82,6 +82,8 @@ def test_the_issue_case_full_8b_on_one_80gb_gpu_shards() -> None:
     assert rec.steps[0].action == "every-layer" and not rec.steps[0].fits
     assert rec.steps[-1].action == "more-gpus" and rec.steps[-1].choice and rec.gpus > 1
     assert any(a.inputs.tuning != "full" for a in rec.alternatives)
+    # the same tokens per optimizer step on more GPUs: less accumulation
+    assert rec.inputs.accumulation * rec.gpus == p.accumulation * p.shards
 
 
 def test_only_some_layers_when_they_alone_fit() -> None:
