@@ -103,7 +103,11 @@ def hf_code(p: PlannerInputs, code: str = DEFAULT) -> str:
                   "quantization = BitsAndBytesConfig(",
                   "    load_in_4bit=True,", '    bnb_4bit_quant_type="nf4",',
                   "    bnb_4bit_use_double_quant=True,",
-                  "    bnb_4bit_compute_dtype=torch.bfloat16,", ")"]
+                  "    bnb_4bit_compute_dtype=torch.bfloat16,"]
+        if fsdp:  # FSDP shards flat tensors of one dtype: the 4-bit weights stored as bf16
+            lines.append("    bnb_4bit_quant_storage=torch.bfloat16,  # " + gettext(
+                code, "so that FSDP can shard the 4-bit weights"))
+        lines.append(")")
     lines += ["model = AutoModelForCausalLM.from_pretrained(",
               f'    "{model_id(p)}",', f"    dtype={dtype},"]
     note = (gettext(code, "a fused kernel: it recomputes the attention scores in backward")

@@ -290,3 +290,10 @@ def test_the_selective_row_is_what_the_printed_switch_keeps() -> None:
     assert P.activations(eager, "none").kept == arch.layers * eager_bytes > arch.layers * sdpa_bytes
     code = hf_module.hf_code(eager.with_(strategy="selective"))
     assert 'attn_implementation="sdpa"' in code
+
+
+def test_qlora_over_fsdp_stores_the_4bit_weights_as_bf16(monkeypatch, tmp_path) -> None:
+    p = _inputs("qwen2", tuning="qlora", strategy="every-layer", shards=2, precision="mixed")
+    run = run_script(hf_module.hf_code(p), "qwen2", monkeypatch, tmp_path, 1, 2, fsdp=True)
+    assert run.loaded["quantization_config"].bnb_4bit_quant_storage == torch.bfloat16
+    assert run.fsdp_args.fsdp_config["transformer_layer_cls_to_wrap"] == ["Qwen2DecoderLayer"]
