@@ -119,6 +119,17 @@ def run_script(code: str, family: str, monkeypatch, tmp_path, batch: int, accumu
     return run
 
 
+def _state_bytes_per_param(trainer) -> float:
+    """The optimizer's state after the run, bytes per trained parameter (per-parameter
+    tensors only: AdamW's step counters are scalars)."""
+    optimizer = getattr(trainer.optimizer, "optimizer", trainer.optimizer)
+    params = [q for group in optimizer.param_groups for q in group["params"]]
+    state = sum(t.numel() * t.element_size() for q in params
+                for t in optimizer.state[q].values()
+                if isinstance(t, torch.Tensor) and t.numel() == q.numel())
+    return state / sum(q.numel() for q in params)
+
+
 def _inputs(family: str, **changes) -> P.PlannerInputs:
     return P.PlannerInputs(PRESETS[PRESET_OF[family]], batch=1, accumulation=2, **changes)
 
@@ -139,6 +150,9 @@ def test_every_layer_through_the_trainer(family, monkeypatch, tmp_path) -> None:
     assert _checkpointed(run) == [True] * 4
     assert type(run.trainer.optimizer.optimizer if hasattr(run.trainer.optimizer, "optimizer")
                 else run.trainer.optimizer).__name__ == "AdamW"
+    from memory.precisions import OPTIMIZERS
+
+    assert _state_bytes_per_param(run.trainer) == OPTIMIZERS["adamw"].state_bytes
     assert run.loaded["dtype"] == torch.float32 and run.loaded["attn"] == "sdpa"
 
 
@@ -178,7 +192,10 @@ def test_sgd_with_momentum_is_what_the_trainer_builds(monkeypatch, tmp_path) -> 
     optimizer = getattr(optimizer, "optimizer", optimizer)
     assert isinstance(optimizer, torch.optim.SGD)
     assert optimizer.param_groups[0]["momentum"] == 0.9
-    assert optimizer.state  # a momentum buffer per parameter: the state the plan counts
+    from memory.precisions import OPTIMIZERS
+
+    # one fp32 momentum buffer per parameter: the state the plan counts
+    assert _state_bytes_per_param(run.trainer) == OPTIMIZERS["sgd-momentum"].state_bytes
 
 
 @pytest.mark.parametrize("family,targets", [("llama", "all-linear"), ("qwen2", "attention"),
