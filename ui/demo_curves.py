@@ -82,9 +82,9 @@ CURVES: dict[str, Curve] = {
             "boundaries (the diamonds fall with k); large k rebuilds a big segment at once "
             "(the peak rises with k). In general the peak is U-shaped, with its bottom at "
             "k ≈ √(N · boundary size / layer size) (Chen et al.). A transformer block's "
-            "internals are about 16× its input, so for N ≤ 32 the bottom sits at k ≈ 1: the "
+            "internals are about 16× its input, so for N ≤ 35 the bottom sits at k = 1: the "
             "curve mostly rises, and **checkpointing every layer beats √N segments**. "
-            "Deeper models move the bottom to k = 2 and up (from about 35 layers, two-layer "
+            "Deeper models move the bottom to k = 2 and up (from 36 layers on, two-layer "
             "segments beat every layer); √N segments are best only when a layer's "
             "internals are about as small as its input, as in the plain chains Chen et al. "
             "analysed."),

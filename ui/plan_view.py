@@ -92,8 +92,9 @@ REASONS: dict[str, str] = {
         "A smaller micro-batch with more accumulation steps keeps the tokens per optimizer "
         "step and shrinks activations and logits."),
     "state-in-host-memory": N_(
-        "The optimizer state lives in CPU memory (ZeRO-Offload), at the cost of transfers "
-        "each step."),
+        "FSDP's CPU offload keeps the parameter shards, their gradients and the optimizer "
+        "state in CPU memory and runs the optimizer step there: more than ZeRO-Offload, "
+        "which leaves the parameters on the GPU. Every step pays the transfers."),
     "nothing-fits": N_(
         "Even with all of the above this does not fit: shorten the sequence, use more GPUs "
         "or a bigger one."),
