@@ -19,7 +19,7 @@ code on tiny random-init models of each family):
 * SGD with momentum: `optim="sgd"` with `optim_args="momentum=0.9"`
   (transformers/trainer_optimizer.py, _get_sgd; without it torch's SGD has no momentum).
 * The chunked loss: `use_liger_kernel=True` (Liger Kernel's fused linear + cross-entropy;
-  the package `liger-kernel`, CUDA only).
+  the package `liger-kernel`, Triton kernels for a GPU).
 """
 
 from __future__ import annotations

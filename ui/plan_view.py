@@ -63,8 +63,9 @@ REASONS: dict[str, str] = {
         "Everything fits as it is: checkpointing would only make each step slower, so leave "
         "it off (and check that your recipe does not switch it on)."),
     "scores-are-cheap-to-recompute": N_(
-        "The attention scores are large in memory but cheap to compute: recomputing only "
-        "them fits for a few percent more arithmetic."),
+        "The attention scores are large in memory but cheap to compute: the fused attention "
+        "kernel (SDPA) keeps none of them and recomputes them in its backward. Switching "
+        "to it fits, for a few percent more arithmetic."),
     "only-as-many-layers-as-needed": N_(
         "Checkpointing only as many layers as needed to fit recomputes the fewest layers."),
     "every-layer-keeps-least": N_(
