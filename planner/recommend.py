@@ -28,7 +28,8 @@ from memory.layer import layer_bytes
 LESSONS = {  # lesson slug (lessons.catalog) that explains each advice
     "none": "cost-and-correctness", "selective": "language-models", "some-layers": "how-many",
     "two-layer": "how-many", "every-layer": "how-it-works", "budget": "cost-and-correctness",
-    "chunked-loss": "large-vocabularies", "adamw-8bit": "why-memory", "lora": "in-practice",
+    "chunked-loss": "large-vocabularies", "fused-attention": "language-models",
+    "adamw-8bit": "why-memory", "lora": "in-practice",
     "qlora": "in-practice", "more-gpus": "in-practice", "smaller-batch": "in-practice",
     "offload": "in-practice",
 }
@@ -124,6 +125,9 @@ def _remedies(q: PlannerInputs) -> list[tuple[str, str, PlannerInputs, int | Non
     """The changes that keep the task (same model, method, GPUs and tokens per step), in the
     course's order, that apply to `q`."""
     out: list[tuple[str, str, PlannerInputs, int | None]] = []
+    if not q.fused:
+        out.append(("fused-attention", "fused-kernel-keeps-no-scores", q.with_(fused=True),
+                    None))
     if not q.chunked_loss:
         out.append(("chunked-loss", "loss-in-chunks", q.with_(chunked_loss=True), None))
     if q.batch > 1:
@@ -135,7 +139,7 @@ def _remedies(q: PlannerInputs) -> list[tuple[str, str, PlannerInputs, int | Non
     return out
 
 
-REMEDY_ORDER = ("chunked-loss", "smaller-batch", "adamw-8bit")
+REMEDY_ORDER = ("fused-attention", "chunked-loss", "smaller-batch", "adamw-8bit")
 
 
 def _in_task(p: PlannerInputs) -> list[Advice]:
@@ -177,6 +181,8 @@ def _replay(q: PlannerInputs, step: Advice) -> PlannerInputs:
         return q.with_(strategy=a, some_layers=int(step.value or q.some_layers))
     if a == "chunked-loss":
         return q.with_(chunked_loss=True)
+    if a == "fused-attention":
+        return q.with_(fused=True)
     if a == "smaller-batch":
         return q.with_(batch=1, accumulation=q.accumulation * q.batch)
     if a == "adamw-8bit":
@@ -211,7 +217,8 @@ def _with_choices(p: PlannerInputs, base: list[Advice],
 def recommend(p: PlannerInputs, max_shards: int = 64) -> Recommendation:
     """The course's procedure. Keeping the task: the cheapest checkpointing that fits on its
     own; else every layer, then a chunked loss, a smaller micro-batch with more
-    accumulation, 8-bit AdamW (each kept if it helps). If that is not enough, the changes
+    accumulation, 8-bit AdamW (each kept if it helps; the fused attention kernel first
+    where the plan starts with eager attention). If that is not enough, the changes
     that alter the task are offered as choices, each a whole plan: more GPUs (FSDP /
     ZeRO-3, the fewest that fit) before changing the method, then LoRA, then QLoRA. The
     first that fits is the recommendation, the others its alternatives."""

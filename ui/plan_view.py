@@ -46,6 +46,7 @@ WORDS: dict[str, str] = {
     "chunked-loss": N_("Chunked loss"), "lora": N_("LoRA adapters"),
     "qlora": N_("QLoRA (4-bit base)"), "more-gpus": N_("Shard over more GPUs"),
     "adamw-8bit": N_("8-bit AdamW"),
+    "fused-attention": N_("Fused attention (SDPA)"),
     "smaller-batch": N_("Micro-batch 1 with more accumulation"),
     "offload": N_("Offload to CPU memory"),
     # inputs
@@ -66,6 +67,9 @@ REASONS: dict[str, str] = {
         "The attention scores are large in memory but cheap to compute: the fused attention "
         "kernel (SDPA) keeps none of them and recomputes them in its backward. Switching "
         "to it fits, for a few percent more arithmetic."),
+    "fused-kernel-keeps-no-scores": N_(
+        "The layer being rebuilt still holds its attention scores with eager attention; the "
+        "fused kernel (SDPA) keeps none of them and recomputes them in its backward."),
     "only-as-many-layers-as-needed": N_(
         "Checkpointing only as many layers as needed to fit recomputes the fewest layers."),
     "every-layer-keeps-least": N_(

@@ -211,8 +211,8 @@ def test_when_nothing_fits_the_other_tools_come_in_order() -> None:
     rec = recommend_module.recommend(p)
     actions = [s.action for s in rec.steps]
     assert rec.fits and actions[0] == "every-layer"
-    order = ["every-layer", "chunked-loss", "smaller-batch", "adamw-8bit", "lora", "qlora",
-             "more-gpus"]
+    order = ["every-layer", "fused-attention", "chunked-loss", "smaller-batch", "adamw-8bit",
+             "lora", "qlora", "more-gpus"]
     kept = [a for a in actions if not rec.steps[actions.index(a)].choice]
     assert kept == sorted(kept, key=order.index)
     peaks = [s.peak for s in rec.steps]

@@ -24,6 +24,7 @@ MARKERS = {  # what the script must contain for each step
     "selective": ('attn_implementation="sdpa"',),
     "none": ("activation_checkpointing=False",),
     "chunked-loss": ("use_liger_kernel=True",),
+    "fused-attention": ('attn_implementation="sdpa"',),
     "smaller-batch": ("per_device_train_batch_size=1",),
     "adamw-8bit": ('optim="adamw_8bit"',),
     "lora": ("LoraConfig(", "get_peft_model("),
@@ -31,10 +32,11 @@ MARKERS = {  # what the script must contain for each step
 }
 
 
-@pytest.mark.parametrize("key,gpus,tuning,gpu", list(itertools.product(
-    PRESETS, (1, 8), P.TUNINGS, ("a10", "h100"))))
-def test_every_plan_is_consistent(key, gpus, tuning, gpu) -> None:
-    p = P.PlannerInputs(PRESETS[key], shards=gpus, tuning=tuning, batch=2,
+@pytest.mark.parametrize("key,gpus,tuning,gpu,fused", [
+    *itertools.product(PRESETS, (1, 8), P.TUNINGS, ("a10", "h100"), (True,)),
+    *itertools.product(PRESETS, (1, 8), P.TUNINGS, ("h100",), (False,))])
+def test_every_plan_is_consistent(key, gpus, tuning, gpu, fused) -> None:
+    p = P.PlannerInputs(PRESETS[key], shards=gpus, tuning=tuning, batch=2, fused=fused,
                         gpu_bytes=GPUS[gpu].bytes)
     plan = recommend_module.plan(p)
     rec = plan.recommendation
