@@ -198,6 +198,8 @@ def _config_json() -> Architecture | str:
                         placeholder='{"model_type": "llama", "hidden_size": 4096, ...}',
                         help=t("The config.json of a Hugging Face model (GPT-2, Llama, "
                                "Mistral, Qwen2 or Gemma family), as on its Hub page."))
+    st.caption(t("A pasted config.json stays in this session; the link carries the other "
+                 "settings."))
     if not text.strip():
         return t("Paste a config.json to plan for your own model.")
     try:
