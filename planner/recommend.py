@@ -144,7 +144,8 @@ REMEDY_ORDER = ("fused-attention", "chunked-loss", "smaller-batch", "adamw-8bit"
 
 def _in_task(p: PlannerInputs) -> list[Advice]:
     """Without changing the task: the cheapest checkpointing that fits alone; else every
-    layer, then the other tools in order, each kept only if it cuts the peak."""
+    layer, then the other tools in order, each kept only if it cuts the peak (by MIN_GAIN,
+    or enough to fit)."""
     choice = _checkpointing_choice(p)
     if choice is not None:
         return [choice]
@@ -157,7 +158,7 @@ def _in_task(p: PlannerInputs) -> list[Advice]:
         if action not in options:
             continue
         reason, changed, value = options[action]
-        if peak_bytes(changed) < (1 - MIN_GAIN) * peak_bytes(q):
+        if fits(changed) or peak_bytes(changed) < (1 - MIN_GAIN) * peak_bytes(q):
             q = changed
             steps.append(_step(action, reason, q, value))
     return steps
