@@ -8,7 +8,7 @@ from __future__ import annotations
 from i18n import DEFAULT, N_, gettext, ngettext
 from memory.footprint import PlannerInputs
 from planner.compiler_code import compiler_code
-from planner.snippets import docstring
+from planner.snippets import comment, docstring
 
 _TORCH_HEAD = '''{imports}import torch
 from torch import nn
@@ -91,7 +91,11 @@ def torch_code(p: PlannerInputs, code: str = DEFAULT) -> str:
                     "Runs `layers` (an nn.ModuleList of decoder layers), checkpointing the "
                     "first {count} layers.", k)
            if p.strategy == "some-layers" else gettext(code, _TORCH_DOC[p.strategy]))
-    head = (_TORCH_HEAD.replace("{doc}", docstring(doc, "    ")).replace("{imports}", "")
+    note = "\n".join(comment(gettext(
+        code, "For layers called as layer(x), as in your own model; the decoder layers of a "
+              "Hugging Face model take more arguments: use the Hugging Face code there.")))
+    head = (_TORCH_HEAD.replace("{doc}", docstring(doc, "    "))
+            .replace("{imports}", note + "\n")
             .replace("{cls}", "Layers" if p.strategy == "none" else "Checkpointed"))
     if p.strategy == "none":
         head = head.replace("from torch.utils.checkpoint import {names}\n", "")
