@@ -1,4 +1,5 @@
-"""python -m demos compare | sweep | bench | mistakes: figures in bytes and seconds."""
+"""python -m demos compare | sweep | bench | plan | mistakes: figures in bytes and seconds,
+the planner for a real fine-tuning run, and the classic checkpointing mistakes."""
 
 from __future__ import annotations
 
@@ -73,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--case", action="append", default=None,
                    help="a case id (repeatable); default: every case")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    from demos.plan_cli import add_parser
+
+    add_parser(sub)
     return parser
 
 
@@ -155,6 +159,13 @@ def _mistakes(args) -> int:
 def _run(args) -> int:
     if args.command == "mistakes":
         return _mistakes(args)
+    if args.command == "plan":
+        from demos.plan_cli import PlanError, run
+
+        try:
+            return run(args)
+        except PlanError as exc:
+            raise ConfigError(str(exc)) from None
     from demos.engine.measure import compare
 
     if args.command == "bench":

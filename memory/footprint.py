@@ -176,12 +176,16 @@ def activations(p: PlannerInputs, strategy: str, batch: int | None = None,
             return activations(p, "every-layer", b, s)
         # the first k layers checkpointed; their rebuild comes after the kept ones are freed
         return Activations(k * ckpt + (n - k) * full, 0, k * one, k)
-    if strategy == "selective":  # recompute the attention scores only (Korthikanti et al.)
-        redo = [t for t in tensors if t.kind == "scores"]
-        dropped = sum(t.bytes for t in redo)
-        return Activations(n * (full - dropped), dropped,
-                           n * attention_flops(p.arch, b, s) / 2 if dropped else 0.0,
-                           n if dropped else 0)
+    if strategy == "selective":
+        # Recompute the attention scores only (Korthikanti et al.): what a fused attention
+        # kernel (SDPA: flash / memory-efficient) does, keeping a log-sum-exp per head and
+        # token and recomputing Q·Kᵀ and the softmax in its backward. With the eager kernel
+        # the step is to switch to it (the code the planner prints); with a fused kernel
+        # there is nothing left to drop.
+        if p.fused:
+            return Activations(n * full, 0, 0.0, 0)
+        fused = layer_bytes(p.with_(fused=True).tensors(b, s))
+        return Activations(n * fused, 0, n * attention_flops(p.arch, b, s) / 2, n)
     if strategy == "budget":
         kept, flops = _budget_kept(tensors, p.budget, ckpt)
         return Activations(n * kept, full - kept, n * flops, n if flops else 0)
