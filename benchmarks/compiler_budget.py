@@ -17,8 +17,8 @@ from pathlib import Path
 
 import torch
 
-from demos.compiler_budget import BASE, BUDGETS, sweep_budget, to_frame
-from demos.config import ARCHS
+from demos.engine.compiler_budget import BASE, BUDGETS, sweep_budget, to_frame
+from memory.config import ARCHS
 
 OUT = Path(__file__).with_name("compiler-budget.json")
 TABLE = ["strategy", "saved_bytes", "flops", "recomputed_flops", "step_seconds",

@@ -3,10 +3,10 @@ on the lab's model, beside the manual strategies on the same chart."""
 
 import streamlit as st
 
-from demos import budget_figures as figures
-from demos import report
-from demos.compiler_budget import BASE, BUDGETS, COMPILED_STRATEGIES, EAGER_STRATEGIES
-from demos.jobs import Job
+from demos.engine.compiler_budget import BASE, BUDGETS, COMPILED_STRATEGIES, EAGER_STRATEGIES
+from demos.reports import budget_figures as figures
+from demos.reports import report
+from demos.runtime.jobs import Job
 from ui import demo_controls as controls
 from ui import demo_display as display
 from ui import demo_runner as runner

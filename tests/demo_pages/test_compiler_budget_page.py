@@ -11,13 +11,13 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from demos.jobs import store_key
-from demos.service import _request, get_service
-from demos.store import ResultStore
-from i18n.checks import untranslated_on_page
+from demos.runtime.jobs import store_key
+from demos.runtime.service import _request, get_service
+from demos.runtime.store import ResultStore
 from tests.compiler_budget_data import PAGE_QUERY, tiny_job, tiny_result
 from tests.demo_pages.test_pages import no_errors, texts
 from tests.lessons.test_lesson_pages_i18n import page_text
+from tools.translations import untranslated_on_page
 
 SCRIPT = "pages/demos/compiler_budget.py"
 
