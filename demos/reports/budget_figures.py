@@ -57,7 +57,7 @@ def _flop_unit(top: float) -> tuple[str, float]:
 def pareto_figure(frame: pd.DataFrame, lang: str = "en") -> go.Figure:
     """Bytes saved for backward (x) against step time (top) and recomputed FLOPs (bottom):
     the budgets joined as the compiler's curve, the manual strategies as points."""
-    title = gettext(lang, "Memory saved for backward against time and recomputation")
+    title = gettext(lang, "The budget's trade-off")
     fig = make_subplots(rows=2, cols=1, vertical_spacing=0.2, subplot_titles=(
         gettext(lang, "Step time (ms)"), gettext(lang, "Recomputed FLOPs")))
     if frame.empty:
@@ -86,7 +86,7 @@ def pareto_figure(frame: pd.DataFrame, lang: str = "en") -> go.Figure:
                 (2, part["recomputed_flops"] / flop_scale, "%{y:.2f} " + flop_unit, None)):
             fig.add_scatter(
                 x=x, y=y, error_y=error, mode=mode, text=text, textposition="top center",
-                name=name,
+                cliponaxis=False, name=name,
                 legendgroup=kind, showlegend=row == 1, customdata=part["label"],
                 line=dict(color=colour, width=2),
                 marker=dict(size=10, color=colour, symbol=KIND_SYMBOLS[kind]),
