@@ -273,6 +273,11 @@ def run_training(config: ModelConfig, strategies: Sequence[str], steps: int
     return _run(job)
 
 
+def collecting() -> bool:
+    """True while the start-up warm-up lists the runs pages would make (nothing runs)."""
+    return bool(os.environ.get(COLLECT_ENV))
+
+
 def budget_result(job: Job) -> pd.DataFrame | None:
     """A compiler-budget sweep's result when this server or the store has it, else None
     (nothing is started). Never collected for the start-up warm-up: every point compiles

@@ -86,3 +86,26 @@ def test_lesson_4_links_its_compiler_section_to_the_live_view(app_test: Callable
     text = texts(at, "markdown")
     assert "activation_memory_budget" in text
     assert "/compiler-budget" in text
+
+
+def test_the_start_up_warm_up_never_lists_it(monkeypatch: pytest.MonkeyPatch,
+                                              tmp_path) -> None:
+    """Collecting the common views' runs (ui.server) opens the page with the runner in
+    collect mode: it asks for nothing and estimates nothing (no service is started)."""
+    from streamlit.testing.v1 import AppTest
+
+    from demos.runtime import service as service_module
+    from ui import demo_runner
+    from ui.navigation import ROOT
+
+    monkeypatch.setenv(demo_runner.COLLECT_ENV, "1")
+    monkeypatch.setenv("DATA_DIR", str(tmp_path))
+    old = service_module.set_service(None)
+    try:
+        demo_runner.collected.clear()
+        at = AppTest.from_file(str(ROOT / SCRIPT), default_timeout=30).run()
+        no_errors(at)
+        assert demo_runner.collected == []
+        assert service_module._service is None
+    finally:
+        service_module.set_service(old)
