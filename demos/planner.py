@@ -378,6 +378,8 @@ class PlannerInputs:
     gpu_bytes: int = 80 * GiB
     offload: bool = False  # optimizer state (and gradients) in host memory
     device: str = "cuda"
+    attention: str = "sdpa"  # transformers' attn_implementation: sdpa | eager
+    padding: bool = False  # batches carry a padding mask (attention_mask with zeros)
 
     def with_(self, **changes: object) -> PlannerInputs:
         return replace(self, **changes)
@@ -390,12 +392,21 @@ class PlannerInputs:
     def targets(self) -> tuple[str, ...]:
         return LORA_TARGETS[self.lora_targets] if self.tuning != "full" else ()
 
-    def tensors(self, batch: int | None = None, seq: int | None = None) -> tuple[Held, ...]:
+    @property
+    def lora_bytes(self) -> int:
+        """Bytes per number of what a LoRA adapter keeps: PEFT's adapters are fp32 and cast
+        their input to fp32; under autocast ("mixed") their matmuls run in 16-bit."""
+        return 2 if self.precision == "mixed" else 4
+
+    def tensors(self, batch: int | None = None, seq: int | None = None,
+                input_grad: bool = True) -> tuple[Held, ...]:
         return layer_tensors(self.arch, self.batch if batch is None else batch,
                              self.seq if seq is None else seq, self.act_bytes,
                              fused=self.fused, device=self.device,
                              lora_rank=self.lora_rank if self.tuning != "full" else 0,
-                             lora_targets=self.targets)
+                             lora_targets=self.targets, attention=self.attention,
+                             padding=self.padding, input_grad=input_grad,
+                             lora_bytes=self.lora_bytes)
 
 
 # ---------------------------------------------------------------- parameters and state
@@ -481,6 +492,8 @@ def activations(p: PlannerInputs, strategy: str, batch: int | None = None,
     shared = sum(t.bytes for t in tensors if t.kind == "input")
     one = layer_flops(p.arch, b, s)
     if strategy == "none":
+        if p.tuning != "full":  # frozen embeddings: the first layer's input needs no gradient
+            return Activations((n - 1) * full + layer_bytes(p.tensors(b, s, False)), 0, 0.0)
         return Activations(n * full, 0, 0.0)
     if strategy == "every-layer":
         return Activations(n * ckpt, full - shared, n * one, n)
@@ -488,6 +501,8 @@ def activations(p: PlannerInputs, strategy: str, batch: int | None = None,
         return Activations(math.ceil(n / 2) * ckpt, min(2, n) * full - shared, n * one, n)
     if strategy == "some-layers":
         k = max(0, min(n, p.some_layers))
+        if k == 0:  # nothing checkpointed: checkpointing is not switched on
+            return activations(p, "none", b, s)
         if k == n:
             return activations(p, "every-layer", b, s)
         # the first k layers checkpointed; their rebuild comes after the kept ones are freed
