@@ -42,8 +42,8 @@ LORA_MODULES = {
     "llama": {"attention": ["q_proj", "k_proj", "v_proj", "o_proj"],
               "all-linear": "all-linear"},
 }
-QLORA_SKIP = ("QLoRA needs bitsandbytes (4-bit NF4 layers); it is not installed here, and "
-              "its 4-bit kernels are built for GPUs, so QLoRA is not measured on this CPU.")
+QLORA_SKIP = ("QLoRA needs bitsandbytes for its 4-bit (NF4) layers, and bitsandbytes is not "
+              "installed with this course, so QLoRA is not measured here.")
 
 
 def family(arch: Architecture) -> str:
