@@ -21,6 +21,8 @@ Checkpointing, as transformers 5.24.0 does it (transformers/modeling_utils.py):
 
 from __future__ import annotations
 
+import functools
+import threading
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -312,3 +314,45 @@ def predicted_layers(setup: Setup, checkpointed: tuple[int, ...]) -> tuple[int, 
                                 input_grad=i > 0 or bool(checkpointed) or not setup.lora_rank)
         out.append(layer_bytes(tensors))
     return tuple(out)
+
+
+# --- the live page's run -------------------------------------------------------------------
+_LOCK = threading.Lock()
+
+
+def lab_layers(setup: Setup, checkpointed: tuple[int, ...]) -> tuple[int, ...]:
+    """What the course's own engine model (demos.model / demos.llama) would keep at the same
+    shapes: the planner's formula without the libraries' terms (a fused GELU, the SDPA
+    kernel, full fine-tuning)."""
+    return predicted_layers(Setup(setup.arch.with_(act=""), setup.batch, setup.seq,
+                                  setup.dtype, "sdpa", setup.strategy, setup.n, setup.k),
+                            checkpointed)
+
+
+def code(setup: Setup) -> str:
+    """The lines a practitioner writes for the setup (transformers 5.24.0, peft 0.21.2)."""
+    lines = []
+    if setup.strategy == "every-layer":
+        lines.append("model.activation_checkpointing_enable()")
+    elif setup.strategy == "every-n":
+        lines.append(f"model.activation_checkpointing_enable(every_n_layers={setup.n})")
+    elif setup.strategy == "first-k":
+        lines += ["model.activation_checkpointing_enable()",
+                  f"for layer in model.model.layers[{setup.k}:]:"
+                  if family(setup.arch) != "gpt2" else
+                  f"for layer in model.transformer.h[{setup.k}:]:",
+                  "    layer.gradient_checkpointing = False"]
+    if setup.lora_rank:
+        fam = "gpt2" if family(setup.arch) == "gpt2" else "llama"
+        targets = LORA_MODULES[fam][setup.lora_targets]
+        lines += ["from peft import LoraConfig, get_peft_model",
+                  f"model = get_peft_model(model, LoraConfig(r={setup.lora_rank}, "
+                  f"target_modules={targets!r}, task_type=\"CAUSAL_LM\"))"]
+    return "\n".join(lines) or "# checkpointing off"
+
+
+@functools.lru_cache(maxsize=64)
+def run_live(setup: Setup) -> Measurement:
+    """measure(setup) with the step's peak, one at a time (the CPU is shared), cached."""
+    with _LOCK:
+        return measure(setup, peak=True)

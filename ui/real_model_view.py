@@ -1,0 +1,110 @@
+"""The real-model page's pieces: its controls and the measured-beside-predicted table."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from demos.architectures import PRESETS
+from demos.hf_models import (
+    Measurement,
+    Setup,
+    code,
+    family,
+    lab_layers,
+    predicted_layers,
+    run_live,
+    tiny_architecture,
+)
+from demos.units import format_bytes
+from i18n import N_
+from ui import query
+from ui.i18n import current_language, fmt_decimal, t
+
+STRATEGIES = {"none": N_("off"), "every-layer": N_("every layer"),
+              "every-n": N_("every 2nd layer (every_n_layers=2)"),
+              "first-k": N_("the first 2 layers")}
+TUNINGS = {"full": N_("full fine-tuning"), "lora": N_("LoRA r=16, all linear layers"),
+           "lora-attention": N_("LoRA r=16, attention only")}
+DTYPES = {"fp32": "fp32", "bf16": "bf16"}
+ATTENTIONS = {"sdpa": "sdpa", "eager": "eager"}
+CLASSES = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM"}
+LAYERS, BATCH, SEQ = 4, 2, 64
+
+
+def controls() -> Setup:
+    cols = st.columns(5)
+    with cols[0]:
+        preset = query.choice("model", t("Model family"), list(PRESETS), "llama-3.1-8b",
+                              format_func=lambda key: PRESETS[key].label)
+    with cols[1]:
+        strategy = query.choice("ckpt", t("Checkpointing"), list(STRATEGIES), "none",
+                                format_func=lambda key: t(STRATEGIES[key]))
+    with cols[2]:
+        tuning = query.choice("tuning", t("Training"), list(TUNINGS), "full",
+                              format_func=lambda key: t(TUNINGS[key]))
+    with cols[3]:
+        dtype = query.choice("dtype", t("Precision"), list(DTYPES), "bf16")
+    with cols[4]:
+        attention = query.choice("attention", t("Attention kernel"), list(ATTENTIONS), "sdpa",
+                                 help=t("transformers' attn_implementation"))
+    return Setup(tiny_architecture(preset, layers=LAYERS), batch=BATCH, seq=SEQ, dtype=dtype,
+                 attention=attention, strategy=strategy, n=2, k=2,
+                 lora_rank=0 if tuning == "full" else 16,
+                 lora_targets="attention" if tuning == "lora-attention" else "all-linear")
+
+
+def describe(setup: Setup) -> str:
+    a = setup.arch
+    return t("A {cls} built from a scaled-down {label} config with random weights (nothing "
+             "downloaded): {layers} layers, hidden size {hidden}, {heads} heads ({kv} for "
+             "keys and values), MLP width {mlp}, activation {act}, {vocab} tokens in the "
+             "vocabulary; one training step on {batch} × {seq} tokens on the server's CPU.",
+             cls=CLASSES[family(a)], label=PRESETS[a.key.removesuffix("-tiny")].label,
+             layers=a.layers, hidden=a.hidden, heads=a.heads, kv=a.kv_heads,
+             mlp=a.mlp_width, act=a.activation, vocab=a.vocab, batch=setup.batch,
+             seq=setup.seq)
+
+
+def table(m: Measurement) -> pd.DataFrame:
+    lang = current_language()
+    setup = m.setup
+    planned = predicted_layers(setup, m.checkpointed)
+    lab = lab_layers(setup, m.checkpointed)
+    rows = []
+    names = [t("Layer {index}", index=i) for i in range(len(m.per_layer))] + [t("All layers")]
+    for name, got, plan, own, ckpt in zip(
+            names, [*m.per_layer, m.layers_total], [*planned, sum(planned)],
+            [*lab, sum(lab)], [i in m.checkpointed for i in range(len(m.per_layer))] + [None],
+            strict=True):
+        rows.append({
+            t("Decoder layer"): name,
+            t("Checkpointed"): "" if ckpt is None else (t("yes") if ckpt else t("no")),
+            t("Measured"): format_bytes(got, locale=lang),
+            t("Planner"): format_bytes(plan, locale=lang),
+            t("Measured ÷ planner"): fmt_decimal(got / plan, 2),
+            t("Lab model"): format_bytes(own, locale=lang),
+        })
+    return pd.DataFrame(rows)
+
+
+def show(setup: Setup) -> None:
+    st.code(code(setup), language="python")
+    with st.spinner(t("Running one training step of the real model…")):
+        m = run_live(setup)
+    lang = current_language()
+    planned = sum(predicted_layers(setup, m.checkpointed))
+    cols = st.columns(3)
+    cols[0].metric(t("Kept by the layers, measured"), format_bytes(m.layers_total, locale=lang))
+    cols[1].metric(t("Planner's prediction"), format_bytes(planned, locale=lang))
+    cols[2].metric(t("Lab model, same shapes"),
+                   format_bytes(sum(lab_layers(setup, m.checkpointed)), locale=lang))
+    st.dataframe(table(m), hide_index=True, width="stretch")
+    st.caption(describe(setup))
+    st.caption(t("Measured with torch's saved-tensor hooks: each storage once, parameters "
+                 "apart, attributed to the decoder layer running when it was saved; a "
+                 "checkpointed layer keeps its input. Outside the layers (embeddings, final "
+                 "norm, head, loss) the step kept {outside} more; its peak was {peak} above "
+                 "the parameters (gradients included).",
+                 outside=format_bytes(m.outside, locale=lang),
+                 peak=format_bytes(m.peak or 0, locale=lang)))
