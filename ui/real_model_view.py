@@ -33,19 +33,20 @@ LAYERS, BATCH, SEQ = 4, 2, 64
 
 
 def controls() -> Setup:
-    cols = st.columns(5)
-    with cols[0]:
+    top = st.columns(2)
+    with top[0]:
         preset = query.choice("model", t("Model family"), list(PRESETS), "llama-3.1-8b",
                               format_func=lambda key: PRESETS[key].label)
-    with cols[1]:
+    with top[1]:
         strategy = query.choice("ckpt", t("Checkpointing"), list(STRATEGIES), "none",
                                 format_func=lambda key: t(STRATEGIES[key]))
-    with cols[2]:
+    row = st.columns(3)
+    with row[0]:
         tuning = query.choice("tuning", t("Training"), list(TUNINGS), "full",
                               format_func=lambda key: t(TUNINGS[key]))
-    with cols[3]:
+    with row[1]:
         dtype = query.choice("dtype", t("Precision"), list(DTYPES), "bf16")
-    with cols[4]:
+    with row[2]:
         attention = query.choice("attention", t("Attention kernel"), list(ATTENTIONS), "sdpa",
                                  help=t("transformers' attn_implementation"))
     return Setup(tiny_architecture(preset, layers=LAYERS), batch=BATCH, seq=SEQ, dtype=dtype,
