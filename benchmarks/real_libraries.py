@@ -56,6 +56,53 @@ def old_prediction(old: types.ModuleType, setup: Setup) -> int:
                                              lora_targets=targets))
 
 
+def step_peaks() -> list[dict]:
+    from demos import planner as P
+
+    rows = []
+    for preset in PRESETS:
+        arch = tiny_architecture(preset)
+        for dtype in ("fp32", "bf16"):
+            for strategy, planned in (("none", "none"), ("every-layer", "every-layer")):
+                for lora in (0, 16):
+                    setup = Setup(arch, dtype=dtype, strategy=strategy, lora_rank=lora)
+                    m = measure(setup, peak=True)
+                    p = P.PlannerInputs(arch, seq=setup.seq, batch=setup.batch,
+                                        precision=dtype, tuning="lora" if lora else "full",
+                                        fused=sdpa_fused(arch), device="cpu")
+                    bd = P.breakdown(p, planned)
+                    pieces = (bd.gradients + bd.activations_kept + bd.activations_rebuilt
+                              + bd.logits)
+                    rows.append({"preset": preset, "dtype": dtype, "strategy": strategy,
+                                 "tuning": f"lora r={lora}" if lora else "full",
+                                 "measured_peak": m.peak, "planner_pieces": int(pieces),
+                                 "outside_layers": m.outside,
+                                 "ratio": round((m.peak or 0) / pieces, 3)})
+    return rows
+
+
+def planner_changes(old: types.ModuleType) -> list[dict]:
+    from demos import planner as P
+    from demos.architectures import PRESETS as ALL
+
+    rows = []
+    gib = 2**30
+    for key, arch in ALL.items():
+        seq = 1024 if key == "gpt2" else 4096
+        for tuning in ("full", "lora"):
+            now = P.PlannerInputs(arch, seq=seq, batch=1, precision="bf16", tuning=tuning)
+            then = old.PlannerInputs(arch, seq=seq, batch=1, precision="bf16", tuning=tuning)
+            rows.append({
+                "preset": key, "seq": seq, "tuning": tuning,
+                "layer_gib_before": round(old.layer_bytes(then.tensors()) / gib, 3),
+                "layer_gib_now": round(P.layer_bytes(now.tensors()) / gib, 3),
+                "peak_none_gib_before": round(old.peak_bytes(then, "none") / gib, 2),
+                "peak_none_gib_now": round(P.peak_bytes(now, "none") / gib, 2),
+                "peak_every_gib_before": round(old.peak_bytes(then, "every-layer") / gib, 2),
+                "peak_every_gib_now": round(P.peak_bytes(now, "every-layer") / gib, 2)})
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--before", default=BEFORE)
@@ -82,6 +129,8 @@ def main() -> None:
                                 "ratio_before": round(layer / before, 4)}
                     rows.append(row)
                     print(json.dumps(row))
+    peaks = step_peaks()
+    changes = planner_changes(old) if old is not None else []
     import peft
     import transformers
 
@@ -91,7 +140,19 @@ def main() -> None:
                 "÷ the planner's layer formula; before = the formula at " + args.before,
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
                      "peft": peft.__version__, "python": platform.python_version()},
-        "rows": rows}, indent=1) + "\n")
+        "rows": rows,
+        "step_peaks": {
+            "what": "the step's peak live bytes above the parameters (demos.tracker) ÷ the "
+                    "planner's pieces added as if at once (gradients + activations kept + "
+                    "the layer rebuilt + the loss peak); the planner leaves out what lies "
+                    "outside the layers (embedding output, final norm) and the workspace "
+                    "it adds on a GPU",
+            "rows": peaks},
+        "planner_changes": {
+            "what": "the planner's figures at the presets' real sizes, batch 1, bf16, "
+                    "before (" + args.before + ") and now: one plain layer's activations "
+                    "and the step's peak without checkpointing (GiB)",
+            "rows": changes}}, indent=1) + "\n")
     print(f"wrote {OUT.relative_to(ROOT)}")
 
 

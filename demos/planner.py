@@ -74,7 +74,10 @@ FRAGMENTATION = 0.05  # of everything allocated: the caching allocator's unusabl
 CHUNK_TOKENS = 1024  # tokens per chunk of a chunked (fused linear + cross-entropy) loss
 QLORA_BITS = 4 + 0.127  # NF4 plus double-quantized block constants (QLoRA paper, 3.1)
 FSDP_PREFETCH_LAYERS = 2  # whole layers gathered at once under sharding (one prefetched)
-LOSS_FP32_TENSORS = 3  # log-softmax, its gradient, the logits' gradient (measured in fp32)
+# log-softmax, its gradient, the logits' gradient: fp32 in every precision, as transformers
+# computes the loss (transformers 5.24.0, loss/loss_utils.py, ForCausalLMLoss: logits.float()
+# before cross-entropy; the fp32 copy itself is freed before backward, so it adds no 4th)
+LOSS_FP32_TENSORS = 3
 PYTHON_GELUS = ("gelu_new",)  # activations transformers writes op by op in Python
 ATTENTIONS = ("sdpa", "eager")  # transformers' attn_implementation
 
