@@ -2,7 +2,9 @@
 
 Pure arithmetic, no torch: every figure is a formula, and the per-layer activation
 formula lists the tensors a layer keeps for backward, op by op, as PyTorch runs it (a test
-measures demos.model.Block and demos.llama.LlamaBlock and finds these bytes exactly).
+measures demos.model.Block and demos.llama.LlamaBlock and finds these bytes exactly; another,
+tests/real_libraries, measures tiny transformers models of every preset family, with
+transformers' checkpointing switch and PEFT LoRA, and finds them too).
 Results are ids and numbers; the page words them.
 
 Units: bytes and FLOPs. `device` is "cuda" for a plan (1-byte dropout masks, LayerNorm

@@ -108,3 +108,13 @@ def test_qlora() -> None:
     if importlib.util.find_spec("bitsandbytes") is None:
         pytest.skip(QLORA_SKIP)
     pytest.fail("bitsandbytes is installed: measure QLoRA here")  # pragma: no cover
+
+
+@pytest.mark.parametrize("preset", ["llama-3.2-1b", "llama-3.1-70b"])
+def test_the_other_llama_presets(preset) -> None:
+    """Llama 3.2 1B (tied embeddings, 4 query heads per KV head) and 3.1 70B (8 per KV
+    head: one KV head when scaled down, so repeat_kv makes views, not copies)."""
+    arch = tiny_architecture(preset)
+    check(Setup(arch, dtype="bf16", attention="sdpa", lora_rank=16, padding=True))
+    check(Setup(arch, dtype="bf16", attention="eager", strategy="first-k", k=1))
+    check(Setup(arch, dtype="fp32", attention="sdpa", strategy="every-n", n=3))
