@@ -28,14 +28,14 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from demos import figures
-from demos.config import ModelConfig, demo_default, slider_ranges
-from demos.device import detect_device
-from demos.fit import largest_fitting
-from demos.measure import PAGE_REPEATS, compare
-from demos.strategies import examples
-from demos.sweep import sweep
-from demos.training import train_losses
+from demos.engine.device import detect_device
+from demos.engine.fit import largest_fitting
+from demos.engine.measure import PAGE_REPEATS, compare
+from demos.engine.sweep import sweep
+from demos.engine.training import train_losses
+from demos.reports import figures
+from memory.config import ModelConfig, demo_default, slider_ranges
+from memory.strategies import examples
 
 OUT = Path(__file__).with_name("figure-corners.json")
 FIGURE_LIMIT_S = 1.0  # a figure must build in well under a second

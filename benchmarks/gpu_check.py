@@ -1,6 +1,7 @@
-"""The GPU checks of issue 15 that `python -m demos bench` does not make, and the helpers
-benchmarks/gpu_check.sh needs. Uses only the engine's public functions (demos.measure.compare,
-demos.theory, demos.device.DeviceQueue). See docs/GPU_CHECK.md.
+"""The GPU checks that `python -m demos bench` does not make, and the helpers
+benchmarks/gpu_check.sh needs. Uses only the engine's public functions
+(demos.engine.measure.compare, memory.theory, demos.engine.device.DeviceQueue).
+See docs/GPU_CHECK.md.
 
     python benchmarks/gpu_check.py wheels                 # name==version to carry to the GPU
     python benchmarks/gpu_check.py env                    # versions; exit 1 if an import fails
@@ -29,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script: make demos/ importable
     sys.path.insert(0, str(ROOT))
 
-HELD_TOLERANCE = 0.01  # held bytes vs the prediction (the issue's 1%)
+HELD_TOLERANCE = 0.01  # held bytes vs the prediction: within 1%
 PEAK_WARN = 0.05  # allocator peak vs the prediction: workspaces and rounding, reported
 
 # --- wheels to carry ----------------------------------------------------------------------
@@ -136,7 +137,7 @@ def write_playwright_stub(folder: Path) -> Path:
 # Import names of what the app and its tests need there, carried or the image's own.
 NEEDED_MODULES = ("torch", "pandas", "yaml", "pytest", "pytest_timeout", "streamlit", "plotly",
                   "fpdf", "segno", "cryptography", "sqlalchemy", "babel", "uharfbuzz",
-                  "demos.measure", "lessons", "quiz", "ui", "i18n")
+                  "demos.engine.measure", "lessons", "quiz", "ui", "i18n")
 
 
 def environment() -> list[str]:
@@ -231,7 +232,7 @@ def summarize_rows(rows: list[dict]) -> dict:
 
 
 def verify_bench(path: Path) -> dict:
-    """The bench's results against the issue's criteria, config by config."""
+    """The bench's results against the criteria (docs/GPU_CHECK.md), config by config."""
     data = json.loads(Path(path).read_text())
     configs = []
     for section in data["configs"]:
@@ -245,7 +246,7 @@ def verify_bench(path: Path) -> dict:
 
 # --- the measuring checks -------------------------------------------------------------------
 def _kind() -> str:
-    from demos.device import detect_device
+    from demos.engine.device import detect_device
 
     return detect_device("auto").kind
 
@@ -253,8 +254,8 @@ def _kind() -> str:
 def dtypes_and_offload(repeats: int = 7) -> dict:
     """The GPU demo's default model in float32 and bfloat16: none, every-layer, selective and
     offload, timed interleaved (median of `repeats`)."""
-    from demos.config import demo_default
-    from demos.measure import compare
+    from demos.engine.measure import compare
+    from memory.config import demo_default
 
     out = {"problems": [], "warnings": [], "dtypes": {}}
     for dtype in ("float32", "bfloat16"):
@@ -279,9 +280,9 @@ def layer_shape(base=None, layers: tuple[int, int] = (2, 4)) -> dict:
     """Bytes one layer holds, measured two ways: (held by none at `layers[1]` minus at
     `layers[0]`) per extra layer, and (none minus every-layer) per layer plus the input
     each checkpoint keeps; against 34·b·s·h and this model's own formula."""
-    from demos import theory
-    from demos.config import ModelConfig
-    from demos.measure import compare
+    from demos.engine.measure import compare
+    from memory import theory, worked_examples
+    from memory.config import ModelConfig
 
     kind = _kind()
     base = base or ModelConfig(layers=layers[1], **SEED_SHAPE)
@@ -299,7 +300,7 @@ def layer_shape(base=None, layers: tuple[int, int] = (2, 4)) -> dict:
     by_checkpoint = ((none.activation_bytes - every.activation_bytes) / layers[1]
                      + sbh * base.dtype_bytes)
     predicted = theory.predicted_block_bytes(base.replace(layers=layers[1]), kind)
-    k34 = theory.korthikanti_layer_bytes(b, s, h, base.heads)
+    k34 = worked_examples.korthikanti_layer_bytes(b, s, h, base.heads)
     problems = [f"{how}: {value:.0f} bytes per layer, predicted {predicted} "
                 f"({value / predicted - 1:+.2%})"
                 for how, value in (("by depth", by_depth), ("by checkpointing", by_checkpoint))
@@ -325,8 +326,8 @@ def _allocated() -> int | None:
 def limit_fault(small=None) -> dict:
     """A config over the limit is refused as 'does not fit' (no exception), device memory is
     back at its baseline, and the next run works. Any device."""
-    from demos.config import ModelConfig
-    from demos.measure import compare
+    from demos.engine.measure import compare
+    from memory.config import ModelConfig
 
     small = small or ModelConfig(layers=2, hidden=64, heads=2, seq_len=32, batch=1, vocab=256)
     before = _allocated()
@@ -352,8 +353,8 @@ def oom_fault(headroom: int = 2 * 2**30) -> dict:
     torch.OutOfMemoryError as a full card, without filling 141 GB first)."""
     import torch
 
-    from demos.config import ModelConfig, demo_default
-    from demos.measure import compare
+    from demos.engine.measure import compare
+    from memory.config import ModelConfig, demo_default
 
     mid_step = demo_default("cuda").replace(batch=64)  # logits alone: 4 GiB
     huge = ModelConfig(layers=96, hidden=8192, heads=64, seq_len=4096, batch=64, vocab=262144)
@@ -388,9 +389,9 @@ def oom_fault(headroom: int = 2 * 2**30) -> dict:
 def take_turns(cfg=None, runs: int = 2) -> dict:
     """`runs` compares asked for at once from threads, through one DeviceQueue, as the demo
     pages do: they must run one after the other, in arrival order, and each must fit."""
-    from demos.config import ModelConfig
-    from demos.device import DeviceQueue
-    from demos.measure import compare
+    from demos.engine.device import DeviceQueue
+    from demos.engine.measure import compare
+    from memory.config import ModelConfig
 
     cfg = cfg or ModelConfig(layers=2, hidden=128, heads=2, seq_len=64, batch=1, vocab=1024)
     queue = DeviceQueue(poll_seconds=0.01)
@@ -445,11 +446,11 @@ def faults() -> dict:
 
 
 # --- output ---------------------------------------------------------------------------------
-# The figures are written by demos.units (Babel, in English: "1,234.5"), imported here and
+# The figures are written by i18n.units (Babel, in English: "1,234.5"), imported here and
 # not at the top: the wheels, stub-playwright and env commands import nothing of the app
 # (env is the one that reports a missing import, Babel among the carried wheels).
 def _mib(x) -> str:
-    from demos.units import MIB, number
+    from i18n.units import MIB, number
 
     return "-" if x is None else number(x / MIB, 1)
 
@@ -459,7 +460,7 @@ def _pct(x) -> str:
 
 
 def _ratio(x) -> str:
-    from demos.units import number
+    from i18n.units import number
 
     return "-" if x is None else number(x, 2, grouping=False)
 
@@ -480,13 +481,13 @@ def rows_markdown(rows: list[dict]) -> list[str]:
 
 
 def _f3(x) -> str:
-    from demos.units import number
+    from i18n.units import number
 
     return "-" if x is None else number(x, 3, grouping=False)
 
 
 def to_markdown(data: dict) -> str:
-    lines = ["# GPU checks (issue 15): what `python -m demos bench` does not cover", ""]
+    lines = ["# GPU checks: what `python -m demos bench` does not cover", ""]
     if "environment" in data:
         lines += [f"Device: {data['environment']}", ""]
     if "bench" in data:

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from demos.architectures import PRESETS
-from demos.hf_models import (
+from demos.engine.real_models import (
     Measurement,
     Setup,
     code,
@@ -16,8 +15,9 @@ from demos.hf_models import (
     run_live,
     tiny_architecture,
 )
-from demos.units import format_bytes
 from i18n import N_
+from i18n.units import format_bytes
+from memory.architectures import PRESETS
 from ui import query
 from ui.i18n import current_language, fmt_decimal, t
 

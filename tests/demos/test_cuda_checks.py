@@ -16,8 +16,8 @@ from benchmarks.gpu_check import (
     take_turns,
     verify_bench,
 )
-from demos.config import ModelConfig
-from demos.measure import CUDA_METHOD, compare
+from demos.engine.measure import CUDA_METHOD, compare
+from memory.config import ModelConfig
 from tests.demos.test_cuda import cuda
 
 TINY = ModelConfig(layers=2, hidden=64, heads=2, seq_len=32, batch=1, vocab=256)

@@ -1,4 +1,4 @@
-"""demos.report: the tables and strings the demo pages show, from plain records."""
+"""demos.reports.report: the tables and strings the demo pages show, from plain records."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from demos.config import ModelConfig
-from demos.report import (
+from demos.reports.report import (
     baseline_and_best,
     config_slug,
     csv_frame,
@@ -27,6 +26,7 @@ from demos.report import (
     time_verdict,
     timing_note,
 )
+from memory.config import ModelConfig
 
 DEMOS = Path(__file__).resolve().parents[2] / "demos"
 

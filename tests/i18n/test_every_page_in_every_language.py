@@ -17,7 +17,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 from streamlit.testing.v1 import AppTest
 
-from i18n.checks import untranslated_on_page
+from tools.translations import untranslated_on_page
 from ui.navigation import PAGES, ROOT, PageSpec
 
 # Small demo settings keep the engine's work short; pages without sliders ignore them.

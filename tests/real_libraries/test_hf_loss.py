@@ -13,9 +13,9 @@ import pytest
 import torch
 from transformers.loss.loss_utils import ForCausalLMLoss
 
-from demos import planner as P
-from demos.architectures import custom
-from demos.tracker import LiveTracker
+from demos.engine.tracker import LiveTracker
+from memory import footprint as F
+from memory.architectures import custom
 
 B, S, H, V = 2, 32, 32, 2048
 
@@ -41,8 +41,8 @@ def test_the_loss_peak_is_three_fp32_logit_tensors(precision, dtype) -> None:
     logits = B * S * V
     e = 4 if dtype == torch.float32 else 2
     dropped, held = loss_peak(dtype, False), loss_peak(dtype, True)
-    assert dropped // logits == P.LOSS_FP32_TENSORS * 4  # a few bytes of loss and labels
-    assert held // logits == P.LOSS_FP32_TENSORS * 4 + e
+    assert dropped // logits == F.LOSS_FP32_TENSORS * 4  # a few bytes of loss and labels
+    assert held // logits == F.LOSS_FP32_TENSORS * 4 + e
     arch = custom(1, H, 1, 1, 4 * H, "gelu", "layernorm", V, True)
-    planned = P.logits_peak_bytes(P.PlannerInputs(arch, seq=S, batch=B, precision=precision))
+    planned = F.logits_peak_bytes(F.PlannerInputs(arch, seq=S, batch=B, precision=precision))
     assert planned == (held if e < 4 else dropped) // logits * logits

@@ -12,8 +12,7 @@ import inspect
 
 import pytest
 
-from demos import planner as P
-from demos.hf_models import (
+from demos.engine.real_models import (
     QLORA_SKIP,
     Setup,
     apply_checkpointing,
@@ -23,14 +22,16 @@ from demos.hf_models import (
     sdpa_fused,
     tiny_architecture,
 )
+from memory import footprint as F
+from memory import layer as L
 
 FAMILIES = {"gpt2": "gpt2", "llama": "llama-3.1-8b", "qwen2": "qwen2.5-7b"}
 STRATEGIES = {"none": "none", "every-layer": "every-layer", "every-n": None,
               "first-k": "some-layers"}
 
 
-def planner_inputs(setup: Setup) -> P.PlannerInputs:
-    return P.PlannerInputs(
+def planner_inputs(setup: Setup) -> F.PlannerInputs:
+    return F.PlannerInputs(
         setup.arch, seq=setup.seq, batch=setup.batch, precision=setup.dtype,
         tuning="lora" if setup.lora_rank else "full", lora_rank=setup.lora_rank or 16,
         lora_targets=setup.lora_targets, fused=sdpa_fused(setup.arch), device="cpu",
@@ -42,7 +43,7 @@ def check(setup: Setup) -> None:
     assert m.per_layer == predicted_layers(setup, m.checkpointed)
     strategy = STRATEGIES[setup.strategy]
     if strategy is not None:
-        assert m.layers_total == P.activations(planner_inputs(setup), strategy).kept
+        assert m.layers_total == F.activations(planner_inputs(setup), strategy).kept
 
 
 @pytest.mark.parametrize("lora", [0, 16], ids=["full", "lora16"])
@@ -71,10 +72,10 @@ def test_lora_on_attention_only_and_a_padding_mask(family, attention) -> None:
 def test_the_terms_the_libraries_add_are_in_the_formula() -> None:
     """Each Hugging Face term changes the prediction in the direction the library does."""
     gpt, llama = tiny_architecture("gpt2"), tiny_architecture("llama-3.1-8b")
-    size = P.layer_bytes
+    size = L.layer_bytes
 
     def held(arch, **kw):
-        return size(P.layer_tensors(arch, 2, 32, kw.pop("e", 2), device="cpu", **kw))
+        return size(L.layer_tensors(arch, 2, 32, kw.pop("e", 2), device="cpu", **kw))
     # gelu_new keeps three more MLP-wide tensors than a fused GELU
     assert held(gpt) - held(gpt.with_(act="")) == 3 * 2 * 32 * gpt.mlp_width * 2
     # eager attention in 16-bit keeps the probabilities in fp32 and in 16-bit
@@ -83,7 +84,7 @@ def test_the_terms_the_libraries_add_are_in_the_formula() -> None:
     # a padding mask with SDPA repeats k and v (2 KV heads of 8 here)
     assert held(llama, padding=True) > held(llama)
     # LoRA: frozen linears keep nothing of their own; fp32 adapter inputs in 16-bit
-    targets = P.LORA_TARGETS["all-linear"]
+    targets = F.LORA_TARGETS["all-linear"]
     lora16 = held(llama, lora_rank=16, lora_targets=targets)
     lora32 = held(llama, lora_rank=16, lora_targets=targets, e=4)
     assert lora16 > held(llama) and lora32 < held(llama, e=4)
