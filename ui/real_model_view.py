@@ -18,8 +18,10 @@ from demos.engine.real_models import (
 from i18n import N_
 from i18n.units import format_bytes
 from memory.architectures import PRESETS
+from memory.footprint import PlannerInputs
+from memory.layer import layer_bytes
 from ui import query
-from ui.i18n import current_language, fmt_decimal, t
+from ui.i18n import current_language, fmt_decimal, fmt_number, t
 
 STRATEGIES = {"none": N_("off"), "every-layer": N_("every layer"),
               "every-n": N_("every 2nd layer (every_n_layers=2)"),
@@ -89,6 +91,25 @@ def table(m: Measurement) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def at_full_size(setup: Setup) -> str:
+    """One plain layer of the preset at its real size, as the planner now predicts it and
+    as the lab model's formula (without the libraries' terms) would."""
+    preset = setup.arch.key.removesuffix("-tiny")
+    arch = PRESETS[preset]
+    seq = min(4096, arch.positions or 4096)
+    p = PlannerInputs(arch, seq=seq, batch=1, precision=setup.dtype,
+                      tuning="lora" if setup.lora_rank else "full",
+                      lora_targets=setup.lora_targets, attention=setup.attention)
+    lab = p.with_(arch=arch.with_(act=""), attention="sdpa", tuning="full")
+    lang = current_language()
+    return t("At its real size ({label}, one sequence of {seq} tokens, on a GPU) the planner "
+             "predicts {bytes} for one plain decoder layer of this setting; the lab model's "
+             "formula, without what the libraries add, {lab}.", label=arch.label,
+             seq=fmt_number(seq),
+             bytes=format_bytes(layer_bytes(p.tensors()), locale=lang),
+             lab=format_bytes(layer_bytes(lab.tensors()), locale=lang))
+
+
 def show(setup: Setup) -> None:
     st.code(code(setup), language="python")
     with st.spinner(t("Running one training step of the real model…")):
@@ -102,6 +123,7 @@ def show(setup: Setup) -> None:
                    format_bytes(sum(lab_layers(setup, m.checkpointed)), locale=lang))
     st.dataframe(table(m), hide_index=True, width="stretch")
     st.caption(describe(setup))
+    st.markdown(at_full_size(setup))
     st.caption(t("Measured with torch's saved-tensor hooks: each storage once, parameters "
                  "apart, attributed to the decoder layer running when it was saved; a "
                  "checkpointed layer keeps its input. Outside the layers (embeddings, final "

@@ -322,9 +322,9 @@ _LOCK = threading.Lock()
 
 
 def lab_layers(setup: Setup, checkpointed: tuple[int, ...]) -> tuple[int, ...]:
-    """What the course's own engine model (demos.engine.model / demos.engine.llama) would keep at the same
-    shapes: the planner's formula without the libraries' terms (a fused GELU, the SDPA
-    kernel, full fine-tuning)."""
+    """What the course's own engine model (demos.engine.model, demos.engine.llama) would
+    keep at the same shapes: the planner's formula without the libraries' terms (a fused
+    GELU, the SDPA kernel, full fine-tuning)."""
     return predicted_layers(Setup(setup.arch.with_(act=""), setup.batch, setup.seq,
                                   setup.dtype, "sdpa", setup.strategy, setup.n, setup.k),
                             checkpointed)

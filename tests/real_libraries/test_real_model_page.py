@@ -29,6 +29,8 @@ def test_measured_beside_predicted_and_the_switch_as_printed(app_test: Callable)
     assert table["Lab model"][1] != table["Measured"][1]
     assert at.metric[0].value == at.metric[1].value
     assert "GPT2LMHeadModel" in "\n".join(c.value for c in at.caption)
+    # the same setting at the preset's real size, from the planner
+    assert "At its real size (GPT-2 small (124M), one sequence of 1,024 tokens" in page_text(at)
 
     at.radio(key="model").set_value("qwen2.5-7b").run()
     no_errors(at)
