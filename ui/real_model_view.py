@@ -124,6 +124,8 @@ def show(setup: Setup) -> None:
     st.dataframe(table(m), hide_index=True, width="stretch")
     st.caption(describe(setup))
     st.markdown(at_full_size(setup))
+    st.caption(t("QLoRA is not run here: its 4-bit layers need bitsandbytes, which this course "
+                 "does not install; the planner counts QLoRA's activations as LoRA's."))
     st.caption(t("Measured with torch's saved-tensor hooks: each storage once, parameters "
                  "apart, attributed to the decoder layer running when it was saved; a "
                  "checkpointed layer keeps its input. Outside the layers (embeddings, final "
