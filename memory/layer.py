@@ -80,17 +80,20 @@ def norm_tensors(arch: Architecture, tag: str, batch: int, seq: int, act_bytes: 
 #   input dtype: one copy.
 # * repeat_kv with a padding mask: transformers/integrations/sdpa_attention.py,
 #   use_gqa_in_sdpa: SDPA gets k and v per KV head only when attention_mask is None; with a
-#   padding mask they are repeated to every query head first, and SDPA keeps the copies.
+#   padding mask they are repeated to every query head first, and SDPA keeps the copies
+#   (with one KV head the repeat is a view). Measured with torch 2.13: SDPA given the boolean
+#   mask keeps an additive b·s·s copy of it in q's dtype, in every layer.
 # * LoRA: peft/tuners/lora/layer.py, Linear.forward: each adapter casts the layer's input to
 #   its own weight dtype (x = self._cast_input_dtype(x, lora_A.weight.dtype)), and PEFT makes
 #   adapters fp32 by default (autocast_adapter_dtype=True, peft/tuners/tuners_utils.py), so
 #   in 16-bit every adapted linear keeps an fp32 copy of its input and lora_B keeps lora_A's
 #   fp32 output. The frozen base linears (and norms' frozen weights) need no weight gradient,
-#   and autograd saves only what the gradients it will compute need (torch's generated
-#   autograd code saves an input only when that gradient is needed), so a frozen linear keeps
-#   nothing of its own. Without checkpointing the first layer's input needs no gradient (the
-#   embedding is frozen), so its first norm keeps nothing; transformers' checkpointing switch
-#   calls enable_input_require_grads (transformers/modeling_utils.py), which ends that.
+#   and autograd saves an input that only one gradient formula uses only when that gradient
+#   will be computed (torch 2.13, torchgen/packaged/autograd/gen_variable_type.py, guard_for:
+#   grad_fn->should_compute_output), so a frozen linear keeps nothing of its own. Without
+#   checkpointing the first layer's input needs no gradient (the embedding is frozen), so
+#   its first norm keeps nothing; transformers' checkpointing switch calls
+#   enable_input_require_grads (transformers/modeling_utils.py), which ends that.
 
 
 @lru_cache(maxsize=4096)
