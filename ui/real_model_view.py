@@ -30,6 +30,7 @@ TUNINGS = {"full": N_("full fine-tuning"), "lora": N_("LoRA r=16, all linear lay
            "lora-attention": N_("LoRA r=16, attention only")}
 DTYPES = {"fp32": "fp32", "bf16": "bf16"}
 ATTENTIONS = {"sdpa": "sdpa", "eager": "eager"}
+PADDING = {"off": N_("off"), "on": N_("on")}
 CLASSES = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM"}
 LAYERS, BATCH, SEQ = 4, 2, 64
 
@@ -42,7 +43,7 @@ def controls() -> Setup:
     with top[1]:
         strategy = query.choice("ckpt", t("Checkpointing"), list(STRATEGIES), "none",
                                 format_func=lambda key: t(STRATEGIES[key]))
-    row = st.columns(3)
+    row = st.columns(4)
     with row[0]:
         tuning = query.choice("tuning", t("Training"), list(TUNINGS), "full",
                               format_func=lambda key: t(TUNINGS[key]))
@@ -51,10 +52,17 @@ def controls() -> Setup:
     with row[2]:
         attention = query.choice("attention", t("Attention kernel"), list(ATTENTIONS), "sdpa",
                                  help=t("transformers' attn_implementation"))
+    with row[3]:
+        padding = query.choice("padding", t("Padding mask"), list(PADDING), "off",
+                               format_func=lambda key: t(PADDING[key]),
+                               help=t("Batches with padded sequences pass an attention mask; "
+                                      "with SDPA, transformers then repeats keys and values "
+                                      "to every query head."))
     return Setup(tiny_architecture(preset, layers=LAYERS), batch=BATCH, seq=SEQ, dtype=dtype,
                  attention=attention, strategy=strategy, n=2, k=2,
                  lora_rank=0 if tuning == "full" else 16,
-                 lora_targets="attention" if tuning == "lora-attention" else "all-linear")
+                 lora_targets="attention" if tuning == "lora-attention" else "all-linear",
+                 padding=padding == "on")
 
 
 def describe(setup: Setup) -> str:

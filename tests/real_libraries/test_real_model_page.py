@@ -40,7 +40,8 @@ def test_measured_beside_predicted_and_the_switch_as_printed(app_test: Callable)
 
 @pytest.mark.parametrize("code", ["de", "vi"])
 def test_the_page_speaks_the_language(app_test: Callable, code: str) -> None:
-    at = app_test(PAGE, query={"model": "llama-3.2-1b", "dtype": "bf16", "lang": code},
+    at = app_test(PAGE, query={"model": "llama-3.2-1b", "dtype": "bf16", "padding": "on",
+                               "lang": code},
                   timeout=180)
     no_errors(at)
     table = at.dataframe[0].value
