@@ -11,6 +11,7 @@ from demos.engine.real_models import (
     code,
     family,
     lab_layers,
+    planner_peak_pieces,
     predicted_layers,
     run_live,
     tiny_architecture,
@@ -141,3 +142,12 @@ def show(setup: Setup) -> None:
                  "the parameters (gradients included).",
                  outside=format_bytes(m.outside, locale=lang),
                  peak=format_bytes(m.peak or 0, locale=lang)))
+    pieces = planner_peak_pieces(setup)
+    if pieces and m.peak:
+        st.caption(t("The planner's step peak adds its pieces as if they came at once "
+                     "(gradients, activations kept, the layer being rebuilt, the loss): "
+                     "{pieces} here, {ratio} × the measured peak. It leaves out what lies "
+                     "outside the layers and backward's own temporaries; on a GPU it adds a "
+                     "workspace allowance and a share for fragmentation on top.",
+                     pieces=format_bytes(pieces, locale=lang),
+                     ratio=fmt_decimal(pieces / m.peak, 2)))

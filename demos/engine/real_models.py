@@ -357,3 +357,31 @@ def run_live(setup: Setup) -> Measurement:
     """measure(setup) with the step's peak, one at a time (the CPU is shared), cached."""
     with _LOCK:
         return measure(setup, peak=True)
+
+
+PLANNER_STRATEGIES = {"none": "none", "every-layer": "every-layer", "first-k": "some-layers",
+                      "every-n": None}  # every_n_layers is no planner strategy
+
+
+def planner_inputs(setup: Setup):
+    """The planner's inputs for a measured setup (the CPU's kernels, its precision)."""
+    from memory.footprint import PlannerInputs
+
+    return PlannerInputs(
+        setup.arch, seq=setup.seq, batch=setup.batch, precision=setup.dtype,
+        tuning="lora" if setup.lora_rank else "full", lora_rank=setup.lora_rank or 16,
+        lora_targets=setup.lora_targets, fused=sdpa_fused(setup.arch), device="cpu",
+        attention=setup.attention, padding=setup.padding, some_layers=setup.k)
+
+
+def planner_peak_pieces(setup: Setup) -> int | None:
+    """The planner's step peak without the parameters and the GPU allowances: gradients,
+    activations kept, the layers rebuilt and the loss peak, added as if at once; None for a
+    strategy the planner has no row for."""
+    from memory.footprint import breakdown
+
+    strategy = PLANNER_STRATEGIES[setup.strategy]
+    if strategy is None:
+        return None
+    bd = breakdown(planner_inputs(setup), strategy)
+    return int(bd.gradients + bd.activations_kept + bd.activations_rebuilt + bd.logits)

@@ -13,35 +13,27 @@ import inspect
 import pytest
 
 from demos.engine.real_models import (
+    PLANNER_STRATEGIES,
     QLORA_SKIP,
     Setup,
     apply_checkpointing,
     build_model,
     measure,
+    planner_inputs,
     predicted_layers,
-    sdpa_fused,
     tiny_architecture,
 )
 from memory import footprint as F
 from memory import layer as L
 
 FAMILIES = {"gpt2": "gpt2", "llama": "llama-3.1-8b", "qwen2": "qwen2.5-7b"}
-STRATEGIES = {"none": "none", "every-layer": "every-layer", "every-n": None,
-              "first-k": "some-layers"}
 
-
-def planner_inputs(setup: Setup) -> F.PlannerInputs:
-    return F.PlannerInputs(
-        setup.arch, seq=setup.seq, batch=setup.batch, precision=setup.dtype,
-        tuning="lora" if setup.lora_rank else "full", lora_rank=setup.lora_rank or 16,
-        lora_targets=setup.lora_targets, fused=sdpa_fused(setup.arch), device="cpu",
-        attention=setup.attention, padding=setup.padding, some_layers=setup.k)
 
 
 def check(setup: Setup) -> None:
     m = measure(setup)
     assert m.per_layer == predicted_layers(setup, m.checkpointed)
-    strategy = STRATEGIES[setup.strategy]
+    strategy = PLANNER_STRATEGIES[setup.strategy]
     if strategy is not None:
         assert m.layers_total == F.activations(planner_inputs(setup), strategy).kept
 
@@ -49,7 +41,7 @@ def check(setup: Setup) -> None:
 @pytest.mark.parametrize("lora", [0, 16], ids=["full", "lora16"])
 @pytest.mark.parametrize("attention", ["sdpa", "eager"])
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-@pytest.mark.parametrize("strategy", list(STRATEGIES))
+@pytest.mark.parametrize("strategy", list(PLANNER_STRATEGIES))
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_layers_keep_what_the_planner_says(family, strategy, dtype, attention, lora) -> None:
     setup = Setup(tiny_architecture(FAMILIES[family]), dtype=dtype, attention=attention,

@@ -36,6 +36,11 @@ def test_measured_beside_predicted_and_the_switch_as_printed(app_test: Callable)
     no_errors(at)
     assert at.query_params["model"] == "qwen2.5-7b"
     assert "Qwen2ForCausalLM" in "\n".join(c.value for c in at.caption)
+    # every_n_layers has no planner row: no step-peak comparison; every layer has one
+    assert "The planner's step peak" not in page_text(at)
+    at.radio(key="ckpt").set_value("every-layer").run()
+    no_errors(at)
+    assert "× the measured peak" in page_text(at)
 
 
 @pytest.mark.parametrize("code", ["de", "vi"])
