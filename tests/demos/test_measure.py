@@ -141,7 +141,7 @@ def test_times_are_medians_of_interleaved_untracked_runs():
     assert frame.loc[0, "time_vs_none"] == 1.0
 
 
-# ---------------------------------------------------------------- the demos' defaults (issue 11)
+# ---------------------------------------------------------------- the demos' defaults
 
 
 def test_at_the_cpu_default_the_strategies_visibly_differ():

@@ -1,4 +1,4 @@
-"""Issue 12's "done when": every page of the app (ui.navigation.PAGES, opened through the
+"""Every page of the app (ui.navigation.PAGES, opened through the
 router app.py with its sidebar, as a learner's link opens it) with ?lang=de and ?lang=vi
 shows no English sentence of the catalog: text, labels, help, options, metrics, alerts,
 table headers and cells, chart titles, axes, legends and annotations. A few states beside
