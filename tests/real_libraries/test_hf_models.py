@@ -111,3 +111,13 @@ def test_the_other_llama_presets(preset) -> None:
     check(Setup(arch, dtype="bf16", attention="sdpa", lora_rank=16, padding=True))
     check(Setup(arch, dtype="bf16", attention="eager", strategy="first-k", k=1))
     check(Setup(arch, dtype="fp32", attention="sdpa", strategy="every-n", n=3))
+
+
+@pytest.mark.parametrize("act", ["gelu_pytorch_tanh", "gelu"])
+def test_fused_gelu_variants_keep_what_a_fused_gelu_keeps(act) -> None:
+    """transformers' "gelu_pytorch_tanh" (GELUTanh) and "gelu" call torch's fused GELU:
+    none of gelu_new's extra tensors."""
+    arch = tiny_architecture("gpt2").with_(act=act)
+    assert arch.activation not in L.PYTHON_GELUS
+    for dtype in ("fp32", "bf16"):
+        check(Setup(arch, dtype=dtype, attention="eager"))
