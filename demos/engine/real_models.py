@@ -82,7 +82,7 @@ def hf_config(arch: Architecture, attention: str = "sdpa"):
             n_layer=arch.layers, n_embd=arch.hidden, n_head=arch.heads,
             n_inner=arch.mlp_width, n_positions=arch.positions or 1024,
             activation_function=arch.activation, resid_pdrop=p, embd_pdrop=p, attn_pdrop=p,
-            **common)
+            bos_token_id=arch.vocab - 1, eos_token_id=arch.vocab - 1, **common)
     else:
         cls = transformers.Qwen2Config if family(arch) == "qwen2" else transformers.LlamaConfig
         cfg = cls(hidden_size=arch.hidden, intermediate_size=arch.mlp_width,
@@ -101,6 +101,7 @@ def build_model(arch: Architecture, dtype: str = "fp32", attention: str = "sdpa"
     cfg = hf_config(arch, attention)
     model = transformers.AutoModelForCausalLM.from_config(cfg, attn_implementation=attention,
                                                           dtype=DTYPES[dtype])
+    model.loss_type = "ForCausalLM"  # the default it would pick, without a warning
     return model.train()
 
 
@@ -261,7 +262,7 @@ def measure(setup: Setup, peak: bool = False) -> Measurement:
         context = tracker if tracker is not None else _null()
         with context:
             with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-                out = model(input_ids=ids, labels=labels, attention_mask=mask)
+                out = model(input_ids=ids, labels=labels, attention_mask=mask, use_cache=False)
             for i, x in state["inputs"]:  # what a checkpointed layer holds: its input
                 key = x.untyped_storage().data_ptr()
                 if key not in seen:
