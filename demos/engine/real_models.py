@@ -295,7 +295,8 @@ def sdpa_fused(arch: Architecture, device: str = "cpu") -> bool:
     return device != "cpu" or not arch.dropout
 
 
-def predicted_layers(setup: Setup, checkpointed: tuple[int, ...]) -> tuple[int, ...]:
+def predicted_layers(setup: Setup, checkpointed: tuple[int, ...], fused: bool | None = None
+                     ) -> tuple[int, ...]:
     """The planner's bytes per decoder layer (memory.layer.layer_tensors): a checkpointed
     layer keeps its input, the others what a plain layer keeps; under LoRA without
     checkpointing the first layer's input needs no gradient."""
@@ -310,7 +311,8 @@ def predicted_layers(setup: Setup, checkpointed: tuple[int, ...]) -> tuple[int, 
             out.append(setup.batch * setup.seq * arch.hidden * e)
             continue
         tensors = layer_tensors(arch, setup.batch, setup.seq, e,
-                                fused=sdpa_fused(arch), device="cpu",
+                                fused=sdpa_fused(arch) if fused is None else fused,
+                                device="cpu",
                                 lora_rank=setup.lora_rank, lora_targets=targets,
                                 attention=setup.attention, padding=setup.padding,
                                 input_grad=i > 0 or bool(checkpointed) or not setup.lora_rank)
@@ -325,10 +327,10 @@ _LOCK = threading.Lock()
 def lab_layers(setup: Setup, checkpointed: tuple[int, ...]) -> tuple[int, ...]:
     """What the course's own engine model (demos.engine.model, demos.engine.llama) would
     keep at the same shapes: the planner's formula without the libraries' terms (a fused
-    GELU, the SDPA kernel, full fine-tuning)."""
+    GELU, a fused SDPA kernel, as its attention has no dropout, full fine-tuning)."""
     return predicted_layers(Setup(setup.arch.with_(act=""), setup.batch, setup.seq,
                                   setup.dtype, "sdpa", setup.strategy, setup.n, setup.k),
-                            checkpointed)
+                            checkpointed, fused=True)
 
 
 def code(setup: Setup) -> str:
