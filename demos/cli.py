@@ -1,4 +1,5 @@
-"""python -m demos compare | sweep | bench: figures in bytes and seconds."""
+"""python -m demos compare | sweep | bench | plan: figures in bytes and seconds, and the
+planner for a real fine-tuning run."""
 
 from __future__ import annotations
 
@@ -68,6 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="fewer configs and repeats")
     p.add_argument("--arch", default="gpt", choices=list(ARCHS), help="the layer every "
                    "config stacks (a llama run writes results-<device>-llama.*)")
+    from demos.plan_cli import add_parser
+
+    add_parser(sub)
     return parser
 
 
@@ -118,6 +122,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args) -> int:
+    if args.command == "plan":
+        from demos.plan_cli import PlanError, run
+
+        try:
+            return run(args)
+        except PlanError as exc:
+            raise ConfigError(str(exc)) from None
     from demos.engine.measure import compare
 
     if args.command == "bench":

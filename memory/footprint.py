@@ -66,7 +66,10 @@ class PlannerInputs:
     gpu_bytes: int = 80 * GiB
     offload: bool = False  # optimizer state (and gradients) in host memory
     device: str = "cuda"
-    attention: str = "sdpa"  # transformers' attn_implementation: sdpa | eager
+    # transformers' attn_implementation: "" follows `fused` (a fused SDPA kernel, or without
+    # it transformers' eager attention, the planner's "math" choice); "sdpa" with fused=False
+    # is SDPA's math kernel (what torch runs on a CPU when the attention has dropout)
+    attention: str = ""
     padding: bool = False  # batches carry a padding mask (attention_mask with zeros)
 
     def with_(self, **changes: object) -> PlannerInputs:
@@ -81,6 +84,11 @@ class PlannerInputs:
         return LORA_TARGETS[self.lora_targets] if self.tuning != "full" else ()
 
     @property
+    def kernel(self) -> str:
+        """The attention as transformers runs it: sdpa | eager."""
+        return self.attention or ("sdpa" if self.fused else "eager")
+
+    @property
     def lora_bytes(self) -> int:
         """Bytes per number of what a LoRA adapter keeps: PEFT's adapters are fp32 and cast
         their input to fp32; under autocast ("mixed") their matmuls run in 16-bit."""
@@ -92,7 +100,7 @@ class PlannerInputs:
                              self.seq if seq is None else seq, self.act_bytes,
                              fused=self.fused, device=self.device,
                              lora_rank=self.lora_rank if self.tuning != "full" else 0,
-                             lora_targets=self.targets, attention=self.attention,
+                             lora_targets=self.targets, attention=self.kernel,
                              padding=self.padding, input_grad=input_grad,
                              lora_bytes=self.lora_bytes)
 
@@ -194,12 +202,16 @@ def activations(p: PlannerInputs, strategy: str, batch: int | None = None,
             return activations(p, "every-layer", b, s)
         # the first k layers checkpointed; their rebuild comes after the kept ones are freed
         return Activations(k * ckpt + (n - k) * full, 0, k * one, k)
-    if strategy == "selective":  # recompute the attention scores only (Korthikanti et al.)
-        redo = [t for t in tensors if t.kind == "scores"]
-        dropped = sum(t.bytes for t in redo)
-        return Activations(n * (full - dropped), dropped,
-                           n * attention_flops(p.arch, b, s) / 2 if dropped else 0.0,
-                           n if dropped else 0)
+    if strategy == "selective":
+        # Recompute the attention scores only (Korthikanti et al.): what a fused attention
+        # kernel (SDPA: flash / memory-efficient) does, keeping a log-sum-exp per head and
+        # token and recomputing Q·Kᵀ and the softmax in its backward. With the eager kernel
+        # the step is to switch to it (the code the planner prints); with a fused kernel
+        # there is nothing left to drop.
+        if p.fused:
+            return Activations(n * full, 0, 0.0, 0)
+        fused = layer_bytes(p.with_(fused=True).tensors(b, s))
+        return Activations(n * fused, 0, n * attention_flops(p.arch, b, s) / 2, n)
     if strategy == "budget":
         kept, flops = _budget_kept(tensors, p.budget, ckpt)
         return Activations(n * kept, full - kept, n * flops, n if flops else 0)
