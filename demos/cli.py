@@ -1,5 +1,5 @@
-"""python -m demos compare | sweep | bench | plan: figures in bytes and seconds, and the
-planner for a real fine-tuning run."""
+"""python -m demos compare | sweep | bench | plan | mistakes: figures in bytes and seconds,
+the planner for a real fine-tuning run, and the classic checkpointing mistakes."""
 
 from __future__ import annotations
 
@@ -69,6 +69,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="fewer configs and repeats")
     p.add_argument("--arch", default="gpt", choices=list(ARCHS), help="the layer every "
                    "config stacks (a llama run writes results-<device>-llama.*)")
+    p = sub.add_parser("mistakes", help="the classic checkpointing mistakes, each run the "
+                                        "wrong and the fixed way, measured")
+    p.add_argument("--case", action="append", default=None,
+                   help="a case id (repeatable); default: every case")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
     from demos.plan_cli import add_parser
 
     add_parser(sub)
@@ -121,7 +126,39 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def _mistakes(args) -> int:
+    from demos.engine.mistakes import CASES, run_cases
+
+    unknown = [c for c in args.case or [] if c not in CASES]
+    if unknown:
+        raise ConfigError(f"unknown case(s): {', '.join(unknown)}; allowed "
+                          f"{', '.join(CASES)}")
+    results = run_cases(args.case)
+    if args.json:
+        rows = [{"id": r.case, "symptoms": sorted(s.value for s in CASES[r.case].symptoms),
+                 **r.to_json()} for r in results]
+        print(json.dumps(_clean({"cases": rows})))
+        return 0
+    for r in results:
+        print(f"{r.case}: symptom {'shown' if r.wrong_shows else 'NOT shown'} the wrong way, "
+              f"{'still shown' if r.fixed_shows else 'gone'} the fixed way")
+        for name in ("plain", "wrong", "fixed"):
+            m = getattr(r, name)
+            parts = [f"peak {m.peak_bytes} B ({m.peak_phase})"]
+            parts += [f"{k} {v}" for k, v in (("flops", m.flops), ("grad diff", m.max_grad_diff),
+                                             ("statistic", m.statistic),
+                                             ("state", m.state_bytes)) if v is not None]
+            if m.none_grads:
+                parts.append(f"{len(m.none_grads)} parameters without gradient")
+            if m.warning or m.error:
+                parts.append(f"said: {m.warning or m.error}")
+            print(f"  {name:5}  " + "; ".join(parts))
+    return 0
+
+
 def _run(args) -> int:
+    if args.command == "mistakes":
+        return _mistakes(args)
     if args.command == "plan":
         from demos.plan_cli import PlanError, run
 

@@ -271,3 +271,13 @@ def run_training(config: ModelConfig, strategies: Sequence[str], steps: int
                  ) -> pd.DataFrame | None:
     job = Job.make("train", config, strategies, steps=steps)
     return _run(job)
+
+
+def run_mistake(case_id: str) -> Any:
+    """One case of the lab of mistakes (demos.engine.mistakes): its CaseResult, or None. Each
+    case is a short CPU run of its own small models, stored for everyone once measured."""
+    from demos.engine.mistakes import CASE_CONFIG
+
+    job = Job.make("mistakes", CASE_CONFIG, (), cases=(case_id,))
+    result = _run(job, what=f"mistake-{case_id}")
+    return result[0] if result else None

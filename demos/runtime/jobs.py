@@ -25,7 +25,7 @@ from demos.engine.results import Comparison, StrategyResult, TimelinePoint
 from memory import theory
 from memory.config import ConfigError, ModelConfig
 
-KINDS = ("compare", "sweep", "fits", "train")
+KINDS = ("compare", "sweep", "fits", "train", "mistakes")
 # The worker's own memory beside what a run's tensors need (Python objects, the tracker's
 # bookkeeping, allocator slack); a run past predicted × MEMORY_FACTOR + this is stopped.
 MEMORY_SLACK_BYTES = 512 * 2**20
@@ -39,7 +39,8 @@ Progress = Callable[[int, int], None]
 class Job:
     """One demo request. `options` holds the kind's settings as sorted (name, value)
     pairs (hashable, JSON-able): compare: repeats, timeline, time_steps; sweep: vary,
-    values, repeats; fits: vary, budget_bytes; train: steps."""
+    values, repeats; fits: vary, budget_bytes; train: steps; mistakes: cases (ids of
+    demos.engine.mistakes.CASES, one step each; the cases fix their own small models)."""
 
     kind: str
     config: ModelConfig
@@ -70,6 +71,8 @@ class Job:
 
     # ------------------------------------------------------------------ steps
     def step_count(self) -> int:
+        if self.kind == "mistakes":
+            return len(self.option("cases", ()))
         if self.kind == "sweep":
             return len(self.option("values", ()))
         if self.kind in ("fits", "train"):
@@ -99,6 +102,11 @@ class Job:
     def step_runs(self, index: int, device_kind: str = "cpu"
                   ) -> list[tuple[ModelConfig, str, int]]:
         """(config, strategy, steps) of one step, for memory.theory.cpu_seconds."""
+        if self.kind == "mistakes":  # a plain, a wrong and a fixed step, tracked
+            from demos.engine.mistakes import CASE_CONFIG
+
+            return [(CASE_CONFIG, s, theory.TRACKED_STEP_COST)
+                    for s in ("none", "every-layer", "every-layer")]
         if self.kind == "compare":
             steps = theory.TRACKED_STEP_COST + (
                 int(self.option("repeats", 1)) if self.option("time_steps", True) else 0)
@@ -116,6 +124,10 @@ class Job:
     def step_work(self, index: int, device_kind: str = "cpu") -> float:
         """A step's work in CPU-estimate seconds (memory.theory.cpu_seconds); the service
         scales it by what this device measured."""
+        if self.kind == "mistakes":  # a case's own small models: its record's estimate
+            from demos.engine.mistakes import CASES
+
+            return CASES[self.option("cases")[index]].estimate_s
         return theory.cpu_seconds(self.step_runs(index, device_kind))
 
     def work(self, device_kind: str = "cpu") -> float:
@@ -147,6 +159,10 @@ class Job:
     def run_step(self, index: int, device_kind: str, limit_bytes: int | None,
                  progress: Progress | None = None) -> Any:
         """Run step `index` on this process's device; returns its partial result."""
+        if self.kind == "mistakes":  # CPU only: the live tracker measures to the byte
+            from demos.engine.mistakes import run_case
+
+            return run_case(self.option("cases")[index])
         if self.kind == "compare":
             from demos.engine.measure import compare
 
@@ -183,6 +199,8 @@ class Job:
             return parts[0]
         if self.kind == "fits":
             return pd.DataFrame(list(parts))
+        if self.kind == "mistakes":
+            return list(parts)
         return pd.concat(list(parts), ignore_index=True)
 
 
@@ -219,12 +237,18 @@ def encode_result(result: Any) -> str:
     if isinstance(result, pd.DataFrame):
         return json.dumps({"type": "frame", "data": result.to_json(orient="table",
                                                                    index=False)})
+    if isinstance(result, list):  # a mistakes job: demos.engine.mistakes.CaseResult records
+        return json.dumps({"type": "mistakes", "data": [r.to_json() for r in result]})
     raise TypeError(f"cannot store a {type(result).__name__}")
 
 
 def decode_result(text: str) -> Any:
     payload = json.loads(text)
     data = payload["data"]
+    if payload["type"] == "mistakes":
+        from demos.engine.mistakes import CaseResult
+
+        return [CaseResult.from_json(item) for item in data]
     if payload["type"] == "frame":
         frame = pd.read_json(io.StringIO(data), orient="table")
         for column in frame.select_dtypes(include="object").columns:  # JSON null: None, not NaN
