@@ -151,8 +151,8 @@ def _collected(flag: str) -> dict[str, list] | None:
 def _warm_store() -> None:
     """The common views first; the slider steps next to the defaults are listed (a
     minute of AppTest runs) only once those are measured and no learner is waiting."""
-    from demos.jobs import Job
-    from demos.service import get_service
+    from demos.runtime.jobs import Job
+    from demos.runtime.service import get_service
 
     service = get_service()
     found = _collected("--collect-warm-jobs")
@@ -178,7 +178,7 @@ def main(argv: list[str]) -> None:
     from streamlit.runtime.pages_manager import PagesManager
     from streamlit.web import cli
 
-    from demos.service import get_service
+    from demos.runtime.service import get_service
     from quiz.service import startup_check
 
     if status := startup_check():  # a lost signing key or database: refuse, and say why

@@ -2,15 +2,15 @@
 
 import streamlit as st
 
-from demos import report
-from demos.figures import (
+from demos.engine.results import Comparison
+from demos.reports import report
+from demos.reports.figures import (
     activation_caption,
     activation_theory_figure,
     breakdown_caption,
     breakdown_figure,
     peak_and_time_figure,
 )
-from demos.results import Comparison
 from ui import demo_controls as controls
 from ui import demo_display as display
 from ui import demo_runner as runner

@@ -46,9 +46,9 @@ def _slider(page: Page, label: str):
 def _wait_for_the_idle_runs(data_dir: Path, env: dict[str, str], limit_s: float = 1500) -> None:
     """Until every run the server's warm-up lists (defaults and the named sliders' steps)
     is in the store."""
-    from demos.device import detect_device
-    from demos.jobs import Job, store_key
-    from demos.store import ResultStore
+    from demos.engine.device import detect_device
+    from demos.runtime.jobs import Job, store_key
+    from demos.runtime.store import ResultStore
 
     out = subprocess.run([sys.executable, "-m", "ui.server", "--collect-neighbour-jobs"], cwd=ROOT,
                          env={**os.environ, **env}, capture_output=True, text=True,

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from types import SimpleNamespace
 
-from demos import figures
-from demos.figures import timeline_figure, timeline_frame
-from demos.units import column_unit, format_bytes_in
+from demos.reports import figures
+from demos.reports.figures import timeline_figure, timeline_frame
+from i18n.units import column_unit, format_bytes_in
 from lessons.figures import k_curve_figure
 from tests.demo_pages.test_pages import TINY, no_errors
 

@@ -13,7 +13,7 @@ import os, time
 os.environ["DATA_DIR"] = {data!r}
 import pandas as pd
 import streamlit as st
-from demos import service
+from demos.runtime import service
 from tests.runtime.conftest import CPU, FakeWorker, tiny_compare
 from ui import demo_runner
 

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from demos import service as service_module
+from demos.runtime import service as service_module
 from tests.runtime.conftest import FakeWorker, tiny_compare, wait_for
 from ui.server import slider_neighbours
 
@@ -90,7 +90,7 @@ def test_only_the_named_sliders_neighbours_when_asked(monkeypatch) -> None:
 def test_collecting_lists_no_invalid_combination(monkeypatch) -> None:
     """hidden 128 with 3 heads runs nothing: the warm-up listed it, and the load
     benchmark counted its page as a first move the store could not serve."""
-    from demos.config import ModelConfig
+    from memory.config import ModelConfig
     from ui import demo_runner
 
     monkeypatch.setenv(demo_runner.COLLECT_ENV, "1")
@@ -106,7 +106,7 @@ def test_a_queued_idle_run_does_not_hold_another_servers_learner(make_service, s
                                                                   monkeypatch) -> None:
     """An idle-time run waits behind everything; had it claimed its key when queued, a
     learner of another server sharing the database would wait for it."""
-    from demos.store import ResultStore
+    from demos.runtime.store import ResultStore
 
     monkeypatch.setattr(service_module, "IDLE_AFTER_S", 60.0)
     one = make_service(worker=FakeWorker(lambda job, index: 0.02),
