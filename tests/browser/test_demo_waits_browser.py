@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from playwright.sync_api import Page, expect
 
 from tests.helpers import ROOT, background_app, goto, screenshot, wait_for_app
@@ -64,6 +65,7 @@ def _wait_for_the_idle_runs(data_dir: Path, env: dict[str, str], limit_s: float 
         time.sleep(5)
 
 
+@pytest.mark.timeout(1800)  # the server measures the defaults, then their neighbours
 def test_a_first_move_from_each_pages_defaults_is_served_from_the_store(browser, tmp_path
                                                                         ) -> None:
     env = {"DATA_DIR": str(tmp_path), "DEMO_WARM_NEIGHBOURS": WARM_KEYS}

@@ -63,11 +63,13 @@ st.write("captions: " + " | ".join(captions))
 """)
     assert not at.exception
     calls = eval(at.markdown[-2].value.removeprefix("calls: "))  # noqa: S307 - our own repr
-    assert calls[0][0].startswith("partial-")  # what is measured so far, first
-    assert calls[1] == (None, 1, "0")  # the first result, finished
-    assert calls[2] == ("previous", 1, "0")  # dimmed while the second one runs
-    assert calls[3][0].startswith("partial-") and calls[3][1:] == (2, "so far")
-    assert calls[4:] == [(None, 2, "0")]  # replaced by the finished one
+    first = calls.index((None, 1, "0"))  # the first result, finished
+    assert all(c[0].startswith("partial-") for c in calls[:first])  # so far, before it
+    assert calls[first + 1] == ("previous", 1, "0")  # dimmed while the second one runs
+    partials = calls[first + 2:-1]  # what the second run measured so far (a busy
+    assert partials and all(c[0].startswith("partial-") and c[1:] == (2, "so far")
+                            for c in partials)  # machine may show it more than once)
+    assert calls[-1] == (None, 2, "0")  # replaced by the finished one
     captions = at.markdown[-1].value
     assert "Previous result (Layers 2)" in captions
     assert "shown dimmed until the new one is ready" in captions
