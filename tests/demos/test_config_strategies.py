@@ -98,7 +98,7 @@ def test_every_record_parses_plans_and_titles_its_own_examples():
 def test_titles_are_made_from_the_records_not_parsed_back():
     from memory.strategies import title
 
-    assert title("every-k:4") == "every-4"
+    assert title("every-k:4") == "every 4 layers"
     assert title("selective") == "selective (save-matmuls)"
     assert title("budget:dp:50MiB") == "budget (dp, 50.0 MiB)"
     assert title("budget:dp:40%") == "budget (dp, 40%)"
