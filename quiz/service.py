@@ -24,14 +24,14 @@ from quiz.certificates import (
     StorageError,
     Verification,
 )
-from quiz.db import database_url, db_path
+from quiz.db import StorageUnavailable, database_url, db_path
 from quiz.draw import draw
 from quiz.grading import Feedback
 from quiz.layout import certificate_layout, certificate_title
 from quiz.names import normalise_name
 from quiz.pdf import render_pdf
 from quiz.preview import render_png
-from quiz.signing import KEY_FILE, Signer, create_key_file, read_signer
+from quiz.signing import KEY_FILE, Signer, SigningKeyError, create_key_file, read_signer
 
 LOG = logging.getLogger(__name__)
 
@@ -152,7 +152,14 @@ def certificate_png(certificate: Certificate) -> bytes:
 def _open(create_key: bool, strict: bool) -> QuizService:
     """open_service without the logging (shared_service logs once per configuration)."""
     data_dir = config.data_dir()
-    signer = read_signer(data_dir, config.signing_key_env())
+    key_warnings: tuple[str, ...] = ()
+    try:
+        signer = read_signer(data_dir, config.signing_key_env())
+    except SigningKeyError as problem:
+        if create_key or strict:  # issuing needs the key: refuse, never make another
+            raise StorageError(str(problem)) from problem
+        # Verifying needs only the public keys stored in the database.
+        signer, key_warnings = None, (f"{problem} Verifying uses the stored public keys.",)
     store = CertificateStore(data_dir, signer)
     if signer is None and create_key:
         fresh = store.check().certificates == 0 and not (data_dir / ISSUED_MARKER).exists()
@@ -163,13 +170,13 @@ def _open(create_key: bool, strict: bool) -> QuizService:
         store.register_key()
     check = store.check()
     if strict and check.problems:
-        raise StorageError("\n".join(check.problems))
+        raise StorageError(" ".join(check.problems))
     return QuizService(
         data_dir=data_dir,
         attempts=AttemptStore(data_dir, config.attempt_ttl_seconds(), config.cooldown_seconds()),
         signer=signer,
         bank_path=config.bank_path(),
-        warnings=check.warnings,
+        warnings=key_warnings + check.warnings,
     )
 
 
@@ -266,7 +273,7 @@ def startup_check() -> int:
     else print why to stderr and return 2 (the server then refuses to start)."""
     try:
         service = open_service()
-    except StorageError as problem:
+    except (StorageError, StorageUnavailable) as problem:
         print(f"REFUSING TO START: {problem}", file=sys.stderr)
         return 2
     for warning in service.warnings:
