@@ -24,6 +24,7 @@ from quiz.certificates import (
     StorageError,
     Verification,
 )
+from quiz.config import verify_url
 from quiz.db import StorageUnavailable, database_url, db_path
 from quiz.draw import draw
 from quiz.grading import Feedback
@@ -140,13 +141,15 @@ class QuizService:
         return self.signer.key_id if self.signer else None
 
 
-def certificate_pdf(certificate: Certificate) -> bytes:
-    """The certificate's PDF, in the language the learner took the quiz in."""
-    return render_pdf(certificate_layout(certificate), title=certificate_title(certificate))
+def certificate_pdf(certificate: Certificate, reached: str | None = None) -> bytes:
+    """The certificate's PDF, in the language the learner took the quiz in; its verify link
+    on APP_BASE_URL, else on `reached` (the address the app was reached by)."""
+    layout = certificate_layout(certificate, verify_url(certificate.id, reached))
+    return render_pdf(layout, title=certificate_title(certificate))
 
 
-def certificate_png(certificate: Certificate) -> bytes:
-    return render_png(certificate_layout(certificate))
+def certificate_png(certificate: Certificate, reached: str | None = None) -> bytes:
+    return render_png(certificate_layout(certificate, verify_url(certificate.id, reached)))
 
 
 def _open(create_key: bool, strict: bool) -> QuizService:
@@ -173,7 +176,9 @@ def _open(create_key: bool, strict: bool) -> QuizService:
         raise StorageError(" ".join(check.problems))
     return QuizService(
         data_dir=data_dir,
-        attempts=AttemptStore(data_dir, config.attempt_ttl_seconds(), config.cooldown_seconds()),
+        attempts=AttemptStore(data_dir, config.attempt_ttl_seconds(), config.cooldown_seconds(),
+                              open_per_learner=config.open_attempts_per_learner(),
+                              open_per_address=config.open_attempts_per_address()),
         signer=signer,
         bank_path=config.bank_path(),
         warnings=key_warnings + check.warnings,
@@ -226,6 +231,8 @@ def _configuration(create_key: bool, strict: bool) -> tuple[Hashable, ...]:
         (data_dir / ISSUED_MARKER).exists(),
         config.attempt_ttl_seconds(),
         config.cooldown_seconds(),
+        config.open_attempts_per_learner(),
+        config.open_attempts_per_address(),
         str(config.bank_path()),
     )
 
