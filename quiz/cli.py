@@ -20,7 +20,7 @@ from quiz.bank import BANK_PATH, BankError, cue_report, load_bank
 from quiz.certificates import Certificate, Status, StorageError
 from quiz.db import StorageUnavailable
 from quiz.ids import IdError, parse_id
-from quiz.service import open_service
+from quiz.service import QuizService, open_service
 from quiz.signing import KEY_FILE, SigningKeyError, create_key_file, read_signer
 
 
@@ -33,7 +33,15 @@ def _describe(certificate: Certificate) -> str:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    result = open_service(create_key=False, strict=False).verify(args.id)
+    service = open_service(create_key=False, strict=False)
+    for warning in service.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    outcomes = [_verify_one(service, text) for text in args.id]
+    return 0 if all(outcomes) else 1
+
+
+def _verify_one(service: QuizService, text: str) -> bool:
+    result = service.verify(text)
     print(result.status.value)
     certificate = result.certificate
     if result.status is Status.TYPO:
@@ -51,7 +59,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             print("the public key of this certificate's signing key is not stored here")
         if certificate.revoked_at:
             print(f"revoked {certificate.revoked_at}: {certificate.revoke_reason}")
-    return 0 if result.valid else 1
+    return result.valid
 
 
 def cmd_revoke(args: argparse.Namespace) -> int:
@@ -200,8 +208,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Certificates of the Gradient Checkpointing Lab (reads DATA_DIR).",
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    verify = commands.add_parser("verify", help="check an ID; exit 0 only when valid")
-    verify.add_argument("id")
+    verify = commands.add_parser("verify", help="check IDs; exit 0 only when all are valid")
+    verify.add_argument("id", nargs="+")
     verify.set_defaults(run=cmd_verify)
     revoke = commands.add_parser("revoke", help="revoke a certificate")
     revoke.add_argument("id")
