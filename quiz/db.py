@@ -307,7 +307,8 @@ def _unavailable(url: str, error: BaseException) -> StorageUnavailable:
             "ran): nothing can be issued or verified. Put it back or restore a backup "
             "(`python -m quiz import`, see docs/HOSTING.md); the app carries on by itself."))
     if ("not a database" in lowered or "malformed" in lowered or "corrupt" in lowered
-            or "no such table" in lowered or "integrity" in lowered):
+            or "no such table" in lowered or "integrity" in lowered
+            or "does not exist" in lowered):
         return StorageUnavailable("damaged", (
             f"The database {database} is damaged or is not this app's database ({detail}). "
             "Restore it from a backup (`python -m quiz import`, see docs/HOSTING.md); the app "
