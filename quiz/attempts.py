@@ -208,7 +208,7 @@ class AttemptStore:
         last = connection.execute(
             select(func.max(attempts.c.finished_at)).where(
                 whose, attempts.c.id != attempt_id, attempts.c.passed.is_(False),
-                attempts.c.finished_at > created_at,
+                attempts.c.finished_at >= created_at,
             )
         ).scalar()
         return max(0, int(last + self.cooldown_seconds - self.clock() + 0.999)) if last else 0

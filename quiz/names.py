@@ -108,10 +108,10 @@ def normalise_name(raw: str) -> str:
     controls = [ch for ch in raw if unicodedata.category(ch) in _REFUSED_CATEGORIES]
     if controls:
         raise NameError_(NameProblem.CONTROL, character=_code(controls[0]))
-    name = " ".join(strip_invisible(unicodedata.normalize("NFC", raw)).split())
-    if not name:
+    if not " ".join(raw.split()):
         raise NameError_(NameProblem.EMPTY)
-    if not has_visible_letter(name):
+    name = " ".join(strip_invisible(unicodedata.normalize("NFC", raw)).split())
+    if not name or not has_visible_letter(name):
         raise NameError_(NameProblem.NO_VISIBLE_LETTER)
     if len(name) > MAX_NAME_LENGTH:
         raise NameError_(NameProblem.TOO_LONG, limit=MAX_NAME_LENGTH, length=len(name))

@@ -4,6 +4,7 @@ every text the page draws through Markdown must show them literally."""
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -84,3 +85,41 @@ def test_every_query_parameter_shows_payloads_literally(spec, page_run) -> None:
                 shown += 1
     if len(names) > len(READ_ONLY):  # a page with settings echoes the bad ones it ignores
         assert shown, f"{spec.file}: no payload echoed; the test checked nothing"
+
+
+def test_a_forged_radio_value_falls_back_to_an_option_without_a_traceback(
+    page_run, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture  # noqa: ANN001
+) -> None:
+    from tests.quiz.test_pages_issuing import _forge
+
+    at = page_run("pages/plan.py", {})
+    model = next(radio for radio in at.radio if radio.key == "model")
+    options = set(model.options)
+    _forge(monkeypatch, model, "../../etc/passwd")
+    with caplog.at_level(logging.INFO):
+        at = at.run()
+    assert not at.exception
+    shown = at.query_params["model"]
+    assert (shown[0] if isinstance(shown, list) else shown) in options
+    assert not any(r.exc_info or r.levelno >= logging.ERROR for r in caplog.records)
+
+
+def test_a_query_over_streamlits_limits_is_reported(page_run,  # noqa: ANN001
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from streamlit.runtime import app_session
+
+    from ui.query import DROPPED, install_limit_notice
+
+    monkeypatch.setattr(app_session, "sanitize_query_string",
+                        app_session.sanitize_query_string)  # restored after the test
+    install_limit_notice()
+    install_limit_notice()  # once is enough; twice changes nothing
+    assert app_session.sanitize_query_string("layers=4&seq=64") == "layers=4&seq=64"
+    assert app_session.sanitize_query_string("") == ""
+    assert app_session.sanitize_query_string("a=1&" * 1000 + "b=2") == f"{DROPPED}=1"
+    assert app_session.sanitize_query_string("x=" + "9" * 600_000) == f"{DROPPED}=1"
+    at = page_run("app.py", {DROPPED: "1"})
+    assert any("settings were not used" in w.value for w in at.warning)
+    assert DROPPED not in at.query_params
+    at = page_run("app.py", {"layers": "4"})
+    assert not any("settings were not used" in w.value for w in at.warning)

@@ -93,17 +93,22 @@ def storage_message(problem: Exception) -> None:
     )
 
 
-def app_base_url() -> str | None:
-    """The address the learner reached the app by (scheme, host, port and base path), for
-    the certificate's verify link when APP_BASE_URL is not set; at least the port the app
-    runs on when the browser did not say."""
-    reached = st.context.url
-    if reached:
-        parts = urlsplit(reached)
+def reached_base(url: str | None, base_path: str, port: int) -> str:
+    """The app's root from the page URL the browser reports (scheme, host, port and the
+    server's base path); without one, localhost on the port the server runs on."""
+    if url:
+        parts = urlsplit(url)
         if parts.scheme in ("http", "https") and parts.netloc:
-            base = str(st.get_option("server.baseUrlPath") or "").strip("/")
+            base = base_path.strip("/")
             return f"{parts.scheme}://{parts.netloc}" + (f"/{base}" if base else "")
-    return f"http://localhost:{st.get_option('server.port')}"
+    return f"http://localhost:{port}"
+
+
+def app_base_url() -> str:
+    """The address the learner reached the app by, for the certificate's verify link when
+    APP_BASE_URL is not set (quiz.config.base_url)."""
+    return reached_base(st.context.url, str(st.get_option("server.baseUrlPath") or ""),
+                        int(st.get_option("server.port")))
 
 
 def _view_key(attempt_id: str) -> str:
