@@ -49,7 +49,7 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
 DB_NAME = "quiz.sqlite3"
@@ -59,14 +59,18 @@ __all__ = ["IntegrityError", "METADATA", "reading", "writing", "database_url",
            "StorageUnavailable", "StorageBusy"]
 
 
-class StorageUnavailable(RuntimeError):
+class StorageUnavailable(SQLAlchemyError, RuntimeError):
     """The database cannot be used right now. The message (one line) says what is wrong and
     what to do; `kind` is one of missing, damaged, replaced, empty, full, busy,
-    unreachable, unreadable-back."""
+    unreachable, unreadable-back. An SQLAlchemyError too, so callers that carry on without
+    the database (the demos' result store) still catch it."""
 
     def __init__(self, kind: str, message: str) -> None:
         self.kind = kind
         super().__init__(message)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 class StorageBusy(StorageUnavailable):

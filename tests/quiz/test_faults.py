@@ -229,3 +229,28 @@ def test_a_garbled_key_file_stops_issuing_but_verifying_goes_on(
     key.write_bytes(saved)
     shown.append(pass_and_issue(shared_service()))
     verified_after_restart(shown)
+
+
+def test_a_damaged_page_fails_the_quick_check_and_stops_issuing(
+    service: QuizService, data_dir: Path, tmp_path: Path
+) -> None:
+    """Damage inside the file (the header intact) is found by the integrity check at the
+    next opening or recheck; restoring the file brings issuing back."""
+    shown = [pass_and_issue(service)]
+    saved = backup_copy(data_dir, tmp_path / "saved.sqlite3")
+    with sqlite3.connect(db_path(data_dir)) as raw:
+        raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        page = raw.execute("PRAGMA page_size").fetchone()[0]
+        roots = [row[0] for row in raw.execute("SELECT rootpage FROM sqlite_master "
+                                                "WHERE name IN ('answers', 'progress')")]
+    with db_path(data_dir).open("r+b") as handle:
+        for root in roots:
+            handle.seek((root - 1) * page)
+            handle.write(b"\xff" * 64)
+    with pytest.raises((StorageError, StorageUnavailable)) as refused:
+        open_service()
+    assert "integrity check" in str(refused.value) or "damaged" in str(refused.value)
+    assert "\n" not in str(refused.value)
+    shutil.copyfile(saved, db_path(data_dir))
+    shown.append(pass_and_issue(open_service()))
+    verified_after_restart(shown)
