@@ -213,7 +213,7 @@ class CertificateStore:
     def check(self) -> StorageCheck:
         """What a careful operator must hear before the app runs: certificates whose key is
         missing (refuse), an empty database where certificates were issued before (warn)."""
-        with reading(self.data_dir) as connection:
+        with fresh_reading(self.data_dir) as connection:  # the file as it is now
             damage = quick_check(connection)
             found_store = store_id(connection)
             count = connection.execute(select(func.count()).select_from(certificates)).scalar_one()
