@@ -157,3 +157,18 @@ def test_a_forged_answer_is_refused_cleanly(app_test: RunPage, monkeypatch: pyte
     assert any("not one of the options" in w.value for w in at.warning)
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
     assert position not in current(at).answers  # nothing locked
+
+
+def test_a_garbled_key_stops_the_quiz_page_but_not_the_verify_page(app_test: RunPage) -> None:
+    service = open_service()
+    attempt = service.start_attempt()
+    for position, drawn in enumerate(attempt.questions):
+        service.answer(attempt.id, position, sorted(drawn.correct))
+    certificate = service.issue(attempt.id, "Ada Lovelace", True)
+    (service.data_dir / "signing_key.pem").write_text("not a key at all\n")
+    at = app_test("pages/take_quiz.py", query={"attempt": attempt.id})
+    assert not at.exception
+    assert any("needs the operator's attention" in e.value for e in at.error)
+    at = app_test("pages/verify.py", query={"id": certificate.id})
+    assert not at.exception
+    assert any("VALID" in s.value for s in at.success)
