@@ -1,4 +1,5 @@
-"""python -m demos compare | sweep | bench: figures in bytes and seconds."""
+"""python -m demos compare | sweep | bench | plan | mistakes: figures in bytes and seconds,
+the planner for a real fine-tuning run, and the classic checkpointing mistakes."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import json
 import math
 import sys
 
-from demos.config import ARCHS, ConfigError, ModelConfig, parse_bytes
-from demos.strategies import STRATEGIES
+from memory.config import ARCHS, ConfigError, ModelConfig, parse_bytes
+from memory.strategies import STRATEGIES
 
 DEFAULT = ModelConfig()
 
@@ -68,6 +69,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="fewer configs and repeats")
     p.add_argument("--arch", default="gpt", choices=list(ARCHS), help="the layer every "
                    "config stacks (a llama run writes results-<device>-llama.*)")
+    p = sub.add_parser("mistakes", help="the classic checkpointing mistakes, each run the "
+                                        "wrong and the fixed way, measured")
+    p.add_argument("--case", action="append", default=None,
+                   help="a case id (repeatable); default: every case")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    from demos.plan_cli import add_parser
+
+    add_parser(sub)
     return parser
 
 
@@ -117,17 +126,56 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def _mistakes(args) -> int:
+    from demos.engine.mistakes import CASES, run_cases
+
+    unknown = [c for c in args.case or [] if c not in CASES]
+    if unknown:
+        raise ConfigError(f"unknown case(s): {', '.join(unknown)}; allowed "
+                          f"{', '.join(CASES)}")
+    results = run_cases(args.case)
+    if args.json:
+        rows = [{"id": r.case, "symptoms": sorted(s.value for s in CASES[r.case].symptoms),
+                 **r.to_json()} for r in results]
+        print(json.dumps(_clean({"cases": rows})))
+        return 0
+    for r in results:
+        print(f"{r.case}: symptom {'shown' if r.wrong_shows else 'NOT shown'} the wrong way, "
+              f"{'still shown' if r.fixed_shows else 'gone'} the fixed way")
+        for name in ("plain", "wrong", "fixed"):
+            m = getattr(r, name)
+            parts = [f"peak {m.peak_bytes} B ({m.peak_phase})"]
+            parts += [f"{k} {v}" for k, v in (("flops", m.flops), ("grad diff", m.max_grad_diff),
+                                             ("statistic", m.statistic),
+                                             ("state", m.state_bytes)) if v is not None]
+            if m.none_grads:
+                parts.append(f"{len(m.none_grads)} parameters without gradient")
+            if m.warning or m.error:
+                parts.append(f"said: {m.warning or m.error}")
+            print(f"  {name:5}  " + "; ".join(parts))
+    return 0
+
+
 def _run(args) -> int:
-    from demos.measure import compare
+    if args.command == "mistakes":
+        return _mistakes(args)
+    if args.command == "plan":
+        from demos.plan_cli import PlanError, run
+
+        try:
+            return run(args)
+        except PlanError as exc:
+            raise ConfigError(str(exc)) from None
+    from demos.engine.measure import compare
 
     if args.command == "bench":
-        from demos.bench import run_bench
+        from demos.engine.bench import run_bench
 
         paths = run_bench(out=args.out, device=args.device, quick=args.quick,
                           arch=args.arch)
         print("\n".join(str(p) for p in paths))
         return 0
-    from demos.strategies import parse_strategies
+    from memory.strategies import parse_strategies
 
     cfg = _config(args)
     specs = parse_strategies(args.strategies)
@@ -144,7 +192,7 @@ def _run(args) -> int:
                   f"bytes above the parameters; seconds per step")
             _print_table(comp.to_frame())
         return 0
-    from demos.sweep import parse_vary, sweep
+    from demos.engine.sweep import parse_vary, sweep
 
     name, values = parse_vary(args.vary)
     frame = sweep(cfg, name, values, [s.label for s in specs], device=args.device,

@@ -30,7 +30,8 @@ from typing import Any
 from sqlalchemy import func, insert, select, update
 
 from quiz.certificates import Certificate, CertificateStore, Status
-from quiz.db import (
+from quiz.signing import Signer, key_id_of, load_public_key_pem, verify_signature
+from storage.database import (
     certificates,
     describe,
     fresh_reading,
@@ -40,7 +41,6 @@ from quiz.db import (
     store_id,
     writing,
 )
-from quiz.signing import Signer, key_id_of, load_public_key_pem, verify_signature
 
 FORMAT = "gcl-certificates/1"
 LINE_SIGNATURE = "line_signature"

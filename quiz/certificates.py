@@ -20,7 +20,16 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from i18n.languages import DEFAULT, language, parse_lang
-from quiz.db import (
+from quiz.ids import IdError, IdProblem, new_id, parse_id
+from quiz.signing import (
+    OPTIONAL_SIGNED_FIELDS,
+    SIGNED_FIELDS,
+    Signer,
+    canonical_payload,
+    load_public_key_pem,
+    verify_signature,
+)
+from storage.database import (
     IntegrityError,
     StorageUnavailable,
     certificates,
@@ -32,15 +41,6 @@ from quiz.db import (
     storage_failure,
     store_id,
     writing,
-)
-from quiz.ids import IdError, IdProblem, new_id, parse_id
-from quiz.signing import (
-    OPTIONAL_SIGNED_FIELDS,
-    SIGNED_FIELDS,
-    Signer,
-    canonical_payload,
-    load_public_key_pem,
-    verify_signature,
 )
 
 LOG = logging.getLogger(__name__)

@@ -18,10 +18,10 @@ from quiz import config
 from quiz.backup import ExportError, check_export, export_lines, import_export
 from quiz.bank import BANK_PATH, BankError, cue_report, load_bank
 from quiz.certificates import Certificate, Status, StorageError
-from quiz.db import StorageUnavailable
 from quiz.ids import IdError, parse_id
 from quiz.service import QuizService, open_service
 from quiz.signing import KEY_FILE, SigningKeyError, create_key_file, read_signer
+from storage.database import StorageUnavailable
 
 
 def _describe(certificate: Certificate) -> str:

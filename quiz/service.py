@@ -25,7 +25,6 @@ from quiz.certificates import (
     Verification,
 )
 from quiz.config import verify_url
-from quiz.db import StorageUnavailable, database_url, db_path
 from quiz.draw import draw
 from quiz.grading import Feedback
 from quiz.layout import certificate_layout, certificate_title
@@ -33,6 +32,7 @@ from quiz.names import normalise_name
 from quiz.pdf import render_pdf
 from quiz.preview import render_png
 from quiz.signing import KEY_FILE, Signer, SigningKeyError, create_key_file, read_signer
+from storage.database import StorageUnavailable, database_url, db_path
 
 LOG = logging.getLogger(__name__)
 

@@ -43,6 +43,8 @@ PAGES: tuple[PageSpec, ...] = (
              ":material/straighten:"),
     PageSpec(N_("Live demos"), "pages/demos/same_result.py", "same-result", N_("Same result"),
              ":material/check_circle:"),
+    PageSpec(N_("Live demos"), "pages/demos/mistakes.py", "mistakes", N_("Why didn't it help?"),
+             ":material/bug_report:"),
     PageSpec(N_("Plan"), "pages/plan.py", "plan", N_("Plan your own run"), ":material/calculate:"),
     PageSpec(N_("Quiz & certificate"), "pages/take_quiz.py", "quiz", N_("Quiz"), ":material/quiz:"),
     PageSpec(N_("Quiz & certificate"), "pages/verify.py", "verify", N_("Verify a certificate"),

@@ -13,8 +13,8 @@ import streamlit as st
 
 from lessons.catalog import LESSON_PATHS
 from quiz import config
-from quiz.db import StorageUnavailable
 from quiz.progress import ProgressStore
+from storage.database import StorageUnavailable
 from ui.learner import learner_id, made_here
 
 _SETTINGS = "_remembered_settings"  # this session's copy of the stored settings, read once

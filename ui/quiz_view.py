@@ -22,11 +22,11 @@ from quiz.attempts import (
 )
 from quiz.bank import BankError
 from quiz.certificates import Certificate, StorageError
-from quiz.db import StorageBusy, StorageUnavailable
 from quiz.grading import Feedback
 from quiz.markdown import escape_markdown
 from quiz.names import MAX_NAME_LENGTH, NameError_, NameProblem, normalise_name
 from quiz.service import QuizService, certificate_pdf, certificate_png, shared_service
+from storage.database import StorageBusy, StorageUnavailable
 from ui.i18n import current_language, fmt_percent, t, tn, with_lang
 from ui.learner import client_address, learner_id
 from ui.navigation import page_link

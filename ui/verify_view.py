@@ -11,11 +11,11 @@ import streamlit as st
 from i18n import DEFAULT, gettext
 from quiz import config
 from quiz.certificates import Status, StorageError, Verification, long_date
-from quiz.db import StorageBusy, StorageUnavailable
 from quiz.ids import MAX_LINK_LENGTH, IdError, parse_id
 from quiz.markdown import escape_markdown
 from quiz.service import shared_service
 from quiz.signing import OPTIONAL_SIGNED_FIELDS, SIGNED_FIELDS
+from storage.database import StorageBusy, StorageUnavailable
 from ui.i18n import current_language, fmt_percent, pt, t
 
 PLACEHOLDER = "XXXXX-XXXXX-XXXXX-XXXXX-C"

@@ -1,9 +1,9 @@
 import pytest
 import torch
 
-from demos import theory
-from demos.config import ConfigError, ModelConfig
-from demos.measure import compare
+from demos.engine.measure import compare
+from memory import theory
+from memory.config import ConfigError, ModelConfig
 
 TINY = ModelConfig(layers=4, hidden=64, heads=4, seq_len=32, batch=2, vocab=128)
 ALL_CPU = ["none", "every-layer", "every-k:2", "sqrt", "selective:save-matmuls",
@@ -141,14 +141,14 @@ def test_times_are_medians_of_interleaved_untracked_runs():
     assert frame.loc[0, "time_vs_none"] == 1.0
 
 
-# ---------------------------------------------------------------- the demos' defaults (issue 11)
+# ---------------------------------------------------------------- the demos' defaults
 
 
 def test_at_the_cpu_default_the_strategies_visibly_differ():
     """At the old default (vocabulary 8,192) every checkpointing strategy peaked at the same
     40.5 MiB, set by what checkpointing does not touch: the demos showed no difference."""
-    from demos.config import demo_default
-    from demos.theory import peak_cause
+    from memory.config import demo_default
+    from memory.theory import peak_cause
 
     comp = compare(demo_default("cpu"), ["none", "every-layer", "every-k:2", "sqrt"],
                    device="cpu", time_steps=False)
@@ -163,7 +163,7 @@ def test_at_the_cpu_default_the_strategies_visibly_differ():
 def test_gpu_default_lets_activations_outweigh_the_logits():
     """On a GPU the default's layers (b·s·h per layer) outweigh the loss's logits (b·s·V):
     one layer rebuilt holds more than the logits, so the strategies' peaks differ."""
-    from demos.config import demo_default
+    from memory.config import demo_default
 
     cfg = demo_default("cuda")
     assert theory.predicted_block_bytes(cfg, "cuda") > theory.logits_bytes(cfg) * 1.5
@@ -179,7 +179,7 @@ def test_the_result_records_where_its_peak_was():
 
 
 def test_page_timing_has_enough_interleaved_runs_for_a_spread():
-    from demos.measure import PAGE_REPEATS
+    from demos.engine.measure import PAGE_REPEATS
 
     comp = compare(TINY, ["none", "every-layer"], device="cpu", repeats=PAGE_REPEATS["cpu"])
     assert all(len(r.step_seconds_runs) == PAGE_REPEATS["cpu"] >= 5 for r in comp.results)

@@ -1,4 +1,4 @@
-"""Claims the review of issue 9 found wrong or misleading: each test fails on the old text."""
+"""Claims a review of the lessons found wrong or misleading: each test fails on the old text."""
 
 from __future__ import annotations
 

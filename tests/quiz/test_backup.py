@@ -17,9 +17,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from quiz.backup import ExportError, check_export, export_lines, import_export
 from quiz.certificates import Status
-from quiz.db import dispose_all
 from quiz.service import QuizService, open_service
 from quiz.signing import Signer
+from storage.database import dispose_all
 from tests.quiz.test_faults import pass_and_issue
 
 ROOT = Path(__file__).resolve().parents[2]

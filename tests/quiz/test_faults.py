@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import event
 
-from quiz import db as db_module
 from quiz.certificates import Certificate, CertificateStore, StorageError
-from quiz.db import StorageBusy, StorageUnavailable, db_path, dispose_all, engine_for
 from quiz.service import QuizService, open_service, shared_service, startup_check
 from quiz.signing import KEY_FILE
+from storage import database as db_module
+from storage.database import StorageBusy, StorageUnavailable, db_path, dispose_all, engine_for
 
 ROOT = Path(__file__).resolve().parents[2]
 _learners = iter(range(10**6))

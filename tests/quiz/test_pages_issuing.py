@@ -13,12 +13,12 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Radio
 
-from quiz import db as db_module
 from quiz.certificates import Certificate
 from quiz.config import base_url, verify_url
-from quiz.db import db_path, dispose_all
 from quiz.layout import Text, certificate_layout
 from quiz.service import open_service
+from storage import database as db_module
+from storage.database import db_path, dispose_all
 from tests.quiz.test_pages import button, current
 
 RunPage = Callable[..., AppTest]

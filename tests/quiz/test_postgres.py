@@ -213,8 +213,8 @@ def test_a_postgres_database_emptied_under_the_service_stops_issuing_until_resto
 ) -> None:
     from sqlalchemy import create_engine, text
 
-    from quiz.db import StorageUnavailable, dispose_all
     from quiz.service import open_service, shared_service
+    from storage.database import StorageUnavailable, dispose_all
     from tests.quiz.test_faults import pass_and_issue
 
     url = _fresh_database(postgres_url, "emptied")

@@ -1,0 +1,389 @@
+"""One training step (forward, loss, backward) per strategy, measured: peak memory,
+bytes held for backward, a breakdown, step time, loss and gradient agreement."""
+
+from __future__ import annotations
+
+import gc
+import os
+import statistics
+import time
+from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
+
+import torch
+
+from demos.engine.device import DeviceInfo, detect_device
+from demos.engine.model import GPT, Segment, build_model, make_batch
+from demos.engine.results import Comparison, StrategyResult
+from demos.engine.tracker import LiveTracker
+from i18n import N_
+from i18n.units import format_bytes
+from memory import theory
+from memory.config import ConfigError, ModelConfig
+from memory.placement import BudgetTooSmall
+from memory.strategies import SelectivePolicy, StrategySpec, device_refusal, parse_strategy
+
+__all__ = ["PAGE_REPEATS", "OutOfMemory", "Step", "compare", "default_limit",
+           "saved_tensors_context", "sync", "warm_up"]
+
+TRACKER_METHOD = N_("live-tensor tracker (TorchDispatchMode)")
+CUDA_METHOD = N_("CUDA allocator (max_memory_allocated)")
+# Timed steps per strategy on the demo pages, interleaved strategy by strategy: the median
+# and the spread (demos.reports.report.time_spread) are shown, and a difference the spread covers
+# reads "within noise". Five on a CPU answer a slider at the default in about 1.4 s
+# (2 cores, idle machine).
+PAGE_REPEATS = {"cpu": 5, "cuda": 9}
+CPU_LIMIT_FRACTION = 0.5  # of available memory: the machine is shared
+CUDA_LIMIT_FRACTION = 0.9  # of free GPU memory
+
+
+# --- process set-up ---------------------------------------------------------------------
+_READY = False
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def warm_up() -> None:
+    """Import what the first checkpoint() and dispatch mode import (torch._dynamo, 1.5-2 s),
+    and set the CPU thread count (all cores, or $DEMOS_THREADS), once per process."""
+    global _READY
+    if _READY:
+        return
+    torch.set_num_threads(int(os.environ.get("DEMOS_THREADS", 0)) or _cores())
+    cfg = ModelConfig(layers=1, hidden=32, heads=1, seq_len=8, batch=1, vocab=16)
+    model = build_model(cfg)
+    idx, tgt = make_batch(cfg)
+    for seg in (Segment(0, 1, "checkpoint"),
+                Segment(0, 1, "selective", SelectivePolicy.SAVE_MATMULS)):
+        tracker = LiveTracker("cpu")
+        with tracker:
+            model(idx, tgt, [seg]).backward()
+    _READY = True
+
+
+def default_limit(info: DeviceInfo) -> int | None:
+    """A safe share of the device's free memory."""
+    if info.free_bytes is None:
+        return None
+    share = CUDA_LIMIT_FRACTION if info.kind == "cuda" else CPU_LIMIT_FRACTION
+    return int(info.free_bytes * share)
+
+
+def _limit_source(info: DeviceInfo, given: int | None) -> str:
+    if given is not None:
+        return "the limit set for this run"
+    share = CUDA_LIMIT_FRACTION if info.kind == "cuda" else CPU_LIMIT_FRACTION
+    where = "free GPU memory" if info.kind == "cuda" else "available CPU memory"
+    return f"{share:.0%} of {where}"
+
+
+# --- one step -------------------------------------------------------------------------
+def sync(dev: torch.device) -> None:
+    """Wait for the device's queued work (CUDA); nothing to wait for on a CPU."""
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+
+
+def _is_oom(exc: BaseException) -> bool:
+    if isinstance(exc, torch.OutOfMemoryError):
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, RuntimeError) and ("out of memory" in text
+                                              or "can't allocate memory" in text)
+
+
+class OutOfMemory:
+    """Catches an out-of-memory error raised in its block and keeps only its first line;
+    any other error passes through.
+
+        with OutOfMemory() as oom:
+            step.timed(...)
+        if oom.message is not None:  # the exception and its traceback are gone by now,
+            free_memory(model)       # so the tensors they pinned can be freed
+    """
+
+    def __init__(self) -> None:
+        self.message: str | None = None
+
+    def __enter__(self) -> OutOfMemory:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 traceback: object) -> bool:
+        if exc is None or not _is_oom(exc):
+            return False
+        self.message = (str(exc).splitlines() or ["out of memory"])[0][:160]
+        return True
+
+
+def _free_memory(model: GPT | None) -> None:
+    if model is not None:
+        model.zero_grad(set_to_none=True)
+        model.set_probe(None)
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+class Step:
+    """Runs one training step of a strategy on a shared model and batch: timed, under the
+    CUDA allocator's statistics, or under the live tracker."""
+
+    def __init__(self, cfg: ModelConfig, model: GPT, idx, tgt, dev: torch.device) -> None:
+        self.cfg, self.model, self.idx, self.tgt, self.dev = cfg, model, idx, tgt, dev
+
+    def _forward(self, spec: StrategySpec, plan: list[Segment]) -> torch.Tensor:
+        torch.manual_seed(self.cfg.seed + 1)  # same dropout masks for every strategy
+        with saved_tensors_context(spec):
+            return self.model(self.idx, self.tgt, plan)
+
+    def timed(self, spec: StrategySpec, plan: list[Segment]) -> float:
+        self.model.zero_grad(set_to_none=True)
+        sync(self.dev)
+        start = time.perf_counter()
+        self._forward(spec, plan).backward()
+        sync(self.dev)
+        return time.perf_counter() - start
+
+    def allocator_peak(self, spec: StrategySpec, plan: list[Segment]) -> int:
+        """CUDA: peak allocated bytes above what was allocated before the step."""
+        self.model.zero_grad(set_to_none=True)
+        sync(self.dev)
+        torch.cuda.reset_peak_memory_stats(self.dev)
+        base = torch.cuda.memory_allocated(self.dev)
+        self._forward(spec, plan).backward()
+        sync(self.dev)
+        return torch.cuda.max_memory_allocated(self.dev) - base
+
+    def tracked(self, spec: StrategySpec, plan: list[Segment], timeline: bool
+                ) -> tuple[LiveTracker, dict[str, int], float]:
+        """A step under the live tracker: (tracker, held bytes at end of forward, loss)."""
+        model = self.model
+        model.zero_grad(set_to_none=True)
+        tracker = LiveTracker(self.dev.type, timeline=timeline)
+        params = list(model.parameters())
+        tracker.ignore(params + [self.idx, self.tgt])
+        hooks = [p.register_post_accumulate_grad_hook(lambda p: tracker.mark_gradient(p.grad))
+                 for p in params]
+        model.set_probe(tracker)
+        try:
+            with tracker:
+                loss = self._forward(spec, plan)
+                held = tracker.snapshot()
+                tracker.start_backward()
+                loss.backward()
+            return tracker, held, loss.item()
+        finally:
+            model.set_probe(None)
+            for h in hooks:
+                h.remove()
+
+
+def saved_tensors_context(spec: StrategySpec) -> AbstractContextManager:
+    """Where autograd keeps the tensors saved for backward: in CPU memory for a strategy
+    that offloads (save_on_cpu), else where they are."""
+    if spec.strategy.offloads:
+        return torch.autograd.graph.save_on_cpu(pin_memory=True)
+    return nullcontext()
+
+
+def _grads(model: GPT) -> list[torch.Tensor]:
+    return [p.grad.detach().to("cpu", copy=True) if p.grad is not None else torch.zeros(0)
+            for p in model.parameters()]
+
+
+def _compare_grads(ref: list[torch.Tensor], model: GPT) -> tuple[float, bool]:
+    worst, equal = 0.0, True
+    for r, p in zip(ref, model.parameters(), strict=True):
+        g = p.grad.detach().to("cpu")
+        equal = equal and torch.equal(r, g)
+        worst = max(worst, (r.float() - g.float()).abs().max().item())
+    return worst, equal
+
+
+def compare(config: ModelConfig, strategies: Sequence[str | StrategySpec], device: str = "auto",
+            repeats: int = 5, timeline: bool = False, time_steps: bool = True,
+            limit_bytes: int | None = None) -> Comparison:
+    """Measure one training step per strategy on one model and batch.
+
+    Never raises for a strategy that does not fit (predicted over the limit, a budget too
+    small, CUDA-only on a CPU, out of memory): its result has fits=False and an error.
+    Raises ConfigError for an invalid config or strategy text."""
+    info = detect_device(device)
+    config.validated(info.kind)
+    specs = [parse_strategy(s) for s in strategies]
+    if not specs:
+        raise ConfigError("strategies: give at least one, e.g. none,every-layer")
+    if repeats < 0 or repeats > 100:
+        raise ConfigError(f"repeats={repeats} is out of range; allowed 0..100")
+    warm_up()
+    kind = info.kind
+    dev = torch.device(kind)
+    limit = limit_bytes if limit_bytes is not None else default_limit(info)
+    param_bytes = theory.parameter_bytes(config)
+    results: list[StrategyResult] = []
+    plans: dict[int, list[Segment]] = {}
+    for i, spec in enumerate(specs):
+        result, plan = _prepare(config, spec, info, limit, limit_bytes, param_bytes)
+        results.append(result)
+        if plan is not None:
+            plans[i] = plan
+    comparison = Comparison(config, info, results, limit, param_bytes)
+    if not plans:
+        return comparison
+
+    model = None
+    with OutOfMemory() as oom:  # out of memory while building: nothing fits
+        model = build_model(config, dev)
+        idx, tgt = make_batch(config, 0, dev)
+    if oom.message is not None:
+        model = None
+        _free_memory(None)
+        for i in plans:
+            _refuse(results[i], "model-oom", {"device": info.label()},
+                    f"does not fit: the model itself ran out of memory on "
+                                f"{info.label()}")
+        return comparison
+    step = Step(config, model, idx, tgt, dev)
+    has_none = any(specs[i].name == "none" for i in plans)
+    none_need = param_bytes + theory.predicted_peak_bytes(config, "none", kind)
+    ref = None
+    if not has_none and (limit is None or none_need <= limit):  # else: no gradient check
+        ref = _reference(step)
+    for i in sorted(plans, key=lambda i: specs[i].name != "none"):  # 'none' first
+        grads = _measure(step, specs[i], plans[i], results[i], ref, timeline, info)
+        if grads is not None and ref is None:
+            ref = grads
+    if time_steps and repeats > 0:
+        _time(step, specs, plans, results, repeats)
+    del step, model  # tensors are reference-counted: no gc.collect() needed (it costs 0.2 s)
+    if dev.type == "cuda":
+        torch.cuda.empty_cache()  # give cached blocks back, so free memory reads true
+    return comparison
+
+
+def _prepare(cfg, spec, info, limit, given_limit, param_bytes):
+    """The result skeleton and plan of one strategy, or a refusal (plan None)."""
+    kind = info.kind
+    try:
+        plan = theory.plan_for(cfg, spec, kind)
+        pred_act = theory.predicted_activation_bytes(cfg, spec, kind)
+        pred_peak = theory.predicted_peak_bytes(cfg, spec, kind)
+        error = None
+    except BudgetTooSmall as exc:
+        plan, pred_act, pred_peak, error = None, 0, 0, f"does not fit: {exc}"
+    result = StrategyResult(
+        strategy=spec.label,
+        label=spec.title, fits=plan is not None, error=error, peak_bytes=None,
+        activation_bytes=None, predicted_activation_bytes=pred_act,
+        predicted_peak_bytes=pred_peak, breakdown={}, step_seconds=None, step_seconds_runs=[],
+        loss=None, max_grad_diff=None, bitwise_equal=None,
+        measured_by=CUDA_METHOD if kind == "cuda" else TRACKER_METHOD,
+        plan=[f"{s.start}-{s.stop - 1} {s.policy or s.mode}" for s in plan or []])
+    if plan is None:
+        result.error_id, result.error_args = "budget", {"layers": cfg.layers}
+        return result, None
+    if not spec.strategy.runs_on(kind):
+        _refuse(result, "device", {"strategy": spec.name, "device": info.label()},
+                device_refusal(spec, info.label()))
+        return result, None
+    need = param_bytes + pred_peak
+    if limit is not None and need > limit:
+        _refuse(result, "limit", {"need": need, "params": param_bytes, "peak": pred_peak,
+                                  "limit": limit},
+                f"refused before running: predicted {format_bytes(need)} (parameters "
+                        f"{format_bytes(param_bytes)} + step peak {format_bytes(pred_peak)}) "
+                        f"is over the limit of {format_bytes(limit)} "
+                        f"({_limit_source(info, given_limit)})")
+        return result, None
+    return result, plan
+
+
+REFUSAL_IDS = ("budget", "device", "limit", "oom", "oom-timing", "model-oom")
+
+
+def _refuse(result: StrategyResult, kind: str, numbers: dict, message: str) -> None:
+    """Mark a strategy as not run: `kind` (one of REFUSAL_IDS) and its numbers for the UI
+    to word, `message` the English text for the CLI and the CSV."""
+    result.fits, result.error = False, message
+    result.error_id, result.error_args = kind, numbers
+
+
+def refusal_of(result: StrategyResult) -> tuple[str, dict] | None:
+    """(id, numbers) of a refused strategy, or None when it ran (or has no id)."""
+    if result.fits or result.error_id is None:
+        return None
+    return result.error_id, dict(result.error_args)
+
+
+def _reference(step: Step) -> list[torch.Tensor] | None:
+    """Gradients of 'none', the reference every strategy is compared with, when 'none'
+    itself is not among the strategies. None if it does not fit."""
+    with OutOfMemory() as oom:
+        step.timed(StrategySpec("none"), [Segment(0, step.cfg.layers)])
+    if oom.message is not None:
+        _free_memory(step.model)
+        return None
+    return _grads(step.model)
+
+
+def _measure(step: Step, spec, plan, result: StrategyResult, ref, timeline, info
+             ) -> list[torch.Tensor] | None:
+    """Fill in the memory, loss and gradient figures; return the gradients of 'none'."""
+    with OutOfMemory() as oom:
+        tracker, held, loss = step.tracked(spec, plan, timeline)
+        breakdown = {"parameters": step.model.param_bytes(), **tracker.peak_by_category}
+        if step.dev.type == "cuda":  # the allocator also sees workspaces and rounding
+            result.peak_bytes = step.allocator_peak(spec, plan)
+            breakdown["temporaries"] += max(0, result.peak_bytes - tracker.peak_bytes)
+        else:
+            result.peak_bytes = tracker.peak_bytes
+    if oom.message is not None:  # after the block: the traceback no longer pins tensors
+        result.peak_bytes = None
+        _free_memory(step.model)
+        _refuse(result, "oom", {"device": info.label()},
+                f"does not fit: out of memory on {info.label()} ({oom.message})")
+        return None
+    tracker.close()
+    result.tracker_peak_bytes = tracker.peak_bytes
+    result.peak_op, result.peak_phase, result.peak_layer = tracker.peak_at or (None,) * 3
+    result.activation_bytes = held["activations"]
+    result.loss_held_bytes = held["logits"]
+    result.breakdown = breakdown
+    result.timeline = tracker.points
+    result.loss = loss
+    grads = None
+    if spec.name == "none":
+        grads = _grads(step.model)
+        result.max_grad_diff, result.bitwise_equal = 0.0, True
+    elif ref is not None:
+        result.max_grad_diff, result.bitwise_equal = _compare_grads(ref, step.model)
+    step.model.zero_grad(set_to_none=True)
+    return grads
+
+
+def _time(step: Step, specs, plans, results, repeats: int) -> None:
+    """Median step time without any tracker, strategies interleaved run by run."""
+    warm = step.dev.type == "cuda"  # the tracked run warmed the CPU; warm the GPU too
+    for run in range(repeats + warm):
+        for i, plan in plans.items():
+            if not results[i].fits:
+                continue
+            with OutOfMemory() as oom:
+                seconds = step.timed(specs[i], plan)
+                if run >= warm:
+                    results[i].step_seconds_runs.append(seconds)
+            if oom.message is not None:
+                _free_memory(step.model)
+                _refuse(results[i], "oom-timing", {},
+                        f"does not fit: out of memory while timing "
+                                    f"({oom.message})")
+    for r in results:
+        if r.fits and r.step_seconds_runs:
+            r.step_seconds = statistics.median(r.step_seconds_runs)
+        step.model.zero_grad(set_to_none=True)
