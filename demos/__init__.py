@@ -5,11 +5,12 @@ to many learners at once. No Streamlit.
 Rooms, by what they hold (what they predict with is the memory model, memory/):
     engine/     the model (blocks over one probed base), the live-bytes tracker, measure
                 (one measured training step per strategy), fit, sweep, training, bench,
-                the mistakes lab, the device and its fair queue
+                the mistakes lab, the compiler's memory budget swept (compiler_budget),
+                the device and its fair queue
     runtime/    the demo service: jobs split into steps, the worker process, the shared
                 result store
     reports/    tables, sentences and Plotly figures of measured results
-    cli         python -m demos compare | sweep | bench | plan | mistakes | ...
+    cli         python -m demos compare | sweep | budget | bench | plan | mistakes | ...
 """
 
 import os

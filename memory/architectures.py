@@ -51,6 +51,13 @@ class Architecture:
     published_params: int | None = None  # the parameter count its publisher states
     family: str = ""  # Hugging Face model_type (gpt2, llama, mistral, qwen2, gemma ...)
     head_size: int = 0  # a config's own head_dim where it is not hidden / heads (Gemma 7B)
+    # the MLP's activation as transformers names it (config hidden_act/activation_function);
+    # "": the fused one of the MLP kind (gelu: torch's GELU, swiglu: SiLU)
+    act: str = ""
+
+    @property
+    def activation(self) -> str:
+        return self.act or ("gelu" if self.mlp == "gelu" else "silu")
 
     @property
     def kind(self) -> str:
@@ -126,10 +133,10 @@ PRESETS: dict[str, Architecture] = {
     "gpt2": Architecture(
         "gpt2", "GPT-2 small (124M)", layers=12, hidden=768, heads=12, kv_heads=12,
         mlp_width=3072, mlp="gelu", norm="layernorm", vocab=50_257, tied=True,
-        positions=1024, qkv_bias=True, linear_bias=True, dropout=True,
+        positions=1024, qkv_bias=True, linear_bias=True, dropout=True, act="gelu_new",
         source="https://huggingface.co/openai-community/gpt2/blob/main/config.json "
                "(n_layer 12, n_embd 768, n_head 12, n_positions 1024, vocab_size 50257, "
-               "dropout 0.1)",
+               "dropout 0.1, activation_function gelu_new)",
         published_params=124_439_808, family="gpt2"),
     "llama-3.2-1b": Architecture(
         "llama-3.2-1b", "Llama 3.2 1B", layers=16, hidden=2048, heads=32, kv_heads=8,

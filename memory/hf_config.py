@@ -77,7 +77,8 @@ def architecture(cfg: dict[str, Any] | str) -> Architecture:
                 mlp_width=_int(cfg, "n_inner") if inner is not None else 4 * hidden,
                 mlp="gelu", norm="layernorm", vocab=_int(cfg, "vocab_size"), tied=bool(tied),
                 positions=_int(cfg, "n_positions"), qkv_bias=True, linear_bias=True,
-                dropout=float(cfg.get("resid_pdrop", 0.1) or 0) > 0, family=family).check()
+                dropout=float(cfg.get("resid_pdrop", 0.1) or 0) > 0, family=family,
+                act=str(cfg.get("activation_function", "gelu_new"))).check()
         hidden, heads = _int(cfg, "hidden_size"), _int(cfg, "num_attention_heads")
         head_dim = cfg.get("head_dim")
         head_size = _int(cfg, "head_dim") if head_dim is not None else 0

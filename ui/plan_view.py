@@ -123,9 +123,10 @@ APPROXIMATIONS: dict[str, str] = {
         "Around the loss: three fp32 b·s·V tensors (log-softmax, its gradient, the logits' "
         "gradient) plus the 16-bit logits ({size}); the engine measures this in fp32."),
     "lora-activations": N_(
-        "Adapters: activations counted as for full fine-tuning plus the rank-r intermediate "
-        "of each adapter ({size}); frozen layers without an adapter need not keep their "
-        "input, so this can overstate."),
+        "Adapters as PEFT runs them: frozen layers keep only what the input gradients need; "
+        "each adapter keeps its input (an fp32 copy when the model runs in 16-bit) and its "
+        "rank-r intermediate ({size}), measured on tiny models in fp32 and bf16. Under mixed "
+        "precision (autocast) these are counted in 16-bit, not measured."),
     "adapter-backward": N_(
         "With adapters, backward is counted as one forward (no weight gradients for the "
         "frozen base) when the extra compute is given as a share."),
