@@ -8,12 +8,18 @@ these types.
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import asdict, dataclass, field
 
 import pandas as pd
 
 from demos.config import ModelConfig
 from demos.device import DeviceInfo
+
+# A timed run whose CPU time is under this share of wall time × threads waited for the
+# cores more than it computed; a spread (quartiles over median) above WIDE_SPREAD is wide.
+BUSY_CPU_SHARE = 0.5
+WIDE_SPREAD = 0.25
 
 
 @dataclass
@@ -55,6 +61,39 @@ class StrategyResult:
     # `error` keeps the English text for the CLI and the CSV
     error_id: str | None = None
     error_args: dict = field(default_factory=dict)
+    # torch.utils.flop_counter.FlopCounterMode around the whole tracked step, and what
+    # demos.theory.counted_flops predicts it counts
+    flops_counted: int | None = None
+    flops_predicted: float | None = None
+    # the process's CPU seconds (all threads) of each timed run, beside step_seconds_runs,
+    # and the threads it ran with: wall time well above CPU time / threads means the
+    # process waited for the cores (other work on the machine)
+    cpu_seconds_runs: list[float] = field(default_factory=list)
+    threads: int | None = None
+
+    @property
+    def cpu_seconds(self) -> float | None:
+        """Median CPU seconds of the timed runs."""
+        return statistics.median(self.cpu_seconds_runs) if self.cpu_seconds_runs else None
+
+    @property
+    def cpu_share(self) -> float | None:
+        """CPU time over wall time × threads, all timed runs together: near 1 on an idle
+        machine for well-threaded work, low when other processes took the cores."""
+        wall = sum(self.step_seconds_runs)
+        if not self.cpu_seconds_runs or not wall:
+            return None
+        return sum(self.cpu_seconds_runs) / (wall * (self.threads or 1))
+
+    @property
+    def spread_share(self) -> float | None:
+        """The middle half of the timed runs (quartiles) over their median; None under
+        four runs."""
+        runs = sorted(self.step_seconds_runs)
+        if len(runs) < 4:
+            return None
+        low, median, high = statistics.quantiles(runs, n=4, method="inclusive")
+        return (high - low) / median if median else None
 
     def as_dict(self, timeline: bool = False) -> dict:
         d = asdict(self)
@@ -95,6 +134,17 @@ class Comparison:
                                    if base and base.peak_bytes and r.peak_bytes else None)
             rows.append(row)
         return pd.DataFrame(rows)
+
+    def busy(self) -> bool:
+        """Timed while the machine was busy: a strategy's CPU time fell far below its wall
+        time (BUSY_CPU_SHARE) or its spread was wide (WIDE_SPREAD). Such times are not
+        representative: demos.service measures them again when the server is idle."""
+        for r in self.results:
+            share, spread = r.cpu_share, r.spread_share
+            if (share is not None and share < BUSY_CPU_SHARE) or (
+                    spread is not None and spread > WIDE_SPREAD):
+                return True
+        return False
 
     def to_json(self, timeline: bool = False) -> dict:
         return {
