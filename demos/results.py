@@ -97,6 +97,7 @@ class StrategyResult:
 
     def as_dict(self, timeline: bool = False) -> dict:
         d = asdict(self)
+        d["cpu_seconds"] = self.cpu_seconds
         d["timeline"] = ([asdict(p) for p in self.timeline]
                          if timeline and self.timeline is not None else None)
         return d
@@ -123,13 +124,16 @@ class Comparison:
         for r in self.results:
             row = {k: v for k, v in r.as_dict().items()
                    if k not in ("timeline", "breakdown", "step_seconds_runs", "plan",
-                                 "error_args")}
+                                 "error_args", "cpu_seconds_runs")}
             row.update({f"{k}_bytes": v for k, v in r.breakdown.items()})
             row["activation_error"] = (
                 (r.activation_bytes - r.predicted_activation_bytes) / r.predicted_activation_bytes
                 if r.activation_bytes is not None and r.predicted_activation_bytes else None)
             row["time_vs_none"] = (r.step_seconds / base.step_seconds
                                    if base and base.step_seconds and r.step_seconds else None)
+            row["flops_vs_none"] = (r.flops_counted / base.flops_counted
+                                    if base and base.flops_counted and r.flops_counted
+                                    else None)
             row["peak_vs_none"] = (r.peak_bytes / base.peak_bytes
                                    if base and base.peak_bytes and r.peak_bytes else None)
             rows.append(row)
@@ -153,6 +157,7 @@ class Comparison:
             "limit_bytes": self.limit_bytes,
             "parameter_bytes": self.parameter_bytes,
             "results": [r.as_dict(timeline) for r in self.results],
+            "timed_while_busy": self.busy(),
         }
 
 

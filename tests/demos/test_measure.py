@@ -179,7 +179,28 @@ def test_the_result_records_where_its_peak_was():
 
 
 def test_page_timing_has_enough_interleaved_runs_for_a_spread():
-    from demos.measure import PAGE_REPEATS
+    from demos.measure import MAX_REPEATS_FACTOR, PAGE_REPEATS
 
     comp = compare(TINY, ["none", "every-layer"], device="cpu", repeats=PAGE_REPEATS["cpu"])
-    assert all(len(r.step_seconds_runs) == PAGE_REPEATS["cpu"] >= 5 for r in comp.results)
+    runs = {len(r.step_seconds_runs) for r in comp.results}
+    assert len(runs) == 1  # interleaved: every strategy the same number of runs
+    assert PAGE_REPEATS["cpu"] <= runs.pop() <= PAGE_REPEATS["cpu"] * MAX_REPEATS_FACTOR
+    assert all(len(r.cpu_seconds_runs) == len(r.step_seconds_runs) for r in comp.results)
+
+
+def test_timing_goes_on_while_the_spread_is_wide_until_the_cap(monkeypatch):
+    """Runs that alternate 1 s and 2 s never narrow: timing stops at 3x the asked runs;
+    steady runs stop at the asked number; a time cap of 0 stops at once after them."""
+    from demos import measure
+
+    clock = iter(range(10**6))
+    monkeypatch.setattr(measure.Step, "timed_with_cpu",
+                        lambda self, spec, plan: (1.0 + next(clock) % 2, 1.0))
+    comp = compare(TINY, ["none"], device="cpu", repeats=5)
+    assert len(comp.results[0].step_seconds_runs) == 15
+    assert comp.busy()  # a wide spread is not representative
+    comp = compare(TINY, ["none"], device="cpu", repeats=5, time_cap_s=0)
+    assert len(comp.results[0].step_seconds_runs) == 5
+    monkeypatch.setattr(measure.Step, "timed_with_cpu", lambda self, spec, plan: (1.0, 0.9))
+    comp = compare(TINY, ["none"], device="cpu", repeats=5)
+    assert len(comp.results[0].step_seconds_runs) == 5 and not comp.busy()
