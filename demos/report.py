@@ -19,9 +19,15 @@ import pandas as pd
 from demos.config import ModelConfig
 from demos.results import StrategyResult
 from demos.strategies import title as strategy_title
-from demos.theory import PeakCause, korthikanti_layer_bytes, peak_cause, shared_peaks
+from demos.theory import (
+    COURSE_OVERHEAD,
+    PeakCause,
+    korthikanti_layer_bytes,
+    peak_cause,
+    shared_peaks,
+)
 from demos.units import MISSING, format_bytes, format_ms
-from i18n import N_, format_number, gettext, language, pgettext
+from i18n import N_, format_decimal, format_number, format_percent, gettext, language, pgettext
 
 GRADIENT_TOLERANCE = 1e-3  # "tiny numerical differences"; in practice they are bitwise equal
 
@@ -87,19 +93,20 @@ def time_spread(result: StrategyResult) -> TimeSpread | None:
 
 def time_verdict(result: StrategyResult, base: StrategyResult | None
                  ) -> tuple[str, float | None]:
-    """(id, ratio to none): 'baseline', 'slower' (the spreads do not overlap), 'noise'
-    (they do: the difference is within the timing noise), 'faster-noise' (measured faster
-    than none beyond the spread: still noise, since checkpointing only adds work; never
-    shown as a gain) or 'unknown'."""
+    """(id, ratio to none): 'baseline'; 'slower' when one median lies outside the other's
+    range on the slow side (its median above none's range, or none's median below its
+    range); 'faster-noise' the same on the fast side (checkpointing only adds work: noise,
+    never shown as a gain); 'noise' only when each median lies inside the other's range
+    (the ranges then overlap); 'unknown' without times."""
     if base is not None and result is base:
         return "baseline", 1.0
     mine, theirs = time_spread(result), time_spread(base) if base is not None else None
     if mine is None or theirs is None or not theirs.median:
         return "unknown", None
     ratio = mine.median / theirs.median
-    if mine.low > theirs.high:
+    if mine.median > theirs.high or theirs.median < mine.low:
         return "slower", ratio
-    if mine.high < theirs.low:
+    if mine.median < theirs.low or theirs.median > mine.high:
         return "faster-noise", ratio
     return "noise", ratio
 
@@ -111,8 +118,10 @@ def time_vs_none_text(result: StrategyResult, base: StrategyResult | None,
         return pgettext(lang, "time vs none", "baseline")
     if verdict == "slower" and ratio is not None:
         return gettext(lang, "{ratio:.2f}× slower", ratio=ratio)
-    if verdict in ("noise", "faster-noise"):
+    if verdict == "noise":
         return gettext(lang, "within noise")
+    if verdict == "faster-noise":
+        return gettext(lang, "measured faster: timing noise")
     return MISSING
 
 
@@ -127,14 +136,122 @@ def time_text(result: StrategyResult, lang: str = "en") -> str:
                    high=format_ms(spread.high, locale=loc).removesuffix(" ms"))
 
 
+def cpu_text(result: StrategyResult, lang: str = "en") -> str:
+    """'CPU 110 ms': the median CPU time (this process, all threads) of the timed runs."""
+    if result.cpu_seconds is None:
+        return ""
+    return gettext(lang, "CPU {time}", time=format_ms(result.cpu_seconds, locale=babel(lang)))
+
+
+def signed_percent(share: float, lang: str = "en", digits: int = 1) -> str:
+    """+16.7% in the language's style (a change: the sign always shown)."""
+    text = format_percent(abs(share), lang, digits)
+    return ("+" if share >= 0 else "−") + text
+
+
+def gflop_text(flops: float | None, lang: str = "en") -> str:
+    if flops is None:
+        return MISSING
+    return gettext(lang, "{gflop} GFLOP", gflop=format_decimal(flops / 1e9, lang, 2))
+
+
+def extra_compute(result: StrategyResult, base: StrategyResult | None
+                  ) -> tuple[float | None, float | None]:
+    """(counted, predicted) extra compute of a step against none's: 0.167 for +16.7%."""
+    if base is None or not result.fits:
+        return None, None
+    counted = (result.flops_counted / base.flops_counted - 1
+               if result.flops_counted and base.flops_counted else None)
+    predicted = (result.flops_predicted / base.flops_predicted - 1
+                 if result.flops_predicted and base.flops_predicted else None)
+    return counted, predicted
+
+
+def course_rule_text(lang: str = "en") -> str:
+    """The course's rule of thumb, said beside every measured overhead."""
+    return gettext(lang, "course: {full} ({frozen} with frozen weights)",
+                   full=signed_percent(COURSE_OVERHEAD["full"], lang, 0),
+                   frozen=signed_percent(COURSE_OVERHEAD["frozen"], lang, 0))
+
+
+def compute_text(result: StrategyResult, base: StrategyResult | None, lang: str = "en") -> str:
+    """The compare table's compute cell: counted GFLOP of the whole step for none, else
+    '+16.7% (predicted +16.7%)' against none, counted by torch's FLOP counter."""
+    if not result.fits or result.flops_counted is None:
+        return MISSING
+    if base is None or result is base:
+        return gettext(lang, "{counted} (predicted {predicted})",
+                       counted=gflop_text(result.flops_counted, lang),
+                       predicted=gflop_text(result.flops_predicted, lang))
+    counted, predicted = extra_compute(result, base)
+    if counted is None:
+        return gflop_text(result.flops_counted, lang)
+    return gettext(lang, "{counted} (predicted {predicted})",
+                   counted=signed_percent(counted, lang),
+                   predicted=signed_percent(predicted, lang) if predicted is not None
+                   else MISSING)
+
+
+def overhead_note(results: Sequence[StrategyResult], lang: str = "en",
+                  device_kind: str = "cpu") -> str:
+    """What the counted compute means, with the course's rule beside it."""
+    base = next((r for r in results if r.strategy == "none" and r.fits), None)
+    parts = []
+    for r in results:
+        counted, predicted = extra_compute(r, base)
+        if r is base or counted is None:
+            continue
+        parts.append(gettext(lang, "{name} {counted} (predicted {predicted})", name=label(r, lang),
+                             counted=signed_percent(counted, lang),
+                             predicted=signed_percent(predicted, lang)
+                             if predicted is not None else MISSING))
+    if not parts:
+        return ""
+    note = gettext(lang, "Extra compute of the whole step, counted by torch's FLOP counter "
+                         "(torch.utils.flop_counter) on this very run: {parts}; {course}.",
+                   parts=", ".join(parts), course=course_rule_text(lang))
+    note += " " + gettext(lang, "The course's rule counts one more forward pass. torch's "
+                                "non-reentrant checkpoint reruns less: it stops as soon as "
+                                "every tensor backward needs is rebuilt (early stop), so the "
+                                "MLP's last linear layer is never rerun; reentrant checkpoint "
+                                "reruns the whole layer.")
+    if device_kind == "cpu":
+        note += " " + gettext(lang, "On a CPU torch's counter has no formula for the fused "
+                                    "attention kernel: it counts the linear layers and the "
+                                    "head, and so does the prediction.")
+    return note
+
+
+def wall_cpu_note(results: Sequence[StrategyResult], busy: bool, lang: str = "en") -> str:
+    """Why wall time and CPU time differ, and whether these times are representative."""
+    timed = [r for r in results if r.fits and r.cpu_seconds is not None and r.step_seconds]
+    if not timed:
+        return ""
+    threads = max(r.threads or 1 for r in timed)
+    share = (sum(sum(r.cpu_seconds_runs) for r in timed)
+             / (threads * sum(sum(r.step_seconds_runs) for r in timed)))
+    note = gettext(lang, "Wall time is what the clock saw; CPU time is what this process "
+                         "computed on its {threads} threads, {share:.0%} of wall time × "
+                         "threads here. Other learners' runs on this shared server take the "
+                         "cores: wall time grows, CPU time does not, so the gap between them is "
+                         "their load, not checkpointing. The counted FLOPs do not depend on "
+                         "load.", threads=threads, share=share)
+    if busy:
+        note += " " + gettext(lang, "These times were taken while the server was busy (CPU "
+                                    "time far below wall time, or a wide spread): they are "
+                                    "measured again when it is idle.")
+    return note
+
+
 # ---------------------------------------------------------------- the compare table
 
-# column id -> header (a catalog message). Five columns, so a phone (390 px) shows them all.
+# column id -> header (a catalog message). Six columns: on a phone (390 px) they wrap.
 COMPARE_COLUMNS: dict[str, str] = {
     "strategy": N_("Strategy"),
     "peak": N_("Peak memory (vs none)"),
     "held": N_("Activations held (predicted)"),
     "time": N_("Step time (vs none)"),
+    "compute": N_("Compute, counted (predicted)"),
     "gradients": N_("Same gradients"),
 }
 
@@ -146,14 +263,15 @@ def header(lang: str, msgid: str) -> str:
 
 def results_table(results: Sequence[StrategyResult], lang: str = "en") -> pd.DataFrame:
     """One row per strategy, formatted for reading in `lang` (the CSV keeps raw numbers):
-    the step time with its spread and, against none, "1.25× slower" or "within noise"."""
+    the step time with its spread and the CPU time and, against none, "1.25× slower" or
+    "within noise"; the step's FLOPs counted by torch beside the prediction."""
     base = next((r for r in results if r.strategy == "none" and r.fits), None)
     loc = babel(lang)
     rows = []
     for r in results:
         if not r.fits:
             rows.append([label(r, lang), gettext(lang, "does not fit"), MISSING, MISSING,
-                         MISSING])
+                         MISSING, MISSING])
             continue
         peak = format_bytes(r.peak_bytes, locale=loc)
         if base is not None and base.peak_bytes and r is not base and r.peak_bytes is not None:
@@ -163,9 +281,12 @@ def results_table(results: Sequence[StrategyResult], lang: str = "en") -> pd.Dat
                        measured=format_bytes(r.activation_bytes, locale=loc),
                        predicted=format_bytes(r.predicted_activation_bytes, locale=loc))
         step = time_text(r, lang)
+        if r.cpu_seconds is not None:
+            step += ", " + cpu_text(r, lang)
         if r is not base:
             step += ", " + time_vs_none_text(r, base, lang)
-        rows.append([label(r, lang), peak, held, step, gradient_match(r, lang)])
+        rows.append([label(r, lang), peak, held, step, compute_text(r, base, lang),
+                     gradient_match(r, lang)])
     columns = [header(lang, text) for text in COMPARE_COLUMNS.values()]
     return pd.DataFrame(rows, columns=columns)
 
@@ -203,12 +324,16 @@ def timing_note(results: Sequence[StrategyResult], lang: str = "en") -> str:
                          "interleaved; the range is the middle half of the runs.", count=count)
     base, _ = baseline_and_best(results)
     noisy = [label(r, lang) for r in results
-             if r is not base and time_verdict(r, base)[0] in ("noise", "faster-noise")]
+             if r is not base and time_verdict(r, base)[0] == "noise"]
     if noisy:
-        note += " " + gettext(lang, "{names}: within noise, the ranges overlap with none's; on a "
-                                    "shared machine that is no measurable difference "
-                                    "(checkpointing only adds work).",
-                              names=", ".join(noisy))
+        note += " " + gettext(lang, "{names}: within noise, each median lies inside the other's "
+                                    "range; on a shared machine that is no measurable "
+                                    "difference.", names=", ".join(noisy))
+    faster = [label(r, lang) for r in results
+              if r is not base and time_verdict(r, base)[0] == "faster-noise"]
+    if faster:
+        note += " " + gettext(lang, "{names}: measured faster than none, which is timing noise "
+                                    "(checkpointing only adds work).", names=", ".join(faster))
     return note
 
 

@@ -361,6 +361,13 @@ def step_flops(cfg: ModelConfig, spec: StrategySpec | str | None = None,
             "recompute_every_layer": every, "overhead_every_layer": (base + every) / base}
 
 
+# The course's rule of thumb for checkpointing every layer: one more forward pass, in a
+# step of three (forward, backward = 2 forwards): +1/3; with frozen weights (LoRA, QLoRA)
+# backward computes no weight gradients, a step is about two forwards: +1/2. torch's early
+# stop makes the real figure lower (early_stop_skips).
+COURSE_OVERHEAD = {"full": 1 / 3, "frozen": 1 / 2}
+
+
 # torch's FLOP counter (torch/utils/flop_counter.py, torch 2.13) counts mm, addmm, bmm and
 # the CUDA attention kernels (_scaled_dot_product_flash/efficient/cudnn_attention and
 # their backward); it has no formula for the CPU's fused kernel
