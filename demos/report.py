@@ -243,6 +243,44 @@ def wall_cpu_note(results: Sequence[StrategyResult], busy: bool, lang: str = "en
     return note
 
 
+def sweep_compute_note(frame: pd.DataFrame, x: str, lang: str = "en") -> str:
+    """The curves' caption: at the sweep's largest value, each strategy's step FLOPs
+    counted by torch beside the prediction (against none's where it ran), the course's
+    rule, and what the dotted CPU-time lines mean."""
+    if frame.empty or "flops_counted" not in frame or x not in frame:
+        return ""
+    data = frame[frame["flops_counted"].notna()]
+    if "fits" in data:
+        data = data[data["fits"].fillna(False).astype(bool)]
+    if data.empty:
+        return ""
+    last = data[data[x] == data[x].max()]
+    base = last[last["strategy"] == "none"]
+    parts = []
+    for row in last.itertuples():
+        name = label_of(row.strategy, lang)
+        if not base.empty and row.strategy != "none":
+            counted = row.flops_counted / base["flops_counted"].iloc[0] - 1
+            predicted = row.flops_predicted / base["flops_predicted"].iloc[0] - 1
+            parts.append(gettext(lang, "{name} {counted} (predicted {predicted})", name=name,
+                                 counted=signed_percent(counted, lang),
+                                 predicted=signed_percent(predicted, lang)))
+        elif base.empty:
+            parts.append(gettext(lang, "{name} {counted} (predicted {predicted})", name=name,
+                                 counted=gflop_text(row.flops_counted, lang),
+                                 predicted=gflop_text(row.flops_predicted, lang)))
+    if not parts:
+        return ""
+    note = gettext(lang, "Compute of one step at {x} = {value}, counted by torch's FLOP counter: "
+                         "{parts}; {course}.", x=x, value=int(last[x].iloc[0]),
+                   parts=", ".join(parts), course=course_rule_text(lang))
+    if "cpu_seconds" in frame and frame["cpu_seconds"].notna().any():
+        note += " " + gettext(lang, "Time panel: solid lines wall time, dotted lines this "
+                                    "process's CPU time; the gap between them is other work on "
+                                    "this shared server, not checkpointing.")
+    return note
+
+
 # ---------------------------------------------------------------- the compare table
 
 # column id -> header (a catalog message). Six columns: on a phone (390 px) they wrap.
@@ -427,6 +465,8 @@ CSV_HEADERS: dict[str, str] = {
     "predicted_peak_bytes": N_("predicted_peak_bytes"), "step_seconds": N_("step_seconds"),
     "loss": N_("loss"), "step": N_("step"), "max_grad_diff": N_("max_grad_diff"),
     "bitwise_equal": N_("bitwise_equal"), "measured_by": N_("measured_by"),
+    "flops_counted": N_("flops_counted"), "flops_predicted": N_("flops_predicted"),
+    "cpu_seconds": N_("cpu_seconds"),
 }
 
 
