@@ -16,12 +16,18 @@ def predicted_total(cfg: ModelConfig, strategy: str, device: str = "cpu") -> int
     return theory.parameter_bytes(cfg) + theory.predicted_peak_bytes(cfg, strategy, device)
 
 
+# Timed steps of each size tried: the throughput is their median at the confirmed size
+# (more while the spread is wide, demos.measure.compare).
+FIT_REPEATS = 5
+
+
 def largest_fitting(base: ModelConfig, strategy: str, vary: str, budget_bytes: int,
                     device: str = "auto", confirm: bool = True, max_tries: int = 4,
-                    repeats: int = 1) -> FitResult:
+                    repeats: int = FIT_REPEATS) -> FitResult:
     """Binary search on the theory for the largest `vary` ('batch' or 'seq_len') whose
     parameters + predicted peak fit budget_bytes; then, if confirm, run it and step down
-    (about 10% at a time) until the measured total fits too."""
+    (about 10% at a time) until the measured total fits too, and time that size with
+    `repeats` steps (wall and CPU time, the step's FLOPs counted)."""
     if vary not in ("batch", "seq_len"):
         raise ConfigError(f"vary={vary!r}: allowed batch, seq_len")
     if budget_bytes <= 0:
@@ -58,6 +64,10 @@ def largest_fitting(base: ModelConfig, strategy: str, vary: str, budget_bytes: i
             result.value_confirmed, result.peak_bytes = value, r.peak_bytes
             result.total_bytes = total
             result.step_seconds, result.measured_by = r.step_seconds, r.measured_by
+            result.step_seconds_runs = list(r.step_seconds_runs)
+            result.cpu_seconds_runs = list(r.cpu_seconds_runs)
+            result.threads = r.threads
+            result.flops_counted, result.flops_predicted = r.flops_counted, r.flops_predicted
             if r.step_seconds:
                 result.tokens_per_second = cfg.batch * cfg.seq_len / r.step_seconds
             return result

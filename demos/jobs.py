@@ -31,6 +31,7 @@ KINDS = ("compare", "sweep", "fits", "train")
 MEMORY_SLACK_BYTES = 512 * 2**20
 MEMORY_FACTOR = 2.0
 FIT_TRIES = 2  # confirm runs a fits step typically makes (the search steps down ~10%)
+FIT_REPEATS = 5  # timed steps at a tried size (demos.fit.FIT_REPEATS)
 
 Progress = Callable[[int, int], None]
 
@@ -110,7 +111,7 @@ class Job:
         strategy = self.strategies[index]
         if self.kind == "fits":
             return [(self._fit_config(strategy, device_kind), strategy,
-                     FIT_TRIES * (theory.TRACKED_STEP_COST + 1))]
+                     FIT_TRIES * (theory.TRACKED_STEP_COST + 1) + FIT_REPEATS)]
         return [(self.config, strategy, int(self.option("steps", 1)))]
 
     def step_work(self, index: int, device_kind: str = "cpu") -> float:

@@ -538,9 +538,52 @@ def _confirmed(confirmed: object, predicted: object, lang: str) -> str:
     return text
 
 
+def _runs(row: pd.Series, name: str) -> list[float]:
+    value = row.get(name) if name in row else None
+    return [float(v) for v in value] if isinstance(value, list | tuple) else []
+
+
+def throughput_text(row: pd.Series, lang: str = "en") -> str:
+    """'12,345 (11,900–12,800)': tokens per second from the median step time, and from the
+    middle half of the timed runs."""
+    tokens = row.get("tokens_per_second")
+    runs = sorted(_runs(row, "step_seconds_runs"))
+    if tokens is None or pd.isna(tokens):
+        return MISSING
+    text = _whole(tokens, lang)
+    if len(runs) >= 4 and row.get("step_seconds"):
+        low, _, high = statistics.quantiles(runs, n=4, method="inclusive")
+        per_step = float(tokens) * float(row["step_seconds"])  # the tokens of one step
+        text = gettext(lang, "{median} ({low}–{high})", median=text,
+                       low=_whole(per_step / high, lang), high=_whole(per_step / low, lang))
+    return text
+
+
+def fit_step_text(row: pd.Series, lang: str = "en") -> str:
+    """'410 ms, CPU 380 ms · 60.13 GFLOP (predicted 60.13)': one step at the confirmed size,
+    wall and CPU time, and its FLOPs counted by torch beside the prediction."""
+    seconds = row.get("step_seconds")
+    if seconds is None or pd.isna(seconds):
+        return MISSING
+    loc = babel(lang)
+    text = format_ms(float(seconds), locale=loc)
+    cpu = _runs(row, "cpu_seconds_runs")
+    if cpu:
+        text += ", " + gettext(lang, "CPU {time}",
+                               time=format_ms(statistics.median(cpu), locale=loc))
+    counted, predicted = row.get("flops_counted"), row.get("flops_predicted")
+    if counted is not None and pd.notna(counted):
+        text += " · " + gettext(lang, "{counted} (predicted {predicted})",
+                                counted=gflop_text(float(counted), lang),
+                                predicted=gflop_text(float(predicted), lang)
+                                if predicted is not None and pd.notna(predicted) else MISSING)
+    return text
+
+
 def fits_table(frame: pd.DataFrame, field: str, lang: str = "en") -> pd.DataFrame:
-    """Four columns, so a phone shows them all: the confirmed size (with the prediction
-    when they differ), the measured total and the throughput."""
+    """Five columns: the confirmed size (with the prediction when they differ), the
+    measured total, the throughput with its spread, and one step's wall and CPU time and
+    FLOPs (counted, predicted)."""
     confirmed = FIT_HEADERS["batch" if field == "batch" else "seq_len"]
     loc = babel(lang)
     return pd.DataFrame({
@@ -549,5 +592,25 @@ def fits_table(frame: pd.DataFrame, field: str, lang: str = "en") -> pd.DataFram
             frame["value_confirmed"], frame["value_predicted"], strict=True)],
         header(lang, N_("Measured total (with parameters)")): [
             format_bytes(v, locale=loc) for v in frame["total_bytes"]],
-        header(lang, N_("Tokens / s")): [_whole(v, lang) for v in frame["tokens_per_second"]],
+        header(lang, N_("Tokens / s")): [throughput_text(row, lang)
+                                         for _, row in frame.iterrows()],
+        header(lang, N_("One step: wall, CPU · compute counted (predicted)")): [
+            fit_step_text(row, lang) for _, row in frame.iterrows()],
     })
+
+
+def fits_timing_note(frame: pd.DataFrame, lang: str = "en") -> str:
+    """How What fits timed its throughput, wall against CPU time, and the course's rule
+    beside the measured cost of checkpointing."""
+    runs = [len(_runs(row, "step_seconds_runs")) for _, row in frame.iterrows()]
+    runs = [n for n in runs if n]
+    if not runs:
+        return ""
+    note = gettext(lang, "Tokens per second from the median of {count} or more timed steps at "
+                         "the confirmed size (in brackets the middle half of the runs); each "
+                         "strategy at its own size, so on a busy server compare them with "
+                         "care: CPU time beside wall time shows the load (the gap is other "
+                         "learners' work).", count=min(runs))
+    return note + " " + gettext(lang, "The extra compute of checkpointing is set by the "
+                                      "model, not the batch; {course}.",
+                                course=course_rule_text(lang))

@@ -175,3 +175,41 @@ class FitResult:
     step_seconds: float | None
     measured_by: str | None
     note: str = ""
+    # the confirmed size's timed runs (wall and CPU seconds) and its step FLOPs, counted by
+    # torch and predicted: tokens_per_second is from the median of the runs
+    step_seconds_runs: list[float] = field(default_factory=list)
+    cpu_seconds_runs: list[float] = field(default_factory=list)
+    threads: int | None = None
+    flops_counted: int | None = None
+    flops_predicted: float | None = None
+
+
+def timed_while_busy(result: object) -> bool:
+    """Whether a stored result's times were taken while the machine was busy (see
+    Comparison.busy): a Comparison, or a frame of sweep rows (cpu_seconds, step_seconds,
+    threads) or what-fits rows (their timed runs)."""
+    if isinstance(result, Comparison):
+        return result.busy()
+    if not isinstance(result, pd.DataFrame) or result.empty:
+        return False
+    for row in result.to_dict(orient="records"):
+        threads = row.get("threads") or 1
+        runs, cpu = row.get("step_seconds_runs"), row.get("cpu_seconds_runs")
+        if isinstance(runs, list) and isinstance(cpu, list) and runs and cpu:
+            wall, used = sum(runs), sum(cpu)
+            probe = StrategyResult(
+                strategy="", label="", fits=True, error=None, peak_bytes=None,
+                activation_bytes=None, predicted_activation_bytes=0, predicted_peak_bytes=0,
+                breakdown={}, step_seconds=None, step_seconds_runs=list(runs), loss=None,
+                max_grad_diff=None, bitwise_equal=None, measured_by="",
+                cpu_seconds_runs=list(cpu), threads=int(threads))
+            spread = probe.spread_share
+            if used / (wall * threads) < BUSY_CPU_SHARE or (spread or 0) > WIDE_SPREAD:
+                return True
+            continue
+        wall, used = row.get("step_seconds"), row.get("cpu_seconds")
+        if (isinstance(wall, float | int) and isinstance(used, float | int) and wall > 0
+                and not pd.isna(wall) and not pd.isna(used)
+                and used / (wall * threads) < BUSY_CPU_SHARE):
+            return True
+    return False
