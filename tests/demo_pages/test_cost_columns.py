@@ -1,0 +1,58 @@
+"""AppTest: the demo pages show the compute torch's counter counted beside the prediction,
+the course's rule beside it, and the CPU time beside the wall time."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tests.demo_pages.test_pages import TINY, no_errors, texts
+
+COURSE = "course: +33% (+50% with frozen weights)"
+
+
+def test_compare_shows_counted_compute_cpu_time_and_the_course_rule(app_test: Callable) -> None:
+    at = app_test("pages/demos/compare.py", query={**TINY, "strategy": "every-layer"})
+    no_errors(at)
+    table = at.table[0].value
+    compute = list(table["Compute, counted (predicted)"])
+    assert compute[0].endswith("GFLOP)") and "(predicted " in compute[0]
+    counted, predicted = compute[1].split(" (predicted ")
+    assert counted.startswith("+") and predicted.rstrip(")") == counted  # within 0.1%
+    assert ", CPU " in table["Step time (vs none)"].iloc[1]
+    labels = [m.label for m in at.metric]
+    assert "Extra compute with every-layer" in labels
+    extra = at.metric[labels.index("Extra compute with every-layer")]
+    assert extra.value == counted and COURSE in extra.proto.delta
+    captions = texts(at, "caption")
+    assert "counted by torch's FLOP counter" in captions and COURSE in captions
+    assert "early stop" in captions
+    assert "the gap between them is their load" in captions
+
+
+def test_timeline_says_the_counted_compute(app_test: Callable) -> None:
+    at = app_test("pages/demos/timeline.py", query={**TINY, "strategy": "every-layer"})
+    no_errors(at)
+    captions = texts(at, "caption")
+    assert "counted by torch's FLOP counter" in captions and COURSE in captions
+
+
+def test_curves_say_the_counted_compute_and_draw_cpu_time(app_test: Callable) -> None:
+    query = {k: v for k, v in TINY.items() if k != "batch"} | {"sweep": "batch"}
+    at = app_test("pages/demos/curves.py", query=query, timeout=120)
+    no_errors(at)
+    captions = texts(at, "caption")
+    assert "counted by torch's FLOP counter" in captions and COURSE in captions
+    assert "dotted lines this process's CPU time" in captions
+    figure = at.get("plotly_chart")[0].proto.spec
+    assert "CPU time" in figure
+
+
+def test_what_fits_times_with_repeats_and_counts_the_compute(app_test: Callable) -> None:
+    at = app_test("pages/demos/what_fits.py", query={**TINY, "budget": "16"}, timeout=120)
+    no_errors(at)
+    table = at.table[0].value
+    step = table["One step: wall, CPU · compute counted (predicted)"]
+    assert all(", CPU " in cell and "GFLOP (predicted " in cell for cell in step[:2])
+    assert all("(" in cell and "–" in cell for cell in table["Tokens / s"][:2])  # spread
+    captions = texts(at, "caption")
+    assert "median of 5 or more timed steps" in captions and COURSE in captions
