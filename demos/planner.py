@@ -247,6 +247,22 @@ def layer_flops(arch: Architecture, batch: int, seq: int) -> float:
             + attention_flops(arch, batch, seq))
 
 
+def rerun_flops(arch: Architecture, batch: int, seq: int, targets: tuple[str, ...] = ()
+                ) -> float:
+    """Forward FLOPs torch's non-reentrant checkpoint reruns for a segment's last layer:
+    all of it but the MLP's last linear ("proj" of a GPT layer, "down" of a Llama layer).
+    Recomputation stops once every tensor backward needs is rebuilt (early stop, the
+    default: torch 2.13, torch/utils/checkpoint.py, set_checkpoint_early_stop), and
+    autograd saves that linear's input before it runs, so its matmul is never redone.
+    With a LoRA adapter on that linear (`targets`), PEFT runs the frozen base first and the
+    adapter after it (peft 0.21.2, peft/tuners/lora/layer.py, Linear.forward: base_layer,
+    then lora_B(lora_A(x))): the adapter's input is rebuilt only after the base matmul, so
+    the base is rerun (the adapter's last small matmul is not; left out here)."""
+    last = "down" if arch.mlp == "swiglu" else "proj"
+    skipped = 0.0 if last in targets else linear_flops(arch, batch, seq, last)
+    return layer_flops(arch, batch, seq) - skipped
+
+
 def head_flops(arch: Architecture, batch: int, seq: int) -> float:
     """Forward FLOPs of the LM head: the b·s tokens times the h×V output matrix, 2·b·s·h·V."""
     return 2.0 * batch * seq * arch.hidden * arch.vocab
@@ -381,19 +397,23 @@ def activations(p: PlannerInputs, strategy: str, batch: int | None = None,
     ckpt = b * s * p.arch.hidden * p.act_bytes  # a checkpoint keeps the layer's input
     # a rebuilt segment's first layer keeps its input: the checkpoint, counted already
     shared = sum(t.bytes for t in tensors if t.kind == "input")
-    one = layer_flops(p.arch, b, s)
+    # a checkpointed segment reruns its layers, the last one without its final MLP linear
+    # (torch's early stop: rerun_flops)
+    one, last = layer_flops(p.arch, b, s), rerun_flops(p.arch, b, s, p.targets)
     if strategy == "none":
         return Activations(n * full, 0, 0.0)
     if strategy == "every-layer":
-        return Activations(n * ckpt, full - shared, n * one, n)
+        return Activations(n * ckpt, full - shared, n * last, n)
     if strategy == "two-layer":
-        return Activations(math.ceil(n / 2) * ckpt, min(2, n) * full - shared, n * one, n)
+        pairs = math.ceil(n / 2)
+        return Activations(pairs * ckpt, min(2, n) * full - shared,
+                           (n - pairs) * one + pairs * last, n)
     if strategy == "some-layers":
         k = max(0, min(n, p.some_layers))
         if k == n:
             return activations(p, "every-layer", b, s)
         # the first k layers checkpointed; their rebuild comes after the kept ones are freed
-        return Activations(k * ckpt + (n - k) * full, 0, k * one, k)
+        return Activations(k * ckpt + (n - k) * full, 0, k * last, k)
     if strategy == "selective":  # recompute the attention scores only (Korthikanti et al.)
         redo = [t for t in tensors if t.kind == "scores"]
         dropped = sum(t.bytes for t in redo)
@@ -421,8 +441,11 @@ def logits_peak_bytes(p: PlannerInputs, batch: int | None = None, seq: int | Non
 
 def step_flops(p: PlannerInputs, batch: int | None = None, seq: int | None = None) -> float:
     """Forward + backward of one micro-batch without checkpointing. Backward is two
-    forwards for full fine-tuning; with adapters one (no weight gradients for the frozen
-    base: an approximation)."""
+    forwards for full fine-tuning (the gradients of the inputs and of the weights); with
+    adapters one (the frozen base computes no weight gradients; the adapters' own are
+    small: an approximation). So one more forward is about +1/3 of a full fine-tune's step
+    and about +1/2 of an adapter's, less the LM head, which is never rerun, and less what
+    early stop skips (rerun_flops)."""
     b, s = _sizes(p, batch, seq)
     return forward_flops(p.arch, b, s) * (3.0 if p.tuning == "full" else 2.0)
 

@@ -103,3 +103,45 @@ def test_the_default_demo_model_counts_sixteen_point_seven_percent():
     assert none / 1e9 == pytest.approx(51.54, abs=0.01)
     assert every["total"] / 1e9 == pytest.approx(60.13, abs=0.01)
     assert every["overhead"] == pytest.approx(1.167, abs=0.001)
+
+
+def test_the_planner_counts_what_torch_counts_for_a_hugging_face_llama():
+    """A tiny Llama from transformers (its own decoder layers, SDPA, full fine-tune, fp32):
+    the planner's step FLOPs and its every-layer recomputation (early stop: no down
+    projection rerun) equal torch's counter around one step."""
+    import warnings
+
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from demos import planner
+    from demos.architectures import custom
+
+    config = LlamaConfig(hidden_size=64, intermediate_size=160, num_hidden_layers=3,
+                         num_attention_heads=4, num_key_value_heads=2, vocab_size=300,
+                         max_position_embeddings=64, tie_word_embeddings=False,
+                         attn_implementation="sdpa", use_cache=False)
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config).train()
+    ids = torch.randint(0, 300, (2, 16))
+
+    def count() -> int:
+        model.zero_grad(set_to_none=True)
+        with FlopCounterMode(display=False) as counter:
+            model(input_ids=ids, labels=ids).loss.backward()
+        return counter.get_total_flops()
+
+    none = count()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.activation_checkpointing_enable()
+    every = count()
+    arch = custom(3, 64, 4, 2, 160, "swiglu", "rmsnorm", 300, False)
+    p = planner.PlannerInputs(arch, seq=16, batch=2, precision="fp32", tuning="full",
+                              device="cpu")
+    # the CPU counter has no attention formula: the planner's step less its attention
+    attention = 3 * 3 * planner.attention_flops(arch, 2, 16)
+    assert none == pytest.approx(planner.step_flops(p) - attention, rel=0.01)
+    recompute = planner.activations(p, "every-layer").recompute_flops
+    assert every - none == pytest.approx(recompute - 3 * planner.attention_flops(arch, 2, 16),
+                                         rel=0.01)
+    assert recompute < 3 * planner.layer_flops(arch, 2, 16)  # not a whole forward
