@@ -16,9 +16,9 @@ def predicted_total(cfg: ModelConfig, strategy: str, device: str = "cpu") -> int
     return theory.parameter_bytes(cfg) + theory.predicted_peak_bytes(cfg, strategy, device)
 
 
-# Timed steps of each size tried: the throughput is their median at the confirmed size
-# (more while the spread is wide, demos.measure.compare).
-FIT_REPEATS = 5
+# Timed steps at the confirmed size: the throughput is their median (demos.measure.compare;
+# a size measured over the budget is not timed).
+FIT_REPEATS = 3
 
 
 def largest_fitting(base: ModelConfig, strategy: str, vary: str, budget_bytes: int,
@@ -57,7 +57,8 @@ def largest_fitting(base: ModelConfig, strategy: str, vary: str, budget_bytes: i
     value = best
     for _ in range(max_tries):
         cfg = base.replace(**{vary: value})
-        comp = compare(cfg, [spec], device=device, repeats=repeats)  # the device's own guard
+        # the device's own guard; timed only when the measured total is within the budget
+        comp = compare(cfg, [spec], device=device, repeats=repeats, time_within=budget_bytes)
         r = comp.results[0]
         total = (comp.parameter_bytes or 0) + (r.peak_bytes or 0)
         if r.fits and total <= budget_bytes:

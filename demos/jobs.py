@@ -31,7 +31,7 @@ KINDS = ("compare", "sweep", "fits", "train")
 MEMORY_SLACK_BYTES = 512 * 2**20
 MEMORY_FACTOR = 2.0
 FIT_TRIES = 2  # confirm runs a fits step typically makes (the search steps down ~10%)
-FIT_REPEATS = 5  # timed steps at a tried size (demos.fit.FIT_REPEATS)
+FIT_REPEATS = 3  # timed steps at the confirmed size (demos.fit.FIT_REPEATS)
 
 Progress = Callable[[int, int], None]
 
@@ -101,17 +101,19 @@ class Job:
                   ) -> list[tuple[ModelConfig, str, int]]:
         """(config, strategy, steps) of one step, for demos.theory.cpu_seconds."""
         if self.kind == "compare":
-            steps = theory.TRACKED_STEP_COST + (
+            steps = theory.TRACKED_STEP_COST + theory.COUNTED_STEP_COST + (
                 int(self.option("repeats", 1)) if self.option("time_steps", True) else 0)
             return [(self.config, s, steps) for s in self.strategies]
         if self.kind == "sweep":
             value = self.option("values")[index]
-            steps = theory.TRACKED_STEP_COST + int(self.option("repeats", 1))
+            steps = (theory.TRACKED_STEP_COST + theory.COUNTED_STEP_COST
+                     + int(self.option("repeats", 1)))
             return [(self._sweep_config(value), s, steps) for s in self._sweep_names(value)]
         strategy = self.strategies[index]
         if self.kind == "fits":
             return [(self._fit_config(strategy, device_kind), strategy,
-                     FIT_TRIES * (theory.TRACKED_STEP_COST + 1) + FIT_REPEATS)]
+                     FIT_TRIES * (theory.TRACKED_STEP_COST + theory.COUNTED_STEP_COST)
+                     + FIT_REPEATS)]
         return [(self.config, strategy, int(self.option("steps", 1)))]
 
     def step_work(self, index: int, device_kind: str = "cpu") -> float:

@@ -234,11 +234,12 @@ def _compare_grads(ref: list[torch.Tensor], model: GPT) -> tuple[float, bool]:
 
 def compare(config: ModelConfig, strategies: Sequence[str | StrategySpec], device: str = "auto",
             repeats: int = 5, timeline: bool = False, time_steps: bool = True,
-            limit_bytes: int | None = None, time_cap_s: float = TIME_CAP_SECONDS
-            ) -> Comparison:
+            limit_bytes: int | None = None, time_cap_s: float = TIME_CAP_SECONDS,
+            time_within: int | None = None) -> Comparison:
     """Measure one training step per strategy on one model and batch: memory under the
     live tracker (with torch's FLOP counter around the same step), then `repeats` timed
-    steps or more (NARROW_SPREAD, `time_cap_s`), wall and CPU time.
+    steps or more (NARROW_SPREAD, `time_cap_s`), wall and CPU time. `time_within`: time
+    only the strategies whose parameters + measured peak stay within these bytes.
 
     Never raises for a strategy that does not fit (predicted over the limit, a budget too
     small, CUDA-only on a CPU, out of memory): its result has fits=False and an error.
@@ -288,7 +289,10 @@ def compare(config: ModelConfig, strategies: Sequence[str | StrategySpec], devic
         grads = _measure(step, specs[i], plans[i], results[i], ref, timeline, info)
         if grads is not None and ref is None:
             ref = grads
-    if time_steps and repeats > 0:
+    if time_within is not None:
+        plans = {i: plan for i, plan in plans.items()
+                 if (results[i].peak_bytes or 0) + param_bytes <= time_within}
+    if time_steps and repeats > 0 and plans:
         _time(step, specs, plans, results, repeats, time_cap_s)
     del step, model  # tensors are reference-counted: no gc.collect() needed (it costs 0.2 s)
     if dev.type == "cuda":

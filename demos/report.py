@@ -545,14 +545,16 @@ def _runs(row: pd.Series, name: str) -> list[float]:
 
 def throughput_text(row: pd.Series, lang: str = "en") -> str:
     """'12,345 (11,900–12,800)': tokens per second from the median step time, and from the
-    middle half of the timed runs."""
+    middle half of the timed runs (the slowest and fastest under four runs)."""
     tokens = row.get("tokens_per_second")
     runs = sorted(_runs(row, "step_seconds_runs"))
     if tokens is None or pd.isna(tokens):
         return MISSING
     text = _whole(tokens, lang)
-    if len(runs) >= 4 and row.get("step_seconds"):
-        low, _, high = statistics.quantiles(runs, n=4, method="inclusive")
+    if len(runs) >= 2 and row.get("step_seconds"):  # as time_spread: quartiles from 4 runs
+        low, high = runs[0], runs[-1]
+        if len(runs) >= 4:
+            low, _, high = statistics.quantiles(runs, n=4, method="inclusive")
         per_step = float(tokens) * float(row["step_seconds"])  # the tokens of one step
         text = gettext(lang, "{median} ({low}–{high})", median=text,
                        low=_whole(per_step / high, lang), high=_whole(per_step / low, lang))
@@ -607,7 +609,7 @@ def fits_timing_note(frame: pd.DataFrame, lang: str = "en") -> str:
     if not runs:
         return ""
     note = gettext(lang, "Tokens per second from the median of {count} or more timed steps at "
-                         "the confirmed size (in brackets the middle half of the runs); each "
+                         "the confirmed size (in brackets the range of the runs); each "
                          "strategy at its own size, so on a busy server compare them with "
                          "care: CPU time beside wall time shows the load (the gap is other "
                          "learners' work).", count=min(runs))

@@ -407,6 +407,7 @@ def counted_flops(cfg: ModelConfig, spec: StrategySpec | str | None = None,
 # on 2 cores; lower under load). Used only to warn before a long run.
 CPU_FLOPS_PER_SECOND = 8e10
 TRACKED_STEP_COST = 3  # a step under the live-bytes tracker costs about 2-3 plain steps
+COUNTED_STEP_COST = 1  # the step under torch's FLOP counter (demos.measure.Step.counted)
 
 
 def cpu_seconds(runs: Sequence[tuple[ModelConfig, StrategySpec | str, int]]) -> float:

@@ -185,7 +185,8 @@ def test_fits_table_names_the_grown_dimension() -> None:
                           "tokens_per_second": [1234.4, float("nan")]})
     table = fits_table(frame, "seq_len")
     assert list(table.columns) == ["Strategy", "Largest sequence length (confirmed)",
-                                   "Measured total (with parameters)", "Tokens / s"]
+                                   "Measured total (with parameters)", "Tokens / s",
+                                   "One step: wall, CPU · compute counted (predicted)"]
     assert list(table["Largest sequence length (confirmed)"]) == ["4", "8 (predicted 9)"]
     assert list(table["Tokens / s"]) == ["1,234", "–"]
     assert list(table["Measured total (with parameters)"]) == ["3.0 MiB", "5.0 MiB"]
