@@ -112,7 +112,7 @@ class Job:
         strategy = self.strategies[index]
         if self.kind == "fits":
             return [(self._fit_config(strategy, device_kind), strategy,
-                     FIT_TRIES * (theory.TRACKED_STEP_COST + theory.COUNTED_STEP_COST)
+                     FIT_TRIES * theory.TRACKED_STEP_COST + theory.COUNTED_STEP_COST
                      + FIT_REPEATS)]
         return [(self.config, strategy, int(self.option("steps", 1)))]
 

@@ -36,10 +36,11 @@ CUDA_METHOD = N_("CUDA allocator (max_memory_allocated)")
 PAGE_REPEATS = {"cpu": 5, "cuda": 9}
 # After those, timing goes on (rounds of every strategy, interleaved) while a strategy's
 # spread is wider than NARROW_SPREAD of its median, up to MAX_REPEATS_FACTOR × the asked
-# runs or TIME_CAP_SECONDS of timing in all, whichever comes first. Fewer than
+# runs or TIME_CAP_SECONDS of timing in all, whichever comes first (so at most doubling
+# the time of the asked runs). Fewer than
 # MIN_ADAPTIVE_RUNS asked: exactly those (no spread worth the name to narrow).
 NARROW_SPREAD = 0.10
-MAX_REPEATS_FACTOR = 3
+MAX_REPEATS_FACTOR = 2
 TIME_CAP_SECONDS = 3.0
 MIN_ADAPTIVE_RUNS = 5
 CPU_LIMIT_FRACTION = 0.5  # of available memory: the machine is shared
@@ -292,6 +293,9 @@ def compare(config: ModelConfig, strategies: Sequence[str | StrategySpec], devic
     if time_within is not None:
         plans = {i: plan for i, plan in plans.items()
                  if (results[i].peak_bytes or 0) + param_bytes <= time_within}
+    for i, plan in plans.items():
+        if results[i].fits:
+            _count(step, specs[i], plan, results[i])
     if time_steps and repeats > 0 and plans:
         _time(step, specs, plans, results, repeats, time_cap_s)
     del step, model  # tensors are reference-counted: no gc.collect() needed (it costs 0.2 s)
@@ -399,11 +403,15 @@ def _measure(step: Step, spec, plan, result: StrategyResult, ref, timeline, info
     elif ref is not None:
         result.max_grad_diff, result.bitwise_equal = _compare_grads(ref, step.model)
     step.model.zero_grad(set_to_none=True)
+    return grads
+
+
+def _count(step: Step, spec, plan, result: StrategyResult) -> None:
+    """torch's FLOP count of one whole step (Step.counted); none after out of memory."""
     with OutOfMemory() as oom:
         result.flops_counted = step.counted(spec, plan)
     if oom.message is not None:
         _free_memory(step.model)
-    return grads
 
 
 def _narrow(result: StrategyResult) -> bool:
@@ -418,7 +426,8 @@ def _time(step: Step, specs, plans, results, repeats: int,
           time_cap_s: float = TIME_CAP_SECONDS) -> None:
     """Step times without any tracker, strategies interleaved run by run: `repeats` rounds,
     then more while a spread is wide (NARROW_SPREAD), within MAX_REPEATS_FACTOR × repeats
-    rounds and `time_cap_s` seconds; wall and CPU time of each run, the median wall time."""
+    rounds and `time_cap_s` seconds in all; wall and CPU time of each run, the median wall
+    time."""
     warm = step.dev.type == "cuda"  # the tracked run warmed the CPU; warm the GPU too
     most = repeats * MAX_REPEATS_FACTOR if repeats >= MIN_ADAPTIVE_RUNS else repeats
     began = time.perf_counter()
