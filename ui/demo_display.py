@@ -157,9 +157,9 @@ COMPUTE_HELP = N_("FLOPs of the whole step (forward, loss, backward and the reco
                   "the step without checkpointing. The same on any machine, however busy.")
 
 
-TIME_HELP = N_("Median of the timed steps; in brackets the middle half of the runs. When "
-               "the ranges of two strategies overlap, the difference is within the timing "
-               "noise of a shared machine.")
+TIME_HELP = N_("Median of the timed steps; in brackets the middle half of the runs. A "
+               "difference is within the timing noise of a shared machine only when each "
+               "median lies inside the other's range.")
 
 
 def parameters_note(comparison: Comparison) -> None:
