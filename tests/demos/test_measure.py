@@ -188,6 +188,15 @@ def test_page_timing_has_enough_interleaved_runs_for_a_spread():
     assert all(len(r.cpu_seconds_runs) == len(r.step_seconds_runs) for r in comp.results)
 
 
+def test_the_run_estimates_know_the_timing_rules():
+    from demos import fit, jobs, measure
+
+    assert (jobs.MIN_ADAPTIVE_RUNS, jobs.MAX_REPEATS_FACTOR) == (
+        measure.MIN_ADAPTIVE_RUNS, measure.MAX_REPEATS_FACTOR)
+    assert jobs.FIT_REPEATS == fit.FIT_REPEATS
+    assert jobs.timed_steps(5) == 10 and jobs.timed_steps(3) == 3
+
+
 def test_timing_goes_on_while_the_spread_is_wide_until_the_cap(monkeypatch):
     """Runs that alternate 1 s and 2 s never narrow: timing stops at 2x the asked runs;
     steady runs stop at the asked number; a time cap of 0 stops at once after them."""
