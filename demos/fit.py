@@ -17,8 +17,10 @@ def predicted_total(cfg: ModelConfig, strategy: str, device: str = "cpu") -> int
 
 
 # Timed steps at the confirmed size: the throughput is their median (demos.measure.compare;
-# a size measured over the budget is not timed).
+# a size measured over the budget is not timed). One always; up to FIT_REPEATS within
+# FIT_TIME_CAP_SECONDS, so a long step (a large batch) costs the search no more than before.
 FIT_REPEATS = 3
+FIT_TIME_CAP_SECONDS = 2.0
 
 
 def largest_fitting(base: ModelConfig, strategy: str, vary: str, budget_bytes: int,
@@ -58,7 +60,8 @@ def largest_fitting(base: ModelConfig, strategy: str, vary: str, budget_bytes: i
     for _ in range(max_tries):
         cfg = base.replace(**{vary: value})
         # the device's own guard; timed only when the measured total is within the budget
-        comp = compare(cfg, [spec], device=device, repeats=repeats, time_within=budget_bytes)
+        comp = compare(cfg, [spec], device=device, repeats=repeats, time_within=budget_bytes,
+                       min_repeats=1, time_cap_s=FIT_TIME_CAP_SECONDS)
         r = comp.results[0]
         total = (comp.parameter_bytes or 0) + (r.peak_bytes or 0)
         if r.fits and total <= budget_bytes:

@@ -31,7 +31,7 @@ KINDS = ("compare", "sweep", "fits", "train")
 MEMORY_SLACK_BYTES = 512 * 2**20
 MEMORY_FACTOR = 2.0
 FIT_TRIES = 2  # confirm runs a fits step typically makes (the search steps down ~10%)
-FIT_REPEATS = 3  # timed steps at the confirmed size (demos.fit.FIT_REPEATS)
+FIT_REPEATS = 3  # timed steps at the confirmed size, the first always (demos.fit)
 # demos.measure's timing: from MIN_ADAPTIVE_RUNS asked runs on it may take up to
 # MAX_REPEATS_FACTOR times as many while the spread is wide (kept equal by a test)
 MIN_ADAPTIVE_RUNS, MAX_REPEATS_FACTOR = 5, 2
@@ -121,8 +121,7 @@ class Job:
         strategy = self.strategies[index]
         if self.kind == "fits":
             return [(self._fit_config(strategy, device_kind), strategy,
-                     FIT_TRIES * theory.TRACKED_STEP_COST + theory.COUNTED_STEP_COST
-                     + FIT_REPEATS)]
+                     FIT_TRIES * theory.TRACKED_STEP_COST + theory.COUNTED_STEP_COST + 1)]
         return [(self.config, strategy, int(self.option("steps", 1)))]
 
     def step_work(self, index: int, device_kind: str = "cpu") -> float:

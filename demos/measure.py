@@ -236,11 +236,13 @@ def _compare_grads(ref: list[torch.Tensor], model: GPT) -> tuple[float, bool]:
 def compare(config: ModelConfig, strategies: Sequence[str | StrategySpec], device: str = "auto",
             repeats: int = 5, timeline: bool = False, time_steps: bool = True,
             limit_bytes: int | None = None, time_cap_s: float = TIME_CAP_SECONDS,
-            time_within: int | None = None) -> Comparison:
+            time_within: int | None = None, min_repeats: int | None = None) -> Comparison:
     """Measure one training step per strategy on one model and batch: memory under the
     live tracker (with torch's FLOP counter around the same step), then `repeats` timed
     steps or more (NARROW_SPREAD, `time_cap_s`), wall and CPU time. `time_within`: time
     only the strategies whose parameters + measured peak stay within these bytes.
+    `min_repeats` (default `repeats`): the rounds always timed; the rest up to `repeats`
+    only within `time_cap_s` (long steps then get fewer timed runs).
 
     Never raises for a strategy that does not fit (predicted over the limit, a budget too
     small, CUDA-only on a CPU, out of memory): its result has fits=False and an error.
@@ -297,7 +299,7 @@ def compare(config: ModelConfig, strategies: Sequence[str | StrategySpec], devic
         if results[i].fits:
             _count(step, specs[i], plan, results[i])
     if time_steps and repeats > 0 and plans:
-        _time(step, specs, plans, results, repeats, time_cap_s)
+        _time(step, specs, plans, results, repeats, time_cap_s, min_repeats)
     del step, model  # tensors are reference-counted: no gc.collect() needed (it costs 0.2 s)
     if dev.type == "cuda":
         torch.cuda.empty_cache()  # give cached blocks back, so free memory reads true
@@ -423,17 +425,18 @@ def _narrow(result: StrategyResult) -> bool:
 
 
 def _time(step: Step, specs, plans, results, repeats: int,
-          time_cap_s: float = TIME_CAP_SECONDS) -> None:
+          time_cap_s: float = TIME_CAP_SECONDS, min_repeats: int | None = None) -> None:
     """Step times without any tracker, strategies interleaved run by run: `repeats` rounds,
     then more while a spread is wide (NARROW_SPREAD), within MAX_REPEATS_FACTOR × repeats
     rounds and `time_cap_s` seconds in all; wall and CPU time of each run, the median wall
     time."""
     warm = step.dev.type == "cuda"  # the tracked run warmed the CPU; warm the GPU too
     most = repeats * MAX_REPEATS_FACTOR if repeats >= MIN_ADAPTIVE_RUNS else repeats
+    least = repeats if min_repeats is None else max(1, min(min_repeats, repeats))
     began = time.perf_counter()
     for run in range(most + warm):
         timing = [i for i in plans if results[i].fits]
-        if run >= repeats + warm and (
+        if run >= least + warm and (
                 time.perf_counter() - began >= time_cap_s
                 or all(_narrow(results[i]) for i in timing)):
             break
