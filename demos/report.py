@@ -608,11 +608,12 @@ def fits_timing_note(frame: pd.DataFrame, lang: str = "en") -> str:
     runs = [n for n in runs if n]
     if not runs:
         return ""
-    note = gettext(lang, "Tokens per second from the median of {count} or more timed steps at "
-                         "the confirmed size (in brackets the range of the runs); each "
-                         "strategy at its own size, so on a busy server compare them with "
-                         "care: CPU time beside wall time shows the load (the gap is other "
-                         "learners' work).", count=min(runs))
+    note = gettext(lang, "Tokens per second from the median of the timed steps at the "
+                         "confirmed size ({low} to {high} per strategy here: more while they "
+                         "take little time), in brackets the range of the runs; each strategy "
+                         "at its own size, so on a busy server compare them with care: CPU "
+                         "time beside wall time shows the load (the gap is other learners' "
+                         "work).", low=min(runs), high=max(runs))
     return note + " " + gettext(lang, "The extra compute of checkpointing is set by the "
                                       "model, not the batch; {course}.",
                                 course=course_rule_text(lang))

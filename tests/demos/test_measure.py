@@ -213,3 +213,18 @@ def test_timing_goes_on_while_the_spread_is_wide_until_the_cap(monkeypatch):
     monkeypatch.setattr(measure.Step, "timed_with_cpu", lambda self, spec, plan: (1.0, 0.9))
     comp = compare(TINY, ["none"], device="cpu", repeats=5)
     assert len(comp.results[0].step_seconds_runs) == 5 and not comp.busy()
+
+
+def test_what_fits_times_its_confirmed_size_with_repeats(monkeypatch):
+    """Fast steps: three timed runs at the confirmed size, wall and CPU time, and the
+    step's FLOPs counted; a size over the budget is not timed."""
+    from demos import measure
+    from demos.fit import FIT_REPEATS, largest_fitting
+
+    monkeypatch.setattr(measure.Step, "timed_with_cpu", lambda self, spec, plan: (0.01, 0.01))
+    found = largest_fitting(TINY, "none", "batch", 4 * 2**20, device="cpu")
+    assert found.value_confirmed
+    assert len(found.step_seconds_runs) == len(found.cpu_seconds_runs) == FIT_REPEATS
+    assert found.tokens_per_second == pytest.approx(
+        found.value_confirmed * TINY.seq_len / 0.01)
+    assert found.flops_counted == pytest.approx(found.flops_predicted, rel=0.01)
