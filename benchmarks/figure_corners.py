@@ -1,7 +1,7 @@
 """The worst slider corners of every demo page: engine time and figure build time.
 
-Issue 13 found /timeline?layers=24 spending 7.5 s in the engine and 214 s building its
-chart (one Plotly shape per layer segment). This benchmark runs each demo page's heaviest
+/timeline?layers=24 once spent 7.5 s in the engine and 214 s building its chart (one
+Plotly shape per layer segment). This benchmark runs each demo page's heaviest
 settings on this machine's device, times the engine call the page makes and the figure it
 builds (the builder plus the JSON Streamlit sends, as st.plotly_chart does), and writes
 the table to benchmarks/figure-corners.json.
@@ -11,7 +11,7 @@ the table to benchmarks/figure-corners.json.
 
 The corners with the most figure elements (depth and strategies at their maximum) use the
 smallest widths, since the figure's size depends on the number of ops, not on their size;
-the issue's own case (/timeline?layers=24 at the page's other defaults) is run as it is.
+that once-slow case (/timeline?layers=24 at the page's other defaults) is run as it is.
 """
 
 from __future__ import annotations
@@ -28,14 +28,14 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from demos import figures
-from demos.config import ModelConfig, demo_default, slider_ranges
-from demos.device import detect_device
-from demos.fit import largest_fitting
-from demos.measure import PAGE_REPEATS, compare
-from demos.strategies import examples
-from demos.sweep import sweep
-from demos.training import train_losses
+from demos.engine.device import detect_device
+from demos.engine.fit import largest_fitting
+from demos.engine.measure import PAGE_REPEATS, compare
+from demos.engine.sweep import sweep
+from demos.engine.training import train_losses
+from demos.reports import figures
+from memory.config import ModelConfig, demo_default, slider_ranges
+from memory.strategies import examples
 
 OUT = Path(__file__).with_name("figure-corners.json")
 FIGURE_LIMIT_S = 1.0  # a figure must build in well under a second
@@ -93,7 +93,7 @@ def corners(kind: str) -> list[Corner]:
         Corner("timeline", f"layers={deep.layers}, every strategy", deep,
                lambda: compare(deep, every, device=kind, timeline=True, time_steps=False),
                _timeline),
-        Corner("timeline", f"?layers={deep.layers} (issue 13), other sliders at default",
+        Corner("timeline", f"?layers={deep.layers}, other sliders at default",
                default.replace(layers=deep.layers),
                lambda: compare(default.replace(layers=deep.layers), page_timeline,
                                device=kind, timeline=True, time_steps=False), _timeline,

@@ -1,6 +1,7 @@
-"""The GPU checks of issue 15 that `python -m demos bench` does not make, and the helpers
-benchmarks/gpu_check.sh needs. Uses only the engine's public functions (demos.measure.compare,
-demos.theory, demos.device.DeviceQueue). See docs/GPU_CHECK.md.
+"""The GPU checks that `python -m demos bench` does not make, and the helpers
+benchmarks/gpu_check.sh needs. Uses only the engine's public functions
+(demos.engine.measure.compare, memory.theory, demos.engine.device.DeviceQueue).
+See docs/GPU_CHECK.md.
 
     python benchmarks/gpu_check.py wheels                 # name==version to carry to the GPU
     python benchmarks/gpu_check.py env                    # versions; exit 1 if an import fails
@@ -22,156 +23,20 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script: make demos/ importable
     sys.path.insert(0, str(ROOT))
 
-HELD_TOLERANCE = 0.01  # held bytes vs the prediction (the issue's 1%)
+from benchmarks.gpu_environment import (  # noqa: E402 - after the path set-up above
+    carried_packages,
+    environment,
+    write_playwright_stub,
+)
+
+HELD_TOLERANCE = 0.01  # held bytes vs the prediction: within 1%
 PEAK_WARN = 0.05  # allocator peak vs the prediction: workspaces and rounding, reported
-
-# --- wheels to carry ----------------------------------------------------------------------
-# The GPU image's Python packages (device notes, KINDS.md, read 2026-11-17). Their versions
-# are the image's own: only what is missing travels.
-_IMAGE_PACKAGES = """
-absl-py accelerate aiofiles aiohappyeyeballs aiohttp aiosignal annotated-doc anyio attrs
-botorch build certifi charset-normalizer chex click cloudpickle cmake colorama contourpy
-coverage cuda-bindings cuda-core cuda-pathfinder cuda-toolkit cupy-cuda13x cycler cython
-diffrax e3nn einops equinox etils execnet filelock flatbuffers flax fonttools formulaic
-frozenlist fsspec gpytorch grpcio h11 h5py hf-xet httpcore httpx huggingface-hub humanize
-hypothesis idna imageio iniconfig interface-meta jax jax-cuda13-pjrt jax-cuda13-plugin jaxlib
-jaxtyping jinja2 joblib kiwisolver lazy-loader lightning lightning-utilities linear-operator
-lineax llvmlite lxml markdown markdown-it-py markupsafe matplotlib mdurl meson ml-dtypes
-mpi4py mpmath msgpack multidict multipledispatch mypy-extensions nanobind narwhals networkx
-ninja numba numba-cuda numpy numpyro onnx onnx-ir onnxruntime onnxscript
-opencv-python-headless optax opt-einsum opt-einsum-fx optimistix orbax-checkpoint packaging
-pandas pathspec patsy peft pillow pip pluggy portalocker prometheus-client propcache protobuf
-psutil pyarrow pybind11 py-cpuinfo pygments pyparsing pyproject-hooks pyre-extensions pytest
-pytest-benchmark pytest-cov pytest-mock pytest-timeout pytest-xdist python-dateutil
-pytorch-lightning pyyaml regex requests rich sacrebleu safetensors scikit-build-core
-scikit-image scikit-learn scipy seaborn sentencepiece sentence-transformers setuptools
-shellingham simplejson six sortedcontainers statsmodels sympy tabulate tensorboard
-tensorboard-data-server tensorstore threadpoolctl tifffile tiktoken timm tokenizers toolz
-torch torchaudio torchdiffeq torch-geometric torchmetrics torchvision tqdm transformers
-treescope triton typer typing-extensions typing-inspect urllib3 uvloop wadler-lindig werkzeug
-wheel wrapt xarray xxhash yarl zipp
-"""
-IMAGE_HAS = frozenset(_IMAGE_PACKAGES.split())
-# Not carried, with why; the walk does not follow their requirements either.
-NOT_CARRIED = {
-    "torch": "the image's CUDA build is what is being checked",
-    "playwright": "browser tests are skipped there (no Chromium); 45 MB",
-    "ruff": "a linter, not needed to run or test",
-    "pydeck": "only st.pydeck_chart imports it (no page does); 11 MB",
-    "psycopg": "only a postgresql DATABASE_URL loads it; the tests use SQLite",
-}
-
-
-def _canonical(name: str) -> str:
-    return name.lower().replace("_", "-").replace(".", "-")
-
-
-def carried_packages(requirement_files: Iterable[Path]) -> list[str]:
-    """name==version (as installed here) of every package the requirements need, directly or
-    through another, that the GPU image lacks. Markers are read for Python 3.12 on Linux."""
-    import importlib.metadata as md
-
-    from packaging.requirements import Requirement
-
-    env = {"python_version": "3.12", "python_full_version": "3.12.3", "sys_platform": "linux",
-           "platform_system": "Linux", "platform_machine": "x86_64", "os_name": "posix",
-           "implementation_name": "cpython", "platform_python_implementation": "CPython"}
-    todo: list[tuple[Requirement, set[str]]] = []
-    for path in requirement_files:
-        for line in Path(path).read_text().splitlines():
-            line = line.split("#")[0].strip()
-            if line and not line.startswith("-"):
-                req = Requirement(line)
-                todo.append((req, set(req.extras)))
-    seen: set[str] = set()
-    carried: dict[str, str] = {}
-    while todo:
-        req, extras = todo.pop()
-        name = _canonical(req.name)
-        if name in seen or name in NOT_CARRIED or name in IMAGE_HAS:
-            continue
-        seen.add(name)
-        dist = md.distribution(req.name)
-        carried[name] = dist.version
-        for text in dist.requires or []:
-            sub = Requirement(text)
-            if sub.marker is None or any(sub.marker.evaluate({**env, "extra": e})
-                                         for e in extras or {""}):
-                todo.append((sub, set(sub.extras)))
-    return [f"{name}=={version}" for name, version in sorted(carried.items())]
-
-
-PLAYWRIGHT_STUB = '''"""Stand-in written by benchmarks/gpu_check.py where Playwright is not
-installed: tests/helpers imports these names; the browser tests that use them are not run."""
-
-
-class _Absent:
-    def __init__(self, *args, **kwargs):
-        raise RuntimeError("playwright is not installed on this machine")
-
-
-Browser = Page = Playwright = Locator = _Absent
-
-
-def sync_playwright():
-    raise RuntimeError("playwright is not installed on this machine")
-'''
-
-
-def write_playwright_stub(folder: Path) -> Path:
-    package = Path(folder) / "playwright"
-    package.mkdir(parents=True, exist_ok=True)
-    (package / "__init__.py").write_text('"""Stand-in: see sync_api."""\n')
-    (package / "sync_api.py").write_text(PLAYWRIGHT_STUB)
-    return package
-
-
-# Import names of what the app and its tests need there, carried or the image's own.
-NEEDED_MODULES = ("torch", "pandas", "yaml", "pytest", "pytest_timeout", "streamlit", "plotly",
-                  "fpdf", "segno", "cryptography", "sqlalchemy", "babel", "uharfbuzz",
-                  "demos.measure", "lessons", "quiz", "ui", "i18n")
-
-
-def environment() -> list[str]:
-    """Print Python, torch, CUDA and the versions of what the app imports; return what
-    failed to import."""
-    import importlib
-    import importlib.metadata as md
-
-    import torch
-
-    print(f"python {sys.version.split()[0]} at {sys.executable}")
-    print(f"torch {torch.__version__}, CUDA {torch.version.cuda}, "
-          f"torch.cuda.is_available() = {torch.cuda.is_available()}")
-    if torch.cuda.is_available():
-        free, total = torch.cuda.mem_get_info()
-        print(f"device {torch.cuda.get_device_name()}: {free / 2**30:.1f} of "
-              f"{total / 2**30:.1f} GiB free, capability {torch.cuda.get_device_capability()}")
-    failed = []
-    for module in NEEDED_MODULES:
-        try:
-            importlib.import_module(module)
-        except Exception as exc:  # noqa: BLE001 - listed, the script goes on
-            failed.append(f"{module}: {type(exc).__name__}: {exc}")
-            continue
-        top = module.split(".")[0]
-        dist = md.packages_distributions().get(top, [top])[0]
-        try:
-            version = md.version(dist)
-        except md.PackageNotFoundError:
-            version = "(this repository)"
-        print(f"  {module:16} {version}")
-    for line in failed:
-        print(f"  MISSING {line}")
-    return failed
-
 
 # --- checking measured rows ----------------------------------------------------------------
 def _rel(measured, predicted) -> float | None:
@@ -231,7 +96,7 @@ def summarize_rows(rows: list[dict]) -> dict:
 
 
 def verify_bench(path: Path) -> dict:
-    """The bench's results against the issue's criteria, config by config."""
+    """The bench's results against the criteria (docs/GPU_CHECK.md), config by config."""
     data = json.loads(Path(path).read_text())
     configs = []
     for section in data["configs"]:
@@ -245,7 +110,7 @@ def verify_bench(path: Path) -> dict:
 
 # --- the measuring checks -------------------------------------------------------------------
 def _kind() -> str:
-    from demos.device import detect_device
+    from demos.engine.device import detect_device
 
     return detect_device("auto").kind
 
@@ -253,8 +118,8 @@ def _kind() -> str:
 def dtypes_and_offload(repeats: int = 7) -> dict:
     """The GPU demo's default model in float32 and bfloat16: none, every-layer, selective and
     offload, timed interleaved (median of `repeats`)."""
-    from demos.config import demo_default
-    from demos.measure import compare
+    from demos.engine.measure import compare
+    from memory.config import demo_default
 
     out = {"problems": [], "warnings": [], "dtypes": {}}
     for dtype in ("float32", "bfloat16"):
@@ -279,9 +144,9 @@ def layer_shape(base=None, layers: tuple[int, int] = (2, 4)) -> dict:
     """Bytes one layer holds, measured two ways: (held by none at `layers[1]` minus at
     `layers[0]`) per extra layer, and (none minus every-layer) per layer plus the input
     each checkpoint keeps; against 34·b·s·h and this model's own formula."""
-    from demos import theory
-    from demos.config import ModelConfig
-    from demos.measure import compare
+    from demos.engine.measure import compare
+    from memory import theory, worked_examples
+    from memory.config import ModelConfig
 
     kind = _kind()
     base = base or ModelConfig(layers=layers[1], **SEED_SHAPE)
@@ -299,7 +164,7 @@ def layer_shape(base=None, layers: tuple[int, int] = (2, 4)) -> dict:
     by_checkpoint = ((none.activation_bytes - every.activation_bytes) / layers[1]
                      + sbh * base.dtype_bytes)
     predicted = theory.predicted_block_bytes(base.replace(layers=layers[1]), kind)
-    k34 = theory.korthikanti_layer_bytes(b, s, h, base.heads)
+    k34 = worked_examples.korthikanti_layer_bytes(b, s, h, base.heads)
     problems = [f"{how}: {value:.0f} bytes per layer, predicted {predicted} "
                 f"({value / predicted - 1:+.2%})"
                 for how, value in (("by depth", by_depth), ("by checkpointing", by_checkpoint))
@@ -325,8 +190,8 @@ def _allocated() -> int | None:
 def limit_fault(small=None) -> dict:
     """A config over the limit is refused as 'does not fit' (no exception), device memory is
     back at its baseline, and the next run works. Any device."""
-    from demos.config import ModelConfig
-    from demos.measure import compare
+    from demos.engine.measure import compare
+    from memory.config import ModelConfig
 
     small = small or ModelConfig(layers=2, hidden=64, heads=2, seq_len=32, batch=1, vocab=256)
     before = _allocated()
@@ -352,8 +217,8 @@ def oom_fault(headroom: int = 2 * 2**30) -> dict:
     torch.OutOfMemoryError as a full card, without filling 141 GB first)."""
     import torch
 
-    from demos.config import ModelConfig, demo_default
-    from demos.measure import compare
+    from demos.engine.measure import compare
+    from memory.config import ModelConfig, demo_default
 
     mid_step = demo_default("cuda").replace(batch=64)  # logits alone: 4 GiB
     huge = ModelConfig(layers=96, hidden=8192, heads=64, seq_len=4096, batch=64, vocab=262144)
@@ -388,9 +253,9 @@ def oom_fault(headroom: int = 2 * 2**30) -> dict:
 def take_turns(cfg=None, runs: int = 2) -> dict:
     """`runs` compares asked for at once from threads, through one DeviceQueue, as the demo
     pages do: they must run one after the other, in arrival order, and each must fit."""
-    from demos.config import ModelConfig
-    from demos.device import DeviceQueue
-    from demos.measure import compare
+    from demos.engine.device import DeviceQueue
+    from demos.engine.measure import compare
+    from memory.config import ModelConfig
 
     cfg = cfg or ModelConfig(layers=2, hidden=128, heads=2, seq_len=64, batch=1, vocab=1024)
     queue = DeviceQueue(poll_seconds=0.01)
@@ -445,11 +310,11 @@ def faults() -> dict:
 
 
 # --- output ---------------------------------------------------------------------------------
-# The figures are written by demos.units (Babel, in English: "1,234.5"), imported here and
+# The figures are written by i18n.units (Babel, in English: "1,234.5"), imported here and
 # not at the top: the wheels, stub-playwright and env commands import nothing of the app
 # (env is the one that reports a missing import, Babel among the carried wheels).
 def _mib(x) -> str:
-    from demos.units import MIB, number
+    from i18n.units import MIB, number
 
     return "-" if x is None else number(x / MIB, 1)
 
@@ -459,7 +324,7 @@ def _pct(x) -> str:
 
 
 def _ratio(x) -> str:
-    from demos.units import number
+    from i18n.units import number
 
     return "-" if x is None else number(x, 2, grouping=False)
 
@@ -480,13 +345,13 @@ def rows_markdown(rows: list[dict]) -> list[str]:
 
 
 def _f3(x) -> str:
-    from demos.units import number
+    from i18n.units import number
 
     return "-" if x is None else number(x, 3, grouping=False)
 
 
 def to_markdown(data: dict) -> str:
-    lines = ["# GPU checks (issue 15): what `python -m demos bench` does not cover", ""]
+    lines = ["# GPU checks: what `python -m demos bench` does not cover", ""]
     if "environment" in data:
         lines += [f"Device: {data['environment']}", ""]
     if "bench" in data:

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Issue 15, "Prove the demos on a real GPU": every check in one run of at most
+# The proof of the demos on a CUDA GPU: every check in one run of at most
 # GPU_CHECK_BUDGET seconds (360 by default), written to $OUT as it goes (benchmarks/ when
-# OUT is unset), so what finished survives a timeout. docs/GPU_CHECK.md says how a session
-# with a lent GPU runs it (carry .whl, made here by benchmarks/gpu_wheels.sh).
+# OUT is unset), so what finished survives a timeout. docs/GPU_CHECK.md says what it checks
+# and how to run it (and how to bring the packages to a GPU machine without PyPI: .whl/,
+# made by benchmarks/gpu_wheels.sh).
 #
 #   OUT=/tmp/gpucheck bash benchmarks/gpu_check.sh          # dry run on a CPU: CUDA steps skip
 #   GPU_CHECK_STEPS="bench dtypes" bash benchmarks/gpu_check.sh   # only these steps (a rerun)
@@ -106,7 +107,7 @@ step cuda-tests 120 "${PYTEST[@]}" tests/demos/test_cuda.py tests/demos/test_cud
     tests/demo_pages/test_gpu_pages.py
 
 if [ "$CUDA" = 1 ]; then
-    # --- 2. the engine's benchmark on CUDA, then the issue's criteria on its figures --------
+    # --- 2. the engine's benchmark on CUDA, then the criteria on its figures ---------------
     step bench 180 "$PY" -m demos bench --device cuda --out "$OUT/results-cuda.json"
     step bench-criteria 30 "$PY" benchmarks/gpu_check.py --out "$OUT" verify-bench \
         "$OUT/results-cuda.json"

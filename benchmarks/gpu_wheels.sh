@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Run HERE, on a machine that reaches PyPI, before a session with a lent GPU (docs/GPU_CHECK.md).
+# Run on a machine that reaches PyPI, for a GPU machine that does not (docs/GPU_CHECK.md).
 # Downloads into .whl/ the Python 3.12 manylinux wheels of every runtime and test package the
 # GPU image lacks (benchmarks/gpu_check.py wheels: the requirements' closure as installed in
 # .venv, minus the image's packages, torch and the browser/lint tools), checks their size, and
 # keeps .whl/ out of git. benchmarks/gpu_check.sh installs them on the GPU machine.
 #   bash benchmarks/gpu_wheels.sh     # fails over MAX_MIB (48) of wheels, or over 60 MiB with the
-#                                     # tree that travels too (the device tool's limit is 64 MiB)
+#                                     # tree that travels with them
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
@@ -40,7 +40,7 @@ tree=$(git ls-files -z --cached --others --exclude-standard | xargs -0 du -cb 2>
        | awk '$2 == "total" {s += $1} END {print s + 0}')
 tree_mib=$(( (tree + bytes + 1048575) / 1048576 ))
 echo "wheels: $mib MiB in $got files (limit $MAX_MIB); with the working tree: $tree_mib MiB" \
-     "(limit $MAX_TREE_MIB; the device tool refuses over 64)"
+     "(limit $MAX_TREE_MIB)"
 if [ "$mib" -gt "$MAX_MIB" ] || [ "$tree_mib" -gt "$MAX_TREE_MIB" ]; then
     echo "FAILED: too much to carry" >&2
     exit 1

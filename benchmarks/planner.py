@@ -13,8 +13,11 @@ import statistics
 import time
 from pathlib import Path
 
-from demos import planner as P
-from demos.architectures import PRESETS
+from memory import footprint as P
+from memory import hardware
+from memory import layer as layer_model
+from memory.architectures import PRESETS
+from planner import recommend as recommend_module
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = Path(__file__).with_name("planner.json")
@@ -31,8 +34,8 @@ def _median_seconds(fn, repeats: int) -> float:
 
 
 def _cold_plan(inputs: P.PlannerInputs) -> None:
-    P.layer_tensors.cache_clear()
-    P.plan(inputs)
+    layer_model.layer_tensors.cache_clear()
+    recommend_module.plan(inputs)
 
 
 def page_seconds(query: dict[str, str], repeats: int = 5) -> float:
@@ -54,10 +57,10 @@ def main() -> dict:
     results: dict = {"target_s": TARGET_S, "python": platform.python_version(),
                      "machine": platform.machine(), "presets": {}}
     for key, arch in PRESETS.items():
-        inputs = P.PlannerInputs(arch, gpu_bytes=24 * P.GiB, tuning="lora")
+        inputs = P.PlannerInputs(arch, gpu_bytes=24 * hardware.GiB, tuning="lora")
         results["presets"][key] = {
             "plan_cold_s": round(_median_seconds(lambda i=inputs: _cold_plan(i), 9), 5),
-            "plan_warm_s": round(_median_seconds(lambda i=inputs: P.plan(i), 9), 5),
+            "plan_warm_s": round(_median_seconds(lambda i=inputs: recommend_module.plan(i), 9), 5),
         }
     results["page_run_s"] = {
         key: round(page_seconds({"model": key}), 4) for key in ("llama-3.1-8b", "llama-3.1-70b")

@@ -7,8 +7,8 @@ import json
 import math
 import sys
 
-from demos.config import ARCHS, ConfigError, ModelConfig, parse_bytes
-from demos.strategies import STRATEGIES
+from memory.config import ARCHS, ConfigError, ModelConfig, parse_bytes
+from memory.strategies import STRATEGIES
 
 DEFAULT = ModelConfig()
 
@@ -119,16 +119,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args) -> int:
-    from demos.measure import compare
+    from demos.engine.measure import compare
 
     if args.command == "bench":
-        from demos.bench import run_bench
+        from demos.engine.bench import run_bench
 
         paths = run_bench(out=args.out, device=args.device, quick=args.quick,
                           arch=args.arch)
         print("\n".join(str(p) for p in paths))
         return 0
-    from demos.strategies import parse_strategies
+    from memory.strategies import parse_strategies
 
     cfg = _config(args)
     specs = parse_strategies(args.strategies)
@@ -150,7 +150,7 @@ def _run(args) -> int:
                       "or a wide spread): the times are not representative")
             _print_table(comp.to_frame())
         return 0
-    from demos.sweep import parse_vary, sweep
+    from demos.engine.sweep import parse_vary, sweep
 
     name, values = parse_vary(args.vary)
     frame = sweep(cfg, name, values, [s.label for s in specs], device=args.device,

@@ -1,6 +1,6 @@
 """`python -m i18n messages`: extract every message into locale/messages.pot and merge it
-into each language's .po (pybabel extract + update, with the project's keywords);
-`python -m i18n check`: list what the translations still lack (exit 1 if anything)."""
+into each language's .po (pybabel extract + update, with the project's keywords).
+What the translations still lack: `python -m tools.translations`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from i18n.languages import CODES, DEFAULT
 
 # Where messages are written (relative to the repository root) and the functions that
 # mark them: t/tn/pt (ui.i18n), gettext/ngettext/pgettext (i18n, language first), N_.
-SOURCES = ("app.py", "ui", "pages", "lessons", "quiz", "demos", "i18n")
+SOURCES = ("app.py", "ui", "pages", "lessons", "quiz", "planner", "demos", "memory", "i18n")
 KEYWORDS = ("N_", "t", "tn:1,2", "pt:1c,2", "gettext:2", "ngettext:2,3", "pgettext:2c,3")
 
 
@@ -52,12 +52,6 @@ def main(argv: list[str]) -> int:
         extract()
         update()
         return 0
-    if command == "check":
-        from i18n.checks import catalog_files_problems
-
-        problems = catalog_files_problems(code for code in CODES if code != DEFAULT)
-        print("\n".join(problems) or "every message is translated")
-        return 1 if problems else 0
     print(__doc__)
     return 2
 

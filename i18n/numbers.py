@@ -8,7 +8,7 @@ understood are those the app uses, with Python's meaning (grouping only with ","
     {n}  {n:d}  {n:,}  {n:,d}  {x:.2f}  {x:,.1f}  {p:.0%}  {p:,.1%}
 
 Any other spec (width, alignment, "e", "g") is applied by Python unchanged, not localized.
-Strings pass through as they are: a value already formatted (for example by demos/units.py
+Strings pass through as they are: a value already formatted (for example by i18n/units.py
 with ``locale=``) is simply placed in the text.
 """
 

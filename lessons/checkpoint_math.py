@@ -8,8 +8,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from demos.theory import korthikanti_layer_bytes
-from demos.units import format_gb  # noqa: F401 - the one formatter, re-exported
+from i18n.units import format_gb  # noqa: F401 - the one formatter, re-exported
+from memory.worked_examples import korthikanti_layer_bytes
 
 GB = 1e9
 
@@ -200,7 +200,7 @@ def layer_activation_parts(batch: int, seq: int, hidden: int, heads: int,
 def layer_activation_bytes(batch: int, seq: int, hidden: int, heads: int = 1,
                            efficient_attention: bool = True) -> float:
     """s·b·h·(34 + 5·a·s/h) bytes, or 34·s·b·h with efficient attention: Korthikanti's
-    formula, written once in demos.theory (layer_activation_parts splits it by part)."""
+    formula, written once in memory.theory (layer_activation_parts splits it by part)."""
     return korthikanti_layer_bytes(batch, seq, hidden, heads, full=not efficient_attention)
 
 
@@ -301,8 +301,8 @@ def llama_layer_parts(hidden: int = LLAMA3_8B_SHAPE["hidden"],
     """A Llama-style layer's bytes per s·b·h by part (norms, attention, mlp), from the
     planner's tensor list (demos.planner.constant_parts): 16-bit, a fused GQA-aware
     attention kernel, RMSNorm as Hugging Face computes it (in fp32)."""
-    from demos.architectures import custom
-    from demos.planner import constant_parts
+    from memory.architectures import custom
+    from memory.worked_examples import constant_parts
 
     return constant_parts(custom(1, hidden, heads, kv_heads, mlp, "swiglu", "rmsnorm", 1, False))
 

@@ -89,9 +89,11 @@ def recommend(peak: str, over: str = "little", layers: int = 32) -> list[Step]:
                       N_("Free if a smaller batch per step still uses the accelerator well.")))
     if over == "little":
         steps += [
-            Step(N_("Selective recomputation"),
-                 N_("Recompute only the cheap operations; a few percent slower.")),
             Step(N_("Checkpoint some layers"), N_("Only as many blocks as you need to fit.")),
+            Step(N_("Selective recomputation (attention without a fused kernel)"),
+                 N_("Recompute only the attention scores; a few percent slower. With fused "
+                    "attention (FlashAttention, SDPA's fused kernels) there are no scores to "
+                    "drop and it frees nothing.")),
         ]
     steps.append(Step(N_("Checkpoint every layer"),
                       N_("About one extra forward; the default of the libraries.")))

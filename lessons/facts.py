@@ -88,12 +88,20 @@ OPENAI_EXTRA_COMPUTE = 0.20
 
 # Hugging Face docs, the single-GPU training page (hf-single-gpu above).
 HF_SLOWDOWN = 0.20  # checkpointing is "about 20% slower"
-# The transformers release whose gradient_checkpointing_enable() the lesson quotes: the one
-# the planner's snippets pin (demos.planner.HF_VERSION). Called without
-# gradient_checkpointing_kwargs it passes use_reentrant=True to torch, explicitly since
-# huggingface/transformers#28538 (January 2024); #43203 (merged January 2026) switches the
-# default to use_reentrant=False for the releases after it.
-HF_TRANSFORMERS_VERSION = "4.57.1"
+# The transformers release whose checkpointing switch lesson 7 teaches (the one in
+# requirements.txt). In transformers/modeling_utils.py of 5.24.0:
+# `PreTrainedModel.activation_checkpointing_enable(activation_checkpointing_kwargs=None,
+# every_n_layers=1, offload=False)` passes `{"use_reentrant": False}` when no kwargs are given,
+# checkpoints every `every_n_layers`-th decoder layer, holds the saved inputs in pinned host
+# memory under `offload` (torch's save_on_cpu, on the compute stream) and calls
+# `enable_input_require_grads()` itself for text models and PEFT models;
+# `gradient_checkpointing_enable` is a deprecated alias (a FutureWarning; "will be removed in
+# v6"), as are TrainingArguments' `gradient_checkpointing{,_kwargs}` (training_args.py).
+# Up to 4.x the switch was `gradient_checkpointing_enable()`, which without
+# gradient_checkpointing_kwargs passed use_reentrant=True (explicitly since
+# huggingface/transformers#28538, January 2024), had no every_n_layers and no offload.
+HF_TRANSFORMERS_VERSION = "5.24.0"
+HF_TRANSFORMERS_OLD_VERSION = "4.57.1"  # the last 4.x release the course taught
 
 # An example accelerator for the offload-or-recompute arithmetic of lesson 7: assumptions
 # stated in the text, not measurements.

@@ -11,38 +11,7 @@ from dataclasses import dataclass, replace
 
 from i18n import DEFAULT, N_, gettext
 from lessons.checkpoint_math import GB, layer_activation_bytes, layer_input_bytes, logits_bytes
-
-
-@dataclass(frozen=True)
-class Precision:
-    key: str
-    label: str  # marked N_
-    weight_bytes: int  # per parameter, every copy of the weights together
-    grad_bytes: int  # per parameter
-    activation_bytes: int  # per activation value
-
-
-PRECISIONS: dict[str, Precision] = {
-    "mixed": Precision("mixed", N_("Mixed precision (16-bit compute, 32-bit master weights)"),
-                       6, 4, 2),
-    "fp32": Precision("fp32", N_("32-bit everywhere (fp32)"), 4, 4, 4),
-    "bf16": Precision("bf16", N_("Pure 16-bit (bf16 weights and gradients)"), 2, 2, 2),
-}
-
-
-@dataclass(frozen=True)
-class Optimizer:
-    key: str
-    label: str  # marked N_
-    state_bytes: int  # per parameter
-
-
-OPTIMIZERS: dict[str, Optimizer] = {
-    "adamw": Optimizer("adamw", N_("AdamW (two 32-bit states)"), 8),
-    "adamw-8bit": Optimizer("adamw-8bit", N_("8-bit AdamW"), 2),
-    "sgd-momentum": Optimizer("sgd-momentum", N_("SGD with momentum"), 4),
-    "sgd": Optimizer("sgd", N_("Plain SGD (no state)"), 0),
-}
+from memory.precisions import OPTIMIZERS, PRECISIONS
 
 
 @dataclass(frozen=True)

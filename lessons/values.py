@@ -11,9 +11,6 @@ import math
 from fractions import Fraction
 from functools import cache
 
-from demos.config import ModelConfig, demo_default, slider_ranges
-from demos.planner import course_examples
-from demos.theory import SEED_EXAMPLE, counted_flops, early_stop_skips, predicted_peak_where
 from i18n import DEFAULT, N_, format_decimal, format_percent, gettext, language
 from lessons import facts
 from lessons.catalog import lesson_count_text
@@ -43,19 +40,28 @@ from lessons.checkpoint_math import (
 )
 from lessons.memory_calculator import PRESETS, breakdown, bytes_per_parameter
 from lessons.stepper import simulate
+from memory.config import ModelConfig, demo_default, slider_ranges
+from memory.theory import counted_flops, early_stop_skips, predicted_peak_where
+from memory.worked_examples import SEED_EXAMPLE, course_examples
 
-# The worked example of the source pages: a 2B-class model (written once, in demos.theory).
+# The worked example of the source pages: a 2B-class model (written once, in memory.theory).
 SEED = SEED_EXAMPLE
 STEPPER_EXAMPLE_LAYERS = 8
 CHUNK_TOKENS = 256
 # Lesson 5's live demo (the model of its demo link, the vocabulary aside): where its peak
 # under every-layer checkpointing moves from the layers to the loss.
 LOGITS_DEMO = ModelConfig(layers=4, hidden=256, heads=4, seq_len=256, batch=4)
+# The quiz's "apply it to a new shape" items: a depth for Llama-style layers (lesson 4's
+# constant), and lesson 5's demo model widened, at a vocabulary between the two crossovers.
+APPLY_DEPTH = 64
+APPLY_SHALLOW_DEPTH = 40  # deeper than GPT's every-layer limit, within Llama's
+APPLY_HIDDEN = 512
+APPLY_VOCAB = 4_096
 
 
 def loss_peak_vocab(cfg: ModelConfig = LOGITS_DEMO, device: str = "cpu") -> int:
     """The smallest vocabulary on the demo's slider (its steps on `device`) at which the
-    theory (demos.theory.predicted_peak_where) puts `cfg`'s every-layer peak at the loss."""
+    theory (memory.theory.predicted_peak_where) puts `cfg`'s every-layer peak at the loss."""
     low, high, step = slider_ranges(device)["vocab"]
     return next(vocab for vocab in range(low, high + 1, step)
                 if predicted_peak_where(cfg.replace(vocab=vocab), "every-layer",
@@ -69,7 +75,7 @@ _FRACTION_WORDS = {Fraction(1, 2): N_("half"), Fraction(1, 3): N_("a third"),
 
 def counted_demo_flops(cfg: ModelConfig | None = None) -> dict[str, float]:
     """Lesson 6's count: what torch's FLOP counter counts around one training step of the
-    Compare demo's default model on a CPU (demos.theory.counted_flops; a test runs the
+    Compare demo's default model on a CPU (memory.theory.counted_flops; a test runs the
     counter): without checkpointing, every layer checkpointed (non-reentrant: early stop),
     and every layer rerun whole (reentrant)."""
     cfg = cfg or demo_default("cpu")
@@ -291,6 +297,7 @@ def lesson_values(code: str = DEFAULT) -> dict[str, str]:
     v["openai_factor"] = number(facts.OPENAI_LARGER_MODELS)
     v["openai_compute"] = percent(facts.OPENAI_EXTRA_COMPUTE)
     v["hf_version"] = facts.HF_TRANSFORMERS_VERSION
+    v["hf_old_version"] = facts.HF_TRANSFORMERS_OLD_VERSION
     flops, link = facts.EXAMPLE_ACCELERATOR_FLOPS, facts.EXAMPLE_LINK_BYTES_PER_S
     v["example_tflops"] = number(flops / 1e12)
     v["example_link_gbs"] = number(link / 1e9)
@@ -310,6 +317,21 @@ def lesson_values(code: str = DEFAULT) -> dict[str, str]:
     v["plan_some_layers"] = number(plan["lora_some_layers"])
     v["plan_some_extra"] = percent(plan["lora_some_extra"])
     v["plan_every_extra"] = percent(plan["lora_every_extra"])
+    # Quiz items that apply an idea to a shape no lesson works through (tag `apply`).
+    layer = llama_layer_constant()
+    for key, depth in (("apply", APPLY_DEPTH), ("apply_shallow", APPLY_SHALLOW_DEPTH)):
+        v[f"{key}_depth"] = number(depth)
+        v[f"{key}_best_length"] = number(best_segment_length(depth, 2, layer))
+        for length in (1, 2, 3):
+            v[f"{key}_units_{length}"] = number(uniform_segments_memory(depth, length, 2, layer))
+        v[f"{key}_sqrt_length"] = number(math.isqrt(depth))
+    v["apply_frozen_overhead"] = percent(recompute_overhead(backward_ratio=1.0))
+    v["apply_frozen_overhead_fraction"] = fraction_in_words(
+        recompute_overhead(backward_ratio=1.0), code)
+    v["apply_hidden"] = number(APPLY_HIDDEN)
+    v["apply_vocab"] = number(APPLY_VOCAB)
+    v["apply_wide_loss_peak_vocab"] = number(
+        loss_peak_vocab(LOGITS_DEMO.replace(hidden=APPLY_HIDDEN)))
     v["lesson_count"] = lesson_count_text(code)
     v["further_reading"] = "\n".join(
         f"{number(place)}. [{source.title}]({source.url}), {gettext(code, source.authors)} — "

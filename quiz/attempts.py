@@ -14,9 +14,9 @@ from pathlib import Path
 from sqlalchemy import Connection, and_, delete, func, insert, or_, select, update
 
 from quiz.bank import localize
-from quiz.db import answers, attempts, ensure_learner, learners, reading, writing
 from quiz.draw import DrawnQuestion
 from quiz.grading import Feedback, Score, check_choice, feedback
+from storage.database import answers, attempts, ensure_learner, learners, reading, writing
 
 _ATTEMPT_ID = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +39,27 @@ MIN_PER_TOPIC = 6
 # check-bank fails when the right option is the longest one in more than this share of the
 # single-answer items (chance is 1 / number of options, 0.25 for four).
 MAX_LONGEST_SHARE = 0.35
+# The test-wise rule "drop the options with an absolute word, prefer the hedged ones" must not
+# beat chance by more than this (its expected score, over the single-answer items).
+MAX_HEDGE_RULE_ABOVE_CHANCE = 0.05
+# Tags an entry may carry. "apply": the learner applies an idea to a shape the lesson did not
+# work through (a new depth and layer size, a frozen base, a new vocabulary): every draw
+# holds at least MIN_APPLY_PER_DRAW of them (quiz.draw), so the bank needs a few more.
+TAGS = frozenset({"apply"})
+APPLY = "apply"
+MIN_APPLY_PER_DRAW = 2
+MIN_APPLY_ITEMS = 6
 _FIELDS = ("id", "topic", "prompt", "options", "correct", "explanations")
+_OPTIONAL = ("tags",)
+# Words a test-wise learner reads as a cue: absolutes ("never", "only") mark a wrong option
+# for them, hedges ("usually", "about") a right one. Matched as whole lowercase words.
+ABSOLUTE_WORDS = frozenset({
+    "always", "never", "only", "all", "every", "everything", "none", "nothing", "cannot",
+    "must", "exactly", "whatever", "entirely", "completely", "any", "whole"})
+HEDGE_WORDS = frozenset({
+    "about", "usually", "often", "may", "might", "can", "could", "typically", "roughly",
+    "some", "sometimes", "most", "generally", "likely", "around", "mostly", "partly",
+    "approximately", "tends", "slightly"})
 
 
 class BankError(ValueError):
@@ -53,6 +74,12 @@ class Question:
     options: tuple[str, ...]
     correct: frozenset[int]
     explanations: tuple[str, ...]
+    tags: frozenset[str] = frozenset()
+
+    @property
+    def applies(self) -> bool:
+        """True for an "apply it to a new shape" item (tag `apply`)."""
+        return APPLY in self.tags
 
     @property
     def multiple(self) -> bool:
@@ -85,7 +112,7 @@ def parse_question(entry: Any, position: int) -> Question:
     if isinstance(entry.get("id"), str) and entry["id"].strip():
         where = f"entry {position} (id {entry['id'].strip()!r})"
     missing = [field for field in _FIELDS if field not in entry]
-    unknown = sorted(set(map(str, entry)) - set(_FIELDS))
+    unknown = sorted(set(map(str, entry)) - set(_FIELDS) - set(_OPTIONAL))
     if missing:
         raise BankError(f"{where}: missing {', '.join(missing)}")
     if unknown:
@@ -117,6 +144,12 @@ def parse_question(entry: Any, position: int) -> Question:
         raise BankError(
             f"{where}: {len(explanations)} explanations for {len(options)} options (one per option)"
         )
+    tags = entry.get("tags", [])
+    if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
+        raise BankError(f"{where}: `tags` must be a list of words")
+    if unknown_tags := sorted(set(tags) - TAGS):
+        raise BankError(f"{where}: unknown tag(s) {', '.join(unknown_tags)} "
+                        f"(known: {', '.join(sorted(TAGS))})")
     return Question(
         question_id,
         topic,
@@ -124,6 +157,7 @@ def parse_question(entry: Any, position: int) -> Question:
         options,
         frozenset(correct),
         explanations,
+        frozenset(tags),
     )
 
 
@@ -154,6 +188,20 @@ def parse_bank(entries: Any, min_questions: int = MIN_QUESTIONS,
     return questions
 
 
+def cue_words(text: str) -> tuple[bool, bool]:
+    """(has an absolute word, has a hedge) for one option's text."""
+    words = set(re.findall(r"[a-z']+", text.lower().replace("can't", "cannot")))
+    return bool(words & ABSOLUTE_WORDS), bool(words & HEDGE_WORDS)
+
+
+def hedge_rule_picks(question: Question) -> frozenset[int]:
+    """The options the test-wise rule keeps: those with the best score, a hedge +1 and an
+    absolute -1 (it then guesses among them)."""
+    scores = [hedge - absolute for absolute, hedge in map(cue_words, question.options)]
+    best = max(scores)
+    return frozenset(i for i, score in enumerate(scores) if score == best)
+
+
 @dataclass(frozen=True)
 class CueReport:
     """How often a surface cue points at the right option, over the single-answer items."""
@@ -162,25 +210,45 @@ class CueReport:
     longest: float  # share whose right option is strictly the longest
     only_number: float  # share whose right option is the only one with a digit
     chance: float  # 1 / the average number of options
+    hedge_rule: float = 0.0  # expected score of "drop absolutes, prefer hedges"
+    hedge_rule_outright: int = 0  # items where that rule keeps the right option alone
+    apply_items: int = 0  # items tagged "apply" (all items, not only single-answer ones)
 
     @property
     def problems(self) -> list[str]:
+        problems = []
         if self.longest > MAX_LONGEST_SHARE:
-            return [f"the right option is the longest in {self.longest:.0%} of the items "
-                    f"(at most {MAX_LONGEST_SHARE:.0%}; chance is {self.chance:.0%})"]
-        return []
+            problems.append(f"the right option is the longest in {self.longest:.0%} of the "
+                            f"items (at most {MAX_LONGEST_SHARE:.0%}; chance is "
+                            f"{self.chance:.0%})")
+        if self.hedge_rule > self.chance + MAX_HEDGE_RULE_ABOVE_CHANCE:
+            problems.append(
+                f"dropping absolute words and preferring hedged options scores "
+                f"{self.hedge_rule:.0%} (at most {MAX_HEDGE_RULE_ABOVE_CHANCE:.0%} above "
+                f"chance, {self.chance:.0%}); it keeps only the right option in "
+                f"{self.hedge_rule_outright} items")
+        if self.apply_items < MIN_APPLY_ITEMS:
+            problems.append(f"{self.apply_items} items are tagged `{APPLY}`; the draw needs "
+                            f"at least {MIN_APPLY_ITEMS} to vary")
+        return problems
 
     def describe(self) -> str:
         return (f"cues over {self.items} single-answer items: right option longest "
-                f"{self.longest:.0%}, only one with a number {self.only_number:.0%} "
+                f"{self.longest:.0%}, only one with a number {self.only_number:.0%}, "
+                f"'drop absolutes, prefer hedges' scores {self.hedge_rule:.0%}, keeping "
+                f"only the right option in {self.hedge_rule_outright} items "
                 f"(chance {self.chance:.0%}; longest must stay at most "
-                f"{MAX_LONGEST_SHARE:.0%})")
+                f"{MAX_LONGEST_SHARE:.0%}, the hedge rule within "
+                f"{MAX_HEDGE_RULE_ABOVE_CHANCE:.0%} of chance); "
+                f"{self.apply_items} '{APPLY}' items (at least {MIN_APPLY_ITEMS}, "
+                f"{MIN_APPLY_PER_DRAW} per draw)")
 
 
 def cue_report(questions: tuple[Question, ...]) -> CueReport:
     single = [q for q in questions if not q.multiple]
+    apply_items = sum(q.applies for q in questions)
     if not single:
-        return CueReport(0, 0.0, 0.0, 0.0)
+        return CueReport(0, 0.0, 0.0, 0.0, apply_items=apply_items)
 
     def longest(q: Question) -> bool:
         (right,) = q.correct
@@ -191,11 +259,18 @@ def cue_report(questions: tuple[Question, ...]) -> CueReport:
         with_digit = {i for i, text in enumerate(q.options) if any(c.isdigit() for c in text)}
         return with_digit == set(q.correct)
 
+    def hedge_score(q: Question) -> float:
+        picks = hedge_rule_picks(q)
+        return len(picks & q.correct) / len(picks)
+
     return CueReport(
         len(single),
         sum(map(longest, single)) / len(single),
         sum(map(only_number, single)) / len(single),
         len(single) / sum(len(q.options) for q in single),
+        sum(map(hedge_score, single)) / len(single),
+        sum(hedge_rule_picks(q) == q.correct for q in single),
+        apply_items,
     )
 
 

@@ -19,7 +19,6 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from i18n.languages import DEFAULT, language, parse_lang
-from quiz.db import IntegrityError, certificates, describe, reading, signing_keys, writing
 from quiz.ids import IdError, IdProblem, new_id, parse_id
 from quiz.signing import (
     OPTIONAL_SIGNED_FIELDS,
@@ -29,6 +28,7 @@ from quiz.signing import (
     load_public_key_pem,
     verify_signature,
 )
+from storage.database import IntegrityError, certificates, describe, reading, signing_keys, writing
 
 LOG = logging.getLogger(__name__)
 # Written beside the key when the first certificate is issued: a database found empty later

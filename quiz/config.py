@@ -1,4 +1,5 @@
-"""Settings read from the environment at call time (so tests can change them)."""
+"""Settings read from the environment at call time (so tests can change them); the data
+folder (`data_dir`) is the storage layer's."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import os
 from pathlib import Path
 from urllib.parse import quote
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from storage.location import REPO_ROOT as REPO_ROOT  # re-exported: the quiz's settings
+from storage.location import data_dir as data_dir
+
 COURSE_NAME = "Gradient Checkpointing Lab"
 COURSE_VERSION = "1.0"
 PASS_MARK = 0.8
@@ -14,11 +17,6 @@ QUESTIONS_PER_ATTEMPT = 12
 DEFAULT_COOLDOWN_SECONDS = 60
 DEFAULT_ATTEMPT_TTL_SECONDS = 6 * 3600
 DEFAULT_BASE_URL = "http://localhost:8501"
-
-
-def data_dir() -> Path:
-    """The folder that holds the database and the signing key (`DATA_DIR`, default data/)."""
-    return Path(os.environ.get("DATA_DIR") or REPO_ROOT / "data")
 
 
 def bank_path() -> Path:

@@ -1,4 +1,5 @@
-"""Drawing an attempt: about a dozen questions spread over the lessons, shuffled, frozen."""
+"""Drawing an attempt: about a dozen questions spread over the lessons, at least two of them
+"apply it to a new shape" items, shuffled, frozen."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from quiz.bank import Question
+from quiz.bank import MIN_APPLY_PER_DRAW, Question
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class DrawnQuestion:
             "options": list(q.options),
             "correct": sorted(q.correct),
             "explanations": list(q.explanations),
+            "tags": sorted(q.tags),
             "order": list(self.order),
         }
 
@@ -52,28 +54,49 @@ class DrawnQuestion:
             tuple(data["options"]),
             frozenset(data["correct"]),
             tuple(data["explanations"]),
+            frozenset(data.get("tags", ())),  # attempts frozen before tags existed have none
         )
         return cls(question, tuple(data["order"]))
 
 
 def draw(
-    bank: Sequence[Question], count: int, rng: random.Random | None = None
+    bank: Sequence[Question], count: int, rng: random.Random | None = None,
+    min_apply: int = MIN_APPLY_PER_DRAW,
 ) -> tuple[DrawnQuestion, ...]:
-    """`count` questions: topics take turns (in a random order) so every lesson is asked about
-    before any is asked twice; then the questions and each one's options are shuffled."""
+    """`count` questions: first `min_apply` "apply it to a new shape" items (tag `apply`,
+    from different lessons while it can), then the lessons take turns, the least asked
+    first, so every lesson is asked about before any is asked twice; then the questions and
+    each one's options are shuffled. A bank with fewer apply items gives what it has."""
     rng = rng or random.Random(secrets.randbits(64))
     by_topic: dict[str, list[Question]] = defaultdict(list)
     for question in bank:
         by_topic[question.topic].append(question)
-    pools = list(by_topic.values())
-    for pool in pools:
-        rng.shuffle(pool)
-    rng.shuffle(pools)
+    topics = list(by_topic)
+    rng.shuffle(topics)
+    for topic in topics:
+        rng.shuffle(by_topic[topic])
+    asked: dict[str, int] = dict.fromkeys(topics, 0)
     chosen: list[Question] = []
-    while len(chosen) < count and any(pools):
-        for pool in pools:
-            if pool and len(chosen) < count:
-                chosen.append(pool.pop())
+
+    def take(question: Question) -> None:
+        by_topic[question.topic].remove(question)
+        asked[question.topic] += 1
+        chosen.append(question)
+
+    wanted = min(min_apply, count)
+    appliers = [q for topic in topics for q in by_topic[topic] if q.applies]
+    rng.shuffle(appliers)
+    for question in appliers:  # one lesson each first, so the turns below stay even
+        if len(chosen) < wanted and not asked[question.topic]:
+            take(question)
+    for question in appliers:
+        if len(chosen) < wanted and question not in chosen:
+            take(question)
+    while len(chosen) < count:
+        open_topics = [topic for topic in topics if by_topic[topic]]
+        if not open_topics:
+            break
+        take(by_topic[min(open_topics, key=lambda topic: asked[topic])][-1])
     rng.shuffle(chosen)
     drawn = []
     for question in chosen:

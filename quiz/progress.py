@@ -12,7 +12,7 @@ from pathlib import Path
 
 from sqlalchemy import Connection, insert, select, update
 
-from quiz.db import ensure_learner, progress, reading, writing
+from storage.database import ensure_learner, progress, reading, writing
 
 _LEARNER_ID = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
 MAX_ITEMS = 500  # per learner: a client cannot grow the table without bound

@@ -24,7 +24,6 @@ from quiz.certificates import (
     StorageError,
     Verification,
 )
-from quiz.db import database_url, db_path
 from quiz.draw import draw
 from quiz.grading import Feedback
 from quiz.layout import certificate_layout, certificate_title
@@ -32,6 +31,7 @@ from quiz.names import normalise_name
 from quiz.pdf import render_pdf
 from quiz.preview import render_png
 from quiz.signing import KEY_FILE, Signer, create_key_file, read_signer
+from storage.database import database_url, db_path
 
 LOG = logging.getLogger(__name__)
 

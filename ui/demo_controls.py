@@ -2,7 +2,7 @@
 
 Model sliders bound to the URL query (ranges follow the device), the strategy picker and
 the strategy descriptions it shows, and the what-fits budget slider's range and help.
-The defaults come from demos.config.demo_default: one source for the UI and the engine.
+The defaults come from memory.config.demo_default: one source for the UI and the engine.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from typing import Any
 
 import streamlit as st
 
-from demos import strategies
-from demos.config import DTYPES_FOR_DEVICE, ModelConfig, demo_default, slider_ranges
-from demos.device import DeviceInfo
+from demos.engine.device import DeviceInfo
 from i18n import N_
+from memory import strategies
+from memory.config import DTYPES_FOR_DEVICE, ModelConfig, demo_default, slider_ranges
 from ui import query
 from ui.demo_runner import device
 from ui.i18n import current_language, t
@@ -31,7 +31,7 @@ LABELS: dict[str, tuple[str, str]] = {
                                    "numbers.")),
 }
 MODEL_FIELDS = ("layers", "hidden", "heads", "seq", "batch", "vocab", "dtype", "arch")
-# ModelConfig.arch -> what the architecture control shows (demos.config.ARCHS)
+# ModelConfig.arch -> what the architecture control shows (memory.config.ARCHS)
 ARCH_LABELS: dict[str, str] = {
     "gpt": N_("GPT-2-style"),
     "llama": N_("Llama-style"),
@@ -95,7 +95,7 @@ def model_controls(fields: Sequence[str] = MODEL_FIELDS, *, columns: int = 4,
 
 def strategy_options(kind: str | None = None) -> list[str]:
     """The strategy texts a learner can pick on this device (`none` excluded): each
-    record's examples (demos.strategies)."""
+    record's examples (memory.strategies)."""
     return strategies.examples(kind or device().kind)
 
 

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 import pandas as pd
 import plotly.graph_objects as go
 
-from demos.config import ModelConfig
-from demos.figures import segment_figure, sweep_figure
-from demos.report import sweep_compute_note
+from demos.reports.figures import segment_figure, sweep_figure
+from demos.reports.report import sweep_compute_note
 from i18n import N_, gettext
+from memory.config import ModelConfig
 
 # id -> (measured column, theory column, axis title, choice label)
 MEMORY_METRICS: dict[str, tuple[str, str, str, str]] = {
@@ -83,9 +83,9 @@ CURVES: dict[str, Curve] = {
             "boundaries (the diamonds fall with k); large k rebuilds a big segment at once "
             "(the peak rises with k). In general the peak is U-shaped, with its bottom at "
             "k ≈ √(N · boundary size / layer size) (Chen et al.). A transformer block's "
-            "internals are about 16× its input, so for N ≤ 32 the bottom sits at k ≈ 1: the "
+            "internals are about 16× its input, so for N ≤ 35 the bottom sits at k = 1: the "
             "curve mostly rises, and **checkpointing every layer beats √N segments**. "
-            "Deeper models move the bottom to k = 2 and up (from about 35 layers, two-layer "
+            "Deeper models move the bottom to k = 2 and up (from 36 layers on, two-layer "
             "segments beat every layer); √N segments are best only when a layer's "
             "internals are about as small as its input, as in the plain chains Chen et al. "
             "analysed."),
@@ -121,7 +121,7 @@ def curve_figure(name: str, frame: pd.DataFrame, config: ModelConfig, metric: st
     measured, theory, memory_title, _ = MEMORY_METRICS[metric]
     reference = None
     if curve.vary == "layers":  # what every-layer rebuilds at a time, whatever the depth
-        from demos.theory import predicted_block_bytes
+        from memory.theory import predicted_block_bytes
 
         reference = (gettext(lang, "one layer's internals"),
                      float(predicted_block_bytes(config)))
@@ -135,10 +135,10 @@ def curve_caption(name: str, frame: pd.DataFrame, config: ModelConfig, lang: str
                   ) -> str:
     """What the chart shows, read from it: for the segment sweep, where the lowest peak is;
     for the others, how the dots and dashed lines are drawn; then the counted compute
-    beside the prediction (demos.report.sweep_compute_note)."""
+    beside the prediction (demos.reports.report.sweep_compute_note)."""
     curve = CURVES[name]
     if curve.vary == "k":
-        from demos.figures import segment_verdict
+        from demos.reports.figures import segment_verdict
 
         return " ".join(filter(None, (
             segment_verdict(frame, config.layers, x=_x_column(frame, curve), lang=lang),

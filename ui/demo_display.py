@@ -4,7 +4,7 @@ The headline metrics, where each peak is and what set it, the refusals explained
 "measured on <device> by <method>" caption, the CSV download, the theory notes, the
 charts (built once per config and language, shared by every session) and the pause that
 lets the numbers reach the screen before the charts. The tables and sentences come from
-demos.report and demos.figures in the session's language.
+demos.reports.report and demos.reports.figures in the session's language.
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ import plotly.graph_objects as go
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from demos import report
-from demos.config import ModelConfig
-from demos.report import baseline_and_best, gradient_badge, gradient_match, timing_note
-from demos.results import Comparison, StrategyResult
-from demos.units import format_bytes, format_ms
+from demos.engine.results import Comparison, StrategyResult
+from demos.reports import report
+from demos.reports.report import baseline_and_best, gradient_badge, gradient_match, timing_note
 from i18n import N_
+from i18n.units import format_bytes, format_ms
+from memory.config import ModelConfig
 from ui.demo_runner import device
 from ui.i18n import babel_locale, current_language, t
 
@@ -207,8 +207,8 @@ REFUSALS: dict[str, str] = {
 
 def refusal_text(result: StrategyResult) -> str:
     """The engine's refusal of a strategy, worded in the session's language from its id
-    and numbers (demos.measure.refusal_of); the engine's own text when it has none."""
-    from demos.measure import refusal_of
+    and numbers (demos.engine.measure.refusal_of); the engine's own text when it has none."""
+    from demos.engine.measure import refusal_of
 
     found = refusal_of(result)
     if found is None:
@@ -234,7 +234,7 @@ def show_fit_notes(frame: pd.DataFrame, field: str) -> None:
     """Say why a strategy has no confirmed size (nothing fits, or the real run was over
     the budget), and when a size reached the search's upper limit, instead of leaving
     its row and bars blank or a cap unexplained."""
-    from demos.config import LIMITS
+    from memory.config import LIMITS
 
     lang = current_language()
     name = report.field_name(field, lang)
@@ -319,7 +319,7 @@ def download(data: Comparison | pd.DataFrame, name: str) -> None:
 
 def theory_notes(config: ModelConfig) -> None:
     """Why this model's measured bytes differ from the published formula."""
-    from demos.theory import explain_differences
+    from memory.theory import explain_differences
 
     with st.expander(t("Why the measurement differs from Korthikanti et al.'s 34·s·b·h")):
         st.markdown(explain_differences(config, device().kind, current_language()))

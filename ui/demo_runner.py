@@ -1,7 +1,7 @@
-"""The one place the demo pages run the engine: the Streamlit side of `demos.service`.
+"""The one place the demo pages run the engine: the Streamlit side of `demos.runtime.service`.
 
 * The queue, the result store and the worker process belong to the server process
-  (`demos.service.get_service()`), not to a Streamlit cache: a client's "clear cache"
+  (`demos.runtime.service.get_service()`), not to a Streamlit cache: a client's "clear cache"
   message cannot empty or replace them.
 * A result anyone measured before (this server, another one on the same database, or
   before a restart) shows at once; the same request from several learners waits for one
@@ -14,7 +14,7 @@
 A `ConfigError` (an invalid combination such as hidden 320 with 3 heads) is shown with
 `st.error` and the page keeps serving; an out-of-memory error or a guard refusal comes
 back from the engine as a result with `fits=False` and is explained on the page
-(ui.demo_display). The widgets are in ui.demo_controls, the tables in demos.report.
+(ui.demo_display). The widgets are in ui.demo_controls, the tables in demos.reports.report.
 """
 
 from __future__ import annotations
@@ -28,14 +28,14 @@ import pandas as pd
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from demos.config import ConfigError, ModelConfig
-from demos.device import DeviceInfo
-from demos.jobs import Job
-from demos.measure import PAGE_REPEATS
-from demos.results import Comparison
-from demos.service import DemoService, RunRefused, Ticket, get_service
-from demos.strategies import parse_strategy
-from demos.units import format_bytes
+from demos.engine.device import DeviceInfo
+from demos.engine.measure import PAGE_REPEATS
+from demos.engine.results import Comparison
+from demos.runtime.jobs import Job
+from demos.runtime.service import DemoService, RunRefused, Ticket, get_service
+from i18n.units import format_bytes
+from memory.config import ConfigError, ModelConfig
+from memory.strategies import parse_strategy
 from ui.i18n import babel_locale, current_language, t
 
 POLL_SECONDS = 0.25
@@ -61,7 +61,7 @@ def device() -> DeviceInfo:
 
 @functools.cache
 def _collect_device() -> DeviceInfo:
-    from demos.device import detect_device
+    from demos.engine.device import detect_device
 
     return detect_device()
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from demos.report import baseline_and_best
-from demos.units import format_bytes
+from demos.reports.report import baseline_and_best
+from i18n.units import format_bytes
 from ui.demo_controls import default_config
 from ui.demo_display import (
     comparison_caption,

@@ -33,8 +33,6 @@ from lessons.checkpoint_math import (
 from lessons.decision import OVERS, PEAKS, recommend
 from lessons.memory_calculator import (
     DEFAULT_PRESET,
-    OPTIMIZERS,
-    PRECISIONS,
     PRESETS,
     TrainingSetup,
     breakdown,
@@ -50,6 +48,7 @@ from lessons.stepper import (
     summary_rows,
 )
 from lessons.values import SEED
+from memory.precisions import OPTIMIZERS, PRECISIONS
 from ui.i18n import babel_locale, current_language, fmt_decimal, fmt_number, t
 from ui.progress import between, flag, keep, one_of
 

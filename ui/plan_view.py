@@ -12,17 +12,21 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from demos import planner as P
-from demos import units
-from demos.architectures import DEFAULT_PRESET, PRESETS, Architecture, ShapeError, custom
-from demos.figures import separators
-from i18n import N_
+from demos.reports.figures import separators
+from i18n import N_, units
 from lessons.catalog import lesson
+from memory import footprint as P
+from memory import hardware
+from memory.architectures import DEFAULT_PRESET, PRESETS, Architecture, ShapeError, custom
+from memory.hardware import GPUS
+from planner import hf_code as hf_module
+from planner import recommend as recommend_module
+from planner import torch_code as torch_module
 from ui import query
 from ui.i18n import babel_locale, current_language, fmt_percent, pt, t, tn
 from ui.navigation import page_link
 
-GiB = P.GiB
+GiB = hardware.GiB
 NAMES: dict[str, str] = {  # ids whose words are names, the same in every language
     "fp32": "fp32", "adamw": "AdamW", "adamw-8bit": "8-bit AdamW", "gelu": "GELU",
     "swiglu": "SwiGLU", "layernorm": "LayerNorm", "rmsnorm": "RMSNorm",
@@ -81,8 +85,9 @@ REASONS: dict[str, str] = {
         "A smaller micro-batch with more accumulation steps keeps the tokens per optimizer "
         "step and shrinks activations and logits."),
     "state-in-host-memory": N_(
-        "The optimizer state lives in CPU memory (ZeRO-Offload), at the cost of transfers "
-        "each step."),
+        "FSDP's CPU offload keeps the parameter shards, their gradients and the optimizer "
+        "state in CPU memory and runs the optimizer step there: more than ZeRO-Offload, "
+        "which leaves the parameters on the GPU. Every step pays the transfers."),
     "nothing-fits": N_(
         "Even with all of the above this does not fit: shorten the sequence, use more GPUs "
         "or a bigger one."),
@@ -126,7 +131,7 @@ APPROXIMATIONS: dict[str, str] = {
         "decides on the real graph, so measure."),
     "chunk-size": N_("Chunked loss: {share:,.0f} tokens per chunk."),
 }
-PROBLEMS: dict[str, str] = {  # demos.architectures.ShapeError's problems
+PROBLEMS: dict[str, str] = {  # memory.architectures.ShapeError's problems
     "at-least-one": N_("every size must be at least 1"),
     "hidden-heads": N_("the hidden size ({hidden:,}) must be a multiple of the attention "
                        "heads ({heads})"),
@@ -265,14 +270,14 @@ def _checkpoint_controls(arch: Architecture) -> dict:
 
 
 def _gpu_control() -> int:
-    options = [*P.GPUS, "custom"]
+    options = [*hardware.GPUS, "custom"]
     key = query.choice("gpu", t("GPU"), options, DEFAULT_GPU,
-                       format_func=lambda k: f"{P.GPUS[k].name} · {gib(P.GPUS[k].bytes)}"
-                       if k in P.GPUS else word("other-gpu"),
+                       format_func=lambda k: (f"{GPUS[k].name} · {gib(GPUS[k].bytes)}"
+                                              if k in GPUS else word("other-gpu")),
                        help=t("The total memory nvidia-smi reports for each card."))
     if key == "custom":
         return query.int_slider("gpu_gib", t("GPU memory (GiB)"), 4, 256, 1, 32) * GiB
-    return P.GPUS[key].bytes
+    return hardware.GPUS[key].bytes
 
 
 def inputs() -> P.PlannerInputs | str:
@@ -292,7 +297,7 @@ def inputs() -> P.PlannerInputs | str:
 # ---------------------------------------------------------------- outputs
 
 
-def memory_figure(plan: P.Plan) -> go.Figure:
+def memory_figure(plan: recommend_module.Plan) -> go.Figure:
     """Stacked horizontal bars of the memory per GPU, your setting and the recommended
     one, with the GPU's memory as a line across them."""
     rec = plan.recommendation
@@ -325,7 +330,7 @@ def verdict(spare: float) -> str:
     return t("short by {size}", size=gib(-spare))
 
 
-def _row_name(plan: P.Plan, strategy: str, saves: bool) -> str:
+def _row_name(plan: recommend_module.Plan, strategy: str, saves: bool) -> str:
     marks = [word(strategy)]
     if not saves and strategy != "none":
         marks.append(t("(saves nothing here)"))
@@ -344,7 +349,7 @@ COLUMNS = {  # the strategy table's columns: id -> header
 }
 
 
-def strategy_table(plan: P.Plan) -> pd.DataFrame:
+def strategy_table(plan: recommend_module.Plan) -> pd.DataFrame:
     code = babel_locale()
     rows = []
     for row in plan.rows:
@@ -361,7 +366,7 @@ def strategy_table(plan: P.Plan) -> pd.DataFrame:
     return pd.DataFrame(rows).rename(columns={k: t(v) for k, v in COLUMNS.items()})
 
 
-def _advice_title(step: P.Advice) -> str:
+def _advice_title(step: recommend_module.Advice) -> str:
     name = word(step.action)
     if step.action == "some-layers" and step.value:
         return tn("{name} (the first layer)", "{name} (the first {count} layers)",
@@ -371,7 +376,7 @@ def _advice_title(step: P.Advice) -> str:
     return name
 
 
-def recommendation(plan: P.Plan) -> None:
+def recommendation(plan: recommend_module.Plan) -> None:
     rec = plan.recommendation
     st.subheader(t("Recommendation"))
     yours = t("Your setting ({strategy}): {verdict}.", strategy=word(plan.inputs.strategy),
@@ -391,16 +396,16 @@ def recommendation(plan: P.Plan) -> None:
                   icon=":material/school:")
 
 
-def code(plan: P.Plan) -> None:
+def code(plan: recommend_module.Plan) -> None:
     st.subheader(t("Code for the recommended setting"))
     settings = plan.recommendation.inputs
     hf, torch_tab = st.tabs(["Hugging Face", "PyTorch"])
-    hf.code(P.hf_code(settings, current_language()), language="python")
-    hf.caption(t("Names as in transformers {version}.", version=P.HF_VERSION))
-    torch_tab.code(P.torch_code(settings, current_language()), language="python")
+    hf.code(hf_module.hf_code(settings, current_language()), language="python")
+    hf.caption(t("Names as in transformers {version}.", version=hf_module.HF_VERSION))
+    torch_tab.code(torch_module.torch_code(settings, current_language()), language="python")
 
 
-def approximations(plan: P.Plan) -> None:
+def approximations(plan: recommend_module.Plan) -> None:
     st.subheader(t("What this plan approximates"))
     lines = []
     for item in plan.approximations:
@@ -424,7 +429,7 @@ def render() -> None:
     if isinstance(settings, str):
         st.error(settings, icon=":material/error:")
         return
-    plan = P.plan(settings)
+    plan = recommend_module.plan(settings)
     positions = settings.arch.positions
     if positions and settings.seq > positions:
         st.warning(t("{model} learned positions for {positions:,} tokens only; the plan below "

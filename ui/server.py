@@ -82,8 +82,8 @@ def collect_warm_jobs() -> list[dict]:
 
 
 def _warm_store() -> None:
-    from demos.jobs import Job
-    from demos.service import get_service
+    from demos.runtime.jobs import Job
+    from demos.runtime.service import get_service
 
     service = get_service()
     try:
@@ -104,7 +104,7 @@ def main(argv: list[str]) -> None:
     from streamlit.runtime.pages_manager import PagesManager
     from streamlit.web import cli
 
-    from demos.service import get_service
+    from demos.runtime.service import get_service
     from quiz.service import startup_check
 
     if status := startup_check():  # a lost signing key or database: refuse, and say why

@@ -6,7 +6,7 @@ import streamlit as st
 import torch
 from streamlit.delta_generator import DeltaGenerator
 
-from demos.device import DeviceInfo
+from demos.engine.device import DeviceInfo
 from i18n import N_
 from lessons.catalog import LESSONS
 from ui.demo_runner import device as demo_device
@@ -14,7 +14,7 @@ from ui.i18n import language_picker, t, tn
 from ui.learner import keep_cookie
 from ui.progress import visited_lessons
 
-# The engine names a CPU run's reason in English (demos.device.detect_device): worded here.
+# The engine names a CPU run's reason in English (demos.engine.device.detect_device): worded here.
 _CPU_REASONS = (N_("no GPU found"), N_("CPU chosen"))
 
 

@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from demos import report
-from demos.figures import (
+from demos.reports import report
+from demos.reports.figures import (
     activation_caption,
     activation_theory_figure,
     breakdown_caption,

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from demos import report
+from demos.reports import report
 from ui import demo_controls as controls
 from ui import demo_curves as curves
 from ui import demo_display as display

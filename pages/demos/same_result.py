@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from demos import report
-from demos.figures import loss_caption, loss_figure
+from demos.reports import report
+from demos.reports.figures import loss_caption, loss_figure
 from i18n import N_
 from ui import demo_controls as controls
 from ui import demo_display as display

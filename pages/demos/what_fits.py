@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from demos import report
-from demos.figures import fits_caption, fits_figure
+from demos.reports import report
+from demos.reports.figures import fits_caption, fits_figure
 from i18n import N_
 from ui import demo_controls as controls
 from ui import demo_display as display

@@ -9,8 +9,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from i18n import gettext
-from i18n.checks import untranslated_on_page
 from tests.helpers import goto, screenshot, wait_for_app
+from tools.translations import untranslated_on_page
 
 SMALL = "layers=2&hidden=64&heads=2&seq=64&batch=1&vocab=512"
 

@@ -9,9 +9,9 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from i18n import gettext
-from i18n.checks import untranslated_on_page
 from lessons.catalog import LESSONS
 from tests.helpers import goto, screenshot, wait_for_app
+from tools.translations import untranslated_on_page
 
 
 def metric_value(page: Page, label: str) -> str:

@@ -1,4 +1,4 @@
-"""Issue 11 in a real browser: the lesson widgets' settings (a calculator's input, the
+"""Progress in a real browser: the lesson widgets' settings (a calculator's input, the
 stepper's position) survive a reload, a second tab, and leaving the page and coming back;
 the lessons read and the open attempt are tested in test_quiz_browser."""
 

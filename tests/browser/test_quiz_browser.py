@@ -12,7 +12,6 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from i18n import gettext, language
-from i18n.checks import untranslated_on_page
 from quiz.attempts import Attempt
 from quiz.bank import localize
 from quiz.certificates import long_date
@@ -21,6 +20,7 @@ from quiz.service import QuizService, open_service
 from tests.browser.layout import overlap
 from tests.helpers import ARTIFACTS, goto, screenshot, wait_for_app
 from tests.quiz.pdf_text import embedded_characters
+from tools.translations import untranslated_on_page
 
 
 @pytest.fixture

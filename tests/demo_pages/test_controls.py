@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from demos.config import demo_default
-from demos.device import DeviceInfo
-from demos.strategies import describe
+from demos.engine.device import DeviceInfo
+from memory.config import demo_default
+from memory.strategies import describe
 from ui.demo_controls import (
     budget_help,
     budget_range,

@@ -1,4 +1,4 @@
-"""demos.figures: pure Plotly builders, fed synthetic records."""
+"""demos.reports.figures: pure Plotly builders, fed synthetic records."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from demos import figures
-from demos.figures import (
+from demos.reports import figures
+from demos.reports.figures import (
     activation_caption,
     activation_theory_figure,
     breakdown_caption,
@@ -26,8 +26,8 @@ from demos.figures import (
     timeline_figure,
     timeline_frame,
 )
-from demos.strategies import STRATEGIES
-from demos.units import byte_unit, format_bytes
+from i18n.units import byte_unit, format_bytes
+from memory.strategies import STRATEGIES
 
 MIB = 2**20
 

@@ -255,7 +255,7 @@ def test_compare_at_its_default_shows_strategies_that_differ(app_test: Callable)
 def test_timeline_at_its_default_shows_the_sawtooth_and_names_the_peak(app_test: Callable
                                                                         ) -> None:
     """Issue 11: the promised sawtooth was not visible at the defaults (4 layers)."""
-    from demos.config import demo_default
+    from memory.config import demo_default
 
     at = app_test("pages/demos/timeline.py", timeout=120)
     no_errors(at)
@@ -265,7 +265,7 @@ def test_timeline_at_its_default_shows_the_sawtooth_and_names_the_peak(app_test:
     assert at.slider(key="layers").value == layers >= 8
     rows = at.get("download_button")
     assert rows
-    from demos.measure import compare
+    from demos.engine.measure import compare
 
     comp = compare(demo_default("cpu"), ["every-layer"], device="cpu", timeline=True,
                    time_steps=False)

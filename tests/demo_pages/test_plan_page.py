@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 import pytest
 
-from i18n.checks import untranslated_on_page
 from tests.lessons.test_lesson_pages_i18n import page_text
+from tools.translations import untranslated_on_page
 
 PAGE = "pages/plan.py"
 

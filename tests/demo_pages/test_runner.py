@@ -21,7 +21,7 @@ import os
 os.environ["DATA_DIR"] = {str(tmp_path)!r}
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
-from demos import service
+from demos.runtime import service
 from tests.runtime.conftest import CPU, FakeWorker, tiny_compare
 from ui import demo_runner
 
@@ -50,7 +50,7 @@ def test_a_config_seen_before_is_not_measured_again(tmp_path) -> None:
 import os
 os.environ["DATA_DIR"] = {str(tmp_path)!r}
 import streamlit as st
-from demos.config import ModelConfig
+from memory.config import ModelConfig
 from ui import demo_runner
 
 svc = demo_runner.service()
@@ -68,7 +68,7 @@ st.write(f"engine calls: {{svc.runs_started - before}}; same peaks: "
 
 def test_an_invalid_config_is_shown_not_raised() -> None:
     at = _script_app("""
-from demos.config import ModelConfig
+from memory.config import ModelConfig
 from ui import demo_runner
 result = demo_runner.run_compare(ModelConfig(layers=1, hidden=64, heads=3), ("none",))
 import streamlit as st
@@ -82,7 +82,7 @@ st.write(f"result: {result}")
 def test_a_long_cpu_run_waits_for_a_click() -> None:
     at = _script_app("""
 import streamlit as st
-from demos.config import ModelConfig
+from memory.config import ModelConfig
 from ui import demo_runner
 
 demo_runner.SLOW_SECONDS = 1e-6  # every run counts as long here

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from demos.cli import main
-from demos.config import ConfigError, ModelConfig
-from demos.fit import largest_fitting
-from demos.sweep import parse_vary, sweep
-from demos.training import train_losses
+from demos.engine.fit import largest_fitting
+from demos.engine.sweep import parse_vary, sweep
+from demos.engine.training import train_losses
+from memory.config import ConfigError, ModelConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY_ARGS = ["--layers", "2", "--hidden", "32", "--heads", "2", "--seq", "16", "--batch", "2",

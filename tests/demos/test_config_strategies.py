@@ -1,7 +1,7 @@
 import pytest
 
-from demos.config import LIMITS, ConfigError, ModelConfig, parse_bytes, slider_ranges
-from demos.strategies import STRATEGIES, StrategySpec, parse_strategies, parse_strategy
+from memory.config import LIMITS, ConfigError, ModelConfig, parse_bytes, slider_ranges
+from memory.strategies import STRATEGIES, StrategySpec, parse_strategies, parse_strategy
 
 
 def test_default_config_is_valid_and_replace_works():
@@ -77,8 +77,8 @@ def test_parse_bytes():
 
 
 def test_every_record_parses_plans_and_titles_its_own_examples():
-    from demos import strategies
-    from demos.strategies import PlanInputs
+    from memory import strategies
+    from memory.strategies import PlanInputs
 
     inputs = PlanInputs(layers=9, block_bytes=1000, input_bytes=60)
     for record in strategies.STRATEGIES.values():
@@ -96,7 +96,7 @@ def test_every_record_parses_plans_and_titles_its_own_examples():
 
 
 def test_titles_are_made_from_the_records_not_parsed_back():
-    from demos.strategies import title
+    from memory.strategies import title
 
     assert title("every-k:4") == "every-4"
     assert title("selective") == "selective (save-matmuls)"
@@ -105,7 +105,7 @@ def test_titles_are_made_from_the_records_not_parsed_back():
 
 
 def test_budget_share_is_a_fraction_of_what_no_checkpointing_holds():
-    from demos.strategies import PlanInputs, plan
+    from memory.strategies import PlanInputs, plan
 
     spec = parse_strategy("budget:dp:40%")
     assert (spec.budget_share, spec.budget_bytes, spec.label) == (0.4, None, "budget:dp:40%")
@@ -117,7 +117,7 @@ def test_budget_share_is_a_fraction_of_what_no_checkpointing_holds():
 
 
 def test_the_pages_offer_budget_and_offload_only_where_they_run():
-    from demos.strategies import examples
+    from memory.strategies import examples
 
     cpu, cuda = examples("cpu"), examples("cuda")
     assert "none" not in cpu  # the baseline is always measured anyway
@@ -126,7 +126,7 @@ def test_the_pages_offer_budget_and_offload_only_where_they_run():
 
 
 def test_selective_policies_are_an_enum_with_one_record_each():
-    from demos.strategies import POLICIES, SELECTIVE_POLICIES, SelectivePolicy, policy
+    from memory.strategies import POLICIES, SELECTIVE_POLICIES, SelectivePolicy, policy
 
     assert set(POLICIES) == set(SelectivePolicy)
     assert list(SELECTIVE_POLICIES) == [p.value for p in SelectivePolicy]

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from demos.config import ModelConfig
-from demos.measure import CUDA_METHOD, compare
+from demos.engine.measure import CUDA_METHOD, compare
+from memory.config import ModelConfig
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 CFG = ModelConfig(layers=4, hidden=128, heads=4, seq_len=128, batch=2, vocab=1024)

@@ -1,4 +1,4 @@
-"""Issue 15's engine checks (benchmarks/gpu_check.py): bytes per layer against the formula,
+"""The GPU proof's engine checks (benchmarks/gpu_check.py): bytes per layer against the formula,
 faults, and two runs at once. The CUDA cases skip without a GPU; the same functions run
 here on the CPU at a tiny size, so the GPU script cannot hold dead code."""
 
@@ -8,7 +8,6 @@ import pytest
 import torch
 
 from benchmarks.gpu_check import (
-    carried_packages,
     layer_shape,
     limit_fault,
     oom_fault,
@@ -16,8 +15,9 @@ from benchmarks.gpu_check import (
     take_turns,
     verify_bench,
 )
-from demos.config import ModelConfig
-from demos.measure import CUDA_METHOD, compare
+from benchmarks.gpu_environment import carried_packages
+from demos.engine.measure import CUDA_METHOD, compare
+from memory.config import ModelConfig
 from tests.demos.test_cuda import cuda
 
 TINY = ModelConfig(layers=2, hidden=64, heads=2, seq_len=32, batch=1, vocab=256)

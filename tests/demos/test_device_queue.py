@@ -3,8 +3,8 @@ import time
 
 import pytest
 
-from demos.config import ConfigError
-from demos.device import DeviceQueue, detect_device
+from demos.engine.device import DeviceQueue, detect_device
+from memory.config import ConfigError
 
 
 def test_detect_device_cpu():

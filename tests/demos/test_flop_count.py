@@ -1,16 +1,16 @@
 """torch's FLOP counter against the theory: every strategy of the engine, early stop,
-reentrant checkpoint and the attention kernels' formulas (demos.theory.counted_flops)."""
+reentrant checkpoint and the attention kernels' formulas (memory.theory.counted_flops)."""
 
 import pytest
 import torch
 from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
 from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
 
-from demos import strategies, theory
-from demos.config import ModelConfig
-from demos.measure import Step
-from demos.model import build_model, make_batch
-from demos.segments import Segment
+from demos.engine.measure import Step
+from demos.engine.model import build_model, make_batch
+from memory import strategies, theory
+from memory.config import ModelConfig
+from memory.segments import Segment
 
 GPT = ModelConfig(layers=4, hidden=64, heads=4, seq_len=32, batch=2, vocab=500)
 LLAMA = ModelConfig(arch="llama", layers=3, hidden=64, heads=4, seq_len=16, vocab=700)
@@ -113,8 +113,8 @@ def test_the_planner_counts_what_torch_counts_for_a_hugging_face_llama():
 
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from demos import planner
-    from demos.architectures import custom
+    from memory import footprint, layer
+    from memory.architectures import custom
 
     config = LlamaConfig(hidden_size=64, intermediate_size=160, num_hidden_layers=3,
                          num_attention_heads=4, num_key_value_heads=2, vocab_size=300,
@@ -136,12 +136,12 @@ def test_the_planner_counts_what_torch_counts_for_a_hugging_face_llama():
         model.activation_checkpointing_enable()
     every = count()
     arch = custom(3, 64, 4, 2, 160, "swiglu", "rmsnorm", 300, False)
-    p = planner.PlannerInputs(arch, seq=16, batch=2, precision="fp32", tuning="full",
-                              device="cpu")
+    p = footprint.PlannerInputs(arch, seq=16, batch=2, precision="fp32", tuning="full",
+                                device="cpu")
     # the CPU counter has no attention formula: the planner's step less its attention
-    attention = 3 * 3 * planner.attention_flops(arch, 2, 16)
-    assert none == pytest.approx(planner.step_flops(p) - attention, rel=0.01)
-    recompute = planner.activations(p, "every-layer").recompute_flops
-    assert every - none == pytest.approx(recompute - 3 * planner.attention_flops(arch, 2, 16),
+    attention = 3 * 3 * layer.attention_flops(arch, 2, 16)
+    assert none == pytest.approx(footprint.step_flops(p) - attention, rel=0.01)
+    recompute = footprint.activations(p, "every-layer").recompute_flops
+    assert every - none == pytest.approx(recompute - 3 * layer.attention_flops(arch, 2, 16),
                                          rel=0.01)
-    assert recompute < 3 * planner.layer_flops(arch, 2, 16)  # not a whole forward
+    assert recompute < 3 * layer.layer_flops(arch, 2, 16)  # not a whole forward

@@ -1,6 +1,6 @@
 """The planner's per-layer activation formula against the bytes a real block keeps for
-backward: the Llama-style block (demos.llama) and the engine's GPT block (demos.model),
-fused and math attention, fp32 and bf16, on the CPU, to the byte.
+backward: the Llama-style block (demos.engine.llama) and the engine's GPT block
+(demos.engine.model), fused and math attention, fp32 and bf16, on the CPU, to the byte.
 
 What a block keeps is read with saved_tensors_hooks, counting each storage once and
 leaving out the parameters and constant buffers (rotary tables)."""
@@ -13,11 +13,11 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.checkpoint import checkpoint
 
-from demos.architectures import custom, swiglu_width
-from demos.config import ModelConfig
-from demos.llama import LlamaBlock, apply_rotary, rotary_tables
-from demos.model import Block
-from demos.planner import layer_bytes, layer_tensors
+from demos.engine.gpt import GPTBlock
+from demos.engine.llama import LlamaBlock, apply_rotary, rotary_tables
+from memory.architectures import custom, swiglu_width
+from memory.config import ModelConfig
+from memory.layer import layer_bytes, layer_tensors
 
 DTYPES = {"float32": (torch.float32, 4), "bfloat16": (torch.bfloat16, 2)}
 
@@ -78,7 +78,7 @@ def test_llama_block_keeps_what_the_planner_says(shape, fused, dtype) -> None:
 def test_engine_gpt_block_keeps_what_the_planner_says(shape, fused, dtype) -> None:
     b, s, h, a = shape
     cfg = ModelConfig(layers=1, hidden=h, heads=a, seq_len=s, batch=b, vocab=256, dtype=dtype)
-    measured = _run(Block(cfg, 0), cfg, fused)
+    measured = _run(GPTBlock(cfg, 0), cfg, fused)
     arch = custom(1, h, a, a, 4 * h, "gelu", "layernorm", 256, True).with_(dropout=False)
     predicted = layer_bytes(layer_tensors(arch, b, s, DTYPES[dtype][1], fused=fused,
                                           device="cpu"))
@@ -92,7 +92,7 @@ def test_engine_gpt_block_with_dropout_keeps_its_masks(dtype) -> None:
     """Dropout after attention and after the MLP: two masks (the input's dtype on the CPU)."""
     cfg = ModelConfig(layers=1, hidden=64, heads=4, seq_len=32, batch=2, vocab=256,
                       dropout=0.1, dtype=dtype)
-    measured = _run(Block(cfg, 0), cfg, fused=True)
+    measured = _run(GPTBlock(cfg, 0), cfg, fused=True)
     arch = custom(1, 64, 4, 4, 256, "gelu", "layernorm", 256, True)
     assert arch.dropout
     tensors = layer_tensors(arch, 2, 32, DTYPES[dtype][1], device="cpu")
@@ -159,7 +159,7 @@ def test_on_cuda_blocks_keep_what_the_planner_says(kind, fused, dtype) -> None:
     cfg = ModelConfig(layers=1, hidden=h, heads=a, seq_len=s, batch=b, vocab=256, dtype=dtype,
                       dropout=0.1 if kind == "gpt" else 0.0)
     if kind == "gpt":
-        block, arch = Block(cfg, 0), custom(1, h, a, a, 4 * h, "gelu", "layernorm", 256, True)
+        block, arch = GPTBlock(cfg, 0), custom(1, h, a, a, 4 * h, "gelu", "layernorm", 256, True)
         if not fused:  # the engine's block has no dropout on the attention probabilities
             pytest.skip("the GPT block drops out after attention, not inside it")
     else:

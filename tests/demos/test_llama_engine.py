@@ -1,15 +1,15 @@
 """The Llama-style block in the demo engine (ModelConfig.arch="llama"): every strategy
 gives the gradients of none, and the theory (demos.planner's per-layer formula, through
-demos.theory) predicts the bytes held for backward to the byte on the CPU."""
+memory.theory) predicts the bytes held for backward to the byte on the CPU."""
 
 from __future__ import annotations
 
 import pytest
 
-from demos import theory
-from demos.config import ConfigError, ModelConfig
-from demos.measure import compare
-from demos.model import build_model
+from demos.engine.measure import compare
+from demos.engine.model import build_model
+from memory import theory
+from memory.config import ConfigError, ModelConfig
 
 ALL = ["none", "every-layer", "every-k:2", "sqrt", "selective:save-matmuls",
        "selective:save-attention", "selective:save-all-but-attention", "budget:dp:1MiB"]

@@ -1,9 +1,9 @@
 import pytest
 import torch
 
-from demos import theory
-from demos.config import ConfigError, ModelConfig
-from demos.measure import compare
+from demos.engine.measure import compare
+from memory import theory
+from memory.config import ConfigError, ModelConfig
 
 TINY = ModelConfig(layers=4, hidden=64, heads=4, seq_len=32, batch=2, vocab=128)
 ALL_CPU = ["none", "every-layer", "every-k:2", "sqrt", "selective:save-matmuls",
@@ -141,14 +141,14 @@ def test_times_are_medians_of_interleaved_untracked_runs():
     assert frame.loc[0, "time_vs_none"] == 1.0
 
 
-# ---------------------------------------------------------------- the demos' defaults (issue 11)
+# ---------------------------------------------------------------- the demos' defaults
 
 
 def test_at_the_cpu_default_the_strategies_visibly_differ():
     """At the old default (vocabulary 8,192) every checkpointing strategy peaked at the same
     40.5 MiB, set by what checkpointing does not touch: the demos showed no difference."""
-    from demos.config import demo_default
-    from demos.theory import peak_cause
+    from memory.config import demo_default
+    from memory.theory import peak_cause
 
     comp = compare(demo_default("cpu"), ["none", "every-layer", "every-k:2", "sqrt"],
                    device="cpu", time_steps=False)
@@ -163,7 +163,7 @@ def test_at_the_cpu_default_the_strategies_visibly_differ():
 def test_gpu_default_lets_activations_outweigh_the_logits():
     """On a GPU the default's layers (b·s·h per layer) outweigh the loss's logits (b·s·V):
     one layer rebuilt holds more than the logits, so the strategies' peaks differ."""
-    from demos.config import demo_default
+    from memory.config import demo_default
 
     cfg = demo_default("cuda")
     assert theory.predicted_block_bytes(cfg, "cuda") > theory.logits_bytes(cfg) * 1.5
@@ -179,7 +179,7 @@ def test_the_result_records_where_its_peak_was():
 
 
 def test_page_timing_has_enough_interleaved_runs_for_a_spread():
-    from demos.measure import MAX_REPEATS_FACTOR, PAGE_REPEATS
+    from demos.engine.measure import MAX_REPEATS_FACTOR, PAGE_REPEATS
 
     comp = compare(TINY, ["none", "every-layer"], device="cpu", repeats=PAGE_REPEATS["cpu"])
     runs = {len(r.step_seconds_runs) for r in comp.results}
@@ -189,7 +189,8 @@ def test_page_timing_has_enough_interleaved_runs_for_a_spread():
 
 
 def test_the_run_estimates_know_the_timing_rules():
-    from demos import fit, jobs, measure
+    from demos.engine import fit, measure
+    from demos.runtime import jobs
 
     assert (jobs.MIN_ADAPTIVE_RUNS, jobs.MAX_REPEATS_FACTOR) == (
         measure.MIN_ADAPTIVE_RUNS, measure.MAX_REPEATS_FACTOR)
@@ -200,7 +201,7 @@ def test_the_run_estimates_know_the_timing_rules():
 def test_timing_goes_on_while_the_spread_is_wide_until_the_cap(monkeypatch):
     """Runs that alternate 1 s and 2 s never narrow: timing stops at 2x the asked runs;
     steady runs stop at the asked number; a time cap of 0 stops at once after them."""
-    from demos import measure
+    from demos.engine import measure
 
     clock = iter(range(10**6))
     monkeypatch.setattr(measure.Step, "timed_with_cpu",
@@ -218,8 +219,8 @@ def test_timing_goes_on_while_the_spread_is_wide_until_the_cap(monkeypatch):
 def test_what_fits_times_its_confirmed_size_with_repeats(monkeypatch):
     """Fast steps: three timed runs at the confirmed size, wall and CPU time, and the
     step's FLOPs counted; a size over the budget is not timed."""
-    from demos import measure
-    from demos.fit import FIT_REPEATS, largest_fitting
+    from demos.engine import measure
+    from demos.engine.fit import FIT_REPEATS, largest_fitting
 
     monkeypatch.setattr(measure.Step, "timed_with_cpu", lambda self, spec, plan: (0.01, 0.01))
     found = largest_fitting(TINY, "none", "batch", 4 * 2**20, device="cpu")

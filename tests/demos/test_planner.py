@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from demos import planner as P
-from demos.architectures import PRESETS, Architecture, custom
 from lessons.catalog import LESSON_PATHS
 from lessons.checkpoint_math import format_gb
 from lessons.values import SEED, lesson_values
+from memory import footprint as P
+from memory import hardware, worked_examples
+from memory import layer as layer_model
+from memory.architectures import PRESETS, Architecture, custom
+from planner import recommend as recommend_module
 
 GB = 1e9
 
@@ -30,8 +33,9 @@ def test_presets_have_their_published_parameter_count(key: str) -> None:
                                         (4, 512, 768, 12)])
 def test_korthikanti_34_sbh_with_flash_and_5as_over_h_without(b, s, h, a) -> None:
     arch = gpt_layer(h, a)
-    assert P.korthikanti_bytes(arch, b, s, fused=True) == 34 * s * b * h
-    assert P.korthikanti_bytes(arch, b, s, fused=False) == s * b * h * (34 + 5 * a * s / h)
+    assert worked_examples.korthikanti_bytes(arch, b, s, fused=True) == 34 * s * b * h
+    unfused = worked_examples.korthikanti_bytes(arch, b, s, fused=False)
+    assert unfused == s * b * h * (34 + 5 * a * s / h)
 
 
 def test_the_course_worked_example() -> None:
@@ -41,11 +45,11 @@ def test_the_course_worked_example() -> None:
     arch = gpt_layer(h, a, layers=n, vocab=v)
     p = P.PlannerInputs(arch, seq=s, batch=b, precision="mixed")
     values = lesson_values()
-    all_kept = n * P.korthikanti_bytes(arch, b, s, fused=True)
+    all_kept = n * worked_examples.korthikanti_bytes(arch, b, s, fused=True)
     assert format_gb(all_kept) == values["seed_all_kept_gb"] == "4.0 GB"
     every = P.activations(p, "every-layer")
     assert format_gb(every.kept) == values["seed_inputs_gb"] == "0.23 GB"
-    one_layer = P.layer_bytes(p.tensors())
+    one_layer = layer_model.layer_bytes(p.tensors())
     assert format_gb(one_layer) == values["seed_one_layer_gb"] == "0.14 GB"
     # rebuilt on top of the checkpoints: the layer less its input, which is a checkpoint
     assert every.rebuilt == one_layer - 2 * b * s * h
@@ -141,21 +145,23 @@ def test_compiler_budget_interpolates_between_inputs_only_and_the_default() -> N
     for f, k in zip(fractions, kept, strict=True):  # within one tensor of the target
         assert lo + f * (hi - lo) - biggest <= k <= lo + f * (hi - lo)
     # not a share of the whole layer: half-way between input-only (100) and all (200)
-    layer = (P.Held("input", 100, "input"),
-             *(P.Held(f"t{i}", 10, "matmul", flops=float(i)) for i in range(10)))
+    layer = (layer_model.Held("input", 100, "input"),
+             *(layer_model.Held(f"t{i}", 10, "matmul", flops=float(i)) for i in range(10)))
     assert P._budget_kept(layer, 0.5, 100) == (150, sum(range(5)))
     assert P._budget_kept(layer, 0.0, 100)[0] == 100 and P._budget_kept(layer, 1.0, 100)[0] == 200
 
 
 def test_gpu_presets_are_nvidia_smi_totals() -> None:
-    assert P.GPUS["a10"].bytes / P.GiB == pytest.approx(22.49, abs=0.01)
-    assert P.GPUS["l40s"].bytes / P.GiB == pytest.approx(44.99, abs=0.01)
-    assert P.GPUS["t4"].bytes == 15 * P.GiB and P.GPUS["a100-80"].bytes == 80 * P.GiB
-    assert all(gpu.bytes / P.GiB <= float(gpu.name.split()[-2]) for gpu in P.GPUS.values())
+    assert hardware.GPUS["a10"].bytes / hardware.GiB == pytest.approx(22.49, abs=0.01)
+    assert hardware.GPUS["l40s"].bytes / hardware.GiB == pytest.approx(44.99, abs=0.01)
+    gpus, gib = hardware.GPUS, hardware.GiB
+    assert gpus["t4"].bytes == 15 * gib and gpus["a100-80"].bytes == 80 * gib
+    assert all(gpu.bytes / gib <= float(gpu.name.split()[-2]) for gpu in gpus.values())
 
 
 def test_fit_search_finds_the_edge() -> None:
-    p = P.PlannerInputs(PRESETS["llama-3.1-8b"], seq=1024, tuning="lora", gpu_bytes=24 * P.GiB)
+    p = P.PlannerInputs(PRESETS["llama-3.1-8b"], seq=1024, tuning="lora",
+                        gpu_bytes=24 * hardware.GiB)
     for strategy in ("none", "every-layer"):
         b = P.largest_batch(p, strategy)
         assert P.fits(p, strategy, batch=b) and not P.fits(p, strategy, batch=b + 1)
@@ -165,25 +171,25 @@ def test_fit_search_finds_the_edge() -> None:
 
 
 def test_plan_rows_and_breakdown_agree() -> None:
-    p = P.PlannerInputs(PRESETS["llama-3.2-1b"], gpu_bytes=24 * P.GiB, strategy="two-layer")
-    plan = P.plan(p)
+    p = P.PlannerInputs(PRESETS["llama-3.2-1b"], gpu_bytes=24 * hardware.GiB, strategy="two-layer")
+    plan = recommend_module.plan(p)
     assert [r.strategy for r in plan.rows] == list(P.STRATEGIES)
     row = next(r for r in plan.rows if r.strategy == "two-layer")
     assert row.peak == plan.breakdown.total
     assert plan.spare == p.gpu_bytes - plan.breakdown.total
-    assert plan.breakdown.workspace > P.WORKSPACE_BYTES
+    assert plan.breakdown.workspace > hardware.WORKSPACE_BYTES
     ids = {a.id for a in plan.approximations}
     assert {"workspace", "fragmentation", "peaks-added"} <= ids
 
 
-def _lessons_are_real(rec: P.Recommendation) -> None:
+def _lessons_are_real(rec: recommend_module.Recommendation) -> None:
     for step in rec.steps:
         assert step.lesson in LESSON_PATHS
 
 
 def test_recommends_no_checkpointing_when_memory_is_ample() -> None:
-    rec = P.recommend(P.PlannerInputs(PRESETS["gpt2"], seq=1024, batch=2,
-                                      gpu_bytes=80 * P.GiB))
+    rec = recommend_module.recommend(P.PlannerInputs(PRESETS["gpt2"], seq=1024, batch=2,
+                                      gpu_bytes=80 * hardware.GiB))
     assert rec.strategy == "none" and rec.fits
     assert rec.steps[0].reason == "fits-without-checkpointing"
     _lessons_are_real(rec)
@@ -191,9 +197,9 @@ def test_recommends_no_checkpointing_when_memory_is_ample() -> None:
 
 def test_recommends_the_cheapest_checkpointing_that_fits() -> None:
     base = P.PlannerInputs(PRESETS["llama-3.2-1b"], seq=4096, batch=8, chunked_loss=True,
-                           gpu_bytes=80 * P.GiB)
+                           gpu_bytes=80 * hardware.GiB)
     assert not P.fits(base, "none")
-    rec = P.recommend(base)
+    rec = recommend_module.recommend(base)
     assert rec.fits and rec.strategy == "some-layers"
     k = rec.steps[0].value
     assert P.fits(base.with_(some_layers=k), "some-layers")
@@ -202,9 +208,9 @@ def test_recommends_the_cheapest_checkpointing_that_fits() -> None:
 
 
 def test_when_nothing_fits_the_other_tools_come_in_order() -> None:
-    p = P.PlannerInputs(PRESETS["llama-3.1-70b"], gpu_bytes=80 * P.GiB)
+    p = P.PlannerInputs(PRESETS["llama-3.1-70b"], gpu_bytes=80 * hardware.GiB)
     assert not P.fits(p, "every-layer")
-    rec = P.recommend(p)
+    rec = recommend_module.recommend(p)
     actions = [s.action for s in rec.steps]
     assert rec.fits and actions[-1] in P.STRATEGIES
     order = ["chunked-loss", "adamw-8bit", "lora", "qlora", "more-shards", "smaller-batch",
@@ -218,9 +224,9 @@ def test_when_nothing_fits_the_other_tools_come_in_order() -> None:
 
 
 def test_a_hopeless_plan_says_so() -> None:
-    p = P.PlannerInputs(PRESETS["llama-3.1-70b"], gpu_bytes=1 * P.GiB, tuning="qlora",
+    p = P.PlannerInputs(PRESETS["llama-3.1-70b"], gpu_bytes=1 * hardware.GiB, tuning="qlora",
                         optimizer="adamw-8bit", chunked_loss=True)
-    rec = P.recommend(p, max_shards=1)
+    rec = recommend_module.recommend(p, max_shards=1)
     assert not rec.fits and rec.steps[-1].reason == "nothing-fits"
 
 
@@ -229,26 +235,28 @@ def test_the_lessons_llama_constant_is_the_planners() -> None:
     8B in bf16 with a fused kernel, the b·s-sized statistics (1/rms, log-sum-exp) aside."""
     arch = PRESETS["llama-3.1-8b"]
     values = lesson_values()
-    parts = P.constant_parts(arch)
+    parts = worked_examples.constant_parts(arch)
     assert values["llama_constant"] == format(sum(parts.values()), "g") == "49"
     assert (values["llama_norm_units"], values["llama_attention_units"],
             values["llama_mlp_units"]) == ("16", "5", "28")
     p = P.PlannerInputs(arch, seq=4096, batch=1, precision="bf16")
     sbh = p.seq * p.batch * arch.hidden
-    assert P.layer_bytes(p.tensors()) / sbh == pytest.approx(49.03, abs=0.005)
-    assert P.korthikanti_bytes(arch, 1, 4096, fused=True) == 49 * sbh
+    assert layer_model.layer_bytes(p.tensors()) / sbh == pytest.approx(49.03, abs=0.005)
+    assert worked_examples.korthikanti_bytes(arch, 1, 4096, fused=True) == 49 * sbh
 
 
 def test_the_planning_quiz_items_premises_hold() -> None:
     """The quiz's planning items state what the planner finds: LoRA on an A100 40 GB does
     not fit without checkpointing, fits with every layer, and the recommendation is the
     fewest layers, which recompute less; full fine-tuning's state alone exceeds 80 GB."""
-    ex = P.course_examples()
+    ex = worked_examples.course_examples()
     assert not ex["lora_fits_none"] and ex["lora_fits_every"]
-    assert ex["lora_recommended"] == "some-layers"
+    lora = P.PlannerInputs(PRESETS["llama-3.1-8b"], seq=4096, batch=1, tuning="lora",
+                           gpu_bytes=hardware.GPUS["a100-40"].bytes)
+    assert recommend_module.recommend(lora).strategy == "some-layers"
     assert 0 < ex["lora_some_layers"] < ex["layers"]
     assert ex["lora_some_extra"] < ex["lora_every_extra"]
-    assert ex["state_bytes"] > P.GPUS["h100"].bytes > ex["none_bytes"]
+    assert ex["state_bytes"] > hardware.GPUS["h100"].bytes > ex["none_bytes"]
     assert ex["state_bytes"] == 18 * PRESETS["llama-3.1-8b"].params()  # HF's 18 B/param
     values = lesson_values()
     assert values["plan_some_layers"] == str(ex["lora_some_layers"])

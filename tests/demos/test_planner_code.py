@@ -15,11 +15,13 @@ import torch
 import torch._functorch.config
 import torch.utils.checkpoint as ckpt
 
-from demos import planner as P
-from demos.architectures import PRESETS
-from demos.config import ModelConfig
-from demos.llama import LlamaBlock
+from demos.engine.llama import LlamaBlock
 from i18n import SUPPORTED
+from memory import footprint as P
+from memory.architectures import PRESETS
+from memory.config import ModelConfig
+from planner import hf_code as hf_module
+from planner import torch_code as torch_module
 
 TORCH_CALLABLES = {
     "checkpoint": ckpt.checkpoint,
@@ -44,7 +46,7 @@ def _name(call: ast.Call) -> str:
 @pytest.mark.parametrize("lang", LANGUAGES)
 @pytest.mark.parametrize("strategy", [s for s in P.STRATEGIES if s != "budget"])
 def test_torch_snippet_runs_and_gives_the_plain_gradients(strategy: str, lang: str) -> None:
-    code = P.torch_code(_inputs(strategy=strategy, some_layers=2), lang)
+    code = torch_module.torch_code(_inputs(strategy=strategy, some_layers=2), lang)
     for call in _calls(code):
         if _name(call) in TORCH_CALLABLES:
             params = inspect.signature(TORCH_CALLABLES[_name(call)]).parameters
@@ -77,7 +79,7 @@ def test_torch_snippet_runs_and_gives_the_plain_gradients(strategy: str, lang: s
 
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_budget_snippet_sets_the_compiler_setting_that_exists(lang: str) -> None:
-    code = P.torch_code(_inputs(strategy="budget", budget=0.3), lang)
+    code = torch_module.torch_code(_inputs(strategy="budget", budget=0.3), lang)
     assert "activation_memory_budget = 0.3" in code
     assert hasattr(torch._functorch.config, "activation_memory_budget")
     assert hasattr(torch, "compile")
@@ -90,18 +92,18 @@ def test_hf_snippet_uses_only_pinned_names(strategy, tuning, optimizer, shards, 
                                            lang) -> None:
     p = _inputs(strategy=strategy, tuning=tuning, optimizer=optimizer, shards=shards,
                 chunked_loss=chunked, offload=shards > 1)
-    code = P.hf_code(p, lang)
+    code = hf_module.hf_code(p, lang)
     calls = {_name(c): c for c in _calls(code)}
     args = calls["TrainingArguments"]
     for call_name, call in calls.items():
-        if call_name in P.HF_NAMES:
-            assert {k.arg for k in call.keywords} <= P.HF_NAMES[call_name]
+        if call_name in hf_module.HF_NAMES:
+            assert {k.arg for k in call.keywords} <= hf_module.HF_NAMES[call_name]
     keywords = {k.arg: k.value for k in args.keywords}
-    assert keywords["optim"].value in P.HF_NAMES["optim"]
+    assert keywords["optim"].value in hf_module.HF_NAMES["optim"]
     assert keywords["gradient_checkpointing"].value is (strategy == "every-layer")
     assert keywords["per_device_train_batch_size"].value == p.batch
     if "fsdp" in keywords:
-        assert set(keywords["fsdp"].value.split()) <= P.HF_NAMES["fsdp"]
+        assert set(keywords["fsdp"].value.split()) <= hf_module.HF_NAMES["fsdp"]
     assert ("gradient_checkpointing_enable" in calls) is (strategy == "every-layer")
     assert ("BitsAndBytesConfig" in calls) is (tuning == "qlora")
 
@@ -123,7 +125,8 @@ def test_selective_snippet_keeps_the_fused_attention(lang: str) -> None:
     """The SAC policy saves the SDPA kernels (as lesson 7's EXPENSIVE set does): backward
     does not run the fused attention forward again, while norms and activations rerun."""
     namespace: dict = {}
-    exec(compile(P.torch_code(_inputs(strategy="selective"), lang), "<selective>", "exec"),  # noqa: S102
+    source = torch_module.torch_code(_inputs(strategy="selective"), lang)
+    exec(compile(source, "<selective>", "exec"),  # noqa: S102
          namespace)
     aten = torch.ops.aten
     assert {aten._scaled_dot_product_flash_attention_for_cpu.default,

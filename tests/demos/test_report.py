@@ -1,4 +1,4 @@
-"""demos.report: the tables and strings the demo pages show, from plain records."""
+"""demos.reports.report: the tables and strings the demo pages show, from plain records."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from demos.config import ModelConfig
-from demos.report import (
+from demos.reports.report import (
     baseline_and_best,
     config_slug,
     csv_frame,
@@ -30,6 +29,7 @@ from demos.report import (
     timing_note,
     wall_cpu_note,
 )
+from memory.config import ModelConfig
 
 DEMOS = Path(__file__).resolve().parents[2] / "demos"
 
@@ -73,7 +73,7 @@ def test_results_table_reads_against_none() -> None:
 
 
 def test_a_difference_within_the_spread_reads_within_noise_never_as_a_gain() -> None:
-    """Issue 11: every-layer measured 16% faster than none (2 steps) was shown in green."""
+    """Every-layer once measured 16% faster than none (2 steps) was shown in green."""
     none = _result("none", 100, 0.20, None, None, runs=[0.17, 0.19, 0.20, 0.22, 0.26])
     faster = _result("every-layer", 40, 0.17, 0.0, True, runs=[0.15, 0.16, 0.17, 0.21, 0.22])
     # 0.17 lies outside none's range (0.19-0.22): faster, which is noise, never a gain
@@ -138,7 +138,7 @@ def test_cpu_time_and_counted_compute_stand_beside_the_wall_time() -> None:
 
 
 def test_peak_sentence_says_where_the_peak_is_and_what_sets_it() -> None:
-    """Issue 11: five strategies showed the same 40.5 MiB peak and nothing said why."""
+    """Five strategies once showed the same 40.5 MiB peak and nothing said why."""
     ran = SimpleNamespace(strategy="every-layer", label="every-layer", fits=True,
                           peak_bytes=40 * 2**20, peak_op="embedding_dense_backward.default",
                           peak_phase="backward", peak_layer=None,

@@ -1,16 +1,16 @@
 import pytest
 
-from demos import theory
-from demos.budget import BudgetTooSmall, dp_plan, greedy_plan, plan_need
-from demos.config import ModelConfig
-from demos.measure import compare
+from demos.engine.measure import compare
+from memory import theory, worked_examples
+from memory.config import ModelConfig
+from memory.placement import BudgetTooSmall, dp_plan, greedy_plan, plan_need
 
 
 def test_korthikanti_and_seed_figures():
-    assert theory.korthikanti_layer_bytes(2, 1024, 2048, 16) == 34 * 2 * 1024 * 2048
-    full = theory.korthikanti_layer_bytes(1, 10, 8, 2, full=True)
+    assert worked_examples.korthikanti_layer_bytes(2, 1024, 2048, 16) == 34 * 2 * 1024 * 2048
+    full = worked_examples.korthikanti_layer_bytes(1, 10, 8, 2, full=True)
     assert full == 34 * 10 * 8 + 5 * 2 * 10 * 10
-    seed = theory.seed_example()
+    seed = worked_examples.seed_example()
     assert seed["all_kept_bytes"] == pytest.approx(4.0e9, rel=0.01)
     assert seed["checkpoint_inputs_bytes"] == pytest.approx(0.235e9, rel=0.01)
     assert seed["one_layer_rebuilt_bytes"] == pytest.approx(0.143e9, rel=0.01)
@@ -54,7 +54,7 @@ def test_explanation_names_dtype_dropout_and_attention():
 
 
 def test_parameter_count_matches_the_model():
-    from demos.model import build_model
+    from demos.engine.model import build_model
 
     for cfg in (ModelConfig(layers=2, hidden=64, heads=4, seq_len=32, vocab=100),
                 ModelConfig(layers=1, hidden=32, heads=1, seq_len=8, vocab=16)):
@@ -83,7 +83,7 @@ def test_budget_plans_fit_and_dp_recomputes_no_more_than_greedy(budget):
 def test_dp_is_optimal_against_brute_force_on_uneven_layers():
     import itertools
 
-    from demos.model import Segment
+    from demos.engine.model import Segment
 
     full, inputs, budget = [5, 9, 3, 12, 7], [1, 2, 1, 2, 1], 26
     best = None

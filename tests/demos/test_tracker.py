@@ -1,6 +1,6 @@
 import torch
 
-from demos.tracker import LiveTracker
+from demos.engine.tracker import LiveTracker
 
 
 def test_tracker_matches_a_hand_built_case_exactly():

@@ -1,4 +1,4 @@
-"""demos.units: the one place sizes, times and numbers become text."""
+"""i18n.units: the one place sizes, times and numbers become text."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from demos.units import GIB, KIB, MIB, byte_unit, format_bytes, format_gb, format_ms, number
+from i18n.units import GIB, KIB, MIB, byte_unit, format_bytes, format_gb, format_ms, number
 
 
 @pytest.mark.parametrize(("size", "text"), [

@@ -13,7 +13,9 @@ from babel.messages.pofile import read_po
 
 from i18n.__main__ import extract
 from i18n.catalog import TEMPLATE
-from i18n.checks import (
+from lessons.catalog import LESSON_PATHS
+from lessons.document import CONTENT_DIR
+from tools.translations import (
     catalog_files_problems,
     catalog_problems,
     catalog_sentences,
@@ -26,8 +28,6 @@ from i18n.checks import (
     read_catalog,
     untranslated_on_page,
 )
-from lessons.catalog import LESSON_PATHS
-from lessons.document import CONTENT_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 QUIZ_BANK = ROOT / "quiz" / "questions.yaml"

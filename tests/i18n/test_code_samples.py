@@ -13,9 +13,11 @@ import tokenize
 
 import pytest
 
-from demos import planner as P
-from demos.architectures import PRESETS
 from i18n import DEFAULT, SUPPORTED
+from memory import footprint as P
+from memory.architectures import PRESETS
+from planner import hf_code as hf_module
+from planner import torch_code as torch_module
 from ui.verify_view import offline_check
 
 TRANSLATED = [language.code for language in SUPPORTED if language.code != DEFAULT]
@@ -32,7 +34,8 @@ def _settings() -> list[P.PlannerInputs]:
 
 def samples(code: str) -> list[str]:
     """Every code sample in language `code`, in a fixed order."""
-    snippets = [builder(p, code) for p in _settings() for builder in (P.hf_code, P.torch_code)]
+    builders = (hf_module.hf_code, torch_module.torch_code)
+    snippets = [builder(p, code) for p in _settings() for builder in builders]
     return [*snippets, offline_check(code)]
 
 

@@ -1,4 +1,4 @@
-"""Issue 12's "done when": every page of the app (ui.navigation.PAGES, opened through the
+"""Every page of the app (ui.navigation.PAGES, opened through the
 router app.py with its sidebar, as a learner's link opens it) with ?lang=de and ?lang=vi
 shows no English sentence of the catalog: text, labels, help, options, metrics, alerts,
 table headers and cells, chart titles, axes, legends and annotations. A few states beside
@@ -17,7 +17,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 from streamlit.testing.v1 import AppTest
 
-from i18n.checks import untranslated_on_page
+from tools.translations import untranslated_on_page
 from ui.navigation import PAGES, ROOT, PageSpec
 
 # Small demo settings keep the engine's work short; pages without sliders ignore them.

@@ -1,4 +1,4 @@
-"""Claims the review of issue 9 found wrong or misleading: each test fails on the old text."""
+"""Claims a review of the lessons found wrong or misleading: each test fails on the old text."""
 
 from __future__ import annotations
 
@@ -103,10 +103,10 @@ def test_the_lessons_count_is_torchs_count():
     from torch.utils.checkpoint import set_checkpoint_early_stop
     from torch.utils.flop_counter import FlopCounterMode
 
-    from demos.config import demo_default
-    from demos.model import build_model, make_batch
-    from demos.theory import plan_for
+    from demos.engine.model import build_model, make_batch
     from lessons.values import counted_demo_flops
+    from memory.config import demo_default
+    from memory.theory import plan_for
 
     torch.set_num_threads(1)
     cfg = demo_default("cpu")

@@ -40,7 +40,7 @@ def test_every_lesson_loads_with_its_widgets_takeaways_and_demo(path):
 @pytest.mark.parametrize("path", LESSON_PATHS)
 def test_demo_links_use_values_the_demo_pages_accept(path):
     """The query must survive the demo's validation on a CPU server (no clamping, no warning)."""
-    from demos.config import slider_ranges
+    from memory.config import slider_ranges
     from ui.demo_curves import CURVES
 
     ranges = slider_ranges("cpu")
@@ -83,8 +83,8 @@ def test_the_issue_s_interactive_parts_are_where_they_belong():
                               "1.35×"]),
     ("in-practice", ["use_reentrant=False", "checkpoint_sequential",
                      "create_selective_checkpoint_contexts", "CheckpointPolicy",
-                     "activation_memory_budget", "gradient_checkpointing_enable()",
-                     "gradient_checkpointing=True", "FSDP", "QLoRA"]),
+                     "activation_memory_budget", "activation_checkpointing_enable()",
+                     "activation_checkpointing=True", "FSDP", "QLoRA"]),
 ])
 def test_lessons_state_the_figures_of_the_sources(path, figures):
     text = all_text(path)

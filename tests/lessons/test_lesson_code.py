@@ -18,7 +18,7 @@ def test_lesson_7_shows_code_for_every_api():
     joined = "\n".join(BLOCKS)
     for api in ("checkpoint(block, x, use_reentrant=False)", "checkpoint_sequential(",
                 "create_selective_checkpoint_contexts", "activation_memory_budget",
-                "gradient_checkpointing_enable(", "gradient_checkpointing=True"):
+                "activation_checkpointing_enable(", "activation_checkpointing=True"):
         assert api in joined
     assert len(RUNNABLE) == 4
 

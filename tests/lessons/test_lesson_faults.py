@@ -1,4 +1,4 @@
-"""The faults a walk through the lessons found (issue 11), each pinned by a test that failed
+"""The faults a walk through the lessons found, each pinned by a test that failed
 before its fix."""
 
 from __future__ import annotations

@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from i18n.checks import untranslated_on_page
 from lessons.catalog import LESSONS
 from lessons.document import content_file, load
 from lessons.values import lesson_values
+from tools.translations import untranslated_on_page
 
 LANGUAGES = ("en", "de", "vi")
 

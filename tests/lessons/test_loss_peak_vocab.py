@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import pytest
 
-from demos.config import ModelConfig, slider_ranges
-from demos.measure import compare
-from demos.theory import peak_cause
+from demos.engine.measure import compare
 from i18n import format_decimal
 from lessons.document import load
 from lessons.values import LOGITS_DEMO, lesson_values, loss_peak_vocab
+from memory.config import ModelConfig, slider_ranges
+from memory.theory import peak_cause
 
 LESSON = "large-vocabularies"
-AT_THE_LOSS = {"loss", "loss-backward"}  # demos.theory.peak_where's places in the loss
+AT_THE_LOSS = {"loss", "loss-backward"}  # memory.theory.peak_where's places in the loss
 
 
 def measured_where(cfg: ModelConfig) -> str:

@@ -1,4 +1,4 @@
-"""Issue 11, "progress that survives a reload": the lesson widgets' settings (the stepper's
+"""Progress that survives a reload: the lesson widgets' settings (the stepper's
 strategy and step, the calculators' inputs) are kept per learner on the server, bounded,
 and a stored value the widget no longer takes is ignored."""
 

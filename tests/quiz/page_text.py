@@ -1,6 +1,6 @@
 """Everything an AppTest run put on the page, as text: every string field of every element's
 message (titles, Markdown, captions, labels, help, options, alerts, progress texts, links),
-for `i18n.checks.untranslated_on_page`."""
+for `tools.translations.untranslated_on_page`."""
 
 from __future__ import annotations
 

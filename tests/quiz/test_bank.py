@@ -13,7 +13,9 @@ import yaml
 from lessons.catalog import LESSON_PATHS
 from quiz.bank import (
     BANK_PATH,
+    MAX_HEDGE_RULE_ABOVE_CHANCE,
     MAX_LONGEST_SHARE,
+    MIN_APPLY_ITEMS,
     MIN_PER_TOPIC,
     TOPICS,
     BankError,
@@ -77,6 +79,8 @@ def test_a_valid_bank_parses() -> None:
         ({"prompt": "  "}, "`prompt` must be non-empty text"),
         ({"options": "a, b"}, "`options` must be a list"),
         ({"extra": 1}, "unknown field(s) extra"),
+        ({"tags": "apply"}, "`tags` must be a list of words"),
+        ({"tags": ["aply"]}, "unknown tag(s) aply (known: apply)"),
     ],
 )
 def test_a_broken_entry_is_named(change: dict[str, Any], message: str) -> None:
@@ -191,3 +195,38 @@ def test_reasoning_items_with_numbers_are_at_least_half() -> None:
     with_numbers = [q for q in questions
                     if any(c.isdigit() for c in q.prompt + " ".join(q.options))]
     assert len(with_numbers) * 2 >= len(questions)
+
+
+def test_the_hedge_rule_scores_near_chance_on_the_shipped_bank() -> None:
+    """"Drop options with absolute words, prefer hedged ones" must not beat guessing: a review
+    found it scoring 35% against 25% and keeping only the key in 7 items."""
+    report = cue_report(load_bank())
+    assert report.hedge_rule <= report.chance + MAX_HEDGE_RULE_ABOVE_CHANCE
+    assert report.hedge_rule >= report.chance - MAX_HEDGE_RULE_ABOVE_CHANCE  # no reverse cue
+    assert report.hedge_rule_outright <= 2
+    assert "'drop absolutes, prefer hedges' scores" in report.describe()
+
+
+def test_the_hedge_rule_report_catches_a_cued_bank() -> None:
+    """Every key hedged and every distractor absolute: the rule scores 100% and check-bank
+    names it."""
+    cued = {**copy.deepcopy(ENTRY), "options": ["It never does", "It usually does",
+                                                "It always does"]}
+    entries = [{**copy.deepcopy(cued), "id": e["id"], "topic": e["topic"]} for e in bank_of()]
+    report = cue_report(parse_bank(entries))
+    assert report.hedge_rule == 1.0 and report.hedge_rule_outright == report.items
+    assert any("dropping absolute words" in problem for problem in report.problems)
+    fair = {**copy.deepcopy(ENTRY), "options": ["It never does", "It usually does",
+                                                "It often does"]}
+    entries = [{**copy.deepcopy(fair), "id": e["id"], "topic": e["topic"]} for e in bank_of()]
+    assert cue_report(parse_bank(entries)).hedge_rule == 0.5
+
+
+def test_apply_items_are_tagged_and_counted() -> None:
+    questions = load_bank()
+    applying = [q for q in questions if q.applies]
+    assert len(applying) >= MIN_APPLY_ITEMS
+    assert len({q.topic for q in applying}) >= 3
+    assert cue_report(questions).apply_items == len(applying)
+    untagged = parse_bank(bank_of())
+    assert any("tagged `apply`" in problem for problem in cue_report(untagged).problems)

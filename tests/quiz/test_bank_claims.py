@@ -3,6 +3,8 @@ fails on the old bank (English, answer key and wording)."""
 
 from __future__ import annotations
 
+from importlib.metadata import version
+
 import pytest
 
 from quiz.bank import Question, load_bank
@@ -34,11 +36,21 @@ def test_fsdp_item_asks_where_the_checkpoint_sits_not_the_call_order(bank):
     assert "fully_shard" in q.explanations[1] and "FSDP1" in q.explanations[1]
 
 
-def test_hf_switch_says_every_checkpointed_block_loses_its_gradients(bank):
+def test_hf_switch_teaches_the_current_release_and_what_changed(bank):
+    """transformers 5 renamed the switch and made use_reentrant=False its default; the item
+    once taught 4.57.1's gradient_checkpointing_enable() and its reentrant default."""
+    from lessons import facts
+
+    installed = version("transformers")
     q = bank["hf-switch"]
     assert q.correct == frozenset({0})
-    assert "first block" not in _all_text(q)
-    assert "none of the checkpointed blocks trains" in q.explanations[0]
+    assert installed == facts.HF_TRANSFORMERS_VERSION
+    assert f"transformers {installed}" in q.prompt
+    assert "activation_checkpointing_enable()" in q.prompt
+    assert "gradient_checkpointing_enable() with no arguments" not in q.prompt
+    assert "use_reentrant=False" in q.explanations[0]
+    assert facts.HF_TRANSFORMERS_OLD_VERSION in q.explanations[0]  # what changed from 4.x
+    assert "use_reentrant=True" in q.options[1] or "Reentrant" in q.options[1]
 
 
 def test_compiler_budget_is_not_a_share_of_activations_to_keep(bank):
@@ -95,3 +107,32 @@ def test_the_overhead_items_follow_what_torch_counts(bank):
     frozen = bank["frozen-weights-overhead"]
     assert values["frozen_overhead"] in frozen.options[0] and frozen.correct == {0}
     assert "+" + values["plan_every_extra"] in frozen.explanations[0]
+
+THROW_AWAYS = ("It turns off the dataset cache on disk", "A copy of the block's weights on disk",
+               "The model switches to 8-bit", "It disables checkpointing", "Stores them in 8-bit",
+               "reused as the starting point of the next batch",
+               "The LoRA weights are checkpointed to disk")
+
+
+def test_no_throw_away_distractor_is_left(bank):
+    """Options nobody who read the lesson would pick measure reading, not understanding."""
+    options = " | ".join(o for q in bank.values() for o in q.options)
+    for text in THROW_AWAYS:
+        assert text not in options, text
+
+
+def test_peak_at_loss_uses_the_lessons_crossover(bank):
+    from lessons.values import lesson_values
+
+    text = _all_text(bank["peak-at-loss"])
+    assert "8k" not in text
+    assert lesson_values()["loss_peak_vocab"] in text
+
+
+def test_segments_tradeoff_uses_k_as_lesson_3_does(bank):
+    """Lesson 3 defines k as the layers per segment; the item once used k for the number of
+    segments (memory k + n/k)."""
+    q = bank["segments-tradeoff"]
+    assert "segments of k layers" in q.prompt
+    assert "k checkpointed segments" not in q.prompt
+    assert "n/k of them" in q.explanations[0] and "(k layers)" in q.explanations[0]

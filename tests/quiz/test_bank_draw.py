@@ -3,9 +3,10 @@ frozen with it, grading by option identity (never by position or text)."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
-from quiz.bank import TOPICS, load_bank
+from quiz.bank import MIN_APPLY_PER_DRAW, TOPICS, load_bank
 from quiz.config import QUESTIONS_PER_ATTEMPT
 from quiz.draw import DrawnQuestion, draw
 
@@ -37,3 +38,41 @@ def test_the_right_option_lands_anywhere() -> None:
                  for d in draw(bank, QUESTIONS_PER_ATTEMPT, random.Random(seed))
                  for i in d.correct}
     assert positions >= {0, 1, 2, 3}
+
+
+def test_every_draw_holds_two_apply_items() -> None:
+    bank = load_bank()
+    assert sum(q.applies for q in bank) >= 6
+    seen = set()
+    for seed in range(200):
+        drawn = draw(bank, QUESTIONS_PER_ATTEMPT, random.Random(seed))
+        applying = [d.question for d in drawn if d.question.applies]
+        assert len(applying) >= MIN_APPLY_PER_DRAW, seed
+        assert {d.question.topic for d in drawn} == set(TOPICS)
+        assert len({d.question.id for d in drawn}) == QUESTIONS_PER_ATTEMPT
+        seen.update(q.id for q in applying)
+        again = DrawnQuestion.from_json(drawn[0].to_json())
+        assert again.question.tags == drawn[0].question.tags
+    assert seen == {q.id for q in bank if q.applies}  # every apply item comes up
+
+
+def test_the_apply_rule_holds_with_items_added_later() -> None:
+    """New untagged items (a teacher's, or a whole new group) neither break the rule nor the
+    turns of the lessons; a frozen attempt from before tags existed still reads back."""
+    bank = list(load_bank())
+    extra = [dataclasses.replace(bank[0], id=f"added-{i}", topic=topic)
+             for i, topic in enumerate(TOPICS * 5)]
+    for seed in range(100):
+        drawn = draw([*bank, *extra], QUESTIONS_PER_ATTEMPT, random.Random(seed))
+        assert sum(d.question.applies for d in drawn) >= MIN_APPLY_PER_DRAW
+        assert {d.question.topic for d in drawn} == set(TOPICS)
+    old = draw(bank, 3, random.Random(1))[0].to_json()
+    del old["tags"]
+    assert DrawnQuestion.from_json(old).question.tags == frozenset()
+
+
+def test_a_bank_without_apply_items_still_draws() -> None:
+    bank = [dataclasses.replace(q, tags=frozenset()) for q in load_bank()]
+    drawn = draw(bank, QUESTIONS_PER_ATTEMPT, random.Random(3))
+    assert len(drawn) == QUESTIONS_PER_ATTEMPT
+    assert {d.question.topic for d in drawn} == set(TOPICS)

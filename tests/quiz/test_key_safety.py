@@ -12,9 +12,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from quiz.attempts import Attempt
 from quiz.certificates import ISSUED_MARKER, Status, StorageError
 from quiz.cli import main
-from quiz.db import db_path, dispose_all
 from quiz.service import QuizService, open_service, startup_check
 from quiz.signing import KEY_FILE
+from storage.database import db_path, dispose_all
 
 
 def _issue(service: QuizService, attempt: Attempt) -> str:

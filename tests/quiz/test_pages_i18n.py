@@ -12,7 +12,6 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from i18n import format_percent, gettext
-from i18n.checks import untranslated_on_page
 from quiz.bank import localize, overlay
 from quiz.certificates import long_date
 from quiz.layout import Text as PdfText
@@ -21,6 +20,7 @@ from quiz.markdown import escape_markdown
 from quiz.names import NameProblem
 from quiz.service import open_service
 from tests.quiz.page_text import page_text
+from tools.translations import untranslated_on_page
 from ui.quiz_view import NAME_PROBLEMS
 
 RunPage = Callable[..., AppTest]
@@ -219,7 +219,7 @@ def test_every_message_of_the_quiz_pages_is_in_the_catalog() -> None:
     from pathlib import Path
 
     from i18n.catalog import TEMPLATE
-    from i18n.checks import read_catalog
+    from tools.translations import read_catalog
 
     known = {m.id[0] if isinstance(m.id, tuple) else m.id for m in read_catalog(TEMPLATE)}
     root = Path(__file__).resolve().parents[2]

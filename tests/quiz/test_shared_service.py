@@ -17,9 +17,9 @@ import quiz.service as service_module
 from quiz.attempts import Attempt
 from quiz.certificates import ISSUED_MARKER, StorageError
 from quiz.cli import main
-from quiz.db import certificates, writing
 from quiz.service import QuizService, open_service, shared_service
 from quiz.signing import KEY_FILE
+from storage.database import certificates, writing
 from tests.helpers import ROOT
 
 

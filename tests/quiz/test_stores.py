@@ -12,9 +12,9 @@ import pytest
 
 from quiz.attempts import AnswerOutOfTurn, Attempt, AttemptExpired, AttemptStore, CooldownActive
 from quiz.certificates import CertificateStore, Status
-from quiz.db import db_path, reading
 from quiz.names import NameError_
 from quiz.service import NotEligible, QuizService
+from storage.database import db_path, reading
 
 Finish = Callable[[QuizService, Attempt, int], Attempt]
 

@@ -10,12 +10,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from demos.config import ModelConfig
-from demos.device import DeviceInfo
-from demos.jobs import Job
-from demos.service import DemoService
-from demos.store import ResultStore
-from demos.worker import StepFailed
+from demos.engine.device import DeviceInfo
+from demos.runtime.jobs import Job
+from demos.runtime.service import DemoService
+from demos.runtime.store import ResultStore
+from demos.runtime.worker import StepFailed
+from memory.config import ModelConfig
 
 TINY = ModelConfig(layers=2, hidden=32, heads=1, seq_len=8, batch=1, vocab=64)
 CPU = DeviceInfo("cpu", "test cpu", 8 * 2**30, 4 * 2**30, 2, "test")

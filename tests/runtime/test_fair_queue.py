@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from demos.jobs import Job
+from demos.runtime.jobs import Job
 from tests.runtime.conftest import TINY, FakeWorker, SlowPutStore, tiny_compare, wait_for
 
 

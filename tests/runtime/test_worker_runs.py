@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from demos.jobs import Job
-from demos.service import GRACE_S, RunRefused
-from demos.store import ResultStore
-from demos.worker import DeviceWorker, StepFailed, rss_bytes
+from demos.runtime.jobs import Job
+from demos.runtime.service import GRACE_S, RunRefused
+from demos.runtime.store import ResultStore
+from demos.runtime.worker import DeviceWorker, StepFailed, rss_bytes
 from tests.runtime.conftest import TINY, long_training, tiny_compare, wait_for
 
 
@@ -43,7 +43,7 @@ def test_a_run_whose_requester_left_is_killed_and_the_device_is_free(make_servic
 
 def test_a_waiting_page_that_stops_heartbeating_counts_as_gone(make_service, worker,
                                                                 monkeypatch) -> None:
-    from demos import service as service_module
+    from demos.runtime import service as service_module
 
     monkeypatch.setattr(service_module, "HEARTBEAT_TIMEOUT_S", 1.0)
     svc = make_service(worker=worker)

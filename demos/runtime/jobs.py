@@ -1,0 +1,251 @@
+"""A demo run as plain data: what to measure, split into steps that each hold the device
+for a short while, its estimated time and memory, its store key, and its result as JSON.
+
+`Job` is what `demos.runtime.service` queues and `demos.runtime.worker` executes one step at
+a time; the steps' partial results are merged into what the pages read: a `Comparison` (compare), a
+DataFrame (sweep, fits, train). No Streamlit here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from demos.engine.device import DeviceInfo
+from demos.engine.results import Comparison, StrategyResult, TimelinePoint
+from memory import theory
+from memory.config import ConfigError, ModelConfig
+
+KINDS = ("compare", "sweep", "fits", "train")
+# The worker's own memory beside what a run's tensors need (Python objects, the tracker's
+# bookkeeping, allocator slack); a run past predicted × MEMORY_FACTOR + this is stopped.
+MEMORY_SLACK_BYTES = 512 * 2**20
+MEMORY_FACTOR = 2.0
+FIT_TRIES = 2  # confirm runs a fits step typically makes (the search steps down ~10%)
+FIT_REPEATS = 3  # timed steps at the confirmed size, the first always (demos.engine.fit)
+# demos.engine.measure's timing: from MIN_ADAPTIVE_RUNS asked runs on it may take up to
+# MAX_REPEATS_FACTOR times as many while the spread is wide (kept equal by a test)
+MIN_ADAPTIVE_RUNS, MAX_REPEATS_FACTOR = 5, 2
+
+
+def timed_steps(repeats: int) -> int:
+    """The most timed steps a compare asked for `repeats` may run (its estimate)."""
+    return repeats * MAX_REPEATS_FACTOR if repeats >= MIN_ADAPTIVE_RUNS else repeats
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class Job:
+    """One demo request. `options` holds the kind's settings as sorted (name, value)
+    pairs (hashable, JSON-able): compare: repeats, timeline, time_steps; sweep: vary,
+    values, repeats; fits: vary, budget_bytes; train: steps."""
+
+    kind: str
+    config: ModelConfig
+    strategies: tuple[str, ...]
+    options: tuple[tuple[str, Any], ...] = ()
+
+    @staticmethod
+    def make(kind: str, config: ModelConfig, strategies: Sequence[str], **options: Any) -> Job:
+        if kind not in KINDS:
+            raise ConfigError(f"kind={kind!r}: allowed {', '.join(KINDS)}")
+        opts = tuple(sorted((k, tuple(v) if isinstance(v, list | tuple) else v)
+                            for k, v in options.items()))
+        return Job(kind, config, tuple(strategies), opts)
+
+    def option(self, name: str, default: Any = None) -> Any:
+        return dict(self.options).get(name, default)
+
+    def request(self) -> dict[str, Any]:
+        """The canonical JSON form (also the store's record of what was asked)."""
+        return {"kind": self.kind, "config": self.config.as_dict(),
+                "strategies": list(self.strategies),
+                "options": {k: list(v) if isinstance(v, tuple) else v for k, v in self.options}}
+
+    @staticmethod
+    def from_request(data: dict[str, Any]) -> Job:
+        return Job.make(data["kind"], ModelConfig(**data["config"]), data["strategies"],
+                        **data.get("options", {}))
+
+    # ------------------------------------------------------------------ steps
+    def step_count(self) -> int:
+        if self.kind == "sweep":
+            return len(self.option("values", ()))
+        if self.kind in ("fits", "train"):
+            return len(self.strategies)
+        return 1
+
+    def _sweep_config(self, value: int) -> ModelConfig:
+        vary = self.option("vary")
+        return self.config if vary == "k" else self.config.replace(**{vary: value})
+
+    def _sweep_names(self, value: int) -> list[str]:
+        return [f"every-k:{value}"] if self.option("vary") == "k" else list(self.strategies)
+
+    def _fit_config(self, strategy: str, device_kind: str) -> ModelConfig:
+        """The size the theory's search lands on (the confirm runs start there)."""
+        from demos.engine.fit import largest_fitting
+
+        vary, budget = self.option("vary"), int(self.option("budget_bytes"))
+        try:
+            found = largest_fitting(self.config, strategy, vary, budget, device=device_kind,
+                                    confirm=False)
+        except ConfigError:
+            return self.config
+        value = found.value_predicted
+        return self.config.replace(**{vary: value}) if value else self.config
+
+    def step_runs(self, index: int, device_kind: str = "cpu"
+                  ) -> list[tuple[ModelConfig, str, int]]:
+        """(config, strategy, steps) of one step, for memory.theory.cpu_seconds."""
+        if self.kind == "compare":
+            steps = theory.TRACKED_STEP_COST + theory.COUNTED_STEP_COST + (
+                timed_steps(int(self.option("repeats", 1)))
+                if self.option("time_steps", True) else 0)
+            return [(self.config, s, steps) for s in self.strategies]
+        if self.kind == "sweep":
+            value = self.option("values")[index]
+            steps = (theory.TRACKED_STEP_COST + theory.COUNTED_STEP_COST
+                     + timed_steps(int(self.option("repeats", 1))))
+            return [(self._sweep_config(value), s, steps) for s in self._sweep_names(value)]
+        strategy = self.strategies[index]
+        if self.kind == "fits":
+            return [(self._fit_config(strategy, device_kind), strategy,
+                     FIT_TRIES * theory.TRACKED_STEP_COST + theory.COUNTED_STEP_COST + 1)]
+        return [(self.config, strategy, int(self.option("steps", 1)))]
+
+    def step_work(self, index: int, device_kind: str = "cpu") -> float:
+        """A step's work in CPU-estimate seconds (memory.theory.cpu_seconds); the service
+        scales it by what this device measured."""
+        return theory.cpu_seconds(self.step_runs(index, device_kind))
+
+    def work(self, device_kind: str = "cpu") -> float:
+        return sum(self.step_work(i, device_kind) for i in range(self.step_count()))
+
+    def memory_bytes(self, device_kind: str = "cpu") -> int:
+        """The most memory one step's tensors will take, by the theory: parameters plus the
+        predicted peak (plus gradients and optimizer state for training; the budget for a
+        fits search, which never runs past it)."""
+        if self.kind == "fits":
+            return int(self.option("budget_bytes"))
+        need = 0
+        for index in range(self.step_count()):
+            for config, strategy, _ in self.step_runs(index, device_kind):
+                try:
+                    params = theory.parameter_bytes(config)
+                    peak = theory.predicted_peak_bytes(config, strategy, device_kind)
+                except (ConfigError, ValueError, ZeroDivisionError):
+                    continue  # the engine explains it; nothing to bound
+                extra = 3 * params if self.kind == "train" else 0  # grads + AdamW moments
+                need = max(need, params + peak + extra)
+        return need
+
+    def memory_bound(self, device_kind: str = "cpu") -> int:
+        """What the worker may grow by for this run before it is stopped."""
+        return int(self.memory_bytes(device_kind) * MEMORY_FACTOR) + MEMORY_SLACK_BYTES
+
+    # ------------------------------------------------------------------ running (worker)
+    def run_step(self, index: int, device_kind: str, limit_bytes: int | None,
+                 progress: Progress | None = None) -> Any:
+        """Run step `index` on this process's device; returns its partial result."""
+        if self.kind == "compare":
+            from demos.engine.measure import compare
+
+            return compare(self.config, list(self.strategies), device=device_kind,
+                           repeats=int(self.option("repeats", 1)),
+                           timeline=bool(self.option("timeline", False)),
+                           time_steps=bool(self.option("time_steps", True)),
+                           limit_bytes=limit_bytes)
+        if self.kind == "sweep":
+            from demos.engine.sweep import sweep
+
+            value = self.option("values")[index]
+            return sweep(self.config, self.option("vary"), [value], list(self.strategies),
+                         device=device_kind, repeats=int(self.option("repeats", 1)),
+                         limit_bytes=limit_bytes)
+        strategy = self.strategies[index]
+        if self.kind == "fits":
+            from demos.engine.fit import largest_fitting
+
+            found = largest_fitting(self.config, strategy, self.option("vary"),
+                                    int(self.option("budget_bytes")), device=device_kind,
+                                    confirm=True)
+            return {"strategy": strategy, "vary": self.option("vary"),
+                    "budget_bytes": int(self.option("budget_bytes")),
+                    **dataclasses.asdict(found)}
+        from demos.engine.training import train_losses
+
+        return train_losses(self.config, [strategy], int(self.option("steps", 1)),
+                            progress=progress, device=device_kind)
+
+    def merge(self, parts: Sequence[Any]) -> Any:
+        """The steps' partial results as the page's result."""
+        if self.kind == "compare":
+            return parts[0]
+        if self.kind == "fits":
+            return pd.DataFrame(list(parts))
+        return pd.concat(list(parts), ignore_index=True)
+
+
+# ---------------------------------------------------------------------- store keys
+
+@cache
+def code_version() -> str:
+    """A hash of what a measurement depends on (the engine, demos/engine, and the memory
+    model it predicts with, memory/): a changed engine measures again."""
+    digest = hashlib.sha256()
+    root = Path(__file__).resolve().parent.parent.parent
+    for path in sorted([*(root / "demos" / "engine").glob("*.py"),
+                        *(root / "memory").glob("*.py")]):
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def store_key(job: Job, device: DeviceInfo) -> str:
+    """The result store's key: the request, the device kind and name, the torch version
+    and the engine's code version."""
+    text = json.dumps({"request": job.request(), "device": [device.kind, device.name],
+                       "torch": device.torch_version, "code": code_version()},
+                      sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+# ---------------------------------------------------------------------- results as JSON
+
+def encode_result(result: Any) -> str:
+    """A merged result as JSON text (no pickle: the database may be shared)."""
+    if isinstance(result, Comparison):
+        return json.dumps({"type": "comparison", "data": result.to_json(timeline=True)})
+    if isinstance(result, pd.DataFrame):
+        return json.dumps({"type": "frame", "data": result.to_json(orient="table",
+                                                                   index=False)})
+    raise TypeError(f"cannot store a {type(result).__name__}")
+
+
+def decode_result(text: str) -> Any:
+    payload = json.loads(text)
+    data = payload["data"]
+    if payload["type"] == "frame":
+        frame = pd.read_json(io.StringIO(data), orient="table")
+        for column in frame.select_dtypes(include="object").columns:  # JSON null: None, not NaN
+            frame[column] = frame[column].where(frame[column].notna(), None)
+        return frame
+    results = []
+    for item in data["results"]:
+        timeline = item.get("timeline")
+        item = {**item, "timeline": ([TimelinePoint(**p) for p in timeline]
+                                     if timeline is not None else None)}
+        results.append(StrategyResult(**item))
+    return Comparison(ModelConfig(**data["config"]), DeviceInfo(**data["device"]), results,
+                      data.get("limit_bytes"), data.get("parameter_bytes"))

@@ -1,0 +1,632 @@
+"""The demo runtime of a server process: one queue per device, the result store, the
+worker process. Plain Python objects owned by the process (never a Streamlit cache, so no
+client message can clear them), each behind a lock.
+
+* `submit(job, requester)` gives a `Ticket`. A result the store holds is served at once;
+  a request for a key already queued or running (in this process, or claimed by another
+  process sharing the database) waits for that one run.
+* One scheduler thread runs the steps of the queued runs in the worker process, one step
+  at a time, round-robin: a long search (what-fits, a sweep) yields the device after each
+  step, so a short run that arrives meanwhile runs after at most one step of it. New runs
+  keep their arrival order; warm-up runs (background) go only when no learner waits.
+* A run every requester has left (released its ticket, or stopped sending heartbeats) is
+  cancelled: the worker is killed and restarted, the device is free. A run is capped in
+  time; a finished result is always stored, whoever still waits for it.
+* Estimates: each step's work is `memory.theory.cpu_seconds`; this device's measured
+  seconds per unit of work (the median of recent runs, kept in the store across
+  restarts) turns work into seconds, for the wait before a run starts and its run time.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import os
+import statistics
+import threading
+import time
+import uuid
+from collections import OrderedDict, deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.exc import SQLAlchemyError
+
+from demos.engine.device import DeviceInfo, detect_device
+from demos.engine.results import timed_while_busy
+from demos.runtime.jobs import MEMORY_FACTOR, MEMORY_SLACK_BYTES, Job, store_key
+from demos.runtime.store import LEASE_SECONDS, ResultStore
+from demos.runtime.worker import DeviceWorker, StepFailed
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_TIMEOUT_S = 10.0  # a waiting page heartbeats every fraction of a second
+GRACE_S = 1.5  # a rerun of the same page picks its run up again within this
+MAX_RUN_SECONDS = 900.0  # no run holds the device longer (its steps' time together)
+MIN_CAP_SECONDS = 60.0
+CAP_FACTOR = 6.0  # × the run's estimate: the cap of an estimated run
+MEMORY_CACHE = 256  # decoded results kept in this process
+DEFAULT_SPEED = {"cpu": 1.0, "cuda": 0.05}  # seconds per CPU-estimate second, before history
+STEP_OVERHEAD_S = 0.3  # a step's fixed cost: the pipe, building the model, the first calls
+MIN_HISTORY_WORK = 0.5  # steps this small tell the overhead, not the speed
+# Results timed while the machine was busy (demos.engine.results.timed_while_busy) are measured
+# again, once per process, when nothing waits and the load average per core is under this.
+IDLE_LOAD_PER_CORE = 0.5
+
+
+def _request(job: Job) -> str:
+    """The job's request as the store keeps it."""
+    return json.dumps(job.request(), sort_keys=True)
+
+
+class RunRefused(Exception):
+    """Refused before queueing. `reason` is an id the UI words ("memory"), `numbers` the
+    values it shows (need_bytes, limit_bytes)."""
+
+    def __init__(self, reason: str, **numbers: float) -> None:
+        super().__init__(f"{reason}: {numbers}")
+        self.reason, self.numbers = reason, numbers
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    """What a waiting page shows. state: queued | running | remote | done | failed |
+    cancelled. ahead: runs before this one; start_in / left: estimated seconds;
+    progress: 0..1 of the run's steps (never above 1: st.progress refuses it)."""
+
+    state: str
+    ahead: int = 0
+    start_in: float = 0.0
+    run_seconds: float = 0.0
+    left: float = 0.0
+    progress: float = 0.0
+    elapsed: float = 0.0
+
+
+@dataclass(eq=False)
+class _Run:
+    key: str
+    job: Job
+    step_work: list[float]
+    memory_bound: int
+    background: bool = False
+    state: str = "queued"
+    next_step: int = 0
+    parts: list[Any] = field(default_factory=list)
+    tickets: list[Ticket] = field(default_factory=list)
+    result: Any = None
+    error: StepFailed | None = None
+    event: threading.Event = field(default_factory=threading.Event)
+    used_seconds: float = 0.0  # time the run held the device
+    step_started: float | None = None
+    inner: float = 0.0  # progress within the current step, 0..1
+    left_since: float | None = None  # when its last requester left
+    last_renew: float = 0.0
+
+    @property
+    def steps(self) -> int:
+        return len(self.step_work)
+
+    def wanted(self, now: float) -> bool:
+        """Someone still waits: the warm-up, or a ticket not released and heartbeating."""
+        if self.background:
+            return True
+        live = any(not t.released and now - t.last_seen < HEARTBEAT_TIMEOUT_S
+                   for t in self.tickets)
+        if live:
+            self.left_since = None
+            return True
+        if self.left_since is None:
+            self.left_since = now
+        return now - self.left_since < GRACE_S
+
+
+class Ticket:
+    """One requester's handle on a run."""
+
+    def __init__(self, service: DemoService, run: _Run, requester: str) -> None:
+        self._service, self._run, self.requester = service, run, requester
+        self.released = False
+        self.last_seen = time.monotonic()
+
+    @property
+    def key(self) -> str:
+        return self._run.key
+
+    @property
+    def done(self) -> bool:
+        return self._run.event.is_set()
+
+    @property
+    def result(self) -> Any:
+        return self._run.result
+
+    @property
+    def error(self) -> StepFailed | None:
+        return self._run.error
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until the run ends (True) or the timeout passes (False); a heartbeat."""
+        self.heartbeat()
+        return self._run.event.wait(timeout)
+
+    def heartbeat(self) -> None:
+        self.last_seen = time.monotonic()
+
+    def release(self) -> None:
+        """This requester is gone: if it was the last, the run is cancelled."""
+        self.released = True
+
+    def status(self) -> RunStatus:
+        return self._service.status(self._run)
+
+
+class DemoService:
+    def __init__(self, device: DeviceInfo | None = None, store: ResultStore | None = None,
+                 worker: DeviceWorker | None = None, *, owner: str | None = None,
+                 memory_limit: int | None = None, time_cap_s: float = MAX_RUN_SECONDS,
+                 use_store: bool = True) -> None:
+        self.device = device or detect_device()
+        self.store = (store or ResultStore()) if use_store else None
+        self.worker = worker or DeviceWorker(self.device.kind)
+        self.owner = owner or f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        if memory_limit is None:
+            from demos.engine.measure import default_limit
+
+            memory_limit = default_limit(self.device)
+        self.memory_limit = memory_limit
+        self.time_cap_s = time_cap_s
+        self._cond = threading.Condition()
+        self._queue: deque[_Run] = deque()
+        self._current: _Run | None = None
+        self._active: dict[str, _Run] = {}  # queued, running or remote, by key
+        self._remote: list[_Run] = []
+        self._results: OrderedDict[str, Any] = OrderedDict()
+        self._history: deque[tuple[float, float]] = deque(maxlen=50)
+        self._history_loaded = False
+        self._history_lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._stopping = False
+        self.runs_started = 0  # engine runs this process made (tests, benchmarks)
+        self.cancelled = 0
+        # stored results timed while busy, to measure again when idle (key -> job), and
+        # the keys already measured again
+        self._busy: OrderedDict[str, Job] = OrderedDict()
+        self._remeasured: set[str] = set()
+
+    @property
+    def device_label(self) -> str:
+        return f"{self.device.kind}:{self.device.name}"
+
+    # ------------------------------------------------------------------ life cycle
+    def start(self, worker: bool = True) -> DemoService:
+        """Start the scheduler and housekeeping threads (and the worker process)."""
+        with self._cond:
+            if self._threads:
+                return self
+            for target, name in ((self._schedule, "demo-scheduler"),
+                                 (self._housekeep, "demo-housekeeping")):
+                thread = threading.Thread(target=target, name=name, daemon=True)
+                thread.start()
+                self._threads.append(thread)
+        if worker:
+            threading.Thread(target=self._start_worker, name="demo-worker-start",
+                             daemon=True).start()
+        return self
+
+    def _start_worker(self) -> None:
+        try:
+            self.worker.start()
+        except Exception:  # noqa: BLE001 - the first run starts it again, and says why
+            log.warning("the demo worker did not start", exc_info=True)
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        self.worker.stop()
+        for thread in self._threads:
+            thread.join(5)
+
+    # ------------------------------------------------------------------ estimates
+    def speed(self) -> float:
+        """Measured seconds per CPU-estimate second on this device (median of recent)."""
+        if not self._history_loaded and self.store is not None:
+            # One thread reads the store, one asking meanwhile waits for it (it went on
+            # with the default speed: a wrong estimate, even a refusal, at start). Never
+            # called under self._cond: this lock is taken first.
+            with self._history_lock:
+                if not self._history_loaded:
+                    try:
+                        stored = self.store.speed_history(self.device_label)
+                    except SQLAlchemyError:
+                        log.exception("result store unavailable")
+                        stored = []
+                    with self._cond:
+                        self._history.extendleft(stored)
+                    self._history_loaded = True
+        # A copy: the scheduler appends each step's time (under the lock) while pages ask;
+        # iterating the deque itself then raised "deque mutated during iteration".
+        with self._cond:
+            history = list(self._history)
+        ratios = [max(seconds - STEP_OVERHEAD_S, 0.0) / work for work, seconds in history
+                  if work >= MIN_HISTORY_WORK]
+        return statistics.median(ratios) if ratios else DEFAULT_SPEED.get(self.device.kind, 1.0)
+
+    def estimate(self, job: Job) -> float:
+        """Estimated seconds the run holds the device."""
+        return self._seconds([job.step_work(i, self.device.kind)
+                              for i in range(job.step_count())], self.speed())
+
+    @staticmethod
+    def _seconds(works: Iterable[float], speed: float) -> float:
+        return sum(STEP_OVERHEAD_S + work * speed for work in works)
+
+    def _left(self, run: _Run, speed: float) -> float:
+        """Seconds the run still needs (its current step counted from its start)."""
+        left = self._seconds(run.step_work[run.next_step:], speed)
+        if run.step_started is not None:
+            left = max(left - (time.monotonic() - run.step_started), 0.1)
+        return left
+
+    def status(self, run: _Run) -> RunStatus:
+        speed = self.speed()  # not under the lock: its first call reads the store
+        with self._cond:  # the scheduler changes a run's steps and times under it (_step)
+            progress = min((run.next_step + run.inner) / max(run.steps, 1), 1.0)
+            total = self._seconds(run.step_work, speed)
+            if run.event.is_set():
+                return RunStatus(run.error.reason if run.error and run.error.reason ==
+                                 "cancelled" else ("failed" if run.error else "done"),
+                                 progress=1.0, run_seconds=total)
+            if run.state == "remote":
+                return RunStatus("remote", run_seconds=total, left=total)
+            left = self._left(run, speed)
+            if run.next_step > 0 or run is self._current:
+                return RunStatus("running", run_seconds=total, left=left, progress=progress,
+                                 elapsed=run.used_seconds + (
+                                     time.monotonic() - run.step_started
+                                     if run.step_started else 0.0))
+            order = self._order()
+            ahead = order[:order.index(run)] if run in order else []
+            start_in = 0.0
+            current = self._current
+            # The run on the device may be past its last step (storing its result) while
+            # it is still current: then nothing of it is left to wait for.
+            if current is not None and current.next_step < current.steps:
+                start_in += max(self._seconds([current.step_work[current.next_step]], speed)
+                                - (time.monotonic() - (current.step_started
+                                                       or time.monotonic())), 0.1)
+            start_in += self._seconds([r.step_work[r.next_step] for r in ahead], speed)
+            return RunStatus("queued", ahead=len(ahead) + (self._current is not None),
+                             start_in=start_in, run_seconds=total, left=start_in + total)
+
+    def _order(self) -> list[_Run]:
+        """The queued runs in the order they will get the device next."""
+        fg = [r for r in self._queue if not r.background]
+        return fg + [r for r in self._queue if r.background]
+
+    def waiting(self) -> int:
+        """Runs queued or running in this process."""
+        with self._cond:
+            return len(self._queue) + (self._current is not None)
+
+    # ------------------------------------------------------------------ submitting
+    def cached(self, job: Job) -> Any:
+        """The result, if this process or the store has it (no run started)."""
+        key = store_key(job, self.device)
+        with self._cond:
+            if key in self._results:
+                self._results.move_to_end(key)
+                return self._results[key]
+        if self.store is None:
+            return None
+        try:
+            result = self.store.get(key)
+        except SQLAlchemyError:
+            log.exception("result store unavailable")
+            return None
+        if result is not None:
+            self._remember(key, result)
+            self._note_busy(key, job, result)
+        return result
+
+    def _note_busy(self, key: str, job: Job, result: Any) -> None:
+        """Remember a result timed while the machine was busy, to measure it again."""
+        if key not in self._remeasured and timed_while_busy(result):
+            with self._cond:
+                self._busy[key] = job
+
+    def _idle(self) -> bool:
+        try:
+            return os.getloadavg()[0] / (os.cpu_count() or 1) < IDLE_LOAD_PER_CORE
+        except OSError:
+            return False
+
+    def _remeasure_run(self) -> _Run | None:
+        """A background run that measures a busy-timed result again (called with the
+        lock held, nothing queued): it replaces the stored row when it ends; meanwhile the
+        old result is served."""
+        if not self._busy or self._current is not None or not self._idle():
+            return None
+        key, job = self._busy.popitem(last=False)
+        self._remeasured.add(key)
+        if key in self._active:
+            return None
+        kind = self.device.kind
+        bound = min(job.memory_bytes(kind), self.memory_limit or 2**62)
+        return _Run(key, job, [job.step_work(i, kind) for i in range(job.step_count())],
+                    int(bound * MEMORY_FACTOR) + MEMORY_SLACK_BYTES, background=True)
+
+    def _remember(self, key: str, result: Any) -> None:
+        with self._cond:
+            self._results[key] = result
+            self._results.move_to_end(key)
+            while len(self._results) > MEMORY_CACHE:
+                self._results.popitem(last=False)
+
+    def submit(self, job: Job, requester: str = "", background: bool = False) -> Ticket:
+        """A ticket for the job's result: done at once when known, else queued (or
+        waiting for the same run elsewhere). RunRefused when it cannot fit."""
+        kind = self.device.kind
+        key = store_key(job, self.device)
+        with self._cond:
+            run = self._active.get(key)
+            if run is not None:
+                run.background = run.background and background
+                return self._ticket(run, requester)
+        result = self.cached(job)
+        if result is not None:
+            return self._finished(key, job, result, requester)
+        need = job.memory_bytes(kind)
+        if (job.kind in ("fits", "train") and self.memory_limit is not None
+                and need > self.memory_limit):
+            raise RunRefused("memory", need_bytes=need, limit_bytes=self.memory_limit)
+        step_work = [job.step_work(i, kind) for i in range(job.step_count())]
+        bound = min(need, self.memory_limit or 2**62)
+        run = _Run(key, job, step_work, int(bound * MEMORY_FACTOR) + MEMORY_SLACK_BYTES,
+                   background=background)
+        claim_mine = True
+        if self.store is not None:
+            try:
+                claim = self.store.claim(key, self.owner, job.kind, self.device_label,
+                                         _request(job))
+            except SQLAlchemyError:
+                log.exception("result store unavailable")
+            else:
+                if claim.ready:
+                    self._remember(key, claim.result)
+                    return self._finished(key, job, claim.result, requester)
+                claim_mine = claim.mine
+        with self._cond:
+            existing = self._active.get(key)  # another thread of ours got here first
+            if existing is not None:
+                existing.background = existing.background and background
+                return self._ticket(existing, requester)
+            self._active[key] = run
+            if claim_mine:
+                run.last_renew = time.monotonic()
+                self._queue.append(run)
+            else:
+                run.state = "remote"
+                self._remote.append(run)
+            ticket = self._ticket(run, requester)
+            self._cond.notify_all()
+        return ticket
+
+    def _ticket(self, run: _Run, requester: str) -> Ticket:
+        ticket = Ticket(self, run, requester)
+        run.tickets.append(ticket)
+        return ticket
+
+    def _finished(self, key: str, job: Job, result: Any, requester: str) -> Ticket:
+        run = _Run(key, job, [0.0], 0, state="done", result=result)
+        run.event.set()
+        return Ticket(self, run, requester)
+
+    def warm(self, jobs: Iterable[Job]) -> list[Ticket]:
+        """Queue runs nobody waits for yet (the common views), behind every learner."""
+        tickets = []
+        for job in jobs:
+            try:
+                tickets.append(self.submit(job, "warm-up", background=True))
+            except RunRefused:
+                continue
+        return tickets
+
+    # ------------------------------------------------------------------ the scheduler
+    def _next(self) -> _Run | None:
+        with self._cond:
+            while not self._stopping:
+                now = time.monotonic()
+                for run in [r for r in self._queue if not r.wanted(now)]:
+                    self._queue.remove(run)
+                    self._end(run, error=StepFailed("cancelled"))
+                order = self._order()
+                if not order and (again := self._remeasure_run()) is not None:
+                    order = [again]
+                    self._queue.append(again)
+                if order:
+                    run = order[0]
+                    self._queue.remove(run)
+                    self._current = run
+                    run.state = "running"
+                    return run
+                self._cond.wait(0.25)
+        return None
+
+    def _schedule(self) -> None:
+        while (run := self._next()) is not None:
+            try:
+                self._step(run)
+            except Exception:  # noqa: BLE001 - the scheduler must live on
+                log.exception("demo run failed")
+                self._end(run, error=StepFailed("error", "internal error"))
+            finally:
+                with self._cond:
+                    self._current = None
+
+    def _step(self, run: _Run) -> None:
+        """Run the next step of `run`; requeue it (at the back) or finish it."""
+        index = run.next_step
+        if run.next_step == 0 and not run.parts:
+            self.runs_started += 1
+        cap = min(self.time_cap_s, max(MIN_CAP_SECONDS, CAP_FACTOR * self._seconds(
+            run.step_work, self.speed())))
+        try:
+            self.worker.start()  # not counted in the run's time
+        except StepFailed as failure:
+            self._end(run, error=failure)
+            return
+        started = time.monotonic()
+        with self._cond:
+            run.step_started, run.inner = started, 0.0
+
+        def on_progress(done: int, total: int) -> None:
+            run.inner = done / max(total, 1)
+
+        try:
+            part = self.worker.call(
+                run.job, index, limit_bytes=self.memory_limit, memory_bound=run.memory_bound,
+                deadline=started + cap - run.used_seconds,
+                should_stop=lambda: not run.wanted(time.monotonic()),
+                on_progress=on_progress, on_tick=lambda: self._renew(run))
+        except StepFailed as failure:
+            if failure.reason == "time-limit":
+                failure.numbers.setdefault("cap", cap)
+            # Ended first: until then the run is active, and a learner asking for the same
+            # demo while the fresh worker starts (seconds) would join it and get its error.
+            self._end(run, error=failure)
+            if failure.reason in ("cancelled", "time-limit", "memory-limit", "crashed"):
+                self._start_worker()  # a fresh process for whoever is next
+            return
+        finally:
+            seconds = time.monotonic() - started
+            with self._cond:
+                run.used_seconds += seconds
+                run.step_started = None
+        # Under the lock, in one go: status() (a page) reads next_step, inner and the
+        # history while this thread ends a step. Counting the step and clearing its progress
+        # together keeps the bar at the steps done (it showed one step more between steps,
+        # and 2.0 after the last); next_step moving between status's check and its index
+        # of step_work raised IndexError.
+        with self._cond:
+            if run.step_work[index] > 0:
+                self._history.append((run.step_work[index], seconds))
+            run.parts.append(part)
+            run.next_step += 1
+            run.inner = 0.0
+            if run.next_step < run.steps:
+                run.state = "queued"
+                self._queue.append(run)  # round-robin: the others' turn first
+                self._cond.notify_all()
+                return
+        result = run.job.merge(run.parts)
+        if self.store is not None:
+            try:
+                self.store.put(run.key, self.owner, result, run.used_seconds,
+                               sum(run.step_work), kind=run.job.kind,
+                               device=self.device_label, request=_request(run.job))
+            except SQLAlchemyError:
+                log.exception("result store unavailable")
+        self._remember(run.key, result)
+        self._note_busy(run.key, run.job, result)
+        self._end(run, result=result)
+
+    def _end(self, run: _Run, result: Any = None, error: StepFailed | None = None) -> None:
+        with self._cond:
+            if self._active.get(run.key) is run:
+                del self._active[run.key]
+            if self._current is run:  # ended: not ahead of anyone while the worker restarts
+                self._current = None
+            run.result, run.error = result, error
+            run.state = "done" if error is None else "failed"
+            if error is not None and error.reason == "cancelled":
+                self.cancelled += 1
+            self._cond.notify_all()
+        if error is not None and self.store is not None:
+            try:
+                self.store.release(run.key, self.owner)
+            except SQLAlchemyError:
+                log.exception("result store unavailable")
+        run.event.set()
+
+    def _renew(self, run: _Run) -> None:
+        now = time.monotonic()
+        if self.store is not None and now - run.last_renew > LEASE_SECONDS / 3:
+            run.last_renew = now
+            try:
+                self.store.renew(run.key, self.owner)
+            except SQLAlchemyError:
+                log.exception("result store unavailable")
+
+    # ------------------------------------------------------------------ housekeeping
+    def _housekeep(self) -> None:
+        """Renew the leases of queued runs, follow runs other processes measure, and drop
+        queued runs nobody waits for."""
+        for tick in itertools.count():
+            with self._cond:
+                if self._stopping:
+                    return
+                queued = list(self._queue)
+                remote = list(self._remote)
+                self._cond.notify_all()  # the scheduler drops abandoned queued runs
+            for run in queued:
+                self._renew(run)
+            for run in remote:
+                self._follow(run)
+            time.sleep(0.25 if tick else 0.05)
+
+    def _follow(self, run: _Run) -> None:
+        now = time.monotonic()
+        if not run.wanted(now):
+            with self._cond:
+                self._remote.remove(run)
+            self._end(run, error=StepFailed("cancelled"))
+            return
+        assert self.store is not None
+        try:
+            result = self.store.get(run.key)
+            if result is None and not self.store.pending(run.key):
+                claim = self.store.claim(run.key, self.owner, run.job.kind, self.device_label,
+                                         _request(run.job))
+                result = claim.result
+                if claim.mine:  # its measurer is gone: measure it here
+                    with self._cond:
+                        self._remote.remove(run)
+                        run.state, run.last_renew = "queued", now
+                        self._queue.append(run)
+                        self._cond.notify_all()
+                    return
+        except SQLAlchemyError:
+            log.exception("result store unavailable")
+            return
+        if result is not None:
+            with self._cond:
+                self._remote.remove(run)
+            self._remember(run.key, result)
+            self._end(run, result=result)
+
+
+# ---------------------------------------------------------------------- the process's one
+
+_service: DemoService | None = None
+_service_lock = threading.Lock()
+
+
+def get_service() -> DemoService:
+    """This process's service, created and started on first use."""
+    global _service
+    with _service_lock:
+        if _service is None:
+            _service = DemoService().start()
+        return _service
+
+
+def set_service(service: DemoService | None) -> DemoService | None:
+    """Replace the process's service (tests); returns the old one, not stopped."""
+    global _service
+    with _service_lock:
+        old, _service = _service, service
+        return old

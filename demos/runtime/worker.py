@@ -1,0 +1,208 @@
+"""The engine's own process: one per device, started with multiprocessing's "spawn" by the
+server, so that a run's memory goes back to the system when the process ends and a cancel
+is a kill.
+
+`DeviceWorker.call(job, step, ...)` sends one step of a `demos.runtime.jobs.Job` over a pipe and
+waits for its partial result, forwarding the engine's progress. While it waits it watches
+the caller's `should_stop` (every requester left), the step's deadline and the process's
+resident memory: any of them kills the process (and a fresh one is started for the next
+step). After a step, a worker that has grown past `restart_growth` bytes over its idle
+size is replaced, so the memory a large run took comes back.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import threading
+import time
+import types
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from multiprocessing.connection import Connection
+from typing import Any
+
+from demos.runtime.jobs import Job
+
+POLL_SECONDS = 0.05
+START_TIMEOUT_S = 120.0
+RESTART_GROWTH_BYTES = 300 * 2**20
+
+
+class StepFailed(Exception):
+    """A step did not finish. `reason` is an id the UI words: cancelled, time-limit,
+    memory-limit, crashed, config (an invalid request: `detail` says why), error."""
+
+    def __init__(self, reason: str, detail: str = "", **numbers: float) -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason, self.detail, self.numbers = reason, detail, numbers
+
+
+def rss_bytes(pid: int) -> int | None:
+    """Resident memory of a process (Linux /proc), or None."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _serve(conn: Connection, device_kind: str) -> None:
+    """The worker process: warm the engine, then run steps until the pipe closes."""
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    from demos.engine.measure import warm_up
+    from memory.config import ConfigError
+
+    warm_up()
+    conn.send(("ready", os.getpid()))
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return
+        if message is None:
+            return
+        job, index, limit_bytes = message
+
+        def progress(done: int, total: int) -> None:
+            conn.send(("progress", done, total))
+
+        try:
+            part = job.run_step(index, device_kind, limit_bytes, progress)
+        except ConfigError as error:
+            conn.send(("error", "config", str(error)))
+        except Exception as error:  # noqa: BLE001 - reported to the page, worker lives on
+            conn.send(("error", "error", f"{type(error).__name__}: {error}"))
+        else:
+            conn.send(("done", part))
+
+
+@contextmanager
+def _no_main_module() -> Iterator[None]:
+    """Spawn re-imports the parent's __main__ in the child (a script without a main guard,
+    the server's entry point): the worker needs none of it, so hide it while starting."""
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        if main is not None:
+            sys.modules["__main__"] = main
+
+
+class DeviceWorker:
+    """The worker process of one device. Thread-safe for one caller at a time (the
+    service's scheduler); `stop` may be called from anywhere."""
+
+    def __init__(self, device_kind: str = "cpu",
+                 restart_growth: int = RESTART_GROWTH_BYTES) -> None:
+        self.device_kind = device_kind
+        self.restart_growth = restart_growth
+        self._ctx = multiprocessing.get_context("spawn")
+        self._process: Any = None
+        self._conn: Connection | None = None
+        self._idle_rss: int | None = None
+        self._lock = threading.Lock()
+        self.starts = 0  # how many processes were started (tests, the benchmark)
+
+    # `stop()` (another thread: the server shutting down) may set _process to None
+    # between two reads of it: read it once.
+    @property
+    def pid(self) -> int | None:
+        process = self._process
+        return process.pid if process is not None else None
+
+    def alive(self) -> bool:
+        process = self._process
+        return process is not None and process.is_alive()
+
+    def start(self) -> None:
+        """Start the process (if not running) and wait until its engine is warm."""
+        with self._lock:
+            if self.alive():
+                return
+            parent, child = self._ctx.Pipe()
+            process = self._ctx.Process(target=_serve, args=(child, self.device_kind),
+                                        name=f"demo-worker-{self.device_kind}", daemon=True)
+            with _no_main_module():
+                process.start()
+            child.close()
+            if not parent.poll(START_TIMEOUT_S):
+                process.kill()
+                raise StepFailed("crashed", "the worker did not start")
+            parent.recv()
+            self._process, self._conn = process, parent
+            self._idle_rss = rss_bytes(process.pid)
+            self.starts += 1
+
+    def stop(self) -> None:
+        """Kill the process at once (a cancel, a time-out, too much memory, shutdown)."""
+        process, conn = self._process, self._conn
+        self._process = self._conn = None
+        if process is not None:
+            process.kill()
+            process.join(5)
+        if conn is not None:
+            conn.close()
+
+    def rss(self) -> int | None:
+        return rss_bytes(self.pid) if self.pid else None
+
+    def call(self, job: Job, index: int, *, limit_bytes: int | None = None,
+             memory_bound: int | None = None, deadline: float | None = None,
+             should_stop: Callable[[], bool] = lambda: False,
+             on_progress: Callable[[int, int], None] | None = None,
+             on_tick: Callable[[], None] | None = None) -> Any:
+        """Run step `index` of `job`; its partial result, or StepFailed (the process is
+        killed for cancelled / time-limit / memory-limit, and restarted next time)."""
+        self.start()
+        assert self._conn is not None and self._process is not None
+        conn, pid = self._conn, self._process.pid
+        base = self._idle_rss or rss_bytes(pid) or 0
+        conn.send((job, index, limit_bytes))
+        while True:
+            try:
+                ready = conn.poll(POLL_SECONDS)
+            except (EOFError, OSError):
+                ready = False
+            if ready:
+                try:
+                    message = conn.recv()
+                except (EOFError, OSError):
+                    self.stop()
+                    raise StepFailed("crashed", "the worker process ended") from None
+                if message[0] == "progress":
+                    if on_progress is not None:
+                        on_progress(message[1], message[2])
+                    continue
+                if message[0] == "error":
+                    raise StepFailed(message[1], message[2])
+                self._after_step()
+                return message[1]
+            if not self.alive():
+                self.stop()
+                raise StepFailed("crashed", "the worker process ended")
+            if should_stop():
+                self.stop()
+                raise StepFailed("cancelled")
+            if deadline is not None and time.monotonic() > deadline:
+                self.stop()
+                raise StepFailed("time-limit")
+            if memory_bound is not None:
+                rss = rss_bytes(pid) or 0
+                if rss - base > memory_bound:
+                    self.stop()
+                    raise StepFailed("memory-limit", used=rss - base, bound=memory_bound)
+            if on_tick is not None:
+                on_tick()
+
+    def _after_step(self) -> None:
+        """Replace a worker that kept what a large run took."""
+        rss = self.rss()
+        if rss is not None and self._idle_rss is not None and \
+                rss - self._idle_rss > self.restart_growth:
+            self.stop()

@@ -1,0 +1,322 @@
+"""The memory of one training step on one GPU: from a model, a batch, a precision, an
+optimizer and a checkpointing choice to bytes per GPU, and what fits.
+
+Memory per GPU = weights + gradients + optimizer state (Hugging Face's bytes per parameter,
+memory.precisions; divided by the shards) + activations (the checkpoints kept and the layer
+being rebuilt) + the logits and loss peak + a workspace allowance. The named approximations
+(planner.recommend.approximations) are returned with their sizes.
+
+Pure arithmetic, no torch; results are ids and numbers, the pages word them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from memory.architectures import Architecture
+from memory.hardware import FRAGMENTATION, WORKSPACE_BYTES, GiB
+from memory.layer import (
+    Held,
+    attention_flops,
+    forward_flops,
+    layer_bytes,
+    layer_flops,
+    layer_tensors,
+    rerun_flops,
+)
+from memory.precisions import OPTIMIZERS, PRECISIONS
+
+STRATEGIES = ("none", "selective", "some-layers", "two-layer", "every-layer", "budget")
+PRECISION_KEYS = ("fp32", "mixed", "bf16")
+OPTIMIZER_KEYS = ("adamw", "adamw-8bit", "sgd-momentum")
+TUNINGS = ("full", "lora", "qlora")
+LORA_TARGETS = {"attention": ("q", "k", "v", "o"),
+                "all-linear": ("q", "k", "v", "o", "gate", "up", "down", "fc", "proj")}
+
+# Assumptions, each named on the page with its size.
+CHUNK_TOKENS = 1024  # tokens per chunk of a chunked (fused linear + cross-entropy) loss
+QLORA_BITS = 4 + 0.127  # NF4 plus double-quantized block constants (QLoRA paper, 3.1)
+FSDP_PREFETCH_LAYERS = 2  # whole layers gathered at once under sharding (one prefetched)
+LOSS_FP32_TENSORS = 3  # log-softmax, its gradient, the logits' gradient (measured in fp32)
+
+
+# ---------------------------------------------------------------- inputs
+
+
+@dataclass(frozen=True)
+class PlannerInputs:
+    arch: Architecture
+    seq: int = 4096
+    batch: int = 1
+    accumulation: int = 8
+    precision: str = "mixed"
+    optimizer: str = "adamw"
+    tuning: str = "full"
+    lora_rank: int = 16
+    lora_targets: str = "all-linear"
+    shards: int = 1
+    fused: bool = True
+    chunked_loss: bool = False
+    strategy: str = "every-layer"
+    some_layers: int = 16  # layers checkpointed by "some-layers"
+    budget: float = 0.5  # the compiler's activation memory budget, 0..1
+    gpu_bytes: int = 80 * GiB
+    offload: bool = False  # optimizer state (and gradients) in host memory
+    device: str = "cuda"
+
+    def with_(self, **changes: object) -> PlannerInputs:
+        return replace(self, **changes)
+
+    @property
+    def act_bytes(self) -> int:
+        return PRECISIONS[self.precision].activation_bytes
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        return LORA_TARGETS[self.lora_targets] if self.tuning != "full" else ()
+
+    def tensors(self, batch: int | None = None, seq: int | None = None) -> tuple[Held, ...]:
+        return layer_tensors(self.arch, self.batch if batch is None else batch,
+                             self.seq if seq is None else seq, self.act_bytes,
+                             fused=self.fused, device=self.device,
+                             lora_rank=self.lora_rank if self.tuning != "full" else 0,
+                             lora_targets=self.targets)
+
+
+# ---------------------------------------------------------------- parameters and state
+
+
+def adapter_params(p: PlannerInputs) -> int:
+    """LoRA: r·(in + out) per adapted linear layer."""
+    lin = p.arch.linears()
+    return p.arch.layers * sum(p.lora_rank * (lin[t][0] + lin[t][1])
+                               for t in p.targets if t in lin)
+
+
+def state_bytes(p: PlannerInputs) -> dict[str, float]:
+    """Weights, gradients and optimizer state per GPU, and the sharding gather."""
+    prec, opt = PRECISIONS[p.precision], OPTIMIZERS[p.optimizer]
+    total = p.arch.params()
+    compute = 4 if p.precision == "fp32" else 2
+    if p.tuning == "full":
+        trainable, frozen = total, 0.0
+    else:
+        trainable = adapter_params(p)
+        linear = p.arch.layers * sum(i * o for i, o in p.arch.linears().values())
+        if p.tuning == "qlora":
+            frozen = linear * QLORA_BITS / 8 + (total - linear) * 2
+        else:
+            frozen = total * compute
+    n = p.shards
+    weights = (frozen + trainable * prec.weight_bytes) / n
+    gathered = 0.0
+    if n > 1:  # FSDP / ZeRO-3 gathers whole layers in the compute dtype while it uses them
+        gathered = FSDP_PREFETCH_LAYERS * p.arch.block_params() * compute * (n - 1) / n
+    grads = trainable * prec.grad_bytes / n
+    optimizer = trainable * opt.state_bytes / n
+    if p.offload:
+        optimizer = 0.0
+    return {"weights": weights + gathered, "gradients": grads, "optimizer": optimizer,
+            "gathered": gathered, "trainable": float(trainable), "params": float(total)}
+
+
+# ---------------------------------------------------------------- activations per strategy
+
+
+@dataclass(frozen=True)
+class Activations:
+    kept: int  # held for backward at the end of forward (checkpoints, kept layers)
+    rebuilt: int  # the layers being recomputed at once
+    recompute_flops: float  # per micro-batch
+    checkpointed_layers: int = 0
+
+
+def _budget_kept(tensors: tuple[Held, ...], budget: float, floor: int) -> tuple[int, float]:
+    """torch.compile's activation memory budget, for a layer compiled as its own graph (an
+    approximation). The partitioner (torch/_functorch/partitioners.py, choose_saved_values
+    _set) saves only the graph's inputs at 0 (here the layer input, `floor`) and its default
+    min-cut choice at 1 (approximated by what the plain layer keeps, `tensors`: the min-cut
+    keeps at most that and may recompute some cheap pointwise ops), and between the two
+    saves about floor + budget·(default − floor), recomputing first the tensors that are
+    cheapest per byte. (kept bytes, recompute FLOPs)."""
+    total = layer_bytes(tensors)
+    limit = floor + budget * max(0, total - floor)
+    kept, flops = total, 0.0
+    for t in sorted((t for t in tensors if t.kind != "input"),
+                    key=lambda t: (t.flops / max(t.bytes, 1), -t.bytes)):
+        if kept <= limit:
+            break
+        kept -= t.bytes
+        flops += t.flops
+    return max(kept, floor), flops
+
+
+def _sizes(p: PlannerInputs, batch: int | None, seq: int | None) -> tuple[int, int]:
+    return (p.batch if batch is None else batch), (p.seq if seq is None else seq)
+
+
+def activations(p: PlannerInputs, strategy: str, batch: int | None = None,
+                seq: int | None = None) -> Activations:
+    b, s = _sizes(p, batch, seq)
+    tensors = p.tensors(b, s)
+    full, n = layer_bytes(tensors), p.arch.layers
+    ckpt = b * s * p.arch.hidden * p.act_bytes  # a checkpoint keeps the layer's input
+    # a rebuilt segment's first layer keeps its input: the checkpoint, counted already
+    shared = sum(t.bytes for t in tensors if t.kind == "input")
+    # a checkpointed segment reruns its layers, the last one without its final MLP linear
+    # (torch's early stop: memory.layer.rerun_flops)
+    one, last = layer_flops(p.arch, b, s), rerun_flops(p.arch, b, s, p.targets)
+    if strategy == "none":
+        return Activations(n * full, 0, 0.0)
+    if strategy == "every-layer":
+        return Activations(n * ckpt, full - shared, n * last, n)
+    if strategy == "two-layer":
+        pairs = math.ceil(n / 2)
+        return Activations(pairs * ckpt, min(2, n) * full - shared,
+                           (n - pairs) * one + pairs * last, n)
+    if strategy == "some-layers":
+        k = max(0, min(n, p.some_layers))
+        if k == n:
+            return activations(p, "every-layer", b, s)
+        # the first k layers checkpointed; their rebuild comes after the kept ones are freed
+        return Activations(k * ckpt + (n - k) * full, 0, k * last, k)
+    if strategy == "selective":  # recompute the attention scores only (Korthikanti et al.)
+        redo = [t for t in tensors if t.kind == "scores"]
+        dropped = sum(t.bytes for t in redo)
+        return Activations(n * (full - dropped), dropped,
+                           n * attention_flops(p.arch, b, s) / 2 if dropped else 0.0,
+                           n if dropped else 0)
+    if strategy == "budget":
+        kept, flops = _budget_kept(tensors, p.budget, ckpt)
+        return Activations(n * kept, full - kept, n * flops, n if flops else 0)
+    raise ValueError(f"unknown strategy {strategy!r}")
+
+
+def logits_peak_bytes(p: PlannerInputs, batch: int | None = None, seq: int | None = None
+                      ) -> float:
+    """Around the loss: three fp32 b·s·V tensors (log-softmax, its gradient, the logits'
+    gradient; the engine measures this in fp32) plus the 16-bit logits; a chunked loss
+    holds them for CHUNK_TOKENS tokens at a time."""
+    b, s = _sizes(p, batch, seq)
+    tokens = b * s
+    if p.chunked_loss:
+        tokens = min(tokens, CHUNK_TOKENS)
+    e = p.act_bytes
+    return tokens * p.arch.vocab * (LOSS_FP32_TENSORS * 4 + (e if e < 4 else 0))
+
+
+def step_flops(p: PlannerInputs, batch: int | None = None, seq: int | None = None) -> float:
+    """Forward + backward of one micro-batch without checkpointing. Backward is two
+    forwards for full fine-tuning (the gradients of the inputs and of the weights); with
+    adapters one (the frozen base computes no weight gradients; the adapters' own are
+    small: an approximation). So one more forward is about +1/3 of a full fine-tune's step
+    and about +1/2 of an adapter's, less the LM head, which is never rerun, and less what
+    early stop skips (memory.layer.rerun_flops)."""
+    b, s = _sizes(p, batch, seq)
+    return forward_flops(p.arch, b, s) * (3.0 if p.tuning == "full" else 2.0)
+
+
+# ---------------------------------------------------------------- the memory of one step
+
+
+COMPONENTS = ("weights", "gradients", "optimizer", "activations_kept", "activations_rebuilt",
+              "logits", "workspace")
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    weights: float
+    gradients: float
+    optimizer: float
+    activations_kept: float
+    activations_rebuilt: float
+    logits: float
+    workspace: float
+
+    def parts(self) -> dict[str, float]:
+        return {name: getattr(self, name) for name in COMPONENTS}
+
+    @property
+    def total(self) -> float:
+        return sum(self.parts().values())
+
+
+def breakdown(p: PlannerInputs, strategy: str | None = None, batch: int | None = None,
+              seq: int | None = None) -> Breakdown:
+    """Memory per GPU at the step's peak. The layer being rebuilt and the loss peak are
+    added as if they came at once (they come one after the other: this overstates by the
+    smaller of the two, so a plan that fits here fits)."""
+    state = state_bytes(p)
+    act = activations(p, strategy or p.strategy, batch, seq)
+    logits = logits_peak_bytes(p, batch, seq)
+    subtotal = (state["weights"] + state["gradients"] + state["optimizer"] + act.kept
+                + act.rebuilt + logits)
+    return Breakdown(state["weights"], state["gradients"], state["optimizer"], act.kept,
+                     act.rebuilt, logits, WORKSPACE_BYTES + FRAGMENTATION * subtotal)
+
+
+def peak_bytes(p: PlannerInputs, strategy: str | None = None, batch: int | None = None,
+               seq: int | None = None) -> float:
+    return breakdown(p, strategy, batch, seq).total
+
+
+def fits(p: PlannerInputs, strategy: str | None = None, batch: int | None = None,
+         seq: int | None = None) -> bool:
+    return peak_bytes(p, strategy, batch, seq) <= p.gpu_bytes
+
+
+def _largest(ok, hi: int) -> int:
+    """The largest n in 1..hi with ok(n) (ok is monotone: true, then false); 0 if none."""
+    if not ok(1):
+        return 0
+    lo = 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid - 1)
+    return lo
+
+
+MAX_BATCH = 4096
+MAX_SEQ = 1 << 20
+
+
+def largest_batch(p: PlannerInputs, strategy: str) -> int:
+    return _largest(lambda b: fits(p, strategy, batch=b), MAX_BATCH)
+
+
+def longest_seq(p: PlannerInputs, strategy: str) -> int:
+    return _largest(lambda s: fits(p, strategy, seq=s), MAX_SEQ)
+
+
+# ---------------------------------------------------------------- every strategy, and advice
+
+
+@dataclass(frozen=True)
+class StrategyRow:
+    strategy: str
+    peak: float
+    fits: bool
+    spare: float  # GPU bytes minus peak (negative: short by)
+    recompute_share: float  # recomputed FLOPs as a share of the step without checkpointing
+    largest_batch: int
+    longest_seq: int
+    saves: bool  # keeps fewer bytes than "none"
+    breakdown: Breakdown
+
+
+def strategy_row(p: PlannerInputs, strategy: str) -> StrategyRow:
+    bd = breakdown(p, strategy)
+    act = activations(p, strategy)
+    none = activations(p, "none")
+    return StrategyRow(strategy, bd.total, bd.total <= p.gpu_bytes, p.gpu_bytes - bd.total,
+                       act.recompute_flops / step_flops(p), largest_batch(p, strategy),
+                       longest_seq(p, strategy),
+                       act.kept + act.rebuilt < none.kept, bd)
+
+
+def minimal_some_layers(p: PlannerInputs) -> int | None:
+    """The fewest checkpointed layers that fit, None if even all of them do not."""
+    n = p.arch.layers
+    ok = [k for k in range(1, n) if fits(p.with_(some_layers=k), "some-layers")]
+    return ok[0] if ok else None

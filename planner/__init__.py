@@ -1,0 +1,1 @@
+"""The planner: advice for a real training run, and the code that applies it."""

@@ -1,0 +1,1 @@
+"""Developer tools: checks run by the tests and by hand, never imported by the app."""
