@@ -111,7 +111,8 @@ def test_strategies_order_in_memory_and_compute() -> None:
     share = P.strategy_row(p, "every-layer").recompute_share
     # one more forward of the layers less their down projections (torch's early stop), not
     # of the LM head
-    rerun = P.layer_flops(p.arch, 1, 4096) - P.linear_flops(p.arch, 1, 4096, "down")
+    rerun = (layer_model.layer_flops(p.arch, 1, 4096)
+             - layer_model.linear_flops(p.arch, 1, 4096, "down"))
     assert share == pytest.approx(32 * rerun / P.step_flops(p))
     assert 0.2 < share < 0.25 < 1 / 3
 
