@@ -9,7 +9,7 @@ the ui/ modules read these types.
 from __future__ import annotations
 
 import statistics
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 import pandas as pd
 
@@ -94,6 +94,13 @@ class StrategyResult:
             return None
         low, median, high = statistics.quantiles(runs, n=4, method="inclusive")
         return (high - low) / median if median else None
+
+    @classmethod
+    def from_dict(cls, data: dict) -> StrategyResult:
+        """A result from as_dict's output (the timeline already as TimelinePoints or None);
+        the derived keys (cpu_seconds) and keys of a newer engine are left out."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
 
     def as_dict(self, timeline: bool = False) -> dict:
         d = asdict(self)

@@ -246,6 +246,6 @@ def decode_result(text: str) -> Any:
         timeline = item.get("timeline")
         item = {**item, "timeline": ([TimelinePoint(**p) for p in timeline]
                                      if timeline is not None else None)}
-        results.append(StrategyResult(**item))
+        results.append(StrategyResult.from_dict(item))
     return Comparison(ModelConfig(**data["config"]), DeviceInfo(**data["device"]), results,
                       data.get("limit_bytes"), data.get("parameter_bytes"))
