@@ -32,14 +32,9 @@ MEMORY_SLACK_BYTES = 512 * 2**20
 MEMORY_FACTOR = 2.0
 FIT_TRIES = 2  # confirm runs a fits step typically makes (the search steps down ~10%)
 FIT_REPEATS = 3  # timed steps at the confirmed size, the first always (demos.engine.fit)
-# demos.engine.measure's timing: from MIN_ADAPTIVE_RUNS asked runs on it may take up to
-# MAX_REPEATS_FACTOR times as many while the spread is wide (kept equal by a test)
-MIN_ADAPTIVE_RUNS, MAX_REPEATS_FACTOR = 5, 2
-
-
-def timed_steps(repeats: int) -> int:
-    """The most timed steps a compare asked for `repeats` may run (its estimate)."""
-    return repeats * MAX_REPEATS_FACTOR if repeats >= MIN_ADAPTIVE_RUNS else repeats
+# demos.engine.measure's timing may add rounds beyond the asked ones while the spread is
+# wide, but within TIME_CAP_SECONDS of wall time: a constant, not work, so the estimates
+# count the asked runs only
 
 Progress = Callable[[int, int], None]
 
@@ -110,13 +105,13 @@ class Job:
         """(config, strategy, steps) of one step, for memory.theory.cpu_seconds."""
         if self.kind == "compare":
             steps = theory.TRACKED_STEP_COST + theory.COUNTED_STEP_COST + (
-                timed_steps(int(self.option("repeats", 1)))
+                int(self.option("repeats", 1))
                 if self.option("time_steps", True) else 0)
             return [(self.config, s, steps) for s in self.strategies]
         if self.kind == "sweep":
             value = self.option("values")[index]
             steps = (theory.TRACKED_STEP_COST + theory.COUNTED_STEP_COST
-                     + timed_steps(int(self.option("repeats", 1))))
+                     + int(self.option("repeats", 1)))
             return [(self._sweep_config(value), s, steps) for s in self._sweep_names(value)]
         strategy = self.strategies[index]
         if self.kind == "fits":
