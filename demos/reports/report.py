@@ -278,13 +278,13 @@ def sweep_compute_note(frame: pd.DataFrame, x: str, lang: str = "en") -> str:
 
 # ---------------------------------------------------------------- the compare table
 
-# column id -> header (a catalog message). Six columns: on a phone (390 px) they wrap.
+# column id -> header (a catalog message). Five columns, so a phone (390 px) shows them all:
+# the step's counted compute shares the time column.
 COMPARE_COLUMNS: dict[str, str] = {
     "strategy": N_("Strategy"),
     "peak": N_("Peak memory (vs none)"),
     "held": N_("Activations held (predicted)"),
-    "time": N_("Step time (vs none)"),
-    "compute": N_("Compute, counted (predicted)"),
+    "time": N_("Step time (vs none) · compute, counted (predicted)"),
     "gradients": N_("Same gradients"),
 }
 
@@ -304,7 +304,7 @@ def results_table(results: Sequence[StrategyResult], lang: str = "en") -> pd.Dat
     for r in results:
         if not r.fits:
             rows.append([label(r, lang), gettext(lang, "does not fit"), MISSING, MISSING,
-                         MISSING, MISSING])
+                         MISSING])
             continue
         peak = format_bytes(r.peak_bytes, locale=loc)
         if base is not None and base.peak_bytes and r is not base and r.peak_bytes is not None:
@@ -318,8 +318,10 @@ def results_table(results: Sequence[StrategyResult], lang: str = "en") -> pd.Dat
             step += ", " + cpu_text(r, lang)
         if r is not base:
             step += ", " + time_vs_none_text(r, base, lang)
-        rows.append([label(r, lang), peak, held, step, compute_text(r, base, lang),
-                     gradient_match(r, lang)])
+        compute = compute_text(r, base, lang)
+        if compute != MISSING:
+            step += " · " + compute
+        rows.append([label(r, lang), peak, held, step, gradient_match(r, lang)])
     columns = [header(lang, text) for text in COMPARE_COLUMNS.values()]
     return pd.DataFrame(rows, columns=columns)
 
@@ -578,9 +580,9 @@ def fit_step_text(row: pd.Series, lang: str = "en") -> str:
 
 
 def fits_table(frame: pd.DataFrame, field: str, lang: str = "en") -> pd.DataFrame:
-    """Five columns: the confirmed size (with the prediction when they differ), the
-    measured total, the throughput with its spread, and one step's wall and CPU time and
-    FLOPs (counted, predicted)."""
+    """Four columns, so a phone shows them all: the confirmed size (with the prediction
+    when they differ), the measured total, and the throughput with its spread beside one
+    step's wall and CPU time and FLOPs (counted, predicted)."""
     confirmed = FIT_HEADERS["batch" if field == "batch" else "seq_len"]
     loc = babel(lang)
     return pd.DataFrame({
@@ -589,11 +591,14 @@ def fits_table(frame: pd.DataFrame, field: str, lang: str = "en") -> pd.DataFram
             frame["value_confirmed"], frame["value_predicted"], strict=True)],
         header(lang, N_("Measured total (with parameters)")): [
             format_bytes(v, locale=loc) for v in frame["total_bytes"]],
-        header(lang, N_("Tokens / s")): [throughput_text(row, lang)
-                                         for _, row in frame.iterrows()],
-        header(lang, N_("One step: wall, CPU · compute counted (predicted)")): [
-            fit_step_text(row, lang) for _, row in frame.iterrows()],
+        header(lang, N_("Tokens / s · one step: wall, CPU · compute counted (predicted)")): [
+            _joined(throughput_text(row, lang), fit_step_text(row, lang))
+            for _, row in frame.iterrows()],
     })
+
+
+def _joined(*parts: str) -> str:
+    return " · ".join(part for part in parts if part != MISSING) or MISSING
 
 
 def fits_timing_note(frame: pd.DataFrame, lang: str = "en") -> str:

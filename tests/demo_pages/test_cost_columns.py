@@ -14,11 +14,11 @@ def test_compare_shows_counted_compute_cpu_time_and_the_course_rule(app_test: Ca
     at = app_test("pages/demos/compare.py", query={**TINY, "strategy": "every-layer"})
     no_errors(at)
     table = at.table[0].value
-    compute = list(table["Compute, counted (predicted)"])
-    assert compute[0].endswith("GFLOP)") and "(predicted " in compute[0]
-    counted, predicted = compute[1].split(" (predicted ")
+    cells = list(table["Step time (vs none) · compute, counted (predicted)"])
+    assert cells[0].endswith("GFLOP)") and "(predicted " in cells[0]
+    counted, predicted = cells[1].split(" · ")[-1].split(" (predicted ")
     assert counted.startswith("+") and predicted.rstrip(")") == counted  # within 0.1%
-    assert ", CPU " in table["Step time (vs none)"].iloc[1]
+    assert ", CPU " in cells[1]
     labels = [m.label for m in at.metric]
     assert "Extra compute with every-layer" in labels
     extra = at.metric[labels.index("Extra compute with every-layer")]
@@ -51,7 +51,7 @@ def test_what_fits_times_with_repeats_and_counts_the_compute(app_test: Callable)
     at = app_test("pages/demos/what_fits.py", query={**TINY, "budget": "16"}, timeout=120)
     no_errors(at)
     table = at.table[0].value
-    step = table["One step: wall, CPU · compute counted (predicted)"]
+    step = table["Tokens / s · one step: wall, CPU · compute counted (predicted)"]
     assert all(", CPU " in cell and "GFLOP (predicted " in cell for cell in step[:2])
     captions = texts(at, "caption")
     assert "median of the timed steps at the confirmed size" in captions

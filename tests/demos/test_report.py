@@ -32,6 +32,8 @@ from demos.reports.report import (
 from memory.config import ModelConfig
 
 DEMOS = Path(__file__).resolve().parents[2] / "demos"
+TIME = "Step time (vs none) · compute, counted (predicted)"
+THROUGHPUT = "Tokens / s · one step: wall, CPU · compute counted (predicted)"
 
 
 def _result(strategy: str, peak: int, seconds: float, diff: float | None, equal: bool | None,
@@ -55,9 +57,9 @@ def test_results_table_reads_against_none() -> None:
                _result("budget:dp:40%", 0, 0.0, None, None, fits=False)]
     table = results_table(results)
     assert list(table.columns) == ["Strategy", "Peak memory (vs none)",
-                                   "Activations held (predicted)", "Step time (vs none)",
-                                   "Compute, counted (predicted)", "Same gradients"]
-    assert list(table["Step time (vs none)"]) == [
+                                   "Activations held (predicted)", TIME,
+                                   "Same gradients"]  # five: a phone shows them all
+    assert list(table[TIME]) == [
         "200 ms (200–200)", "250 ms (250–250), 1.25× slower", "240 ms (240–240), 1.20× slower",
         "–"]
     assert list(table["Peak memory (vs none)"])[:3] == ["100.0 MiB", "40.0 MiB (40%)",
@@ -78,7 +80,7 @@ def test_a_difference_within_the_spread_reads_within_noise_never_as_a_gain() -> 
     faster = _result("every-layer", 40, 0.17, 0.0, True, runs=[0.15, 0.16, 0.17, 0.21, 0.22])
     # 0.17 lies outside none's range (0.19-0.22): faster, which is noise, never a gain
     assert time_verdict(faster, none)[0] == "faster-noise"
-    assert results_table([none, faster])["Step time (vs none)"].iloc[1].endswith(
+    assert results_table([none, faster])[TIME].iloc[1].endswith(
         ", measured faster: timing noise")
     assert "every-layer: measured faster than none" in timing_note([none, faster])
     clear = _result("every-layer", 40, 0.30, 0.0, True, runs=[0.28, 0.29, 0.30, 0.31, 0.32])
@@ -86,7 +88,7 @@ def test_a_difference_within_the_spread_reads_within_noise_never_as_a_gain() -> 
     assert verdict == "slower" and ratio == pytest.approx(1.5)
     odd = _result("sqrt", 40, 0.10, 0.0, True, runs=[0.09, 0.10, 0.10, 0.10, 0.11])
     assert time_verdict(odd, none)[0] == "faster-noise"  # worded as noise, not a gain
-    assert results_table([none, odd])["Step time (vs none)"].iloc[1].endswith(
+    assert results_table([none, odd])[TIME].iloc[1].endswith(
         ", measured faster: timing noise")
     spread = time_spread(none)
     assert (spread.median, spread.low, spread.high) == pytest.approx((0.20, 0.19, 0.22))
@@ -102,7 +104,7 @@ def test_within_noise_only_when_each_median_lies_in_the_others_range() -> None:
     assert time_spread(none).high >= time_spread(every).low  # the ranges overlap
     verdict, ratio = time_verdict(every, none)
     assert verdict == "slower" and ratio == pytest.approx(0.224 / 0.170)
-    assert "within noise" not in results_table([none, every])["Step time (vs none)"].iloc[1]
+    assert "within noise" not in results_table([none, every])[TIME].iloc[1]
     assert "within noise" not in timing_note([none, every])
     # none's median inside every's range, but every's median outside none's: still slower
     wide = _result("every-layer", 40, 0.200, 0.0, True,
@@ -122,10 +124,10 @@ def test_cpu_time_and_counted_compute_stand_beside_the_wall_time() -> None:
     every = _result("every-layer", 40, 0.30, 0.0, True, runs=[0.3] * 5, cpu=[0.15] * 5,
                     flops=(60_130_000_000, 60_130_000_000.0))
     table = results_table([none, every])
-    assert table["Step time (vs none)"].iloc[1] == "300 ms (300–300), CPU 150 ms, 1.50× slower"
-    compute = table["Compute, counted (predicted)"]
-    assert compute.iloc[0] == "51.54 GFLOP (predicted 51.54 GFLOP)"
-    assert compute.iloc[1] == "+16.7% (predicted +16.7%)"
+    assert table[TIME].iloc[0] == ("200 ms (200–200), CPU 100 ms · 51.54 GFLOP "
+                                   "(predicted 51.54 GFLOP)")
+    assert table[TIME].iloc[1] == ("300 ms (300–300), CPU 150 ms, 1.50× slower · +16.7% "
+                                   "(predicted +16.7%)")
     note = overhead_note([none, every])
     assert "every-layer +16.7% (predicted +16.7%)" in note
     assert "course: +33% (+50% with frozen weights)" in note
@@ -134,7 +136,7 @@ def test_cpu_time_and_counted_compute_stand_beside_the_wall_time() -> None:
     assert "50%" in gap and "their load" in gap and "measured again" in gap
     assert "measured again" not in wall_cpu_note([none, every], busy=False)
     de = results_table([none, every], "de")
-    assert "16,7" in de.iloc[1, 4]
+    assert "16,7" in de.iloc[1, 3]
 
 
 def test_peak_sentence_says_where_the_peak_is_and_what_sets_it() -> None:
@@ -185,10 +187,9 @@ def test_fits_table_names_the_grown_dimension() -> None:
                           "tokens_per_second": [1234.4, float("nan")]})
     table = fits_table(frame, "seq_len")
     assert list(table.columns) == ["Strategy", "Largest sequence length (confirmed)",
-                                   "Measured total (with parameters)", "Tokens / s",
-                                   "One step: wall, CPU · compute counted (predicted)"]
+                                   "Measured total (with parameters)", THROUGHPUT]
     assert list(table["Largest sequence length (confirmed)"]) == ["4", "8 (predicted 9)"]
-    assert list(table["Tokens / s"]) == ["1,234", "–"]
+    assert list(table[THROUGHPUT]) == ["1,234", "–"]
     assert list(table["Measured total (with parameters)"]) == ["3.0 MiB", "5.0 MiB"]
     assert "Largest batch (confirmed)" in fits_table(frame, "batch")
     german = fits_table(frame, "seq_len", "de")
