@@ -169,24 +169,6 @@ def course_rule_text(lang: str = "en") -> str:
                    frozen=signed_percent(COURSE_OVERHEAD["frozen"], lang, 0))
 
 
-def compute_text(result: StrategyResult, base: StrategyResult | None, lang: str = "en") -> str:
-    """The compare table's compute cell: counted GFLOP of the whole step for none, else
-    '+16.7% (predicted +16.7%)' against none, counted by torch's FLOP counter."""
-    if not result.fits or result.flops_counted is None:
-        return MISSING
-    if base is None or result is base:
-        return gettext(lang, "{counted} (predicted {predicted})",
-                       counted=gflop_text(result.flops_counted, lang),
-                       predicted=gflop_text(result.flops_predicted, lang))
-    counted, predicted = extra_compute(result, base)
-    if counted is None:
-        return gflop_text(result.flops_counted, lang)
-    return gettext(lang, "{counted} (predicted {predicted})",
-                   counted=signed_percent(counted, lang),
-                   predicted=signed_percent(predicted, lang) if predicted is not None
-                   else MISSING)
-
-
 def overhead_note(results: Sequence[StrategyResult], lang: str = "en",
                   device_kind: str = "cpu") -> str:
     """What the counted compute means, with the course's rule beside it."""
@@ -279,12 +261,12 @@ def sweep_compute_note(frame: pd.DataFrame, x: str, lang: str = "en") -> str:
 # ---------------------------------------------------------------- the compare table
 
 # column id -> header (a catalog message). Five columns, so a phone (390 px) shows them all:
-# the step's counted compute shares the time column.
+# the counted compute of every strategy is in overhead_note, under the table.
 COMPARE_COLUMNS: dict[str, str] = {
     "strategy": N_("Strategy"),
     "peak": N_("Peak memory (vs none)"),
     "held": N_("Activations held (predicted)"),
-    "time": N_("Step time (vs none) · compute, counted (predicted)"),
+    "time": N_("Step time (vs none)"),
     "gradients": N_("Same gradients"),
 }
 
@@ -318,9 +300,6 @@ def results_table(results: Sequence[StrategyResult], lang: str = "en") -> pd.Dat
             step += ", " + cpu_text(r, lang)
         if r is not base:
             step += ", " + time_vs_none_text(r, base, lang)
-        compute = compute_text(r, base, lang)
-        if compute != MISSING:
-            step += " · " + compute
         rows.append([label(r, lang), peak, held, step, gradient_match(r, lang)])
     columns = [header(lang, text) for text in COMPARE_COLUMNS.values()]
     return pd.DataFrame(rows, columns=columns)
