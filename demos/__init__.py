@@ -1,21 +1,16 @@
-"""The demo engine of Gradient Checkpointing Lab: a small GPT trained one step at a time
-with and without activation checkpointing, measured exactly on CPU and GPU. No Streamlit.
+"""The demos of Gradient Checkpointing Lab: a small GPT (or Llama) trained one step at a
+time with and without activation checkpointing, measured exactly on CPU and GPU, served
+to many learners at once. No Streamlit.
 
-Modules, by what they hold:
-    config      ModelConfig, its bounds (LIMITS), UI slider ranges, byte parsing
-    units       sizes, times and numbers as text (Babel, locale-aware)
-    strategies  one record per checkpointing strategy, the selective policies, text forms
-    segments    Segment (keep / checkpoint / selective) and the sqrt segment length
-    model       the GPT, its probe protocol, synthetic data
-    budget      checkpoint placement under a byte budget (greedy walk, optimal DP)
-    theory      predicted bytes held and peak, FLOPs, Korthikanti's formula
-    tracker     the exact live-tensor-bytes tracker (TorchDispatchMode + weakrefs)
-    measure     compare(): one measured training step per strategy
-    results     the records a measurement returns (Comparison, StrategyResult, ...)
-    report, figures   tables, sentences and Plotly figures of those records
-    sweep, fit, training   sweeps, "what fits", loss curves
-    device      device detection and a fair FIFO queue for one device
-    cli, bench  python -m demos compare | sweep | bench
+Rooms, by what they hold (what they predict with is the memory model, memory/):
+    engine/     the model (blocks over one probed base), the live-bytes tracker, measure
+                (one measured training step per strategy), fit, sweep, training, bench,
+                the mistakes lab, the compiler's memory budget swept (compiler_budget),
+                the device and its fair queue
+    runtime/    the demo service: jobs split into steps, the worker process, the shared
+                result store
+    reports/    tables, sentences and Plotly figures of measured results
+    cli         python -m demos compare | sweep | budget | bench | plan | mistakes | ...
 """
 
 import os

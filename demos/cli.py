@@ -1,4 +1,6 @@
-"""python -m demos compare | sweep | bench: figures in bytes and seconds."""
+"""python -m demos compare | sweep | budget | bench | plan | mistakes: figures in bytes and
+seconds, the compiler's memory budget, the planner for a real fine-tuning run, and the
+classic checkpointing mistakes."""
 
 from __future__ import annotations
 
@@ -62,13 +64,88 @@ def build_parser() -> argparse.ArgumentParser:
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true")
     out.add_argument("--csv", action="store_true")
+    _budget_parser(sub)
     p = sub.add_parser("bench", help="the benchmark: writes benchmarks/results-<device>.*")
     p.add_argument("--out", default=None, help="JSON file to write (a .md goes beside it)")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     p.add_argument("--quick", action="store_true", help="fewer configs and repeats")
     p.add_argument("--arch", default="gpt", choices=list(ARCHS), help="the layer every "
                    "config stacks (a llama run writes results-<device>-llama.*)")
+    p = sub.add_parser("mistakes", help="the classic checkpointing mistakes, each run the "
+                                        "wrong and the fixed way, measured")
+    p.add_argument("--case", action="append", default=None,
+                   help="a case id (repeatable); default: every case")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    from demos.plan_cli import add_parser
+
+    add_parser(sub)
     return parser
+
+
+def _budget_parser(sub) -> None:
+    from demos.engine.compiler_budget import (
+        BASE,
+        BUDGETS,
+        COMPILED_STRATEGIES,
+        EAGER_STRATEGIES,
+    )
+
+    p = sub.add_parser("budget", help="torch.compile's activation memory budget (private "
+                                      "API) swept on the model, beside manual strategies")
+    for flag, name in (("--layers", "layers"), ("--hidden", "hidden"), ("--heads", "heads"),
+                       ("--seq", "seq_len"), ("--batch", "batch"), ("--vocab", "vocab"),
+                       ("--kv-heads", "kv_heads")):
+        p.add_argument(flag, dest=name, type=int, default=getattr(BASE, name))
+    p.add_argument("--arch", default=BASE.arch, choices=list(ARCHS))
+    p.add_argument("--budgets", default=",".join(f"{b:g}" for b in BUDGETS),
+                   help="comma-separated budgets in 0..1, each compiled anew")
+    p.add_argument("--eager", default=",".join(EAGER_STRATEGIES),
+                   help="manual strategies run eagerly (empty: none)")
+    p.add_argument("--compiled", default=",".join(COMPILED_STRATEGIES),
+                   help="manual strategies run under torch.compile (empty: none)")
+    p.add_argument("--repeats", type=int, default=5, help="timed steps per point (median)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _budget(args) -> int:
+    from demos.engine.compiler_budget import sweep_budget, to_frame
+
+    cfg = ModelConfig(layers=args.layers, hidden=args.hidden, heads=args.heads,
+                      seq_len=args.seq_len, batch=args.batch, vocab=args.vocab,
+                      arch=args.arch, kv_heads=args.kv_heads).validated("cpu")
+    try:
+        budgets = [float(b) for b in args.budgets.split(",") if b.strip()]
+    except ValueError:
+        raise ConfigError(f"budgets={args.budgets!r}: write numbers in 0..1, "
+                          f"e.g. 1,0.5,0") from None
+    if any(not 0.0 <= b <= 1.0 for b in budgets):
+        raise ConfigError(f"budgets={args.budgets!r}: each must be in 0..1")
+    if not 1 <= args.repeats <= 100:
+        raise ConfigError(f"repeats={args.repeats} is out of range; allowed 1..100")
+    names = [[s.strip() for s in text.split(",") if s.strip()]
+             for text in (args.eager, args.compiled)]
+    frame = to_frame(sweep_budget(cfg, budgets, names[0], names[1], repeats=args.repeats))
+    if args.json:
+        print(json.dumps(_clean({
+            "config": cfg.as_dict(), "torch": torch_version(),
+            "setting": "torch._functorch.config.activation_memory_budget (private API)",
+            "points": frame.to_dict(orient="records")})))
+    else:
+        print("# bytes saved for backward (parameters left out); FLOPs of one training step; "
+              "seconds per step (median)")
+        import pandas as pd
+
+        cols = ["kind", "strategy", "saved_bytes", "flops", "recomputed_flops",
+                "step_seconds", "compile_seconds", "max_grad_diff"]
+        with pd.option_context("display.width", 200, "display.max_columns", 30):
+            print(frame[cols].to_string(index=False))
+    return 0
+
+
+def torch_version() -> str:
+    import torch
+
+    return torch.__version__
 
 
 def _config(args) -> ModelConfig:
@@ -118,9 +195,50 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def _mistakes(args) -> int:
+    from demos.engine.mistakes import CASES, run_cases
+
+    unknown = [c for c in args.case or [] if c not in CASES]
+    if unknown:
+        raise ConfigError(f"unknown case(s): {', '.join(unknown)}; allowed "
+                          f"{', '.join(CASES)}")
+    results = run_cases(args.case)
+    if args.json:
+        rows = [{"id": r.case, "symptoms": sorted(s.value for s in CASES[r.case].symptoms),
+                 **r.to_json()} for r in results]
+        print(json.dumps(_clean({"cases": rows})))
+        return 0
+    for r in results:
+        print(f"{r.case}: symptom {'shown' if r.wrong_shows else 'NOT shown'} the wrong way, "
+              f"{'still shown' if r.fixed_shows else 'gone'} the fixed way")
+        for name in ("plain", "wrong", "fixed"):
+            m = getattr(r, name)
+            parts = [f"peak {m.peak_bytes} B ({m.peak_phase})"]
+            parts += [f"{k} {v}" for k, v in (("flops", m.flops), ("grad diff", m.max_grad_diff),
+                                             ("statistic", m.statistic),
+                                             ("state", m.state_bytes)) if v is not None]
+            if m.none_grads:
+                parts.append(f"{len(m.none_grads)} parameters without gradient")
+            if m.warning or m.error:
+                parts.append(f"said: {m.warning or m.error}")
+            print(f"  {name:5}  " + "; ".join(parts))
+    return 0
+
+
 def _run(args) -> int:
+    if args.command == "mistakes":
+        return _mistakes(args)
+    if args.command == "plan":
+        from demos.plan_cli import PlanError, run
+
+        try:
+            return run(args)
+        except PlanError as exc:
+            raise ConfigError(str(exc)) from None
     from demos.engine.measure import compare
 
+    if args.command == "budget":
+        return _budget(args)
     if args.command == "bench":
         from demos.engine.bench import run_bench
 

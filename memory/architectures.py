@@ -49,6 +49,15 @@ class Architecture:
     dropout: bool = False  # residual dropout, and dropout on the attention probabilities
     source: str = ""  # where the numbers come from
     published_params: int | None = None  # the parameter count its publisher states
+    family: str = ""  # Hugging Face model_type (gpt2, llama, mistral, qwen2, gemma ...)
+    head_size: int = 0  # a config's own head_dim where it is not hidden / heads (Gemma 7B)
+    # the MLP's activation as transformers names it (config hidden_act/activation_function);
+    # "": the fused one of the MLP kind (gelu: torch's GELU, swiglu: SiLU)
+    act: str = ""
+
+    @property
+    def activation(self) -> str:
+        return self.act or ("gelu" if self.mlp == "gelu" else "silu")
 
     @property
     def kind(self) -> str:
@@ -56,7 +65,7 @@ class Architecture:
 
     @property
     def head_dim(self) -> int:
-        return self.hidden // self.heads
+        return self.head_size or self.hidden // self.heads
 
     def with_(self, **changes: object) -> Architecture:
         return replace(self, **changes)
@@ -97,7 +106,7 @@ class Architecture:
         for name in ("layers", "hidden", "heads", "kv_heads", "mlp_width", "vocab"):
             if getattr(self, name) < 1:
                 raise ShapeError("at-least-one", f"{name} must be at least 1", field=name)
-        if self.hidden % self.heads:
+        if self.hidden % self.heads and not self.head_size:
             raise ShapeError("hidden-heads", f"hidden={self.hidden} must be a multiple of "
                              f"heads={self.heads}", hidden=self.hidden, heads=self.heads)
         if self.heads % self.kv_heads:
@@ -124,32 +133,32 @@ PRESETS: dict[str, Architecture] = {
     "gpt2": Architecture(
         "gpt2", "GPT-2 small (124M)", layers=12, hidden=768, heads=12, kv_heads=12,
         mlp_width=3072, mlp="gelu", norm="layernorm", vocab=50_257, tied=True,
-        positions=1024, qkv_bias=True, linear_bias=True, dropout=True,
+        positions=1024, qkv_bias=True, linear_bias=True, dropout=True, act="gelu_new",
         source="https://huggingface.co/openai-community/gpt2/blob/main/config.json "
                "(n_layer 12, n_embd 768, n_head 12, n_positions 1024, vocab_size 50257, "
-               "dropout 0.1)",
-        published_params=124_439_808),
+               "dropout 0.1, activation_function gelu_new)",
+        published_params=124_439_808, family="gpt2"),
     "llama-3.2-1b": Architecture(
         "llama-3.2-1b", "Llama 3.2 1B", layers=16, hidden=2048, heads=32, kv_heads=8,
         mlp_width=8192, mlp="swiglu", norm="rmsnorm", vocab=128_256, tied=True,
         source="https://huggingface.co/meta-llama/Llama-3.2-1B/blob/main/config.json "
                "(hidden_size 2048, intermediate_size 8192, 16 layers, 32 heads, 8 KV heads, "
                "vocab 128256, tie_word_embeddings true)",
-        published_params=1_235_814_400),
+        published_params=1_235_814_400, family="llama"),
     "llama-3.1-8b": Architecture(
         "llama-3.1-8b", "Llama 3.1 8B", layers=32, hidden=4096, heads=32, kv_heads=8,
         mlp_width=14_336, mlp="swiglu", norm="rmsnorm", vocab=128_256, tied=False,
         source="https://huggingface.co/meta-llama/Llama-3.1-8B/blob/main/config.json "
                "(hidden_size 4096, intermediate_size 14336, 32 layers, 32 heads, 8 KV heads, "
                "vocab 128256)",
-        published_params=8_030_261_248),
+        published_params=8_030_261_248, family="llama"),
     "llama-3.1-70b": Architecture(
         "llama-3.1-70b", "Llama 3.1 70B", layers=80, hidden=8192, heads=64, kv_heads=8,
         mlp_width=28_672, mlp="swiglu", norm="rmsnorm", vocab=128_256, tied=False,
         source="https://huggingface.co/meta-llama/Llama-3.1-70B/blob/main/config.json "
                "(hidden_size 8192, intermediate_size 28672, 80 layers, 64 heads, 8 KV heads, "
                "vocab 128256)",
-        published_params=70_553_706_496),
+        published_params=70_553_706_496, family="llama"),
     "qwen2.5-7b": Architecture(
         "qwen2.5-7b", "Qwen2.5 7B", layers=28, hidden=3584, heads=28,
         kv_heads=4, mlp_width=18_944, mlp="swiglu", norm="rmsnorm", vocab=152_064,
@@ -157,7 +166,7 @@ PRESETS: dict[str, Architecture] = {
         source="https://huggingface.co/Qwen/Qwen2.5-7B/blob/main/config.json "
                "(hidden_size 3584, intermediate_size 18944, 28 layers, 28 heads, 4 KV heads, "
                "vocab 152064, biases on q/k/v)",
-        published_params=7_615_616_512),
+        published_params=7_615_616_512, family="qwen2"),
 }
 DEFAULT_PRESET = "llama-3.1-8b"
 

@@ -38,7 +38,10 @@ LORA_TARGETS = {"attention": ("q", "k", "v", "o"),
 CHUNK_TOKENS = 1024  # tokens per chunk of a chunked (fused linear + cross-entropy) loss
 QLORA_BITS = 4 + 0.127  # NF4 plus double-quantized block constants (QLoRA paper, 3.1)
 FSDP_PREFETCH_LAYERS = 2  # whole layers gathered at once under sharding (one prefetched)
-LOSS_FP32_TENSORS = 3  # log-softmax, its gradient, the logits' gradient (measured in fp32)
+# log-softmax, its gradient, the logits' gradient: fp32 in every precision, as transformers
+# computes the loss (transformers 5.24.0, loss/loss_utils.py, ForCausalLMLoss: logits.float()
+# before cross-entropy; the fp32 copy itself is freed before backward, so it adds no 4th)
+LOSS_FP32_TENSORS = 3
 
 
 # ---------------------------------------------------------------- inputs
@@ -64,6 +67,11 @@ class PlannerInputs:
     gpu_bytes: int = 80 * GiB
     offload: bool = False  # optimizer state (and gradients) in host memory
     device: str = "cuda"
+    # transformers' attn_implementation: "" follows `fused` (a fused SDPA kernel, or without
+    # it transformers' eager attention, the planner's "math" choice); "sdpa" with fused=False
+    # is SDPA's math kernel (what torch runs on a CPU when the attention has dropout)
+    attention: str = ""
+    padding: bool = False  # batches carry a padding mask (attention_mask with zeros)
 
     def with_(self, **changes: object) -> PlannerInputs:
         return replace(self, **changes)
@@ -76,12 +84,26 @@ class PlannerInputs:
     def targets(self) -> tuple[str, ...]:
         return LORA_TARGETS[self.lora_targets] if self.tuning != "full" else ()
 
-    def tensors(self, batch: int | None = None, seq: int | None = None) -> tuple[Held, ...]:
+    @property
+    def kernel(self) -> str:
+        """The attention as transformers runs it: sdpa | eager."""
+        return self.attention or ("sdpa" if self.fused else "eager")
+
+    @property
+    def lora_bytes(self) -> int:
+        """Bytes per number of what a LoRA adapter keeps: PEFT's adapters are fp32 and cast
+        their input to fp32; under autocast ("mixed") their matmuls run in 16-bit."""
+        return 2 if self.precision == "mixed" else 4
+
+    def tensors(self, batch: int | None = None, seq: int | None = None,
+                input_grad: bool = True) -> tuple[Held, ...]:
         return layer_tensors(self.arch, self.batch if batch is None else batch,
                              self.seq if seq is None else seq, self.act_bytes,
                              fused=self.fused, device=self.device,
                              lora_rank=self.lora_rank if self.tuning != "full" else 0,
-                             lora_targets=self.targets)
+                             lora_targets=self.targets, attention=self.kernel,
+                             padding=self.padding, input_grad=input_grad,
+                             lora_bytes=self.lora_bytes)
 
 
 # ---------------------------------------------------------------- parameters and state
@@ -168,6 +190,8 @@ def activations(p: PlannerInputs, strategy: str, batch: int | None = None,
     # (torch's early stop: memory.layer.rerun_flops)
     one, last = layer_flops(p.arch, b, s), rerun_flops(p.arch, b, s, p.targets)
     if strategy == "none":
+        if p.tuning != "full":  # frozen embeddings: the first layer's input needs no gradient
+            return Activations((n - 1) * full + layer_bytes(p.tensors(b, s, False)), 0, 0.0)
         return Activations(n * full, 0, 0.0)
     if strategy == "every-layer":
         return Activations(n * ckpt, full - shared, n * last, n)
@@ -177,16 +201,22 @@ def activations(p: PlannerInputs, strategy: str, batch: int | None = None,
                            (n - pairs) * one + pairs * last, n)
     if strategy == "some-layers":
         k = max(0, min(n, p.some_layers))
+        if k == 0:  # nothing checkpointed: checkpointing is not switched on
+            return activations(p, "none", b, s)
         if k == n:
             return activations(p, "every-layer", b, s)
         # the first k layers checkpointed; their rebuild comes after the kept ones are freed
         return Activations(k * ckpt + (n - k) * full, 0, k * last, k)
-    if strategy == "selective":  # recompute the attention scores only (Korthikanti et al.)
-        redo = [t for t in tensors if t.kind == "scores"]
-        dropped = sum(t.bytes for t in redo)
-        return Activations(n * (full - dropped), dropped,
-                           n * attention_flops(p.arch, b, s) / 2 if dropped else 0.0,
-                           n if dropped else 0)
+    if strategy == "selective":
+        # Recompute the attention scores only (Korthikanti et al.): what a fused attention
+        # kernel (SDPA: flash / memory-efficient) does, keeping a log-sum-exp per head and
+        # token and recomputing Q·Kᵀ and the softmax in its backward. With the eager kernel
+        # the step is to switch to it (the code the planner prints); with a fused kernel
+        # there is nothing left to drop.
+        if p.fused:
+            return Activations(n * full, 0, 0.0, 0)
+        fused = layer_bytes(p.with_(fused=True).tensors(b, s))
+        return Activations(n * fused, 0, n * attention_flops(p.arch, b, s) / 2, n)
     if strategy == "budget":
         kept, flops = _budget_kept(tensors, p.budget, ckpt)
         return Activations(n * kept, full - kept, n * flops, n if flops else 0)

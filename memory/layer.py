@@ -1,6 +1,8 @@
 """One decoder layer as a list of tensors: what it keeps for backward, op by op, as PyTorch
 runs it, and its forward FLOPs. Pure arithmetic, no torch (a test measures the lab's GPT
-and Llama blocks and finds these bytes exactly).
+and Llama blocks and finds these bytes exactly; tests/real_libraries measures tiny
+transformers models of every preset family, with transformers' checkpointing switch and
+PEFT LoRA, and finds them too).
 
 Units: bytes and FLOPs. `device` is "cuda" for a plan (1-byte dropout masks, LayerNorm
 statistics in fp32, attention kernels of a GPU) and "cpu" where the tests measure.
@@ -13,6 +15,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from memory.architectures import Architecture
+
+PYTHON_GELUS = ("gelu_new",)  # activations transformers writes op by op in Python
+ATTENTIONS = ("sdpa", "eager")  # transformers' attn_implementation
 
 
 @dataclass(frozen=True)
@@ -61,10 +66,42 @@ def norm_tensors(arch: Architecture, tag: str, batch: int, seq: int, act_bytes: 
             Held(f"{tag}.out", sbh * e, "norm"))
 
 
+# Where the Hugging Face terms come from (installed: transformers 5.24.0, peft 0.21.2,
+# torch 2.13); each is measured by tests/real_libraries on tiny models of every preset family.
+# * Python GELU: transformers/activations.py, NewGELUActivation.forward ("gelu_new", GPT-2's
+#   default) computes 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) op by op, so autograd
+#   keeps x (for pow), tanh's output, 1 + tanh and 0.5·x: three 4h-wide tensors more than
+#   a fused GELU. "gelu_pytorch_tanh" (GELUTanh) calls the fused F.gelu(approximate="tanh").
+# * Eager attention: transformers/models/llama/modeling_llama.py (and qwen2),
+#   eager_attention_forward: repeat_kv copies k and v to every query head, then
+#   softmax(..., dtype=torch.float32).to(query.dtype): the fp32 probabilities (kept by
+#   softmax's backward) and their 16-bit cast (kept by the matmul with v): twice.
+#   transformers/models/gpt2/modeling_gpt2.py eager_attention_forward softmaxes in the
+#   input dtype: one copy.
+# * repeat_kv with a padding mask: transformers/integrations/sdpa_attention.py,
+#   use_gqa_in_sdpa: SDPA gets k and v per KV head only when attention_mask is None; with a
+#   padding mask they are repeated to every query head first, and SDPA keeps the copies
+#   (with one KV head the repeat is a view). Measured with torch 2.13: SDPA given the boolean
+#   mask keeps an additive b·s·s copy of it in q's dtype, in every layer.
+# * LoRA: peft/tuners/lora/layer.py, Linear.forward: each adapter casts the layer's input to
+#   its own weight dtype (x = self._cast_input_dtype(x, lora_A.weight.dtype)), and PEFT makes
+#   adapters fp32 by default (autocast_adapter_dtype=True, peft/tuners/tuners_utils.py), so
+#   in 16-bit every adapted linear keeps an fp32 copy of its input and lora_B keeps lora_A's
+#   fp32 output. The frozen base linears (and norms' frozen weights) need no weight gradient,
+#   and autograd saves an input that only one gradient formula uses only when that gradient
+#   will be computed (torch 2.13, torchgen/packaged/autograd/gen_variable_type.py, guard_for:
+#   grad_fn->should_compute_output), so a frozen linear keeps nothing of its own. Without
+#   checkpointing the first layer's input needs no gradient (the embedding is frozen), so
+#   its first norm keeps nothing; transformers' checkpointing switch calls
+#   enable_input_require_grads (transformers/modeling_utils.py), which ends that.
+
+
 @lru_cache(maxsize=4096)
 def layer_tensors(arch: Architecture, batch: int, seq: int, act_bytes: int, *,
                   fused: bool = True, device: str = "cuda", lora_rank: int = 0,
-                  lora_targets: tuple[str, ...] = ()) -> tuple[Held, ...]:
+                  lora_targets: tuple[str, ...] = (), attention: str = "sdpa",
+                  padding: bool = False, input_grad: bool = True, lora_bytes: int = 4
+                  ) -> tuple[Held, ...]:
     """Every tensor one layer keeps for backward when it runs plainly (no checkpoint).
 
     GPT kind (LayerNorm, fused QKV, GELU): the layer's input and the residual after
@@ -75,7 +112,15 @@ def layer_tensors(arch: Architecture, batch: int, seq: int, act_bytes: int, *,
     and k and v; the attention output; gate, SiLU(gate), up and their product.
     A fused kernel (flash / memory-efficient / CPU flash) keeps a log-sum-exp per head and
     token instead of the s×s scores; the math kernel keeps scaled copies of q, k, v (k and v
-    repeated to every head) and the softmax output, in fp32 on the CPU for 16-bit inputs."""
+    repeated to every head) and the softmax output, in fp32 on the CPU for 16-bit inputs.
+
+    What the Hugging Face libraries add (sources above): `attention="eager"` is
+    transformers' eager attention; a Python GELU (arch.activation "gelu_new") keeps three
+    more MLP-wide tensors; `padding` (a padding mask with SDPA) repeats k and v to every
+    head; LoRA (`lora_rank`, `lora_targets`) freezes the base: norms and linears keep only
+    what the input gradients need, each adapter keeps its input (an fp32 copy,
+    `lora_bytes` per number, when the layer runs in 16-bit) and its rank-r output;
+    `input_grad=False` is a first layer whose input needs no gradient."""
     b, s, a = batch, seq, arch.heads
     d, kv, m = arch.head_dim, arch.kv_heads, arch.mlp_width
     e, bs, sbh = act_bytes, batch * seq, batch * seq * arch.hidden
@@ -83,24 +128,65 @@ def layer_tensors(arch: Architecture, batch: int, seq: int, act_bytes: int, *,
     mask = 1 if cuda else e  # dropout masks: bool on CUDA, the input's dtype on the CPU
     dropout = arch.dropout
     lin = {name: linear_flops(arch, b, s, name) for name in arch.linears()}
+    adapted = {t for t in lora_targets if t in lin} if lora_rank else set()
+    frozen = bool(adapted)
+    eager = attention == "eager"
     out: list[Held] = []
 
     def norm(tag: str, first: bool) -> None:
-        out.extend(norm_tensors(arch, tag, b, s, e, device, first, 0.0 if first else lin["o"]))
+        held = norm_tensors(arch, tag, b, s, e, device, first, 0.0 if first else lin["o"])
+        if frozen:  # a frozen norm keeps what its input's gradient needs: no output
+            if first and not input_grad:
+                return
+            held = tuple(t for t in held if t.kind in ("input", "stats", "matmul")
+                         or t.name.endswith(".in32"))
+        out.extend(held)
+
+    def weight_input(held: Held, users: tuple[str, ...]) -> None:
+        """A linear's input, kept for its weight gradient: always when the base trains;
+        under LoRA by each adapter of `users` (the tensor itself when it is already fp32,
+        else one fp32 copy per adapter) and never by the frozen base."""
+        users = tuple(u for u in users if u in adapted)
+        if not frozen or (users and e == lora_bytes):
+            if all(t.name != held.name for t in out):
+                out.append(held)
+            return
+        width = held.bytes // e
+        out.extend(Held(f"lora.{u}.in", width * lora_bytes, "lora") for u in users)
 
     norm("ln1", True)
     qkv_flops = lin["q"] + lin["k"] + lin["v"]
     scores = attention_flops(arch, b, s) / 2
-    if fused and arch.kind == "llama":  # q and k rotated (new tensors), v as projected
+    if arch.kind != "llama" and adapted & {"q", "k", "v"}:
+        adapted.add("qkv")  # GPT-2's c_attn: one linear, one adapter for q, k and v
+    weight_input(Held("ln1.out", sbh * e, "norm"),
+                 ("qkv",) if "qkv" in adapted else ("q", "k", "v"))
+    # the attention's own tensors; attn.out is the output projection's input
+    # repeat_kv before SDPA with a mask: copies, unless one KV head (then a view)
+    kv_kept = a if padding and not eager and 1 < kv < a else kv
+    if eager and arch.kind == "llama":
         out += [Held("q.rot", a * d * bs * e, "matmul", lin["q"]),
-                Held("k.rot", kv * d * bs * e, "matmul", lin["k"]),
-                Held("v", kv * d * bs * e, "matmul", lin["v"])]
-    if fused:
-        if arch.kind != "llama":
+                Held("k.rep", a * d * bs * e, "matmul", lin["k"]),
+                Held("v.rep", a * d * bs * e, "matmul", lin["v"]),
+                Held("attn.probs32", a * s * s * b * 4, "scores", scores)]
+        if e < 4:
+            out.append(Held("attn.probs", a * s * s * b * e, "scores"))
+        attn_out_kept = False
+    elif eager:
+        out += [Held("qkv", (a + 2 * kv) * d * bs * e, "matmul", qkv_flops),
+                Held("attn.probs", a * s * s * b * e, "scores", scores)]
+        if dropout:
+            out.append(Held("attn.mask", a * s * s * b * mask, "scores"))
+            out.append(Held("attn.dropped", a * s * s * b * e, "scores"))
+        attn_out_kept = False
+    elif fused:
+        if arch.kind == "llama":  # q and k rotated (new tensors), v as projected
+            out += [Held("q.rot", a * d * bs * e, "matmul", lin["q"]),
+                    Held("k.rot", kv_kept * d * bs * e, "matmul", lin["k"]),
+                    Held("v", kv_kept * d * bs * e, "matmul", lin["v"])]
+        else:
             out.append(Held("qkv", (a + 2 * kv) * d * bs * e, "matmul", qkv_flops))
-        out.append(Held("attn.out", a * d * bs * e, "attention", attention_flops(arch, b, s)))
-        lse_s = math.ceil(s / 32) * 32 if cuda and e == 4 else s  # fp32 kernel pads to 32
-        out.append(Held("attn.lse", 4 * a * b * lse_s, "attention"))
+        attn_out_kept = True  # the kernel keeps its output: the projection's input
     else:
         ea = 4 if not cuda and e < 4 else e  # the CPU's math kernel upcasts 16-bit
         if arch.norm == "layernorm" and b == 1 and ea == e:
@@ -110,27 +196,45 @@ def layer_tensors(arch: Architecture, batch: int, seq: int, act_bytes: int, *,
         else:
             out.append(Held("qkv.scaled", 3 * a * d * bs * ea, "matmul", qkv_flops))
         out.append(Held("attn.probs", a * s * s * b * ea, "scores", scores))
-        if dropout:
-            out.append(Held("attn.mask", a * s * s * b * mask, "scores"))
+        if dropout:  # the math kernel's mask: in its (upcast) dtype on the CPU
+            out.append(Held("attn.mask", a * s * s * b * (1 if cuda else ea), "scores"))
             out.append(Held("attn.dropped", a * s * s * b * ea, "scores"))
-        out.append(Held("attn.out", a * d * bs * e, "attention", scores))
+        attn_out_kept = False
+    attn_out = Held("attn.out", a * d * bs * e, "attention",
+                    attention_flops(arch, b, s) if fused and not eager else scores)
+    if attn_out_kept:
+        out.append(attn_out)
+    weight_input(attn_out, ("o",))
+    if fused and not eager:
+        lse_s = math.ceil(s / 32) * 32 if cuda and e == 4 else s  # fp32 kernel pads to 32
+        out.append(Held("attn.lse", 4 * a * b * lse_s, "attention"))
+        if padding:  # SDPA makes the boolean mask additive, in q's dtype, and keeps it
+            out.append(Held("attn.bias", b * s * s * e, "attention"))
     if dropout:
         out.append(Held("drop1.mask", sbh * mask, "dropout"))
     norm("ln2", False)
     up_flops = lin["gate"] if arch.mlp == "swiglu" else lin["fc"]
     if arch.mlp == "swiglu":
+        weight_input(Held("ln2.out", sbh * e, "norm"), ("gate", "up"))
         out += [Held("gate", bs * m * e, "matmul", up_flops),
                 Held("silu", bs * m * e, "activation"),
-                Held("up", bs * m * e, "matmul", lin["up"]),
-                Held("gated", bs * m * e, "activation")]
+                Held("up", bs * m * e, "matmul", lin["up"])]
+        weight_input(Held("gated", bs * m * e, "activation"), ("down",))
     else:
-        out += [Held("fc", bs * m * e, "matmul", up_flops),
-                Held("gelu", bs * m * e, "activation")]
+        weight_input(Held("ln2.out", sbh * e, "norm"), ("fc",))
+        out.append(Held("fc", bs * m * e, "matmul", up_flops))
+        if arch.activation in PYTHON_GELUS:
+            out += [Held("gelu.tanh", bs * m * e, "activation"),
+                    Held("gelu.1+tanh", bs * m * e, "activation"),
+                    Held("gelu.half", bs * m * e, "activation")]
+        weight_input(Held("gelu", bs * m * e, "activation"), ("proj",))
     if dropout:
         out.append(Held("drop2.mask", sbh * mask, "dropout"))
     for target in lora_targets:
-        if target in arch.linears() and lora_rank:
-            out.append(Held(f"lora.{target}", bs * lora_rank * e, "lora"))
+        if target in adapted and not (target in ("q", "k", "v") and "qkv" in adapted):
+            out.append(Held(f"lora.{target}", bs * lora_rank * lora_bytes, "lora"))
+        elif target == "q" and "qkv" in adapted:
+            out.append(Held("lora.qkv", bs * lora_rank * lora_bytes, "lora"))
     return tuple(out)
 
 

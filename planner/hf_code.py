@@ -1,4 +1,26 @@
-"""The Hugging Face code for a plan: Trainer arguments and the model-level switch."""
+"""The Hugging Face code for a plan: one script that loads the model, applies every step of
+the plan (quantisation, PEFT adapters, checkpointing of the plan's layers, the optimizer,
+the chunked loss, FSDP) and trains it with the Trainer.
+
+Names as transformers 5.24.0, peft 0.21.2 and accelerate 1.15.0 spell them (checked
+against the installed sources, cited beside each choice below; the tests run the printed
+code on tiny random-init models of each family):
+* `activation_checkpointing_enable(activation_checkpointing_kwargs=..., every_n_layers=...,
+  offload=...)` and the Trainer's `activation_checkpointing` / `activation_checkpointing_
+  kwargs` (transformers/modeling_utils.py, training_args.py; the `gradient_checkpointing*`
+  names are deprecated aliases that warn and go in v6; the default is use_reentrant=False).
+* "Only some layers": the library's own flag, `gradient_checkpointing` on each
+  `GradientCheckpointingLayer` (transformers/modeling_layers.py), switched off after the
+  first k; never `checkpoint(layer, x)` on a decoder layer, which needs more arguments.
+* FSDP: `fsdp=True` with `fsdp_config` wrapping each decoder layer
+  (`auto_wrap_policy="TRANSFORMER_BASED_WRAP"`, `transformer_layer_cls_to_wrap`) and
+  checkpointing through `fsdp_config["activation_checkpointing"]`, which transformers
+  prefers over the training argument (training_args.py, _process_fsdp_args).
+* SGD with momentum: `optim="sgd"` with `optim_args="momentum=0.9"`
+  (transformers/trainer_optimizer.py, _get_sgd; without it torch's SGD has no momentum).
+* The chunked loss: `use_liger_kernel=True` (Liger Kernel's fused linear + cross-entropy;
+  the package `liger-kernel`, Triton kernels for a GPU).
+"""
 
 from __future__ import annotations
 
@@ -6,61 +28,149 @@ from i18n import DEFAULT, gettext
 from memory.footprint import PlannerInputs
 from planner.snippets import comment
 
-# The Hugging Face names the snippets use, as transformers 4.57.1 spells them
-# (https://huggingface.co/docs/transformers/v4.57.1/en/main_classes/trainer); transformers
-# is not installed here, so a test checks the snippets against this table.
-HF_VERSION = "4.57.1"
-HF_NAMES: dict[str, frozenset[str]] = {
-    "TrainingArguments": frozenset({
-        "output_dir", "per_device_train_batch_size", "gradient_accumulation_steps", "bf16",
-        "optim", "gradient_checkpointing", "gradient_checkpointing_kwargs", "use_liger_kernel",
-        "fsdp"}),
-    "optim": frozenset({"adamw_torch", "adamw_bnb_8bit", "sgd"}),
-    "gradient_checkpointing_enable": frozenset({"gradient_checkpointing_kwargs"}),
-    "BitsAndBytesConfig": frozenset({"load_in_4bit", "bnb_4bit_quant_type",
-                                     "bnb_4bit_use_double_quant", "bnb_4bit_compute_dtype"}),
-    "fsdp": frozenset({"full_shard", "offload"}),
-}
-_HF_OPTIM = {"adamw": "adamw_torch", "adamw-8bit": "adamw_bnb_8bit", "sgd-momentum": "sgd"}
+HF_VERSION = "5.24.0"
+PEFT_VERSION = "0.21.2"
+ACCELERATE_VERSION = "1.15.0"
 
+# The decoder layer class of each family (transformers/models/<family>/modeling_<family>.py)
+DECODER_LAYERS = {"gpt2": "GPT2Block", "llama": "LlamaDecoderLayer",
+                  "mistral": "MistralDecoderLayer", "qwen2": "Qwen2DecoderLayer",
+                  "gemma": "GemmaDecoderLayer", "gemma2": "Gemma2DecoderLayer"}
+# LoRA targets by the module names of each layer kind (PEFT matches a name's last parts)
+LORA_MODULES = {
+    ("gpt", "attention"): ["attn.c_attn", "attn.c_proj"],
+    ("llama", "attention"): ["q_proj", "k_proj", "v_proj", "o_proj"],
+}
+OPTIM = {"adamw": 'optim="adamw_torch",', "adamw-8bit": 'optim="adamw_8bit",',
+         "sgd-momentum": 'optim="sgd",\n    optim_args="momentum=0.9",',
+         "sgd": 'optim="sgd",'}
+# What the Trainer names each optimizer (the test checks the optimizer it builds)
+OPTIM_NAMES = {"adamw": "adamw_torch", "adamw-8bit": "adamw_8bit", "sgd-momentum": "sgd",
+               "sgd": "sgd"}
+
+
+def model_id(p: PlannerInputs) -> str:
+    """The Hub id of a preset (from its config.json address), else a placeholder."""
+    source = p.arch.source.split()[0] if p.arch.source else ""
+    prefix = "https://huggingface.co/"
+    if source.startswith(prefix) and "/blob/" in source:
+        return source[len(prefix):].split("/blob/")[0]
+    return "path/to/your-model"
+
+
+def _family(p: PlannerInputs) -> str:
+    return p.arch.family or ("gpt2" if p.arch.kind == "gpt" else "llama")
+
+
+def _import(module: str, names: list[str]) -> str:
+    line = f"from {module} import {', '.join(names)}"
+    if len(line) <= 88:
+        return line
+    return "\n".join([f"from {module} import (", *(f"    {n}," for n in names), ")"])
 
 
 def hf_code(p: PlannerInputs, code: str = DEFAULT) -> str:
-    """Hugging Face Trainer settings for `p` (its strategy, batch, precision, optimizer...),
-    commented in language `code`; the code itself is the same in every language."""
-    every = p.strategy == "every-layer"
-    lines = ["from transformers import TrainingArguments", ""]
-    if p.tuning == "qlora":
-        lines[:1] = ["import torch", "from transformers import BitsAndBytesConfig, "
-                     "TrainingArguments"]
-        lines += [*comment(gettext(code, "For from_pretrained(..., "
-                                          "quantization_config=quantization):")),
+    """The script for the settings `p` (its strategy, tuning, GPUs, batch, precision,
+    optimizer, loss), commented in language `code`; the code is the same in every
+    language."""
+    lora = p.tuning in ("lora", "qlora")
+    qlora = p.tuning == "qlora"
+    fsdp = p.shards > 1
+    k = max(0, min(p.arch.layers, p.some_layers))
+    strategy = p.strategy
+    if strategy == "some-layers" and k >= p.arch.layers:
+        strategy = "every-layer"
+    model_level = strategy == "some-layers"
+    trainer_level = strategy == "every-layer" and not fsdp
+    sixteen = p.precision == "bf16" or (lora and p.precision != "fp32")
+    dtype = "torch.bfloat16" if sixteen else "torch.float32"
+    attention = "sdpa" if p.fused or strategy == "selective" else "eager"
+
+    imports = ["import torch"]
+    peft_names = ["LoraConfig", "get_peft_model"] + (["prepare_model_for_kbit_training"]
+                                                     if qlora else [])
+    if lora:
+        imports.append(_import("peft", peft_names))
+    names = ["AutoModelForCausalLM"] + (["BitsAndBytesConfig"] if qlora else []) + (
+        ["GradientCheckpointingLayer"] if strategy == "some-layers" else []) + [
+        "Trainer", "TrainingArguments"]
+    imports.append(_import("transformers", names))
+    lines = [*imports, ""]
+
+    if qlora:
+        lines += [*comment(gettext(code, "QLoRA: the frozen base in 4-bit NF4 (needs the "
+                                         "bitsandbytes package and a CUDA GPU).")),
                   "quantization = BitsAndBytesConfig(",
                   "    load_in_4bit=True,", '    bnb_4bit_quant_type="nf4",',
                   "    bnb_4bit_use_double_quant=True,",
-                  "    bnb_4bit_compute_dtype=torch.bfloat16,",
-                  ")", ""]
-    lines += ["args = TrainingArguments(", '    output_dir="out",',
+                  "    bnb_4bit_compute_dtype=torch.bfloat16,"]
+        if fsdp:  # FSDP shards flat tensors of one dtype: the 4-bit weights stored as bf16
+            lines.append("    bnb_4bit_quant_storage=torch.bfloat16,  # " + gettext(
+                code, "so that FSDP can shard the 4-bit weights"))
+        lines.append(")")
+    lines += ["model = AutoModelForCausalLM.from_pretrained(",
+              f'    "{model_id(p)}",', f"    dtype={dtype},"]
+    note = (gettext(code, "a fused kernel: it recomputes the attention scores in backward")
+            if strategy == "selective" else "")
+    lines.append(f'    attn_implementation="{attention}",' + (f"  # {note}" if note else ""))
+    if qlora:
+        lines.append("    quantization_config=quantization,")
+    lines.append(")")
+    if qlora:
+        lines += [*comment(gettext(code, "Without its own checkpointing: the plan's is "
+                                         "switched on below.")),
+                  "model = prepare_model_for_kbit_training(model, "
+                  "use_gradient_checkpointing=False)"]
+    if lora:
+        targets = ('"all-linear"' if p.lora_targets == "all-linear" else
+                   repr(LORA_MODULES[(p.arch.kind, "attention")]).replace("'", '"'))
+        lines += ["", "model = get_peft_model(model, LoraConfig(",
+                  f"    r={p.lora_rank},", f"    lora_alpha={2 * p.lora_rank},",
+                  f"    target_modules={targets},", '    task_type="CAUSAL_LM",', "))"]
+    if model_level:
+        lines += ["", *comment(gettext(code, "Checkpointing on the model itself "
+                                             "(use_reentrant=False is the default):")),
+                  "model.activation_checkpointing_enable()"]
+        if strategy == "some-layers":
+            lines += [*comment(gettext(code, "only the first {count} decoder layers: switch "
+                                             "the others back off", count=k)),
+                      "layers = [m for m in model.modules() "
+                      "if isinstance(m, GradientCheckpointingLayer)]",
+                      f"for layer in layers[{k}:]:",
+                      "    layer.gradient_checkpointing = False"]
+    lines += ["", "args = TrainingArguments(", '    output_dir="out",',
               f"    per_device_train_batch_size={p.batch},",
               f"    gradient_accumulation_steps={p.accumulation},"]
-    if p.precision != "fp32":
+    if p.precision == "mixed" or (lora and p.precision != "fp32"):
         lines.append("    bf16=True,")
-    lines.append(f'    optim="{_HF_OPTIM[p.optimizer]}",')
-    lines.append(f"    gradient_checkpointing={every},")
-    if every:
-        lines.append('    gradient_checkpointing_kwargs={"use_reentrant": False},')
+    lines.append("    " + OPTIM[p.optimizer])
+    if trainer_level:
+        lines += ["    activation_checkpointing=True,",
+                  '    activation_checkpointing_kwargs={"use_reentrant": False},']
+    elif not (fsdp and strategy == "every-layer"):
+        lines.append("    activation_checkpointing=False,  # " + (
+            gettext(code, "set on the model above") if model_level else
+            gettext(code, "not in the Trainer: see the PyTorch code")
+            if strategy in ("two-layer", "budget") else
+            gettext(code, "not needed: it fits without")))
     if p.chunked_loss:
-        lines.append("    use_liger_kernel=True,  # "
-                     + gettext(code, "fused linear + cross-entropy, in chunks"))
-    if p.shards > 1:
-        lines.append(f'    fsdp="full_shard{" offload" if p.offload else ""}",')
-    lines.append(")")
-    if every:
-        lines += ["", *comment(gettext(code, "or, on the model itself:")),
-                  'model.gradient_checkpointing_enable(gradient_checkpointing_kwargs='
-                  '{"use_reentrant": False})']
-    elif p.strategy != "none":
-        lines += ["", *comment(gettext(code, "The Trainer's switch checkpoints every layer; "
-                                              "for this setting wrap the decoder layers with "
-                                              "the PyTorch code instead."))]
+        lines.append("    use_liger_kernel=True,  # " + gettext(
+            code, "fused linear + cross-entropy in chunks (pip install liger-kernel)"))
+    if fsdp:
+        layer = DECODER_LAYERS.get(_family(p))
+        lines += [*comment(gettext(code, "FSDP over {count} GPUs, each decoder layer its own "
+                                         "unit; launch with: accelerate launch "
+                                         "--num_processes {count} train.py", count=p.shards),
+                           "    "),
+                  "    fsdp=True,", "    fsdp_config={", '        "version": 2,',
+                  '        "auto_wrap_policy": "TRANSFORMER_BASED_WRAP",']
+        if layer:
+            lines.append(f'        "transformer_layer_cls_to_wrap": ["{layer}"],')
+        if strategy == "every-layer":
+            lines.append('        "activation_checkpointing": True,')
+        if p.offload:
+            lines.append('        "cpu_offload": True,')
+        lines.append("    },")
+    lines += [")", "trainer = Trainer(model=model, args=args, train_dataset=train_dataset)",
+              "trainer.train()"]
     return "\n".join(lines)

@@ -28,128 +28,236 @@ from memory.layer import layer_bytes
 LESSONS = {  # lesson slug (lessons.catalog) that explains each advice
     "none": "cost-and-correctness", "selective": "language-models", "some-layers": "how-many",
     "two-layer": "how-many", "every-layer": "how-it-works", "budget": "cost-and-correctness",
-    "chunked-loss": "large-vocabularies", "adamw-8bit": "why-memory", "lora": "in-practice",
-    "qlora": "in-practice", "more-shards": "in-practice", "smaller-batch": "in-practice",
+    "chunked-loss": "large-vocabularies", "fused-attention": "language-models",
+    "adamw-8bit": "why-memory", "lora": "in-practice",
+    "qlora": "in-practice", "more-gpus": "in-practice", "smaller-batch": "in-practice",
     "offload": "in-practice",
 }
 
 
 @dataclass(frozen=True)
 class Advice:
-    """One step of the recommendation: what to set, why (a reason id), the lesson that
-    explains it, and the peak once this and the steps before it are applied."""
+    """One step of the recommendation: a change the learner makes (a checkpointing choice or
+    another tool), why (a reason id), the lesson that explains it, and the memory per GPU
+    once this step and the ones before it are applied (`inputs`, with the plan's
+    checkpointing `with_strategy`). `choice` marks a change that alters the task (what is
+    trained, how many GPUs): offered as a choice, never applied silently."""
 
-    action: str  # a strategy id or a remedy id
+    action: str  # a strategy id or a change id
     reason: str
     lesson: str
     peak: float
     fits: bool
-    value: float | int | None = None  # k layers, shards, micro-batch ...
-    with_strategy: str | None = None  # a remedy's peak is taken with this checkpointing
+    value: float | int | None = None  # k layers, GPUs, micro-batch ...
+    with_strategy: str | None = None  # the checkpointing this step's peak is taken with
+    inputs: PlannerInputs | None = None  # the settings with this and the steps before it
+    choice: bool = False  # alters the task (LoRA, QLoRA, more GPUs)
 
 
 @dataclass(frozen=True)
 class Recommendation:
+    """A plan: steps in the course's order, each with its own peak; the last step's
+    settings (`inputs`) are the plan's. `alternatives`: other task-changing choices that
+    also fit, each a whole plan."""
+
     strategy: str
     fits: bool
     steps: tuple[Advice, ...]
     inputs: PlannerInputs  # the settings once every step is applied
+    alternatives: tuple[Recommendation, ...] = ()
+
+    @property
+    def peak(self) -> float:
+        return self.steps[-1].peak
+
+    @property
+    def gpus(self) -> int:
+        return self.inputs.shards
+
+    @property
+    def choices(self) -> tuple[Advice, ...]:
+        return tuple(step for step in self.steps if step.choice)
+
+
+# The checkpointing a recommendation may choose: what Hugging Face's own switches express
+# (activation_checkpointing_enable, a layer's gradient_checkpointing flag, the attention
+# kernel). Two-layer segments and the compiler's budget stay rows of the table: they need
+# your own training loop (the PyTorch tab).
+RECOMMENDABLE = ("none", "selective", "some-layers", "every-layer")
+MIN_GAIN = 0.03  # a change is advised only if it cuts the peak by at least this share
+
+
+def _step(action: str, reason: str, q: PlannerInputs, value=None, choice: bool = False
+          ) -> Advice:
+    """A step whose bar is the plan's own arithmetic (memory.footprint.breakdown, as the
+    table's rows) for the settings `q` (its strategy included)."""
+    peak = peak_bytes(q)
+    return Advice(action, reason, LESSONS[action], peak, peak <= q.gpu_bytes, value,
+                  q.strategy, q, choice)
 
 
 def _checkpointing_choice(p: PlannerInputs) -> Advice | None:
-    """The cheapest checkpointing setting (least recomputation) that fits, or None."""
+    """The cheapest checkpointing that fits on its own (least recomputation, then least
+    memory), or None. "Only some layers" with the fewest layers that make it fit."""
     if fits(p, "none"):
-        return Advice("none", "fits-without-checkpointing", LESSONS["none"],
-                      peak_bytes(p, "none"), True)
+        return _step("none", "fits-without-checkpointing", p.with_(strategy="none"))
     options: list[tuple[float, float, Advice]] = []
     sel = activations(p, "selective")
     if sel.recompute_flops and fits(p, "selective"):
-        options.append((sel.recompute_flops, peak_bytes(p, "selective"),
-                        Advice("selective", "scores-are-cheap-to-recompute",
-                               LESSONS["selective"], peak_bytes(p, "selective"), True)))
+        q = p.with_(strategy="selective")
+        options.append((sel.recompute_flops, peak_bytes(q),
+                        _step("selective", "scores-are-cheap-to-recompute", q)))
     k = minimal_some_layers(p)
     if k is not None:
-        q = p.with_(some_layers=k)
-        options.append((activations(q, "some-layers").recompute_flops,
-                        peak_bytes(q, "some-layers"),
-                        Advice("some-layers", "only-as-many-layers-as-needed",
-                               LESSONS["some-layers"], peak_bytes(q, "some-layers"), True, k)))
-    for strategy, reason in (("every-layer", "every-layer-fits"),
-                             ("two-layer", "two-layer-keeps-less")):
-        if fits(p, strategy):
-            options.append((activations(p, strategy).recompute_flops, peak_bytes(p, strategy),
-                            Advice(strategy, reason, LESSONS[strategy],
-                                   peak_bytes(p, strategy), True)))
+        q = p.with_(strategy="some-layers", some_layers=k)
+        options.append((activations(q, "some-layers").recompute_flops, peak_bytes(q),
+                        _step("some-layers", "only-as-many-layers-as-needed", q, k)))
+    if fits(p, "every-layer"):
+        q = p.with_(strategy="every-layer")
+        options.append((activations(q, "every-layer").recompute_flops, peak_bytes(q),
+                        _step("every-layer", "every-layer-fits", q)))
     if not options:
         return None
     return min(options, key=lambda o: (o[0], o[1]))[2]
 
 
-def _least_memory(p: PlannerInputs) -> str:
-    return min(("every-layer", "two-layer"), key=lambda s: peak_bytes(p, s))
+def _remedies(q: PlannerInputs) -> list[tuple[str, str, PlannerInputs, int | None]]:
+    """The changes that keep the task (same model, method, GPUs and tokens per step), in the
+    course's order, that apply to `q`."""
+    out: list[tuple[str, str, PlannerInputs, int | None]] = []
+    if not q.fused:
+        out.append(("fused-attention", "fused-kernel-keeps-no-scores", q.with_(fused=True),
+                    None))
+    if not q.chunked_loss:
+        out.append(("chunked-loss", "loss-in-chunks", q.with_(chunked_loss=True), None))
+    if q.batch > 1:
+        out.append(("smaller-batch", "same-tokens-per-step-with-accumulation",
+                    q.with_(batch=1, accumulation=q.accumulation * q.batch), 1))
+    if q.optimizer == "adamw":
+        out.append(("adamw-8bit", "optimizer-state-shrinks", q.with_(optimizer="adamw-8bit"),
+                    None))
+    return out
 
 
-MIN_GAIN = 0.03  # a remedy is advised only if it cuts the peak by at least this share
+REMEDY_ORDER = ("fused-attention", "chunked-loss", "smaller-batch", "adamw-8bit")
+
+
+def _in_task(p: PlannerInputs) -> list[Advice]:
+    """Without changing the task: the cheapest checkpointing that fits alone; else every
+    layer, then the other tools in order, each kept only if it cuts the peak (by MIN_GAIN,
+    or enough to fit)."""
+    choice = _checkpointing_choice(p)
+    if choice is not None:
+        return [choice]
+    q = p.with_(strategy="every-layer")
+    steps = [_step("every-layer", "every-layer-keeps-least", q)]
+    for action in REMEDY_ORDER:
+        if fits(q):
+            break
+        options = {a: (r, c, v) for a, r, c, v in _remedies(q)}
+        if action not in options:
+            continue
+        reason, changed, value = options[action]
+        if fits(changed) or peak_bytes(changed) < (1 - MIN_GAIN) * peak_bytes(q):
+            q = changed
+            steps.append(_step(action, reason, q, value))
+    return steps
+
+
+def _rebuild(p: PlannerInputs, steps: list[Advice], keep: set[int]) -> list[Advice]:
+    """The steps whose index is in `keep`, re-applied in order on `p` (each step's change
+    replayed on the settings of the ones kept before it)."""
+    q, out = p, []
+    for index, step in enumerate(steps):
+        if index not in keep:
+            continue
+        q = _replay(q, step)
+        out.append(_step(step.action, step.reason, q, step.value, step.choice))
+    return out
+
+
+def _replay(q: PlannerInputs, step: Advice) -> PlannerInputs:
+    a = step.action
+    if a in STRATEGIES:
+        return q.with_(strategy=a, some_layers=int(step.value or q.some_layers))
+    if a == "chunked-loss":
+        return q.with_(chunked_loss=True)
+    if a == "fused-attention":
+        return q.with_(fused=True)
+    if a == "smaller-batch":
+        return q.with_(batch=1, accumulation=q.accumulation * q.batch)
+    if a == "adamw-8bit":
+        return q.with_(optimizer="adamw-8bit")
+    if a == "more-gpus":  # the same tokens per optimizer step: less accumulation
+        n = int(step.value or q.shards)
+        total = q.accumulation * q.shards
+        return q.with_(shards=n, accumulation=total // n if total % n == 0 else q.accumulation)
+    if a in ("lora", "qlora"):
+        return q.with_(tuning=a)
+    raise ValueError(f"unknown step {a!r}")
+
+
+def _with_choices(p: PlannerInputs, base: list[Advice],
+                  choices: list[tuple[str, str, int | None]]) -> list[Advice] | None:
+    """`base` (checkpointing and the task-keeping tools) then the choices; tools the
+    choices make unnecessary are dropped. None if it still does not fit."""
+    steps = list(base)
+    q = base[-1].inputs or p
+    for action, reason, value in choices:
+        q = _replay(q, Advice(action, reason, "", 0.0, False, value))
+        steps.append(_step(action, reason, q, value, choice=True))
+    if not steps[-1].fits:
+        return None
+    keep = set(range(len(steps)))
+    for index in range(len(base) - 1, 0, -1):  # never the checkpointing step (index 0)
+        if _rebuild(p, steps, keep - {index})[-1].fits:
+            keep.discard(index)
+    return _rebuild(p, steps, keep)
 
 
 def recommend(p: PlannerInputs, max_shards: int = 64) -> Recommendation:
-    """The course's procedure: the cheapest checkpointing that fits; when none does, the
-    other tools in order (each kept if it helps), then checkpointing again on top."""
-    choice = _checkpointing_choice(p)
-    if choice is not None:
-        return Recommendation(choice.action, True, (choice,), _apply(p, choice))
-    steps: list[Advice] = []
-    q = p
-
-    def step(action: str, reason: str, changed: PlannerInputs, value=None) -> None:
-        nonlocal q
-        best = _least_memory(changed)
-        if peak_bytes(changed, best) < (1 - MIN_GAIN) * peak_bytes(q, _least_memory(q)):
-            q = changed
-            steps.append(Advice(action, reason, LESSONS[action], peak_bytes(q, best),
-                                fits(q, best), value, best))
-
-    remedies = []
-    if not p.chunked_loss:
-        remedies.append(("chunked-loss", "loss-in-chunks", lambda r: r.with_(chunked_loss=True)))
-    if p.optimizer == "adamw":
-        remedies.append(("adamw-8bit", "optimizer-state-shrinks",
-                         lambda r: r.with_(optimizer="adamw-8bit")))
-    if p.tuning == "full":
-        remedies.append(("lora", "train-adapters-only", lambda r: r.with_(tuning="lora")))
-    if p.tuning != "qlora":
-        remedies.append(("qlora", "four-bit-base", lambda r: r.with_(tuning="qlora")))
-    for action, reason, change in remedies:
-        if _fits_any(q):
+    """The course's procedure. Keeping the task: the cheapest checkpointing that fits on its
+    own; else every layer, then a chunked loss, a smaller micro-batch with more
+    accumulation, 8-bit AdamW (each kept if it helps; the fused attention kernel first
+    where the plan starts with eager attention). If that is not enough, the changes
+    that alter the task are offered as choices, each a whole plan: more GPUs (FSDP /
+    ZeRO-3, the fewest that fit) before changing the method, then LoRA, then QLoRA. The
+    first that fits is the recommendation, the others its alternatives."""
+    base = _in_task(p)
+    if base[-1].fits:
+        return _recommendation(base)
+    plans: list[list[Advice]] = []
+    gpus = [("more-gpus", "shard-the-state", n) for n in _powers(p.shards, max_shards)]
+    for choice in gpus:
+        steps = _with_choices(p, base, [choice])
+        if steps is not None:
+            plans.append(steps)
             break
-        step(action, reason, change(q))
-    if not _fits_any(q):
-        shards = next((n for n in _powers(q.shards, max_shards)
-                       if _fits_any(q.with_(shards=n))), None)
-        if shards is not None:
-            step("more-shards", "shard-the-state", q.with_(shards=shards), shards)
-    if not _fits_any(q) and q.batch > 1:
-        step("smaller-batch", "same-tokens-per-step-with-accumulation",
-             q.with_(batch=1, accumulation=q.accumulation * q.batch), 1)
-    if not _fits_any(q) and not q.offload:
-        step("offload", "state-in-host-memory", q.with_(offload=True))
-    final = _checkpointing_choice(q)
-    if final is not None:
-        steps.append(final)
-        return Recommendation(final.action, True, tuple(steps), _apply(q, final))
-    best = _least_memory(q)
-    steps.append(Advice(best, "nothing-fits", LESSONS[best], peak_bytes(q, best), False))
-    return Recommendation(best, False, tuple(steps), q.with_(strategy=best))
+    methods = {"full": ("lora", "qlora"), "lora": ("qlora",)}.get(p.tuning, ())
+    reasons = {"lora": "train-adapters-only", "qlora": "four-bit-base"}
+    for method in methods:
+        steps = _with_choices(p, base, [(method, reasons[method], None)])
+        if steps is not None:
+            plans.append(steps)
+    if not plans:  # a method change and more GPUs together
+        for method in methods:
+            for choice in gpus:
+                steps = _with_choices(p, base, [(method, reasons[method], None), choice])
+                if steps is not None:
+                    plans.append(steps)
+                    break
+    if not plans:
+        return _recommendation(base)
+    first, *others = plans
+    return _recommendation(first, tuple(_recommendation(o) for o in others))
 
 
-def _apply(p: PlannerInputs, choice: Advice) -> PlannerInputs:
-    if choice.action == "some-layers":
-        return p.with_(strategy="some-layers", some_layers=int(choice.value or 0))
-    return p.with_(strategy=choice.action)
-
-
-def _fits_any(p: PlannerInputs) -> bool:
-    return fits(p, _least_memory(p))
+def _recommendation(steps: list[Advice], alternatives: tuple[Recommendation, ...] = ()
+                    ) -> Recommendation:
+    last = steps[-1]
+    assert last.inputs is not None
+    return Recommendation(last.inputs.strategy, last.fits, tuple(steps), last.inputs,
+                          alternatives)
 
 
 def _powers(start: int, stop: int) -> list[int]:

@@ -17,8 +17,8 @@ def test_every_page_is_declared_once_with_the_fixed_url_paths() -> None:
     assert paths == [
         "",
         *(item.path for item in LESSONS),
-        "compare", "timeline", "curves", "what-fits", "same-result",
-        "plan", "quiz", "verify",
+        "compare", "timeline", "curves", "what-fits", "same-result", "mistakes",
+        "compiler-budget", "real-model", "plan", "quiz", "verify",
     ]
 
 

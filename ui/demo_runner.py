@@ -271,3 +271,36 @@ def run_training(config: ModelConfig, strategies: Sequence[str], steps: int
                  ) -> pd.DataFrame | None:
     job = Job.make("train", config, strategies, steps=steps)
     return _run(job)
+
+
+def collecting() -> bool:
+    """True while the start-up warm-up lists the runs pages would make (nothing runs)."""
+    return bool(os.environ.get(COLLECT_ENV))
+
+
+def budget_result(job: Job) -> pd.DataFrame | None:
+    """A compiler-budget sweep's result when this server or the store has it, else None
+    (nothing is started). Never collected for the start-up warm-up: every point compiles
+    the model (tens of seconds each), which would hold the device while learners arrive."""
+    if os.environ.get(COLLECT_ENV):
+        return None
+    return service().cached(job)
+
+
+def run_budget(job: Job) -> pd.DataFrame | None:
+    """Measure a compiler-budget sweep now (the learner asked for it with a click that
+    showed its estimate): wait for it with progress and a Cancel button."""
+    confirmed: list[str] = st.session_state.setdefault("_confirmed_long_runs", [])
+    if repr(job) not in confirmed:
+        confirmed.append(repr(job))
+    return _run(job)
+
+
+def run_mistake(case_id: str) -> Any:
+    """One case of the lab of mistakes (demos.engine.mistakes): its CaseResult, or None. Each
+    case is a short CPU run of its own small models, stored for everyone once measured."""
+    from demos.engine.mistakes import CASE_CONFIG
+
+    job = Job.make("mistakes", CASE_CONFIG, (), cases=(case_id,))
+    result = _run(job, what=f"mistake-{case_id}")
+    return result[0] if result else None

@@ -16,7 +16,7 @@ from demos.reports.figures import separators
 from i18n import N_, units
 from lessons.catalog import lesson
 from memory import footprint as P
-from memory import hardware
+from memory import hardware, hf_config
 from memory.architectures import DEFAULT_PRESET, PRESETS, Architecture, ShapeError, custom
 from memory.hardware import GPUS
 from planner import hf_code as hf_module
@@ -28,7 +28,7 @@ from ui.navigation import page_link
 
 GiB = hardware.GiB
 NAMES: dict[str, str] = {  # ids whose words are names, the same in every language
-    "fp32": "fp32", "adamw": "AdamW", "adamw-8bit": "8-bit AdamW", "gelu": "GELU",
+    "fp32": "fp32", "adamw": "AdamW", "gelu": "GELU",
     "swiglu": "SwiGLU", "layernorm": "LayerNorm", "rmsnorm": "RMSNorm",
 }
 WORDS: dict[str, str] = {
@@ -44,15 +44,19 @@ WORDS: dict[str, str] = {
     "workspace": N_("Workspace and fragmentation (allowance)"),
     # remedies
     "chunked-loss": N_("Chunked loss"), "lora": N_("LoRA adapters"),
-    "qlora": N_("QLoRA (4-bit base)"), "more-shards": N_("Shard over more GPUs"),
+    "qlora": N_("QLoRA (4-bit base)"), "more-gpus": N_("Shard over more GPUs"),
+    "adamw-8bit": N_("8-bit AdamW"),
+    "fused-attention": N_("Fused attention (SDPA)"),
     "smaller-batch": N_("Micro-batch 1 with more accumulation"),
     "offload": N_("Offload to CPU memory"),
     # inputs
     "mixed": N_("bf16 mixed (fp32 master weights)"), "bf16": N_("pure bf16"),
     "sgd-momentum": N_("SGD with momentum"), "full": N_("Full fine-tuning"),
     "attention": N_("attention (q, k, v, o)"), "all-linear": N_("all linear layers"),
-    "fused": N_("fused (flash)"), "math": N_("math (stores the scores)"),
-    "custom": N_("Custom"), "whole": N_("whole logits"), "chunked": N_("chunked"),
+    "fused": N_("SDPA (fused: recomputes the scores)"),
+    "math": N_("eager (stores the scores)"),
+    "custom": N_("Custom"), "config": N_("Paste a config.json"),
+    "whole": N_("whole logits"), "chunked": N_("chunked"),
     "no": N_("no"), "yes": N_("yes"), "other-gpu": N_("Other (GiB)"),
 }
 REASONS: dict[str, str] = {
@@ -60,10 +64,17 @@ REASONS: dict[str, str] = {
         "Everything fits as it is: checkpointing would only make each step slower, so leave "
         "it off (and check that your recipe does not switch it on)."),
     "scores-are-cheap-to-recompute": N_(
-        "The attention scores are large in memory but cheap to compute: recomputing only "
-        "them fits for a few percent more arithmetic."),
+        "The attention scores are large in memory but cheap to compute: the fused attention "
+        "kernel (SDPA) keeps none of them and recomputes them in its backward. Switching "
+        "to it fits, for a few percent more arithmetic."),
+    "fused-kernel-keeps-no-scores": N_(
+        "The layer being rebuilt still holds its attention scores with eager attention; the "
+        "fused kernel (SDPA) keeps none of them and recomputes them in its backward."),
     "only-as-many-layers-as-needed": N_(
         "Checkpointing only as many layers as needed to fit recomputes the fewest layers."),
+    "every-layer-keeps-least": N_(
+        "Checkpoint every layer first: it keeps the least of the choices Hugging Face's "
+        "switch offers, for about one more forward pass of the layers."),
     "every-layer-fits": N_(
         "Keeping only each layer's input fits; it costs about one more forward pass of the "
         "layers."),
@@ -80,7 +91,8 @@ REASONS: dict[str, str] = {
         "train."),
     "four-bit-base": N_("The frozen base weights are stored in 4 bits instead of 16."),
     "shard-the-state": N_(
-        "FSDP / ZeRO-3 splits weights, gradients and optimizer state over the GPUs."),
+        "FSDP / ZeRO-3 splits weights, gradients and optimizer state over the GPUs; fewer "
+        "accumulation steps keep the tokens per optimizer step."),
     "same-tokens-per-step-with-accumulation": N_(
         "A smaller micro-batch with more accumulation steps keeps the tokens per optimizer "
         "step and shrinks activations and logits."),
@@ -111,9 +123,10 @@ APPROXIMATIONS: dict[str, str] = {
         "Around the loss: three fp32 b·s·V tensors (log-softmax, its gradient, the logits' "
         "gradient) plus the 16-bit logits ({size}); the engine measures this in fp32."),
     "lora-activations": N_(
-        "Adapters: activations counted as for full fine-tuning plus the rank-r intermediate "
-        "of each adapter ({size}); frozen layers without an adapter need not keep their "
-        "input, so this can overstate."),
+        "Adapters as PEFT runs them: frozen layers keep only what the input gradients need; "
+        "each adapter keeps its input (an fp32 copy when the model runs in 16-bit) and its "
+        "rank-r intermediate ({size}), measured on tiny models in fp32 and bf16. Under mixed "
+        "precision (autocast) these are counted in 16-bit, not measured."),
     "adapter-backward": N_(
         "With adapters, backward is counted as one forward (no weight gradients for the "
         "frozen base) when the extra compute is given as a share."),
@@ -139,6 +152,14 @@ PROBLEMS: dict[str, str] = {  # memory.architectures.ShapeError's problems
                    "({kv_heads})"),
     "kind": N_("unknown MLP kind or norm"),
 }
+CONFIG_PROBLEMS: dict[str, str] = {  # memory.hf_config.ConfigJsonError's problems
+    "not-json": N_("This is not a JSON object; paste the whole config.json."),
+    "family": N_("The model type {value} is not one the planner knows (GPT-2, Llama, Mistral, "
+                 "Qwen2, Gemma)."),
+    "missing": N_("The config.json has no field {field}."),
+    "bad-value": N_("The field {field} must be a positive whole number."),
+    "shape": N_("The sizes in this config.json are not consistent."),
+}
 COLOURS = {"weights": "#1f4e79", "gradients": "#2e75b6", "optimizer": "#9dc3e6",
            "activations_kept": "#c55a11", "activations_rebuilt": "#f4b183",
            "logits": "#7030a0", "workspace": "#a6a6a6"}
@@ -159,6 +180,12 @@ def gib(size: float) -> str:
 
 
 def _preset_caption(arch: Architecture) -> str:
+    if not arch.source:
+        return t("{layers} layers · hidden {hidden:,} · {heads} heads ({kv} key/value) · MLP "
+                 "{mlp:,} {kind} · {norm} · vocabulary {vocab:,} · {params:,.2f}B parameters",
+                 layers=arch.layers, hidden=arch.hidden, heads=arch.heads, kv=arch.kv_heads,
+                 mlp=arch.mlp_width, kind=word(arch.mlp), norm=word(arch.norm),
+                 vocab=arch.vocab, params=arch.params() / 1e9)
     return t("{layers} layers · hidden {hidden:,} · {heads} heads ({kv} key/value) · MLP "
              "{mlp:,} {kind} · {norm} · vocabulary {vocab:,} · {params:,.2f}B parameters · "
              "[source]({url})", layers=arch.layers, hidden=arch.hidden, heads=arch.heads,
@@ -166,10 +193,30 @@ def _preset_caption(arch: Architecture) -> str:
              vocab=arch.vocab, params=arch.params() / 1e9, url=arch.source.split()[0])
 
 
+def _config_json() -> Architecture | str:
+    """The architecture of a pasted config.json (kept in the session, not in the link)."""
+    text = st.text_area(t("config.json"), key="plan_config_json", height=200,
+                        placeholder='{"model_type": "llama", "hidden_size": 4096, ...}',
+                        help=t("The config.json of a Hugging Face model (GPT-2, Llama, "
+                               "Mistral, Qwen2 or Gemma family), as on its Hub page."))
+    st.caption(t("A pasted config.json stays in this session; the link carries the other "
+                 "settings."))
+    if not text.strip():
+        return t("Paste a config.json to plan for your own model.")
+    try:
+        arch = hf_config.architecture(text)
+    except hf_config.ConfigJsonError as error:
+        return t(CONFIG_PROBLEMS[error.problem], field=error.field, value=error.value)
+    st.caption(_preset_caption(arch))
+    return arch
+
+
 def _model_controls() -> Architecture | str:
     """The architecture from the URL-bound controls, or an error message."""
-    key = query.choice("model", t("Model"), [*PRESETS, "custom"], DEFAULT_PRESET,
+    key = query.choice("model", t("Model"), [*PRESETS, "custom", "config"], DEFAULT_PRESET,
                        format_func=lambda k: PRESETS[k].label if k in PRESETS else word(k))
+    if key == "config":
+        return _config_json()
     if key != "custom":
         arch = PRESETS[key]
         st.caption(_preset_caption(arch))
@@ -241,8 +288,9 @@ def _training_controls() -> dict:
         row = st.columns(3)
     with row[0]:
         out["shards"] = int(query.choice(
-            "shards", t("GPUs sharing the state"), ["1", "2", "4", "8", "16", "32", "64"], "1",
-            help=t("FSDP / ZeRO-3: weights, gradients and optimizer state divided by N.")))
+            "shards", t("GPUs you have"), ["1", "2", "4", "8", "16", "32", "64"], "1",
+            help=t("More than one: FSDP / ZeRO-3 divides weights, gradients and optimizer "
+                   "state over them.")))
     with row[1]:
         out["fused"] = query.choice("attn", t("Attention kernel"), ["fused", "math"], "fused",
                                     format_func=word) == "fused"
@@ -298,13 +346,14 @@ def inputs() -> P.PlannerInputs | str:
 
 
 def memory_figure(plan: recommend_module.Plan) -> go.Figure:
-    """Stacked horizontal bars of the memory per GPU, your setting and the recommended
-    one, with the GPU's memory as a line across them."""
+    """Stacked horizontal bars of the memory per GPU: your setting, then each step of the
+    recommendation (with the steps before it), with the GPU's memory as a line across."""
     rec = plan.recommendation
     bars = [(t("Yours:<br>{strategy}", strategy=word(plan.inputs.strategy)), plan.breakdown)]
     if rec.inputs != plan.inputs:
-        bars.append((t("Recommended:<br>{strategy}", strategy=word(rec.strategy)),
-                     P.breakdown(rec.inputs)))
+        for number, step in enumerate(rec.steps, start=1):
+            assert step.inputs is not None
+            bars.append((f"{number}. {_advice_title(step)}", P.breakdown(step.inputs)))
     fig = go.Figure()
     for component in P.COMPONENTS:
         fig.add_bar(name=word(component), orientation="h", marker_color=COLOURS[component],
@@ -337,7 +386,8 @@ def _row_name(plan: recommend_module.Plan, strategy: str, saves: bool) -> str:
     if strategy == plan.inputs.strategy:
         marks.append(t("· yours"))
     rec = plan.recommendation
-    if strategy == rec.strategy and len(rec.steps) == 1:
+    if strategy == rec.strategy and rec.inputs == plan.inputs.with_(
+            strategy=strategy, some_layers=rec.inputs.some_layers):
         marks.append(t("· recommended"))
     return " ".join(marks)
 
@@ -371,37 +421,65 @@ def _advice_title(step: recommend_module.Advice) -> str:
     if step.action == "some-layers" and step.value:
         return tn("{name} (the first layer)", "{name} (the first {count} layers)",
                   int(step.value), name=name)
-    if step.action == "more-shards" and step.value:
+    if step.action == "more-gpus" and step.value:
         return tn("{name} ({count} GPU)", "{name} ({count} GPUs)", int(step.value), name=name)
     return name
 
 
-def recommendation(plan: recommend_module.Plan) -> None:
-    rec = plan.recommendation
-    st.subheader(t("Recommendation"))
-    yours = t("Your setting ({strategy}): {verdict}.", strategy=word(plan.inputs.strategy),
-              verdict=verdict(plan.spare))
-    lead = (t("Recommended: **{strategy}**", strategy=word(rec.strategy)) if rec.fits else
-            t("Closest: **{strategy}**, and it still does not fit.",
-              strategy=word(rec.strategy)))
-    (st.success if rec.fits else st.warning)(f"{yours} {lead}", icon=":material/lightbulb:")
+def plan_title(rec: recommend_module.Recommendation) -> str:
+    """The whole plan in one line: every step's name (the GPU count follows it)."""
+    return " + ".join(word(step.action) if step.action == "more-gpus" else
+                      _advice_title(step) for step in rec.steps)
+
+
+def _steps(rec: recommend_module.Recommendation, gpu: int) -> None:
     code = current_language()
     for number, step in enumerate(rec.steps, start=1):
-        peak = verdict(plan.inputs.gpu_bytes - step.peak)
-        then = (t("Peak then {peak} (checkpointing: {strategy}; {verdict}).", peak=gib(step.peak),
-                  strategy=word(step.with_strategy), verdict=peak) if step.with_strategy else
-                t("Peak then {peak} ({verdict}).", peak=gib(step.peak), verdict=peak))
-        st.markdown(f"{number}. **{_advice_title(step)}**: {t(REASONS[step.reason])} {then}")
+        assert step.inputs is not None
+        then = t("Then {peak} per GPU with checkpointing {strategy}: {verdict}.",
+                 peak=gib(step.peak), strategy=word(step.with_strategy or "none"),
+                 verdict=(t("fits") if step.fits else
+                          t("still short by {size}", size=gib(step.peak - gpu))))
+        choice = (" " + t("*A choice: this changes your task or your hardware; take it "
+                          "only if you can.*") if step.choice else "")
+        st.markdown(f"{number}. **{_advice_title(step)}**: {t(REASONS[step.reason])} "
+                    f"{then}{choice}")
+        st.progress(min(1.0, step.peak / gpu),
+                    text=f"{gib(step.peak)} / {gib(gpu)}")
         page_link(step.lesson, label=t("Why: {lesson}", lesson=lesson(step.lesson).title_in(code)),
                   icon=":material/school:")
 
 
+def recommendation(plan: recommend_module.Plan) -> None:
+    rec = plan.recommendation
+    gpu = plan.inputs.gpu_bytes
+    st.subheader(t("Recommendation"))
+    yours = t("Your setting ({strategy}): {verdict}.", strategy=word(plan.inputs.strategy),
+              verdict=verdict(plan.spare))
+    gpus = tn("{count} GPU", "{count} GPUs", rec.gpus)
+    lead = (t("Recommended: **{plan}** ({gpus}, {peak} per GPU)", plan=plan_title(rec),
+              gpus=gpus, peak=gib(rec.peak)) if rec.fits else
+            t("Closest: **{plan}**, and it still does not fit: shorten the sequence or use "
+              "a bigger GPU.", plan=plan_title(rec)))
+    (st.success if rec.fits else st.warning)(f"{yours} {lead}", icon=":material/lightbulb:")
+    _steps(rec, gpu)
+    for alternative in rec.alternatives:
+        with st.expander(t("Or instead: {plan} ({gpus}, {peak} per GPU)",
+                           plan=plan_title(alternative),
+                           gpus=tn("{count} GPU", "{count} GPUs", alternative.gpus),
+                           peak=gib(alternative.peak))):
+            _steps(alternative, gpu)
+
+
 def code(plan: recommend_module.Plan) -> None:
-    st.subheader(t("Code for the recommended setting"))
+    st.subheader(t("Code for the recommended plan"))
     settings = plan.recommendation.inputs
     hf, torch_tab = st.tabs(["Hugging Face", "PyTorch"])
     hf.code(hf_module.hf_code(settings, current_language()), language="python")
-    hf.caption(t("Names as in transformers {version}.", version=hf_module.HF_VERSION))
+    hf.caption(t("Names as in transformers {version}, peft {peft} and accelerate "
+                 "{accelerate}; `train_dataset` is your tokenized dataset.",
+                 version=hf_module.HF_VERSION, peft=hf_module.PEFT_VERSION,
+                 accelerate=hf_module.ACCELERATE_VERSION))
     torch_tab.code(torch_module.torch_code(settings, current_language()), language="python")
 
 

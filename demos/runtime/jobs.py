@@ -25,7 +25,7 @@ from demos.engine.results import Comparison, StrategyResult, TimelinePoint
 from memory import theory
 from memory.config import ConfigError, ModelConfig
 
-KINDS = ("compare", "sweep", "fits", "train")
+KINDS = ("compare", "sweep", "fits", "train", "mistakes", "budget")
 # The worker's own memory beside what a run's tensors need (Python objects, the tracker's
 # bookkeeping, allocator slack); a run past predicted × MEMORY_FACTOR + this is stopped.
 MEMORY_SLACK_BYTES = 512 * 2**20
@@ -43,7 +43,10 @@ Progress = Callable[[int, int], None]
 class Job:
     """One demo request. `options` holds the kind's settings as sorted (name, value)
     pairs (hashable, JSON-able): compare: repeats, timeline, time_steps; sweep: vary,
-    values, repeats; fits: vary, budget_bytes; train: steps."""
+    values, repeats; fits: vary, budget_bytes; train: steps; mistakes: cases (ids of
+    demos.engine.mistakes.CASES, one step each; the cases fix their own small models);
+    budget: budgets, eager, compiled, repeats (demos.engine.compiler_budget: one point per
+    step)."""
 
     kind: str
     config: ModelConfig
@@ -73,7 +76,18 @@ class Job:
                         **data.get("options", {}))
 
     # ------------------------------------------------------------------ steps
+    def budget_points(self) -> list[tuple[str, str]]:
+        """(kind, strategy) of a budget job's points, one per step."""
+        from demos.engine.compiler_budget import point_names
+
+        return point_names(self.option("budgets", ()), self.option("eager", ()),
+                           self.option("compiled", ()))
+
     def step_count(self) -> int:
+        if self.kind == "mistakes":
+            return len(self.option("cases", ()))
+        if self.kind == "budget":
+            return len(self.budget_points())
         if self.kind == "sweep":
             return len(self.option("values", ()))
         if self.kind in ("fits", "train"):
@@ -103,6 +117,17 @@ class Job:
     def step_runs(self, index: int, device_kind: str = "cpu"
                   ) -> list[tuple[ModelConfig, str, int]]:
         """(config, strategy, steps) of one step, for memory.theory.cpu_seconds."""
+        if self.kind == "mistakes":  # a plain, a wrong and a fixed step, tracked
+            from demos.engine.mistakes import CASE_CONFIG
+
+            return [(CASE_CONFIG, s, theory.TRACKED_STEP_COST)
+                    for s in ("none", "every-layer", "every-layer")]
+        if self.kind == "budget":  # every point: one tracked, one counted, timed steps
+            kind, strategy = self.budget_points()[index]
+            known = "none" if kind == "budget" else (
+                "selective:save-matmuls" if strategy.startswith("selective:") else strategy)
+            return [(self.config, known, theory.TRACKED_STEP_COST + 3
+                     + int(self.option("repeats", 1)))]
         if self.kind == "compare":
             steps = theory.TRACKED_STEP_COST + theory.COUNTED_STEP_COST + (
                 int(self.option("repeats", 1))
@@ -121,8 +146,17 @@ class Job:
 
     def step_work(self, index: int, device_kind: str = "cpu") -> float:
         """A step's work in CPU-estimate seconds (memory.theory.cpu_seconds); the service
-        scales it by what this device measured."""
-        return theory.cpu_seconds(self.step_runs(index, device_kind))
+        scales it by what this device measured. A compiled point adds its compile."""
+        if self.kind == "mistakes":  # a case's own small models: its record's estimate
+            from demos.engine.mistakes import CASES
+
+            return CASES[self.option("cases")[index]].estimate_s
+        work = theory.cpu_seconds(self.step_runs(index, device_kind))
+        if self.kind == "budget" and self.budget_points()[index][0] != "eager":
+            from demos.engine.compiler_budget import compile_seconds
+
+            work += compile_seconds(self.config)
+        return work
 
     def work(self, device_kind: str = "cpu") -> float:
         return sum(self.step_work(i, device_kind) for i in range(self.step_count()))
@@ -134,6 +168,10 @@ class Job:
         if self.kind == "fits":
             return int(self.option("budget_bytes"))
         need = 0
+        if self.kind == "budget":  # the compiler's own memory (Inductor, its graphs)
+            from demos.engine.compiler_budget import COMPILER_BYTES
+
+            need = COMPILER_BYTES
         for index in range(self.step_count()):
             for config, strategy, _ in self.step_runs(index, device_kind):
                 try:
@@ -142,6 +180,8 @@ class Job:
                 except (ConfigError, ValueError, ZeroDivisionError):
                     continue  # the engine explains it; nothing to bound
                 extra = 3 * params if self.kind == "train" else 0  # grads + AdamW moments
+                if self.kind == "budget":
+                    extra = COMPILER_BYTES
                 need = max(need, params + peak + extra)
         return need
 
@@ -153,6 +193,10 @@ class Job:
     def run_step(self, index: int, device_kind: str, limit_bytes: int | None,
                  progress: Progress | None = None) -> Any:
         """Run step `index` on this process's device; returns its partial result."""
+        if self.kind == "mistakes":  # CPU only: the live tracker measures to the byte
+            from demos.engine.mistakes import run_case
+
+            return run_case(self.option("cases")[index])
         if self.kind == "compare":
             from demos.engine.measure import compare
 
@@ -161,6 +205,14 @@ class Job:
                            timeline=bool(self.option("timeline", False)),
                            time_steps=bool(self.option("time_steps", True)),
                            limit_bytes=limit_bytes)
+        if self.kind == "budget":
+            from demos.engine.compiler_budget import measure_point, reference_grads
+
+            kind, strategy = self.budget_points()[index]
+            point, _ = measure_point(self.config, kind, strategy,
+                                     int(self.option("repeats", 1)),
+                                     reference_grads(self.config))
+            return {**dataclasses.asdict(point), "label": point.label}
         if self.kind == "sweep":
             from demos.engine.sweep import sweep
 
@@ -187,8 +239,16 @@ class Job:
         """The steps' partial results as the page's result."""
         if self.kind == "compare":
             return parts[0]
+        if self.kind == "budget":
+            from demos.engine.compiler_budget import BudgetPoint, to_frame
+
+            names = set(BudgetPoint.__dataclass_fields__)
+            return to_frame([BudgetPoint(**{k: v for k, v in part.items() if k in names})
+                             for part in parts])
         if self.kind == "fits":
             return pd.DataFrame(list(parts))
+        if self.kind == "mistakes":
+            return list(parts)
         return pd.concat(list(parts), ignore_index=True)
 
 
@@ -225,12 +285,18 @@ def encode_result(result: Any) -> str:
     if isinstance(result, pd.DataFrame):
         return json.dumps({"type": "frame", "data": result.to_json(orient="table",
                                                                    index=False)})
+    if isinstance(result, list):  # a mistakes job: demos.engine.mistakes.CaseResult records
+        return json.dumps({"type": "mistakes", "data": [r.to_json() for r in result]})
     raise TypeError(f"cannot store a {type(result).__name__}")
 
 
 def decode_result(text: str) -> Any:
     payload = json.loads(text)
     data = payload["data"]
+    if payload["type"] == "mistakes":
+        from demos.engine.mistakes import CaseResult
+
+        return [CaseResult.from_json(item) for item in data]
     if payload["type"] == "frame":
         frame = pd.read_json(io.StringIO(data), orient="table")
         for column in frame.select_dtypes(include="object").columns:  # JSON null: None, not NaN

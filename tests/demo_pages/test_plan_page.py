@@ -125,6 +125,25 @@ def test_custom_model_and_a_bad_one(app_test: Callable) -> None:
     assert bad.error and "key/value heads (3)" in bad.error[0].value
 
 
+@pytest.mark.parametrize("code", ["en", "de"])
+def test_a_pasted_config_json_plans_and_a_bad_one_names_the_field(app_test: Callable,
+                                                                  code: str) -> None:
+    from transformers import Qwen2Config
+
+    at = app_test(PAGE, query={"model": "config", "gpu": "h100", "tuning": "full",
+                               "lang": code})
+    assert at.error and not at.exception  # nothing pasted yet: asks for it
+    at.text_area(key="plan_config_json").set_value(Qwen2Config().to_json_string()).run()
+    no_errors(at)
+    assert len(table(at)) == 6 and recommendation(at)
+    assert any("Qwen2DecoderLayer" in c.value or "AutoModelForCausalLM" in c.value
+               for c in at.code)
+    at.text_area(key="plan_config_json").set_value('{"model_type": "llama"}').run()
+    assert at.error and "hidden_size" in at.error[0].value
+    at.text_area(key="plan_config_json").set_value('{"model_type": "t5"}').run()
+    assert at.error and "t5" in at.error[0].value
+
+
 PLANS = {  # every part of the page: a recommendation with remedies, adapters, sharding...
     "default": {},
     "remedies": {"model": "llama-3.1-70b", "tuning": "full", "gpu": "t4", "mb": "4"},

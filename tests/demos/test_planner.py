@@ -209,17 +209,20 @@ def test_recommends_the_cheapest_checkpointing_that_fits() -> None:
 
 
 def test_when_nothing_fits_the_other_tools_come_in_order() -> None:
-    p = P.PlannerInputs(PRESETS["llama-3.1-70b"], gpu_bytes=80 * hardware.GiB)
+    """Every layer first, then the tools that keep the task in the course's order, each
+    lowering the peak; then a choice that changes the task (more GPUs first)."""
+    p = P.PlannerInputs(PRESETS["llama-3.1-70b"], gpu_bytes=80 * hardware.GiB, batch=4)
     assert not P.fits(p, "every-layer")
     rec = recommend_module.recommend(p)
     actions = [s.action for s in rec.steps]
-    assert rec.fits and actions[-1] in P.STRATEGIES
-    order = ["chunked-loss", "adamw-8bit", "lora", "qlora", "more-shards", "smaller-batch",
-             "offload"]
-    remedies = [a for a in actions[:-1]]
-    assert remedies == sorted(remedies, key=order.index)
-    peaks = [s.peak for s in rec.steps[:-1]]
+    assert rec.fits and actions[0] == "every-layer"
+    order = ["every-layer", "fused-attention", "chunked-loss", "smaller-batch", "adamw-8bit",
+             "lora", "qlora", "more-gpus"]
+    kept = [a for a in actions if not rec.steps[actions.index(a)].choice]
+    assert kept == sorted(kept, key=order.index)
+    peaks = [s.peak for s in rec.steps]
     assert peaks == sorted(peaks, reverse=True)
+    assert [s.action for s in rec.choices] == ["more-gpus"]
     assert P.fits(rec.inputs, rec.strategy)
     _lessons_are_real(rec)
 
@@ -228,7 +231,7 @@ def test_a_hopeless_plan_says_so() -> None:
     p = P.PlannerInputs(PRESETS["llama-3.1-70b"], gpu_bytes=1 * hardware.GiB, tuning="qlora",
                         optimizer="adamw-8bit", chunked_loss=True)
     rec = recommend_module.recommend(p, max_shards=1)
-    assert not rec.fits and rec.steps[-1].reason == "nothing-fits"
+    assert not rec.fits and not rec.steps[-1].fits and not rec.alternatives
 
 
 def test_the_lessons_llama_constant_is_the_planners() -> None:
@@ -254,7 +257,9 @@ def test_the_planning_quiz_items_premises_hold() -> None:
     assert not ex["lora_fits_none"] and ex["lora_fits_every"]
     lora = P.PlannerInputs(PRESETS["llama-3.1-8b"], seq=4096, batch=1, tuning="lora",
                            gpu_bytes=hardware.GPUS["a100-40"].bytes)
-    assert recommend_module.recommend(lora).strategy == "some-layers"
+    rec = recommend_module.recommend(lora)
+    assert [s.action for s in rec.steps] == ["some-layers"]
+    assert rec.steps[0].value == ex["lora_some_layers"]
     assert 0 < ex["lora_some_layers"] < ex["layers"]
     assert ex["lora_some_extra"] < ex["lora_every_extra"]
     assert ex["state_bytes"] > hardware.GPUS["h100"].bytes > ex["none_bytes"]

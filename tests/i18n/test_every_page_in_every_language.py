@@ -31,6 +31,7 @@ STATES: dict[str, tuple[str, dict[str, str], str]] = {
     "demo-refused": ("timeline", {"hidden": "320", "heads": "3"}, "error"),
     "verify-bad-id": ("verify", {"id": "not-a-certificate"}, ""),
     "plan-unknown-gpu": ("plan", {"gpu": "no-such-gpu", "seq": "99999999"}, "warning"),
+    "mistakes-unknown-case": ("mistakes", {"case": "no-such-case"}, "warning"),
 }
 CASES = {spec.url_path or "home": (spec.url_path, {}, "") for spec in PAGES} | STATES
 SPECS: dict[str, PageSpec] = {spec.url_path: spec for spec in PAGES}

@@ -1,0 +1,390 @@
+"""The planner's model families as tiny real Hugging Face models, measured.
+
+A planner preset (memory.architectures.PRESETS) is scaled down to a few layers and a
+hidden size of about a hundred (`tiny_architecture`), built from the real transformers
+class of its family with random weights (GPT-2: GPT2LMHeadModel, Llama: LlamaForCausalLM,
+Qwen2.5: Qwen2ForCausalLM; nothing is downloaded), switched to checkpointing the way a
+practitioner does it, optionally wrapped with PEFT LoRA, and run for one training step on
+the CPU. What it keeps for backward is counted with torch's saved_tensors_hooks: each
+storage once, parameters and buffers apart, attributed to the decoder layer that was
+running when the storage was first saved (forward pre/post hooks mark it). A layer run
+under checkpoint saves nothing through those hooks: what it keeps is its arguments, which
+the checkpoint holds until backward; its hidden-state input is counted as that layer's.
+
+Checkpointing, as transformers 5.24.0 does it (transformers/modeling_utils.py):
+* "every-layer": `model.activation_checkpointing_enable()` (use_reentrant=False by default);
+* "every-n": `activation_checkpointing_enable(every_n_layers=n)`: layers 0, n, 2n, ...;
+* "first-k": enable on every layer, then `layer.gradient_checkpointing = False` on the layers
+  from k on. GradientCheckpointingLayer (transformers/modeling_layers.py) reads that flag
+  on each call, per layer instance.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import torch
+
+from demos.engine.tracker import LiveTracker
+from memory.architectures import PRESETS, Architecture
+
+ATTENTIONS = ("sdpa", "eager")
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+STRATEGIES = ("none", "every-layer", "every-n", "first-k")
+TINY_HEAD_DIM = 16
+TINY_VOCAB = 256
+# PEFT's target module names per family for the planner's two LoRA target sets.
+LORA_MODULES = {
+    "gpt2": {"attention": ["c_attn", "attn.c_proj"], "all-linear": "all-linear"},
+    "llama": {"attention": ["q_proj", "k_proj", "v_proj", "o_proj"],
+              "all-linear": "all-linear"},
+}
+QLORA_SKIP = ("QLoRA needs bitsandbytes for its 4-bit (NF4) layers, and bitsandbytes is not "
+              "installed with this course, so QLoRA is not measured here.")
+
+
+def family(arch: Architecture) -> str:
+    """The transformers family of an architecture: gpt2, qwen2 (q/k/v biases) or llama."""
+    if arch.kind == "gpt":
+        return "gpt2"
+    return "qwen2" if arch.qkv_bias else "llama"
+
+
+def tiny_architecture(preset: str, layers: int = 4, vocab: int = TINY_VOCAB,
+                      positions: int = 128) -> Architecture:
+    """A preset scaled down: the same layer kind, activation, biases, dropout, tying and
+    query-heads-per-KV-head ratio, the same MLP width ÷ hidden (rounded to 8), heads of 16
+    numbers; `layers` layers and a small vocabulary."""
+    big = PRESETS[preset]
+    group = big.heads // big.kv_heads
+    kv = 4 if group == 1 else (2 if group <= 4 else 1)
+    heads = group * kv
+    hidden = heads * TINY_HEAD_DIM
+    width = 8 * round(big.mlp_width / big.hidden * hidden / 8)
+    return big.with_(key=f"{preset}-tiny", label=f"{big.label} (tiny)", layers=layers,
+                     hidden=hidden, heads=heads, kv_heads=kv, mlp_width=width, vocab=vocab,
+                     positions=positions if big.positions else 0, published_params=None)
+
+
+def hf_config(arch: Architecture, attention: str = "sdpa"):
+    """The transformers config of an architecture (random init, nothing downloaded)."""
+    import transformers
+
+    common = {"vocab_size": arch.vocab, "tie_word_embeddings": arch.tied}
+    if family(arch) == "gpt2":
+        p = 0.1 if arch.dropout else 0.0
+        cfg = transformers.GPT2Config(
+            n_layer=arch.layers, n_embd=arch.hidden, n_head=arch.heads,
+            n_inner=arch.mlp_width, n_positions=arch.positions or 1024,
+            activation_function=arch.activation, resid_pdrop=p, embd_pdrop=p, attn_pdrop=p,
+            bos_token_id=arch.vocab - 1, eos_token_id=arch.vocab - 1, **common)
+    else:
+        cls = transformers.Qwen2Config if family(arch) == "qwen2" else transformers.LlamaConfig
+        cfg = cls(hidden_size=arch.hidden, intermediate_size=arch.mlp_width,
+                  num_hidden_layers=arch.layers, num_attention_heads=arch.heads,
+                  num_key_value_heads=arch.kv_heads, hidden_act=arch.activation,
+                  max_position_embeddings=max(arch.positions, 4096), **common)
+    cfg._attn_implementation = attention
+    return cfg
+
+
+def build_model(arch: Architecture, dtype: str = "fp32", attention: str = "sdpa",
+                seed: int = 0) -> torch.nn.Module:
+    import transformers
+
+    torch.manual_seed(seed)
+    cfg = hf_config(arch, attention)
+    model = transformers.AutoModelForCausalLM.from_config(cfg, attn_implementation=attention,
+                                                          dtype=DTYPES[dtype])
+    model.loss_type = "ForCausalLM"  # the default it would pick, without a warning
+    return model.train()
+
+
+def decoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
+    from transformers.modeling_layers import GradientCheckpointingLayer
+
+    return [m for m in model.modules() if isinstance(m, GradientCheckpointingLayer)]
+
+
+def apply_checkpointing(model: torch.nn.Module, strategy: str, n: int = 2, k: int = 1
+                        ) -> tuple[int, ...]:
+    """Switch checkpointing on as a practitioner does (see the module's docstring); the
+    indices of the checkpointed layers."""
+    if strategy == "every-layer":
+        model.activation_checkpointing_enable()
+    elif strategy == "every-n":
+        model.activation_checkpointing_enable(every_n_layers=n)
+    elif strategy == "first-k":
+        model.activation_checkpointing_enable()
+        for i, layer in enumerate(decoder_layers(model)):
+            if i >= k:
+                layer.gradient_checkpointing = False
+    elif strategy != "none":
+        raise ValueError(f"unknown strategy {strategy!r}")
+    return tuple(i for i, layer in enumerate(decoder_layers(model))
+                 if layer.gradient_checkpointing)
+
+
+def apply_lora(model: torch.nn.Module, arch: Architecture, rank: int, targets: str
+               ) -> torch.nn.Module:
+    """PEFT LoRA with its defaults (alpha 8, no dropout, adapters in fp32:
+    autocast_adapter_dtype=True) on the planner's target set."""
+    from peft import LoraConfig, get_peft_model
+
+    fam = "gpt2" if family(arch) == "gpt2" else "llama"
+    cfg = LoraConfig(r=rank, target_modules=LORA_MODULES[fam][targets],
+                     fan_in_fan_out=fam == "gpt2", task_type="CAUSAL_LM")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return get_peft_model(model, cfg)
+
+
+@dataclass(frozen=True)
+class Setup:
+    """One measured configuration."""
+
+    arch: Architecture
+    batch: int = 2
+    seq: int = 32
+    dtype: str = "fp32"
+    attention: str = "sdpa"
+    strategy: str = "none"
+    n: int = 2  # every_n_layers
+    k: int = 1  # first k layers checkpointed
+    lora_rank: int = 0  # 0: full fine-tuning
+    lora_targets: str = "all-linear"
+    padding: bool = False  # a padding mask (the last tokens of the first sequence padded)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    setup: Setup
+    per_layer: tuple[int, ...]  # bytes each decoder layer keeps for backward
+    outside: int  # kept outside the decoder layers (embeddings, final norm, head, loss)
+    checkpointed: tuple[int, ...]
+    peak: int | None = None  # live bytes above parameters at the step's peak
+    loss: float = 0.0
+    shapes: dict[int, list[str]] = field(default_factory=dict, compare=False)
+
+    @property
+    def layers_total(self) -> int:
+        return sum(self.per_layer)
+
+    @property
+    def total(self) -> int:
+        return self.layers_total + self.outside
+
+
+def _batch(setup: Setup) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, setup.arch.vocab, (setup.batch, setup.seq), generator=g)
+    mask = None
+    if setup.padding:
+        mask = torch.ones_like(ids)
+        mask[0, -max(1, setup.seq // 4):] = 0
+    return ids, ids.clone(), mask
+
+
+def build(setup: Setup) -> tuple[torch.nn.Module, tuple[int, ...]]:
+    """The model of a setup, checkpointing switched on, LoRA applied (the order HF's
+    Trainer uses: checkpointing on the base model, then PEFT)."""
+    model = build_model(setup.arch, setup.dtype, setup.attention)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        checkpointed = apply_checkpointing(model, setup.strategy, setup.n, setup.k)
+    if setup.lora_rank:
+        model = apply_lora(model, setup.arch, setup.lora_rank, setup.lora_targets)
+    return model, checkpointed
+
+
+@contextmanager
+def _layer_marks(layers: list[torch.nn.Module], state: dict) -> Iterator[None]:
+    handles = []
+    for i, layer in enumerate(layers):
+        def pre(module, args, kwargs, i=i):
+            state["layer"] = i
+            # made outside the layers and passed to each (rotary cos/sin, the mask)
+            for t in [*args[1:], *kwargs.values()]:
+                for u in (t if isinstance(t, tuple) else (t,)):
+                    if isinstance(u, torch.Tensor) and u is not kwargs.get("hidden_states"):
+                        state["shared"].add(u.untyped_storage().data_ptr())
+            if module.gradient_checkpointing and module.training:
+                x = args[0] if args else kwargs["hidden_states"]
+                state["inputs"].append((i, x))
+            return None
+
+        def post(module, args, kwargs, output, i=i):
+            state["layer"] = None
+            return None
+
+        handles.append(layer.register_forward_pre_hook(pre, with_kwargs=True))
+        handles.append(layer.register_forward_hook(post, with_kwargs=True))
+    try:
+        yield
+    finally:
+        for h in handles:
+            h.remove()
+
+
+def measure(setup: Setup, peak: bool = False) -> Measurement:
+    """One training step of the setup; bytes saved for backward per layer and outside,
+    and (peak=True) the step's peak live bytes above the parameters (demos.engine.tracker)."""
+    model, checkpointed = build(setup)
+    ids, labels, mask = _batch(setup)
+    layers = decoder_layers(model)
+    constant = {t.untyped_storage().data_ptr()
+                for t in [*model.parameters(), *model.buffers()]}
+    seen: dict[int, tuple[int | None, int]] = {}
+    shapes: dict[int, list[str]] = {}
+    state: dict = {"layer": None, "inputs": [], "shared": set()}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        storage = t.untyped_storage()
+        key = storage.data_ptr()
+        if key not in constant and key not in seen and storage.nbytes():
+            layer = None if key in state["shared"] else state["layer"]
+            seen[key] = (layer, storage.nbytes())
+            shapes.setdefault(-1 if layer is None else layer, []).append(
+                f"{tuple(t.shape)} {str(t.dtype).removeprefix('torch.')} {t.grad_fn}")
+        return t
+
+    tracker = LiveTracker("cpu") if peak else None
+    with _layer_marks(layers, state), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if tracker is not None:
+            tracker.ignore([*model.parameters(), ids, labels]
+                           + ([mask] if mask is not None else []))
+        context = tracker if tracker is not None else _null()
+        with context:
+            with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+                out = model(input_ids=ids, labels=labels, attention_mask=mask, use_cache=False)
+            for i, x in state["inputs"]:  # what a checkpointed layer holds: its input
+                key = x.untyped_storage().data_ptr()
+                if key not in seen:
+                    seen[key] = (i, x.untyped_storage().nbytes())
+            loss = out.loss
+            if tracker is not None:
+                tracker.start_backward()
+            loss.backward()
+    per_layer = [0] * len(layers)
+    outside = 0
+    for layer, nbytes in seen.values():
+        if layer is None:
+            outside += nbytes
+        else:
+            per_layer[layer] += nbytes
+    return Measurement(setup, tuple(per_layer), outside, checkpointed,
+                       tracker.peak_bytes if tracker is not None else None,
+                       float(loss.detach().float()), shapes)
+
+
+@contextmanager
+def _null() -> Iterator[None]:
+    yield
+
+
+# --- the planner's prediction for a setup ------------------------------------------------
+def sdpa_fused(arch: Architecture, device: str = "cpu") -> bool:
+    """Whether SDPA runs a fused kernel: on a CPU torch 2.13 has no fused kernel with
+    dropout, so a model with attention dropout (GPT-2) runs the math kernel there."""
+    return device != "cpu" or not arch.dropout
+
+
+def predicted_layers(setup: Setup, checkpointed: tuple[int, ...], fused: bool | None = None
+                     ) -> tuple[int, ...]:
+    """The planner's bytes per decoder layer (memory.layer.layer_tensors): a checkpointed
+    layer keeps its input, the others what a plain layer keeps; under LoRA without
+    checkpointing the first layer's input needs no gradient."""
+    from memory.footprint import LORA_TARGETS
+    from memory.layer import layer_bytes, layer_tensors
+
+    arch, e = setup.arch, 4 if setup.dtype == "fp32" else 2
+    targets = LORA_TARGETS[setup.lora_targets] if setup.lora_rank else ()
+    out = []
+    for i in range(arch.layers):
+        if i in checkpointed:
+            out.append(setup.batch * setup.seq * arch.hidden * e)
+            continue
+        tensors = layer_tensors(arch, setup.batch, setup.seq, e,
+                                fused=sdpa_fused(arch) if fused is None else fused,
+                                device="cpu",
+                                lora_rank=setup.lora_rank, lora_targets=targets,
+                                attention=setup.attention, padding=setup.padding,
+                                input_grad=i > 0 or bool(checkpointed) or not setup.lora_rank)
+        out.append(layer_bytes(tensors))
+    return tuple(out)
+
+
+# --- the live page's run -------------------------------------------------------------------
+_LOCK = threading.Lock()
+
+
+def lab_layers(setup: Setup, checkpointed: tuple[int, ...]) -> tuple[int, ...]:
+    """What the course's own engine model (demos.engine.model, demos.engine.llama) would
+    keep at the same shapes: the planner's formula without the libraries' terms (a fused
+    GELU, a fused SDPA kernel, as its attention has no dropout, full fine-tuning)."""
+    return predicted_layers(Setup(setup.arch.with_(act=""), setup.batch, setup.seq,
+                                  setup.dtype, "sdpa", setup.strategy, setup.n, setup.k),
+                            checkpointed, fused=True)
+
+
+def code(setup: Setup) -> str:
+    """The lines a practitioner writes for the setup (transformers 5.24.0, peft 0.21.2)."""
+    lines = []
+    if setup.strategy == "every-layer":
+        lines.append("model.activation_checkpointing_enable()")
+    elif setup.strategy == "every-n":
+        lines.append(f"model.activation_checkpointing_enable(every_n_layers={setup.n})")
+    elif setup.strategy == "first-k":
+        lines += ["model.activation_checkpointing_enable()",
+                  f"for layer in model.model.layers[{setup.k}:]:"
+                  if family(setup.arch) != "gpt2" else
+                  f"for layer in model.transformer.h[{setup.k}:]:",
+                  "    layer.gradient_checkpointing = False"]
+    if setup.lora_rank:
+        fam = "gpt2" if family(setup.arch) == "gpt2" else "llama"
+        targets = LORA_MODULES[fam][setup.lora_targets]
+        lines += ["from peft import LoraConfig, get_peft_model",
+                  f"model = get_peft_model(model, LoraConfig(r={setup.lora_rank}, "
+                  f"target_modules={targets!r}, task_type=\"CAUSAL_LM\"))"]
+    return "\n".join(lines) or "# checkpointing off"
+
+
+@functools.lru_cache(maxsize=64)
+def run_live(setup: Setup) -> Measurement:
+    """measure(setup) with the step's peak, one at a time (the CPU is shared), cached."""
+    with _LOCK:
+        return measure(setup, peak=True)
+
+
+PLANNER_STRATEGIES = {"none": "none", "every-layer": "every-layer", "first-k": "some-layers",
+                      "every-n": None}  # every_n_layers is no planner strategy
+
+
+def planner_inputs(setup: Setup):
+    """The planner's inputs for a measured setup (the CPU's kernels, its precision)."""
+    from memory.footprint import PlannerInputs
+
+    return PlannerInputs(
+        setup.arch, seq=setup.seq, batch=setup.batch, precision=setup.dtype,
+        tuning="lora" if setup.lora_rank else "full", lora_rank=setup.lora_rank or 16,
+        lora_targets=setup.lora_targets, fused=sdpa_fused(setup.arch), device="cpu",
+        attention=setup.attention, padding=setup.padding, some_layers=setup.k)
+
+
+def planner_peak_pieces(setup: Setup) -> int | None:
+    """The planner's step peak without the parameters and the GPU allowances: gradients,
+    activations kept, the layers rebuilt and the loss peak, added as if at once; None for a
+    strategy the planner has no row for."""
+    from memory.footprint import breakdown
+
+    strategy = PLANNER_STRATEGIES[setup.strategy]
+    if strategy is None:
+        return None
+    bd = breakdown(planner_inputs(setup), strategy)
+    return int(bd.gradients + bd.activations_kept + bd.activations_rebuilt + bd.logits)

@@ -1,0 +1,175 @@
+"""`python -m demos plan`: the planner for a preset or a pasted config.json, from a terminal
+or a script (--json for one JSON object)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from memory import footprint as P
+from memory.architectures import DEFAULT_PRESET, PRESETS
+from memory.hardware import GPUS, GiB
+from memory.hf_config import ConfigJsonError, architecture
+from memory.layer import layer_bytes
+
+
+class PlanError(ValueError):
+    """A bad option or config.json: one line for stderr."""
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("plan", help="plan a fine-tuning run: memory per GPU, every "
+                                    "checkpointing choice, the recommendation and its code")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--config", help="a Hugging Face config.json (gpt2, llama, mistral, "
+                                         "qwen2, gemma families)")
+    source.add_argument("--model", choices=list(PRESETS), default=None,
+                        help=f"a preset (default {DEFAULT_PRESET})")
+    p.add_argument("--seq", type=int, default=4096, help="tokens per sample")
+    p.add_argument("--batch", type=int, default=1, help="micro-batch per GPU")
+    p.add_argument("--accumulation", type=int, default=8, help="micro-batches per step")
+    p.add_argument("--precision", choices=list(P.PRECISION_KEYS), default="mixed")
+    p.add_argument("--attention", choices=["sdpa", "eager"], default="sdpa",
+                   help="the attention kernel (attn_implementation)")
+    p.add_argument("--tuning", choices=list(P.TUNINGS), default="full")
+    p.add_argument("--lora-rank", dest="lora_rank", type=int, default=16)
+    p.add_argument("--lora-targets", dest="lora_targets", choices=list(P.LORA_TARGETS),
+                   default="all-linear")
+    p.add_argument("--optimizer", choices=list(P.OPTIMIZER_KEYS), default="adamw")
+    p.add_argument("--chunked-loss", dest="chunked_loss", action="store_true")
+    p.add_argument("--strategy", choices=list(P.STRATEGIES), default="every-layer",
+                   help="your current checkpointing (the table covers every choice)")
+    p.add_argument("--some-layers", dest="some_layers", type=int, default=None,
+                   help="layers checkpointed by --strategy some-layers")
+    gpu = p.add_mutually_exclusive_group()
+    gpu.add_argument("--gpu-gb", dest="gpu_gb", type=float, default=None,
+                     help="memory per GPU in GiB (default 80 GB: an H100's 79.6 GiB)")
+    gpu.add_argument("--gpu", choices=list(GPUS), default=None, help="a GPU preset")
+    p.add_argument("--gpus", type=int, default=1, help="GPUs you have (FSDP when > 1)")
+    p.add_argument("--language", default="en", help="comments of the code (en, de, vi)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def inputs(args) -> P.PlannerInputs:
+    if args.config:
+        try:
+            text = Path(args.config).read_text(encoding="utf-8")
+        except OSError as error:
+            raise PlanError(f"cannot read {args.config}: {error.strerror}") from None
+        try:
+            arch = architecture(text)
+        except ConfigJsonError as error:
+            raise PlanError(f"{args.config}: {error}") from None
+    else:
+        arch = PRESETS[args.model or DEFAULT_PRESET]
+    for name, low, high in (("seq", 1, P.MAX_SEQ), ("batch", 1, P.MAX_BATCH),
+                            ("accumulation", 1, 4096), ("lora_rank", 1, 4096),
+                            ("gpus", 1, 4096)):
+        value = getattr(args, name)
+        if not low <= value <= high:
+            raise PlanError(f"--{name.replace('_', '-')}={value} is out of range "
+                            f"{low}..{high}")
+    if args.gpu_gb is not None and not 0 < args.gpu_gb <= 4096:
+        raise PlanError(f"--gpu-gb={args.gpu_gb} is out of range (0, 4096]")
+    gpu = (int(args.gpu_gb * GiB) if args.gpu_gb is not None else
+           GPUS[args.gpu or "h100"].bytes)
+    some = args.some_layers if args.some_layers is not None else max(1, arch.layers // 2)
+    return P.PlannerInputs(
+        arch, seq=args.seq, batch=args.batch, accumulation=args.accumulation,
+        precision=args.precision, optimizer=args.optimizer, tuning=args.tuning,
+        lora_rank=args.lora_rank, lora_targets=args.lora_targets, shards=args.gpus,
+        fused=args.attention == "sdpa", chunked_loss=args.chunked_loss,
+        strategy=args.strategy, some_layers=max(1, min(arch.layers, some)), gpu_bytes=gpu)
+
+
+def _settings(p: P.PlannerInputs) -> dict:
+    return {"seq": p.seq, "batch": p.batch, "accumulation": p.accumulation,
+            "precision": p.precision, "attention": "sdpa" if p.fused else "eager",
+            "tuning": p.tuning, "lora_rank": p.lora_rank if p.tuning != "full" else None,
+            "lora_targets": p.lora_targets if p.tuning != "full" else None,
+            "optimizer": p.optimizer, "chunked_loss": p.chunked_loss, "gpus": p.shards,
+            "strategy": p.strategy,
+            "some_layers": p.some_layers if p.strategy == "some-layers" else None,
+            "gpu_bytes": p.gpu_bytes}
+
+
+def _recommendation(rec, language: str) -> dict:
+    from planner.hf_code import hf_code
+    from planner.torch_code import torch_code
+
+    return {
+        "title": " + ".join(step.action for step in rec.steps),
+        "fits": rec.fits, "gpus": rec.gpus, "strategy": rec.strategy,
+        "peak_bytes": rec.peak,
+        "steps": [{"action": s.action, "value": s.value, "reason": s.reason,
+                   "changes_the_task": s.choice, "checkpointing": s.with_strategy,
+                   "peak_bytes": s.peak, "fits": s.fits,
+                   "spare_bytes": rec.inputs.gpu_bytes - s.peak} for s in rec.steps],
+        "settings": _settings(rec.inputs),
+        "code": {"huggingface": hf_code(rec.inputs, language),
+                 "pytorch": torch_code(rec.inputs, language)},
+    }
+
+
+def report(p: P.PlannerInputs, language: str = "en") -> dict:
+    """Everything the plan page shows, as JSON-ready values (bytes, ids, code)."""
+    from planner.recommend import plan
+
+    result = plan(p)
+    rec = result.recommendation
+    arch = p.arch
+    return {
+        "model": {"label": arch.label, "family": arch.family or arch.kind,
+                  "layers": arch.layers, "hidden": arch.hidden, "heads": arch.heads,
+                  "kv_heads": arch.kv_heads, "head_dim": arch.head_dim,
+                  "mlp_width": arch.mlp_width, "vocab": arch.vocab, "tied": arch.tied,
+                  "params": arch.params()},
+        "settings": _settings(p),
+        "layer_activation_bytes": layer_bytes(p.tensors()),
+        "checkpoint_bytes": result.checkpoint_bytes,
+        "strategies": {
+            row.strategy: {
+                "activations_kept_bytes": P.activations(p, row.strategy).kept,
+                "activations_rebuilt_bytes": P.activations(p, row.strategy).rebuilt,
+                "peak_bytes": row.peak, "fits": row.fits, "spare_bytes": row.spare,
+                "recompute_share": row.recompute_share,
+                "largest_batch": row.largest_batch, "longest_seq": row.longest_seq,
+                "breakdown": row.breakdown.parts()}
+            for row in result.rows},
+        "recommendation": {**_recommendation(rec, language),
+                           "alternatives": [_recommendation(a, language)
+                                            for a in rec.alternatives]},
+        "approximations": [{"id": a.id, "bytes": a.bytes, "share": a.share}
+                           for a in result.approximations],
+    }
+
+
+def _gib(n: float) -> str:
+    return f"{n / GiB:,.1f} GiB"
+
+
+def run(args) -> int:
+    p = inputs(args)
+    data = report(p, args.language)
+    if args.json:
+        print(json.dumps(data))
+        return 0
+    print(f"# {p.arch.label}: {p.arch.params() / 1e9:,.2f}B parameters; one layer keeps "
+          f"{_gib(data['layer_activation_bytes'])} for backward; GPU {_gib(p.gpu_bytes)} "
+          f"x {p.shards}")
+    for strategy, row in data["strategies"].items():
+        verdict = "fits" if row["fits"] else f"short by {_gib(-row['spare_bytes'])}"
+        print(f"{strategy:12} peak {_gib(row['peak_bytes']):>12}  {verdict}")
+    rec = data["recommendation"]
+    print(f"\nRecommended: {rec['title']} ({'fits' if rec['fits'] else 'does not fit'}, "
+          f"{rec['gpus']} GPU{'s' if rec['gpus'] > 1 else ''})")
+    for number, step in enumerate(rec["steps"], start=1):
+        choice = " [changes the task]" if step["changes_the_task"] else ""
+        value = f" {step['value']}" if step["value"] is not None else ""
+        state = ("fits" if step["fits"] else f"still short by {_gib(-step['spare_bytes'])}")
+        print(f"{number}. {step['action']}{value}{choice}: peak {_gib(step['peak_bytes'])}, "
+              f"{state}")
+    for alt in rec["alternatives"]:
+        print(f"   or: {alt['title']} (peak {_gib(alt['peak_bytes'])})")
+    print("\n" + rec["code"]["huggingface"])
+    return 0

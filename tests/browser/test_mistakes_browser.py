@@ -1,0 +1,55 @@
+"""The lab of mistakes in a real browser: a linked case opens in English, German and
+Vietnamese with its measured table and no English sentence of the catalog left; the
+symptom picker leads to a case and the URL follows; on a phone the wrong and the fixed
+run and the table stay on the screen. Screenshots are kept (mistakes-*.png)."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from i18n import gettext
+from tests.browser.layout import within_width
+from tests.helpers import goto, screenshot, wait_for_app
+from tools.translations import untranslated_on_page
+
+CASE = "mistakes?case=reentrant-frozen-inputs"
+
+
+@pytest.mark.parametrize("code", ["en", "de", "vi"])
+def test_a_linked_case_opens_in_each_language(page: Page, app_url: str, code: str) -> None:
+    goto(page, app_url, f"{CASE}&lang={code}", timeout_ms=180_000)
+    expect(page.get_by_text("Page not found")).to_have_count(0)
+    table = page.locator('[data-testid="stTable"]').first
+    expect(table).to_contain_text(gettext(code, "Parameters without a gradient"))
+    expect(table).to_contain_text("None of the inputs have requires_grad=True")
+    expect(page.get_by_text(gettext(code, "Symptom shown"))).to_be_visible()
+    if code != "en":
+        text = page.locator('[data-testid="stMain"]').inner_text()
+        assert untranslated_on_page(text, code) == []
+    screenshot(page, f"mistakes-{code}")
+
+
+def test_the_symptom_picker_leads_to_a_case(page: Page, app_url: str) -> None:
+    goto(page, app_url, "mistakes?lang=en", timeout_ms=180_000)
+    page.get_by_text("Some gradients are None").click()
+    wait_for_app(page, 180_000)
+    expect(page.get_by_text("Reentrant checkpoint with inputs that need no gradient").first
+           ).to_be_visible()
+    assert "symptom=gradients-none" in page.url
+    assert "case=reentrant-frozen-inputs" in page.url
+
+
+def test_a_case_fits_a_phone(phone: Page, app_url: str) -> None:
+    goto(phone, app_url, "mistakes?case=dropout-without-rng&lang=de", timeout_ms=180_000)
+    table = phone.locator('[data-testid="stTable"]').first
+    table.scroll_into_view_if_needed()
+    screenshot(phone, "mistakes-phone-de")
+    headers = table.locator("th")
+    assert headers.count() == 4
+    for index in range(headers.count()):
+        box = headers.nth(index).bounding_box()
+        assert box is not None and within_width(box), (headers.nth(index).inner_text(), box)
+    for metric in phone.locator('[data-testid="stMetric"]').all():
+        box = metric.bounding_box()
+        assert box is not None and within_width(box)

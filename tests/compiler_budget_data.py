@@ -1,0 +1,28 @@
+"""One real compiler-budget sweep on a tiny model, measured once per test process and
+shared by the engine, CLI and page tests (each compile takes seconds to tens of seconds)."""
+
+from __future__ import annotations
+
+import functools
+
+import pandas as pd
+
+from demos.engine.compiler_budget import BASE, EAGER_STRATEGIES
+from demos.runtime.jobs import Job
+
+# The page's model at one layer of width 64: the page shows this job for
+# ?layers=1&hidden=64&budgets=1,0&compiled=no.
+TINY = BASE.replace(layers=1, hidden=64)
+PAGE_QUERY = {"layers": "1", "hidden": "64", "budgets": "1,0", "compiled": "no"}
+
+
+def tiny_job() -> Job:
+    return Job.make("budget", TINY, (), budgets=(1.0, 0.0), eager=EAGER_STRATEGIES,
+                    compiled=(), repeats=5)
+
+
+@functools.cache
+def tiny_result() -> pd.DataFrame:
+    """The job run step by step as the worker runs it, merged as the service merges it."""
+    job = tiny_job()
+    return job.merge([job.run_step(i, "cpu", None) for i in range(job.step_count())])

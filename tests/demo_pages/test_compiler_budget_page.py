@@ -1,0 +1,111 @@
+"""AppTest of /compiler-budget: a measured sweep in the result store is served at once
+(chart, end points, what the compiler changes, in three languages); a cold request says
+how long it will take and starts nothing until asked."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from demos.runtime.jobs import store_key
+from demos.runtime.service import _request, get_service
+from demos.runtime.store import ResultStore
+from tests.compiler_budget_data import PAGE_QUERY, tiny_job, tiny_result
+from tests.demo_pages.test_pages import no_errors, texts
+from tests.lessons.test_lesson_pages_i18n import page_text
+from tools.translations import untranslated_on_page
+
+SCRIPT = "pages/demos/compiler_budget.py"
+
+
+def _values(data: list | dict) -> list[float]:
+    """A trace's numbers as plotly writes them: a list, or typed base64 ("bdata")."""
+    if isinstance(data, list):
+        return [float(v) for v in data]
+    return np.frombuffer(base64.b64decode(data["bdata"]), dtype=data["dtype"]).tolist()
+
+
+def _store_tiny_sweep() -> None:
+    """The tiny job, really measured, stored as the service stores a finished run."""
+    job, frame = tiny_job(), tiny_result()
+    service = get_service()
+    ResultStore().put(store_key(job, service.device), "test", frame, 1.0, 1.0,
+                      kind=job.kind, device=service.device_label, request=_request(job))
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("code", ["en", "de", "vi"])
+def test_a_stored_sweep_is_served_at_once(app_test: Callable, code: str) -> None:
+    frame = tiny_result()  # measured before the page runs: the page itself only reads
+    at = app_test(SCRIPT, query={"lang": code}, timeout=30)  # sets this test's DATA_DIR
+    _store_tiny_sweep()
+    started = get_service().runs_started
+    at = app_test(SCRIPT, query={**PAGE_QUERY, "lang": code}, timeout=30)
+    no_errors(at)
+    assert get_service().runs_started == started  # nothing measured again
+    charts = at.get("plotly_chart")
+    assert len(charts) == 1
+    spec = json.loads(charts[0].proto.spec)
+    # the budget curve's end points are the measured ones: 0 and 1, in MiB
+    curve = next(trace for trace in spec["data"] if trace.get("text") is not None)
+    assert curve["text"] == ["0", "1"]
+    x = _values(curve["x"])
+    least, full = sorted(frame.loc[frame["kind"] == "budget", "saved_bytes"])
+    assert x[0] == pytest.approx(least / 2**20)
+    assert x[-1] == pytest.approx(full / 2**20)
+    table = at.dataframe[0].value
+    assert len(table) == len(frame)
+    if code == "en":
+        assert "private" in texts(at, "markdown")
+        assert "At budget 1 the compiler kept" in texts(at, "caption")
+        assert "Measured on this run on" in texts(at, "caption")
+    else:
+        text = "\n".join([page_text(at), " ".join(map(str, table.columns))])
+        assert untranslated_on_page(text, code) == []
+
+
+def test_a_cold_request_says_how_long_and_waits_for_a_click(app_test: Callable) -> None:
+    started = get_service().runs_started
+    at = app_test(SCRIPT, query={"layers": "2", "hidden": "64", "budgets": "1,0.5"})
+    no_errors(at)
+    assert "Not measured yet" in texts(at, "info")
+    assert at.button(key="measure-budget").label.startswith("Measure now (~")
+    assert not at.get("plotly_chart")
+    assert get_service().runs_started == started
+
+
+@pytest.mark.parametrize("code", ["en", "de", "vi"])
+def test_lesson_4_links_its_compiler_section_to_the_live_view(app_test: Callable,
+                                                              code: str) -> None:
+    at = app_test("pages/lessons/language_models.py", query={"lang": code})
+    no_errors(at)
+    text = texts(at, "markdown")
+    assert "activation_memory_budget" in text
+    assert "/compiler-budget" in text
+
+
+def test_the_start_up_warm_up_never_lists_it(monkeypatch: pytest.MonkeyPatch,
+                                              tmp_path) -> None:
+    """Collecting the common views' runs (ui.server) opens the page with the runner in
+    collect mode: it asks for nothing and estimates nothing (no service is started)."""
+    from streamlit.testing.v1 import AppTest
+
+    from demos.runtime import service as service_module
+    from ui import demo_runner
+    from ui.navigation import ROOT
+
+    monkeypatch.setenv(demo_runner.COLLECT_ENV, "1")
+    monkeypatch.setenv("DATA_DIR", str(tmp_path))
+    old = service_module.set_service(None)
+    try:
+        demo_runner.collected.clear()
+        at = AppTest.from_file(str(ROOT / SCRIPT), default_timeout=30).run()
+        no_errors(at)
+        assert demo_runner.collected == []
+        assert service_module._service is None
+    finally:
+        service_module.set_service(old)

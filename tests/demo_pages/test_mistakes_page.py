@@ -1,0 +1,47 @@
+"""AppTest: the lab of mistakes opens a linked case, shows the wrong and the fixed run side
+by side with what this run measured, and the symptom picker narrows the cases."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tests.demo_pages.test_pages import no_errors, texts
+
+PAGE = "pages/demos/mistakes.py"
+
+
+def test_a_linked_case_shows_wrong_and_fixed_measured(app_test: Callable) -> None:
+    at = app_test(PAGE, query={"case": "reentrant-frozen-inputs"}, timeout=120)
+    no_errors(at)
+    assert at.radio[1].value == "reentrant-frozen-inputs"
+    table = at.table[0].value
+    assert list(table.columns) == ["Measured", "Plain run", "Wrong way", "Fixed way"]
+    row = table[table["Measured"] == "Parameters without a gradient"].iloc[0]
+    assert row["Plain run"] == "0" and row["Fixed way"] == "0"
+    assert int(row["Wrong way"]) > 0  # measured: every weight of every block
+    said = table[table["Measured"] == "What the library said"].iloc[0]
+    assert "None of the inputs have requires_grad=True" in said["Wrong way"]
+    assert said["Fixed way"] == "—"
+    assert "Symptom shown" in texts(at, "markdown") and "Symptom gone" in texts(at, "markdown")
+    assert "use_reentrant=False" in texts(at, "success")
+    assert "Measured on this run on" in texts(at, "caption")
+
+
+def test_the_symptom_picker_leads_to_the_cases(app_test: Callable) -> None:
+    at = app_test(PAGE, query={"symptom": "gradients-none"}, timeout=120)
+    no_errors(at)
+    assert at.radio[1].options == ["Reentrant checkpoint with inputs that need no gradient"]
+    at.radio[0].set_value("results-differ").run(timeout=120)
+    no_errors(at)
+    assert len(at.radio[1].options) == 3
+    assert at.query_params["case"] == "dropout-without-rng"
+    diff = at.table[0].value
+    row = diff[diff["Measured"] == "Largest gradient difference to the plain run"].iloc[0]
+    assert row["Fixed way"] == "0 (bitwise equal)" and row["Wrong way"] != row["Fixed way"]
+
+
+def test_an_unknown_case_warns_and_shows_the_first(app_test: Callable) -> None:
+    at = app_test(PAGE, query={"case": "nope"}, timeout=120)
+    no_errors(at)
+    assert "There is no case nope" in texts(at, "warning")
+    assert at.radio[1].value == "whole-model-one-segment"

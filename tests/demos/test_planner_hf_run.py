@@ -1,0 +1,316 @@
+"""The Hugging Face script the planner prints, run as printed on tiny random-init models of
+the matching family (GPT2LMHeadModel, LlamaForCausalLM, Qwen2ForCausalLM built from small
+configs; nothing is downloaded): `from_pretrained` is the only call replaced (it returns the
+tiny model with the dtype and attention kernel the script asks for). The Trainer trains
+for real on the CPU, and the test measures the effect: which decoder layers recompute
+(their MLP runs twice per micro-batch), which optimizer the Trainer built, where the
+adapters sit.
+
+Not run here, and replaced by recorders that check what is asked of them: bitsandbytes
+(4-bit loading and the 8-bit optimizer: not installed, CUDA only), Liger Kernel (CUDA
+only) and FSDP (needs several processes; its arguments are checked by building
+accelerate's plugin from them). `bf16=True` is allowed on the CPU (transformers refuses it
+without a bf16 GPU; the CPU runs bf16 autocast).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+import transformers
+from transformers import GPT2Config, LlamaConfig, Qwen2Config, TrainingArguments
+from transformers import trainer_optimizer as optimizers
+
+from memory import footprint as P
+from memory.architectures import PRESETS
+from planner import hf_code as hf_module
+
+torch.set_num_threads(1)
+
+TINY = {
+    "gpt2": lambda: GPT2Config(n_layer=4, n_embd=32, n_head=4, vocab_size=128,
+                               n_positions=64),
+    "llama": lambda: LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=4,
+                                 num_attention_heads=4, num_key_value_heads=2,
+                                 vocab_size=128),
+    "qwen2": lambda: Qwen2Config(hidden_size=32, intermediate_size=64, num_hidden_layers=4,
+                                 num_attention_heads=4, num_key_value_heads=2,
+                                 vocab_size=128),
+}
+PRESET_OF = {"gpt2": "gpt2", "llama": "llama-3.2-1b", "qwen2": "qwen2.5-7b"}
+SEQ = 16
+
+
+def _layers(model) -> list[torch.nn.Module]:
+    return [m for m in model.modules()
+            if isinstance(m, transformers.GradientCheckpointingLayer)]
+
+
+class Run:
+    """What the printed script did: the model it built, the kwargs of from_pretrained, the
+    Trainer, MLP calls per decoder layer, and the recorders' findings."""
+
+    def __init__(self) -> None:
+        self.loaded: dict = {}
+        self.model = None
+        self.trainer = None
+        self.mlp_calls: list[int] = []
+        self.forwards = 0  # micro-batches run forward (the embedding's calls)
+        self.liger = False
+        self.eight_bit: str | None = None
+        self.fsdp_args: TrainingArguments | None = None
+
+
+def run_script(code: str, family: str, monkeypatch, tmp_path, batch: int, accumulation: int,
+               fsdp: bool = False) -> Run:
+    run = Run()
+
+    def from_pretrained(name, dtype=None, attn_implementation=None, **kwargs):
+        run.loaded = {"name": name, "dtype": dtype, "attn": attn_implementation, **kwargs}
+        torch.manual_seed(0)
+        model = transformers.AutoModelForCausalLM.from_config(
+            TINY[family](), dtype=dtype, attn_implementation=attn_implementation)
+        run.model = model
+        run.mlp_calls = [0] * len(_layers(model))
+        for index, layer in enumerate(_layers(model)):
+            def count(module, args, index=index):
+                run.mlp_calls[index] += 1
+            layer.mlp.register_forward_pre_hook(count)
+
+        def forward(module, args):
+            run.forwards += 1
+
+        model.get_input_embeddings().register_forward_pre_hook(forward)
+        return model
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", from_pretrained)
+    monkeypatch.setattr(transformers.trainer, "apply_liger_kernel",
+                        lambda model, config: setattr(run, "liger", True))
+    adamw = optimizers._OPTIMIZER_HANDLERS[optimizers.OptimizerNames.ADAMW_TORCH]
+
+    def eight_bit(ctx):
+        run.eight_bit = ctx.args.optim
+        return adamw(ctx)
+
+    monkeypatch.setitem(optimizers._OPTIMIZER_HANDLERS, optimizers.OptimizerNames.ADAMW_8BIT,
+                        eight_bit)
+    if fsdp:
+        def init(self, model, args, train_dataset) -> None:
+            run.fsdp_args = args
+
+        monkeypatch.setattr(transformers.trainer.Trainer, "__init__", init)
+        monkeypatch.setattr(transformers.trainer.Trainer, "train", lambda self: None)
+    # bf16=True is refused without a bf16 GPU; the CPU runs bf16 autocast all the same
+    monkeypatch.setattr(transformers.training_args, "is_torch_bf16_gpu_available",
+                        lambda: True)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("WANDB_DISABLED", "true")
+    torch.manual_seed(1)
+    ids = torch.randint(0, 128, (batch * accumulation, SEQ))
+    dataset = [{"input_ids": row, "labels": row} for row in ids]
+    namespace: dict = {"train_dataset": dataset}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exec(compile(code, "<plan>", "exec"), namespace)  # noqa: S102 - our own snippet
+    run.model = namespace["model"]
+    run.trainer = namespace["trainer"]
+    return run
+
+
+def _state_bytes_per_param(trainer) -> float:
+    """The optimizer's state after the run, bytes per trained parameter (per-parameter
+    tensors only: AdamW's step counters are scalars)."""
+    optimizer = getattr(trainer.optimizer, "optimizer", trainer.optimizer)
+    params = [q for group in optimizer.param_groups for q in group["params"]]
+    state = sum(t.numel() * t.element_size() for q in params
+                for t in optimizer.state[q].values()
+                if isinstance(t, torch.Tensor) and t.numel() == q.numel())
+    return state / sum(q.numel() for q in params)
+
+
+def _inputs(family: str, **changes) -> P.PlannerInputs:
+    return P.PlannerInputs(PRESETS[PRESET_OF[family]], batch=1, accumulation=2, **changes)
+
+
+def _checkpointed(run: Run) -> list[bool]:
+    """Which layers recomputed: their MLP ran twice per micro-batch, the others once."""
+    assert run.forwards > 0
+    assert all(calls in (run.forwards, 2 * run.forwards) for calls in run.mlp_calls)
+    return [calls == 2 * run.forwards for calls in run.mlp_calls]
+
+
+@pytest.mark.parametrize("family", list(TINY))
+def test_every_layer_through_the_trainer(family, monkeypatch, tmp_path) -> None:
+    p = _inputs(family, strategy="every-layer", precision="fp32")
+    run = run_script(hf_module.hf_code(p), family, monkeypatch, tmp_path, 1, 2)
+    assert run.trainer.args.activation_checkpointing
+    assert all(layer.gradient_checkpointing for layer in _layers(run.model))
+    assert _checkpointed(run) == [True] * 4
+    assert type(run.trainer.optimizer.optimizer if hasattr(run.trainer.optimizer, "optimizer")
+                else run.trainer.optimizer).__name__ == "AdamW"
+    from memory.precisions import OPTIMIZERS
+
+    assert _state_bytes_per_param(run.trainer) == OPTIMIZERS["adamw"].state_bytes
+    assert run.loaded["dtype"] == torch.float32 and run.loaded["attn"] == "sdpa"
+
+
+@pytest.mark.parametrize("family", ["llama", "gpt2"])
+def test_only_the_first_k_layers_recompute(family, monkeypatch, tmp_path) -> None:
+    p = _inputs(family, strategy="some-layers", some_layers=3, precision="fp32")
+    code = hf_module.hf_code(p)
+    assert "checkpoint(layer" not in code
+    run = run_script(code, family, monkeypatch, tmp_path, 1, 2)
+    assert [layer.gradient_checkpointing for layer in _layers(run.model)] == [True] * 3 + [False]
+    assert _checkpointed(run) == [True, True, True, False]
+
+
+def test_no_checkpointing_recomputes_nothing(monkeypatch, tmp_path) -> None:
+    p = _inputs("llama", strategy="none", precision="fp32")
+    run = run_script(hf_module.hf_code(p), "llama", monkeypatch, tmp_path, 1, 2)
+    assert not run.trainer.args.activation_checkpointing
+    assert _checkpointed(run) == [False] * 4
+
+
+def test_selective_switches_to_the_fused_kernel(monkeypatch, tmp_path) -> None:
+    """The selective step on an eager-attention plan: the fused kernel (SDPA), which
+    recomputes the scores in its backward; no layer is checkpointed."""
+    p = _inputs("llama", strategy="selective", fused=False, precision="fp32")
+    run = run_script(hf_module.hf_code(p), "llama", monkeypatch, tmp_path, 1, 2)
+    assert run.loaded["attn"] == "sdpa"
+    assert run.model.config._attn_implementation == "sdpa"
+    assert _checkpointed(run) == [False] * 4
+    eager = _inputs("llama", strategy="none", fused=False, precision="fp32")
+    assert 'attn_implementation="eager"' in hf_module.hf_code(eager)
+
+
+def test_sgd_with_momentum_is_what_the_trainer_builds(monkeypatch, tmp_path) -> None:
+    p = _inputs("qwen2", strategy="every-layer", optimizer="sgd-momentum", precision="fp32")
+    run = run_script(hf_module.hf_code(p), "qwen2", monkeypatch, tmp_path, 1, 2)
+    optimizer = run.trainer.optimizer
+    optimizer = getattr(optimizer, "optimizer", optimizer)
+    assert isinstance(optimizer, torch.optim.SGD)
+    assert optimizer.param_groups[0]["momentum"] == 0.9
+    from memory.precisions import OPTIMIZERS
+
+    # one fp32 momentum buffer per parameter: the state the plan counts
+    assert _state_bytes_per_param(run.trainer) == OPTIMIZERS["sgd-momentum"].state_bytes
+
+
+@pytest.mark.parametrize("family,targets", [("llama", "all-linear"), ("qwen2", "attention"),
+                                             ("gpt2", "attention")])
+def test_lora_adapters_on_the_plans_layers(family, targets, monkeypatch, tmp_path) -> None:
+    p = _inputs(family, tuning="lora", lora_targets=targets, lora_rank=4,
+                strategy="some-layers", some_layers=2, chunked_loss=True,
+                optimizer="adamw-8bit", precision="mixed")
+    run = run_script(hf_module.hf_code(p), family, monkeypatch, tmp_path, 1, 2)
+    from peft import PeftModel
+
+    assert isinstance(run.model, PeftModel)
+    adapted = {name.rsplit(".lora_A", 1)[0].rsplit(".", 1)[-1]
+               for name, _ in run.model.named_modules() if name.endswith("lora_A")}
+    expected = {("llama", "all-linear"): {"q_proj", "k_proj", "v_proj", "o_proj",
+                                          "gate_proj", "up_proj", "down_proj"},
+                ("qwen2", "attention"): {"q_proj", "k_proj", "v_proj", "o_proj"},
+                ("gpt2", "attention"): {"c_attn", "c_proj"}}[(family, targets)]
+    assert adapted == expected
+    trained = [n for n, q in run.model.named_parameters() if q.requires_grad]
+    assert trained and all("lora_" in n for n in trained)
+    assert _checkpointed(run) == [True, True, False, False]
+    assert run.liger  # the chunked loss: Liger's fused linear + cross-entropy
+    assert run.eight_bit == "adamw_8bit"  # the Trainer asked bitsandbytes for 8-bit AdamW
+    assert run.loaded["dtype"] == torch.bfloat16 and run.trainer.args.bf16
+
+
+def test_qlora_script_runs_with_the_quantisation_left_out(monkeypatch, tmp_path) -> None:
+    """bitsandbytes is not installed: the 4-bit load is not run (from_pretrained is
+    replaced); the config is built and passed, and the rest runs as printed."""
+    p = _inputs("llama", tuning="qlora", strategy="every-layer", precision="mixed")
+    code = hf_module.hf_code(p)
+    run = run_script(code, "llama", monkeypatch, tmp_path, 1, 2)
+    config = run.loaded["quantization_config"]
+    assert isinstance(config, transformers.BitsAndBytesConfig)
+    assert config.load_in_4bit and config.bnb_4bit_quant_type == "nf4"
+    assert config.bnb_4bit_use_double_quant
+    assert "prepare_model_for_kbit_training" in code
+    assert _checkpointed(run) == [True] * 4
+
+
+@pytest.mark.parametrize("family,layer", [("llama", "LlamaDecoderLayer"),
+                                          ("gpt2", "GPT2Block")])
+def test_fsdp_wraps_each_decoder_layer_and_checkpoints_through_fsdp(family, layer,
+                                                                     monkeypatch,
+                                                                     tmp_path) -> None:
+    from accelerate.utils import FullyShardedDataParallelPlugin
+
+    p = _inputs(family, strategy="every-layer", shards=4, precision="mixed")
+    code = hf_module.hf_code(p)
+    run = run_script(code, family, monkeypatch, tmp_path, 1, 2, fsdp=True)
+    args = run.fsdp_args
+    assert args is not None and args.fsdp
+    assert not args.activation_checkpointing  # FSDP's own, not the training argument
+    assert args.fsdp_config["activation_checkpointing"] is True
+    assert args.fsdp_config["transformer_layer_cls_to_wrap"] == [layer]
+    assert type(_layers(run.model)[0]).__name__ == layer
+    assert layer in run.model._no_split_modules
+    plugin = FullyShardedDataParallelPlugin(**args.fsdp_plugin_args)
+    assert plugin.activation_checkpointing and plugin.fsdp_version == 2
+    assert "--num_processes 4" in code
+
+
+def _kept_by_one_layer(attn: str, batch: int, seq: int) -> int:
+    """Bytes the second decoder layer of a tiny LlamaForCausalLM (fp32) saves for backward,
+    each storage once; the weights and the rotary cos/sin (made once, shared by every
+    layer) left out."""
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(TINY["llama"](),
+                                                          attn_implementation=attn)
+    model.train()
+    layer = _layers(model)[1]
+    skip = {q.untyped_storage().data_ptr() for q in model.parameters()}
+    on, kept = [False], {}
+
+    def start(module, args, kwargs) -> None:
+        on[0] = True
+        skip.update(t.untyped_storage().data_ptr() for t in kwargs["position_embeddings"])
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        storage = t.untyped_storage()
+        if on[0] and storage.data_ptr() not in skip:
+            kept[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    layer.register_forward_pre_hook(start, with_kwargs=True)
+    layer.register_forward_hook(lambda *a: on.__setitem__(0, False))
+    ids = torch.randint(0, 128, (batch, seq))
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(input_ids=ids, labels=ids)
+    return sum(kept.values())
+
+
+def test_the_selective_row_is_what_the_printed_switch_keeps() -> None:
+    """An eager-attention plan's selective row keeps, per layer, exactly what the real
+    Llama layer keeps once the printed code switches it to SDPA; the plain eager layer
+    keeps the scores on top (both measured, fp32, CPU)."""
+    from memory.hf_config import architecture
+    from memory.layer import layer_bytes
+
+    batch, seq = 2, 32
+    arch = architecture(TINY["llama"]().to_json_string())
+    eager = P.PlannerInputs(arch, seq=seq, batch=batch, precision="fp32", device="cpu",
+                            fused=False)
+    sdpa_bytes = _kept_by_one_layer("sdpa", batch, seq)
+    assert P.activations(eager, "selective").kept == arch.layers * sdpa_bytes
+    assert layer_bytes(eager.with_(fused=True).tensors()) == sdpa_bytes
+    eager_bytes = _kept_by_one_layer("eager", batch, seq)
+    assert P.activations(eager, "none").kept == arch.layers * eager_bytes > arch.layers * sdpa_bytes
+    code = hf_module.hf_code(eager.with_(strategy="selective"))
+    assert 'attn_implementation="sdpa"' in code
+
+
+def test_qlora_over_fsdp_stores_the_4bit_weights_as_bf16(monkeypatch, tmp_path) -> None:
+    p = _inputs("qwen2", tuning="qlora", strategy="every-layer", shards=2, precision="mixed")
+    run = run_script(hf_module.hf_code(p), "qwen2", monkeypatch, tmp_path, 1, 2, fsdp=True)
+    assert run.loaded["quantization_config"].bnb_4bit_quant_storage == torch.bfloat16
+    assert run.fsdp_args.fsdp_config["transformer_layer_cls_to_wrap"] == ["Qwen2DecoderLayer"]

@@ -1,0 +1,123 @@
+"""The planner against the libraries practitioners run: tiny random-init models of every
+preset family built from the real transformers classes (GPT-2, Llama 3.x, Qwen2.5), with
+checkpointing switched on through transformers' own switch and LoRA through PEFT, one
+training step on the CPU. The bytes each decoder layer keeps for backward (saved-tensor
+hooks, each storage once, parameters apart) must be the planner's, to the byte, and their
+sum the planner's activations for the strategy."""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+
+import pytest
+
+from demos.engine.real_models import (
+    PLANNER_STRATEGIES,
+    QLORA_SKIP,
+    Setup,
+    apply_checkpointing,
+    build_model,
+    measure,
+    planner_inputs,
+    predicted_layers,
+    tiny_architecture,
+)
+from memory import footprint as F
+from memory import layer as L
+
+FAMILIES = {"gpt2": "gpt2", "llama": "llama-3.1-8b", "qwen2": "qwen2.5-7b"}
+
+
+
+def check(setup: Setup) -> None:
+    m = measure(setup)
+    assert m.per_layer == predicted_layers(setup, m.checkpointed)
+    strategy = PLANNER_STRATEGIES[setup.strategy]
+    if strategy is not None:
+        assert m.layers_total == F.activations(planner_inputs(setup), strategy).kept
+
+
+@pytest.mark.parametrize("lora", [0, 16], ids=["full", "lora16"])
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize("strategy", list(PLANNER_STRATEGIES))
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_layers_keep_what_the_planner_says(family, strategy, dtype, attention, lora) -> None:
+    setup = Setup(tiny_architecture(FAMILIES[family]), dtype=dtype, attention=attention,
+                  strategy=strategy, n=2, k=2, lora_rank=lora)
+    check(setup)
+
+
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_lora_on_attention_only_and_a_padding_mask(family, attention) -> None:
+    """LoRA on q, k, v, o only (GPT-2: c_attn and the attention's c_proj), batches with a
+    padding mask (with SDPA transformers then repeats k and v to every head)."""
+    for dtype in ("fp32", "bf16"):
+        check(Setup(tiny_architecture(FAMILIES[family]), dtype=dtype, attention=attention,
+                    lora_rank=8, lora_targets="attention", padding=True))
+        check(Setup(tiny_architecture(FAMILIES[family]), dtype=dtype, attention=attention,
+                    padding=True))
+
+
+def test_the_terms_the_libraries_add_are_in_the_formula() -> None:
+    """Each Hugging Face term changes the prediction in the direction the library does."""
+    gpt, llama = tiny_architecture("gpt2"), tiny_architecture("llama-3.1-8b")
+    size = L.layer_bytes
+
+    def held(arch, **kw):
+        return size(L.layer_tensors(arch, 2, 32, kw.pop("e", 2), device="cpu", **kw))
+    # gelu_new keeps three more MLP-wide tensors than a fused GELU
+    assert held(gpt) - held(gpt.with_(act="")) == 3 * 2 * 32 * gpt.mlp_width * 2
+    # eager attention in 16-bit keeps the probabilities in fp32 and in 16-bit
+    probs = llama.heads * 32 * 32 * 2  # numbers in the s×s probabilities
+    assert held(llama, attention="eager") - held(llama) > probs * (4 + 2)
+    # a padding mask with SDPA repeats k and v (2 KV heads of 8 here)
+    assert held(llama, padding=True) > held(llama)
+    # LoRA: frozen linears keep nothing of their own; fp32 adapter inputs in 16-bit
+    targets = F.LORA_TARGETS["all-linear"]
+    lora16 = held(llama, lora_rank=16, lora_targets=targets)
+    lora32 = held(llama, lora_rank=16, lora_targets=targets, e=4)
+    assert lora16 > held(llama) and lora32 < held(llama, e=4)
+
+
+def test_checkpointing_is_switched_on_as_transformers_does() -> None:
+    """transformers 5.x: activation_checkpointing_enable(activation_checkpointing_kwargs,
+    every_n_layers, offload), use_reentrant=False by default; first k layers by switching
+    a layer's gradient_checkpointing flag off."""
+    arch = tiny_architecture("llama-3.1-8b", layers=4)
+    model = build_model(arch)
+    params = inspect.signature(model.activation_checkpointing_enable).parameters
+    assert {"activation_checkpointing_kwargs", "every_n_layers", "offload"} <= set(params)
+    assert apply_checkpointing(model, "every-n", n=3) == (0, 3)
+    assert model.model.layers[0]._gradient_checkpointing_func.keywords == {
+        "use_reentrant": False}
+    assert apply_checkpointing(build_model(arch), "first-k", k=3) == (0, 1, 2)
+    assert apply_checkpointing(build_model(arch), "none") == ()
+
+
+def test_qlora() -> None:
+    if importlib.util.find_spec("bitsandbytes") is None:
+        pytest.skip(QLORA_SKIP)
+    pytest.fail("bitsandbytes is installed: measure QLoRA here")  # pragma: no cover
+
+
+@pytest.mark.parametrize("preset", ["llama-3.2-1b", "llama-3.1-70b"])
+def test_the_other_llama_presets(preset) -> None:
+    """Llama 3.2 1B (tied embeddings, 4 query heads per KV head) and 3.1 70B (8 per KV
+    head: one KV head when scaled down, so repeat_kv makes views, not copies)."""
+    arch = tiny_architecture(preset)
+    check(Setup(arch, dtype="bf16", attention="sdpa", lora_rank=16, padding=True))
+    check(Setup(arch, dtype="bf16", attention="eager", strategy="first-k", k=1))
+    check(Setup(arch, dtype="fp32", attention="sdpa", strategy="every-n", n=3))
+
+
+@pytest.mark.parametrize("act", ["gelu_pytorch_tanh", "gelu"])
+def test_fused_gelu_variants_keep_what_a_fused_gelu_keeps(act) -> None:
+    """transformers' "gelu_pytorch_tanh" (GELUTanh) and "gelu" call torch's fused GELU:
+    none of gelu_new's extra tensors."""
+    arch = tiny_architecture("gpt2").with_(act=act)
+    assert arch.activation not in L.PYTHON_GELUS
+    for dtype in ("fp32", "bf16"):
+        check(Setup(arch, dtype=dtype, attention="eager"))

@@ -1,0 +1,55 @@
+"""AppTest: the real-model page builds the chosen family as a tiny transformers model, runs
+one step and shows, per decoder layer, what it measured beside the planner's prediction
+and the lab model's, in the page's language."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from tests.demo_pages.test_pages import no_errors
+from tests.lessons.test_lesson_pages_i18n import page_text
+from tools.translations import untranslated_on_page
+
+PAGE = "pages/demos/real_model.py"
+
+
+def test_measured_beside_predicted_and_the_switch_as_printed(app_test: Callable) -> None:
+    at = app_test(PAGE, query={"model": "gpt2", "ckpt": "every-n", "tuning": "lora",
+                               "dtype": "fp32", "attention": "eager"}, timeout=180)
+    no_errors(at)
+    assert "activation_checkpointing_enable(every_n_layers=2)" in at.code[0].value
+    assert "get_peft_model" in at.code[0].value
+    table = at.dataframe[0].value
+    assert list(table["Checkpointed"][:4]) == ["yes", "no", "yes", "no"]
+    assert set(table["Measured ÷ planner"]) == {"1.00"}
+    assert list(table["Measured"]) == list(table["Planner"])
+    # GPT-2's gelu_new and the fp32 adapter inputs: the lab model keeps less on plain layers
+    assert table["Lab model"][1] != table["Measured"][1]
+    assert at.metric[0].value == at.metric[1].value
+    assert "GPT2LMHeadModel" in "\n".join(c.value for c in at.caption)
+    # the same setting at the preset's real size, from the planner
+    assert "At its real size (GPT-2 small (124M), one sequence of 1,024 tokens" in page_text(at)
+
+    at.radio(key="model").set_value("qwen2.5-7b").run()
+    no_errors(at)
+    assert at.query_params["model"] == "qwen2.5-7b"
+    assert "Qwen2ForCausalLM" in "\n".join(c.value for c in at.caption)
+    # every_n_layers has no planner row: no step-peak comparison; every layer has one
+    assert "The planner's step peak" not in page_text(at)
+    at.radio(key="ckpt").set_value("every-layer").run()
+    no_errors(at)
+    assert "× the measured peak" in page_text(at)
+
+
+@pytest.mark.parametrize("code", ["de", "vi"])
+def test_the_page_speaks_the_language(app_test: Callable, code: str) -> None:
+    at = app_test(PAGE, query={"model": "llama-3.2-1b", "dtype": "bf16", "padding": "on",
+                               "lang": code},
+                  timeout=180)
+    no_errors(at)
+    table = at.dataframe[0].value
+    text = "\n".join([page_text(at), " ".join(map(str, table.columns))])
+    assert not untranslated_on_page(text, code)
+    assert set(table[table.columns[4]]) == {"1,00"}  # measured ÷ planner, a decimal comma

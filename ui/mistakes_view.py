@@ -1,0 +1,188 @@
+"""The lab of mistakes on a page: a symptom-first picker, then one case (linkable as
+?case=<id>) run the wrong and the fixed way beside a plain run, with what this run
+measured, why, the one-line fix and torch's own words. The cases are demos.engine.mistakes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pandas as pd
+import streamlit as st
+
+from demos.engine.mistakes import (
+    CASES,
+    SYMPTOM_TITLES,
+    Case,
+    CaseResult,
+    Measured,
+    Statistic,
+    Symptom,
+)
+from i18n import N_
+from i18n.units import format_bytes
+from ui import demo_display as display
+from ui import demo_runner as runner
+from ui import query
+from ui.i18n import babel_locale, fmt_decimal, fmt_number, fmt_percent, t
+from ui.navigation import page_link
+
+ANY = "any"
+PHASES = {"forward": N_("forward"), "recompute": N_("recomputation"),
+          "backward": N_("backward"), "loss": N_("loss"), "optimizer": N_("optimizer step")}
+STATISTICS = {Statistic.BATCHNORM_UPDATES: N_("Running-statistic updates (all batch norms)"),
+              Statistic.SIDE_EFFECTS: N_("Side effects counted (calls and losses appended)"),
+              Statistic.CACHED_TOKENS: N_("Tokens held in the key/value cache")}
+
+
+def _bytes(value: int | None) -> str:
+    return "—" if value is None else format_bytes(value, locale=babel_locale())
+
+
+def _diff(value: float | None) -> str:
+    if value is None:
+        return "—"
+    if value == 0:
+        return t("0 (bitwise equal)")
+    return fmt_decimal(value, 6)
+
+
+def _phase(m: Measured) -> str:
+    return t(PHASES[m.peak_phase]) if m.peak_phase in PHASES else "—"
+
+
+def _total(m: Measured) -> int | None:
+    """The whole peak: the weights plus the live peak above them."""
+    return None if m.parameter_bytes is None else (m.peak_bytes or 0) + m.parameter_bytes
+
+
+def _said(m: Measured) -> str:
+    return m.error or m.warning or "—"
+
+
+def _rows(case: Case, r: CaseResult) -> list[tuple[str, Callable[[Measured], str]]]:
+    """(label, value of a run) for what this case measured."""
+    runs = (r.plain, r.wrong, r.fixed)
+    rows: list[tuple[str, Callable[[Measured], str]]] = []
+
+    def measured(field: str) -> bool:
+        return any(getattr(m, field) not in (None, ()) for m in runs)
+
+    if measured("state_bytes"):
+        rows.append((t("Peak with weights, gradients and optimizer state"),
+                     lambda m: _bytes(_total(m))))
+        rows.append((t("Weights, gradients and optimizer state"),
+                     lambda m: _bytes(m.state_bytes)))
+    rows.append((t("Peak, live bytes above the parameters"), lambda m: _bytes(m.peak_bytes)))
+    rows.append((t("Where the peak is"), _phase))
+    if measured("flops"):
+        rows.append((t("Arithmetic of one step"),
+                     lambda m: t("{value} GFLOP", value=fmt_decimal((m.flops or 0) / 1e9, 3))))
+    if case.id == "reentrant-frozen-inputs":
+        rows.append((t("Parameters without a gradient"),
+                     lambda m: fmt_number(len(m.none_grads))))
+    if measured("max_grad_diff") and case.statistic is Statistic.NONE:
+        rows.append((t("Largest gradient difference to the plain run"),
+                     lambda m: _diff(m.max_grad_diff)))
+    if case.statistic in STATISTICS:
+        rows.append((t(STATISTICS[case.statistic]),
+                     lambda m: "—" if m.statistic is None else fmt_number(int(m.statistic))))
+    if measured("statistic_diff"):
+        rows.append((t("Largest running-statistic difference to the plain run"),
+                     lambda m: _diff(m.statistic_diff)))
+    rows.append((t("Loss"), lambda m: "—" if m.loss is None else fmt_decimal(m.loss, 4)))
+    rows.append((t("What the library said"), _said))
+    return rows
+
+
+def _headline(case: Case, r: CaseResult, m: Measured) -> tuple[str, str, str | None]:
+    """(label, value, delta against the plain run) of the number that shows the symptom."""
+    if case.id == "reentrant-frozen-inputs":
+        return t("Parameters without a gradient"), fmt_number(len(m.none_grads)), None
+    if case.id == "dropout-without-rng":
+        return t("Largest gradient difference to the plain run"), _diff(m.max_grad_diff), None
+    if case.statistic in STATISTICS:
+        value = fmt_number(int(m.statistic or 0))
+        return t(STATISTICS[case.statistic]), value, None
+    if case.id == "recompute-mismatch":
+        text = (t("stopped: {error}", error=m.error_type) if m.error_type
+                else t("finished"))
+        return t("Backward"), text, None
+    if case.id == "activations-not-the-problem":
+        total, plain = _total(m) or 0, _total(r.plain) or 1
+        return (t("Peak with weights, gradients and optimizer state"), _bytes(total),
+                t("{share} of the plain run", share=fmt_percent(total / plain, 1)))
+    plain_peak = r.plain.peak_bytes or 1
+    peak = m.peak_bytes or 0
+    return (t("Peak, live bytes above the parameters"), _bytes(peak),
+            t("{share} of the plain run", share=fmt_percent(peak / plain_peak, 1)))
+
+
+def pick_case() -> Case:
+    """The symptom first, then the case; the case is in the URL (?case=<id>)."""
+    symptoms = [ANY, *(s.value for s in Symptom)]
+    titles = {ANY: t("Show every case"),
+              **{s.value: t(SYMPTOM_TITLES[s]) for s in Symptom}}
+    chosen = query.choice("symptom", t("What did you see?"), symptoms, ANY,
+                          format_func=titles.__getitem__, horizontal=False)
+    ids = [c.id for c in CASES.values() if chosen == ANY or Symptom(chosen) in c.symptoms]
+    wanted = st.query_params.get("case")
+    if wanted is not None and wanted not in CASES:
+        st.warning(t("There is no case {case}; showing {default}.", case=wanted,
+                     default=ids[0]), icon=":material/link_off:")
+    index = ids.index(wanted) if wanted in ids else 0
+    case_titles = {i: t(CASES[i].title) for i in ids}
+    case_id = st.radio(t("Which mistake?"), ids, index=index, key=f"case-{chosen}",
+                       format_func=case_titles.__getitem__)
+    if st.query_params.get("case") != case_id:
+        st.query_params["case"] = case_id
+    return CASES[case_id]
+
+
+def _side(title: str, code: str, case: Case, r: CaseResult, m: Measured, shows: bool) -> None:
+    with st.container(border=True):
+        st.markdown(f"**{title}**")
+        st.code(code, language="python")
+        label, value, delta = _headline(case, r, m)
+        st.metric(label, value, delta, delta_color="off")
+        if shows:
+            label = t("Symptom shown")
+            st.markdown(f":red-badge[:material/report: {label}]")
+        else:
+            label = t("Symptom gone")
+            st.markdown(f":green-badge[:material/check_circle: {label}]")
+        said = m.error or m.warning
+        if said:
+            st.caption(t("What the library said (its own words):"))
+            st.code(said, language=None, wrap_lines=True)
+
+
+def show_case(case: Case) -> None:
+    st.subheader(t(case.title))
+    result = runner.run_mistake(case.id)
+    if result is None:
+        return
+    st.markdown(t("**Why:** {why}", why=t(case.why)))
+    left, right = st.columns(2)
+    with left:
+        _side(t("The wrong way"), case.wrong_code, case, result, result.wrong,
+              result.wrong_shows)
+    with right:
+        _side(t("The fixed way"), case.fixed_code, case, result, result.fixed,
+              result.fixed_shows)
+    st.success(t("**The fix:** {fix}", fix=t(case.fix)), icon=":material/build:")
+    rows = _rows(case, result)
+    frame = pd.DataFrame({
+        t("Measured"): [label for label, _ in rows],
+        t("Plain run"): [value(result.plain) for _, value in rows],
+        t("Wrong way"): [value(result.wrong) for _, value in rows],
+        t("Fixed way"): [value(result.fixed) for _, value in rows],
+    })
+    display.table(frame)
+    config = result.config
+    display.measured_caption(
+        t("CPU"), [N_("live-tensor tracker (TorchDispatchMode)")],
+        t("Each run is one training step of the lab's model ({layers} layers, hidden "
+          "{hidden}, batch {batch} × {seq} tokens, vocabulary {vocab}) from the same "
+          "weights and data.", layers=config.get("layers"), hidden=config.get("hidden"),
+          batch=config.get("batch"), seq=config.get("seq_len"), vocab=config.get("vocab")))
+    page_link(case.lesson, label=t("Where the idea is taught"), icon=":material/school:")
