@@ -2,7 +2,7 @@
 reference figures of the sources (Korthikanti et al. 2022, the seed documents).
 
 Every number here is derived from the tensors the blocks save for backward, listed in
-block_tensors() from demos.planner's per-layer formula (one source for both): for a
+block_tensors() from memory.layer's per-layer formula (one source for both): for a
 pre-LN gpt block in fp32 with fused attention that is 64·s·b·h + 4·(4·b·s + a·b·s)
 bytes, the figure measured on the prototype; the llama block (cfg.arch) has its own."""
 
@@ -36,7 +36,7 @@ from memory.strategies import (
 from memory.worked_examples import korthikanti_layer_bytes
 
 # A tensor a block keeps: name, bytes, kind and the FLOPs that remake it. The per-layer
-# formula is demos.planner's (one source for the planner and this engine's predictions).
+# formula is memory.layer's (one source for the planner and this engine's predictions).
 HeldTensor = Held
 
 # The matmuls of the engine's gpt block (demos.engine.model) by the planner's linear layers of a
@@ -54,7 +54,7 @@ def _sizes(cfg: ModelConfig, device: str) -> tuple[int, int, int, int]:
 
 
 def _plain(cfg: ModelConfig, device: str) -> tuple[Held, ...]:
-    """What one block keeps when it runs plainly: demos.planner.layer_tensors for this
+    """What one block keeps when it runs plainly: memory.layer.layer_tensors for this
     model's architecture, with the fused attention kernel the engine runs."""
     return layer_tensors(of_config(cfg), cfg.batch, cfg.seq_len, cfg.dtype_bytes, fused=True,
                          device=device)
