@@ -7,6 +7,7 @@ a link), so a deep link such as /verify?id=... or /compare?layers=16 opens that 
 import streamlit as st
 
 from ui.navigation import build_navigation
+from ui.query import limit_notice
 from ui.sidebar import render_sidebar
 
 st.set_page_config(
@@ -15,6 +16,7 @@ st.set_page_config(
     layout="wide",
 )
 navigation = st.navigation(build_navigation(), expanded=True)
+limit_notice()  # a link too long for Streamlit: say why its settings were not used
 sidebar = st.sidebar.container()
 try:
     navigation.run()

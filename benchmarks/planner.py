@@ -1,4 +1,4 @@
-"""Time the planner on the server: demos.planner.plan() for each preset (cold: formula cache
+"""Time the planner on the server: planner.recommend.plan() for each preset (cold: formula cache
 cleared; warm: cached), and a whole run of the /plan page script under AppTest.
 
     .venv/bin/python -m benchmarks.planner      # writes benchmarks/planner.json

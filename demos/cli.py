@@ -167,7 +167,8 @@ def _clean(obj):
 
 
 TABLE_COLUMNS = ["strategy", "fits", "peak_bytes", "activation_bytes",
-                 "predicted_activation_bytes", "step_seconds", "time_vs_none", "loss",
+                 "predicted_activation_bytes", "flops_counted", "flops_predicted",
+                 "flops_vs_none", "step_seconds", "cpu_seconds", "time_vs_none", "loss",
                  "max_grad_diff", "bitwise_equal"]
 
 
@@ -259,7 +260,12 @@ def _run(args) -> int:
             print(json.dumps(_clean(comp.to_json(timeline=args.timeline))))
         else:
             print(f"# {comp.device.label()}; parameters {comp.parameter_bytes} bytes; "
-                  f"bytes above the parameters; seconds per step")
+                  f"bytes above the parameters; FLOPs of one whole step, counted by torch's "
+                  f"FlopCounterMode and predicted; seconds per step, wall and this "
+                  f"process's CPU time (all threads)")
+            if comp.busy():
+                print("# timed while the machine was busy (CPU time far below wall time "
+                      "or a wide spread): the times are not representative")
             _print_table(comp.to_frame())
         return 0
     from demos.engine.sweep import parse_vary, sweep

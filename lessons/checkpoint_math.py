@@ -299,7 +299,7 @@ def llama_layer_parts(hidden: int = LLAMA3_8B_SHAPE["hidden"],
                       heads: int = LLAMA3_8B_SHAPE["heads"],
                       kv_heads: int = LLAMA3_8B_SHAPE["kv_heads"]) -> dict[str, float]:
     """A Llama-style layer's bytes per s·b·h by part (norms, attention, mlp), from the
-    planner's tensor list (demos.planner.constant_parts): 16-bit, a fused GQA-aware
+    planner's tensor list (memory.worked_examples.constant_parts): 16-bit, a fused GQA-aware
     attention kernel, RMSNorm as Hugging Face computes it (in fp32)."""
     from memory.architectures import custom
     from memory.worked_examples import constant_parts

@@ -40,8 +40,8 @@ from lessons.checkpoint_math import (
 )
 from lessons.memory_calculator import PRESETS, breakdown, bytes_per_parameter
 from lessons.stepper import simulate
-from memory.config import ModelConfig, slider_ranges
-from memory.theory import predicted_peak_where
+from memory.config import ModelConfig, demo_default, slider_ranges
+from memory.theory import counted_flops, early_stop_skips, predicted_peak_where
 from memory.worked_examples import SEED_EXAMPLE, course_examples
 
 # The worked example of the source pages: a 2B-class model (written once, in memory.theory).
@@ -69,7 +69,19 @@ def loss_peak_vocab(cfg: ModelConfig = LOGITS_DEMO, device: str = "cpu") -> int:
 
 # A fraction the text says in words ("adds a third"), by its value.
 _FRACTION_WORDS = {Fraction(1, 2): N_("half"), Fraction(1, 3): N_("a third"),
-                   Fraction(1, 4): N_("a quarter"), Fraction(1, 5): N_("a fifth")}
+                   Fraction(1, 4): N_("a quarter"), Fraction(1, 5): N_("a fifth"),
+                   Fraction(2, 3): N_("two thirds")}
+
+
+def counted_demo_flops(cfg: ModelConfig | None = None) -> dict[str, float]:
+    """Lesson 6's count: what torch's FLOP counter counts around one training step of the
+    Compare demo's default model on a CPU (memory.theory.counted_flops; a test runs the
+    counter): without checkpointing, every layer checkpointed (non-reentrant: early stop),
+    and every layer rerun whole (reentrant)."""
+    cfg = cfg or demo_default("cpu")
+    return {"none": counted_flops(cfg)["total"],
+            "every": counted_flops(cfg, "every-layer")["total"],
+            "reentrant": counted_flops(cfg, "every-layer", reentrant=True)["total"]}
 
 
 def fraction_in_words(value: float, code: str = DEFAULT) -> str:
@@ -261,6 +273,24 @@ def lesson_values(code: str = DEFAULT) -> dict[str, str]:
     v["max_overhead"] = percent(recompute_overhead())
     v["max_overhead_fraction"] = fraction_in_words(recompute_overhead(), code)
     v["extra_share_of_new_step"] = percent(extra_share_of_new_step())
+    # with frozen weights (LoRA, QLoRA) backward is about one forward: a step of about 2
+    v["frozen_overhead"] = percent(recompute_overhead(backward_ratio=1.0))
+    v["frozen_overhead_fraction"] = fraction_in_words(recompute_overhead(backward_ratio=1.0),
+                                                      code)
+    demo = demo_default("cpu")
+    counted = counted_demo_flops(demo)
+    v["demo_model"] = gettext(code, "{layers} layers, hidden {hidden}, {seq} tokens × batch "
+                                    "{batch}, vocabulary {vocab}", layers=demo.layers,
+                              hidden=demo.hidden, seq=number(demo.seq_len), batch=demo.batch,
+                              vocab=number(demo.vocab))
+    v["demo_counted_none"] = format_decimal(counted["none"] / 1e9, code, 2)
+    v["demo_counted_every"] = format_decimal(counted["every"] / 1e9, code, 2)
+    v["demo_counted_overhead"] = percent(counted["every"] / counted["none"] - 1, 1)
+    v["demo_counted_reentrant"] = percent(counted["reentrant"] / counted["none"] - 1, 1)
+    # the share of a GPT layer's linear-layer work early stop reruns: all but the MLP's
+    # last linear (8 of 24 b·s·h²)
+    linears = 24 * demo.batch * demo.seq_len * demo.hidden ** 2
+    v["gpt_rerun_share"] = fraction_in_words(1 - early_stop_skips(demo) / linears, code)
     v["practice_low"] = percent(facts.PRACTICE_SLOWDOWN[0])
     v["practice_high"] = percent(facts.PRACTICE_SLOWDOWN[1])
     v["hf_slowdown"] = percent(facts.HF_SLOWDOWN)

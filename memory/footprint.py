@@ -23,6 +23,7 @@ from memory.layer import (
     layer_bytes,
     layer_flops,
     layer_tensors,
+    rerun_flops,
 )
 from memory.precisions import OPTIMIZERS, PRECISIONS
 
@@ -185,15 +186,19 @@ def activations(p: PlannerInputs, strategy: str, batch: int | None = None,
     ckpt = b * s * p.arch.hidden * p.act_bytes  # a checkpoint keeps the layer's input
     # a rebuilt segment's first layer keeps its input: the checkpoint, counted already
     shared = sum(t.bytes for t in tensors if t.kind == "input")
-    one = layer_flops(p.arch, b, s)
+    # a checkpointed segment reruns its layers, the last one without its final MLP linear
+    # (torch's early stop: memory.layer.rerun_flops)
+    one, last = layer_flops(p.arch, b, s), rerun_flops(p.arch, b, s, p.targets)
     if strategy == "none":
         if p.tuning != "full":  # frozen embeddings: the first layer's input needs no gradient
             return Activations((n - 1) * full + layer_bytes(p.tensors(b, s, False)), 0, 0.0)
         return Activations(n * full, 0, 0.0)
     if strategy == "every-layer":
-        return Activations(n * ckpt, full - shared, n * one, n)
+        return Activations(n * ckpt, full - shared, n * last, n)
     if strategy == "two-layer":
-        return Activations(math.ceil(n / 2) * ckpt, min(2, n) * full - shared, n * one, n)
+        pairs = math.ceil(n / 2)
+        return Activations(pairs * ckpt, min(2, n) * full - shared,
+                           (n - pairs) * one + pairs * last, n)
     if strategy == "some-layers":
         k = max(0, min(n, p.some_layers))
         if k == 0:  # nothing checkpointed: checkpointing is not switched on
@@ -201,7 +206,7 @@ def activations(p: PlannerInputs, strategy: str, batch: int | None = None,
         if k == n:
             return activations(p, "every-layer", b, s)
         # the first k layers checkpointed; their rebuild comes after the kept ones are freed
-        return Activations(k * ckpt + (n - k) * full, 0, k * one, k)
+        return Activations(k * ckpt + (n - k) * full, 0, k * last, k)
     if strategy == "selective":
         # Recompute the attention scores only (Korthikanti et al.): what a fused attention
         # kernel (SDPA: flash / memory-efficient) does, keeping a log-sum-exp per head and
@@ -233,8 +238,11 @@ def logits_peak_bytes(p: PlannerInputs, batch: int | None = None, seq: int | Non
 
 def step_flops(p: PlannerInputs, batch: int | None = None, seq: int | None = None) -> float:
     """Forward + backward of one micro-batch without checkpointing. Backward is two
-    forwards for full fine-tuning; with adapters one (no weight gradients for the frozen
-    base: an approximation)."""
+    forwards for full fine-tuning (the gradients of the inputs and of the weights); with
+    adapters one (the frozen base computes no weight gradients; the adapters' own are
+    small: an approximation). So one more forward is about +1/3 of a full fine-tune's step
+    and about +1/2 of an adapter's, less the LM head, which is never rerun, and less what
+    early stop skips (memory.layer.rerun_flops)."""
     b, s = _sizes(p, batch, seq)
     return forward_flops(p.arch, b, s) * (3.0 if p.tuning == "full" else 2.0)
 

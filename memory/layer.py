@@ -286,6 +286,22 @@ def layer_flops(arch: Architecture, batch: int, seq: int) -> float:
             + attention_flops(arch, batch, seq))
 
 
+def rerun_flops(arch: Architecture, batch: int, seq: int, targets: tuple[str, ...] = ()
+                ) -> float:
+    """Forward FLOPs torch's non-reentrant checkpoint reruns for a segment's last layer:
+    all of it but the MLP's last linear ("proj" of a GPT layer, "down" of a Llama layer).
+    Recomputation stops once every tensor backward needs is rebuilt (early stop, the
+    default: torch 2.13, torch/utils/checkpoint.py, set_checkpoint_early_stop), and
+    autograd saves that linear's input before it runs, so its matmul is never redone.
+    With a LoRA adapter on that linear (`targets`), PEFT runs the frozen base first and the
+    adapter after it (peft 0.21.2, peft/tuners/lora/layer.py, Linear.forward: base_layer,
+    then lora_B(lora_A(x))): the adapter's input is rebuilt only after the base matmul, so
+    the base is rerun (the adapter's last small matmul is not; left out here)."""
+    last = "down" if arch.mlp == "swiglu" else "proj"
+    skipped = 0.0 if last in targets else linear_flops(arch, batch, seq, last)
+    return layer_flops(arch, batch, seq) - skipped
+
+
 def head_flops(arch: Architecture, batch: int, seq: int) -> float:
     """Forward FLOPs of the LM head: the b·s tokens times the h×V output matrix, 2·b·s·h·V."""
     return 2.0 * batch * seq * arch.hidden * arch.vocab

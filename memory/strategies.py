@@ -101,7 +101,7 @@ SELECTIVE_POLICIES: dict[str, str] = {p.value: r.description for p, r in POLICIE
 
 # The same policies on a llama layer (demos.engine.llama): the op lists still fit (its seven
 # linear layers have no bias, so each is one aten.mm; attention is the same fused kernel);
-# what they keep differs. Names: demos.planner.layer_tensors and cached_only_tensors for
+# what they keep differs. Names: memory.layer.layer_tensors and cached_only_tensors for
 # that kind (16-bit adds "input", "x2" and the norms' fp32 copies; names absent at a dtype
 # simply do not occur). RMSNorm, rotary positions and SiLU are "everything else".
 _LLAMA_OUTPUTS = frozenset(

@@ -2,7 +2,7 @@
 reference figures of the sources (Korthikanti et al. 2022, the seed documents).
 
 Every number here is derived from the tensors the blocks save for backward, listed in
-block_tensors() from demos.planner's per-layer formula (one source for both): for a
+block_tensors() from memory.layer's per-layer formula (one source for both): for a
 pre-LN gpt block in fp32 with fused attention that is 64·s·b·h + 4·(4·b·s + a·b·s)
 bytes, the figure measured on the prototype; the llama block (cfg.arch) has its own."""
 
@@ -36,7 +36,7 @@ from memory.strategies import (
 from memory.worked_examples import korthikanti_layer_bytes
 
 # A tensor a block keeps: name, bytes, kind and the FLOPs that remake it. The per-layer
-# formula is demos.planner's (one source for the planner and this engine's predictions).
+# formula is memory.layer's (one source for the planner and this engine's predictions).
 HeldTensor = Held
 
 # The matmuls of the engine's gpt block (demos.engine.model) by the planner's linear layers of a
@@ -54,7 +54,7 @@ def _sizes(cfg: ModelConfig, device: str) -> tuple[int, int, int, int]:
 
 
 def _plain(cfg: ModelConfig, device: str) -> tuple[Held, ...]:
-    """What one block keeps when it runs plainly: demos.planner.layer_tensors for this
+    """What one block keeps when it runs plainly: memory.layer.layer_tensors for this
     model's architecture, with the fused attention kernel the engine runs."""
     return layer_tensors(of_config(cfg), cfg.batch, cfg.seq_len, cfg.dtype_bytes, fused=True,
                          device=device)
@@ -264,36 +264,123 @@ def _cached_extra(cfg: ModelConfig, seg: Segment, device: str) -> int:
                for name in strategies.policy(seg.policy, cfg.arch).rebuild_extra)
 
 
-def step_flops(cfg: ModelConfig, spec: StrategySpec | str | None = None) -> dict[str, float]:
-    """Matmul FLOPs of one step: forward, backward (2x forward), the recomputation a
-    strategy adds, and the ratio to a step without checkpointing."""
-    b, s, n = cfg.batch, cfg.seq_len, cfg.layers
+# The last linear layer of a block's MLP ("proj" of a gpt layer, "down" of a llama layer
+# in memory.architectures): torch's non-reentrant checkpoint never reruns it (early stop).
+LAST_MATMUL = {"gpt": "proj", "llama": "down"}
+
+
+def early_stop_skips(cfg: ModelConfig) -> float:
+    """Forward FLOPs a checkpointed segment does NOT rerun in backward under torch's
+    non-reentrant checkpoint: its last layer's final MLP linear.
+
+    torch 2.13, torch/utils/checkpoint.py: non-reentrant checkpoint "stops recomputation as
+    soon as all needed intermediate activations have been recomputed" (early_stop=True by
+    default; set_checkpoint_early_stop(False) turns it off); its recomputation pack hook
+    counts the tensors saved again and raises _StopRecomputationError once it has them all.
+    Autograd saves an op's inputs before the op runs, so the recomputation stops as the
+    MLP's last linear saves its input and weight: that matmul, whose output nothing keeps,
+    is never rerun. Reentrant checkpoint "always recomputes function in its entirety"."""
+    return linear_flops(of_config(cfg), cfg.batch, cfg.seq_len, LAST_MATMUL[cfg.arch])
+
+
+def segment_recompute(cfg: ModelConfig, seg: Segment, reentrant: bool = False,
+                      attention: float | None = None) -> tuple[float, float]:
+    """(matmul FLOPs, attention FLOPs) backward reruns for one segment: a checkpointed
+    segment reruns its layers, the last one without its final MLP linear (early stop)
+    unless `reentrant`; a selective layer reruns the matmuls its policy does not save
+    (memory.strategies records them, early stop included) and attention unless saved.
+    `attention`: one layer's attention FLOPs (default: the causal count, attention_flops)."""
+    arch = of_config(cfg)
+    b, s = cfg.batch, cfg.seq_len
+    att = attention_flops(arch, b, s) if attention is None else attention
+    linears = layer_flops(arch, b, s) - attention_flops(arch, b, s)
+    if seg.mode == "checkpoint":
+        skipped = 0.0 if reentrant else early_stop_skips(cfg)
+        return seg.size * linears - skipped, seg.size * att
+    if seg.mode == "selective":
+        record = strategies.policy(seg.policy, cfg.arch)
+        groups = GPT_MATMULS if cfg.arch == "gpt" else {n: (n,) for n in arch.linears()}
+        redo = sum(linear_flops(arch, b, s, n) for name in record.recomputed_matmuls
+                   for n in groups[name])
+        return seg.size * redo, (seg.size * att if record.recomputes_attention else 0.0)
+    return 0.0, 0.0
+
+
+def step_flops(cfg: ModelConfig, spec: StrategySpec | str | None = None,
+               reentrant: bool = False) -> dict[str, float]:
+    """Matmul FLOPs of one step: forward, backward (2x forward: the gradients of the inputs
+    and of the weights), the recomputation a strategy adds, and the ratio to a step
+    without checkpointing. The recomputation follows torch: non-reentrant checkpoint stops
+    early (early_stop_skips), `reentrant` reruns whole segments. Attention is counted
+    causal (half the s² pairs: the work a causal kernel does)."""
+    n = cfg.layers
     arch = of_config(cfg)
     # gpt: 2·b·s·12·h² + 2·b·s²·h (causal: half the scores); the planner's layer formula
-    block = layer_flops(arch, b, s)
-    head = head_flops(arch, b, s)
-    forward = forward_flops(arch, b, s)
+    block = layer_flops(arch, cfg.batch, cfg.seq_len)
+    head = head_flops(arch, cfg.batch, cfg.seq_len)
+    forward = forward_flops(arch, cfg.batch, cfg.seq_len)
     backward = 2 * forward
     recompute = 0.0
     if spec is not None:
-        spec = parse_strategy(spec)
-        for seg in plan_for(cfg, spec):
-            if seg.mode == "checkpoint":
-                recompute += seg.size * block
-            elif seg.mode == "selective":
-                recompute += seg.size * _selective_recompute_share(cfg, seg.policy) * block
+        for seg in plan_for(cfg, parse_strategy(spec)):
+            recompute += sum(segment_recompute(cfg, seg, reentrant))
     base = forward + backward
-    every = n * block  # what checkpointing every layer adds: one more forward of the blocks
+    # what checkpointing every layer adds: the blocks' forward once more, less what early
+    # stop skips in each (two thirds of the gpt block's linear FLOPs: 16 of 24 b·s·h²)
+    every = n * (block - (0.0 if reentrant else early_stop_skips(cfg)))
     return {"forward": forward, "backward": backward, "recompute": recompute,
             "total": base + recompute, "block_forward": block, "head_forward": head,
             "overhead": (base + recompute) / base,
             "recompute_every_layer": every, "overhead_every_layer": (base + every) / base}
 
 
+# The course's rule of thumb for checkpointing every layer: one more forward pass, in a
+# step of three (forward, backward = 2 forwards): +1/3; with frozen weights (LoRA, QLoRA)
+# backward computes no weight gradients, a step is about two forwards: +1/2. torch's early
+# stop makes the real figure lower (early_stop_skips).
+COURSE_OVERHEAD = {"full": 1 / 3, "frozen": 1 / 2}
+
+
+# torch's FLOP counter (torch/utils/flop_counter.py, torch 2.13) counts mm, addmm, bmm and
+# the CUDA attention kernels (_scaled_dot_product_flash/efficient/cudnn_attention and
+# their backward); it has no formula for the CPU's fused kernel
+# (_scaled_dot_product_flash_attention_for_cpu), so on a CPU it counts no attention. Its
+# attention formulas ignore the causal mask: 2 matmuls of b·a·s²·d forward, 5 backward
+# (the scores recomputed, then the gradients of scores, v, q and k).
+COUNTER_ATTENTION_FORWARD = 4  # × b·a·s²·d
+COUNTER_ATTENTION_BACKWARD = 10
+
+
+def counted_flops(cfg: ModelConfig, spec: StrategySpec | str | None = None,
+                  device: str = "cpu", reentrant: bool = False,
+                  attention_counted: bool | None = None) -> dict[str, float]:
+    """What torch.utils.flop_counter.FlopCounterMode reports around one whole training
+    step of this model (forward, loss, backward): the linear layers and the head forward,
+    twice that backward, the recomputation (step_flops' rule: early stop, reentrant,
+    selective), and the attention as the counter counts it on `device` (none on a CPU;
+    `attention_counted` overrides, e.g. for a counter given the CPU kernel's formula).
+    Keys: total, recompute, base (the step without checkpointing), overhead."""
+    arch = of_config(cfg)
+    b, s, n = cfg.batch, cfg.seq_len, cfg.layers
+    counted = device != "cpu" if attention_counted is None else attention_counted
+    unit = b * arch.heads * s * s * arch.head_dim if counted else 0
+    linears = n * (layer_flops(arch, b, s) - attention_flops(arch, b, s)) + head_flops(arch, b, s)
+    base = 3 * linears + n * (COUNTER_ATTENTION_FORWARD + COUNTER_ATTENTION_BACKWARD) * unit
+    recompute = 0.0
+    if spec is not None:
+        spec = parse_strategy(spec)
+        for seg in plan_for(cfg, spec, "cuda" if device != "cpu" else "cpu"):
+            recompute += sum(segment_recompute(
+                cfg, seg, reentrant, attention=COUNTER_ATTENTION_FORWARD * unit))
+    return {"base": base, "recompute": recompute, "total": base + recompute,
+            "overhead": (base + recompute) / base}
+
+
 # An effective rate for this model's training step on a small CPU (measured 60-110 GFLOP/s
 # on 2 cores; lower under load). Used only to warn before a long run.
 CPU_FLOPS_PER_SECOND = 8e10
 TRACKED_STEP_COST = 3  # a step under the live-bytes tracker costs about 2-3 plain steps
+COUNTED_STEP_COST = 1  # the step under torch's FLOP counter (demos.engine.measure.Step.counted)
 
 
 def cpu_seconds(runs: Sequence[tuple[ModelConfig, StrategySpec | str, int]]) -> float:
@@ -305,23 +392,6 @@ def cpu_seconds(runs: Sequence[tuple[ModelConfig, StrategySpec | str, int]]) -> 
     except (ConfigError, ValueError, ZeroDivisionError):
         return 0.0
     return flops / CPU_FLOPS_PER_SECOND
-
-
-def _selective_recompute_share(cfg: ModelConfig, policy: str | None) -> float:
-    """Fraction of a block's matmul FLOPs (the attention products included) a policy
-    reruns in backward: the matmuls its record lists, and attention unless it is saved."""
-    b, s = cfg.batch, cfg.seq_len
-    record = strategies.policy(policy, cfg.arch)
-    arch = of_config(cfg)
-    groups = GPT_MATMULS if cfg.arch == "gpt" else {name: (name,) for name in arch.linears()}
-    units = {name: sum(linear_flops(arch, b, s, n) for n in linears)
-             for name, linears in groups.items()}
-    matmul = sum(units.values())
-    attention = attention_flops(arch, b, s)
-    redo = sum(units[name] for name in record.recomputed_matmuls)
-    if record.recomputes_attention:
-        redo += attention
-    return redo / (matmul + attention)
 
 
 def explain_differences(cfg: ModelConfig, device: str = "cpu", lang: str = "en") -> str:

@@ -31,6 +31,15 @@ class CooldownActive(RuntimeError):
         super().__init__(f"a new attempt can start in {seconds_left} s")
 
 
+class TooManyStarts(CooldownActive):
+    """Too many unfinished attempts were started by this learner or from this address."""
+
+
+START_WINDOW_SECONDS = 3600  # unfinished attempts from one address are counted over this
+DEFAULT_OPEN_PER_LEARNER = 3
+DEFAULT_OPEN_PER_ADDRESS = 100  # a class behind one address still starts at once
+
+
 class AnswerOutOfTurn(ValueError):
     """Questions are answered one at a time, in order."""
 
@@ -90,11 +99,15 @@ class AttemptStore:
         ttl_seconds: int,
         cooldown_seconds: int,
         clock: Callable[[], float] = time.time,
+        open_per_learner: int = DEFAULT_OPEN_PER_LEARNER,
+        open_per_address: int = DEFAULT_OPEN_PER_ADDRESS,
     ) -> None:
         self.data_dir = data_dir
         self.ttl_seconds = ttl_seconds
         self.cooldown_seconds = cooldown_seconds
         self.clock = clock
+        self.open_per_learner = open_per_learner
+        self.open_per_address = open_per_address
 
     def _load(self, connection: Connection, attempt_id: str, lock: bool = False) -> Attempt:
         if not is_attempt_id(attempt_id):
@@ -154,6 +167,52 @@ class AttemptStore:
         ).scalar()
         return max(0, int(last + self.cooldown_seconds - self.clock() + 0.999)) if last else 0
 
+    def _starts_left(self, connection: Connection, learner_id: str | None,
+                     client: str | None) -> int:
+        """Seconds before another attempt may start when this learner already has
+        `open_per_learner` unfinished attempts, or this address `open_per_address` unfinished
+        ones started within START_WINDOW_SECONDS (0: it may start now)."""
+        now = self.clock()
+        unfinished = and_(attempts.c.finished_at.is_(None),
+                          attempts.c.created_at > now - self.ttl_seconds)
+        limits = []
+        if learner_id:
+            limits.append((attempts.c.learner_id == learner_id, self.open_per_learner,
+                           self.ttl_seconds))
+        if client:
+            limits.append((and_(attempts.c.client == client,
+                                attempts.c.created_at > now - START_WINDOW_SECONDS),
+                           self.open_per_address, START_WINDOW_SECONDS))
+        for whose, limit, window in limits:
+            started = connection.execute(
+                select(attempts.c.created_at).where(unfinished, whose)
+                .order_by(attempts.c.created_at.desc()).limit(limit)
+            ).scalars().all()
+            if len(started) >= limit:
+                return max(1, int(min(started) + min(window, self.ttl_seconds) - now + 0.999))
+        return 0
+
+    def _answer_wait(self, connection: Connection, attempt_id: str, created_at: float) -> int:
+        """Seconds before this attempt may be answered: an attempt of the same learner (or,
+        without a learner, the same address) that failed after this one was started starts
+        the cooldown for it too, so attempts started in advance cannot skip it."""
+        if not self.cooldown_seconds:
+            return 0
+        owner = connection.execute(
+            select(attempts.c.learner_id, attempts.c.client).where(attempts.c.id == attempt_id)
+        ).first()
+        if owner is None or not (owner.learner_id or owner.client):
+            return 0
+        whose = (attempts.c.learner_id == owner.learner_id if owner.learner_id
+                 else attempts.c.client == owner.client)
+        last = connection.execute(
+            select(func.max(attempts.c.finished_at)).where(
+                whose, attempts.c.id != attempt_id, attempts.c.passed.is_(False),
+                attempts.c.finished_at >= created_at,
+            )
+        ).scalar()
+        return max(0, int(last + self.cooldown_seconds - self.clock() + 0.999)) if last else 0
+
     def wait_left(self, learner_id: str | None, client: str | None = None) -> int:
         """Seconds before this learner (or, without a past, this address) may start again."""
         with reading(self.data_dir) as connection:
@@ -185,6 +244,9 @@ class AttemptStore:
             left = self._wait_for(connection, learner_id, client)
             if left:
                 raise CooldownActive(left)
+            left = self._starts_left(connection, learner_id, client)
+            if left:
+                raise TooManyStarts(left)
             if learner_id:
                 ordinal = connection.execute(
                     update(learners)
@@ -215,6 +277,9 @@ class AttemptStore:
                 return locked
             if position != attempt.next_position:
                 raise AnswerOutOfTurn(f"question {position + 1} is not the current one")
+            wait = self._answer_wait(connection, attempt_id, attempt.created_at)
+            if wait:
+                raise CooldownActive(wait)
             picked = check_choice(attempt.questions[position], chosen)
             drawn = attempt.questions[position]
             now = self.clock()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
@@ -28,7 +29,19 @@ from quiz.signing import (
     load_public_key_pem,
     verify_signature,
 )
-from storage.database import IntegrityError, certificates, describe, reading, signing_keys, writing
+from storage.database import (
+    IntegrityError,
+    StorageUnavailable,
+    certificates,
+    describe,
+    fresh_reading,
+    quick_check,
+    reading,
+    signing_keys,
+    storage_failure,
+    store_id,
+    writing,
+)
 
 LOG = logging.getLogger(__name__)
 # Written beside the key when the first certificate is issued: a database found empty later
@@ -200,7 +213,9 @@ class CertificateStore:
     def check(self) -> StorageCheck:
         """What a careful operator must hear before the app runs: certificates whose key is
         missing (refuse), an empty database where certificates were issued before (warn)."""
-        with reading(self.data_dir) as connection:
+        with fresh_reading(self.data_dir) as connection:  # the file as it is now
+            damage = quick_check(connection)
+            found_store = store_id(connection)
             count = connection.execute(select(func.count()).select_from(certificates)).scalar_one()
             used = {
                 row.key_id: row.n
@@ -214,6 +229,14 @@ class CertificateStore:
         warnings: list[str] = []
         database = describe(self.data_dir)
         marker = self.data_dir / ISSUED_MARKER
+        if damage:
+            problems.append(
+                f"The database {database} fails SQLite's integrity check ({damage}). Restore "
+                "it from a backup (`python -m quiz import`, see docs/HOSTING.md)."
+            )
+        replaced = self._replaced(found_store) if count else None  # empty: warned below
+        if replaced:
+            problems.append(replaced)
         if self.signer is None and (count or marker.exists()):
             held = f"holds {count} certificate(s)" if count else (
                 f"is empty, but certificates were issued from this data folder ({marker})")
@@ -242,13 +265,73 @@ class CertificateStore:
             )
         return StorageCheck(count, tuple(problems), tuple(warnings))
 
-    def _mark_issued(self, date: str) -> None:
+    def _marker(self) -> dict[str, Any] | None:
+        """The issued-marker's record (None: no certificate was issued from this folder)."""
+        try:
+            text = (self.data_dir / ISSUED_MARKER).read_text()
+        except FileNotFoundError:
+            return None
+        try:
+            record = json.loads(text)
+        except ValueError:
+            return {}
+        return record if isinstance(record, dict) else {}
+
+    def _replaced(self, found: str | None) -> str | None:
+        """Why the database is not the one this data folder issued into (None: it is)."""
+        expected = (self._marker() or {}).get("store_id")
+        if not expected or found == expected:
+            return None
+        return (
+            f"The database {describe(self.data_dir)} is not the one this data folder issued "
+            f"certificates into: its store id is {found or 'missing'}, "
+            f"{self.data_dir / ISSUED_MARKER} records {expected}. Put the right database back "
+            "or restore a backup (`python -m quiz import`, see docs/HOSTING.md); issuing "
+            "resumes by itself."
+        )
+
+    def _refusal(self, connection: Connection) -> StorageUnavailable | None:
+        """Why nothing may be issued into this database now: another database in its place,
+        or an empty one where certificates were issued before (None: issuing is safe)."""
+        if self._marker() is not None and connection.execute(
+            select(certificates.c.id).limit(1)
+        ).first() is None:
+            return StorageUnavailable("empty", (
+                f"The certificate database {describe(self.data_dir)} is EMPTY, but "
+                f"certificates were issued from this data folder before "
+                f"({self.data_dir / ISSUED_MARKER}): it was probably deleted or replaced. "
+                "Nothing is issued into it: restore the database from a backup (`python -m "
+                "quiz import`, see docs/HOSTING.md) and issuing resumes by itself; delete the "
+                "marker only to start afresh on purpose."))
+        replaced = self._replaced(store_id(connection))
+        return StorageUnavailable("replaced", replaced) if replaced else None
+
+    def _mark_issued(self, date: str, store: str | None) -> None:
+        """Write the issued-marker (with the database's store id) the first time, and add
+        the store id to a marker written before store ids existed."""
+        record = self._marker()
+        if record is not None and (record.get("store_id") or not store):
+            return
+        self._write_marker({"first_issued": date, "database": describe(self.data_dir),
+                            **(record or {}), "store_id": store})
+
+    def adopt_store(self, store: str) -> None:
+        """After a restore: the data folder's certificates now live in the database with
+        this store id."""
+        today = dt.datetime.fromtimestamp(self.clock(), dt.UTC).date().isoformat()
+        self._write_marker({"first_issued": today, **(self._marker() or {}),
+                            "database": describe(self.data_dir), "store_id": store})
+
+    def _write_marker(self, record: dict[str, Any]) -> None:
         marker = self.data_dir / ISSUED_MARKER
-        if not marker.exists():
+        temporary = marker.with_name(f".{marker.name}.{os.getpid()}.{os.urandom(4).hex()}")
+        try:
             marker.parent.mkdir(parents=True, exist_ok=True)
-            marker.write_text(
-                json.dumps({"first_issued": date, "database": describe(self.data_dir)}) + "\n"
-            )
+            temporary.write_text(json.dumps(record) + "\n")
+            temporary.replace(marker)
+        except OSError as error:
+            temporary.unlink(missing_ok=True)
+            raise storage_failure(self.data_dir, error) from error
 
     # Certificates -------------------------------------------------------------------------
     def issue(
@@ -272,7 +355,6 @@ class CertificateStore:
         signer = self._signer()
         now = self.clock()
         date = dt.datetime.fromtimestamp(now, dt.UTC).date().isoformat()
-        self._mark_issued(date)
         for _ in range(_ISSUE_RETRIES):
             fields = {
                 "id": new_id(),
@@ -287,6 +369,16 @@ class CertificateStore:
             signature = signer.sign(canonical_payload(fields))
             try:
                 with writing(self.data_dir) as connection:
+                    refusal = self._refusal(connection)
+                    if refusal is not None:
+                        raise refusal
+                    store = store_id(connection)
+                    connection.execute(  # its public half, for verifying without the key
+                        _insert(connection, signing_keys)
+                        .values(key_id=signer.key_id, public_pem=signer.public_pem,
+                                added_at=now)
+                        .on_conflict_do_nothing()
+                    )
                     statement = _insert(connection, certificates).values(
                         id=fields["id"],
                         attempt_id=attempt_id,
@@ -307,10 +399,38 @@ class CertificateStore:
                     )
             except IntegrityError:  # the random ID is taken: draw another
                 continue
-            certificate = self.for_attempt(attempt_id)
-            assert certificate is not None
-            return certificate
+            except StorageUnavailable as problem:
+                LOG.error("no certificate issued: %s", problem)
+                raise
+            self._mark_issued(date, store)
+            return self._read_back(attempt_id)
         raise RuntimeError("could not find a free certificate ID")
+
+    def _read_back(self, attempt_id: str) -> Certificate:
+        """The certificate just committed, read through a new connection to the configured
+        database and checked against its stored public key: only then is it shown. Raises
+        StorageUnavailable (and logs it) when the database lost it or cannot prove it."""
+        with fresh_reading(self.data_dir) as connection:
+            refusal = self._refusal(connection)
+            row = connection.execute(
+                select(certificates).where(certificates.c.attempt_id == attempt_id)
+            ).mappings().first()
+            pem = None if row is None else connection.execute(
+                select(signing_keys.c.public_pem).where(signing_keys.c.key_id == row["key_id"])
+            ).scalar()
+        certificate = Certificate.from_row(row) if row else None
+        if refusal is None and (certificate is None or pem is None or not verify_signature(
+                load_public_key_pem(pem), certificate.payload, certificate.signature)):
+            refusal = StorageUnavailable("unreadable-back", (
+                f"A certificate committed to {describe(self.data_dir)} could not be read back "
+                "and verified through a new connection (the database was deleted, replaced or "
+                "is failing), so it was not handed out. Check the database and restore a "
+                "backup if needed (docs/HOSTING.md)."))
+        if refusal is not None:
+            LOG.error("certificate not handed out: %s", refusal)
+            raise refusal
+        assert certificate is not None
+        return certificate
 
     def for_attempt(self, attempt_id: str) -> Certificate | None:
         with reading(self.data_dir) as connection:

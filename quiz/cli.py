@@ -1,22 +1,27 @@
 """The instructor's command line:
-`python -m quiz verify|revoke|list|public-key|new-key|check-bank`.
+`python -m quiz verify|revoke|list|public-key|new-key|check-bank|export|import|check-export`.
 
 Only `new-key` creates a signing key; the other commands never do (they read the database
-and the public keys stored in it)."""
+and the public keys stored in it). A damaged or missing database or key file ends any
+command with one line that says what is wrong and what to do (exit status 2)."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from quiz import config
+from quiz.backup import ExportError, check_export, export_lines, import_export
 from quiz.bank import BANK_PATH, BankError, cue_report, load_bank
-from quiz.certificates import Certificate, Status
-from quiz.ids import IdError
-from quiz.service import open_service
-from quiz.signing import KEY_FILE, create_key_file, read_signer
+from quiz.certificates import Certificate, Status, StorageError
+from quiz.ids import IdError, parse_id
+from quiz.service import QuizService, open_service
+from quiz.signing import KEY_FILE, SigningKeyError, create_key_file, read_signer
+from storage.database import StorageUnavailable
 
 
 def _describe(certificate: Certificate) -> str:
@@ -28,7 +33,15 @@ def _describe(certificate: Certificate) -> str:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    result = open_service(create_key=False, strict=False).verify(args.id)
+    service = open_service(create_key=False, strict=False)
+    for warning in service.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    outcomes = [_verify_one(service, text) for text in args.id]
+    return 0 if all(outcomes) else 1
+
+
+def _verify_one(service: QuizService, text: str) -> bool:
+    result = service.verify(text)
     print(result.status.value)
     certificate = result.certificate
     if result.status is Status.TYPO:
@@ -46,7 +59,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             print("the public key of this certificate's signing key is not stored here")
         if certificate.revoked_at:
             print(f"revoked {certificate.revoked_at}: {certificate.revoke_reason}")
-    return 0 if result.valid else 1
+    return result.valid
 
 
 def cmd_revoke(args: argparse.Namespace) -> int:
@@ -120,14 +133,83 @@ def cmd_check_bank(args: argparse.Namespace) -> int:
     return 1 if cues.problems else 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    """Every certificate, revocation and public key as signed JSON lines (a backup)."""
+    service = open_service(create_key=False, strict=False)
+    if service.signer is None:
+        print("warning: no readable signing key: the lines are not signed (each certificate "
+              "still carries its own signature)", file=sys.stderr)
+    lines = export_lines(service.data_dir, service.signer, time.time())
+    if args.output == "-":
+        count = sum(1 for line in lines if sys.stdout.write(line) is not None)
+    else:
+        target = Path(args.output)
+        temporary = target.with_name(f".{target.name}.{os.getpid()}.partial")
+        with temporary.open("w", encoding="utf-8") as handle:
+            count = sum(1 for line in lines if handle.write(line) is not None)
+            handle.flush()
+            os.fsync(handle.fileno())
+        temporary.replace(target)  # never a half-written backup under the real name
+    print(f"exported {count} line(s) from {len(service.all_certificates())} certificate(s)",
+          file=sys.stderr)
+    return 0
+
+
+def _read_export(path: str) -> list[str]:
+    text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    return text.splitlines(keepends=True)
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    try:
+        export = check_export(_read_export(args.path),
+                              [key.read_text() for key in args.public_key])
+        data_dir = config.data_dir()
+        restored = import_export(data_dir, export)
+    except ExportError as error:
+        print(f"error: {error}; nothing was imported", file=sys.stderr)
+        return 1
+    print(f"imported {restored.certificates} certificate(s) ({restored.revoked} revoked) and "
+          f"{restored.keys} public key(s); every one verified")
+    return 0
+
+
+def cmd_check_export(args: argparse.Namespace) -> int:
+    """Check an export offline (no database, no key file): its lines, and one ID."""
+    try:
+        export = check_export(_read_export(args.path),
+                              [key.read_text() for key in args.public_key])
+    except ExportError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    if args.id is None:
+        print(f"{len(export.certificates)} certificate(s), {len(export.revocations)} "
+              f"revoked, {len(export.keys)} key(s): every signature checks")
+        return 0
+    try:
+        id_text = parse_id(args.id).text
+    except IdError as error:
+        print(f"{Status.TYPO.value}\nnot a certificate ID: {error.problem.value}")
+        return 1
+    status = export.status(id_text)
+    print(status.value)
+    certificate = export.certificate(id_text)
+    if certificate is not None:
+        print(f"name:   {certificate.name}\ndate:   {certificate.date}\n"
+              f"key:    {certificate.key_id}")
+        if certificate.revoked_at:
+            print(f"revoked {certificate.revoked_at}: {certificate.revoke_reason}")
+    return 0 if status is Status.VALID else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m quiz",
         description="Certificates of the Gradient Checkpointing Lab (reads DATA_DIR).",
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    verify = commands.add_parser("verify", help="check an ID; exit 0 only when valid")
-    verify.add_argument("id")
+    verify = commands.add_parser("verify", help="check IDs; exit 0 only when all are valid")
+    verify.add_argument("id", nargs="+")
     verify.set_defaults(run=cmd_verify)
     revoke = commands.add_parser("revoke", help="revoke a certificate")
     revoke.add_argument("id")
@@ -144,9 +226,29 @@ def build_parser() -> argparse.ArgumentParser:
     check = commands.add_parser("check-bank", help="validate a question bank file")
     check.add_argument("path", nargs="?", type=Path, default=BANK_PATH)
     check.set_defaults(run=cmd_check_bank)
+    export = commands.add_parser("export", help="write every certificate, revocation and "
+                                 "public key as signed JSON lines (a backup)")
+    export.add_argument("output", nargs="?", default="-", help="a file (default: stdout)")
+    export.set_defaults(run=cmd_export)
+    restore = commands.add_parser("import", help="restore an export into an empty database")
+    restore.add_argument("path", help="the export file (- for stdin)")
+    restore.add_argument("--public-key", type=Path, action="append", default=[],
+                         help="a public key (PEM) the export must be signed by")
+    restore.set_defaults(run=cmd_import)
+    offline = commands.add_parser("check-export", help="check an export, or one ID in it, "
+                                  "offline (no database, no key file)")
+    offline.add_argument("path", help="the export file (- for stdin)")
+    offline.add_argument("--public-key", type=Path, action="append", default=[],
+                         help="a public key (PEM) you trust, e.g. from the verify page")
+    offline.add_argument("--id", help="a certificate ID to check")
+    offline.set_defaults(run=cmd_check_export)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args.run(args))
+    try:
+        return int(args.run(args))
+    except (StorageError, StorageUnavailable, SigningKeyError) as problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2

@@ -24,9 +24,10 @@ def bank_path() -> Path:
     return Path(os.environ.get("QUIZ_BANK_PATH") or Path(__file__).with_name("questions.yaml"))
 
 
-def base_url() -> str:
-    """Where the app is served, for verify links (`APP_BASE_URL`)."""
-    return (os.environ.get("APP_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+def base_url(reached: str | None = None) -> str:
+    """Where the app is served, for verify links: `APP_BASE_URL` when set, else `reached`
+    (the address the learner reached the app by, with its port), else localhost:8501."""
+    return (os.environ.get("APP_BASE_URL") or reached or DEFAULT_BASE_URL).rstrip("/")
 
 
 def _seconds(name: str, default: int) -> int:
@@ -50,12 +51,23 @@ def attempt_ttl_seconds() -> int:
     return _seconds("QUIZ_ATTEMPT_TTL_SECONDS", DEFAULT_ATTEMPT_TTL_SECONDS)
 
 
+def open_attempts_per_learner() -> int:
+    """Unfinished attempts a learner may hold at once (`QUIZ_OPEN_ATTEMPTS_PER_LEARNER`)."""
+    return max(1, _seconds("QUIZ_OPEN_ATTEMPTS_PER_LEARNER", 3))
+
+
+def open_attempts_per_address() -> int:
+    """Unfinished attempts started from one address within an hour
+    (`QUIZ_OPEN_ATTEMPTS_PER_ADDRESS`; a class behind one address shares it)."""
+    return max(1, _seconds("QUIZ_OPEN_ATTEMPTS_PER_ADDRESS", 100))
+
+
 def signing_key_env() -> str | None:
     """A signing key given in the environment (`CERT_SIGNING_KEY`), if any."""
     return os.environ.get("CERT_SIGNING_KEY") or None
 
 
-def verify_url(certificate_id: str) -> str:
+def verify_url(certificate_id: str, reached: str | None = None) -> str:
     """The public link that checks a certificate (a check symbol such as `=` or `$` is
-    percent-encoded)."""
-    return f"{base_url()}/verify?id={quote(certificate_id, safe='-')}"
+    percent-encoded); `reached`: see base_url."""
+    return f"{base_url(reached)}/verify?id={quote(certificate_id, safe='-')}"

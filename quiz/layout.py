@@ -122,7 +122,10 @@ def certificate_layout(certificate: Certificate, url: str | None = None) -> list
         Text(centre, 122, gettext(code, "version {version}", version=certificate.course_version),
              10, align="center", color=GREY),
         Text(24, 146, gettext(code, "Date: {date}", date=long_date(certificate.date, code)), 12),
-        Text(24, 156, gettext(code, "Score: {score:.0%}", score=certificate.score / 100), 12),
+        # The score only when the holder chose to show it, as on the verify page.
+        Text(24, 156, gettext(code, "Score: {score:.0%}", score=certificate.score / 100)
+             if certificate.show_score else gettext(code, "Score: not shown by the holder"),
+             12),
         Text(24, 168, gettext(code, "Certificate ID"), 10, color=GREY),
         Text(24, 177, certificate.id, 15, bold=True),
         QrCode(PAGE_WIDTH - 24 - qr_size, 134, qr_size, qr_matrix(link)),

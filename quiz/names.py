@@ -20,6 +20,41 @@ _REFUSED_CATEGORIES = {"Cc", "Cs", "Co", "Cn", "Zl", "Zp"}
 _BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0")
 
 
+ZWNJ, ZWJ = "\u200c", "\u200d"
+# Scripts whose spelling needs a zero-width (non-)joiner between two of their letters:
+# Arabic (Persian, Urdu, ...), Syriac, N'Ko, the Brahmic scripts of India and Sri Lanka,
+# Myanmar, Khmer and Mongolian. Code point ranges of their blocks.
+_JOINING_SCRIPTS = (
+    (0x0600, 0x06FF), (0x0700, 0x074F), (0x0750, 0x077F), (0x07C0, 0x07FF),
+    (0x0860, 0x08FF), (0x0900, 0x0DFF), (0x1000, 0x109F), (0x1780, 0x17FF),
+    (0x1800, 0x18AF), (0xA8E0, 0xA8FF), (0xFB50, 0xFDFF), (0xFE70, 0xFEFF),
+)
+# Format characters that draw something (prepended number signs, the Syriac abbreviation
+# mark) and are kept.
+_VISIBLE_FORMAT = frozenset("\u0600\u0601\u0602\u0603\u0604\u0605\u06dd\u070f\u08e2")
+
+
+def _in_joining_script(char: str) -> bool:
+    code = ord(char)
+    return unicodedata.category(char)[0] in "LM" and any(
+        lo <= code <= hi for lo, hi in _JOINING_SCRIPTS)
+
+
+def strip_invisible(text: str) -> str:
+    """`text` without zero-width and other invisible format characters (zero-width space,
+    word joiner, byte-order mark, soft hyphen, invisible operators, tag characters, ...),
+    which would let two names that look the same differ. A zero-width joiner or non-joiner
+    stays where a script needs it: between two letters of a joining script (Persian
+    می‌خواهم, Hindi क्‍ष)."""
+    def needed(index: int, char: str) -> bool:
+        return (char in (ZWJ, ZWNJ) and 0 < index < len(text) - 1
+                and _in_joining_script(text[index - 1]) and _in_joining_script(text[index + 1]))
+
+    return "".join(char for index, char in enumerate(text)
+                   if unicodedata.category(char) != "Cf" or char in _VISIBLE_FORMAT
+                   or needed(index, char))
+
+
 def has_visible_letter(text: str) -> bool:
     """At least one letter (Unicode category L*) that draws something: a name of zero-width
     spaces, a byte-order mark, soft hyphens, lone combining marks or a Braille blank has none."""
@@ -63,8 +98,8 @@ def _describe(char: str) -> str:
 
 
 def normalise_name(raw: str) -> str:
-    """The name as it will be printed and signed: NFC, single spaces, trimmed.
-    Raises NameError_ with the reason."""
+    """The name as it will be printed and signed: NFC, invisible characters removed
+    (strip_invisible), single spaces, trimmed. Raises NameError_ with the reason."""
     if len(raw) > MAX_INPUT_LENGTH:
         raise NameError_(NameProblem.TOO_LONG, limit=MAX_NAME_LENGTH, length=len(raw))
     bidi = [ch for ch in raw if ch in BIDI_CONTROLS]
@@ -73,10 +108,10 @@ def normalise_name(raw: str) -> str:
     controls = [ch for ch in raw if unicodedata.category(ch) in _REFUSED_CATEGORIES]
     if controls:
         raise NameError_(NameProblem.CONTROL, character=_code(controls[0]))
-    name = " ".join(unicodedata.normalize("NFC", raw).split())
-    if not name:
+    if not " ".join(raw.split()):
         raise NameError_(NameProblem.EMPTY)
-    if not has_visible_letter(name):
+    name = " ".join(strip_invisible(unicodedata.normalize("NFC", raw)).split())
+    if not name or not has_visible_letter(name):
         raise NameError_(NameProblem.NO_VISIBLE_LETTER)
     if len(name) > MAX_NAME_LENGTH:
         raise NameError_(NameProblem.TOO_LONG, limit=MAX_NAME_LENGTH, length=len(name))

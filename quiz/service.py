@@ -24,14 +24,15 @@ from quiz.certificates import (
     StorageError,
     Verification,
 )
+from quiz.config import verify_url
 from quiz.draw import draw
 from quiz.grading import Feedback
 from quiz.layout import certificate_layout, certificate_title
 from quiz.names import normalise_name
 from quiz.pdf import render_pdf
 from quiz.preview import render_png
-from quiz.signing import KEY_FILE, Signer, create_key_file, read_signer
-from storage.database import database_url, db_path
+from quiz.signing import KEY_FILE, Signer, SigningKeyError, create_key_file, read_signer
+from storage.database import StorageUnavailable, database_url, db_path
 
 LOG = logging.getLogger(__name__)
 
@@ -140,19 +141,28 @@ class QuizService:
         return self.signer.key_id if self.signer else None
 
 
-def certificate_pdf(certificate: Certificate) -> bytes:
-    """The certificate's PDF, in the language the learner took the quiz in."""
-    return render_pdf(certificate_layout(certificate), title=certificate_title(certificate))
+def certificate_pdf(certificate: Certificate, reached: str | None = None) -> bytes:
+    """The certificate's PDF, in the language the learner took the quiz in; its verify link
+    on APP_BASE_URL, else on `reached` (the address the app was reached by)."""
+    layout = certificate_layout(certificate, verify_url(certificate.id, reached))
+    return render_pdf(layout, title=certificate_title(certificate))
 
 
-def certificate_png(certificate: Certificate) -> bytes:
-    return render_png(certificate_layout(certificate))
+def certificate_png(certificate: Certificate, reached: str | None = None) -> bytes:
+    return render_png(certificate_layout(certificate, verify_url(certificate.id, reached)))
 
 
 def _open(create_key: bool, strict: bool) -> QuizService:
     """open_service without the logging (shared_service logs once per configuration)."""
     data_dir = config.data_dir()
-    signer = read_signer(data_dir, config.signing_key_env())
+    key_warnings: tuple[str, ...] = ()
+    try:
+        signer = read_signer(data_dir, config.signing_key_env())
+    except SigningKeyError as problem:
+        if create_key or strict:  # issuing needs the key: refuse, never make another
+            raise StorageError(str(problem)) from problem
+        # Verifying needs only the public keys stored in the database.
+        signer, key_warnings = None, (f"{problem} Verifying uses the stored public keys.",)
     store = CertificateStore(data_dir, signer)
     if signer is None and create_key:
         fresh = store.check().certificates == 0 and not (data_dir / ISSUED_MARKER).exists()
@@ -163,13 +173,15 @@ def _open(create_key: bool, strict: bool) -> QuizService:
         store.register_key()
     check = store.check()
     if strict and check.problems:
-        raise StorageError("\n".join(check.problems))
+        raise StorageError(" ".join(check.problems))
     return QuizService(
         data_dir=data_dir,
-        attempts=AttemptStore(data_dir, config.attempt_ttl_seconds(), config.cooldown_seconds()),
+        attempts=AttemptStore(data_dir, config.attempt_ttl_seconds(), config.cooldown_seconds(),
+                              open_per_learner=config.open_attempts_per_learner(),
+                              open_per_address=config.open_attempts_per_address()),
         signer=signer,
         bank_path=config.bank_path(),
-        warnings=check.warnings,
+        warnings=key_warnings + check.warnings,
     )
 
 
@@ -219,6 +231,8 @@ def _configuration(create_key: bool, strict: bool) -> tuple[Hashable, ...]:
         (data_dir / ISSUED_MARKER).exists(),
         config.attempt_ttl_seconds(),
         config.cooldown_seconds(),
+        config.open_attempts_per_learner(),
+        config.open_attempts_per_address(),
         str(config.bank_path()),
     )
 
@@ -266,7 +280,7 @@ def startup_check() -> int:
     else print why to stderr and return 2 (the server then refuses to start)."""
     try:
         service = open_service()
-    except StorageError as problem:
+    except (StorageError, StorageUnavailable) as problem:
         print(f"REFUSING TO START: {problem}", file=sys.stderr)
         return 2
     for warning in service.warnings:

@@ -137,9 +137,24 @@ def parse_private_key(text: str) -> Ed25519PrivateKey:
 
 
 def _read_file(path: Path) -> Ed25519PrivateKey:
-    key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+    """The key in `path`; SigningKeyError (one line: what is wrong, what to do) when the
+    file cannot be read or holds no Ed25519 private key."""
+    advice = ("Restore the key file from a backup, or start a new key on purpose with "
+              "`python -m quiz new-key --replace` (earlier certificates keep verifying with "
+              "their stored public keys).")
+    try:
+        key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+    except OSError as error:
+        raise SigningKeyError(
+            f"The signing key file {path} cannot be read ({error.strerror}). {advice}"
+        ) from error
+    except (ValueError, TypeError) as error:
+        raise SigningKeyError(
+            f"The signing key file {path} is damaged (not a readable PEM private key). "
+            f"{advice}"
+        ) from error
     if not isinstance(key, Ed25519PrivateKey):
-        raise SigningKeyError(f"{path} does not hold an Ed25519 key")
+        raise SigningKeyError(f"{path} does not hold an Ed25519 key. {advice}")
     return key
 
 
@@ -165,6 +180,12 @@ def read_signer(data_dir: Path, env_key: str | None = None) -> Signer | None:
     """The configured signer: from `env_key` (CERT_SIGNING_KEY) when given, else the key
     file; None when there is neither (nothing is created)."""
     if env_key:
-        return Signer(parse_private_key(env_key))
+        try:
+            return Signer(parse_private_key(env_key))
+        except ValueError as error:  # a PEM that cryptography cannot read
+            raise SigningKeyError(
+                "CERT_SIGNING_KEY cannot be read as an Ed25519 PKCS#8 PEM or a 32-byte seed: "
+                "set it to the key from your backup."
+            ) from error
     path = data_dir / KEY_FILE
     return Signer(_read_file(path)) if path.exists() else None

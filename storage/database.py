@@ -2,6 +2,16 @@
 timeout, writers queue on BEGIN IMMEDIATE), PostgreSQL when `DATABASE_URL` is set (several
 app servers share it).
 
+SQLite connections are not pooled: every use opens the file at its path again (a fraction
+of a millisecond), so a database file deleted, replaced or restored while the server runs is
+seen at once, never served from a connection that still holds the old file open. A file
+that disappears after this process prepared it is not created again: `StorageUnavailable`
+says it is missing until the operator restores it. Every database carries a random store id
+(`store_info`), so a different database put in its place is recognised.
+
+Failures of the database come out as `StorageUnavailable` (or `StorageBusy` for a lock held
+too long), each with a one-line message that says what is wrong and what to do.
+
 Every table is declared on `METADATA`; a new store adds its `Table` to it (importing this
 module) and `prepare` creates it with the others. Columns added to an existing table are
 created on the next start (nullable ones only), so an older database keeps working.
@@ -9,11 +19,15 @@ created on the next start (nullable ones only), so an older database keeps worki
 
 from __future__ import annotations
 
+import errno
 import os
+import secrets
+import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import quote
 
 from sqlalchemy import (
     Boolean,
@@ -35,11 +49,33 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
+from sqlalchemy.pool import NullPool
 
 DB_NAME = "quiz.sqlite3"
 BUSY_TIMEOUT_S = 15.0
-__all__ = ["IntegrityError", "METADATA", "reading", "writing", "database_url"]
+STORE_ID = "store_id"
+__all__ = ["IntegrityError", "METADATA", "reading", "writing", "database_url",
+           "StorageUnavailable", "StorageBusy"]
+
+
+class StorageUnavailable(SQLAlchemyError, RuntimeError):
+    """The database cannot be used right now. The message (one line) says what is wrong and
+    what to do; `kind` is one of missing, damaged, replaced, empty, full, busy,
+    unreachable, unreadable-back. An SQLAlchemyError too, so callers that carry on without
+    the database (the demos' result store) still catch it."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        self.kind = kind
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class StorageBusy(StorageUnavailable):
+    """Another process held the database's write lock longer than the busy timeout:
+    nothing was changed; trying again in a moment works."""
 
 METADATA = MetaData()
 
@@ -106,6 +142,13 @@ certificates = Table(
     Column("lang", String(8)),  # the language of the PDF; not signed (None: English)
 )
 
+store_info = Table(  # facts about this database itself: its store id
+    "store_info",
+    METADATA,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
 signing_keys = Table(
     "signing_keys",
     METADATA,
@@ -115,6 +158,7 @@ signing_keys = Table(
 )
 
 _engines: dict[str, Engine] = {}
+_fresh_engines: dict[str, Engine] = {}
 _ready: set[str] = set()
 _lock = threading.Lock()
 
@@ -135,7 +179,10 @@ def describe(data_dir: Path) -> str:
 
 
 def _sqlite_engine(url: str) -> Engine:
-    engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S})
+    """Unpooled, and opening the file read-write without creating it (`mode=rw`)."""
+    path = make_url(url).database or ""
+    engine = create_engine(f"sqlite:///file:{quote(path)}?mode=rw&uri=true", poolclass=NullPool,
+                           connect_args={"timeout": BUSY_TIMEOUT_S})
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
@@ -155,9 +202,14 @@ def _sqlite_engine(url: str) -> Engine:
     return engine
 
 
+def _sqlite_file(url: str) -> Path | None:
+    return Path(make_url(url).database or "") if url.startswith("sqlite") else None
+
+
 def engine_for(data_dir: Path) -> Engine:
-    """The engine of the configured database, its tables created (once per process, and
-    again when the SQLite file was deleted)."""
+    """The engine of the configured database, its tables created once per process. A SQLite
+    file is created only then: one deleted later is reported missing (StorageUnavailable)
+    until it is restored."""
     url = database_url(data_dir)
     with _lock:
         engine = _engines.get(url)
@@ -167,22 +219,132 @@ def engine_for(data_dir: Path) -> Engine:
             else:
                 engine = create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
             _engines[url] = engine
-        sqlite_file = engine.url.database if engine.dialect.name == "sqlite" else None
-        if url not in _ready or (sqlite_file and not Path(sqlite_file).exists()):
-            _prepare(engine)
+        if url not in _ready:
+            with translated(url):
+                _prepare(engine, _sqlite_file(url))
             _ready.add(url)
     return engine
 
 
-def _prepare(engine: Engine) -> None:
-    if engine.dialect.name == "sqlite":
-        Path(engine.url.database or "").parent.mkdir(parents=True, exist_ok=True)
+def fresh_engine(data_dir: Path) -> Engine:
+    """An engine whose every connection is new (no pool), for reading back what was just
+    committed from the database the configuration names, whatever pooled connections hold."""
+    engine_for(data_dir)
+    url = database_url(data_dir)
+    if url.startswith("sqlite"):
+        return _engines[url]  # never pooled
+    with _lock:
+        engine = _fresh_engines.get(url)
+        if engine is None:
+            engine = _fresh_engines[url] = create_engine(url, poolclass=NullPool)
+    return engine
+
+
+def _prepare(engine: Engine, sqlite_file: Path | None) -> None:
+    if sqlite_file is not None:
+        sqlite_file.parent.mkdir(parents=True, exist_ok=True)
+        sqlite3.connect(sqlite_file).close()  # create the file (the engine never does)
     with engine.connect() as connection:
         if engine.dialect.name == "postgresql":  # several servers may start at once
             connection.execute(text("SELECT pg_advisory_xact_lock(74230611)"))
         METADATA.create_all(connection)
         _add_missing_columns(connection)
+        connection.execute(
+            _insert_ignore(connection, store_info).values(key=STORE_ID,
+                                                          value=secrets.token_hex(16))
+        )
         connection.commit()
+
+
+def _insert_ignore(connection: Connection, table: Table):  # type: ignore[no-untyped-def]
+    """INSERT ... ON CONFLICT DO NOTHING for the connection's dialect."""
+    if connection.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as dialect_insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert as dialect_insert
+    return dialect_insert(table).on_conflict_do_nothing()
+
+
+def store_id(connection: Connection) -> str | None:
+    """The random id this database was given when it was created (None: a database from
+    before store ids, or not this app's)."""
+    return connection.execute(
+        select(store_info.c.value).where(store_info.c.key == STORE_ID)
+    ).scalar()
+
+
+def set_store_id(connection: Connection, value: str) -> None:
+    """Give a restored database the store id of the one it restores (`import`)."""
+    connection.execute(store_info.delete().where(store_info.c.key == STORE_ID))
+    connection.execute(insert(store_info).values(key=STORE_ID, value=value))
+
+
+def quick_check(connection: Connection) -> str | None:
+    """SQLite's quick integrity check: None when it passes, else what it found."""
+    if connection.dialect.name != "sqlite":
+        return None
+    rows = [row[0] for row in connection.exec_driver_sql("PRAGMA quick_check").fetchall()]
+    return None if rows == ["ok"] else "; ".join(map(str, rows[:3]))
+
+
+def _unavailable(url: str, error: BaseException) -> StorageUnavailable:
+    """The operator's one-line message for a failure of the database at `url`."""
+    database = make_url(url).render_as_string(hide_password=True)
+    detail = str(getattr(error, "orig", None) or error).strip().splitlines()[0][:200]
+    lowered = detail.lower()
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        lowered = "disk is full"
+    sqlite_file = _sqlite_file(url)
+    if "locked" in lowered or "busy" in lowered or "lock timeout" in lowered:
+        return StorageBusy("busy", (
+            f"The database {database} stayed locked for more than {BUSY_TIMEOUT_S:g} s "
+            "(another process holds its write lock); nothing was changed. Please try again in "
+            "a moment."))
+    if "full" in lowered or "no space" in lowered:
+        return StorageUnavailable("full", (
+            f"The disk holding the database {database} is full (or the database reached its "
+            f"size limit): nothing was saved ({detail}). Free some space; the app carries on "
+            "by itself."))
+    if sqlite_file is not None and not sqlite_file.exists():
+        return StorageUnavailable("missing", (
+            f"The database file {sqlite_file} is missing (deleted or moved while the app "
+            "ran): nothing can be issued or verified. Put it back or restore a backup "
+            "(`python -m quiz import`, see docs/HOSTING.md); the app carries on by itself."))
+    if ("not a database" in lowered or "malformed" in lowered or "corrupt" in lowered
+            or "no such table" in lowered or "integrity" in lowered
+            or "does not exist" in lowered):
+        return StorageUnavailable("damaged", (
+            f"The database {database} is damaged or is not this app's database ({detail}). "
+            "Restore it from a backup (`python -m quiz import`, see docs/HOSTING.md); the app "
+            "carries on by itself once it can read it."))
+    if sqlite_file is not None:
+        return StorageUnavailable("unreadable", (
+            f"The database file {sqlite_file} cannot be used ({detail}). Check that the file "
+            "and its folder can be read and written by the app, or restore a backup."))
+    return StorageUnavailable("unreachable", (
+        f"The database {database} cannot be reached ({detail}). Check that the database "
+        "server runs and that DATABASE_URL is right; the app carries on by itself."))
+
+
+@contextmanager
+def translated(url: str) -> Iterator[None]:
+    """Database failures as StorageUnavailable (a duplicate key stays an IntegrityError: the
+    callers handle it)."""
+    try:
+        yield
+    except IntegrityError:
+        raise
+    except (DBAPIError, sqlite3.Error) as error:
+        raise _unavailable(url, error) from error
+    except OSError as error:
+        if error.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise _unavailable(url, error) from error
+        raise
+
+
+def storage_failure(data_dir: Path, error: BaseException) -> StorageUnavailable:
+    """`error` (a failure outside the database, such as a full disk) in the same words."""
+    return _unavailable(database_url(data_dir), error)
 
 
 def _add_missing_columns(connection: Connection) -> None:
@@ -201,7 +363,14 @@ def _add_missing_columns(connection: Connection) -> None:
 @contextmanager
 def reading(data_dir: Path) -> Iterator[Connection]:
     """A connection for reads (one consistent snapshot)."""
-    with engine_for(data_dir).connect() as connection:
+    with translated(database_url(data_dir)), engine_for(data_dir).connect() as connection:
+        yield connection
+
+
+@contextmanager
+def fresh_reading(data_dir: Path) -> Iterator[Connection]:
+    """A new connection (never a pooled one) to the configured database."""
+    with translated(database_url(data_dir)), fresh_engine(data_dir).connect() as connection:
         yield connection
 
 
@@ -210,9 +379,11 @@ def writing(data_dir: Path) -> Iterator[Connection]:
     """One write transaction: committed at the end, rolled back on error. On SQLite it is
     BEGIN IMMEDIATE (writers queue on the busy timeout); on PostgreSQL lock the rows it
     changes (`with_for_update`)."""
-    engine = engine_for(data_dir)
-    with engine.connect().execution_options(immediate=True) as connection, connection.begin():
-        yield connection
+    with translated(database_url(data_dir)):
+        engine = engine_for(data_dir)
+        with (engine.connect().execution_options(immediate=True) as connection,
+              connection.begin()):
+            yield connection
 
 
 def ensure_learner(connection: Connection, learner_id: str, now: float) -> None:
@@ -236,7 +407,8 @@ def ensure_learner(connection: Connection, learner_id: str, now: float) -> None:
 def dispose_all() -> None:
     """Close every pooled connection (tests, and before a fork)."""
     with _lock:
-        for engine in _engines.values():
+        for engine in (*_engines.values(), *_fresh_engines.values()):
             engine.dispose()
         _engines.clear()
+        _fresh_engines.clear()
         _ready.clear()

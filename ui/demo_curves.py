@@ -12,6 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from demos.reports.figures import segment_figure, sweep_figure
+from demos.reports.report import sweep_compute_note
 from i18n import N_, gettext
 from memory.config import ModelConfig
 
@@ -133,13 +134,17 @@ def curve_figure(name: str, frame: pd.DataFrame, config: ModelConfig, metric: st
 def curve_caption(name: str, frame: pd.DataFrame, config: ModelConfig, lang: str = "en"
                   ) -> str:
     """What the chart shows, read from it: for the segment sweep, where the lowest peak is;
-    for the others, how the dots and dashed lines are drawn."""
+    for the others, how the dots and dashed lines are drawn; then the counted compute
+    beside the prediction (demos.reports.report.sweep_compute_note)."""
     curve = CURVES[name]
     if curve.vary == "k":
         from demos.reports.figures import segment_verdict
 
-        return segment_verdict(frame, config.layers, x=_x_column(frame, curve), lang=lang)
-    return gettext(lang, "Dots: measured · dashed lines: theory.")
+        return " ".join(filter(None, (
+            segment_verdict(frame, config.layers, x=_x_column(frame, curve), lang=lang),
+            sweep_compute_note(frame, _x_column(frame, curve), lang))))
+    return " ".join(filter(None, (gettext(lang, "Dots: measured · dashed lines: theory."),
+                                  sweep_compute_note(frame, _x_column(frame, curve), lang))))
 
 
 def _x_column(frame: pd.DataFrame, curve: Curve) -> str:

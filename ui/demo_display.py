@@ -88,7 +88,7 @@ def headline(results: Sequence[StrategyResult]) -> None:
         return
     name = report.label(best, lang)
     saved = 1 - best.peak_bytes / base.peak_bytes
-    cells = st.columns(3)
+    cells = st.columns(4)
     peak_label = t("Peak memory with {strategy}", strategy=name)
     if round(saved, 2) == 0:  # a tiny model: no saving worth a signed percentage
         cells[0].metric(peak_label, format_bytes(best.peak_bytes, locale=loc),
@@ -101,7 +101,8 @@ def headline(results: Sequence[StrategyResult]) -> None:
                                 size=format_bytes(base.peak_bytes, locale=loc)),
                         delta_color="inverse", help=t(PEAK_HELP))
     time_metric(cells[1], best, base)
-    gradient_metric(cells[2], best)
+    compute_metric(cells[2], best, base)
+    gradient_metric(cells[3], best)
 
 
 PEAK_HELP = N_("The highest point of the step, counted above the parameters, which every "
@@ -122,15 +123,45 @@ def time_metric(cell: DeltaGenerator, result: StrategyResult, base: StrategyResu
         cell.metric(label, value, delta=t("{change:.0%} vs none ({time})", change=ratio - 1,
                                           time=format_ms(base.step_seconds, locale=loc)),
                     delta_color="inverse", help=t(TIME_HELP))
+    elif verdict == "faster-noise":
+        cell.metric(label, value, delta=t("measured faster than none ({time}): timing noise",
+                                          time=format_ms(base.step_seconds, locale=loc)),
+                    delta_color="off", delta_arrow="off", help=t(TIME_HELP))
     else:
         cell.metric(label, value, delta=t("within noise of none ({time})",
                                           time=format_ms(base.step_seconds, locale=loc)),
                     delta_color="off", delta_arrow="off", help=t(TIME_HELP))
+    if result.cpu_seconds is not None and base.cpu_seconds is not None:
+        cell.caption(t("CPU time {time} (none {base}); {course}",
+                       time=format_ms(result.cpu_seconds, locale=loc),
+                       base=format_ms(base.cpu_seconds, locale=loc),
+                       course=report.course_rule_text(current_language())))
 
 
-TIME_HELP = N_("Median of the timed steps; in brackets the middle half of the runs. When "
-               "the ranges of two strategies overlap, the difference is within the timing "
-               "noise of a shared machine.")
+def compute_metric(cell: DeltaGenerator, result: StrategyResult, base: StrategyResult) -> None:
+    """The extra compute of `result`'s whole step against none's, counted by torch's FLOP
+    counter on this run, with the prediction and the course's rule beside it."""
+    lang = current_language()
+    counted, predicted = report.extra_compute(result, base)
+    if counted is None:
+        return
+    cell.metric(t("Extra compute with {strategy}", strategy=report.label(result, lang)),
+                report.signed_percent(counted, lang),
+                delta=t("predicted {predicted}; {course}",
+                        predicted=report.signed_percent(predicted, lang)
+                        if predicted is not None else "–",
+                        course=report.course_rule_text(lang)),
+                delta_color="off", delta_arrow="off", help=t(COMPUTE_HELP))
+
+
+COMPUTE_HELP = N_("FLOPs of the whole step (forward, loss, backward and the recomputation), "
+                  "counted by torch.utils.flop_counter.FlopCounterMode on this run, against "
+                  "the step without checkpointing. The same on any machine, however busy.")
+
+
+TIME_HELP = N_("Median of the timed steps; in brackets the middle half of the runs. A "
+               "difference is within the timing noise of a shared machine only when each "
+               "median lies inside the other's range.")
 
 
 def parameters_note(comparison: Comparison) -> None:
@@ -250,9 +281,14 @@ def measured_caption(device_label: str, methods: Sequence[str], extra: str = "")
 
 
 def comparison_caption(comparison: Comparison) -> None:
+    """How the results were measured: the timing, wall against CPU time, and the counted
+    compute beside the prediction and the course's rule."""
+    lang = current_language()
     methods = [r.measured_by for r in comparison.results]
-    measured_caption(comparison.device.label(), methods,
-                     timing_note(comparison.results, current_language()))
+    measured_caption(comparison.device.label(), methods, timing_note(comparison.results, lang))
+    for text in (report.wall_cpu_note(comparison.results, comparison.busy(), lang),
+                 report.overhead_note(comparison.results, lang, comparison.device.kind)):
+        note(text)
 
 
 def paint_numbers_first() -> None:

@@ -7,7 +7,13 @@ import streamlit as st
 from demos.reports.report import baseline_and_best
 from i18n.units import format_bytes
 from ui.demo_controls import default_config
-from ui.demo_display import comparison_caption, gradient_metric, show_refusals, time_metric
+from ui.demo_display import (
+    comparison_caption,
+    compute_metric,
+    gradient_metric,
+    show_refusals,
+    time_metric,
+)
 from ui.demo_runner import run_compare
 from ui.i18n import babel_locale, fmt_percent, t
 
@@ -24,13 +30,14 @@ def home_teaser() -> None:
         show_refusals(comparison.results)
         return
     saved = base.peak_bytes - best.peak_bytes
-    cells = st.columns(3)
+    cells = st.columns(4)
     cells[0].metric(t("Peak memory saved by checkpointing every layer"),
                     format_bytes(saved, locale=babel_locale()),
                     delta=fmt_percent(-saved / base.peak_bytes),
                     delta_color="inverse")
     time_metric(cells[1], best, base)
-    gradient_metric(cells[2], best)
+    compute_metric(cells[2], best, base)
+    gradient_metric(cells[3], best)
     comparison_caption(comparison)
     st.caption(t("Model: {layers} layers, hidden {hidden}, {heads} heads, {seq:,} tokens × "
                  "batch {batch}, vocabulary {vocab:,}, {dtype}.", layers=config.layers,

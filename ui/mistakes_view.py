@@ -127,8 +127,9 @@ def pick_case() -> Case:
     ids = [c.id for c in CASES.values() if chosen == ANY or Symptom(chosen) in c.symptoms]
     wanted = st.query_params.get("case")
     if wanted is not None and wanted not in CASES:
-        st.warning(t("There is no case {case}; showing {default}.", case=wanted,
-                     default=ids[0]), icon=":material/link_off:")
+        # The link's text, shown literally (never as a link, an image or colour).
+        query.show_warning(t("There is no case {case}; showing {default}.", case=wanted,
+                             default=ids[0]))
     index = ids.index(wanted) if wanted in ids else 0
     case_titles = {i: t(CASES[i].title) for i in ids}
     case_id = st.radio(t("Which mistake?"), ids, index=index, key=f"case-{chosen}",

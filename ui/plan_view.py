@@ -1,7 +1,7 @@
 """The planner page (/plan): inputs bound to the URL, the memory per GPU, every
 checkpointing choice, the recommendation with its lessons, and the code to use.
 
-All numbers come from demos.planner (ids and bytes); this module words them in the
+All numbers come from the memory model and planner/ (ids and bytes); this module words them in the
 session's language: the word tables below are catalog messages (N_), translated where
 they are shown; names (fp32, AdamW, LoRA, GELU ...) stay as they are.
 """

@@ -4,6 +4,7 @@ lesson widgets' settings (`keep`)."""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import suppress
@@ -13,6 +14,7 @@ import streamlit as st
 from lessons.catalog import LESSON_PATHS
 from quiz import config
 from quiz.progress import ProgressStore
+from storage.database import StorageUnavailable
 from ui.learner import learner_id, made_here
 
 _SETTINGS = "_remembered_settings"  # this session's copy of the stored settings, read once
@@ -21,6 +23,7 @@ _KEY = "visited_lessons"  # this session's copy, read from the server once per s
 _READ = "_visited_lessons_read"  # (when, paths): the last read from the server
 READ_EVERY_S = 5.0  # a lesson read in another tab counts here within this time
 LESSON = "lesson:"
+LOG = logging.getLogger(__name__)
 
 
 def store() -> ProgressStore:
@@ -35,7 +38,12 @@ def _stored() -> set[str]:
     last = st.session_state.get(_READ)
     if last is not None and now - last[0] < READ_EVERY_S:
         return last[1]
-    found = set() if last is None and made_here() else set(store().items(learner_id(), LESSON))
+    try:
+        found = (set() if last is None and made_here()
+                 else set(store().items(learner_id(), LESSON)))
+    except StorageUnavailable as problem:  # the lesson still shows; progress waits
+        LOG.warning("progress not read: %s", problem)
+        return last[1] if last is not None else set()
     st.session_state[_READ] = (now, found)
     return found
 
@@ -52,7 +60,10 @@ def mark_visited(path: str) -> None:
     visited = _session_visited()
     if path not in visited:
         visited.append(path)
-        store().record(learner_id(), LESSON + path)
+        try:
+            store().record(learner_id(), LESSON + path)
+        except StorageUnavailable as problem:  # kept in this session; the page goes on
+            LOG.warning("progress not saved: %s", problem)
 
 
 def visited_lessons() -> list[str]:

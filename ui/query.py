@@ -6,10 +6,17 @@ each query name is also the widget's key. A widget takes its first value from th
 ?layers=abc) and writes its value back to the query on every run.
 
 The parse_* functions are pure (no Streamlit), so they are unit-tested directly.
+
+Every warning echoes the link's text, which anyone can write: it is shown as literal text
+(quiz.markdown.escape_markdown), never as a link, an image or coloured text. A query over
+Streamlit's limits (512 Ki characters or 1,000 parameters), which Streamlit drops before the
+page runs, is reported instead of silently replaced by the defaults
+(`install_limit_notice`, called before the server starts).
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -19,7 +26,12 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from i18n import DEFAULT, N_, gettext, ngettext
-from ui.i18n import current_language, slider_format
+from quiz.markdown import escape_markdown
+from ui.i18n import current_language, fmt_number, slider_format, t
+
+LOG = logging.getLogger(__name__)
+# Put in place of a query Streamlit drops for being over its limits (install_limit_notice).
+DROPPED = "_query_dropped"
 
 T = TypeVar("T")
 
@@ -193,8 +205,50 @@ def _first_value(name: str, parsed: Parsed[T]) -> None:
         if name not in bound:
             bound.append(name)
         if parsed.warning:
-            st.warning(parsed.warning, icon=":material/link_off:")
+            show_warning(parsed.warning)
         st.session_state[name] = parsed.value
+
+
+def show_warning(text: str) -> None:
+    """A warning about the link: its text (which echoes what anyone can put in a link) as
+    literal text, never Markdown."""
+    st.warning(escape_markdown(text), icon=":material/link_off:")
+
+
+def install_limit_notice() -> None:
+    """Make a query that Streamlit drops for its size (over 512 Ki characters or 1,000
+    parameters) arrive as ?_query_dropped=1, so the page says why the link's settings were
+    not used (`limit_notice`) instead of showing the defaults silently."""
+    from streamlit.runtime import app_session
+    from streamlit.runtime.state import query_params
+
+    original = query_params.sanitize_query_string
+    if getattr(app_session.sanitize_query_string, "reports_drop", False):
+        return
+
+    def sanitize(query_string: str) -> str:
+        kept = original(query_string)
+        return f"{DROPPED}=1" if query_string and not kept else kept
+
+    sanitize.reports_drop = True  # type: ignore[attr-defined]
+    app_session.sanitize_query_string = sanitize
+
+
+def limit_notice() -> None:
+    """Say so, once, when the link's query was dropped for its size (install_limit_notice)."""
+    if st.query_params.get(DROPPED) is None:
+        return
+    del st.query_params[DROPPED]
+    from streamlit.runtime.state.query_params import (
+        CLIENT_STATE_QUERY_STRING_MAX_FIELDS,
+        CLIENT_STATE_QUERY_STRING_MAX_LENGTH,
+    )
+    LOG.info("a query over Streamlit's limits was dropped; the page uses its defaults")
+    st.warning(t("The link's settings were not used: the link is longer than the server "
+                 "accepts ({characters} characters or {fields} settings), so the defaults are "
+                 "shown.", characters=fmt_number(CLIENT_STATE_QUERY_STRING_MAX_LENGTH),
+                 fields=fmt_number(CLIENT_STATE_QUERY_STRING_MAX_FIELDS)),
+               icon=":material/link_off:")
 
 
 def _write_back(name: str, text: str) -> None:
@@ -242,7 +296,10 @@ def choice(name: str, label: str, options: Sequence[str], default: str, *,
     # format_func later, outside the run, where the session's language is unknown.
     labels = {option: format_func(option) for option in options}
     value = st.radio(label, options, key=name, help=help, horizontal=horizontal,
-                     format_func=labels.__getitem__)
+                     format_func=lambda option: labels.get(option, str(option)))
+    if value not in options:  # a value the radio never offered (a forged message)
+        LOG.info("refused a value that is not an option of %s: %.40r", name, value)
+        value = default
     _write_back(name, str(value))
     return str(value)
 

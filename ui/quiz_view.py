@@ -6,19 +6,27 @@ after a failed one belong to the learner (ui.learner), not to the tab. Nothing e
 URL is read (a ?score=100 changes nothing)."""
 import contextlib
 import logging
+from urllib.parse import urlsplit
 
 import streamlit as st
 
 from i18n import N_
 from lessons.catalog import LESSONS, lesson
 from quiz import config
-from quiz.attempts import AnswerOutOfTurn, Attempt, AttemptExpired, CooldownActive
+from quiz.attempts import (
+    AnswerOutOfTurn,
+    Attempt,
+    AttemptExpired,
+    CooldownActive,
+    TooManyStarts,
+)
 from quiz.bank import BankError
 from quiz.certificates import Certificate, StorageError
 from quiz.grading import Feedback
 from quiz.markdown import escape_markdown
-from quiz.names import MAX_NAME_LENGTH, NameError_, NameProblem
+from quiz.names import MAX_NAME_LENGTH, NameError_, NameProblem, normalise_name
 from quiz.service import QuizService, certificate_pdf, certificate_png, shared_service
+from storage.database import StorageBusy, StorageUnavailable
 from ui.i18n import current_language, fmt_percent, t, tn, with_lang
 from ui.learner import client_address, learner_id
 from ui.navigation import page_link
@@ -26,6 +34,7 @@ from ui.progress import store as progress_store
 
 ATTEMPT_KEY = "quiz_attempt_id"
 _NOTICE = "quiz_notice"  # what a button's callback has to tell the next run
+_CONFIRM = "quiz_confirm_name"  # the name as it will be printed, waiting for the learner's OK
 _SHOWN_IN = "quiz_shown_language"  # the language of the question's last run
 OPEN_ATTEMPT = "quiz:attempt"  # the learner's open attempt, in their server-side progress
 LOG = logging.getLogger(__name__)
@@ -67,6 +76,41 @@ def name_problem(error: NameError_) -> str:
     return t(NAME_PROBLEMS[error.problem], **params)
 
 
+def storage_message(problem: Exception) -> None:
+    """What a learner sees when the database or the key cannot be used: a short wait for a
+    lock, else that the operator must act (the details go to the server log, once per
+    problem, for the operator)."""
+    LOG.error("%s", problem)
+    if isinstance(problem, StorageBusy):
+        st.warning(t("The server is busy saving other learners' work. Please try again in a "
+                     "moment: nothing you did was lost."), icon=":material/hourglass_top:")
+        return
+    st.error(
+        t("Certificates cannot be issued or checked right now: the server's certificate "
+          "storage needs the operator's attention, and they have been told in the server "
+          "log. No certificate was issued; please try again later."),
+        icon=":material/database_off:",
+    )
+
+
+def reached_base(url: str | None, base_path: str, port: int) -> str:
+    """The app's root from the page URL the browser reports (scheme, host, port and the
+    server's base path); without one, localhost on the port the server runs on."""
+    if url:
+        parts = urlsplit(url)
+        if parts.scheme in ("http", "https") and parts.netloc:
+            base = base_path.strip("/")
+            return f"{parts.scheme}://{parts.netloc}" + (f"/{base}" if base else "")
+    return f"http://localhost:{port}"
+
+
+def app_base_url() -> str:
+    """The address the learner reached the app by, for the certificate's verify link when
+    APP_BASE_URL is not set (quiz.config.base_url)."""
+    return reached_base(st.context.url, str(st.get_option("server.baseUrlPath") or ""),
+                        int(st.get_option("server.port")))
+
+
 def _view_key(attempt_id: str) -> str:
     return f"quiz_view_{attempt_id}"
 
@@ -93,8 +137,14 @@ def start(service: QuizService, previous_id: str | None = None) -> None:
     back to English)."""
     try:
         attempt = service.start_attempt(previous_id, learner_id(), client_address())
+    except TooManyStarts as wait:
+        st.session_state[_NOTICE] = ("starts", wait.seconds_left)
+        return
     except CooldownActive as wait:
         st.session_state[_NOTICE] = ("cooldown", wait.seconds_left)
+        return
+    except StorageUnavailable as problem:
+        st.session_state[_NOTICE] = ("storage", problem)
         return
     remember(attempt.id)
 
@@ -108,10 +158,20 @@ def show_notice() -> None:
     if kind == "cooldown":
         st.warning(t("Take a short break: a new attempt can start in {seconds} s.",
                      seconds=value))
+    elif kind == "starts":
+        st.warning(t("Too many quiz attempts were started from here without being finished. "
+                     "Finish one, or a new attempt can start in {seconds} s.", seconds=value))
+    elif kind == "answering-cooldown":
+        st.warning(t("An attempt failed after this one was started: take a short break, this "
+                     "attempt can be answered again in {seconds} s.", seconds=value))
     elif kind == "pick":
         st.warning(t("Pick an answer first."))
+    elif kind == "forged":
+        st.warning(t("That answer is not one of the options shown; please pick one of them."))
     elif kind == "name":
         st.error(value)
+    elif kind == "storage":
+        storage_message(value)
 
 
 def lesson_link(topic: str) -> None:
@@ -199,8 +259,24 @@ def check(service: QuizService, attempt_id: str, position: int, keys: list[str],
     if not chosen:
         st.session_state[_NOTICE] = ("pick", None)
         return
-    with contextlib.suppress(AnswerOutOfTurn):  # another tab moved on: show where it is
-        service.answer(attempt_id, position, chosen)
+    if not all(isinstance(i, int) and not isinstance(i, bool) for i in chosen):
+        # A value the page never offered (a forged message): refuse it, no traceback.
+        LOG.info("refused an answer that is not an option of the question: %r", chosen[:3])
+        st.session_state[_NOTICE] = ("forged", None)
+        return
+    try:
+        with contextlib.suppress(AnswerOutOfTurn):  # another tab moved on: show where it is
+            service.answer(attempt_id, position, chosen)
+    except CooldownActive as wait:
+        st.session_state[_NOTICE] = ("answering-cooldown", wait.seconds_left)
+        return
+    except ValueError:  # an option number the question does not have
+        LOG.info("refused an answer that is not an option of the question: %r", chosen[:3])
+        st.session_state[_NOTICE] = ("forged", None)
+        return
+    except StorageUnavailable as problem:
+        st.session_state[_NOTICE] = ("storage", problem)
+        return
     st.session_state[_view_key(attempt_id)] = position
 
 
@@ -237,8 +313,9 @@ def show_certificate(certificate: Certificate) -> None:
     st.markdown(t("**Certificate ID** (anyone can check it on the verify page):"))
     st.code(certificate.id, language=None)
     with st.spinner(t("Drawing the certificate…")):
-        pdf = _cached_pdf(certificate, config.base_url())
-        png = _cached_png(certificate, config.base_url())
+        base = config.base_url(app_base_url())
+        pdf = _cached_pdf(certificate, base)
+        png = _cached_png(certificate, base)
     left, right = st.columns(2)
     left.download_button(
         t("Download the PDF"),
@@ -258,16 +335,22 @@ def show_certificate(certificate: Certificate) -> None:
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def _cached_pdf(certificate: Certificate, base_url: str) -> bytes:
-    return certificate_pdf(certificate)
+    return certificate_pdf(certificate, base_url)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def _cached_png(certificate: Certificate, base_url: str) -> bytes:
-    return certificate_png(certificate)
+    return certificate_png(certificate, base_url)
 
 
 def show_issue_form(service: QuizService, attempt: Attempt) -> None:
+    """Two steps: the name (Enter or the button shows it as it will be printed), then the
+    learner confirms it with the score choice in view. Nothing is issued by Enter."""
     st.markdown("### " + t("Your certificate"))
+    confirming = st.session_state.get(_CONFIRM)
+    if confirming is not None and confirming[0] == attempt.id:
+        show_confirmation(service, attempt, confirming[1])
+        return
     with st.form("issue"):
         st.text_input(
             t("Name to print on the certificate"),
@@ -278,19 +361,57 @@ def show_issue_form(service: QuizService, attempt: Attempt) -> None:
             key="quiz-name",
         )
         st.checkbox(t("Show my score on the public verify page"), key="quiz-show-score")
-        st.form_submit_button(t("Issue my certificate"), type="primary", on_click=issue,
-                              args=(service, attempt.id))
+        st.form_submit_button(t("Check the name"), type="primary", on_click=preview_name,
+                              args=(attempt.id,))
     show_notice()
 
 
-def issue(service: QuizService, attempt_id: str) -> None:
-    """The issue form's callback: the certificate, in the session's language, or why the
-    name cannot be printed."""
+def preview_name(attempt_id: str) -> None:
+    """The name form's callback (Enter, or its button): the name as it will be printed, or
+    why it cannot be."""
     try:
-        service.issue(attempt_id, st.session_state.get("quiz-name", ""),
-                      bool(st.session_state.get("quiz-show-score")), lang=current_language())
+        name = normalise_name(st.session_state.get("quiz-name", ""))
     except NameError_ as problem:
         st.session_state[_NOTICE] = ("name", name_problem(problem))
+        return
+    st.session_state[_CONFIRM] = (attempt_id, name)
+
+
+def show_confirmation(service: QuizService, attempt: Attempt, name: str) -> None:
+    st.info(t("Please check your certificate before it is issued: it cannot be changed "
+              "afterwards."), icon=":material/fact_check:")
+    with st.container(border=True, key="quiz-confirm"):
+        st.caption(t("Name, exactly as it will be printed"))
+        st.markdown(f"#### {escape_markdown(name)}")
+        st.checkbox(t("Show my score on the public verify page"), key="quiz-show-score")
+        st.caption(
+            t("Your score ({score}) will be printed on the certificate and shown on the "
+              "verify page.", score=fmt_percent(attempt.score.percent / 100))
+            if st.session_state.get("quiz-show-score") else
+            t("Your score will be shown neither on the certificate nor on the verify page.")
+        )
+        left, right = st.columns(2)
+        left.button(t("Issue my certificate"), type="primary", key="quiz-issue",
+                    on_click=issue, args=(service, attempt.id, name))
+        right.button(t("Change the name"), key="quiz-edit-name",
+                     on_click=st.session_state.pop, args=(_CONFIRM, None))
+    show_notice()
+
+
+def issue(service: QuizService, attempt_id: str, name: str) -> None:
+    """The confirm button's callback: the certificate, in the session's language, under the
+    name the learner saw (or why it cannot be issued now)."""
+    try:
+        service.issue(attempt_id, name, bool(st.session_state.get("quiz-show-score")),
+                      lang=current_language())
+    except NameError_ as problem:
+        st.session_state[_NOTICE] = ("name", name_problem(problem))
+        st.session_state.pop(_CONFIRM, None)
+        return
+    except (StorageUnavailable, StorageError) as problem:
+        st.session_state[_NOTICE] = ("storage", problem)
+        return
+    st.session_state.pop(_CONFIRM, None)
 
 
 def show_result(service: QuizService, attempt: Attempt) -> None:
@@ -332,15 +453,12 @@ def render() -> None:
     st.title(t("Quiz"))
     try:
         service = shared_service()
-    except StorageError as problem:  # a lost signing key: the operator must act
-        LOG.error("%s", problem)
-        st.error(
-            t("Certificates cannot be issued or checked right now: the server's signing key "
-              "does not match the certificates it holds. The operator has been told in the "
-              "server log; please try again later."),
-            icon=":material/key_off:",
-        )
-        return
+        show_quiz(service)
+    except (StorageError, StorageUnavailable) as problem:  # the operator must act (or wait)
+        storage_message(problem)
+
+
+def show_quiz(service: QuizService) -> None:
     try:
         service.bank()
     except BankError as problem:  # a teacher's edit broke the file: say where

@@ -180,10 +180,12 @@ def main(argv: list[str]) -> None:
 
     from demos.runtime.service import get_service
     from quiz.service import startup_check
+    from ui.query import install_limit_notice
 
     if status := startup_check():  # a lost signing key or database: refuse, and say why
         sys.exit(status)
     PagesManager.uses_pages_directory = False
+    install_limit_notice()  # a link over Streamlit's limits is reported, not ignored
     get_service()  # the scheduler, and the worker process warming its engine
     if os.environ.get(WARM_ENV, "1") != "0":
         threading.Thread(target=_warm_store, name="warm-store", daemon=True).start()

@@ -4,18 +4,22 @@ not (quiz.certificates.CertificateStore.verify)."""
 
 from __future__ import annotations
 
+import logging
+
 import streamlit as st
 
 from i18n import DEFAULT, gettext
 from quiz import config
-from quiz.certificates import Status, Verification, long_date
+from quiz.certificates import Status, StorageError, Verification, long_date
 from quiz.ids import MAX_LINK_LENGTH, IdError, parse_id
 from quiz.markdown import escape_markdown
 from quiz.service import shared_service
 from quiz.signing import OPTIONAL_SIGNED_FIELDS, SIGNED_FIELDS
+from storage.database import StorageBusy, StorageUnavailable
 from ui.i18n import current_language, fmt_percent, pt, t
 
 PLACEHOLDER = "XXXXX-XXXXX-XXXXX-XXXXX-C"
+LOG = logging.getLogger(__name__)
 
 
 def offline_check(code: str = DEFAULT) -> str:
@@ -130,6 +134,22 @@ def details(result: Verification) -> None:
 
 def render() -> None:
     st.title(t("Verify a certificate"))
+    try:
+        show_verify()
+    except (StorageError, StorageUnavailable) as problem:  # the operator must act (or wait)
+        LOG.error("%s", problem)
+        if isinstance(problem, StorageBusy):
+            st.warning(t("The server is busy saving other learners' work. Please try again "
+                         "in a moment: nothing you did was lost."),
+                       icon=":material/hourglass_top:")
+        else:
+            st.error(t("Certificates cannot be checked right now: the server's certificate "
+                       "storage needs the operator's attention, and they have been told in "
+                       "the server log. Please try again later."),
+                     icon=":material/database_off:")
+
+
+def show_verify() -> None:
     service = shared_service(create_key=False, strict=False)  # public keys suffice here
     from_link = st.query_params.get("id", "")
     with st.form("verify"):

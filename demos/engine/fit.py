@@ -16,12 +16,20 @@ def predicted_total(cfg: ModelConfig, strategy: str, device: str = "cpu") -> int
     return theory.parameter_bytes(cfg) + theory.predicted_peak_bytes(cfg, strategy, device)
 
 
+# Timed steps at the confirmed size: the throughput is their median (demos.engine.measure.compare;
+# a size measured over the budget is not timed). One always; up to FIT_REPEATS within
+# FIT_TIME_CAP_SECONDS, so a long step (a large batch) costs the search no more than before.
+FIT_REPEATS = 3
+FIT_TIME_CAP_SECONDS = 2.0
+
+
 def largest_fitting(base: ModelConfig, strategy: str, vary: str, budget_bytes: int,
                     device: str = "auto", confirm: bool = True, max_tries: int = 4,
-                    repeats: int = 1) -> FitResult:
+                    repeats: int = FIT_REPEATS) -> FitResult:
     """Binary search on the theory for the largest `vary` ('batch' or 'seq_len') whose
     parameters + predicted peak fit budget_bytes; then, if confirm, run it and step down
-    (about 10% at a time) until the measured total fits too."""
+    (about 10% at a time) until the measured total fits too, and time that size with
+    `repeats` steps (wall and CPU time, the step's FLOPs counted)."""
     if vary not in ("batch", "seq_len"):
         raise ConfigError(f"vary={vary!r}: allowed batch, seq_len")
     if budget_bytes <= 0:
@@ -51,13 +59,19 @@ def largest_fitting(base: ModelConfig, strategy: str, vary: str, budget_bytes: i
     value = best
     for _ in range(max_tries):
         cfg = base.replace(**{vary: value})
-        comp = compare(cfg, [spec], device=device, repeats=repeats)  # the device's own guard
+        # the device's own guard; timed only when the measured total is within the budget
+        comp = compare(cfg, [spec], device=device, repeats=repeats, time_within=budget_bytes,
+                       min_repeats=1, time_cap_s=FIT_TIME_CAP_SECONDS)
         r = comp.results[0]
         total = (comp.parameter_bytes or 0) + (r.peak_bytes or 0)
         if r.fits and total <= budget_bytes:
             result.value_confirmed, result.peak_bytes = value, r.peak_bytes
             result.total_bytes = total
             result.step_seconds, result.measured_by = r.step_seconds, r.measured_by
+            result.step_seconds_runs = list(r.step_seconds_runs)
+            result.cpu_seconds_runs = list(r.cpu_seconds_runs)
+            result.threads = r.threads
+            result.flops_counted, result.flops_predicted = r.flops_counted, r.flops_predicted
             if r.step_seconds:
                 result.tokens_per_second = cfg.batch * cfg.seq_len / r.step_seconds
             return result

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 
 import torch
+from torch.utils.flop_counter import FlopCounterMode
 
 from demos.engine.device import DeviceInfo, detect_device
 from demos.engine.model import GPT, Segment, build_model, make_batch
@@ -33,6 +34,15 @@ CUDA_METHOD = N_("CUDA allocator (max_memory_allocated)")
 # reads "within noise". Five on a CPU answer a slider at the default in about 1.4 s
 # (2 cores, idle machine).
 PAGE_REPEATS = {"cpu": 5, "cuda": 9}
+# After those, timing goes on (rounds of every strategy, interleaved) while a strategy's
+# spread is wider than NARROW_SPREAD of its median, up to MAX_REPEATS_FACTOR × the asked
+# runs or TIME_CAP_SECONDS of timing in all, whichever comes first (so at most doubling
+# the time of the asked runs). Fewer than
+# MIN_ADAPTIVE_RUNS asked: exactly those (no spread worth the name to narrow).
+NARROW_SPREAD = 0.10
+MAX_REPEATS_FACTOR = 2
+TIME_CAP_SECONDS = 3.0
+MIN_ADAPTIVE_RUNS = 5
 CPU_LIMIT_FRACTION = 0.5  # of available memory: the machine is shared
 CUDA_LIMIT_FRACTION = 0.9  # of free GPU memory
 
@@ -143,12 +153,29 @@ class Step:
             return self.model(self.idx, self.tgt, plan)
 
     def timed(self, spec: StrategySpec, plan: list[Segment]) -> float:
+        return self.timed_with_cpu(spec, plan)[0]
+
+    def timed_with_cpu(self, spec: StrategySpec, plan: list[Segment]) -> tuple[float, float]:
+        """(wall seconds, this process's CPU seconds, all its threads) of one step. CPU
+        time well below wall time × threads means the process waited for the cores:
+        other work on the machine, not this step, took the difference."""
         self.model.zero_grad(set_to_none=True)
         sync(self.dev)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         self._forward(spec, plan).backward()
         sync(self.dev)
-        return time.perf_counter() - start
+        return time.perf_counter() - start, time.process_time() - cpu
+
+    def counted(self, spec: StrategySpec, plan: list[Segment]) -> int:
+        """torch.utils.flop_counter.FlopCounterMode around one whole step (forward, loss,
+        backward and the recomputation in it). A step of its own: the counter decomposes
+        the ops it has no formula for (LayerNorm, GELU: torch/utils/flop_counter.py), which
+        changes the temporaries, so it never runs under the memory tracker or the clock."""
+        self.model.zero_grad(set_to_none=True)
+        with FlopCounterMode(display=False) as counter:
+            self._forward(spec, plan).backward()
+        self.model.zero_grad(set_to_none=True)
+        return counter.get_total_flops()
 
     def allocator_peak(self, spec: StrategySpec, plan: list[Segment]) -> int:
         """CUDA: peak allocated bytes above what was allocated before the step."""
@@ -208,10 +235,15 @@ def _compare_grads(ref: list[torch.Tensor], model: GPT) -> tuple[float, bool]:
 
 def compare(config: ModelConfig, strategies: Sequence[str | StrategySpec], device: str = "auto",
             repeats: int = 5, timeline: bool = False, time_steps: bool = True,
-            limit_bytes: int | None = None,
+            limit_bytes: int | None = None, time_cap_s: float = TIME_CAP_SECONDS,
+            time_within: int | None = None, min_repeats: int | None = None,
             on_partial: Callable[[Comparison], None] | None = None) -> Comparison:
-    """Measure one training step per strategy on one model and batch.
-
+    """Measure one training step per strategy on one model and batch: memory under the
+    live tracker (with torch's FLOP counter around the same step), then `repeats` timed
+    steps or more (NARROW_SPREAD, `time_cap_s`), wall and CPU time. `time_within`: time
+    only the strategies whose parameters + measured peak stay within these bytes.
+    `min_repeats` (default `repeats`): the rounds always timed; the rest up to `repeats`
+    only within `time_cap_s` (long steps then get fewer timed runs).
     `on_partial(comparison)` sees the comparison as it fills in: once its memory is
     measured, then after each round of timed steps (medians of the runs so far).
 
@@ -263,10 +295,16 @@ def compare(config: ModelConfig, strategies: Sequence[str | StrategySpec], devic
         grads = _measure(step, specs[i], plans[i], results[i], ref, timeline, info)
         if grads is not None and ref is None:
             ref = grads
-    if time_steps and repeats > 0:
+    if time_within is not None:
+        plans = {i: plan for i, plan in plans.items()
+                 if (results[i].peak_bytes or 0) + param_bytes <= time_within}
+    for i, plan in plans.items():
+        if results[i].fits:
+            _count(step, specs[i], plan, results[i])
+    if time_steps and repeats > 0 and plans:
         if on_partial is not None:
             on_partial(comparison)  # the memory, before the timed steps
-        _time(step, specs, plans, results, repeats,
+        _time(step, specs, plans, results, repeats, time_cap_s, min_repeats,
               on_round=(lambda: on_partial(comparison)) if on_partial is not None else None)
     del step, model  # tensors are reference-counted: no gc.collect() needed (it costs 0.2 s)
     if dev.type == "cuda":
@@ -291,6 +329,8 @@ def _prepare(cfg, spec, info, limit, given_limit, param_bytes):
         predicted_peak_bytes=pred_peak, breakdown={}, step_seconds=None, step_seconds_runs=[],
         loss=None, max_grad_diff=None, bitwise_equal=None,
         measured_by=CUDA_METHOD if kind == "cuda" else TRACKER_METHOD,
+        flops_predicted=theory.counted_flops(cfg, spec, kind)["total"] if plan is not None
+        else None,
         plan=[f"{s.start}-{s.stop - 1} {s.policy or s.mode}" for s in plan or []])
     if plan is None:
         result.error_id, result.error_args = "budget", {"layers": cfg.layers}
@@ -374,30 +414,58 @@ def _measure(step: Step, spec, plan, result: StrategyResult, ref, timeline, info
     return grads
 
 
+def _count(step: Step, spec, plan, result: StrategyResult) -> None:
+    """torch's FLOP count of one whole step (Step.counted); none after out of memory."""
+    with OutOfMemory() as oom:
+        result.flops_counted = step.counted(spec, plan)
+    if oom.message is not None:
+        _free_memory(step.model)
+
+
+def _narrow(result: StrategyResult) -> bool:
+    runs = sorted(result.step_seconds_runs)
+    if len(runs) < 4:
+        return False
+    low, median, high = statistics.quantiles(runs, n=4, method="inclusive")
+    return median > 0 and (high - low) / median <= NARROW_SPREAD
+
+
 def _time(step: Step, specs, plans, results, repeats: int,
+          time_cap_s: float = TIME_CAP_SECONDS, min_repeats: int | None = None,
           on_round: Callable[[], None] | None = None) -> None:
-    """Median step time without any tracker, strategies interleaved run by run;
-    `on_round()` after each round but the last, with the medians so far."""
+    """Step times without any tracker, strategies interleaved run by run: `repeats` rounds,
+    then more while a spread is wide (NARROW_SPREAD), within MAX_REPEATS_FACTOR × repeats
+    rounds and `time_cap_s` seconds in all; wall and CPU time of each run, the median wall
+    time. `on_round()` after each round, with the medians so far."""
     warm = step.dev.type == "cuda"  # the tracked run warmed the CPU; warm the GPU too
-    for run in range(repeats + warm):
-        for i, plan in plans.items():
-            if not results[i].fits:
-                continue
+    most = repeats * MAX_REPEATS_FACTOR if repeats >= MIN_ADAPTIVE_RUNS else repeats
+    least = repeats if min_repeats is None else max(1, min(min_repeats, repeats))
+    began = time.perf_counter()
+    for run in range(most + warm):
+        timing = [i for i in plans if results[i].fits]
+        if run >= least + warm and (
+                time.perf_counter() - began >= time_cap_s
+                or all(_narrow(results[i]) for i in timing)):
+            break
+        for i in timing:
             with OutOfMemory() as oom:
-                seconds = step.timed(specs[i], plan)
+                seconds, cpu = step.timed_with_cpu(specs[i], plans[i])
                 if run >= warm:
                     results[i].step_seconds_runs.append(seconds)
+                    results[i].cpu_seconds_runs.append(cpu)
             if oom.message is not None:
                 _free_memory(step.model)
                 _refuse(results[i], "oom-timing", {},
                         f"does not fit: out of memory while timing "
                                     f"({oom.message})")
-        if on_round is not None and warm <= run < repeats + warm - 1:
+        if on_round is not None and run >= warm:
             for r in results:
                 if r.fits and r.step_seconds_runs:
                     r.step_seconds = statistics.median(r.step_seconds_runs)
             on_round()
+    threads = torch.get_num_threads() if step.dev.type == "cpu" else 1
     for r in results:
         if r.fits and r.step_seconds_runs:
             r.step_seconds = statistics.median(r.step_seconds_runs)
+            r.threads = threads
         step.model.zero_grad(set_to_none=True)

@@ -8,12 +8,18 @@ the ui/ modules read these types.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import statistics
+from dataclasses import asdict, dataclass, field, fields
 
 import pandas as pd
 
 from demos.engine.device import DeviceInfo
 from memory.config import ModelConfig
+
+# A timed run whose CPU time is under this share of wall time × threads waited for the
+# cores more than it computed; a spread (quartiles over median) above WIDE_SPREAD is wide.
+BUSY_CPU_SHARE = 0.5
+WIDE_SPREAD = 0.25
 
 
 @dataclass
@@ -55,9 +61,50 @@ class StrategyResult:
     # `error` keeps the English text for the CLI and the CSV
     error_id: str | None = None
     error_args: dict = field(default_factory=dict)
+    # torch.utils.flop_counter.FlopCounterMode around the whole tracked step, and what
+    # memory.theory.counted_flops predicts it counts
+    flops_counted: int | None = None
+    flops_predicted: float | None = None
+    # the process's CPU seconds (all threads) of each timed run, beside step_seconds_runs,
+    # and the threads it ran with: wall time well above CPU time / threads means the
+    # process waited for the cores (other work on the machine)
+    cpu_seconds_runs: list[float] = field(default_factory=list)
+    threads: int | None = None
+
+    @property
+    def cpu_seconds(self) -> float | None:
+        """Median CPU seconds of the timed runs."""
+        return statistics.median(self.cpu_seconds_runs) if self.cpu_seconds_runs else None
+
+    @property
+    def cpu_share(self) -> float | None:
+        """CPU time over wall time × threads, all timed runs together: near 1 on an idle
+        machine for well-threaded work, low when other processes took the cores."""
+        wall = sum(self.step_seconds_runs)
+        if not self.cpu_seconds_runs or not wall:
+            return None
+        return sum(self.cpu_seconds_runs) / (wall * (self.threads or 1))
+
+    @property
+    def spread_share(self) -> float | None:
+        """The middle half of the timed runs (quartiles) over their median; None under
+        four runs."""
+        runs = sorted(self.step_seconds_runs)
+        if len(runs) < 4:
+            return None
+        low, median, high = statistics.quantiles(runs, n=4, method="inclusive")
+        return (high - low) / median if median else None
+
+    @classmethod
+    def from_dict(cls, data: dict) -> StrategyResult:
+        """A result from as_dict's output (the timeline already as TimelinePoints or None);
+        the derived keys (cpu_seconds) and keys of a newer engine are left out."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
 
     def as_dict(self, timeline: bool = False) -> dict:
         d = asdict(self)
+        d["cpu_seconds"] = self.cpu_seconds
         d["timeline"] = ([asdict(p) for p in self.timeline]
                          if timeline and self.timeline is not None else None)
         return d
@@ -84,17 +131,31 @@ class Comparison:
         for r in self.results:
             row = {k: v for k, v in r.as_dict().items()
                    if k not in ("timeline", "breakdown", "step_seconds_runs", "plan",
-                                 "error_args")}
+                                 "error_args", "cpu_seconds_runs")}
             row.update({f"{k}_bytes": v for k, v in r.breakdown.items()})
             row["activation_error"] = (
                 (r.activation_bytes - r.predicted_activation_bytes) / r.predicted_activation_bytes
                 if r.activation_bytes is not None and r.predicted_activation_bytes else None)
             row["time_vs_none"] = (r.step_seconds / base.step_seconds
                                    if base and base.step_seconds and r.step_seconds else None)
+            row["flops_vs_none"] = (r.flops_counted / base.flops_counted
+                                    if base and base.flops_counted and r.flops_counted
+                                    else None)
             row["peak_vs_none"] = (r.peak_bytes / base.peak_bytes
                                    if base and base.peak_bytes and r.peak_bytes else None)
             rows.append(row)
         return pd.DataFrame(rows)
+
+    def busy(self) -> bool:
+        """Timed while the machine was busy: a strategy's CPU time fell far below its wall
+        time (BUSY_CPU_SHARE) or its spread was wide (WIDE_SPREAD). Such times are not
+        representative: demos.runtime.service measures them again when the server is idle."""
+        for r in self.results:
+            share, spread = r.cpu_share, r.spread_share
+            if (share is not None and share < BUSY_CPU_SHARE) or (
+                    spread is not None and spread > WIDE_SPREAD):
+                return True
+        return False
 
     def to_json(self, timeline: bool = False) -> dict:
         return {
@@ -103,6 +164,7 @@ class Comparison:
             "limit_bytes": self.limit_bytes,
             "parameter_bytes": self.parameter_bytes,
             "results": [r.as_dict(timeline) for r in self.results],
+            "timed_while_busy": self.busy(),
         }
 
 
@@ -120,3 +182,41 @@ class FitResult:
     step_seconds: float | None
     measured_by: str | None
     note: str = ""
+    # the confirmed size's timed runs (wall and CPU seconds) and its step FLOPs, counted by
+    # torch and predicted: tokens_per_second is from the median of the runs
+    step_seconds_runs: list[float] = field(default_factory=list)
+    cpu_seconds_runs: list[float] = field(default_factory=list)
+    threads: int | None = None
+    flops_counted: int | None = None
+    flops_predicted: float | None = None
+
+
+def timed_while_busy(result: object) -> bool:
+    """Whether a stored result's times were taken while the machine was busy (see
+    Comparison.busy): a Comparison, or a frame of sweep rows (cpu_seconds, step_seconds,
+    threads) or what-fits rows (their timed runs)."""
+    if isinstance(result, Comparison):
+        return result.busy()
+    if not isinstance(result, pd.DataFrame) or result.empty:
+        return False
+    for row in result.to_dict(orient="records"):
+        threads = row.get("threads") or 1
+        runs, cpu = row.get("step_seconds_runs"), row.get("cpu_seconds_runs")
+        if isinstance(runs, list) and isinstance(cpu, list) and runs and cpu:
+            wall, used = sum(runs), sum(cpu)
+            probe = StrategyResult(
+                strategy="", label="", fits=True, error=None, peak_bytes=None,
+                activation_bytes=None, predicted_activation_bytes=0, predicted_peak_bytes=0,
+                breakdown={}, step_seconds=None, step_seconds_runs=list(runs), loss=None,
+                max_grad_diff=None, bitwise_equal=None, measured_by="",
+                cpu_seconds_runs=list(cpu), threads=int(threads))
+            spread = probe.spread_share
+            if used / (wall * threads) < BUSY_CPU_SHARE or (spread or 0) > WIDE_SPREAD:
+                return True
+            continue
+        wall, used = row.get("step_seconds"), row.get("cpu_seconds")
+        if (isinstance(wall, float | int) and isinstance(used, float | int) and wall > 0
+                and not pd.isna(wall) and not pd.isna(used)
+                and used / (wall * threads) < BUSY_CPU_SHARE):
+            return True
+    return False

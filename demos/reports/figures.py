@@ -479,6 +479,13 @@ def sweep_figure(frame: pd.DataFrame, x: str, x_title: str, *,
                             line=dict(color=colour, width=2), marker=dict(size=8), row=2, col=1,
                             hovertemplate=(f"{name}<br>{x_title} %{{x}}<br>%{{y:.0f}} ms"
                                            "<extra></extra>"))
+        if "cpu_seconds" in part and part["cpu_seconds"].notna().any():
+            cpu = gettext(lang, "CPU time")
+            fig.add_scatter(x=part[x], y=part["cpu_seconds"] * 1000, mode="lines",
+                            name=f"{name} ({cpu})", legendgroup=strategy, showlegend=False,
+                            line=dict(color=colour, width=1.5, dash="dot"), row=2, col=1,
+                            hovertemplate=(f"{name}, {cpu}<br>{x_title} %{{x}}<br>"
+                                           "%{y:.0f} ms<extra></extra>"))
     fig.update_xaxes(type="log" if log_x else None)
     fig.update_xaxes(title_text=x_title, row=2, col=1)  # one x title, under both panels
     fig.update_yaxes(title_text=unit, rangemode="tozero", row=1, col=1)

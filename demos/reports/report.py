@@ -17,11 +17,11 @@ from dataclasses import dataclass
 import pandas as pd
 
 from demos.engine.results import StrategyResult
-from i18n import N_, format_number, gettext, language, pgettext
+from i18n import N_, format_decimal, format_number, format_percent, gettext, language, pgettext
 from i18n.units import MISSING, column_unit, format_bytes, format_bytes_in, format_ms
 from memory.config import ModelConfig
 from memory.strategies import title as strategy_title
-from memory.theory import PeakCause, peak_cause, shared_peaks
+from memory.theory import COURSE_OVERHEAD, PeakCause, peak_cause, shared_peaks
 from memory.worked_examples import korthikanti_layer_bytes
 
 GRADIENT_TOLERANCE = 1e-3  # "tiny numerical differences"; in practice they are bitwise equal
@@ -88,19 +88,20 @@ def time_spread(result: StrategyResult) -> TimeSpread | None:
 
 def time_verdict(result: StrategyResult, base: StrategyResult | None
                  ) -> tuple[str, float | None]:
-    """(id, ratio to none): 'baseline', 'slower' (the spreads do not overlap), 'noise'
-    (they do: the difference is within the timing noise), 'faster-noise' (measured faster
-    than none beyond the spread: still noise, since checkpointing only adds work; never
-    shown as a gain) or 'unknown'."""
+    """(id, ratio to none): 'baseline'; 'slower' when one median lies outside the other's
+    range on the slow side (its median above none's range, or none's median below its
+    range); 'faster-noise' the same on the fast side (checkpointing only adds work: noise,
+    never shown as a gain); 'noise' only when each median lies inside the other's range
+    (the ranges then overlap); 'unknown' without times."""
     if base is not None and result is base:
         return "baseline", 1.0
     mine, theirs = time_spread(result), time_spread(base) if base is not None else None
     if mine is None or theirs is None or not theirs.median:
         return "unknown", None
     ratio = mine.median / theirs.median
-    if mine.low > theirs.high:
+    if mine.median > theirs.high or theirs.median < mine.low:
         return "slower", ratio
-    if mine.high < theirs.low:
+    if mine.median < theirs.low or theirs.median > mine.high:
         return "faster-noise", ratio
     return "noise", ratio
 
@@ -112,8 +113,10 @@ def time_vs_none_text(result: StrategyResult, base: StrategyResult | None,
         return pgettext(lang, "time vs none", "baseline")
     if verdict == "slower" and ratio is not None:
         return gettext(lang, "{ratio:.2f}× slower", ratio=ratio)
-    if verdict in ("noise", "faster-noise"):
+    if verdict == "noise":
         return gettext(lang, "within noise")
+    if verdict == "faster-noise":
+        return gettext(lang, "measured faster: timing noise")
     return MISSING
 
 
@@ -128,9 +131,137 @@ def time_text(result: StrategyResult, lang: str = "en") -> str:
                    high=format_ms(spread.high, locale=loc).removesuffix(" ms"))
 
 
+def cpu_text(result: StrategyResult, lang: str = "en") -> str:
+    """'CPU 110 ms': the median CPU time (this process, all threads) of the timed runs."""
+    if result.cpu_seconds is None:
+        return ""
+    return gettext(lang, "CPU {time}", time=format_ms(result.cpu_seconds, locale=babel(lang)))
+
+
+def signed_percent(share: float, lang: str = "en", digits: int = 1) -> str:
+    """+16.7% in the language's style (a change: the sign always shown)."""
+    text = format_percent(abs(share), lang, digits)
+    return ("+" if share >= 0 else "−") + text
+
+
+def gflop_text(flops: float | None, lang: str = "en") -> str:
+    if flops is None:
+        return MISSING
+    return gettext(lang, "{gflop} GFLOP", gflop=format_decimal(flops / 1e9, lang, 2))
+
+
+def extra_compute(result: StrategyResult, base: StrategyResult | None
+                  ) -> tuple[float | None, float | None]:
+    """(counted, predicted) extra compute of a step against none's: 0.167 for +16.7%."""
+    if base is None or not result.fits:
+        return None, None
+    counted = (result.flops_counted / base.flops_counted - 1
+               if result.flops_counted and base.flops_counted else None)
+    predicted = (result.flops_predicted / base.flops_predicted - 1
+                 if result.flops_predicted and base.flops_predicted else None)
+    return counted, predicted
+
+
+def course_rule_text(lang: str = "en") -> str:
+    """The course's rule of thumb, said beside every measured overhead."""
+    return gettext(lang, "course: {full} ({frozen} with frozen weights)",
+                   full=signed_percent(COURSE_OVERHEAD["full"], lang, 0),
+                   frozen=signed_percent(COURSE_OVERHEAD["frozen"], lang, 0))
+
+
+def overhead_note(results: Sequence[StrategyResult], lang: str = "en",
+                  device_kind: str = "cpu") -> str:
+    """What the counted compute means, with the course's rule beside it."""
+    base = next((r for r in results if r.strategy == "none" and r.fits), None)
+    parts = []
+    for r in results:
+        counted, predicted = extra_compute(r, base)
+        if r is base or counted is None:
+            continue
+        parts.append(gettext(lang, "{name} {counted} (predicted {predicted})", name=label(r, lang),
+                             counted=signed_percent(counted, lang),
+                             predicted=signed_percent(predicted, lang)
+                             if predicted is not None else MISSING))
+    if not parts:
+        return ""
+    note = gettext(lang, "Extra compute of the whole step, counted by torch's FLOP counter "
+                         "(torch.utils.flop_counter) on this very run: {parts}; {course}.",
+                   parts=", ".join(parts), course=course_rule_text(lang))
+    note += " " + gettext(lang, "The course's rule counts one more forward pass. torch's "
+                                "non-reentrant checkpoint reruns less: it stops as soon as "
+                                "every tensor backward needs is rebuilt (early stop), so the "
+                                "MLP's last linear layer is never rerun; reentrant checkpoint "
+                                "reruns the whole layer.")
+    if device_kind == "cpu":
+        note += " " + gettext(lang, "On a CPU torch's counter has no formula for the fused "
+                                    "attention kernel: it counts the linear layers and the "
+                                    "head, and so does the prediction.")
+    return note
+
+
+def wall_cpu_note(results: Sequence[StrategyResult], busy: bool, lang: str = "en") -> str:
+    """Why wall time and CPU time differ, and whether these times are representative."""
+    timed = [r for r in results if r.fits and r.cpu_seconds is not None and r.step_seconds]
+    if not timed:
+        return ""
+    threads = max(r.threads or 1 for r in timed)
+    share = (sum(sum(r.cpu_seconds_runs) for r in timed)
+             / (threads * sum(sum(r.step_seconds_runs) for r in timed)))
+    note = gettext(lang, "Wall time is what the clock saw; CPU time is what this process "
+                         "computed on its {threads} threads, {share:.0%} of wall time × "
+                         "threads here. Other learners' runs on this shared server take the "
+                         "cores: wall time grows, CPU time does not, so the gap between them is "
+                         "their load, not checkpointing. The counted FLOPs do not depend on "
+                         "load.", threads=threads, share=share)
+    if busy:
+        note += " " + gettext(lang, "These times were taken while the server was busy (CPU "
+                                    "time far below wall time, or a wide spread): they are "
+                                    "measured again when it is idle.")
+    return note
+
+
+def sweep_compute_note(frame: pd.DataFrame, x: str, lang: str = "en") -> str:
+    """The curves' caption: at the sweep's largest value, each strategy's step FLOPs
+    counted by torch beside the prediction (against none's where it ran), the course's
+    rule, and what the dotted CPU-time lines mean."""
+    if frame.empty or "flops_counted" not in frame or x not in frame:
+        return ""
+    data = frame[frame["flops_counted"].notna()]
+    if "fits" in data:
+        data = data[data["fits"].fillna(False).astype(bool)]
+    if data.empty:
+        return ""
+    last = data[data[x] == data[x].max()]
+    base = last[last["strategy"] == "none"]
+    parts = []
+    for row in last.itertuples():
+        name = label_of(row.strategy, lang)
+        if not base.empty and row.strategy != "none":
+            counted = row.flops_counted / base["flops_counted"].iloc[0] - 1
+            predicted = row.flops_predicted / base["flops_predicted"].iloc[0] - 1
+            parts.append(gettext(lang, "{name} {counted} (predicted {predicted})", name=name,
+                                 counted=signed_percent(counted, lang),
+                                 predicted=signed_percent(predicted, lang)))
+        elif base.empty:
+            parts.append(gettext(lang, "{name} {counted} (predicted {predicted})", name=name,
+                                 counted=gflop_text(row.flops_counted, lang),
+                                 predicted=gflop_text(row.flops_predicted, lang)))
+    if not parts:
+        return ""
+    note = gettext(lang, "Compute of one step at {x} = {value}, counted by torch's FLOP counter: "
+                         "{parts}; {course}.", x=x, value=int(last[x].iloc[0]),
+                   parts=", ".join(parts), course=course_rule_text(lang))
+    if "cpu_seconds" in frame and frame["cpu_seconds"].notna().any():
+        note += " " + gettext(lang, "Time panel: solid lines wall time, dotted lines this "
+                                    "process's CPU time; the gap between them is other work on "
+                                    "this shared server, not checkpointing.")
+    return note
+
+
 # ---------------------------------------------------------------- the compare table
 
-# column id -> header (a catalog message). Five columns, so a phone (390 px) shows them all.
+# column id -> header (a catalog message). Five columns, so a phone (390 px) shows them all:
+# the counted compute of every strategy is in overhead_note, under the table.
 COMPARE_COLUMNS: dict[str, str] = {
     "strategy": N_("Strategy"),
     "peak": N_("Peak memory (vs none)"),
@@ -147,7 +278,8 @@ def header(lang: str, msgid: str) -> str:
 
 def results_table(results: Sequence[StrategyResult], lang: str = "en") -> pd.DataFrame:
     """One row per strategy, formatted for reading in `lang` (the CSV keeps raw numbers):
-    the step time with its spread and, against none, "1.25× slower" or "within noise"."""
+    the step time with its spread and the CPU time and, against none, "1.25× slower" or
+    "within noise"; the step's FLOPs counted by torch beside the prediction."""
     base = next((r for r in results if r.strategy == "none" and r.fits), None)
     loc = babel(lang)
     # One unit per column (the largest value's), so sizes compare at a glance.
@@ -169,6 +301,8 @@ def results_table(results: Sequence[StrategyResult], lang: str = "en") -> pd.Dat
                        predicted=format_bytes_in(r.predicted_activation_bytes, held_unit,
                                                  locale=loc))
         step = time_text(r, lang)
+        if r.cpu_seconds is not None:
+            step += ", " + cpu_text(r, lang)
         if r is not base:
             step += ", " + time_vs_none_text(r, base, lang)
         rows.append([label(r, lang), peak, held, step, gradient_match(r, lang)])
@@ -209,12 +343,16 @@ def timing_note(results: Sequence[StrategyResult], lang: str = "en") -> str:
                          "interleaved; the range is the middle half of the runs.", count=count)
     base, _ = baseline_and_best(results)
     noisy = [label(r, lang) for r in results
-             if r is not base and time_verdict(r, base)[0] in ("noise", "faster-noise")]
+             if r is not base and time_verdict(r, base)[0] == "noise"]
     if noisy:
-        note += " " + gettext(lang, "{names}: within noise, the ranges overlap with none's; on a "
-                                    "shared machine that is no measurable difference "
-                                    "(checkpointing only adds work).",
-                              names=", ".join(noisy))
+        note += " " + gettext(lang, "{names}: within noise, each median lies inside the other's "
+                                    "range; on a shared machine that is no measurable "
+                                    "difference.", names=", ".join(noisy))
+    faster = [label(r, lang) for r in results
+              if r is not base and time_verdict(r, base)[0] == "faster-noise"]
+    if faster:
+        note += " " + gettext(lang, "{names}: measured faster than none, which is timing noise "
+                                    "(checkpointing only adds work).", names=", ".join(faster))
     return note
 
 
@@ -308,6 +446,8 @@ CSV_HEADERS: dict[str, str] = {
     "predicted_peak_bytes": N_("predicted_peak_bytes"), "step_seconds": N_("step_seconds"),
     "loss": N_("loss"), "step": N_("step"), "max_grad_diff": N_("max_grad_diff"),
     "bitwise_equal": N_("bitwise_equal"), "measured_by": N_("measured_by"),
+    "flops_counted": N_("flops_counted"), "flops_predicted": N_("flops_predicted"),
+    "cpu_seconds": N_("cpu_seconds"),
 }
 
 
@@ -379,9 +519,54 @@ def _confirmed(confirmed: object, predicted: object, lang: str) -> str:
     return text
 
 
+def _runs(row: pd.Series, name: str) -> list[float]:
+    value = row.get(name) if name in row else None
+    return [float(v) for v in value] if isinstance(value, list | tuple) else []
+
+
+def throughput_text(row: pd.Series, lang: str = "en") -> str:
+    """'12,345 (11,900–12,800)': tokens per second from the median step time, and from the
+    middle half of the timed runs (the slowest and fastest under four runs)."""
+    tokens = row.get("tokens_per_second")
+    runs = sorted(_runs(row, "step_seconds_runs"))
+    if tokens is None or pd.isna(tokens):
+        return MISSING
+    text = _whole(tokens, lang)
+    if len(runs) >= 2 and row.get("step_seconds"):  # as time_spread: quartiles from 4 runs
+        low, high = runs[0], runs[-1]
+        if len(runs) >= 4:
+            low, _, high = statistics.quantiles(runs, n=4, method="inclusive")
+        per_step = float(tokens) * float(row["step_seconds"])  # the tokens of one step
+        text = gettext(lang, "{median} ({low}–{high})", median=text,
+                       low=_whole(per_step / high, lang), high=_whole(per_step / low, lang))
+    return text
+
+
+def fit_step_text(row: pd.Series, lang: str = "en") -> str:
+    """'410 ms, CPU 380 ms · 60.13 GFLOP (predicted 60.13)': one step at the confirmed size,
+    wall and CPU time, and its FLOPs counted by torch beside the prediction."""
+    seconds = row.get("step_seconds")
+    if seconds is None or pd.isna(seconds):
+        return MISSING
+    loc = babel(lang)
+    text = format_ms(float(seconds), locale=loc)
+    cpu = _runs(row, "cpu_seconds_runs")
+    if cpu:
+        text += ", " + gettext(lang, "CPU {time}",
+                               time=format_ms(statistics.median(cpu), locale=loc))
+    counted, predicted = row.get("flops_counted"), row.get("flops_predicted")
+    if counted is not None and pd.notna(counted):
+        text += " · " + gettext(lang, "{counted} (predicted {predicted})",
+                                counted=gflop_text(float(counted), lang),
+                                predicted=gflop_text(float(predicted), lang)
+                                if predicted is not None and pd.notna(predicted) else MISSING)
+    return text
+
+
 def fits_table(frame: pd.DataFrame, field: str, lang: str = "en") -> pd.DataFrame:
     """Four columns, so a phone shows them all: the confirmed size (with the prediction
-    when they differ), the measured total and the throughput."""
+    when they differ), the measured total, and the throughput with its spread beside one
+    step's wall and CPU time and FLOPs (counted, predicted)."""
     confirmed = FIT_HEADERS["batch" if field == "batch" else "seq_len"]
     loc = babel(lang)
     total_unit = column_unit(frame["total_bytes"])
@@ -391,5 +576,29 @@ def fits_table(frame: pd.DataFrame, field: str, lang: str = "en") -> pd.DataFram
             frame["value_confirmed"], frame["value_predicted"], strict=True)],
         header(lang, N_("Measured total (with parameters)")): [
             format_bytes_in(v, total_unit, locale=loc) for v in frame["total_bytes"]],
-        header(lang, N_("Tokens / s")): [_whole(v, lang) for v in frame["tokens_per_second"]],
+        header(lang, N_("Tokens / s · one step: wall, CPU · compute counted (predicted)")): [
+            _joined(throughput_text(row, lang), fit_step_text(row, lang))
+            for _, row in frame.iterrows()],
     })
+
+
+def _joined(*parts: str) -> str:
+    return " · ".join(part for part in parts if part != MISSING) or MISSING
+
+
+def fits_timing_note(frame: pd.DataFrame, lang: str = "en") -> str:
+    """How What fits timed its throughput, wall against CPU time, and the course's rule
+    beside the measured cost of checkpointing."""
+    runs = [len(_runs(row, "step_seconds_runs")) for _, row in frame.iterrows()]
+    runs = [n for n in runs if n]
+    if not runs:
+        return ""
+    note = gettext(lang, "Tokens per second from the median of the timed steps at the "
+                         "confirmed size ({low} to {high} per strategy here: more while they "
+                         "take little time), in brackets the range of the runs; each strategy "
+                         "at its own size, so on a busy server compare them with care: CPU "
+                         "time beside wall time shows the load (the gap is other learners' "
+                         "work).", low=min(runs), high=max(runs))
+    return note + " " + gettext(lang, "The extra compute of checkpointing is set by the "
+                                      "model, not the batch; {course}.",
+                                course=course_rule_text(lang))

@@ -52,7 +52,7 @@ def what_fits_demo() -> None:
                           lambda lang: fits_figure(frame, field, budget_mib * 2**20, lang))
             display.note(fits_caption(frame, field, lang))
         display.measured_caption(runner.device().label(), list(frame["measured_by"]),
-                                 t("Tokens per second from one timed step at the confirmed size."))
+                                 report.fits_timing_note(frame, lang))
         display.download(frame, f"what-fits-{field}-{budget_mib}MiB-{report.config_slug(config)}")
 
     runner.run_fits(config, controls.FIT_STRATEGIES, field, budget_mib * 2**20, show=show)

@@ -31,10 +31,17 @@ def test_compare_json_follows_the_contract():
             "step_seconds", "loss", "max_grad_diff", "fits", "measured_by"}
     assert [r["strategy"] for r in data["results"]] == ["none", "every-layer", "sqrt",
                                                        "selective:save-matmuls"]
+    assert isinstance(data["timed_while_busy"], bool)
     for r in data["results"]:
         assert keys <= set(r)
         assert r["fits"] is True and isinstance(r["peak_bytes"], int)
         assert r["step_seconds"] > 0
+        assert r["cpu_seconds"] > 0 and len(r["cpu_seconds_runs"]) == len(r["step_seconds_runs"])
+        # torch's FLOP counter around the whole step, and the theory's prediction of it
+        assert isinstance(r["flops_counted"], int)
+        assert r["flops_counted"] == pytest.approx(r["flops_predicted"], rel=0.01)
+    counted = {r["strategy"]: r["flops_counted"] for r in data["results"]}
+    assert counted["every-layer"] > counted["none"]
 
 
 @pytest.mark.parametrize("argv,needle", [

@@ -1,5 +1,5 @@
 """The Llama-style block in the demo engine (ModelConfig.arch="llama"): every strategy
-gives the gradients of none, and the theory (demos.planner's per-layer formula, through
+gives the gradients of none, and the theory (memory.layer's per-layer formula, through
 memory.theory) predicts the bytes held for backward to the byte on the CPU."""
 
 from __future__ import annotations

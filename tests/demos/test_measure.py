@@ -179,7 +179,50 @@ def test_the_result_records_where_its_peak_was():
 
 
 def test_page_timing_has_enough_interleaved_runs_for_a_spread():
-    from demos.engine.measure import PAGE_REPEATS
+    from demos.engine.measure import MAX_REPEATS_FACTOR, PAGE_REPEATS
 
     comp = compare(TINY, ["none", "every-layer"], device="cpu", repeats=PAGE_REPEATS["cpu"])
-    assert all(len(r.step_seconds_runs) == PAGE_REPEATS["cpu"] >= 5 for r in comp.results)
+    runs = {len(r.step_seconds_runs) for r in comp.results}
+    assert len(runs) == 1  # interleaved: every strategy the same number of runs
+    assert PAGE_REPEATS["cpu"] <= runs.pop() <= PAGE_REPEATS["cpu"] * MAX_REPEATS_FACTOR
+    assert all(len(r.cpu_seconds_runs) == len(r.step_seconds_runs) for r in comp.results)
+
+
+def test_the_run_estimates_know_the_timing_rules():
+    from demos.engine import fit
+    from demos.runtime import jobs
+
+    assert jobs.FIT_REPEATS == fit.FIT_REPEATS
+
+
+def test_timing_goes_on_while_the_spread_is_wide_until_the_cap(monkeypatch):
+    """Runs that alternate 1 s and 2 s never narrow: timing stops at 2x the asked runs;
+    steady runs stop at the asked number; a time cap of 0 stops at once after them."""
+    from demos.engine import measure
+
+    clock = iter(range(10**6))
+    monkeypatch.setattr(measure.Step, "timed_with_cpu",
+                        lambda self, spec, plan: (1.0 + next(clock) % 2, 1.0))
+    comp = compare(TINY, ["none"], device="cpu", repeats=5)
+    assert len(comp.results[0].step_seconds_runs) == 10
+    assert comp.busy()  # a wide spread is not representative
+    comp = compare(TINY, ["none"], device="cpu", repeats=5, time_cap_s=0)
+    assert len(comp.results[0].step_seconds_runs) == 5
+    monkeypatch.setattr(measure.Step, "timed_with_cpu", lambda self, spec, plan: (1.0, 0.9))
+    comp = compare(TINY, ["none"], device="cpu", repeats=5)
+    assert len(comp.results[0].step_seconds_runs) == 5 and not comp.busy()
+
+
+def test_what_fits_times_its_confirmed_size_with_repeats(monkeypatch):
+    """Fast steps: three timed runs at the confirmed size, wall and CPU time, and the
+    step's FLOPs counted; a size over the budget is not timed."""
+    from demos.engine import measure
+    from demos.engine.fit import FIT_REPEATS, largest_fitting
+
+    monkeypatch.setattr(measure.Step, "timed_with_cpu", lambda self, spec, plan: (0.01, 0.01))
+    found = largest_fitting(TINY, "none", "batch", 4 * 2**20, device="cpu")
+    assert found.value_confirmed
+    assert len(found.step_seconds_runs) == len(found.cpu_seconds_runs) == FIT_REPEATS
+    assert found.tokens_per_second == pytest.approx(
+        found.value_confirmed * TINY.seq_len / 0.01)
+    assert found.flops_counted == pytest.approx(found.flops_predicted, rel=0.01)

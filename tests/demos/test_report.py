@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import statistics
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -18,6 +19,7 @@ from demos.reports.report import (
     korthikanti,
     loss_differences,
     loss_table,
+    overhead_note,
     peak_sentence,
     results_table,
     shared_peak_notes,
@@ -25,18 +27,26 @@ from demos.reports.report import (
     time_text,
     time_verdict,
     timing_note,
+    wall_cpu_note,
 )
 from memory.config import ModelConfig
 
 DEMOS = Path(__file__).resolve().parents[2] / "demos"
+TIME = "Step time (vs none)"
+THROUGHPUT = "Tokens / s · one step: wall, CPU · compute counted (predicted)"
 
 
 def _result(strategy: str, peak: int, seconds: float, diff: float | None, equal: bool | None,
-            fits: bool = True, runs: list[float] | None = None) -> SimpleNamespace:
+            fits: bool = True, runs: list[float] | None = None, cpu: list[float] | None = None,
+            flops: tuple[int, float] | None = None) -> SimpleNamespace:
     return SimpleNamespace(strategy=strategy, label=strategy, fits=fits, peak_bytes=peak,
                            activation_bytes=peak // 2, predicted_activation_bytes=peak // 2,
                            step_seconds=seconds,
                            step_seconds_runs=runs if runs is not None else [seconds] * 3,
+                           cpu_seconds_runs=cpu or [], threads=1,
+                           cpu_seconds=statistics.median(cpu) if cpu else None,
+                           flops_counted=flops[0] if flops else None,
+                           flops_predicted=flops[1] if flops else None,
                            max_grad_diff=diff, bitwise_equal=equal, error="over the limit")
 
 
@@ -47,9 +57,9 @@ def test_results_table_reads_against_none() -> None:
                _result("budget:dp:40%", 0, 0.0, None, None, fits=False)]
     table = results_table(results)
     assert list(table.columns) == ["Strategy", "Peak memory (vs none)",
-                                   "Activations held (predicted)", "Step time (vs none)",
+                                   "Activations held (predicted)", TIME,
                                    "Same gradients"]  # five: a phone shows them all
-    assert list(table["Step time (vs none)"]) == [
+    assert list(table[TIME]) == [
         "200 ms (200–200)", "250 ms (250–250), 1.25× slower", "240 ms (240–240), 1.20× slower",
         "–"]
     assert list(table["Peak memory (vs none)"])[:3] == ["100.0 MiB", "40.0 MiB (40%)",
@@ -68,20 +78,62 @@ def test_a_difference_within_the_spread_reads_within_noise_never_as_a_gain() -> 
     """Every-layer once measured 16% faster than none (2 steps) was shown in green."""
     none = _result("none", 100, 0.20, None, None, runs=[0.17, 0.19, 0.20, 0.22, 0.26])
     faster = _result("every-layer", 40, 0.17, 0.0, True, runs=[0.15, 0.16, 0.17, 0.21, 0.22])
-    assert time_verdict(faster, none)[0] == "noise"
-    assert results_table([none, faster])["Step time (vs none)"].iloc[1].endswith(
-        ", within noise")
-    assert "every-layer: within noise" in timing_note([none, faster])
+    # 0.17 lies outside none's range (0.19-0.22): faster, which is noise, never a gain
+    assert time_verdict(faster, none)[0] == "faster-noise"
+    assert results_table([none, faster])[TIME].iloc[1].endswith(
+        ", measured faster: timing noise")
+    assert "every-layer: measured faster than none" in timing_note([none, faster])
     clear = _result("every-layer", 40, 0.30, 0.0, True, runs=[0.28, 0.29, 0.30, 0.31, 0.32])
     verdict, ratio = time_verdict(clear, none)
     assert verdict == "slower" and ratio == pytest.approx(1.5)
     odd = _result("sqrt", 40, 0.10, 0.0, True, runs=[0.09, 0.10, 0.10, 0.10, 0.11])
     assert time_verdict(odd, none)[0] == "faster-noise"  # worded as noise, not a gain
-    assert results_table([none, odd])["Step time (vs none)"].iloc[1].endswith(
-        ", within noise")
+    assert results_table([none, odd])[TIME].iloc[1].endswith(
+        ", measured faster: timing noise")
     spread = time_spread(none)
     assert (spread.median, spread.low, spread.high) == pytest.approx((0.20, 0.19, 0.22))
     assert time_text(none) == "200 ms (190–220)"
+
+
+def test_within_noise_only_when_each_median_lies_in_the_others_range() -> None:
+    """The home page read "224 ms (207–258), within noise of none (170 ms)": the ranges
+    touched, but 170 ms lies outside 207–258. Overlapping ranges are not enough."""
+    none = _result("none", 100, 0.170, None, None, runs=[0.150, 0.160, 0.170, 0.210, 0.230])
+    every = _result("every-layer", 40, 0.224, 0.0, True,
+                    runs=[0.200, 0.207, 0.224, 0.258, 0.270])
+    assert time_spread(none).high >= time_spread(every).low  # the ranges overlap
+    verdict, ratio = time_verdict(every, none)
+    assert verdict == "slower" and ratio == pytest.approx(0.224 / 0.170)
+    assert "within noise" not in results_table([none, every])[TIME].iloc[1]
+    assert "within noise" not in timing_note([none, every])
+    # none's median inside every's range, but every's median outside none's: still slower
+    wide = _result("every-layer", 40, 0.200, 0.0, True,
+                   runs=[0.100, 0.150, 0.200, 0.250, 0.300])
+    narrow = _result("none", 100, 0.160, None, None, runs=[0.150, 0.155, 0.160, 0.165, 0.170])
+    assert time_verdict(wide, narrow)[0] == "slower"
+    # each median inside the other's range: within noise
+    close = _result("every-layer", 40, 0.180, 0.0, True,
+                    runs=[0.150, 0.160, 0.180, 0.200, 0.210])
+    assert time_verdict(close, none)[0] == "noise"
+    assert "every-layer: within noise" in timing_note([none, close])
+
+
+def test_cpu_time_and_counted_compute_stand_beside_the_wall_time() -> None:
+    none = _result("none", 100, 0.20, None, None, runs=[0.2] * 5, cpu=[0.1] * 5,
+                   flops=(51_540_000_000, 51_540_000_000.0))
+    every = _result("every-layer", 40, 0.30, 0.0, True, runs=[0.3] * 5, cpu=[0.15] * 5,
+                    flops=(60_130_000_000, 60_130_000_000.0))
+    table = results_table([none, every])
+    assert table[TIME].iloc[0] == "200 ms (200–200), CPU 100 ms"
+    assert table[TIME].iloc[1] == "300 ms (300–300), CPU 150 ms, 1.50× slower"
+    note = overhead_note([none, every])
+    assert "every-layer +16.7% (predicted +16.7%)" in note
+    assert "course: +33% (+50% with frozen weights)" in note
+    assert "early stop" in note
+    gap = wall_cpu_note([none, every], busy=True)
+    assert "50%" in gap and "their load" in gap and "measured again" in gap
+    assert "measured again" not in wall_cpu_note([none, every], busy=False)
+    assert "16,7" in overhead_note([none, every], "de")
 
 
 def test_peak_sentence_says_where_the_peak_is_and_what_sets_it() -> None:
@@ -132,9 +184,9 @@ def test_fits_table_names_the_grown_dimension() -> None:
                           "tokens_per_second": [1234.4, float("nan")]})
     table = fits_table(frame, "seq_len")
     assert list(table.columns) == ["Strategy", "Largest sequence length (confirmed)",
-                                   "Measured total (with parameters)", "Tokens / s"]
+                                   "Measured total (with parameters)", THROUGHPUT]
     assert list(table["Largest sequence length (confirmed)"]) == ["4", "8 (predicted 9)"]
-    assert list(table["Tokens / s"]) == ["1,234", "–"]
+    assert list(table[THROUGHPUT]) == ["1,234", "–"]
     assert list(table["Measured total (with parameters)"]) == ["3.0 MiB", "5.0 MiB"]
     assert "Largest batch (confirmed)" in fits_table(frame, "batch")
     german = fits_table(frame, "seq_len", "de")

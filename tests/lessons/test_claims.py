@@ -80,6 +80,52 @@ def test_cost_says_a_third_is_a_flop_count_not_a_bound():
     assert lesson_values()["extra_share_of_new_step"] == "25%"
 
 
+def test_cost_teaches_early_stop_reentrant_and_frozen_weights():
+    """Lesson 6 follows what torch does: non-reentrant checkpoint stops early, reentrant
+    reruns whole layers, and with frozen weights one more forward is about half a step."""
+    values = lesson_values()
+    text = all_text("cost-and-correctness")
+    for needle in ("early stop", "use_reentrant=True", "FlopCounterMode",
+                   values["demo_counted_overhead"], values["demo_counted_reentrant"],
+                   values["frozen_overhead"], "+" + values["plan_every_extra"]):
+        assert needle in text, needle
+    assert values["frozen_overhead"] == "50%"
+    assert "exactly **one extra forward pass**" not in all_text("how-it-works")
+    assert "set_checkpoint_early_stop" in all_text("how-it-works")
+
+
+def test_the_lessons_count_is_torchs_count():
+    """The counts lesson 6 states for the Compare demo's default model are what torch's
+    FLOP counter counts around one real step: without checkpointing, every layer
+    checkpointed (non-reentrant, early stop), and early stop off (a whole rerun, as
+    reentrant checkpoint does)."""
+    import torch
+    from torch.utils.checkpoint import set_checkpoint_early_stop
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from demos.engine.model import build_model, make_batch
+    from lessons.values import counted_demo_flops
+    from memory.config import demo_default
+    from memory.theory import plan_for
+
+    torch.set_num_threads(1)
+    cfg = demo_default("cpu")
+    model = build_model(cfg)
+    idx, tgt = make_batch(cfg)
+
+    def count(strategy: str) -> int:
+        model.zero_grad(set_to_none=True)
+        with FlopCounterMode(display=False) as counter:
+            model(idx, tgt, plan_for(cfg, strategy)).backward()
+        return counter.get_total_flops()
+
+    predicted = counted_demo_flops(cfg)
+    assert count("none") == pytest.approx(predicted["none"], rel=0.01)
+    assert count("every-layer") == pytest.approx(predicted["every"], rel=0.01)
+    with set_checkpoint_early_stop(False):
+        assert count("every-layer") == pytest.approx(predicted["reentrant"], rel=0.01)
+
+
 def test_cost_does_not_recommend_mixed_precision_for_state():
     text = all_text("cost-and-correctness")
     assert "For them, use mixed precision" not in text

@@ -92,6 +92,22 @@ def test_no_option_leans_on_an_absolute(bank, qid):
         assert "strictly" not in option, option
 
 
+def test_the_overhead_items_follow_what_torch_counts(bank):
+    """Early stop, reentrant and frozen weights, worded with the lesson's counts (which a
+    lessons test checks against torch's FLOP counter)."""
+    from lessons.values import lesson_values
+
+    values = lesson_values()
+    early = _all_text(bank["early-stop"])
+    assert values["demo_counted_overhead"] in early and "early" in early.lower()
+    assert bank["early-stop"].correct == {0}
+    assert "last linear" in bank["early-stop"].options[0]
+    assert values["demo_counted_reentrant"] in bank["reentrant-reruns-all"].prompt
+    assert "whole function" in bank["reentrant-reruns-all"].options[0]
+    frozen = bank["frozen-weights-overhead"]
+    assert values["frozen_overhead"] in frozen.options[0] and frozen.correct == {0}
+    assert "+" + values["plan_every_extra"] in frozen.explanations[0]
+
 THROW_AWAYS = ("It turns off the dataset cache on disk", "A copy of the block's weights on disk",
                "The model switches to 8-bit", "It disables checkpointing", "Stores them in 8-bit",
                "reused as the starting point of the next batch",

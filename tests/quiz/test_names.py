@@ -91,3 +91,36 @@ def test_cjk_names_are_refused_clearly_without_a_cjk_font(
             normalise_name(name)
         assert error.value.problem is NameProblem.UNDRAWABLE_NO_CJK
         assert error.value.params["characters"].startswith(shown)
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("Ada\u200bLovelace", "AdaLovelace"),  # zero-width space
+        ("Ada\u200dLovelace", "AdaLovelace"),  # a joiner Latin does not need
+        ("Ada\u200c Lovelace", "Ada Lovelace"),
+        ("\ufeffAda Lovelace", "Ada Lovelace"),  # byte-order mark
+        ("Ada\u2060Lovelace", "AdaLovelace"),  # word joiner
+        ("Ada\u00adLovelace", "AdaLovelace"),  # soft hyphen
+        ("Ada\U000e0041Lovelace", "AdaLovelace"),  # a tag character
+        ("\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",  # Persian: the ZWNJ stays
+         "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"),
+        ("\u0645\u06cc\u200c Ada", "\u0645\u06cc Ada"),  # not between two Arabic letters
+    ],
+)
+def test_invisible_characters_are_removed_where_no_script_needs_them(raw: str,
+                                                                     expected: str) -> None:
+    assert normalise_name(raw) == expected
+
+
+def test_names_that_look_the_same_are_the_same() -> None:
+    looks_alike = {"Ada Lovelace", "Ada\u200b Lovelace", "\u2060Ada Lovelace\ufeff",
+                   "Ada \u200dLovelace"}
+    assert {normalise_name(name) for name in looks_alike} == {"Ada Lovelace"}
+
+
+def test_indic_joiners_between_letters_and_signs_stay() -> None:
+    from quiz.names import strip_invisible
+
+    assert strip_invisible("\u0915\u094d\u200d\u0937") == "\u0915\u094d\u200d\u0937"
+    assert strip_invisible("\u200d\u0915") == "\u0915"

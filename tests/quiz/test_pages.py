@@ -85,6 +85,9 @@ def test_quiz_to_a_pass_and_a_certificate(app_test: RunPage) -> None:
     assert not at.exception
     assert any("100%" in str(m.value) for m in at.metric)
     at.text_input[0].input("<script>alert('x')</script> Nguyễn")
+    at = button(at, "Check the name").click().run()
+    assert not at.exception
+    assert open_service().certificate_for(current(at).id) is None  # not issued yet
     at = button(at, "Issue my certificate").click().run()
     assert not at.exception
     markdown = " ".join(m.value for m in at.markdown)
@@ -113,7 +116,7 @@ def test_a_bad_name_gets_a_clear_message(app_test: RunPage) -> None:
         ("\u200b\ufeff\u2800", "no visible letter"),
     ]:
         at.text_input[0].input(name)
-        at = button(at, "Issue my certificate").click().run()
+        at = button(at, "Check the name").click().run()
         assert any(reason in e.value for e in at.error), name
     assert open_service().certificate_for(current(at).id) is None
 
@@ -285,6 +288,6 @@ def test_a_lost_signing_key_is_a_clear_notice_not_a_traceback(app_test: RunPage)
     (Path(os.environ["DATA_DIR"]) / "signing_key.pem").unlink()
     at = app_test("pages/take_quiz.py")
     assert not at.exception
-    assert any("signing key" in e.value for e in at.error)
+    assert any("certificate storage needs the operator" in e.value for e in at.error)
     at = app_test("pages/verify.py", query={"id": certificate_id})  # public keys suffice
     assert "VALID" in _status(at)

@@ -151,3 +151,92 @@ def test_a_server_killed_while_issuing_loses_nothing(servers: list[dict[str, str
     after = _worker(servers[0], "issue", "2")
     out, err = after.communicate(timeout=300)
     assert after.returncode == 0 and len(out.split()) == 2, err
+
+
+def _fresh_database(postgres_url: str, name: str) -> str:
+    """A new, empty database on the test server; its URL."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(postgres_url, isolation_level="AUTOCOMMIT")
+    with engine.connect() as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    engine.dispose()
+    return postgres_url.rsplit("/", 1)[0] + f"/{name}"
+
+
+def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "quiz", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_export_then_import_into_fresh_databases_keeps_every_status(
+    servers: list[dict[str, str]], postgres_url: str, tmp_path: Path
+) -> None:
+    """PostgreSQL -> export -> a fresh PostgreSQL and a fresh SQLite database: every
+    certificate verifies there, the revoked one stays revoked; the export alone, with the
+    public key, checks a certificate offline."""
+    source = {**servers[0], "DATABASE_URL": _fresh_database(postgres_url, "export_source"),
+              "DATA_DIR": str(tmp_path / "source")}
+    issuing = _worker(source, "issue", "3")
+    out, err = issuing.communicate(timeout=300)
+    assert issuing.returncode == 0, err
+    ids = out.split()
+    assert _cli(source, "revoke", ids[0], "--reason", "a test").returncode == 0
+    backup = tmp_path / "backup.jsonl"
+    assert _cli(source, "export", str(backup)).returncode == 0
+    public = tmp_path / "public.pem"
+    public.write_text(_cli(source, "public-key").stdout)
+    targets = [
+        {**source, "DATABASE_URL": _fresh_database(postgres_url, "restored"),
+         "DATA_DIR": str(tmp_path / "restored-pg")},
+        {**source, "DATA_DIR": str(tmp_path / "restored-sqlite")},
+    ]
+    targets[1].pop("DATABASE_URL")
+    for target in targets:
+        restored = _cli(target, "import", str(backup), "--public-key", str(public))
+        assert restored.returncode == 0, restored.stderr
+        assert _verify_on(target, ids) == {ids[0]: "REVOKED", ids[1]: "VALID", ids[2]: "VALID"}
+        again = _cli(target, "import", str(backup))
+        assert again.returncode == 1 and "not empty" in again.stderr
+    offline = {key: value for key, value in source.items() if key not in
+               ("DATABASE_URL", "CERT_SIGNING_KEY")}
+    offline["DATA_DIR"] = str(tmp_path / "nothing-here")
+    checked = _cli(offline, "check-export", str(backup), "--public-key", str(public),
+                   "--id", ids[1])
+    assert checked.returncode == 0 and checked.stdout.startswith("VALID"), checked.stderr
+    assert not (tmp_path / "nothing-here").exists()
+
+
+def test_a_postgres_database_emptied_under_the_service_stops_issuing_until_restored(
+    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sqlalchemy import create_engine, text
+
+    from quiz.service import open_service, shared_service
+    from storage.database import StorageUnavailable, dispose_all
+    from tests.quiz.test_faults import pass_and_issue
+
+    url = _fresh_database(postgres_url, "emptied")
+    monkeypatch.setenv("DATABASE_URL", url)
+    monkeypatch.setenv("DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("QUIZ_COOLDOWN_SECONDS", "0")
+    monkeypatch.delenv("CERT_SIGNING_KEY", raising=False)
+    service = open_service()
+    shown = [pass_and_issue(service)]
+    backup = tmp_path / "backup.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    assert _cli(env, "export", str(backup)).returncode == 0
+    engine = create_engine(url, isolation_level="AUTOCOMMIT")
+    with engine.connect() as connection:  # a database wiped by hand while the app runs
+        connection.execute(text("DROP SCHEMA public CASCADE"))
+        connection.execute(text("CREATE SCHEMA public"))
+    engine.dispose()
+    with pytest.raises(StorageUnavailable):
+        pass_and_issue(service)
+    restored = _cli(env, "import", str(backup))
+    assert restored.returncode == 0, restored.stderr
+    shown.append(pass_and_issue(shared_service()))
+    dispose_all()
+    result = _cli(env, "verify", *(certificate.id for certificate in shown))
+    assert result.returncode == 0 and result.stdout.count("VALID") == 2, result.stderr

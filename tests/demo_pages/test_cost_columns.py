@@ -1,0 +1,57 @@
+"""AppTest: the demo pages show the compute torch's counter counted beside the prediction,
+the course's rule beside it, and the CPU time beside the wall time."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tests.demo_pages.test_pages import TINY, no_errors, texts
+
+COURSE = "course: +33% (+50% with frozen weights)"
+
+
+def test_compare_shows_counted_compute_cpu_time_and_the_course_rule(app_test: Callable) -> None:
+    at = app_test("pages/demos/compare.py", query={**TINY, "strategy": "every-layer"})
+    no_errors(at)
+    table = at.table[0].value
+    assert ", CPU " in table["Step time (vs none)"].iloc[1]
+    labels = [m.label for m in at.metric]
+    assert "Extra compute with every-layer" in labels
+    extra = at.metric[labels.index("Extra compute with every-layer")]
+    counted = extra.value
+    assert counted.startswith("+") and COURSE in extra.proto.delta
+    assert f"predicted {counted}" in extra.proto.delta  # equal within 0.1%
+    captions = texts(at, "caption")
+    assert "counted by torch's FLOP counter" in captions and COURSE in captions
+    assert f"every-layer {counted} (predicted {counted})" in captions
+    assert "early stop" in captions
+    assert "the gap between them is their load" in captions
+
+
+def test_timeline_says_the_counted_compute(app_test: Callable) -> None:
+    at = app_test("pages/demos/timeline.py", query={**TINY, "strategy": "every-layer"})
+    no_errors(at)
+    captions = texts(at, "caption")
+    assert "counted by torch's FLOP counter" in captions and COURSE in captions
+
+
+def test_curves_say_the_counted_compute_and_draw_cpu_time(app_test: Callable) -> None:
+    query = {k: v for k, v in TINY.items() if k != "batch"} | {"sweep": "batch"}
+    at = app_test("pages/demos/curves.py", query=query, timeout=120)
+    no_errors(at)
+    captions = texts(at, "caption")
+    assert "counted by torch's FLOP counter" in captions and COURSE in captions
+    assert "dotted lines this process's CPU time" in captions
+    figure = at.get("plotly_chart")[0].proto.spec
+    assert "CPU time" in figure
+
+
+def test_what_fits_times_with_repeats_and_counts_the_compute(app_test: Callable) -> None:
+    at = app_test("pages/demos/what_fits.py", query={**TINY, "budget": "16"}, timeout=120)
+    no_errors(at)
+    table = at.table[0].value
+    step = table["Tokens / s · one step: wall, CPU · compute counted (predicted)"]
+    assert all(", CPU " in cell and "GFLOP (predicted " in cell for cell in step[:2])
+    captions = texts(at, "caption")
+    assert "median of the timed steps at the confirmed size" in captions
+    assert COURSE in captions

@@ -1,0 +1,147 @@
+"""torch's FLOP counter against the theory: every strategy of the engine, early stop,
+reentrant checkpoint and the attention kernels' formulas (memory.theory.counted_flops)."""
+
+import pytest
+import torch
+from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
+from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
+
+from demos.engine.measure import Step
+from demos.engine.model import build_model, make_batch
+from memory import strategies, theory
+from memory.config import ModelConfig
+from memory.segments import Segment
+
+GPT = ModelConfig(layers=4, hidden=64, heads=4, seq_len=32, batch=2, vocab=500)
+LLAMA = ModelConfig(arch="llama", layers=3, hidden=64, heads=4, seq_len=16, vocab=700)
+aten = torch.ops.aten
+# the CPU's fused attention kernel with torch's own attention formulas (those of the CUDA
+# kernels), so that a CPU run checks the prediction for a GPU's count too
+CPU_ATTENTION = {
+    aten._scaled_dot_product_flash_attention_for_cpu:
+        lambda q, k, v, *args, out_shape=None, **kwargs: sdpa_flop_count(q, k, v),
+    aten._scaled_dot_product_flash_attention_for_cpu_backward:
+        lambda g, q, k, v, *args, out_shape=None, **kwargs: sdpa_backward_flop_count(g, q, k, v),
+}
+
+
+def engine_strategies(cfg: ModelConfig) -> list[str]:
+    return ["none", "every-layer", "every-k:2", "sqrt", "budget:dp:40%", "budget:greedy:40%",
+            *(f"selective:{p}" for p in strategies.SELECTIVE_POLICIES)]
+
+
+def _count(cfg, model, idx, tgt, plan, mapping=None) -> int:
+    model.zero_grad(set_to_none=True)
+    with FlopCounterMode(display=False, custom_mapping=mapping) as counter:
+        model(idx, tgt, plan).backward()
+    return counter.get_total_flops()
+
+
+@pytest.mark.parametrize("cfg", [GPT, LLAMA], ids=["gpt", "llama"])
+def test_the_counter_equals_the_prediction_for_every_strategy(cfg):
+    model = build_model(cfg)
+    idx, tgt = make_batch(cfg)
+    step = Step(cfg, model, idx, tgt, torch.device("cpu"))
+    for text in engine_strategies(cfg):
+        plan = theory.plan_for(cfg, text)
+        counted = step.counted(strategies.parse_strategy(text), plan)
+        assert counted == pytest.approx(theory.counted_flops(cfg, text)["total"], rel=0.01), text
+        # with the attention kernel counted as on a GPU
+        counted = _count(cfg, model, idx, tgt, plan, CPU_ATTENTION)
+        predicted = theory.counted_flops(cfg, text, "cuda")["total"]
+        assert counted == pytest.approx(predicted, rel=0.01), text
+
+
+def test_early_stop_skips_the_mlps_last_linear():
+    """Non-reentrant checkpoint of every gpt layer reruns QKV, the attention projection and
+    the MLP's first linear (16 of a layer's 24·b·s·h² linear FLOPs), never its last."""
+    cfg = GPT
+    b, s, h, n = cfg.batch, cfg.seq_len, cfg.hidden, cfg.layers
+    model = build_model(cfg)
+    idx, tgt = make_batch(cfg)
+    none = _count(cfg, model, idx, tgt, theory.plan_for(cfg, "none"))
+    every = _count(cfg, model, idx, tgt, theory.plan_for(cfg, "every-layer"))
+    assert every - none == n * 16 * b * s * h * h
+    assert theory.step_flops(cfg, "every-layer")["recompute"] == pytest.approx(
+        n * (16 * b * s * h * h + theory.attention_flops(theory.of_config(cfg), b, s)))
+    # early stop off (torch.utils.checkpoint.set_checkpoint_early_stop): the whole layer
+    with set_checkpoint_early_stop(False):
+        whole = _count(cfg, model, idx, tgt, theory.plan_for(cfg, "every-layer"))
+    assert whole - none == n * 24 * b * s * h * h
+    assert whole == pytest.approx(
+        theory.counted_flops(cfg, "every-layer", reentrant=True)["total"], rel=0.01)
+
+
+def test_reentrant_checkpoint_reruns_the_whole_layer():
+    cfg = GPT
+    model = build_model(cfg)
+    idx, tgt = make_batch(cfg)
+    none = _count(cfg, model, idx, tgt, [Segment(0, cfg.layers)])
+    x0 = model.tok(idx) + model.pos.weight[: cfg.seq_len]
+
+    def step() -> None:
+        x = x0
+        for block in model.blocks:
+            x = checkpoint(block, x, use_reentrant=True)
+        loss = torch.nn.functional.cross_entropy(
+            model.head(model.ln_f(x)).view(-1, cfg.vocab), tgt.view(-1))
+        loss.backward(retain_graph=True)
+
+    with FlopCounterMode(display=False) as counter:
+        step()
+    predicted = theory.counted_flops(cfg, "every-layer", reentrant=True)
+    assert counter.get_total_flops() - none == pytest.approx(predicted["recompute"], rel=0.01)
+    assert predicted["recompute"] > theory.counted_flops(cfg, "every-layer")["recompute"]
+
+
+def test_the_default_demo_model_counts_sixteen_point_seven_percent():
+    """The default demo model (L8 h256 s256 b4 V8192), as counted by torch on a CPU: the
+    theory alone (no run): 51.54 GFLOP without checkpointing, 60.13 with every layer."""
+    cfg = ModelConfig(layers=8, hidden=256, heads=4, seq_len=256, batch=4, vocab=8192)
+    none = theory.counted_flops(cfg, "none")["total"]
+    every = theory.counted_flops(cfg, "every-layer")
+    assert none / 1e9 == pytest.approx(51.54, abs=0.01)
+    assert every["total"] / 1e9 == pytest.approx(60.13, abs=0.01)
+    assert every["overhead"] == pytest.approx(1.167, abs=0.001)
+
+
+def test_the_planner_counts_what_torch_counts_for_a_hugging_face_llama():
+    """A tiny Llama from transformers (its own decoder layers, SDPA, full fine-tune, fp32):
+    the planner's step FLOPs and its every-layer recomputation (early stop: no down
+    projection rerun) equal torch's counter around one step."""
+    import warnings
+
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from memory import footprint, layer
+    from memory.architectures import custom
+
+    config = LlamaConfig(hidden_size=64, intermediate_size=160, num_hidden_layers=3,
+                         num_attention_heads=4, num_key_value_heads=2, vocab_size=300,
+                         max_position_embeddings=64, tie_word_embeddings=False,
+                         attn_implementation="sdpa", use_cache=False)
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config).train()
+    ids = torch.randint(0, 300, (2, 16))
+
+    def count() -> int:
+        model.zero_grad(set_to_none=True)
+        with FlopCounterMode(display=False) as counter:
+            model(input_ids=ids, labels=ids).loss.backward()
+        return counter.get_total_flops()
+
+    none = count()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.activation_checkpointing_enable()
+    every = count()
+    arch = custom(3, 64, 4, 2, 160, "swiglu", "rmsnorm", 300, False)
+    p = footprint.PlannerInputs(arch, seq=16, batch=2, precision="fp32", tuning="full",
+                                device="cpu")
+    # the CPU counter has no attention formula: the planner's step less its attention
+    attention = 3 * 3 * layer.attention_flops(arch, 2, 16)
+    assert none == pytest.approx(footprint.step_flops(p) - attention, rel=0.01)
+    recompute = footprint.activations(p, "every-layer").recompute_flops
+    assert every - none == pytest.approx(recompute - 3 * layer.attention_flops(arch, 2, 16),
+                                         rel=0.01)
+    assert recompute < 3 * layer.layer_flops(arch, 2, 16)  # not a whole forward
