@@ -11,12 +11,14 @@ from tests.conftest import ROOT
 PRELUDE = """
 import os, time
 os.environ["DATA_DIR"] = {data!r}
+os.environ.pop("DEMO_RUNNER_COLLECT", None)  # a warm-up listing in this process set it
 import pandas as pd
 import streamlit as st
 from demos.runtime import service
 from tests.runtime.conftest import CPU, FakeWorker, tiny_compare
 from ui import demo_runner
 
+demo_runner.SLOW_SECONDS = 20.0  # another test's script may have changed it in this process
 
 class PartialWorker(FakeWorker):
     \"\"\"Sends a result so far, then finishes a moment later.\"\"\"
