@@ -298,12 +298,12 @@ def compare(config: ModelConfig, strategies: Sequence[str | StrategySpec], devic
     if time_within is not None:
         plans = {i: plan for i, plan in plans.items()
                  if (results[i].peak_bytes or 0) + param_bytes <= time_within}
+    if on_partial is not None and time_steps and repeats > 0 and plans:
+        on_partial(comparison)  # the memory, before the FLOP count and the timed steps
     for i, plan in plans.items():
         if results[i].fits:
             _count(step, specs[i], plan, results[i])
     if time_steps and repeats > 0 and plans:
-        if on_partial is not None:
-            on_partial(comparison)  # the memory, before the timed steps
         _time(step, specs, plans, results, repeats, time_cap_s, min_repeats,
               on_round=(lambda: on_partial(comparison)) if on_partial is not None else None)
     del step, model  # tensors are reference-counted: no gc.collect() needed (it costs 0.2 s)
