@@ -33,7 +33,7 @@ from demos.engine.fit import largest_fitting
 from demos.engine.measure import PAGE_REPEATS, compare
 from demos.engine.sweep import sweep
 from demos.engine.training import train_losses
-from demos.reports import figures
+from demos.reports import compare_figures, fits_and_loss_figures, sweep_figures, timeline_figures
 from memory.config import ModelConfig, demo_default, slider_ranges
 from memory.strategies import examples
 
@@ -52,9 +52,9 @@ class Corner:
 
 
 def _timeline(result) -> go.Figure:
-    frame = figures.timeline_frame({r.strategy: r.timeline for r in result.results
-                                    if r.fits and r.timeline})
-    return figures.timeline_figure(frame)
+    frame = timeline_figures.timeline_frame({r.strategy: r.timeline for r in result.results
+                                             if r.fits and r.timeline})
+    return timeline_figures.timeline_figure(frame)
 
 
 def corners(kind: str) -> list[Corner]:
@@ -80,13 +80,13 @@ def corners(kind: str) -> list[Corner]:
     return [
         Corner("compare", "default", default,
                lambda: compare(default, ["none", "every-layer"], device=kind, repeats=repeats),
-               lambda r: figures.peak_and_time_figure(r.results)),
+               lambda r: compare_figures.peak_and_time_figure(r.results)),
         Corner("compare", f"layers={deep.layers}, every strategy", deep,
                lambda: compare(deep, every, device=kind, repeats=repeats),
-               lambda r: figures.peak_and_time_figure(r.results)),
+               lambda r: compare_figures.peak_and_time_figure(r.results)),
         Corner("compare (breakdown)", f"layers={deep.layers}, every strategy", deep,
                lambda: compare(deep, every, device=kind, repeats=0),
-               lambda r: figures.breakdown_figure(r.results)),
+               lambda r: compare_figures.breakdown_figure(r.results)),
         Corner("timeline", "default", default,
                lambda: compare(default, page_timeline, device=kind, timeline=True,
                                time_steps=False), _timeline),
@@ -101,23 +101,24 @@ def corners(kind: str) -> list[Corner]:
         Corner("curves", "depth sweep 2…32", small,
                lambda: sweep(small, "layers", [2, 4, 8, 16, 24, 32],
                              ["none", "every-layer", "sqrt"], device=kind, repeats=3),
-               lambda f: figures.sweep_figure(f, "layers", "layers N",
-                                              theory="predicted_activation_bytes"),
+               lambda f: sweep_figures.sweep_figure(f, "layers", "layers N",
+                                                    theory="predicted_activation_bytes"),
                heavy_engine=True),
         Corner("curves", f"segment sweep at {deep.layers} layers",
                small.replace(layers=deep.layers),
                lambda: sweep(small.replace(layers=deep.layers), "k",
                              [1, 2, 4, 5, 8, 16, deep.layers], ["every-k"], device=kind,
                              repeats=3),
-               lambda f: figures.segment_figure(f, deep.layers), heavy_engine=True),
+               lambda f: sweep_figures.segment_figure(f, deep.layers), heavy_engine=True),
         Corner("what-fits", "grow batch, largest budget", deep,
                lambda: fits_frame(deep, "batch", 512 * 2**20),
-               lambda f: figures.fits_figure(f, "batch", 512 * 2**20), heavy_engine=True),
+               lambda f: fits_and_loss_figures.fits_figure(f, "batch", 512 * 2**20),
+               heavy_engine=True),
         Corner("same-result", "100 steps", small,
                lambda: train_losses(small.replace(layers=4, hidden=64, seq_len=32, batch=8,
                                                   vocab=128, dropout=0.1),
                                     ["none", "every-layer", "selective:save-matmuls"], 100),
-               lambda f: figures.loss_figure(f), heavy_engine=True),
+               lambda f: fits_and_loss_figures.loss_figure(f), heavy_engine=True),
     ]
 
 
@@ -145,8 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     info = detect_device()
     # A server process pays Plotly's validators' first import once, not per figure.
-    figures.loss_figure(pd.DataFrame({"step": [0], "strategy": ["none"], "loss": [1.0]})
-                        ).to_json()
+    fits_and_loss_figures.loss_figure(
+        pd.DataFrame({"step": [0], "strategy": ["none"], "loss": [1.0]})).to_json()
     rows = []
     print(f"{'page':22s} {'corner':52s} {'engine s':>9s} {'figure s':>9s} {'cpu s':>6s}"
           f" {'traces':>6s} {'points':>7s}")

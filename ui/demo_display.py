@@ -3,8 +3,8 @@
 The headline metrics, where each peak is and what set it, the refusals explained, the
 "measured on <device> by <method>" caption, the CSV download, the theory notes, the
 charts (built once per config and language, shared by every session) and the pause that
-lets the numbers reach the screen before the charts. The tables and sentences come from
-demos.reports.report and demos.reports.figures in the session's language.
+lets the numbers reach the screen before the charts. The tables, sentences and figures come
+from the demos.reports modules in the session's language.
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from demos.engine.results import Comparison, StrategyResult
-from demos.reports import report
-from demos.reports.report import baseline_and_best, gradient_badge, gradient_match, timing_note
+from demos.reports import fits_and_loss_tables, peak_notes, report, timing
+from demos.reports.compare_table import gradient_badge, gradient_match, timing_note
+from demos.reports.report import baseline_and_best
 from i18n import N_
 from i18n.units import format_bytes, format_ms
 from memory.config import ModelConfig
@@ -114,11 +115,11 @@ def time_metric(cell: DeltaGenerator, result: StrategyResult, base: StrategyResu
     """The step time of `result` against none's: a red delta only when it is slower beyond
     the spread of the runs, "within noise" (grey, no arrow) otherwise; never green."""
     loc = babel_locale()
-    verdict, ratio = report.time_verdict(result, base)
+    verdict, ratio = timing.time_verdict(result, base)
     if verdict == "unknown":
         return
     label = t("Step time with {strategy}", strategy=report.label(result, current_language()))
-    value = report.time_text(result, current_language())
+    value = timing.time_text(result, current_language())
     if verdict == "slower" and ratio is not None:
         cell.metric(label, value, delta=t("{change:.0%} vs none ({time})", change=ratio - 1,
                                           time=format_ms(base.step_seconds, locale=loc)),
@@ -135,22 +136,22 @@ def time_metric(cell: DeltaGenerator, result: StrategyResult, base: StrategyResu
         cell.caption(t("CPU time {time} (none {base}); {course}",
                        time=format_ms(result.cpu_seconds, locale=loc),
                        base=format_ms(base.cpu_seconds, locale=loc),
-                       course=report.course_rule_text(current_language())))
+                       course=timing.course_rule_text(current_language())))
 
 
 def compute_metric(cell: DeltaGenerator, result: StrategyResult, base: StrategyResult) -> None:
     """The extra compute of `result`'s whole step against none's, counted by torch's FLOP
     counter on this run, with the prediction and the course's rule beside it."""
     lang = current_language()
-    counted, predicted = report.extra_compute(result, base)
+    counted, predicted = timing.extra_compute(result, base)
     if counted is None:
         return
     cell.metric(t("Extra compute with {strategy}", strategy=report.label(result, lang)),
-                report.signed_percent(counted, lang),
+                timing.signed_percent(counted, lang),
                 delta=t("predicted {predicted}; {course}",
-                        predicted=report.signed_percent(predicted, lang)
+                        predicted=timing.signed_percent(predicted, lang)
                         if predicted is not None else "–",
-                        course=report.course_rule_text(lang)),
+                        course=timing.course_rule_text(lang)),
                 delta_color="off", delta_arrow="off", help=t(COMPUTE_HELP))
 
 
@@ -184,12 +185,12 @@ def peak_explanations(results: Sequence[StrategyResult]) -> None:
     """Per strategy: where its peak is and which part of memory set it (from the run), and
     a note when several strategies reach the very same peak."""
     lang = current_language()
-    lines = [line for line in (report.peak_sentence(r, lang) for r in results) if line]
+    lines = [line for line in (peak_notes.peak_sentence(r, lang) for r in results) if line]
     if not lines:
         return
     st.markdown("**" + t("Where the peak is, and what sets it") + "**")
     st.markdown("\n".join(f"- {line}" for line in lines))
-    for note in report.shared_peak_notes(results, lang):
+    for note in peak_notes.shared_peak_notes(results, lang):
         st.info(note, icon=":material/info:")
 
 
@@ -239,7 +240,7 @@ def show_fit_notes(frame: pd.DataFrame, field: str) -> None:
     from memory.config import LIMITS
 
     lang = current_language()
-    name = report.field_name(field, lang)
+    name = fits_and_loss_tables.field_name(field, lang)
     cap = int(LIMITS[field][1])
     capped = [report.label_of(s, lang) for s, v in zip(frame["strategy"],
                                                         frame["value_predicted"], strict=True)
@@ -286,8 +287,8 @@ def comparison_caption(comparison: Comparison) -> None:
     lang = current_language()
     methods = [r.measured_by for r in comparison.results]
     measured_caption(comparison.device.label(), methods, timing_note(comparison.results, lang))
-    for text in (report.wall_cpu_note(comparison.results, comparison.busy(), lang),
-                 report.overhead_note(comparison.results, lang, comparison.device.kind)):
+    for text in (timing.wall_cpu_note(comparison.results, comparison.busy(), lang),
+                 timing.overhead_note(comparison.results, lang, comparison.device.kind)):
         note(text)
 
 

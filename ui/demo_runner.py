@@ -19,7 +19,8 @@
 A `ConfigError` (an invalid combination such as hidden 320 with 3 heads) is shown with
 `st.error` and the page keeps serving; an out-of-memory error or a guard refusal comes
 back from the engine as a result with `fits=False` and is explained on the page
-(ui.demo_display). The widgets are in ui.demo_controls, the tables in demos.reports.report.
+(ui.demo_display). The widgets are in ui.demo_controls, the tables in demos.reports
+(report, timing, compare_table, peak_notes, fits_and_loss_tables).
 """
 
 from __future__ import annotations

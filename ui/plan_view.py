@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from demos.reports.figures import separators
+from demos.reports.figure_style import separators
 from i18n import N_, units
 from lessons.catalog import lesson
 from memory import footprint as P

@@ -333,7 +333,7 @@ def _max_diff(a: list[torch.Tensor], b: list[torch.Tensor]) -> float:
 
 
 def _spread(runs: list[float]) -> tuple[float, float, float]:
-    """Median and the middle half (as demos.reports.report.time_spread: quartiles from 4 runs,
+    """Median and the middle half (as demos.reports.timing.time_spread: quartiles from 4 runs,
     else the range)."""
     ordered = sorted(runs)
     if len(ordered) < 4:

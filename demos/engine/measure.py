@@ -30,7 +30,7 @@ __all__ = ["PAGE_REPEATS", "OutOfMemory", "Step", "compare", "default_limit",
 TRACKER_METHOD = N_("live-tensor tracker (TorchDispatchMode)")
 CUDA_METHOD = N_("CUDA allocator (max_memory_allocated)")
 # Timed steps per strategy on the demo pages, interleaved strategy by strategy: the median
-# and the spread (demos.reports.report.time_spread) are shown, and a difference the spread covers
+# and the spread (demos.reports.timing.time_spread) are shown, and a difference the spread covers
 # reads "within noise". Five on a CPU answer a slider at the default in about 1.4 s
 # (2 cores, idle machine).
 PAGE_REPEATS = {"cpu": 5, "cuda": 9}

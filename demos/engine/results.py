@@ -2,8 +2,8 @@
 
 `compare()` (demos.engine.measure) returns a `Comparison` of `StrategyResult`s, each with a
 memory timeline of `TimelinePoint`s (demos.engine.tracker records them); `largest_fitting()`
-(demos.engine.fit) returns a `FitResult`. demos.reports.report, demos.reports.figures and
-the ui/ modules read these types.
+(demos.engine.fit) returns a `FitResult`. The demos.reports modules (tables, sentences,
+figures) and the ui/ modules read these types.
 """
 
 from __future__ import annotations

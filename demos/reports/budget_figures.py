@@ -7,7 +7,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from demos.reports.figures import LAYOUT, separators
+from demos.reports.figure_style import LAYOUT, separators
 from demos.reports.report import babel
 from i18n import N_, gettext
 from i18n.units import byte_unit, format_bytes, format_ms, number

@@ -3,8 +3,8 @@
 import streamlit as st
 
 from demos.engine.results import Comparison
-from demos.reports import report
-from demos.reports.figures import (
+from demos.reports import compare_table, report
+from demos.reports.compare_figures import (
     activation_caption,
     activation_theory_figure,
     breakdown_caption,
@@ -38,7 +38,7 @@ def compare_demo() -> None:
         display.show_refusals(results)
         display.headline(results)
         display.table(display.shared("results-table", key,
-                                     lambda lang: report.results_table(results, lang)))
+                                     lambda lang: compare_table.results_table(results, lang)))
         display.parameters_note(comparison)
         display.peak_explanations(results)
         display.paint_numbers_first()

@@ -3,8 +3,8 @@
 import pandas as pd
 import streamlit as st
 
-from demos.reports import report
-from demos.reports.figures import loss_caption, loss_figure
+from demos.reports import fits_and_loss_tables, report
+from demos.reports.fits_and_loss_figures import loss_caption, loss_figure
 from i18n import N_
 from ui import demo_controls as controls
 from ui import demo_display as display
@@ -40,10 +40,10 @@ def same_result_demo() -> None:
         lang = current_language()
         key = (config, strategies, steps, display.fingerprint(losses))
         differences = display.shared("loss-differences", key,
-                                     lambda lang: report.loss_differences(losses))
+                                     lambda lang: fits_and_loss_tables.loss_differences(losses))
         largest = float(differences["largest"].max()) if len(differences) else 0.0
-        display.table(display.shared("loss-table", key,
-                                     lambda lang: report.loss_table(differences, lang)))
+        display.table(display.shared(
+            "loss-table", key, lambda lang: fits_and_loss_tables.loss_table(differences, lang)))
         display.paint_numbers_first()
         display.chart("loss", key, lambda lang: loss_figure(losses, lang))
         display.note(loss_caption(largest, lang))

@@ -4,7 +4,7 @@ import streamlit as st
 
 from demos.engine.results import Comparison
 from demos.reports import report
-from demos.reports.figures import timeline_figure, timeline_frame
+from demos.reports.timeline_figures import timeline_figure, timeline_frame
 from i18n import N_
 from ui import demo_controls as controls
 from ui import demo_display as display

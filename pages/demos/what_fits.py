@@ -3,8 +3,8 @@
 import pandas as pd
 import streamlit as st
 
-from demos.reports import report
-from demos.reports.figures import fits_caption, fits_figure
+from demos.reports import fits_and_loss_tables, report
+from demos.reports.fits_and_loss_figures import fits_caption, fits_figure
 from i18n import N_
 from ui import demo_controls as controls
 from ui import demo_display as display
@@ -44,15 +44,15 @@ def what_fits_demo() -> None:
         lang = current_language()
         key = (config, field, budget_mib, display.fingerprint(frame))
         display.show_fit_notes(frame, field)
-        display.table(display.shared("fits-table", key,
-                                     lambda lang: report.fits_table(frame, field, lang)))
+        display.table(display.shared(
+            "fits-table", key, lambda lang: fits_and_loss_tables.fits_table(frame, field, lang)))
         if frame["value_confirmed"].notna().any():  # no empty axes when nothing fits
             display.paint_numbers_first()
             display.chart("fits", key,
                           lambda lang: fits_figure(frame, field, budget_mib * 2**20, lang))
             display.note(fits_caption(frame, field, lang))
         display.measured_caption(runner.device().label(), list(frame["measured_by"]),
-                                 report.fits_timing_note(frame, lang))
+                                 fits_and_loss_tables.fits_timing_note(frame, lang))
         display.download(frame, f"what-fits-{field}-{budget_mib}MiB-{report.config_slug(config)}")
 
     runner.run_fits(config, controls.FIT_STRATEGIES, field, budget_mib * 2**20, show=show)

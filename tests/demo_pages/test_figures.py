@@ -1,4 +1,4 @@
-"""demos.reports.figures: pure Plotly builders, fed synthetic records."""
+"""demos.reports.*_figures: pure Plotly builders, fed synthetic records."""
 
 from __future__ import annotations
 
@@ -8,26 +8,20 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from demos.reports import figures
-from demos.reports.figures import (
+from demos.reports import compare_figures, timeline_figures
+from demos.reports.compare_figures import (
     activation_caption,
     activation_theory_figure,
     breakdown_caption,
     breakdown_figure,
-    fits_caption,
-    fits_figure,
-    loss_caption,
-    loss_figure,
     peak_and_time_figure,
-    segment_figure,
-    segment_verdict,
-    strategy_colour,
-    sweep_figure,
-    timeline_figure,
-    timeline_frame,
 )
+from demos.reports.fits_and_loss_figures import fits_caption, fits_figure, loss_caption, loss_figure
+from demos.reports.sweep_figures import segment_figure, segment_verdict, sweep_figure
+from demos.reports.timeline_figures import timeline_figure, timeline_frame
 from i18n.units import byte_unit, format_bytes
 from memory.strategies import STRATEGIES
+from memory.strategies import colour as strategy_colour
 
 MIB = 2**20
 
@@ -94,7 +88,7 @@ def test_strategies_that_do_not_fit_are_left_out_of_the_bars() -> None:
 def test_breakdown_stacks_the_five_parts_and_its_caption_reads_the_bars() -> None:
     fig = breakdown_figure(RESULTS)
     assert [trace.name for trace in fig.data] == [
-        figures.BREAKDOWN_NAMES[p] for p in figures.BREAKDOWN_PARTS]
+        compare_figures.BREAKDOWN_NAMES[p] for p in compare_figures.BREAKDOWN_PARTS]
     assert fig.layout.barmode == "stack"
     activations = next(t for t in fig.data if t.name == "activations")
     assert list(activations.y) == pytest.approx([100, 30, 45])
@@ -130,7 +124,7 @@ def _points(strategy: str) -> list[SimpleNamespace]:
 
 def test_timeline_marks_phases_layers_and_names_the_op_at_the_peak() -> None:
     frame = timeline_frame({"none": _points("none"), "every-layer": _points("every-layer")})
-    assert list(frame.columns) == list(figures.TIMELINE_COLUMNS) and len(frame) == 32
+    assert list(frame.columns) == list(timeline_figures.TIMELINE_COLUMNS) and len(frame) == 32
     fig = timeline_figure(frame, facet=True)
     lines = [t for t in fig.data if t.mode == "lines"]
     assert [t.name for t in lines] == ["none", "every-layer"]
@@ -193,7 +187,7 @@ def test_figures_speak_the_session_language() -> None:
         assert fig.layout.title.text != english.layout.title.text
         assert fig.layout.annotations[0].text != english.layout.annotations[0].text
         names = [t.name for t in breakdown_figure(RESULTS, lang=lang).data]
-        assert names != list(figures.BREAKDOWN_NAMES.values())
+        assert names != list(compare_figures.BREAKDOWN_NAMES.values())
 
 
 def test_sweep_figure_puts_measured_and_theory_on_the_same_axes() -> None:
@@ -274,7 +268,8 @@ def test_band_labels_keep_apart_where_the_runs_are_narrow() -> None:
     text = next(t for t in fig.data if t.mode == "text")
     xs = sorted(text.x)
     span = len(points) - 1
-    assert all(b - a >= span / figures.MAX_SEGMENT_LABELS for a, b in itertools.pairwise(xs))
+    gap = span / timeline_figures.MAX_SEGMENT_LABELS
+    assert all(b - a >= gap for a, b in itertools.pairwise(xs))
     assert "F0" in text.text and "B0" in text.text  # the first forward and last backward
     assert sum(label.startswith("F") for label in text.text) < 8  # not every narrow run
 

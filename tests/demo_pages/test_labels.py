@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from types import SimpleNamespace
 
-from demos.reports import figures
-from demos.reports.figures import timeline_figure, timeline_frame
+from demos.reports import timeline_figures
+from demos.reports.timeline_figures import timeline_figure, timeline_frame
 from i18n.units import column_unit, format_bytes_in
 from lessons.figures import k_curve_figure
 from tests.demo_pages.test_pages import TINY, no_errors
@@ -79,8 +79,8 @@ def test_timeline_peak_labels_sit_above_the_curve_and_under_the_phase_labels() -
     assert stars[0].textposition == "top left"  # a late peak's label reads toward the middle
     top = 40
     bands = [t for t in fig.data if t.mode == "text"]
-    assert all(y == top * figures.BAND_TOP for t in bands for y in t.y)
-    assert fig.layout.yaxis.range[1] > top * figures.BAND_TOP  # inside the plot
+    assert all(y == top * timeline_figures.BAND_TOP for t in bands for y in t.y)
+    assert fig.layout.yaxis.range[1] > top * timeline_figures.BAND_TOP  # inside the plot
 
 
 def test_an_unknown_page_name_is_recognised(monkeypatch) -> None:

@@ -1,4 +1,5 @@
-"""demos.reports.report: the tables and strings the demo pages show, from plain records."""
+"""demos.reports (report, timing, compare_table, peak_notes, fits_and_loss_tables): the
+tables and strings the demo pages show, from plain records."""
 
 from __future__ import annotations
 
@@ -10,25 +11,11 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from demos.reports.report import (
-    baseline_and_best,
-    config_slug,
-    csv_frame,
-    fits_table,
-    gradient_badge,
-    korthikanti,
-    loss_differences,
-    loss_table,
-    overhead_note,
-    peak_sentence,
-    results_table,
-    shared_peak_notes,
-    time_spread,
-    time_text,
-    time_verdict,
-    timing_note,
-    wall_cpu_note,
-)
+from demos.reports.compare_table import gradient_badge, results_table, timing_note
+from demos.reports.fits_and_loss_tables import fits_table, loss_differences, loss_table
+from demos.reports.peak_notes import peak_sentence, shared_peak_notes
+from demos.reports.report import baseline_and_best, config_slug, csv_frame, korthikanti
+from demos.reports.timing import overhead_note, time_spread, time_text, time_verdict, wall_cpu_note
 from memory.config import ModelConfig
 
 DEMOS = Path(__file__).resolve().parents[2] / "demos"

@@ -1,0 +1,115 @@
+"""The compare page's table and its notes: one row per strategy (peak, activations held,
+step time against none, gradient verdict) and how the step times were taken. Pure
+functions, no Streamlit; texts in the language `lang`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from demos.engine.results import StrategyResult
+from demos.reports.report import babel, baseline_and_best, header, label
+from demos.reports.timing import (
+    cpu_text,
+    time_spread,
+    time_text,
+    time_verdict,
+    time_vs_none_text,
+)
+from i18n import N_, gettext, pgettext
+from i18n.units import MISSING, column_unit, format_bytes_in
+
+GRADIENT_TOLERANCE = 1e-3  # "tiny numerical differences"; in practice they are bitwise equal
+
+# ---------------------------------------------------------------- the compare table
+
+# column id -> header (a catalog message). Five columns, so a phone (390 px) shows them all:
+# the counted compute of every strategy is in overhead_note, under the table.
+COMPARE_COLUMNS: dict[str, str] = {
+    "strategy": N_("Strategy"),
+    "peak": N_("Peak memory (vs none)"),
+    "held": N_("Activations held (predicted)"),
+    "time": N_("Step time (vs none)"),
+    "gradients": N_("Same gradients"),
+}
+
+
+def results_table(results: Sequence[StrategyResult], lang: str = "en") -> pd.DataFrame:
+    """One row per strategy, formatted for reading in `lang` (the CSV keeps raw numbers):
+    the step time with its spread and the CPU time and, against none, "1.25× slower" or
+    "within noise"; the step's FLOPs counted by torch beside the prediction."""
+    base = next((r for r in results if r.strategy == "none" and r.fits), None)
+    loc = babel(lang)
+    # One unit per column (the largest value's), so sizes compare at a glance.
+    peak_unit = column_unit(r.peak_bytes for r in results if r.fits)
+    held_unit = column_unit(v for r in results if r.fits
+                            for v in (r.activation_bytes, r.predicted_activation_bytes))
+    rows = []
+    for r in results:
+        if not r.fits:
+            rows.append([label(r, lang), gettext(lang, "does not fit"), MISSING, MISSING,
+                         MISSING])
+            continue
+        peak = format_bytes_in(r.peak_bytes, peak_unit, locale=loc)
+        if base is not None and base.peak_bytes and r is not base and r.peak_bytes is not None:
+            peak = gettext(lang, "{size} ({share:.0%})", size=peak,
+                           share=r.peak_bytes / base.peak_bytes)
+        held = gettext(lang, "{measured} ({predicted})",
+                       measured=format_bytes_in(r.activation_bytes, held_unit, locale=loc),
+                       predicted=format_bytes_in(r.predicted_activation_bytes, held_unit,
+                                                 locale=loc))
+        step = time_text(r, lang)
+        if r.cpu_seconds is not None:
+            step += ", " + cpu_text(r, lang)
+        if r is not base:
+            step += ", " + time_vs_none_text(r, base, lang)
+        rows.append([label(r, lang), peak, held, step, gradient_match(r, lang)])
+    columns = [header(lang, text) for text in COMPARE_COLUMNS.values()]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def gradient_badge(result: StrategyResult, lang: str = "en") -> str:
+    """gradient_match, short enough for a metric: '✓ identical', '✓ 3e-07'."""
+    return _gradient_verdict(result, "✓ " + gettext(lang, "identical"), "{mark} {diff:.0e}")
+
+
+def gradient_match(result: StrategyResult, lang: str = "en") -> str:
+    if result.strategy == "none":
+        return pgettext(lang, "gradients", "baseline")
+    return _gradient_verdict(result, "✓ " + gettext(lang, "bitwise equal (max diff 0)"),
+                             "{mark} " + gettext(lang, "max diff {diff}", diff="{diff:.1e}"))
+
+
+def _gradient_verdict(result: StrategyResult, identical: str, template: str) -> str:
+    """`identical` when bitwise equal, else the largest gradient difference in `template`,
+    marked ✓ below GRADIENT_TOLERANCE and ✗ above."""
+    if result.bitwise_equal:
+        return identical
+    if result.max_grad_diff is None:
+        return MISSING
+    mark = "✓" if result.max_grad_diff < GRADIENT_TOLERANCE else "✗"
+    return template.format(mark=mark, diff=result.max_grad_diff)
+
+
+def timing_note(results: Sequence[StrategyResult], lang: str = "en") -> str:
+    """How the step times were taken, and what a difference within the spread means."""
+    spreads = [s for s in (time_spread(r) for r in results) if s is not None]
+    if not spreads:
+        return ""
+    count = min(s.runs for s in spreads)
+    note = gettext(lang, "Step times: median of {count} timed steps per strategy, strategies "
+                         "interleaved; the range is the middle half of the runs.", count=count)
+    base, _ = baseline_and_best(results)
+    noisy = [label(r, lang) for r in results
+             if r is not base and time_verdict(r, base)[0] == "noise"]
+    if noisy:
+        note += " " + gettext(lang, "{names}: within noise, each median lies inside the other's "
+                                    "range; on a shared machine that is no measurable "
+                                    "difference.", names=", ".join(noisy))
+    faster = [label(r, lang) for r in results
+              if r is not base and time_verdict(r, base)[0] == "faster-noise"]
+    if faster:
+        note += " " + gettext(lang, "{names}: measured faster than none, which is timing noise "
+                                    "(checkpointing only adds work).", names=", ".join(faster))
+    return note
