@@ -29,7 +29,8 @@ from typing import Any
 
 from sqlalchemy import func, insert, select, update
 
-from quiz.certificates import Certificate, CertificateStore, Status
+from quiz.certificate_records import Certificate, Status
+from quiz.certificates import CertificateStore
 from quiz.signing import Signer, key_id_of, load_public_key_pem, verify_signature
 from storage.database import (
     certificates,

@@ -1,4 +1,5 @@
-"""Certificates: issuing (once per attempt), looking up, verifying and revoking."""
+"""Certificates: issuing (once per attempt), looking up, verifying and revoking. The record
+and the verdicts themselves: quiz.certificate_records."""
 
 from __future__ import annotations
 
@@ -7,28 +8,20 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
-from enum import Enum
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from babel.dates import format_date
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import Connection, func, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from i18n.languages import DEFAULT, language, parse_lang
-from quiz.ids import IdError, IdProblem, new_id, parse_id
-from quiz.signing import (
-    OPTIONAL_SIGNED_FIELDS,
-    SIGNED_FIELDS,
-    Signer,
-    canonical_payload,
-    load_public_key_pem,
-    verify_signature,
-)
+from i18n.languages import DEFAULT, language
+from quiz.certificate_records import Certificate, Status, Verification
+from quiz.ids import IdError, new_id, parse_id
+from quiz.signing import Signer, canonical_payload, load_public_key_pem, verify_signature
 from storage.database import (
     IntegrityError,
     StorageUnavailable,
@@ -47,87 +40,6 @@ LOG = logging.getLogger(__name__)
 # Written beside the key when the first certificate is issued: a database found empty later
 # (deleted, or DATABASE_URL pointing elsewhere) is then reported instead of silently used.
 ISSUED_MARKER = "certificates-issued.json"
-
-
-@dataclass(frozen=True)
-class Certificate:
-    id: str
-    attempt_id: str
-    name: str
-    course: str
-    course_version: str
-    date: str  # ISO date of issue, UTC
-    score: int  # whole percent
-    show_score: bool
-    key_id: str
-    signature: str
-    revoked_at: str | None = None
-    revoke_reason: str | None = None
-    attempts: int | None = None  # how many attempts the learner took (None before it was kept)
-    # The language the learner took the quiz in: the PDF is drawn in it. Not signed: the
-    # signed facts are language-neutral (ISO date, whole percent), and how a certificate is
-    # worded changes nothing it attests; every verify page words it in its viewer's language.
-    lang: str = DEFAULT
-
-    @property
-    def signed_fields(self) -> dict[str, Any]:
-        fields = asdict(self)
-        return {
-            name: fields[name]
-            for name in (*SIGNED_FIELDS, *OPTIONAL_SIGNED_FIELDS)
-            if name in SIGNED_FIELDS or fields[name] is not None
-        }
-
-    @property
-    def payload(self) -> bytes:
-        return canonical_payload(self.signed_fields)
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> Certificate:
-        return cls(
-            id=row["id"],
-            attempt_id=row["attempt_id"],
-            name=row["name"],
-            course=row["course"],
-            course_version=row["course_version"],
-            date=row["issued_on"],
-            score=row["score"],
-            show_score=bool(row["show_score"]),
-            key_id=row["key_id"],
-            signature=row["signature"],
-            revoked_at=row["revoked_at"],
-            revoke_reason=row["revoke_reason"],
-            attempts=row["attempts"],
-            lang=parse_lang(row.get("lang")) or DEFAULT,
-        )
-
-
-def long_date(iso: str, code: str) -> str:
-    """An ISO date (as signed) written out for language `code`: "November 30, 2026",
-    "30. November 2026", "30 tháng 11, 2026"."""
-    return format_date(dt.date.fromisoformat(iso), "long", locale=language(code).babel_locale)
-
-
-class Status(Enum):
-    VALID = "VALID"
-    REVOKED = "REVOKED"
-    NOT_FOUND = "NOT FOUND"
-    TYPO = "TYPO"
-    BAD_SIGNATURE = "BAD SIGNATURE"
-    UNKNOWN_KEY = "UNKNOWN KEY"  # signed by a key whose public half this server lacks
-
-
-@dataclass(frozen=True)
-class Verification:
-    status: Status
-    certificate: Certificate | None = None
-    id_text: str | None = None  # the canonical ID, when the text parsed
-    problem: IdProblem | None = None  # why the text is not an ID (TYPO)
-    key_current: bool = False  # signed by the key that signs new certificates today
-
-    @property
-    def valid(self) -> bool:
-        return self.status is Status.VALID
 
 
 _ISSUE_RETRIES = 5

@@ -17,7 +17,8 @@ from pathlib import Path
 from quiz import config
 from quiz.backup import ExportError, check_export, export_lines, import_export
 from quiz.bank import BANK_PATH, BankError, cue_report, load_bank
-from quiz.certificates import Certificate, Status, StorageError
+from quiz.certificate_records import Certificate, Status
+from quiz.certificates import StorageError
 from quiz.ids import IdError, parse_id
 from quiz.service import QuizService, open_service
 from quiz.signing import KEY_FILE, SigningKeyError, create_key_file, read_signer

@@ -14,7 +14,7 @@ from typing import Literal
 import segno
 
 from i18n import gettext
-from quiz.certificates import Certificate, long_date
+from quiz.certificate_records import Certificate, long_date
 from quiz.config import verify_url
 from quiz.fonts import BOLD, metrics
 

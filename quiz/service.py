@@ -16,14 +16,8 @@ from i18n.languages import DEFAULT
 from quiz import config
 from quiz.attempts import Attempt, AttemptStore
 from quiz.bank import BANK_PATH, Question, default_bank
-from quiz.certificates import (
-    ISSUED_MARKER,
-    Certificate,
-    CertificateStore,
-    StorageCheck,
-    StorageError,
-    Verification,
-)
+from quiz.certificate_records import Certificate, Verification
+from quiz.certificates import ISSUED_MARKER, CertificateStore, StorageCheck, StorageError
 from quiz.config import verify_url
 from quiz.draw import draw
 from quiz.grading import Feedback

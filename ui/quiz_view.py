@@ -21,7 +21,8 @@ from quiz.attempts import (
     TooManyStarts,
 )
 from quiz.bank import BankError
-from quiz.certificates import Certificate, StorageError
+from quiz.certificate_records import Certificate
+from quiz.certificates import StorageError
 from quiz.grading import Feedback
 from quiz.markdown import escape_markdown
 from quiz.names import MAX_NAME_LENGTH, NameError_, NameProblem, normalise_name

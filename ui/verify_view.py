@@ -10,7 +10,8 @@ import streamlit as st
 
 from i18n import DEFAULT, gettext
 from quiz import config
-from quiz.certificates import Status, StorageError, Verification, long_date
+from quiz.certificate_records import Status, Verification, long_date
+from quiz.certificates import StorageError
 from quiz.ids import MAX_LINK_LENGTH, IdError, parse_id
 from quiz.markdown import escape_markdown
 from quiz.service import shared_service

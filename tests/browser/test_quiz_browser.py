@@ -14,7 +14,7 @@ from playwright.sync_api import Page, expect
 from i18n import gettext, language
 from quiz.attempts import Attempt
 from quiz.bank import localize
-from quiz.certificates import long_date
+from quiz.certificate_records import long_date
 from quiz.ids import new_id
 from quiz.service import QuizService, open_service
 from tests.browser.layout import overlap

@@ -238,7 +238,7 @@ def test_curves_caption_uses_lesson_3s_depths():
 def test_fsdp_offload_is_not_called_zero_offload():
     """accelerate's FSDP `cpu_offload` is torch's CPUOffload(offload_params=True): parameters
     and gradients go to the CPU too, and the optimizer step runs there."""
-    source = (ROOT / "ui/plan_view.py").read_text(encoding="utf-8")
+    source = (ROOT / "ui/plan_words.py").read_text(encoding="utf-8")
     assert "The optimizer state lives in CPU memory (ZeRO-Offload)" not in source
     assert "FSDP's CPU offload keeps the parameter shards, their gradients" in source
     api = library_source("torch", "distributed/fsdp/api.py")

@@ -16,7 +16,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from quiz.backup import ExportError, check_export, export_lines, import_export
-from quiz.certificates import Status
+from quiz.certificate_records import Status
 from quiz.service import QuizService, open_service
 from quiz.signing import Signer
 from storage.database import dispose_all

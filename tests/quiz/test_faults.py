@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import event
 
-from quiz.certificates import Certificate, CertificateStore, StorageError
+from quiz.certificate_records import Certificate
+from quiz.certificates import CertificateStore, StorageError
 from quiz.service import QuizService, open_service, shared_service, startup_check
 from quiz.signing import KEY_FILE
 from storage import database as db_module

@@ -10,7 +10,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from quiz.attempts import Attempt
-from quiz.certificates import ISSUED_MARKER, Status, StorageError
+from quiz.certificate_records import Status
+from quiz.certificates import ISSUED_MARKER, StorageError
 from quiz.cli import main
 from quiz.service import QuizService, open_service, startup_check
 from quiz.signing import KEY_FILE

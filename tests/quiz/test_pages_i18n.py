@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from i18n import format_percent, gettext
 from quiz.bank import localize, overlay
-from quiz.certificates import long_date
+from quiz.certificate_records import long_date
 from quiz.layout import Text as PdfText
 from quiz.layout import certificate_layout
 from quiz.markdown import escape_markdown

@@ -13,7 +13,7 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Radio
 
-from quiz.certificates import Certificate
+from quiz.certificate_records import Certificate
 from quiz.config import base_url, verify_url
 from quiz.layout import Text, certificate_layout
 from quiz.service import open_service

@@ -11,7 +11,7 @@ from PIL import Image
 
 from i18n import gettext
 from quiz.attempts import Attempt
-from quiz.certificates import long_date
+from quiz.certificate_records import long_date
 from quiz.config import verify_url
 from quiz.fonts import BOLD, cjk_font, metrics
 from quiz.layout import (

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from quiz.attempts import AnswerOutOfTurn, Attempt, AttemptExpired, AttemptStore, CooldownActive
-from quiz.certificates import CertificateStore, Status
+from quiz.certificate_records import Status
+from quiz.certificates import CertificateStore
 from quiz.names import NameError_
 from quiz.service import NotEligible, QuizService
 from storage.database import db_path, reading

@@ -1,0 +1,211 @@
+"""The planner's words: the catalog messages (N_) keyed by the ids of the memory model and
+planner/ (strategies, components, remedies, inputs, reasons, approximations, problems, table
+columns), and the pure helpers that word an id, a size or a plan in the session's language.
+Names (fp32, AdamW, LoRA, GELU ...) stay as they are. The page that shows them: ui.plan_view.
+"""
+
+from __future__ import annotations
+
+from i18n import N_, units
+from memory import hardware
+from memory.architectures import Architecture
+from planner import recommend as recommend_module
+from ui.i18n import babel_locale, t, tn
+
+GiB = hardware.GiB
+NAMES: dict[str, str] = {  # ids whose words are names, the same in every language
+    "fp32": "fp32", "adamw": "AdamW", "gelu": "GELU",
+    "swiglu": "SwiGLU", "layernorm": "LayerNorm", "rmsnorm": "RMSNorm",
+}
+WORDS: dict[str, str] = {
+    # strategies
+    "none": N_("No checkpointing"), "selective": N_("Selective (recompute attention scores)"),
+    "some-layers": N_("Only some layers"), "two-layer": N_("Two-layer segments"),
+    "every-layer": N_("Every layer"), "budget": N_("Compiler memory budget"),
+    # components
+    "weights": N_("Weights"), "gradients": N_("Gradients"), "optimizer": N_("Optimizer state"),
+    "activations_kept": N_("Activations: kept checkpoints"),
+    "activations_rebuilt": N_("Activations: layer being rebuilt"),
+    "logits": N_("Logits and loss peak"),
+    "workspace": N_("Workspace and fragmentation (allowance)"),
+    # remedies
+    "chunked-loss": N_("Chunked loss"), "lora": N_("LoRA adapters"),
+    "qlora": N_("QLoRA (4-bit base)"), "more-gpus": N_("Shard over more GPUs"),
+    "adamw-8bit": N_("8-bit AdamW"),
+    "fused-attention": N_("Fused attention (SDPA)"),
+    "smaller-batch": N_("Micro-batch 1 with more accumulation"),
+    "offload": N_("Offload to CPU memory"),
+    # inputs
+    "mixed": N_("bf16 mixed (fp32 master weights)"), "bf16": N_("pure bf16"),
+    "sgd-momentum": N_("SGD with momentum"), "full": N_("Full fine-tuning"),
+    "attention": N_("attention (q, k, v, o)"), "all-linear": N_("all linear layers"),
+    "fused": N_("SDPA (fused: recomputes the scores)"),
+    "math": N_("eager (stores the scores)"),
+    "custom": N_("Custom"), "config": N_("Paste a config.json"),
+    "whole": N_("whole logits"), "chunked": N_("chunked"),
+    "no": N_("no"), "yes": N_("yes"), "other-gpu": N_("Other (GiB)"),
+}
+REASONS: dict[str, str] = {
+    "fits-without-checkpointing": N_(
+        "Everything fits as it is: checkpointing would only make each step slower, so leave "
+        "it off (and check that your recipe does not switch it on)."),
+    "scores-are-cheap-to-recompute": N_(
+        "The attention scores are large in memory but cheap to compute: the fused attention "
+        "kernel (SDPA) keeps none of them and recomputes them in its backward. Switching "
+        "to it fits, for a few percent more arithmetic."),
+    "fused-kernel-keeps-no-scores": N_(
+        "The layer being rebuilt still holds its attention scores with eager attention; the "
+        "fused kernel (SDPA) keeps none of them and recomputes them in its backward."),
+    "only-as-many-layers-as-needed": N_(
+        "Checkpointing only as many layers as needed to fit recomputes the fewest layers."),
+    "every-layer-keeps-least": N_(
+        "Checkpoint every layer first: it keeps the least of the choices Hugging Face's "
+        "switch offers, for about one more forward pass of the layers."),
+    "every-layer-fits": N_(
+        "Keeping only each layer's input fits; it costs about one more forward pass of the "
+        "layers."),
+    "two-layer-keeps-less": N_(
+        "In a model this deep, segments of two layers keep less than every layer, for the "
+        "same recomputation."),
+    "loss-in-chunks": N_(
+        "Computing the logits and the loss a chunk of tokens at a time keeps the b·s·V "
+        "tensors small; layer checkpointing cannot shrink them."),
+    "optimizer-state-shrinks": N_(
+        "AdamW's two fp32 states (8 bytes per parameter) shrink to 2 bytes per parameter."),
+    "train-adapters-only": N_(
+        "Frozen weights need no gradients and no optimizer state; only the small adapters "
+        "train."),
+    "four-bit-base": N_("The frozen base weights are stored in 4 bits instead of 16."),
+    "shard-the-state": N_(
+        "FSDP / ZeRO-3 splits weights, gradients and optimizer state over the GPUs; fewer "
+        "accumulation steps keep the tokens per optimizer step."),
+    "same-tokens-per-step-with-accumulation": N_(
+        "A smaller micro-batch with more accumulation steps keeps the tokens per optimizer "
+        "step and shrinks activations and logits."),
+    "state-in-host-memory": N_(
+        "FSDP's CPU offload keeps the parameter shards, their gradients and the optimizer "
+        "state in CPU memory and runs the optimizer step there: more than ZeRO-Offload, "
+        "which leaves the parameters on the GPU. Every step pays the transfers."),
+    "nothing-fits": N_(
+        "Even with all of the above this does not fit: shorten the sequence, use more GPUs "
+        "or a bigger one."),
+}
+APPROXIMATIONS: dict[str, str] = {
+    "workspace": N_(
+        "Workspace allowance (CUDA context, cuBLAS and attention workspaces): {size}."),
+    "fragmentation": N_(
+        "Fragmentation allowance, {share:.0%} of everything allocated: {size}."),
+    "peaks-added": N_(
+        "The layer being rebuilt and the loss peak are added as if they came at once; they "
+        "come one after the other, so the peak is overstated by up to {size}."),
+    "gpu-kernels": N_(
+        "Layer formulas: measured to the byte on the CPU; on a GPU the norm statistics, the "
+        "attention log-sum-exp and 1-byte dropout masks follow the engine's CUDA rules, not "
+        "yet measured on a GPU here (statistics and log-sum-exp: {size})."),
+    "gpu-usable": N_(
+        "GPU memory: the total that nvidia-smi reports ({size} here), less than the data "
+        "sheet's GB; the CUDA context is inside the workspace allowance."),
+    "logits-fp32": N_(
+        "Around the loss: three fp32 b·s·V tensors (log-softmax, its gradient, the logits' "
+        "gradient) plus the 16-bit logits ({size}); the engine measures this in fp32."),
+    "lora-activations": N_(
+        "Adapters as PEFT runs them: frozen layers keep only what the input gradients need; "
+        "each adapter keeps its input (an fp32 copy when the model runs in 16-bit) and its "
+        "rank-r intermediate ({size}), measured on tiny models in fp32 and bf16. Under mixed "
+        "precision (autocast) these are counted in 16-bit, not measured."),
+    "adapter-backward": N_(
+        "With adapters, backward is counted as one forward (no weight gradients for the "
+        "frozen base) when the extra compute is given as a share."),
+    "qlora-bits": N_(
+        "QLoRA: {share:.3f} bits per frozen linear weight (NF4 plus double-quantized "
+        "constants); embeddings and head stay 16-bit."),
+    "fsdp-gather": N_(
+        "Sharding: two whole layers gathered in the compute dtype at a time ({size})."),
+    "compiler-budget": N_(
+        "Compiler budget {share:.0%}, an approximation: torch.compile's partitioner saves "
+        "only a graph's inputs at 0 and its default choice at 1, and interpolates between "
+        "those two sizes. Modelled here with each layer compiled as its own graph: its input, "
+        "plus that share of the way to what the plain layer keeps (the default keeps at most "
+        "that), dropping the tensors cheapest to recompute per byte first. The partitioner "
+        "decides on the real graph, so measure."),
+    "chunk-size": N_("Chunked loss: {share:,.0f} tokens per chunk."),
+}
+PROBLEMS: dict[str, str] = {  # memory.architectures.ShapeError's problems
+    "at-least-one": N_("every size must be at least 1"),
+    "hidden-heads": N_("the hidden size ({hidden:,}) must be a multiple of the attention "
+                       "heads ({heads})"),
+    "heads-kv": N_("the attention heads ({heads}) must be a multiple of the key/value heads "
+                   "({kv_heads})"),
+    "kind": N_("unknown MLP kind or norm"),
+}
+CONFIG_PROBLEMS: dict[str, str] = {  # memory.hf_config.ConfigJsonError's problems
+    "not-json": N_("This is not a JSON object; paste the whole config.json."),
+    "family": N_("The model type {value} is not one the planner knows (GPT-2, Llama, Mistral, "
+                 "Qwen2, Gemma)."),
+    "missing": N_("The config.json has no field {field}."),
+    "bad-value": N_("The field {field} must be a positive whole number."),
+    "shape": N_("The sizes in this config.json are not consistent."),
+}
+COLUMNS = {  # the strategy table's columns: id -> header
+    "strategy": N_("Checkpointing"), "peak": N_("Peak per GPU"), "fits": N_("Fits"),
+    "extra": N_("Extra compute"), "batch": N_("Largest micro-batch"),
+    "seq": N_("Longest sequence"),
+}
+
+
+def word(key: str) -> str:
+    """An id's words in the session's language (names as they are)."""
+    return NAMES[key] if key in NAMES else t(WORDS[key]) if key in WORDS else key
+
+
+def gib(size: float) -> str:
+    return f"{units.number(size / GiB, 1, locale=babel_locale())} GiB"
+
+
+def preset_caption(arch: Architecture) -> str:
+    if not arch.source:
+        return t("{layers} layers · hidden {hidden:,} · {heads} heads ({kv} key/value) · MLP "
+                 "{mlp:,} {kind} · {norm} · vocabulary {vocab:,} · {params:,.2f}B parameters",
+                 layers=arch.layers, hidden=arch.hidden, heads=arch.heads, kv=arch.kv_heads,
+                 mlp=arch.mlp_width, kind=word(arch.mlp), norm=word(arch.norm),
+                 vocab=arch.vocab, params=arch.params() / 1e9)
+    return t("{layers} layers · hidden {hidden:,} · {heads} heads ({kv} key/value) · MLP "
+             "{mlp:,} {kind} · {norm} · vocabulary {vocab:,} · {params:,.2f}B parameters · "
+             "[source]({url})", layers=arch.layers, hidden=arch.hidden, heads=arch.heads,
+             kv=arch.kv_heads, mlp=arch.mlp_width, kind=word(arch.mlp), norm=word(arch.norm),
+             vocab=arch.vocab, params=arch.params() / 1e9, url=arch.source.split()[0])
+
+
+def verdict(spare: float) -> str:
+    if spare >= 0:
+        return t("fits, {size} to spare", size=gib(spare))
+    return t("short by {size}", size=gib(-spare))
+
+
+def row_name(plan: recommend_module.Plan, strategy: str, saves: bool) -> str:
+    marks = [word(strategy)]
+    if not saves and strategy != "none":
+        marks.append(t("(saves nothing here)"))
+    if strategy == plan.inputs.strategy:
+        marks.append(t("· yours"))
+    rec = plan.recommendation
+    if strategy == rec.strategy and rec.inputs == plan.inputs.with_(
+            strategy=strategy, some_layers=rec.inputs.some_layers):
+        marks.append(t("· recommended"))
+    return " ".join(marks)
+
+
+def advice_title(step: recommend_module.Advice) -> str:
+    name = word(step.action)
+    if step.action == "some-layers" and step.value:
+        return tn("{name} (the first layer)", "{name} (the first {count} layers)",
+                  int(step.value), name=name)
+    if step.action == "more-gpus" and step.value:
+        return tn("{name} ({count} GPU)", "{name} ({count} GPUs)", int(step.value), name=name)
+    return name
+
+
+def plan_title(rec: recommend_module.Recommendation) -> str:
+    """The whole plan in one line: every step's name (the GPU count follows it)."""
+    return " + ".join(word(step.action) if step.action == "more-gpus" else
+                      advice_title(step) for step in rec.steps)
