@@ -41,7 +41,8 @@ from demos.engine.device import DeviceInfo
 from demos.engine.measure import PAGE_REPEATS
 from demos.engine.results import Comparison
 from demos.runtime.jobs import Job
-from demos.runtime.service import DemoService, RunRefused, Ticket, get_service
+from demos.runtime.service import DemoService, get_service
+from demos.runtime.tickets import RunRefused, Ticket
 from i18n import N_
 from i18n.numbers import format_decimal, format_number
 from i18n.units import format_bytes

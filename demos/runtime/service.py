@@ -22,171 +22,45 @@ client message can clear them), each behind a lock.
   restarts, so a server that got busier estimates with its current speed) turns work
   into seconds, for the wait before a run starts and its run time. While the worker
   process restarts (after a cancel, a time-out, a crash) the wait includes the restart.
+
+Its parts: the runs and tickets (demos.runtime.tickets), the estimates and statuses
+(demos.runtime.estimates), measuring busy-timed results again (demos.runtime.idle_remeasure),
+the leases and runs other processes measure (demos.runtime.housekeeping).
 """
 
 from __future__ import annotations
 
-import itertools
-import json
 import logging
 import os
-import statistics
 import threading
 import time
 import uuid
 from collections import OrderedDict, deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
 from demos.engine.device import DeviceInfo, detect_device
-from demos.engine.results import timed_while_busy
+from demos.runtime.estimates import RunEstimates
+from demos.runtime.housekeeping import Housekeeping
+from demos.runtime.idle_remeasure import BusyRemeasuring
 from demos.runtime.jobs import MEMORY_FACTOR, MEMORY_SLACK_BYTES, Job, store_key
-from demos.runtime.store import LEASE_SECONDS, ResultStore
+from demos.runtime.store import ResultStore
+from demos.runtime.tickets import Run, RunRefused, Ticket, request_json
 from demos.runtime.worker import DeviceWorker, StepFailed
 
 log = logging.getLogger(__name__)
 
-HEARTBEAT_TIMEOUT_S = 10.0  # a waiting page heartbeats every fraction of a second
-GRACE_S = 1.5  # a rerun of the same page picks its run up again within this
 MAX_RUN_SECONDS = 900.0  # no run holds the device longer (its steps' time together)
 MIN_CAP_SECONDS = 60.0
 CAP_FACTOR = 6.0  # × the run's estimate: the cap of an estimated run
 MEMORY_CACHE = 256  # decoded results kept in this process
-DEFAULT_SPEED = {"cpu": 1.0, "cuda": 0.05}  # seconds per CPU-estimate second, before history
-STEP_OVERHEAD_S = 0.3  # a step's fixed cost: the pipe, building the model, the first calls
-MIN_HISTORY_WORK = 0.5  # steps this small tell the overhead, not the speed
 PARTIAL_KINDS = ("sweep",)  # multi-step runs whose steps so far make a result to show
 IDLE_AFTER_S = 5.0  # idle-time runs start this long after a learner's last run or request
-RECENT_RUNS = 7  # the speed is the median of this many latest runs: it follows the load
-# Results timed while the machine was busy (demos.engine.results.timed_while_busy) are measured
-# again, once per process, when nothing waits and the load average per core is under this.
-IDLE_LOAD_PER_CORE = 0.5
 
 
-def _request(job: Job) -> str:
-    """The job's request as the store keeps it."""
-    return json.dumps(job.request(), sort_keys=True)
-
-
-class RunRefused(Exception):
-    """Refused before queueing. `reason` is an id the UI words ("memory"), `numbers` the
-    values it shows (need_bytes, limit_bytes)."""
-
-    def __init__(self, reason: str, **numbers: float) -> None:
-        super().__init__(f"{reason}: {numbers}")
-        self.reason, self.numbers = reason, numbers
-
-
-@dataclass(frozen=True)
-class RunStatus:
-    """What a waiting page shows. state: queued | running | remote | done | failed |
-    cancelled. ahead: runs before this one; start_in / left: estimated seconds;
-    progress: 0..1 of the run's steps (never above 1: st.progress refuses it)."""
-
-    state: str
-    ahead: int = 0
-    start_in: float = 0.0
-    run_seconds: float = 0.0
-    left: float = 0.0
-    progress: float = 0.0
-    elapsed: float = 0.0
-    restart: float = 0.0  # seconds of start_in / left that wait for the worker to restart
-
-
-@dataclass(eq=False)
-class _Run:
-    key: str
-    job: Job
-    step_work: list[float]
-    memory_bound: int
-    background: bool = False
-    idle: bool = False  # background, and only while no learner has asked for a while
-    claimed: bool = True  # its key is claimed in the store (an idle-time run: once it starts)
-    state: str = "queued"
-    next_step: int = 0
-    parts: list[Any] = field(default_factory=list)
-    tickets: list[Ticket] = field(default_factory=list)
-    result: Any = None
-    error: StepFailed | None = None
-    event: threading.Event = field(default_factory=threading.Event)
-    used_seconds: float = 0.0  # time the run held the device
-    step_started: float | None = None
-    inner: float = 0.0  # progress within the current step, 0..1
-    left_since: float | None = None  # when its last requester left
-    last_renew: float = 0.0
-    partial: Any = None  # what is measured so far, shown while the rest runs
-    partial_version: int = 0  # counts the partial results
-
-    @property
-    def steps(self) -> int:
-        return len(self.step_work)
-
-    def wanted(self, now: float) -> bool:
-        """Someone still waits: the warm-up, or a ticket not released and heartbeating."""
-        if self.background:
-            return True
-        live = any(not t.released and now - t.last_seen < HEARTBEAT_TIMEOUT_S
-                   for t in self.tickets)
-        if live:
-            self.left_since = None
-            return True
-        if self.left_since is None:
-            self.left_since = now
-        return now - self.left_since < GRACE_S
-
-
-class Ticket:
-    """One requester's handle on a run."""
-
-    def __init__(self, service: DemoService, run: _Run, requester: str) -> None:
-        self._service, self._run, self.requester = service, run, requester
-        self.released = False
-        self.last_seen = time.monotonic()
-
-    @property
-    def key(self) -> str:
-        return self._run.key
-
-    @property
-    def done(self) -> bool:
-        return self._run.event.is_set()
-
-    @property
-    def result(self) -> Any:
-        return self._run.result
-
-    @property
-    def error(self) -> StepFailed | None:
-        return self._run.error
-
-    @property
-    def partial(self) -> tuple[int, Any]:
-        """(version, result so far): a compare's memory before its times, its times round
-        by round; a sweep's points measured so far. (0, None) before the first."""
-        run = self._run
-        with self._service._cond:
-            return run.partial_version, run.partial
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Wait until the run ends (True) or the timeout passes (False); a heartbeat."""
-        self.heartbeat()
-        return self._run.event.wait(timeout)
-
-    def heartbeat(self) -> None:
-        self.last_seen = time.monotonic()
-
-    def release(self) -> None:
-        """This requester is gone: if it was the last, the run is cancelled."""
-        self.released = True
-
-    def status(self) -> RunStatus:
-        return self._service.status(self._run)
-
-
-class DemoService:
+class DemoService(RunEstimates, BusyRemeasuring, Housekeeping):
     def __init__(self, device: DeviceInfo | None = None, store: ResultStore | None = None,
                  worker: DeviceWorker | None = None, *, owner: str | None = None,
                  memory_limit: int | None = None, time_cap_s: float = MAX_RUN_SECONDS,
@@ -202,10 +76,10 @@ class DemoService:
         self.memory_limit = memory_limit
         self.time_cap_s = time_cap_s
         self._cond = threading.Condition()
-        self._queue: deque[_Run] = deque()
-        self._current: _Run | None = None
-        self._active: dict[str, _Run] = {}  # queued, running or remote, by key
-        self._remote: list[_Run] = []
+        self._queue: deque[Run] = deque()
+        self._current: Run | None = None
+        self._active: dict[str, Run] = {}  # queued, running or remote, by key
+        self._remote: list[Run] = []
         self._results: OrderedDict[str, Any] = OrderedDict()
         self._history: deque[tuple[float, float]] = deque(maxlen=50)
         self._history_loaded = False
@@ -254,96 +128,7 @@ class DemoService:
         for thread in self._threads:
             thread.join(5)
 
-    # ------------------------------------------------------------------ estimates
-    def speed(self) -> float:
-        """Measured seconds per CPU-estimate second on this device (median of recent)."""
-        if not self._history_loaded and self.store is not None:
-            # One thread reads the store, one asking meanwhile waits for it (it went on
-            # with the default speed: a wrong estimate, even a refusal, at start). Never
-            # called under self._cond: this lock is taken first.
-            with self._history_lock:
-                if not self._history_loaded:
-                    try:
-                        stored = self.store.speed_history(self.device_label)
-                    except SQLAlchemyError:
-                        log.exception("result store unavailable")
-                        stored = []
-                    with self._cond:
-                        self._history.extendleft(stored)
-                    self._history_loaded = True
-        # A copy: the scheduler appends each step's time (under the lock) while pages ask;
-        # iterating the deque itself then raised "deque mutated during iteration".
-        with self._cond:
-            history = list(self._history)
-        # The newest last: the latest runs tell how fast this device is now (a server that
-        # got busy runs everything slower; the median of all 50 kept the quiet speed, and
-        # estimates came out half of the real waits).
-        ratios = [max(seconds - STEP_OVERHEAD_S, 0.0) / work for work, seconds in history
-                  if work >= MIN_HISTORY_WORK][-RECENT_RUNS:]
-        return statistics.median(ratios) if ratios else DEFAULT_SPEED.get(self.device.kind, 1.0)
-
-    def restart_left(self) -> float:
-        """Seconds until the worker process is ready (0 while it runs); fakes without the
-        method never restart."""
-        start_left = getattr(self.worker, "start_left", None)
-        return float(start_left()) if start_left is not None else 0.0
-
-    def estimate(self, job: Job) -> float:
-        """Estimated seconds the run holds the device."""
-        return self._seconds([job.step_work(i, self.device.kind)
-                              for i in range(job.step_count())], self.speed())
-
-    @staticmethod
-    def _seconds(works: Iterable[float], speed: float) -> float:
-        return sum(STEP_OVERHEAD_S + work * speed for work in works)
-
-    def _left(self, run: _Run, speed: float) -> float:
-        """Seconds the run still needs (its current step counted from its start)."""
-        left = self._seconds(run.step_work[run.next_step:], speed)
-        if run.step_started is not None:
-            left = max(left - (time.monotonic() - run.step_started), 0.1)
-        return left
-
-    def status(self, run: _Run) -> RunStatus:
-        speed = self.speed()  # not under the lock: its first call reads the store
-        restart = self.restart_left()
-        with self._cond:  # the scheduler changes a run's steps and times under it (_step)
-            progress = min((run.next_step + run.inner) / max(run.steps, 1), 1.0)
-            total = self._seconds(run.step_work, speed)
-            if run.event.is_set():
-                return RunStatus(run.error.reason if run.error and run.error.reason ==
-                                 "cancelled" else ("failed" if run.error else "done"),
-                                 progress=1.0, run_seconds=total)
-            if run.state == "remote":
-                return RunStatus("remote", run_seconds=total, left=total)
-            left = self._left(run, speed)
-            if run.next_step > 0 or run is self._current:
-                if run.step_started is None and restart:  # its step waits for the worker
-                    return RunStatus("queued", start_in=restart, run_seconds=total,
-                                     left=restart + left, restart=restart)
-                return RunStatus("running", run_seconds=total, left=left, progress=progress,
-                                 elapsed=run.used_seconds + (
-                                     time.monotonic() - run.step_started
-                                     if run.step_started else 0.0))
-            order = self._order()
-            ahead = order[:order.index(run)] if run in order else []
-            start_in = 0.0
-            current = self._current
-            # The run on the device may be past its last step (storing its result) while
-            # it is still current: then nothing of it is left to wait for.
-            if current is not None and current.next_step < current.steps:
-                start_in += max(self._seconds([current.step_work[current.next_step]], speed)
-                                - (time.monotonic() - (current.step_started
-                                                       or time.monotonic())), 0.1)
-            start_in += self._seconds([r.step_work[r.next_step] for r in ahead], speed)
-            # A cancel (or a time-out, a crash) killed the worker: nothing is ahead, but the
-            # fresh process takes seconds to start (it said "0 ahead, about 0 s" meanwhile).
-            start_in += restart
-            return RunStatus("queued", ahead=len(ahead) + (self._current is not None),
-                             start_in=start_in, run_seconds=total, left=start_in + total,
-                             restart=restart)
-
-    def _order(self) -> list[_Run]:
+    def _order(self) -> list[Run]:
         """The queued runs in the order they will get the device next."""
         fg = [r for r in self._queue if not r.background]
         warm = [r for r in self._queue if r.background and not r.idle]
@@ -382,33 +167,6 @@ class DemoService:
             self._note_busy(key, job, result)
         return result
 
-    def _note_busy(self, key: str, job: Job, result: Any) -> None:
-        """Remember a result timed while the machine was busy, to measure it again."""
-        if key not in self._remeasured and timed_while_busy(result):
-            with self._cond:
-                self._busy[key] = job
-
-    def _idle(self) -> bool:
-        try:
-            return os.getloadavg()[0] / (os.cpu_count() or 1) < IDLE_LOAD_PER_CORE
-        except OSError:
-            return False
-
-    def _remeasure_run(self) -> _Run | None:
-        """A background run that measures a busy-timed result again (called with the
-        lock held, nothing queued): it replaces the stored row when it ends; meanwhile the
-        old result is served."""
-        if not self._busy or self._current is not None or not self._idle():
-            return None
-        key, job = self._busy.popitem(last=False)
-        self._remeasured.add(key)
-        if key in self._active:
-            return None
-        kind = self.device.kind
-        bound = min(job.memory_bytes(kind), self.memory_limit or 2**62)
-        return _Run(key, job, [job.step_work(i, kind) for i in range(job.step_count())],
-                    int(bound * MEMORY_FACTOR) + MEMORY_SLACK_BYTES, background=True)
-
     def _remember(self, key: str, result: Any) -> None:
         with self._cond:
             self._results[key] = result
@@ -441,7 +199,7 @@ class DemoService:
             raise RunRefused("memory", need_bytes=need, limit_bytes=self.memory_limit)
         step_work = [job.step_work(i, kind) for i in range(job.step_count())]
         bound = min(need, self.memory_limit or 2**62)
-        run = _Run(key, job, step_work, int(bound * MEMORY_FACTOR) + MEMORY_SLACK_BYTES,
+        run = Run(key, job, step_work, int(bound * MEMORY_FACTOR) + MEMORY_SLACK_BYTES,
                    background=background, idle=idle)
         claim_mine = True
         # An idle-time run claims its key only when it starts: queued for long behind
@@ -450,7 +208,7 @@ class DemoService:
         if self.store is not None and not idle:
             try:
                 claim = self.store.claim(key, self.owner, job.kind, self.device_label,
-                                         _request(job))
+                                         request_json(job))
             except SQLAlchemyError:
                 log.exception("result store unavailable")
             else:
@@ -475,13 +233,13 @@ class DemoService:
             self._cond.notify_all()
         return ticket
 
-    def _ticket(self, run: _Run, requester: str) -> Ticket:
+    def _ticket(self, run: Run, requester: str) -> Ticket:
         ticket = Ticket(self, run, requester)
         run.tickets.append(ticket)
         return ticket
 
     def _finished(self, key: str, job: Job, result: Any, requester: str) -> Ticket:
-        run = _Run(key, job, [0.0], 0, state="done", result=result)
+        run = Run(key, job, [0.0], 0, state="done", result=result)
         run.event.set()
         return Ticket(self, run, requester)
 
@@ -499,7 +257,7 @@ class DemoService:
         return tickets
 
     # ------------------------------------------------------------------ the scheduler
-    def _next(self) -> _Run | None:
+    def _next(self) -> Run | None:
         with self._cond:
             while not self._stopping:
                 now = time.monotonic()
@@ -530,7 +288,7 @@ class DemoService:
                 with self._cond:
                     self._current = None
 
-    def _step(self, run: _Run) -> None:
+    def _step(self, run: Run) -> None:
         """Run the next step of `run`; requeue it (at the back) or finish it."""
         index = run.next_step
         if not run.claimed and not self._claim_at_start(run):
@@ -599,20 +357,20 @@ class DemoService:
             try:
                 self.store.put(run.key, self.owner, result, run.used_seconds,
                                sum(run.step_work), kind=run.job.kind,
-                               device=self.device_label, request=_request(run.job))
+                               device=self.device_label, request=request_json(run.job))
             except SQLAlchemyError:
                 log.exception("result store unavailable")
         self._remember(run.key, result)
         self._note_busy(run.key, run.job, result)
         self._end(run, result=result)
 
-    def _claim_at_start(self, run: _Run) -> bool:
+    def _claim_at_start(self, run: Run) -> bool:
         """Claim an idle-time run's key as it starts: False when another process has the
         result (it is served) or measures it now (the run follows that one)."""
         assert self.store is not None
         try:
             claim = self.store.claim(run.key, self.owner, run.job.kind, self.device_label,
-                                     _request(run.job))
+                                     request_json(run.job))
         except SQLAlchemyError:
             log.exception("result store unavailable")
             run.claimed = True  # measured here; its result is stored if the store is back
@@ -629,11 +387,11 @@ class DemoService:
         run.claimed, run.last_renew = True, time.monotonic()
         return True
 
-    def _set_partial(self, run: _Run, partial: Any) -> None:
+    def _set_partial(self, run: Run, partial: Any) -> None:
         with self._cond:
             run.partial, run.partial_version = partial, run.partial_version + 1
 
-    def _end(self, run: _Run, result: Any = None, error: StepFailed | None = None) -> None:
+    def _end(self, run: Run, result: Any = None, error: StepFailed | None = None) -> None:
         with self._cond:
             if self._active.get(run.key) is run:
                 del self._active[run.key]
@@ -652,62 +410,6 @@ class DemoService:
             except SQLAlchemyError:
                 log.exception("result store unavailable")
         run.event.set()
-
-    def _renew(self, run: _Run) -> None:
-        now = time.monotonic()
-        if self.store is not None and now - run.last_renew > LEASE_SECONDS / 3:
-            run.last_renew = now
-            try:
-                self.store.renew(run.key, self.owner)
-            except SQLAlchemyError:
-                log.exception("result store unavailable")
-
-    # ------------------------------------------------------------------ housekeeping
-    def _housekeep(self) -> None:
-        """Renew the leases of queued runs, follow runs other processes measure, and drop
-        queued runs nobody waits for."""
-        for tick in itertools.count():
-            with self._cond:
-                if self._stopping:
-                    return
-                queued = list(self._queue)
-                remote = list(self._remote)
-                self._cond.notify_all()  # the scheduler drops abandoned queued runs
-            for run in queued:
-                self._renew(run)
-            for run in remote:
-                self._follow(run)
-            time.sleep(0.25 if tick else 0.05)
-
-    def _follow(self, run: _Run) -> None:
-        now = time.monotonic()
-        if not run.wanted(now):
-            with self._cond:
-                self._remote.remove(run)
-            self._end(run, error=StepFailed("cancelled"))
-            return
-        assert self.store is not None
-        try:
-            result = self.store.get(run.key)
-            if result is None and not self.store.pending(run.key):
-                claim = self.store.claim(run.key, self.owner, run.job.kind, self.device_label,
-                                         _request(run.job))
-                result = claim.result
-                if claim.mine:  # its measurer is gone: measure it here
-                    with self._cond:
-                        self._remote.remove(run)
-                        run.state, run.last_renew = "queued", now
-                        self._queue.append(run)
-                        self._cond.notify_all()
-                    return
-        except SQLAlchemyError:
-            log.exception("result store unavailable")
-            return
-        if result is not None:
-            with self._cond:
-                self._remote.remove(run)
-            self._remember(run.key, result)
-            self._end(run, result=result)
 
 
 # ---------------------------------------------------------------------- the process's one

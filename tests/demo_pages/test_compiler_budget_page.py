@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from demos.runtime.jobs import store_key
-from demos.runtime.service import _request, get_service
+from demos.runtime.service import get_service
 from demos.runtime.store import ResultStore
+from demos.runtime.tickets import request_json
 from tests.compiler_budget_data import PAGE_QUERY, tiny_job, tiny_result
 from tests.demo_pages.test_pages import no_errors, texts
 from tests.lessons.test_lesson_pages_i18n import page_text
@@ -34,7 +35,7 @@ def _store_tiny_sweep() -> None:
     job, frame = tiny_job(), tiny_result()
     service = get_service()
     ResultStore().put(store_key(job, service.device), "test", frame, 1.0, 1.0,
-                      kind=job.kind, device=service.device_label, request=_request(job))
+                      kind=job.kind, device=service.device_label, request=request_json(job))
 
 
 @pytest.mark.compile

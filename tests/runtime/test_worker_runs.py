@@ -9,8 +9,8 @@ import time
 import pytest
 
 from demos.runtime.jobs import Job
-from demos.runtime.service import GRACE_S, RunRefused
 from demos.runtime.store import ResultStore
+from demos.runtime.tickets import GRACE_S, RunRefused
 from demos.runtime.worker import DeviceWorker, StepFailed, rss_bytes
 from tests.runtime.conftest import TINY, long_training, tiny_compare, wait_for
 
@@ -43,9 +43,9 @@ def test_a_run_whose_requester_left_is_killed_and_the_device_is_free(make_servic
 
 def test_a_waiting_page_that_stops_heartbeating_counts_as_gone(make_service, worker,
                                                                 monkeypatch) -> None:
-    from demos.runtime import service as service_module
+    from demos.runtime import tickets as tickets_module
 
-    monkeypatch.setattr(service_module, "HEARTBEAT_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(tickets_module, "HEARTBEAT_TIMEOUT_S", 1.0)
     svc = make_service(worker=worker)
     ticket = svc.submit(long_training(), "closed tab")  # never waits again, never released
     wait_for(lambda: ticket.done, timeout=20)
