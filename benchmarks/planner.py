@@ -3,7 +3,7 @@ cleared; warm: cached), and a whole run of the /plan page script under AppTest.
 
     .venv/bin/python -m benchmarks.planner      # writes benchmarks/planner.json
 
-Target: under 0.3 s of server time for /plan with a preset (issue 14)."""
+Target: under 0.3 s of server time for /plan with a preset."""
 
 from __future__ import annotations
 

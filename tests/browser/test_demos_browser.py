@@ -94,7 +94,7 @@ def test_curves_draw_their_chart(page: Page, app_url: str) -> None:
 
 @pytest.mark.parametrize("code", ["de", "vi"])
 def test_moving_a_slider_in_german_and_vietnamese(page: Page, app_url: str, code: str) -> None:
-    """Issue 12: a German or Vietnamese learner moves a demo slider; the page, its numbers
+    """A German or Vietnamese learner moves a demo slider; the page, its numbers
     and its charts stay in that language (decimal commas, translated table headers)."""
     goto(page, app_url, f"compare?{SMALL}&strategy=every-layer&lang={code}")
     expect(page.get_by_role("heading", name=gettext(code, "Compare checkpointing strategies"))

@@ -1,4 +1,4 @@
-"""The demo pages on a phone (390 × 844), issue 11: no chart's title, subplot title, legend
+"""The demo pages on a phone (390 × 844): no chart's title, subplot title, legend
 or axis title sits on another or on its plot, nothing is cut off at the screen's edge, and
 Compare's table shows every column. Screenshots are kept in tests/artifacts/
 (demos-phone-*.png): look at them."""

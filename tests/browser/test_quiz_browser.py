@@ -266,7 +266,7 @@ def test_a_pasted_name_that_is_too_long_is_explained(page: Page, app_url: str,
 def test_progress_and_the_open_attempt_survive_a_reload_and_a_new_tab(
     page: Page, app_url: str, server_side: QuizService
 ) -> None:
-    """Issue 11: "Lessons visited 3/7" became 1/7 after a reload and 0/7 in a new tab. The
+    """Once "Lessons visited 3/7" became 1/7 after a reload and 0/7 in a new tab. The
     learner id now lives in a cookie, the progress on the server."""
     from lessons.catalog import LESSON_PATHS
 

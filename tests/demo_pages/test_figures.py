@@ -69,7 +69,7 @@ def test_peak_and_time_figure_draws_one_bar_per_strategy_in_its_colour() -> None
 
 
 def test_step_times_carry_their_spread_as_error_bars() -> None:
-    """Issue 11: a bar per strategy from two steps, with no spread, showed noise as fact."""
+    """A bar per strategy from two steps, with no spread, showed noise as fact."""
     noisy = [result("none", 200, 0.4), result("every-layer", 60, 0.5)]
     noisy[0].step_seconds_runs = [0.30, 0.38, 0.40, 0.41, 0.52]
     fig = peak_and_time_figure(noisy)
@@ -141,7 +141,7 @@ def test_timeline_marks_phases_layers_and_names_the_op_at_the_peak() -> None:
 
 
 def test_the_timeline_figure_is_bounded_whatever_the_depth() -> None:
-    """Issue 13: /timeline?layers=24 spent 214 s building one Plotly shape per layer
+    """/timeline?layers=24 once spent 214 s building one Plotly shape per layer
     segment. Now a few traces per strategy, built in well under a second."""
     import time
 
@@ -163,7 +163,7 @@ def test_the_timeline_figure_is_bounded_whatever_the_depth() -> None:
 
 
 def test_two_panel_figures_stack_for_a_phone() -> None:
-    """Issue 11 (phones): side-by-side panels overlapped their titles, legends and axes at
+    """On phones, side-by-side panels overlapped their titles, legends and axes at
     390 px. Panels are now stacked, titles are one short line, legends under the plot."""
     sweep = pd.DataFrame({"layers": [2, 4], "strategy": ["none", "none"], "fits": [True] * 2,
                           "activation_bytes": [MIB, 2 * MIB], "step_seconds": [0.1, 0.2]})

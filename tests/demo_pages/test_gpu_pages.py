@@ -1,5 +1,5 @@
 """The compare page reports the device it measured on, and on a GPU the CUDA allocator's
-figures (issue 15). The GPU case skips without CUDA; the same check runs here on the CPU."""
+figures. The GPU case skips without CUDA; the same check runs here on the CPU."""
 
 from __future__ import annotations
 

@@ -224,7 +224,7 @@ def test_switching_demos_keeps_each_page_s_own_settings(app_test: Callable) -> N
 
 
 def test_compare_says_where_each_peak_is_and_what_sets_it(app_test: Callable) -> None:
-    """Issue 11: at the old default five strategies showed the same peak and nothing said
+    """At the old default five strategies showed the same peak and nothing said
     why. Each strategy's peak is now located and its largest part named, from the run."""
     at = app_test("pages/demos/compare.py", query={**TINY, "strategy": "every-layer,sqrt"})
     no_errors(at)
@@ -255,7 +255,7 @@ def test_compare_at_its_default_shows_strategies_that_differ(app_test: Callable)
 
 def test_timeline_at_its_default_shows_the_sawtooth_and_names_the_peak(app_test: Callable
                                                                         ) -> None:
-    """Issue 11: the promised sawtooth was not visible at the defaults (4 layers)."""
+    """The promised sawtooth was not visible at the defaults (4 layers)."""
     from memory.config import demo_default
 
     at = app_test("pages/demos/timeline.py", timeout=120)
@@ -277,7 +277,7 @@ def test_timeline_at_its_default_shows_the_sawtooth_and_names_the_peak(app_test:
 
 
 def test_same_result_does_not_promise_memory_it_does_not_show(app_test: Callable) -> None:
-    """Issue 11: the page was titled "Same result, less memory" and showed no memory."""
+    """The page was titled "Same result, less memory" and showed no memory."""
     query = {"layers": "2", "hidden": "64", "seq": "32", "batch": "2", "steps": "20"}
     at = app_test("pages/demos/same_result.py", query=query, timeout=120)
     no_errors(at)
@@ -286,7 +286,7 @@ def test_same_result_does_not_promise_memory_it_does_not_show(app_test: Callable
 
 
 def test_what_fits_says_when_the_search_reaches_its_cap(app_test: Callable) -> None:
-    """Issue 11: what-fits reached the 8,192 cap on the sequence length without saying so."""
+    """What-fits reached the 8,192 cap on the sequence length without saying so."""
     query = {"layers": "1", "hidden": "64", "heads": "1", "vocab": "256", "batch": "1",
              "grow": "seq", "budget": "512"}
     at = app_test("pages/demos/what_fits.py", query=query, timeout=300)
@@ -298,7 +298,7 @@ def test_what_fits_says_when_the_search_reaches_its_cap(app_test: Callable) -> N
 
 
 def test_compare_opens_with_strategies_whose_peaks_differ(app_test: Callable) -> None:
-    """Issue 11: at its default the page compared none with every-layer alone, so a learner
+    """At its default the page compared none with every-layer alone, so a learner
     saw no difference between strategies. It now opens with every-layer and sqrt."""
     at = app_test("pages/demos/compare.py")
     no_errors(at)

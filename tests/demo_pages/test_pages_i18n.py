@@ -1,5 +1,5 @@
-"""Every demo page and the home teaser under AppTest in English, German and Vietnamese
-(issue 12): the controls, captions, tables, charts and the engine's explanations are in
+"""Every demo page and the home teaser under AppTest in English, German and Vietnamese:
+the controls, captions, tables, charts and the engine's explanations are in
 the page's language (no English sentence of the catalog left), numbers written its way."""
 
 from __future__ import annotations

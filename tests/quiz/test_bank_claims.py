@@ -1,4 +1,4 @@
-"""Quiz items the independent review of issue 9 found wrong, ambiguous or cued: each test
+"""Quiz items an independent review found wrong, ambiguous or cued: each test
 fails on the old bank (English, answer key and wording)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 13, fault 5: losing or changing the signing key or the database is never silent."""
+"""Losing or changing the signing key or the database is never silent."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 13, fault 6, and issue 11's progress: attempts, the cooldown and progress belong to
+"""Attempts, the cooldown and progress belong to
 the learner (and, for a learner without a past, to the client address), not to the tab."""
 
 from __future__ import annotations

@@ -265,7 +265,7 @@ def _param(at: AppTest, name: str) -> str:
 
 
 def test_the_verify_form_keeps_the_url_short(app_test: RunPage) -> None:
-    """Issue 13, fault 8: a megabyte typed into the form went into ?id=."""
+    """A megabyte typed into the form went into ?id=."""
     from quiz.ids import MAX_LINK_LENGTH
 
     at = app_test("pages/verify.py")

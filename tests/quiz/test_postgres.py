@@ -1,4 +1,4 @@
-"""Several app servers on one PostgreSQL (issue 13): a real server is started here, in a
+"""Several app servers on one PostgreSQL: a real server is started here, in a
 temporary folder, from Debian's `postgresql` package (`make test` installs it when missing).
 Two service processes issue certificates at once, each verifies the other's, and one is
 killed with SIGKILL in the middle of issuing without loss or corruption."""

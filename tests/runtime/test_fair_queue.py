@@ -1,4 +1,4 @@
-"""Issue 11: a long search must not hold everyone; the queue shows place and wait."""
+"""A long search must not hold everyone; the queue shows place and wait."""
 
 from __future__ import annotations
 
