@@ -252,10 +252,13 @@ def _steps(rec: recommend_module.Recommendation, gpu: int) -> None:
     code = current_language()
     for number, step in enumerate(rec.steps, start=1):
         assert step.inputs is not None
-        then = t("Then {peak} per GPU with checkpointing {strategy}: {verdict}.",
-                 peak=gib(step.peak), strategy=word(step.with_strategy or "none"),
-                 verdict=(t("fits") if step.fits else
-                          t("still short by {size}", size=gib(step.peak - gpu))))
+        verdict = (t("fits") if step.fits else
+                   t("still short by {size}", size=gib(step.peak - gpu)))
+        strategy = step.with_strategy or "none"
+        then = (t("Then {peak} per GPU without checkpointing: {verdict}.",
+                  peak=gib(step.peak), verdict=verdict) if strategy == "none" else
+                t("Then {peak} per GPU with checkpointing {strategy}: {verdict}.",
+                  peak=gib(step.peak), strategy=word(strategy), verdict=verdict))
         choice = (" " + t("*A choice: this changes your task or your hardware; take it "
                           "only if you can.*") if step.choice else "")
         st.markdown(f"{number}. **{advice_title(step)}**: {t(REASONS[step.reason])} "
