@@ -276,7 +276,9 @@ def breakdown(p: PlannerInputs, strategy: str | None = None, batch: int | None =
               seq: int | None = None) -> Breakdown:
     """Memory per GPU at the step's peak. The layer being rebuilt and the loss peak are
     added as if they came at once (they come one after the other: this overstates by the
-    smaller of the two, so a plan that fits here fits)."""
+    smaller of the two). Backward's own temporaries and what is kept outside the decoder
+    layers are not pieces of their own: the workspace allowance is to cover them
+    (`step_peak_range` gives the band measured steps fall in, without the allowances)."""
     state = state_bytes(p)
     act = activations(p, strategy or p.strategy, batch, seq)
     logits = logits_peak_bytes(p, batch, seq)
@@ -288,7 +290,53 @@ def breakdown(p: PlannerInputs, strategy: str | None = None, batch: int | None =
 
 def peak_bytes(p: PlannerInputs, strategy: str | None = None, batch: int | None = None,
                seq: int | None = None) -> float:
+    """The planner's step peak: `breakdown`'s pieces as if at once, plus the GPU's
+    allowances (workspace, fragmentation). Without the allowances the pieces are an
+    estimate, not a bound: `step_peak_range` gives the band a measured step falls in."""
     return breakdown(p, strategy, batch, seq).total
+
+
+# Room for what the pieces leave out, in plain layers: backward's own temporaries (the
+# gradients flowing through the layer being differentiated; under LoRA in 16-bit PEFT's
+# adapters make them fp32) and what is kept outside the decoder layers (the embedding's
+# output, the final norm). On tiny real transformers models (tests/real_libraries/
+# test_step_peaks.py) the step peak exceeded the pieces by at most a third of a plain layer
+# (LoRA with every layer checkpointed, in bf16); one layer is the allowance.
+BACKWARD_ALLOWANCE_LAYERS = 1
+
+
+@dataclass(frozen=True)
+class StepPeakRange:
+    """The band a step's peak (live bytes above the weights, without the GPU's workspace
+    and fragmentation) falls in, by the planner's documented approximations."""
+
+    lower: float  # the largest moment the step must pass through
+    pieces: float  # gradients + activations kept + the layer rebuilt + the loss, at once
+    upper: float  # the pieces + BACKWARD_ALLOWANCE_LAYERS plain layers
+
+
+def step_peak_range(p: PlannerInputs, strategy: str | None = None, batch: int | None = None,
+                    seq: int | None = None) -> StepPeakRange:
+    """The planner's step peak as a band. Its pieces (gradients, the activations kept, the
+    layer being rebuilt, the loss peak) come one after the other, not at once: the loss
+    peaks while every kept activation is alive and before any gradient exists, the last
+    gradients appear when most activations are freed. So the sum overstates the peak of a
+    full fine-tune (measured 0.56 to 0.92 of it on the tiny real models), and it leaves out
+    backward's own temporaries and what is kept outside the decoder layers, which can make
+    the peak exceed it when gradients are few (LoRA: up to 1.17 with every layer
+    checkpointed in bf16).
+
+    lower: the largest of three moments every step passes through: the loss (every kept
+    activation and the loss's tensors), the first layer rebuilt in backward (every
+    checkpoint and that layer) and the end of backward (every gradient).
+    upper: the pieces plus BACKWARD_ALLOWANCE_LAYERS plain layers for the rest."""
+    bd = breakdown(p, strategy, batch, seq)
+    b, s = _sizes(p, batch, seq)
+    kept, rebuilt = bd.activations_kept, bd.activations_rebuilt
+    pieces = bd.gradients + kept + rebuilt + bd.logits
+    lower = max(kept + bd.logits, kept + rebuilt, bd.gradients)
+    upper = pieces + BACKWARD_ALLOWANCE_LAYERS * layer_bytes(p.tensors(b, s))
+    return StepPeakRange(lower, pieces, upper)
 
 
 def fits(p: PlannerInputs, strategy: str | None = None, batch: int | None = None,

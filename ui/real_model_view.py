@@ -11,7 +11,7 @@ from demos.engine.real_models import (
     code,
     family,
     lab_layers,
-    planner_peak_pieces,
+    planner_peak_range,
     predicted_layers,
     run_live,
     tiny_architecture,
@@ -142,12 +142,35 @@ def show(setup: Setup) -> None:
                  "the parameters (gradients included).",
                  outside=format_bytes(m.outside, locale=lang),
                  peak=format_bytes(m.peak or 0, locale=lang)))
-    pieces = planner_peak_pieces(setup)
-    if pieces and m.peak:
-        st.caption(t("The planner's step peak adds its pieces as if they came at once "
-                     "(gradients, activations kept, the layer being rebuilt, the loss): "
-                     "{pieces} here, {ratio} × the measured peak. It leaves out what lies "
-                     "outside the layers and backward's own temporaries; on a GPU it adds a "
-                     "workspace allowance and a share for fragmentation on top.",
-                     pieces=format_bytes(pieces, locale=lang),
-                     ratio=fmt_decimal(pieces / m.peak, 2)))
+    band = planner_peak_range(setup)
+    if band is not None and m.peak:
+        st.caption(peak_comparison(m.peak, band))
+
+
+def peak_comparison(peak: int, band) -> str:
+    """The measured step peak beside the planner's: its pieces as if at once, the
+    difference and its size, and the planner's band (memory.footprint.step_peak_range)."""
+    lang = current_language()
+    pieces = t("The planner's step peak adds its pieces as if they came at once "
+               "(gradients, activations kept, the layer being rebuilt, the loss): {pieces} "
+               "here, {ratio} × the measured peak.",
+               pieces=format_bytes(band.pieces, locale=lang),
+               ratio=fmt_decimal(band.pieces / peak, 2))
+    diff = format_bytes(abs(band.pieces - peak), locale=lang)
+    if peak <= band.pieces:
+        gap = t("The measured peak is {diff} lower: the pieces come one after the other "
+                "(the loss before any gradient, the last gradients after most activations "
+                "are freed).", diff=diff)
+    else:
+        gap = t("The measured peak is {diff} higher: the pieces leave out backward's own "
+                "temporaries and what is kept outside the decoder layers, which show when "
+                "gradients are few.", diff=diff)
+    inside = band.lower <= peak <= band.upper
+    verdict = t("The planner's band for the peak runs from {lower} (the largest moment every "
+                "step passes through) to {upper} (the pieces and one plain layer more for "
+                "backward's temporaries); the measured peak lies {where}. On a GPU the "
+                "planner adds a workspace allowance and a share for fragmentation on top.",
+                lower=format_bytes(band.lower, locale=lang),
+                upper=format_bytes(band.upper, locale=lang),
+                where=t("inside it") if inside else t("outside it"))
+    return " ".join([pieces, gap, verdict])

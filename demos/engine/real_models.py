@@ -388,3 +388,13 @@ def planner_peak_pieces(setup: Setup) -> int | None:
         return None
     bd = breakdown(planner_inputs(setup), strategy)
     return int(bd.gradients + bd.activations_kept + bd.activations_rebuilt + bd.logits)
+
+
+def planner_peak_range(setup: Setup):
+    """The planner's step-peak band for a measured setup (memory.footprint.step_peak_range:
+    the moments every step passes through, the pieces as if at once, and the pieces plus
+    an allowance for backward's temporaries); None for a strategy without a planner row."""
+    from memory.footprint import step_peak_range
+
+    strategy = PLANNER_STRATEGIES[setup.strategy]
+    return None if strategy is None else step_peak_range(planner_inputs(setup), strategy)
