@@ -95,6 +95,18 @@ class PlannerInputs:
         their input to fp32; under autocast ("mixed") their matmuls run in 16-bit."""
         return 2 if self.precision == "mixed" else 4
 
+    @property
+    def autocast(self) -> bool:
+        """Mixed precision: the step runs under torch.autocast (16-bit compute)."""
+        return self.precision == "mixed"
+
+    @property
+    def residual_bytes(self) -> int:
+        """Bytes per number of the residual stream, a checkpoint's input: fp32 under
+        autocast with fp32 weights (full fine-tuning in mixed precision: the embedding's
+        output is fp32 and each residual addition promotes to it), else the activations'."""
+        return 4 if self.autocast and self.tuning == "full" else self.act_bytes
+
     def tensors(self, batch: int | None = None, seq: int | None = None,
                 input_grad: bool = True) -> tuple[Held, ...]:
         return layer_tensors(self.arch, self.batch if batch is None else batch,
@@ -103,17 +115,22 @@ class PlannerInputs:
                              lora_rank=self.lora_rank if self.tuning != "full" else 0,
                              lora_targets=self.targets, attention=self.kernel,
                              padding=self.padding, input_grad=input_grad,
-                             lora_bytes=self.lora_bytes)
+                             lora_bytes=self.lora_bytes, autocast=self.autocast)
 
 
 # ---------------------------------------------------------------- parameters and state
 
 
 def adapter_params(p: PlannerInputs) -> int:
-    """LoRA: r·(in + out) per adapted linear layer."""
+    """LoRA: r·(in + out) per adapted linear layer. A GPT kind's q, k and v are one linear
+    (GPT-2's c_attn): one adapter, r·(h + q + k + v)."""
     lin = p.arch.linears()
-    return p.arch.layers * sum(p.lora_rank * (lin[t][0] + lin[t][1])
-                               for t in p.targets if t in lin)
+    targets = [t for t in p.targets if t in lin]
+    per_layer = sum(p.lora_rank * (lin[t][0] + lin[t][1]) for t in targets)
+    fused = [t for t in targets if t in ("q", "k", "v")] if p.arch.kind != "llama" else []
+    if fused:  # one input side for the fused projection, every output it adapts
+        per_layer -= p.lora_rank * lin["q"][0] * (len(fused) - 1)
+    return p.arch.layers * per_layer
 
 
 def state_bytes(p: PlannerInputs) -> dict[str, float]:
@@ -183,7 +200,7 @@ def activations(p: PlannerInputs, strategy: str, batch: int | None = None,
     b, s = _sizes(p, batch, seq)
     tensors = p.tensors(b, s)
     full, n = layer_bytes(tensors), p.arch.layers
-    ckpt = b * s * p.arch.hidden * p.act_bytes  # a checkpoint keeps the layer's input
+    ckpt = b * s * p.arch.hidden * p.residual_bytes  # a checkpoint keeps the layer's input
     # a rebuilt segment's first layer keeps its input: the checkpoint, counted already
     shared = sum(t.bytes for t in tensors if t.kind == "input")
     # a checkpointed segment reruns its layers, the last one without its final MLP linear

@@ -29,7 +29,8 @@ STRATEGIES = {"none": N_("off"), "every-layer": N_("every layer"),
               "first-k": N_("the first 2 layers")}
 TUNINGS = {"full": N_("full fine-tuning"), "lora": N_("LoRA r=16, all linear layers"),
            "lora-attention": N_("LoRA r=16, attention only")}
-DTYPES = {"fp32": "fp32", "bf16": "bf16"}
+DTYPES = {"fp32": "fp32", "bf16": "bf16",
+          "mixed": N_("mixed: bf16 autocast (fp32 weights; LoRA over a bf16 base)")}
 ATTENTIONS = {"sdpa": "sdpa", "eager": "eager"}
 PADDING = {"off": N_("off"), "on": N_("on")}
 CLASSES = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM"}
@@ -49,7 +50,8 @@ def controls() -> Setup:
         tuning = query.choice("tuning", t("Training"), list(TUNINGS), "full",
                               format_func=lambda key: t(TUNINGS[key]))
     with row[1]:
-        dtype = query.choice("dtype", t("Precision"), list(DTYPES), "bf16")
+        dtype = query.choice("dtype", t("Precision"), list(DTYPES), "bf16",
+                             format_func=lambda key: t(DTYPES[key]))
     with row[2]:
         attention = query.choice("attention", t("Attention kernel"), list(ATTENTIONS), "sdpa",
                                  help=t("transformers' attn_implementation"))

@@ -35,6 +35,10 @@ from memory.architectures import PRESETS, Architecture
 
 ATTENTIONS = ("sdpa", "eager")
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+# "mixed": the step under torch.autocast("cpu", dtype=torch.bfloat16), as HF's Trainer runs
+# it with bf16=True; full fine-tuning over fp32 weights, LoRA over a bf16 base (the
+# planner's mixed precision: memory.precisions, memory.footprint.state_bytes)
+PRECISIONS = (*DTYPES, "mixed")
 STRATEGIES = ("none", "every-layer", "every-n", "first-k")
 TINY_HEAD_DIM = 16
 TINY_VOCAB = 256
@@ -170,6 +174,9 @@ class Measurement:
     peak: int | None = None  # live bytes above parameters at the step's peak
     loss: float = 0.0
     shapes: dict[int, list[str]] = field(default_factory=dict, compare=False)
+    # autocast's 16-bit copies of trainable weights kept for backward, per decoder layer
+    # (not in per_layer: the planner counts them with the weights)
+    weight_copies: tuple[int, ...] = ()
 
     @property
     def layers_total(self) -> int:
@@ -193,7 +200,10 @@ def _batch(setup: Setup) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | Non
 def build(setup: Setup) -> tuple[torch.nn.Module, tuple[int, ...]]:
     """The model of a setup, checkpointing switched on, LoRA applied (the order HF's
     Trainer uses: checkpointing on the base model, then PEFT)."""
-    model = build_model(setup.arch, setup.dtype, setup.attention)
+    dtype = setup.dtype
+    if dtype == "mixed":
+        dtype = "bf16" if setup.lora_rank else "fp32"
+    model = build_model(setup.arch, dtype, setup.attention)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         checkpointed = apply_checkpointing(model, setup.strategy, setup.n, setup.k)
@@ -231,6 +241,22 @@ def _layer_marks(layers: list[torch.nn.Module], state: dict) -> Iterator[None]:
             h.remove()
 
 
+_VIEWS = {"TBackward0", "ViewBackward0", "TransposeBackward0", "PermuteBackward0",
+          "UnsafeViewBackward0", "ExpandBackward0"}
+
+
+def _weight_copy(t: torch.Tensor) -> bool:
+    """Whether a saved tensor is (a view of) a cast of a trainable parameter: autocast's
+    16-bit weight copy (ToCopyBackward0 straight from the parameter's AccumulateGrad)."""
+    fn = t.grad_fn
+    while fn is not None and type(fn).__name__ in _VIEWS:
+        fn = fn.next_functions[0][0] if fn.next_functions else None
+    if fn is None or type(fn).__name__ != "ToCopyBackward0" or not fn.next_functions:
+        return False
+    source = fn.next_functions[0][0]
+    return source is not None and type(source).__name__ == "AccumulateGrad"
+
+
 def measure(setup: Setup, peak: bool = False) -> Measurement:
     """One training step of the setup; bytes saved for backward per layer and outside,
     and (peak=True) the step's peak live bytes above the parameters (demos.engine.tracker)."""
@@ -240,13 +266,16 @@ def measure(setup: Setup, peak: bool = False) -> Measurement:
     constant = {t.untyped_storage().data_ptr()
                 for t in [*model.parameters(), *model.buffers()]}
     seen: dict[int, tuple[int | None, int]] = {}
+    copies: dict[int, tuple[int | None, int]] = {}
     shapes: dict[int, list[str]] = {}
     state: dict = {"layer": None, "inputs": [], "shared": set()}
 
     def pack(t: torch.Tensor) -> torch.Tensor:
         storage = t.untyped_storage()
         key = storage.data_ptr()
-        if key not in constant and key not in seen and storage.nbytes():
+        if key in copies or (key not in seen and _weight_copy(t)):
+            copies[key] = (state["layer"], storage.nbytes())
+        elif key not in constant and key not in seen and storage.nbytes():
             layer = None if key in state["shared"] else state["layer"]
             seen[key] = (layer, storage.nbytes())
             shapes.setdefault(-1 if layer is None else layer, []).append(
@@ -260,8 +289,10 @@ def measure(setup: Setup, peak: bool = False) -> Measurement:
             tracker.ignore([*model.parameters(), ids, labels]
                            + ([mask] if mask is not None else []))
         context = tracker if tracker is not None else _null()
+        autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if setup.dtype == "mixed"
+                    else _null())
         with context:
-            with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), autocast:
                 out = model(input_ids=ids, labels=labels, attention_mask=mask, use_cache=False)
             for i, x in state["inputs"]:  # what a checkpointed layer holds: its input
                 key = x.untyped_storage().data_ptr()
@@ -278,9 +309,13 @@ def measure(setup: Setup, peak: bool = False) -> Measurement:
             outside += nbytes
         else:
             per_layer[layer] += nbytes
+    weight_copies = [0] * len(layers)
+    for layer, nbytes in copies.values():
+        if layer is not None:
+            weight_copies[layer] += nbytes
     return Measurement(setup, tuple(per_layer), outside, checkpointed,
                        tracker.peak_bytes if tracker is not None else None,
-                       float(loss.detach().float()), shapes)
+                       float(loss.detach().float()), shapes, tuple(weight_copies))
 
 
 @contextmanager
@@ -300,23 +335,18 @@ def predicted_layers(setup: Setup, checkpointed: tuple[int, ...], fused: bool | 
     """The planner's bytes per decoder layer (memory.layer.layer_tensors): a checkpointed
     layer keeps its input, the others what a plain layer keeps; under LoRA without
     checkpointing the first layer's input needs no gradient."""
-    from memory.footprint import LORA_TARGETS
-    from memory.layer import layer_bytes, layer_tensors
+    from memory.layer import layer_bytes
 
-    arch, e = setup.arch, 4 if setup.dtype == "fp32" else 2
-    targets = LORA_TARGETS[setup.lora_targets] if setup.lora_rank else ()
+    p = planner_inputs(setup)
+    if fused is not None:
+        p = p.with_(fused=fused)
     out = []
-    for i in range(arch.layers):
+    for i in range(setup.arch.layers):
         if i in checkpointed:
-            out.append(setup.batch * setup.seq * arch.hidden * e)
+            out.append(setup.batch * setup.seq * setup.arch.hidden * p.residual_bytes)
             continue
-        tensors = layer_tensors(arch, setup.batch, setup.seq, e,
-                                fused=sdpa_fused(arch) if fused is None else fused,
-                                device="cpu",
-                                lora_rank=setup.lora_rank, lora_targets=targets,
-                                attention=setup.attention, padding=setup.padding,
-                                input_grad=i > 0 or bool(checkpointed) or not setup.lora_rank)
-        out.append(layer_bytes(tensors))
+        out.append(layer_bytes(p.tensors(
+            input_grad=i > 0 or bool(checkpointed) or not setup.lora_rank)))
     return tuple(out)
 
 

@@ -51,3 +51,15 @@ def test_measured_beside_predicted_and_the_switch_as_printed(app_test: Callable)
     text = page_text(at)
     assert " lower: the pieces come one after the other" in text
     assert "the measured peak lies inside it" in text
+
+
+@pytest.mark.parametrize("code", ["de", "vi"])
+def test_the_page_speaks_the_language(app_test: Callable, code: str) -> None:
+    at = app_test(PAGE, query={"model": "llama-3.2-1b", "padding": "on", "lang": code,
+                               "dtype": "bf16" if code == "de" else "mixed"},
+                  timeout=180)
+    no_errors(at)
+    table = at.dataframe[0].value
+    text = "\n".join([page_text(at), " ".join(map(str, table.columns))])
+    assert not untranslated_on_page(text, code)
+    assert set(table[table.columns[4]]) == {"1,00"}  # measured ÷ planner, a decimal comma
