@@ -93,18 +93,22 @@ class PlannerInputs:
     def lora_bytes(self) -> int:
         """Bytes per number of what a LoRA adapter keeps: PEFT's adapters are fp32 and cast
         their input to fp32; under autocast ("mixed") their matmuls run in 16-bit."""
-        return 2 if self.precision == "mixed" else 4
+        return 2 if self.autocast else 4
 
     @property
     def autocast(self) -> bool:
-        """Mixed precision: the step runs under torch.autocast (16-bit compute)."""
-        return self.precision == "mixed"
+        """The step runs under torch.autocast (16-bit compute): mixed precision, and QLoRA
+        in 16-bit (the Trainer's bf16=True, as the planner's code sets it)."""
+        return self.precision == "mixed" or (self.tuning == "qlora"
+                                             and self.precision == "bf16")
 
     @property
     def residual_bytes(self) -> int:
         """Bytes per number of the residual stream, a checkpoint's input: fp32 under
         autocast with fp32 weights (full fine-tuning in mixed precision: the embedding's
         output is fp32 and each residual addition promotes to it), else the activations'."""
+        if self.tuning == "qlora":  # prepare_model_for_kbit_training: fp32 embeddings
+            return 4
         return 4 if self.autocast and self.tuning == "full" else self.act_bytes
 
     def tensors(self, batch: int | None = None, seq: int | None = None,
@@ -115,7 +119,8 @@ class PlannerInputs:
                              lora_rank=self.lora_rank if self.tuning != "full" else 0,
                              lora_targets=self.targets, attention=self.kernel,
                              padding=self.padding, input_grad=input_grad,
-                             lora_bytes=self.lora_bytes, autocast=self.autocast)
+                             lora_bytes=self.lora_bytes, autocast=self.autocast,
+                             quantized=self.tuning == "qlora")
 
 
 # ---------------------------------------------------------------- parameters and state
@@ -143,8 +148,8 @@ def state_bytes(p: PlannerInputs) -> dict[str, float]:
     else:
         trainable = adapter_params(p)
         linear = p.arch.layers * sum(i * o for i, o in p.arch.linears().values())
-        if p.tuning == "qlora":
-            frozen = linear * QLORA_BITS / 8 + (total - linear) * 2
+        if p.tuning == "qlora":  # the rest in fp32: peft's prepare_model_for_kbit_training
+            frozen = linear * QLORA_BITS / 8 + (total - linear) * 4
         else:
             frozen = total * compute
     n = p.shards

@@ -112,6 +112,18 @@ def norm_tensors(arch: Architecture, tag: str, batch: int, seq: int, act_bytes: 
 #   is a new tensor, so with a padding mask and one KV head the repeated view becomes a
 #   copy for every head. Under LoRA PEFT casts each adapter's input to
 #   fp32 and autocast casts it back: a 16-bit copy per adapter.
+# * QLoRA (bitsandbytes 0.50.2, as the planner's code loads it; measured on the CPU):
+#   peft's prepare_model_for_kbit_training (peft/utils/other.py) casts every parameter that
+#   is not 4-bit (embeddings, norms, the head) to fp32, so the residual stream and the
+#   norms are fp32. Linear4bit.forward (bitsandbytes/nn/modules.py) casts its input to the
+#   compute dtype and its output back to the input's dtype, and MatMul4Bit
+#   (bitsandbytes/autograd/_functions.py) keeps only the 4-bit weight for backward: a
+#   frozen 4-bit linear keeps nothing of its own and returns fp32 for an fp32 input. Without
+#   autocast the layer runs in fp32 as LoRA in fp32 does; under autocast (the Trainer's
+#   bf16=True) the attention's inputs are autocast's 16-bit casts (with a padding mask and
+#   SDPA the repeated k and v become copies for every head: both are fp32 before the cast),
+#   GPT-2's eager softmax stays fp32 through dropout, and the MLP (the 4-bit linears'
+#   outputs and what follows them) stays fp32.
 
 
 @lru_cache(maxsize=4096)
@@ -119,7 +131,7 @@ def layer_tensors(arch: Architecture, batch: int, seq: int, act_bytes: int, *,
                   fused: bool = True, device: str = "cuda", lora_rank: int = 0,
                   lora_targets: tuple[str, ...] = (), attention: str = "sdpa",
                   padding: bool = False, input_grad: bool = True, lora_bytes: int = 4,
-                  autocast: bool = False) -> tuple[Held, ...]:
+                  autocast: bool = False, quantized: bool = False) -> tuple[Held, ...]:
     """Every tensor one layer keeps for backward when it runs plainly (no checkpoint).
 
     GPT kind (LayerNorm, fused QKV, GELU): the layer's input and the residual after
@@ -138,7 +150,9 @@ def layer_tensors(arch: Architecture, batch: int, seq: int, act_bytes: int, *,
     head; LoRA (`lora_rank`, `lora_targets`) freezes the base: norms and linears keep only
     what the input gradients need, each adapter keeps its input (an fp32 copy,
     `lora_bytes` per number, when the layer runs in 16-bit) and its rank-r output;
-    `input_grad=False` is a first layer whose input needs no gradient.
+    `input_grad=False` is a first layer whose input needs no gradient. `quantized`: QLoRA,
+    the frozen base in 4-bit after peft's prepare_model_for_kbit_training (with `autocast`
+    the terms above; without it, the layer keeps what fp32 LoRA keeps).
 
     `autocast`: mixed precision, the step under torch.autocast with 16-bit compute
     (`act_bytes` 2; sources above). Full fine-tuning keeps fp32 weights: the residual
@@ -159,10 +173,14 @@ def layer_tensors(arch: Architecture, batch: int, seq: int, act_bytes: int, *,
     frozen = bool(adapted)
     eager = attention == "eager"
     wide = autocast and not frozen  # fp32 weights under autocast: an fp32 residual stream
+    # QLoRA under autocast: fp32 residual stream and norms, the 4-bit linears' outputs in
+    # their input's dtype (fp32 but for the output projection, which reads the attention)
+    qwide = quantized and autocast and frozen
+    me = 4 if qwide else e  # bytes per number of the MLP's tensors
     out: list[Held] = []
 
     def norm(tag: str, first: bool) -> None:
-        held = norm_tensors(arch, tag, b, s, 4 if wide else e, device, first,
+        held = norm_tensors(arch, tag, b, s, 4 if wide or qwide else e, device, first,
                             0.0 if first else lin["o"])
         if wide:  # its fp32 output is read only through the linears' 16-bit casts
             held = tuple(t for t in held if t.name != f"{tag}.out")
@@ -173,7 +191,7 @@ def layer_tensors(arch: Architecture, batch: int, seq: int, act_bytes: int, *,
                          or t.name.endswith(".in32"))
         out.extend(held)
 
-    def weight_input(held: Held, users: tuple[str, ...]) -> None:
+    def weight_input(held: Held, users: tuple[str, ...], per: int = e) -> None:
         """A linear's input, kept for its weight gradient: always when the base trains;
         under LoRA by each adapter of `users` (the tensor itself when it is already fp32,
         else one fp32 copy per adapter) and never by the frozen base."""
@@ -185,7 +203,7 @@ def layer_tensors(arch: Architecture, batch: int, seq: int, act_bytes: int, *,
             if all(t.name != held.name for t in out):
                 out.append(held)
             return
-        width = held.bytes // e
+        width = held.bytes // per
         out.extend(Held(f"lora.{u}.in", width * lora_bytes, "lora") for u in users)
 
     norm("ln1", True)
@@ -209,21 +227,25 @@ def layer_tensors(arch: Architecture, batch: int, seq: int, act_bytes: int, *,
         attn_out_kept = False
     elif eager:  # GPT-2's softmax in its input's dtype: fp32 after the fp32 causal mask
         out += [Held("qkv", (a + 2 * kv) * d * bs * e, "matmul", qkv_flops),
-                Held("attn.probs", a * s * s * b * (4 if wide else e), "scores", scores)]
-        if dropout:
-            out.append(Held("attn.mask", a * s * s * b * mask, "scores"))
+                Held("attn.probs", a * s * s * b * (4 if wide or qwide else e), "scores",
+                     scores)]
+        if dropout:  # under QLoRA v is fp32: no cast before dropout, an fp32 mask
+            out.append(Held("attn.mask", a * s * s * b * (4 if qwide and not cuda else mask),
+                            "scores"))
             out.append(Held("attn.dropped", a * s * s * b * e, "scores"))
-        elif wide:  # .type(value.dtype): the 16-bit copy the matmul with v keeps
+        elif wide or qwide:  # the 16-bit copy the matmul with v keeps
             out.append(Held("attn.probs16", a * s * s * b * e, "scores"))
         attn_out_kept = False
     elif fused:
         if arch.kind == "llama":  # q and k rotated (new tensors), v as projected
             # fp32 weights under autocast: k is rotated in fp32 and autocast's cast for
             # SDPA makes the repeated view a copy for every head
-            k_kept = a if padding and wide else kv_kept
+            # (under QLoRA v is fp32 too: the 4-bit linear's output in its input's dtype)
+            k_kept = a if padding and (wide or qwide) else kv_kept
+            v_kept = a if padding and qwide else kv_kept
             out += [Held("q.rot", a * d * bs * e, "matmul", lin["q"]),
                     Held("k.rot", k_kept * d * bs * e, "matmul", lin["k"]),
-                    Held("v", kv_kept * d * bs * e, "matmul", lin["v"])]
+                    Held("v", v_kept * d * bs * e, "matmul", lin["v"])]
         else:
             out.append(Held("qkv", (a + 2 * kv) * d * bs * e, "matmul", qkv_flops))
         attn_out_kept = True  # the kernel keeps its output: the projection's input
@@ -256,20 +278,20 @@ def layer_tensors(arch: Architecture, batch: int, seq: int, act_bytes: int, *,
     up_flops = lin["gate"] if arch.mlp == "swiglu" else lin["fc"]
     if arch.mlp == "swiglu":
         weight_input(Held("ln2.out", sbh * e, "norm"), ("gate", "up"))
-        out += [Held("gate", bs * m * e, "matmul", up_flops),
-                Held("silu", bs * m * e, "activation"),
-                Held("up", bs * m * e, "matmul", lin["up"])]
-        weight_input(Held("gated", bs * m * e, "activation"), ("down",))
+        out += [Held("gate", bs * m * me, "matmul", up_flops),
+                Held("silu", bs * m * me, "activation"),
+                Held("up", bs * m * me, "matmul", lin["up"])]
+        weight_input(Held("gated", bs * m * me, "activation"), ("down",), me)
     else:
         weight_input(Held("ln2.out", sbh * e, "norm"), ("fc",))
-        out.append(Held("fc", bs * m * e, "matmul", up_flops))
+        out.append(Held("fc", bs * m * me, "matmul", up_flops))
         if arch.activation in PYTHON_GELUS:
-            out += [Held("gelu.tanh", bs * m * e, "activation"),
-                    Held("gelu.1+tanh", bs * m * e, "activation"),
-                    Held("gelu.half", bs * m * e, "activation")]
-        weight_input(Held("gelu", bs * m * e, "activation"), ("proj",))
+            out += [Held("gelu.tanh", bs * m * me, "activation"),
+                    Held("gelu.1+tanh", bs * m * me, "activation"),
+                    Held("gelu.half", bs * m * me, "activation")]
+        weight_input(Held("gelu", bs * m * me, "activation"), ("proj",), me)
     if dropout:
-        out.append(Held("drop2.mask", sbh * mask, "dropout"))
+        out.append(Held("drop2.mask", sbh * (1 if cuda else me), "dropout"))
     for target in lora_targets:
         if target in adapted and not (target in ("q", "k", "v") and "qkv" in adapted):
             out.append(Held(f"lora.{target}", bs * lora_rank * lora_bytes, "lora"))

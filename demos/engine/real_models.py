@@ -163,6 +163,7 @@ class Setup:
     lora_rank: int = 0  # 0: full fine-tuning
     lora_targets: str = "all-linear"
     padding: bool = False  # a padding mask (the last tokens of the first sequence padded)
+    qlora: bool = False  # the base in 4-bit NF4 (bitsandbytes), LoRA on top
 
 
 @dataclass(frozen=True)
@@ -197,13 +198,42 @@ def _batch(setup: Setup) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | Non
     return ids, ids.clone(), mask
 
 
+def quantized_model(arch: Architecture, dtype: str = "bf16", attention: str = "sdpa"
+                    ) -> torch.nn.Module:
+    """QLoRA's base as the planner's code loads it: the random-init model saved to a
+    temporary folder and loaded back with bitsandbytes' 4-bit NF4 (double quantization,
+    bf16 compute), then peft's prepare_model_for_kbit_training(use_gradient_checkpointing=
+    False), which casts every parameter that is not 4-bit (embeddings, norms, the head)
+    to fp32 (peft/utils/other.py)."""
+    import tempfile
+
+    import transformers
+    from peft import prepare_model_for_kbit_training
+
+    quantization = transformers.BitsAndBytesConfig(
+        load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+        bnb_4bit_compute_dtype=torch.bfloat16)
+    with tempfile.TemporaryDirectory() as folder, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        build_model(arch, dtype, attention).save_pretrained(folder)
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            folder, dtype=DTYPES[dtype], attn_implementation=attention,
+            quantization_config=quantization)
+        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
+    model.loss_type = "ForCausalLM"
+    return model.train()
+
+
 def build(setup: Setup) -> tuple[torch.nn.Module, tuple[int, ...]]:
     """The model of a setup, checkpointing switched on, LoRA applied (the order HF's
     Trainer uses: checkpointing on the base model, then PEFT)."""
     dtype = setup.dtype
     if dtype == "mixed":
         dtype = "bf16" if setup.lora_rank else "fp32"
-    model = build_model(setup.arch, dtype, setup.attention)
+    if setup.qlora:  # loaded in bf16 (fp32 for an fp32 plan), as the planner's code does
+        model = quantized_model(setup.arch, dtype, setup.attention)
+    else:
+        model = build_model(setup.arch, dtype, setup.attention)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         checkpointed = apply_checkpointing(model, setup.strategy, setup.n, setup.k)
@@ -257,14 +287,19 @@ def _weight_copy(t: torch.Tensor) -> bool:
     return source is not None and type(source).__name__ == "AccumulateGrad"
 
 
+def uses_autocast(setup: Setup) -> bool:
+    """Mixed precision, and QLoRA in 16-bit: the planner's code sets the Trainer's bf16=True,
+    which runs forward and loss under torch.autocast."""
+    return setup.dtype == "mixed" or (setup.qlora and setup.dtype == "bf16")
+
+
 def measure(setup: Setup, peak: bool = False) -> Measurement:
     """One training step of the setup; bytes saved for backward per layer and outside,
     and (peak=True) the step's peak live bytes above the parameters (demos.engine.tracker)."""
     model, checkpointed = build(setup)
     ids, labels, mask = _batch(setup)
     layers = decoder_layers(model)
-    constant = {t.untyped_storage().data_ptr()
-                for t in [*model.parameters(), *model.buffers()]}
+    constant = [*model.parameters(), *model.buffers()]
     seen: dict[int, tuple[int | None, int]] = {}
     copies: dict[int, tuple[int | None, int]] = {}
     shapes: dict[int, list[str]] = {}
@@ -275,7 +310,10 @@ def measure(setup: Setup, peak: bool = False) -> Measurement:
         key = storage.data_ptr()
         if key in copies or (key not in seen and _weight_copy(t)):
             copies[key] = (state["layer"], storage.nbytes())
-        elif key not in constant and key not in seen and storage.nbytes():
+        elif key not in seen and storage.nbytes() and not any(
+                c.untyped_storage().data_ptr() == key for c in constant):
+            # the parameters' storages as they are now: bitsandbytes' Linear4bit replaces
+            # a bias with a cast of it during the step, and the old address can be reused
             layer = None if key in state["shared"] else state["layer"]
             seen[key] = (layer, storage.nbytes())
             shapes.setdefault(-1 if layer is None else layer, []).append(
@@ -289,7 +327,7 @@ def measure(setup: Setup, peak: bool = False) -> Measurement:
             tracker.ignore([*model.parameters(), ids, labels]
                            + ([mask] if mask is not None else []))
         context = tracker if tracker is not None else _null()
-        autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if setup.dtype == "mixed"
+        autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if uses_autocast(setup)
                     else _null())
         with context:
             with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), autocast:
@@ -402,7 +440,8 @@ def planner_inputs(setup: Setup):
 
     return PlannerInputs(
         setup.arch, seq=setup.seq, batch=setup.batch, precision=setup.dtype,
-        tuning="lora" if setup.lora_rank else "full", lora_rank=setup.lora_rank or 16,
+        tuning=("qlora" if setup.qlora else "lora") if setup.lora_rank else "full",
+        lora_rank=setup.lora_rank or 16,
         lora_targets=setup.lora_targets, fused=sdpa_fused(setup.arch), device="cpu",
         attention=setup.attention, padding=setup.padding, some_layers=setup.k)
 

@@ -22,6 +22,7 @@ from demos.engine.real_models import (
     planner_inputs,
     predicted_layers,
     tiny_architecture,
+    uses_autocast,
 )
 from memory import footprint as F
 from memory import layer as L
@@ -36,7 +37,7 @@ def check(setup: Setup) -> None:
     assert m.per_layer == predicted_layers(setup, m.checkpointed)
     # autocast's 16-bit weight copies: what mixed precision's 6 bytes per parameter count
     # beyond the fp32 weights, for the trainable weights of each layer that runs plainly
-    copy = PRECISIONS["mixed"].weight_bytes - 4 if setup.dtype == "mixed" else 0
+    copy = PRECISIONS["mixed"].weight_bytes - 4 if uses_autocast(setup) else 0
     p = planner_inputs(setup)
     per_layer = F.adapter_params(p) // setup.arch.layers if setup.lora_rank else sum(
         i * o for i, o in setup.arch.linears().values())
@@ -118,10 +119,29 @@ def test_checkpointing_is_switched_on_as_transformers_does() -> None:
     assert apply_checkpointing(build_model(arch), "none") == ()
 
 
-def test_qlora() -> None:
+QLORA_CASES = [(f, d, a, st) for f in FAMILIES for d in ("fp32", "bf16")
+               for a in ("sdpa", "eager") for st in ("none", "every-layer", "first-k")]
+
+
+@pytest.mark.parametrize("family,dtype,attention,strategy", QLORA_CASES,
+                         ids=["-".join(c) for c in QLORA_CASES])
+def test_qlora(family, dtype, attention, strategy) -> None:
+    """QLoRA as the planner's code runs it: the base in 4-bit NF4 through bitsandbytes,
+    prepare_model_for_kbit_training, LoRA r=16 on every linear; in bf16 under autocast
+    (the Trainer's bf16=True)."""
     if importlib.util.find_spec("bitsandbytes") is None:
         pytest.skip(QLORA_SKIP)
-    pytest.fail("bitsandbytes is installed: measure QLoRA here")  # pragma: no cover
+    check(Setup(tiny_architecture(FAMILIES[family]), dtype=dtype, attention=attention,
+                strategy=strategy, k=2, lora_rank=16, qlora=True))
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2"])
+def test_qlora_with_a_padding_mask(family) -> None:
+    if importlib.util.find_spec("bitsandbytes") is None:
+        pytest.skip(QLORA_SKIP)
+    for dtype in ("fp32", "bf16"):
+        check(Setup(tiny_architecture(FAMILIES[family]), dtype=dtype, padding=True,
+                    lora_rank=8, lora_targets="attention", qlora=True))
 
 
 @pytest.mark.parametrize("preset", ["llama-3.2-1b", "llama-3.1-70b"])
