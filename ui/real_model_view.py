@@ -13,6 +13,7 @@ from demos.engine.real_models import (
     lab_layers,
     planner_peak_range,
     predicted_layers,
+    qlora_available,
     run_live,
     tiny_architecture,
 )
@@ -28,7 +29,8 @@ STRATEGIES = {"none": N_("off"), "every-layer": N_("every layer"),
               "every-n": N_("every 2nd layer (every_n_layers=2)"),
               "first-k": N_("the first 2 layers")}
 TUNINGS = {"full": N_("full fine-tuning"), "lora": N_("LoRA r=16, all linear layers"),
-           "lora-attention": N_("LoRA r=16, attention only")}
+           "lora-attention": N_("LoRA r=16, attention only"),
+           "qlora": N_("QLoRA: a 4-bit NF4 base, LoRA r=16 on all linear layers")}
 DTYPES = {"fp32": "fp32", "bf16": "bf16",
           "mixed": N_("mixed: bf16 autocast (fp32 weights; LoRA over a bf16 base)")}
 ATTENTIONS = {"sdpa": "sdpa", "eager": "eager"}
@@ -47,7 +49,8 @@ def controls() -> Setup:
                                 format_func=lambda key: t(STRATEGIES[key]))
     row = st.columns(4)
     with row[0]:
-        tuning = query.choice("tuning", t("Training"), list(TUNINGS), "full",
+        tunings = [k for k in TUNINGS if k != "qlora" or qlora_available()]
+        tuning = query.choice("tuning", t("Training"), tunings, "full",
                               format_func=lambda key: t(TUNINGS[key]))
     with row[1]:
         dtype = query.choice("dtype", t("Precision"), list(DTYPES), "bf16",
@@ -65,7 +68,7 @@ def controls() -> Setup:
                  attention=attention, strategy=strategy, n=2, k=2,
                  lora_rank=0 if tuning == "full" else 16,
                  lora_targets="attention" if tuning == "lora-attention" else "all-linear",
-                 padding=padding == "on")
+                 padding=padding == "on", qlora=tuning == "qlora")
 
 
 def describe(setup: Setup) -> str:
@@ -109,7 +112,8 @@ def at_full_size(setup: Setup) -> str:
     arch = PRESETS[preset]
     seq = min(4096, arch.positions or 4096)
     p = PlannerInputs(arch, seq=seq, batch=1, precision=setup.dtype,
-                      tuning="lora" if setup.lora_rank else "full",
+                      tuning=("qlora" if setup.qlora else "lora") if setup.lora_rank
+                      else "full",
                       lora_targets=setup.lora_targets, attention=setup.attention)
     lab = p.with_(arch=arch.with_(act=""), attention="sdpa", tuning="full")
     lang = current_language()
@@ -135,8 +139,14 @@ def show(setup: Setup) -> None:
     st.dataframe(table(m), hide_index=True, width="stretch")
     st.caption(describe(setup))
     st.markdown(at_full_size(setup))
-    st.caption(t("QLoRA is not run here: its 4-bit layers need bitsandbytes, which this course "
-                 "does not install; the planner counts QLoRA's activations as LoRA's."))
+    if setup.qlora:
+        st.caption(t("QLoRA as the code above loads it: the model saved and loaded back in "
+                     "4-bit NF4 through bitsandbytes, then prepare_model_for_kbit_training, "
+                     "which makes every weight that is not 4-bit fp32; in bf16 the step runs "
+                     "under autocast (the Trainer's bf16=True)."))
+    elif not qlora_available():
+        st.caption(t("QLoRA is not offered here: its 4-bit layers need bitsandbytes, which is "
+                     "not installed on this server."))
     st.caption(t("Measured with torch's saved-tensor hooks: each storage once, parameters "
                  "apart, attributed to the decoder layer running when it was saved; a "
                  "checkpointed layer keeps its input. Outside the layers (embeddings, final "

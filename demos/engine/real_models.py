@@ -48,8 +48,15 @@ LORA_MODULES = {
     "llama": {"attention": ["q_proj", "k_proj", "v_proj", "o_proj"],
               "all-linear": "all-linear"},
 }
-QLORA_SKIP = ("QLoRA needs bitsandbytes for its 4-bit (NF4) layers, and bitsandbytes is not "
-              "installed with this course, so QLoRA is not measured here.")
+QLORA_SKIP = ("QLoRA needs bitsandbytes (requirements.txt) for its 4-bit NF4 layers, and it "
+              "is not installed in this environment, so QLoRA is not measured here.")
+
+
+def qlora_available() -> bool:
+    """Whether bitsandbytes, QLoRA's 4-bit layers, can be imported here."""
+    import importlib.util
+
+    return importlib.util.find_spec("bitsandbytes") is not None
 
 
 def family(arch: Architecture) -> str:
@@ -402,8 +409,20 @@ def lab_layers(setup: Setup, checkpointed: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def code(setup: Setup) -> str:
-    """The lines a practitioner writes for the setup (transformers 5.24.0, peft 0.21.2)."""
+    """The lines a practitioner writes for the setup (transformers 5.24.0, peft 0.21.2,
+    bitsandbytes 0.50.2)."""
     lines = []
+    if setup.qlora:
+        dtype = "torch.float32" if setup.dtype == "fp32" else "torch.bfloat16"
+        lines += ["from transformers import AutoModelForCausalLM, BitsAndBytesConfig",
+                  "from peft import prepare_model_for_kbit_training",
+                  "quantization = BitsAndBytesConfig(load_in_4bit=True, "
+                  'bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True, '
+                  "bnb_4bit_compute_dtype=torch.bfloat16)",
+                  f"model = AutoModelForCausalLM.from_pretrained(folder, dtype={dtype}, "
+                  "quantization_config=quantization)",
+                  "model = prepare_model_for_kbit_training(model, "
+                  "use_gradient_checkpointing=False)"]
     if setup.strategy == "every-layer":
         lines.append("model.activation_checkpointing_enable()")
     elif setup.strategy == "every-n":
@@ -420,6 +439,10 @@ def code(setup: Setup) -> str:
         lines += ["from peft import LoraConfig, get_peft_model",
                   f"model = get_peft_model(model, LoraConfig(r={setup.lora_rank}, "
                   f"target_modules={targets!r}, task_type=\"CAUSAL_LM\"))"]
+    if uses_autocast(setup):
+        lines += ["with torch.autocast(\"cpu\", dtype=torch.bfloat16):  # bf16=True",
+                  "    loss = model(input_ids=ids, labels=ids).loss",
+                  "loss.backward()"]
     return "\n".join(lines) or "# checkpointing off"
 
 

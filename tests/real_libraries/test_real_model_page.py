@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
+from demos.engine.real_models import QLORA_SKIP, qlora_available
 from tests.demo_pages.test_pages import no_errors
 from tests.lessons.test_lesson_pages_i18n import page_text
 from tools.translations import untranslated_on_page
@@ -63,3 +64,18 @@ def test_the_page_speaks_the_language(app_test: Callable, code: str) -> None:
     text = "\n".join([page_text(at), " ".join(map(str, table.columns))])
     assert not untranslated_on_page(text, code)
     assert set(table[table.columns[4]]) == {"1,00"}  # measured ÷ planner, a decimal comma
+
+
+def test_qlora_on_the_page(app_test: Callable) -> None:
+    """Where bitsandbytes is installed the page offers QLoRA, loads the model in 4-bit as
+    its code says and finds the planner's QLoRA bytes."""
+    if not qlora_available():
+        pytest.skip(QLORA_SKIP)
+    at = app_test(PAGE, query={"model": "qwen2.5-7b", "tuning": "qlora", "dtype": "bf16",
+                               "ckpt": "first-k"}, timeout=180)
+    no_errors(at)
+    assert "prepare_model_for_kbit_training" in at.code[0].value
+    assert "torch.autocast" in at.code[0].value
+    table = at.dataframe[0].value
+    assert set(table["Measured ÷ planner"]) == {"1.00"}
+    assert "the measured peak lies inside it" in page_text(at)
