@@ -11,18 +11,25 @@ import itertools
 
 import pytest
 
-from demos.engine.real_models import Setup, measure, planner_peak_range, tiny_architecture
+from demos.engine.real_models import (
+    QLORA_SKIP,
+    Setup,
+    measure,
+    planner_peak_range,
+    qlora_available,
+    tiny_architecture,
+)
 from memory import footprint as F
 
 FAMILIES = {"gpt2": "gpt2", "llama": "llama-3.1-8b", "qwen2": "qwen2.5-7b"}
 CASES = list(itertools.product(FAMILIES, ["none", "every-layer", "first-k"],
-                               ["fp32", "bf16"], [0, 16]))
+                               ["fp32", "bf16", "mixed"], [0, 16]))
 
 
 def setup_of(family: str, strategy: str, dtype: str, lora: int,
-             attention: str = "sdpa") -> Setup:
+             attention: str = "sdpa", qlora: bool = False) -> Setup:
     return Setup(tiny_architecture(FAMILIES[family]), dtype=dtype, attention=attention,
-                 strategy=strategy, k=2, lora_rank=lora)
+                 strategy=strategy, k=2, lora_rank=lora, qlora=qlora)
 
 
 @functools.cache
@@ -47,6 +54,17 @@ def test_eager_attention_too(family) -> None:
         setup = setup_of(family, strategy, "bf16", lora, attention="eager")
         band = planner_peak_range(setup)
         assert band.lower <= peak(setup) <= band.upper
+
+
+@pytest.mark.parametrize("family,strategy,dtype", [
+    (f, st, d) for f in FAMILIES for st in ("none", "every-layer", "first-k")
+    for d in ("fp32", "bf16")])
+def test_qlora_too(family, strategy, dtype) -> None:
+    if not qlora_available():
+        pytest.skip(QLORA_SKIP)
+    setup = setup_of(family, strategy, dtype, 16, qlora=True)
+    band = planner_peak_range(setup)
+    assert band.lower <= peak(setup) <= band.upper
 
 
 def test_the_pieces_alone_are_no_bound_either_way() -> None:
