@@ -96,8 +96,9 @@ def norm_tensors(arch: Architecture, tag: str, batch: int, seq: int, act_bytes: 
 #   enable_input_require_grads (transformers/modeling_utils.py), which ends that.
 # * Mixed precision (torch 2.13 autocast, measured on the CPU with bf16 by
 #   tests/real_libraries): linear (and matmul, addmm, SDPA) run in 16-bit, so autocast
-#   casts their inputs and weights first (torch/amp/autocast_mode.py; the op lists in
-#   aten/src/ATen/autocast_mode.cpp). An activation's cast is a new tensor per call, kept
+#   casts their inputs and weights first (torch/include/ATen/autocast_mode.h,
+#   AT_FORALL_LOWER_PRECISION_FP, the GPU's lists; the CPU's are compiled in, and measured
+#   the same for these ops). An activation's cast is a new tensor per call, kept
 #   by the linear for its weight gradient; a weight's cast is cached for the autocast
 #   region and kept for the input gradient. With fp32 weights the embedding's output is
 #   fp32 and `residual + 16-bit output` promotes to fp32, so the residual stream, the
@@ -110,8 +111,12 @@ def norm_tensors(arch: Architecture, tag: str, batch: int, seq: int, act_bytes: 
 #   probabilities and casts them back (attn_weights.type(value.dtype)) for the matmul with
 #   v. Rotary embeddings run in fp32 (cos and sin are fp32): autocast's cast of k for SDPA
 #   is a new tensor, so with a padding mask and one KV head the repeated view becomes a
-#   copy for every head. Under LoRA PEFT casts each adapter's input to
-#   fp32 and autocast casts it back: a 16-bit copy per adapter.
+#   copy for every head. On a GPU autocast also runs softmax in fp32
+#   (torch/include/ATen/autocast_mode.h, AT_FORALL_FP32_SET_OPT_DTYPE: the lists for
+#   CUDA; the CPU's own list, measured here, leaves softmax in its input's dtype), so
+#   GPT-2's eager probabilities are fp32 there with a 16-bit base too. Under LoRA PEFT
+#   casts each adapter's input to fp32 and autocast casts it back: a 16-bit copy per
+#   adapter.
 # * QLoRA (bitsandbytes 0.50.2, as the planner's code loads it; measured on the CPU):
 #   peft's prepare_model_for_kbit_training (peft/utils/other.py) casts every parameter that
 #   is not 4-bit (embeddings, norms, the head) to fp32, so the residual stream and the
@@ -226,14 +231,15 @@ def layer_tensors(arch: Architecture, batch: int, seq: int, act_bytes: int, *,
             out.append(Held("attn.probs", a * s * s * b * e, "scores"))
         attn_out_kept = False
     elif eager:  # GPT-2's softmax in its input's dtype: fp32 after the fp32 causal mask
+        # (and under CUDA's autocast, whose fp32 list has softmax)
+        probs32 = wide or qwide or (autocast and cuda)
         out += [Held("qkv", (a + 2 * kv) * d * bs * e, "matmul", qkv_flops),
-                Held("attn.probs", a * s * s * b * (4 if wide or qwide else e), "scores",
-                     scores)]
+                Held("attn.probs", a * s * s * b * (4 if probs32 else e), "scores", scores)]
         if dropout:  # under QLoRA v is fp32: no cast before dropout, an fp32 mask
             out.append(Held("attn.mask", a * s * s * b * (4 if qwide and not cuda else mask),
                             "scores"))
             out.append(Held("attn.dropped", a * s * s * b * e, "scores"))
-        elif wide or qwide:  # the 16-bit copy the matmul with v keeps
+        elif probs32:  # the 16-bit copy the matmul with v keeps
             out.append(Held("attn.probs16", a * s * s * b * e, "scores"))
         attn_out_kept = False
     elif fused:
