@@ -24,6 +24,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "/browser/" in str(item.path).replace(os.sep, "/"):
             item.add_marker(pytest.mark.browser)
+    # Tests marked `late` run after the rest, in their order (sort is stable).
+    items.sort(key=lambda item: item.get_closest_marker("late") is not None)
 
 
 # The log of the app server the browser tests share: a failing browser test prints its
