@@ -42,6 +42,9 @@ FSDP_PREFETCH_LAYERS = 2  # whole layers gathered at once under sharding (one pr
 # computes the loss (transformers 5.24.0, loss/loss_utils.py, ForCausalLMLoss: logits.float()
 # before cross-entropy; the fp32 copy itself is freed before backward, so it adds no 4th)
 LOSS_FP32_TENSORS = 3
+# optimizers whose state tensors take the parameters' dtype (8-bit AdamW's are 8-bit always)
+STATE_IN_PARAM_DTYPE = ("adamw", "sgd-momentum", "sgd")
+ADAPTER_BYTES = 4  # per LoRA adapter parameter: PEFT keeps adapters in fp32 (state_bytes)
 
 
 # ---------------------------------------------------------------- inputs
@@ -152,13 +155,29 @@ def state_bytes(p: PlannerInputs) -> dict[str, float]:
             frozen = linear * QLORA_BITS / 8 + (total - linear) * 4
         else:
             frozen = total * compute
+    weight_bytes, grad_bytes = prec.weight_bytes, prec.grad_bytes
+    if p.tuning != "full":
+        # PEFT's adapters are fp32 whatever the base's dtype (get_peft_model's
+        # autocast_adapter_dtype=True upcasts bf16/fp16 adapters: peft 0.21.2,
+        # peft/tuners/tuners_utils.py, cast_adapter_dtype), so their gradients and the
+        # optimizer's state are fp32 too; under autocast each step also keeps a 16-bit copy
+        # of them for backward (autocast's weight cast cache), as mixed precision counts.
+        weight_bytes = ADAPTER_BYTES + (PRECISIONS["mixed"].weight_bytes - 4
+                                        if p.autocast else 0)
+        grad_bytes = ADAPTER_BYTES
     n = p.shards
-    weights = (frozen + trainable * prec.weight_bytes) / n
+    weights = (frozen + trainable * weight_bytes) / n
     gathered = 0.0
     if n > 1:  # FSDP / ZeRO-3 gathers whole layers in the compute dtype while it uses them
         gathered = FSDP_PREFETCH_LAYERS * p.arch.block_params() * compute * (n - 1) / n
-    grads = trainable * prec.grad_bytes / n
-    optimizer = trainable * opt.state_bytes / n
+    grads = trainable * grad_bytes / n
+    per_state = opt.state_bytes  # for fp32 parameters
+    if p.tuning == "full" and p.precision == "bf16" and p.optimizer in STATE_IN_PARAM_DTYPE:
+        # pure bf16: torch's AdamW and SGD keep their state in the parameters' dtype
+        # (torch 2.13, torch/optim/adam.py: exp_avg = zeros_like(p); sgd.py: the momentum
+        # buffer a clone of the gradient), so half the fp32 bytes
+        per_state = opt.state_bytes * PRECISIONS["bf16"].grad_bytes // 4
+    optimizer = trainable * per_state / n
     if p.offload:
         optimizer = 0.0
     return {"weights": weights + gathered, "gradients": grads, "optimizer": optimizer,

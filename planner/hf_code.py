@@ -83,6 +83,12 @@ def hf_code(p: PlannerInputs, code: str = DEFAULT) -> str:
     model_level = strategy == "some-layers"
     trainer_level = strategy == "every-layer" and not fsdp
     sixteen = p.precision == "bf16" or (lora and p.precision != "fp32")
+    # The Trainer's bf16=True is autocast (training_args.py: mixed_precision="bf16", which
+    # accelerate runs as torch.autocast); the planner's p.autocast says when it counts that:
+    # mixed precision (full fine-tuning over fp32 weights, LoRA over a bf16 base) and QLoRA
+    # in 16-bit (its non-4-bit parameters are fp32 after prepare_model_for_kbit_training, so
+    # there is no pure-bf16 QLoRA). Pure bf16 ("bf16") loads bf16 weights, without autocast.
+    autocast = p.autocast
     dtype = "torch.bfloat16" if sixteen else "torch.float32"
     attention = "sdpa" if p.fused or strategy == "selective" else "eager"
 
@@ -142,8 +148,13 @@ def hf_code(p: PlannerInputs, code: str = DEFAULT) -> str:
     lines += ["", "args = TrainingArguments(", '    output_dir="out",',
               f"    per_device_train_batch_size={p.batch},",
               f"    gradient_accumulation_steps={p.accumulation},"]
-    if p.precision == "mixed" or (lora and p.precision != "fp32"):
-        lines.append("    bf16=True,")
+    if autocast:
+        lines.append("    bf16=True,  # " + gettext(code, "the step under torch.autocast "
+                                                       "(bf16 compute)"))
+    elif p.precision == "bf16":
+        lines += comment(gettext(code, "No bf16=True: the weights are bf16 already, and "
+                                       "bf16=True would run the step under torch.autocast "
+                                       "(mixed precision, other tensors kept)."), "    ")
     lines.append("    " + OPTIM[p.optimizer])
     if trainer_level:
         lines += ["    activation_checkpointing=True,",

@@ -314,3 +314,92 @@ def test_qlora_over_fsdp_stores_the_4bit_weights_as_bf16(monkeypatch, tmp_path) 
     run = run_script(hf_module.hf_code(p), "qwen2", monkeypatch, tmp_path, 1, 2, fsdp=True)
     assert run.loaded["quantization_config"].bnb_4bit_quant_storage == torch.bfloat16
     assert run.fsdp_args.fsdp_config["transformer_layer_cls_to_wrap"] == ["Qwen2DecoderLayer"]
+
+
+# ---------------------------------------------------------------- the precision it runs in
+
+
+def _kept_in_the_trainer_step(run: Run) -> list[int]:
+    """Bytes each decoder layer saved for backward during the Trainer's first step, each storage
+    once, attributed to the layer running when it was first saved; parameters, autocast's
+    16-bit copies of trainable weights (the planner counts them with the weights) and what
+    is made outside the layers and passed to each (rotary cos/sin, masks) left out."""
+    from demos.engine.real_models import _weight_copy
+
+    layers = _layers(run.model)
+    state: dict = {"layer": None, "shared": set()}
+    kept: dict[int, tuple[int, int]] = {}
+
+    calls = [0] * len(layers)
+
+    def pre(module, args, kwargs, i) -> None:
+        calls[i] += 1  # the first step only (the Trainer runs three epochs by default)
+        state["layer"] = i if calls[i] == 1 else None
+        for t in [*args[1:], *kwargs.values()]:
+            for u in (t if isinstance(t, tuple) else (t,)):
+                if isinstance(u, torch.Tensor) and u is not kwargs.get("hidden_states"):
+                    state["shared"].add(u.untyped_storage().data_ptr())
+
+    for i, layer in enumerate(layers):
+        layer.register_forward_pre_hook(lambda m, a, k, i=i: pre(m, a, k, i), with_kwargs=True)
+        layer.register_forward_hook(lambda *a: state.__setitem__("layer", None))
+    params = {q.untyped_storage().data_ptr() for q in run.model.parameters()}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        storage = t.untyped_storage()
+        key = storage.data_ptr()
+        if (state["layer"] is not None and key not in kept and key not in params
+                and key not in state["shared"] and storage.nbytes() and not _weight_copy(t)):
+            kept[key] = (state["layer"], storage.nbytes())
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        run.trainer.train()
+    per_layer = [0] * len(layers)
+    for layer, nbytes in kept.values():
+        per_layer[layer] += nbytes
+    return per_layer
+
+
+@pytest.mark.parametrize("tuning", ["full", "lora"])
+@pytest.mark.parametrize("precision", ["bf16", "mixed"])
+@pytest.mark.parametrize("family", ["llama", "gpt2"])
+def test_the_printed_precision_keeps_the_plans_bytes(family, precision, tuning, monkeypatch,
+                                                     tmp_path) -> None:
+    """The printed script, its Trainer step measured: every decoder layer keeps for backward
+    what the planner's layer keeps at the same shapes and precision (pure bf16: bf16
+    weights, no autocast; mixed: autocast over fp32 weights, or over a bf16 base under
+    LoRA), and the Trainer's optimizer, gradients and adapters take the planner's bytes
+    per trained parameter."""
+    from demos.engine.real_models import sdpa_fused
+    from memory.hf_config import architecture
+    from memory.layer import layer_bytes
+
+    batch = 2
+    arch = architecture(TINY[family]().to_json_string())
+    p = P.PlannerInputs(arch, seq=SEQ, batch=batch, accumulation=1, precision=precision,
+                        tuning=tuning, lora_rank=4, lora_targets="all-linear",
+                        strategy="none", device="cpu", fused=sdpa_fused(arch))
+    code = hf_module.hf_code(p)
+    assert ("\n    bf16=True," in code) == (precision == "mixed")
+    # the script is run with train() held back, so that the step can be measured
+    trainer_train = transformers.Trainer.train
+    monkeypatch.setattr(transformers.Trainer, "train", lambda self: None)
+    run = run_script(code, family, monkeypatch, tmp_path, batch, 1)
+    monkeypatch.setattr(transformers.Trainer, "train", trainer_train)
+    assert run.trainer.args.bf16 == (precision == "mixed")
+    weights = {q.dtype for q in run.model.parameters() if not q.requires_grad or tuning == "full"}
+    assert weights == {torch.float32 if precision == "mixed" and tuning == "full"
+                       else torch.bfloat16}
+    kept = _kept_in_the_trainer_step(run)
+    assert _checkpointed(run) == [False] * 4
+    lora = tuning == "lora"  # the first layer's input needs no gradient (frozen embedding)
+    expected = [layer_bytes(p.tensors(input_grad=i > 0 or not lora)) for i in range(4)]
+    assert kept == expected
+    trained = [q for q in run.model.parameters() if q.requires_grad]
+    n = sum(q.numel() for q in trained)
+    state = P.state_bytes(p)
+    assert state["trainable"] == n
+    # gradients take the trained parameters' dtype: fp32 adapters under LoRA
+    assert sum(q.element_size() * q.numel() for q in trained) == state["gradients"]
+    assert _state_bytes_per_param(run.trainer) * n == state["optimizer"]
