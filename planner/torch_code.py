@@ -1,7 +1,9 @@
 """Plain PyTorch code for a plan: a module that runs the decoder layers with the plan's
 checkpointing (torch.utils.checkpoint); for selective recomputation of the attention
 scores, attention through the fused kernel (torch.nn.functional.scaled_dot_product_attention),
-which recomputes them in its backward; for no checkpointing, the layers as they are."""
+which recomputes them in its backward; for no checkpointing, the layers as they are. With
+the layers, one training step in the plan's precision: under torch.autocast for mixed
+precision (and QLoRA in 16-bit), without it for pure bf16 and fp32."""
 
 from __future__ import annotations
 
@@ -73,6 +75,53 @@ def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch
 '''
 
 
+_STEP = {  # one training step in the plan's precision (the planner's rows count these runs)
+    "fp32": """
+
+def train_step(model: nn.Module, inputs: torch.Tensor, loss_fn: Callable[..., torch.Tensor],
+               optimizer: torch.optim.Optimizer) -> torch.Tensor:
+{doc}
+    loss = loss_fn(model(inputs))
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return loss.detach()
+""",
+    "mixed": """
+
+def train_step(model: nn.Module, inputs: torch.Tensor, loss_fn: Callable[..., torch.Tensor],
+               optimizer: torch.optim.Optimizer) -> torch.Tensor:
+{doc}
+    with torch.autocast(inputs.device.type, dtype=torch.bfloat16):
+        loss = loss_fn(model(inputs))
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return loss.detach()
+""",
+}
+_STEP["bf16"] = _STEP["fp32"]
+_STEP_DOC = {
+    "fp32": N_("One training step in fp32: weights, activations, gradients and the "
+               "optimizer's state in 32-bit, no autocast."),
+    "mixed": N_("One training step in mixed precision: the weights stay fp32 and the forward "
+                "pass and the loss run under torch.autocast in bf16; backward runs outside "
+                "it, in the dtypes the forward chose."),
+    "bf16": N_("One training step in pure bf16: convert the model once with "
+               "model.to(torch.bfloat16), and no torch.autocast here (it would make the "
+               "step mixed precision, which keeps some tensors in other dtypes)."),
+    # LoRA / QLoRA: PEFT keeps the adapters in fp32 over a 16-bit (or 4-bit) base
+    "mixed-adapters": N_("One training step with autocast over a bf16 (or 4-bit) base: "
+                         "the adapters stay fp32 (PEFT's default) and the forward pass and "
+                         "the loss run under torch.autocast in bf16; backward runs outside "
+                         "it, in the dtypes the forward chose."),
+    "bf16-adapters": N_("One training step in pure bf16: the base model in bf16 (convert it "
+                        "with model.to(torch.bfloat16) before adding the adapters, which "
+                        "PEFT keeps in fp32), and no torch.autocast here (it would make the "
+                        "step mixed precision, which keeps some tensors in other dtypes)."),
+}
+
+
 def torch_code(p: PlannerInputs, code: str = DEFAULT) -> str:
     """Plain PyTorch for the strategy of `p`, commented in language `code`; the code
     itself is the same in every language."""
@@ -95,9 +144,14 @@ def torch_code(p: PlannerInputs, code: str = DEFAULT) -> str:
         code, "For layers called as layer(x), as in your own model; the decoder layers of a "
               "Hugging Face model take more arguments: use the Hugging Face code there.")))
     head = (_TORCH_HEAD.replace("{doc}", docstring(doc, "    "))
-            .replace("{imports}", note + "\n")
+            .replace("{imports}", note + "\nfrom collections.abc import Callable\n\n")
             .replace("{cls}", "Layers" if p.strategy == "none" else "Checkpointed"))
     if p.strategy == "none":
         head = head.replace("from torch.utils.checkpoint import {names}\n", "")
     head = head.replace("{names}", "checkpoint")
-    return head + _TORCH_BODY[p.strategy].replace("{k}", str(k))
+    # the planner's precision as it counts it: autocast for mixed precision and for QLoRA
+    # in 16-bit (memory.footprint.PlannerInputs.autocast), pure bf16 without it
+    run = "mixed" if p.autocast else p.precision
+    doc_key = run + ("-adapters" if p.tuning != "full" and run != "fp32" else "")
+    step = _STEP[run].replace("{doc}", docstring(gettext(code, _STEP_DOC[doc_key]), "    "))
+    return head + _TORCH_BODY[p.strategy].replace("{k}", str(k)) + step

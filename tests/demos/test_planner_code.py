@@ -169,3 +169,31 @@ def test_selective_snippet_keeps_no_scores(lang: str) -> None:
     scores = scores.masked_fill(torch.ones(s, s, dtype=torch.bool).triu(1), float("-inf"))
     torch.testing.assert_close(out, scores.softmax(-1) @ v)
     assert saved and max(saved) < b * a * s * s
+
+
+@pytest.mark.parametrize("precision, tuning", [("fp32", "full"), ("mixed", "full"),
+                                               ("bf16", "full"), ("mixed", "lora"),
+                                               ("bf16", "lora"), ("bf16", "qlora")])
+def test_torch_train_step_runs_the_plans_precision(precision, tuning) -> None:
+    """The printed train_step runs the layers under autocast exactly when the planner
+    counts an autocast step (mixed precision; QLoRA in 16-bit), and leaves the weights in
+    the dtype the plan says (fp32 for mixed precision, bf16 for pure bf16)."""
+    p = _inputs(strategy="every-layer", precision=precision, tuning=tuning)
+    code = torch_module.torch_code(p)
+    namespace: dict = {}
+    exec(compile(code, "<step>", "exec"), namespace)  # noqa: S102 - our own snippet
+    cfg = ModelConfig(layers=2, hidden=32, heads=4, seq_len=8, batch=2, vocab=64)
+    torch.manual_seed(0)
+    layers = torch.nn.ModuleList(LlamaBlock(cfg, i) for i in range(2))
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    model = namespace["Checkpointed"](layers).to(dtype)
+    autocast: list[bool] = []
+    layers[0].register_forward_pre_hook(
+        lambda *a: autocast.append(torch.is_autocast_enabled("cpu")))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(2, 8, 32, dtype=dtype)
+    loss = namespace["train_step"](model, x, lambda y: y.float().square().mean(), optimizer)
+    assert torch.isfinite(loss)
+    assert autocast and set(autocast) == {p.autocast}
+    assert {q.dtype for q in model.parameters()} == {dtype}
+    assert all(q.grad is None for q in model.parameters())
