@@ -57,7 +57,9 @@ def course_examples() -> dict[str, float]:
     * bf16: one layer's activations, all 32 layers', every layer's checkpoints;
     * full fine-tuning in bf16 mixed with AdamW: weights + gradients + optimizer state;
     * LoRA on an A100 40 GB: the fewest checkpointed layers that fit, and the extra
-      compute of that and of checkpointing every layer."""
+      compute of that and of checkpointing every layer;
+    * LoRA on every linear layer (r = 16): one layer's activations in pure bf16 and under
+      autocast."""
     arch = PRESETS["llama-3.1-8b"]
     p = PlannerInputs(arch, seq=4096, batch=1, precision="bf16", tuning="full")
     full = PlannerInputs(arch, seq=4096, batch=1, precision="mixed", tuning="full")
@@ -65,7 +67,13 @@ def course_examples() -> dict[str, float]:
     lora = PlannerInputs(arch, seq=4096, batch=1, tuning="lora",
                          gpu_bytes=GPUS["a100-40"].bytes)
     k = minimal_some_layers(lora) or 0
+    # LoRA in pure bf16 against the same base under autocast (the Trainer's bf16=True):
+    # what one plain layer keeps (PEFT's adapters are fp32, so without autocast each keeps
+    # an fp32 copy of its input, under autocast a 16-bit one)
+    lora_bf16 = PlannerInputs(arch, seq=4096, batch=1, precision="bf16", tuning="lora")
     return {
+        "lora_bf16_layer_bytes": layer_bytes(lora_bf16.tensors()),
+        "lora_autocast_layer_bytes": layer_bytes(lora_bf16.with_(precision="mixed").tensors()),
         "layers": arch.layers, "layer_bytes": layer_bytes(p.tensors()),
         "none_bytes": activations(p, "none").kept,
         "every_bytes": activations(p, "every-layer").kept,

@@ -246,3 +246,38 @@ def test_fsdp_offload_is_not_called_zero_offload():
             "            runs on CPU") in api
     assert "CPUOffload(offload_params=self.cpu_offload)" in library_source(
         "accelerate", "utils/dataclasses.py")
+
+
+# --- bf16=True is autocast; pure bf16 leaves it out --------------------------------------
+
+
+def test_bf16_true_is_accelerates_autocast_and_peft_adapters_are_fp32():
+    arguments = library_source("transformers", "training_args.py")
+    assert re.search(r'elif self\.bf16:\n\s+self\.mixed_precision = "bf16"', arguments)
+    mapping = library_source("peft", "mapping_func.py")
+    assert "autocast_adapter_dtype: bool = True" in mapping
+
+
+@pytest.mark.parametrize("code", CODES)
+def test_in_practice_says_bf16_true_is_mixed_precision(code):
+    """The bullet says what the planner's code prints: pure bf16 without bf16=True, and its
+    per-layer figures are the planner's."""
+    from memory import footprint as P
+    from memory.architectures import PRESETS
+    from planner.hf_code import hf_code
+
+    body = text("in-practice", code)
+    values = lesson_values(code)
+    bullet = next(line for line in body.split("\n") if line.startswith("- **`bf16=True`"))
+    for claim in ("dtype=torch.bfloat16", "mixed_precision=\"bf16\"", "torch.autocast",
+                  "autocast_adapter_dtype=True", values["lora_bf16_layer_gb"],
+                  values["lora_autocast_layer_gb"]):
+        assert claim in bullet, claim
+    p = P.PlannerInputs(PRESETS["llama-3.1-8b"], seq=4096, batch=1, precision="bf16",
+                        tuning="lora", lora_targets="all-linear", lora_rank=16)
+    assert "\n    bf16=True," not in hf_code(p)
+    assert "dtype=torch.bfloat16" in hf_code(p)
+    assert "\n    bf16=True," in hf_code(p.with_(precision="mixed"))
+    from memory.layer import layer_bytes
+
+    assert layer_bytes(p.tensors()) > layer_bytes(p.with_(precision="mixed").tensors())
