@@ -109,16 +109,18 @@ APPROXIMATIONS: dict[str, str] = {
         "Around the loss: three fp32 b·s·V tensors (log-softmax, its gradient, the logits' "
         "gradient) plus the 16-bit logits ({size}); the engine measures this in fp32."),
     "lora-activations": N_(
-        "Adapters as PEFT runs them: frozen layers keep only what the input gradients need; "
-        "each adapter keeps its input (an fp32 copy when the model runs in 16-bit) and its "
-        "rank-r intermediate ({size}), measured on tiny models in fp32 and bf16. Under mixed "
-        "precision (autocast) these are counted in 16-bit, not measured."),
+        "Adapters as PEFT runs them, in fp32 (so are their gradients and optimizer state): "
+        "frozen layers keep only what the input gradients need; each adapter keeps its input "
+        "(an fp32 copy in pure bf16, a 16-bit one under autocast) and its rank-r "
+        "intermediate ({size}), measured on tiny models in fp32, pure bf16 and mixed "
+        "precision."),
     "adapter-backward": N_(
         "With adapters, backward is counted as one forward (no weight gradients for the "
         "frozen base) when the extra compute is given as a share."),
     "qlora-bits": N_(
         "QLoRA: {share:.3f} bits per frozen linear weight (NF4 plus double-quantized "
-        "constants); embeddings and head stay 16-bit."),
+        "constants); embeddings, norms and head in fp32 (PEFT's "
+        "prepare_model_for_kbit_training)."),
     "fsdp-gather": N_(
         "Sharding: two whole layers gathered in the compute dtype at a time ({size})."),
     "compiler-budget": N_(
