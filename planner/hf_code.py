@@ -18,6 +18,11 @@ code on tiny random-init models of each family):
   prefers over the training argument (training_args.py, _process_fsdp_args).
 * SGD with momentum: `optim="sgd"` with `optim_args="momentum=0.9"`
   (transformers/trainer_optimizer.py, _get_sgd; without it torch's SGD has no momentum).
+* Precision: `bf16=True` is autocast (training_args.py: mixed_precision="bf16", which
+  accelerate runs as torch.autocast), so it is printed exactly for the plans the planner
+  counts under autocast: mixed precision (fp32 weights; a bf16 base under LoRA) and QLoRA
+  in 16-bit. Pure bf16 loads `dtype=torch.bfloat16` without it. PEFT keeps the adapters
+  fp32 either way (get_peft_model's autocast_adapter_dtype=True).
 * The chunked loss: `use_liger_kernel=True` (Liger Kernel's fused linear + cross-entropy;
   the package `liger-kernel`, Triton kernels for a GPU).
 """

@@ -4,7 +4,9 @@ configs; nothing is downloaded): `from_pretrained` is the only call replaced (it
 tiny model with the dtype and attention kernel the script asks for). The Trainer trains
 for real on the CPU, and the test measures the effect: which decoder layers recompute
 (their MLP runs twice per micro-batch), which optimizer the Trainer built, where the
-adapters sit.
+adapters sit, and in pure bf16 and mixed precision the bytes each decoder layer keeps for
+backward during the Trainer's step (against the planner's layer) and the gradients' and
+optimizer state's bytes (against the planner's state).
 
 Not run here, and replaced by recorders that check what is asked of them: bitsandbytes
 (4-bit loading and the 8-bit optimizer: not installed, CUDA only), Liger Kernel (CUDA
