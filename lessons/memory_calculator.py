@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from i18n import DEFAULT, N_, gettext
 from lessons.checkpoint_math import GB, layer_activation_bytes, layer_input_bytes, logits_bytes
-from memory.precisions import OPTIMIZERS, PRECISIONS
+from memory.precisions import OPTIMIZERS, PRECISIONS, optimizer_state_bytes
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,7 @@ class MemoryBreakdown:
 def bytes_per_parameter(precision: str, optimizer: str) -> int:
     """Weights + gradients + optimizer state per parameter (18 for mixed-precision AdamW)."""
     p, o = PRECISIONS[precision], OPTIMIZERS[optimizer]
-    return p.weight_bytes + p.grad_bytes + o.state_bytes
+    return p.weight_bytes + p.grad_bytes + optimizer_state_bytes(precision, o.key)
 
 
 def activation_bytes(setup: TrainingSetup, checkpointing: bool = False) -> float:
@@ -139,7 +139,7 @@ def breakdown(setup: TrainingSetup, checkpointing: bool = False) -> MemoryBreakd
     return MemoryBreakdown(
         weights=setup.params * p.weight_bytes,
         gradients=setup.params * p.grad_bytes,
-        optimizer=setup.params * o.state_bytes,
+        optimizer=setup.params * optimizer_state_bytes(setup.precision, o.key),
         activations=activation_bytes(setup, checkpointing),
         logits=logits_bytes(setup.batch, setup.tokens, setup.vocab,
                             setup.logits_bytes_per_value),

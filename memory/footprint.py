@@ -25,7 +25,7 @@ from memory.layer import (
     layer_tensors,
     rerun_flops,
 )
-from memory.precisions import OPTIMIZERS, PRECISIONS
+from memory.precisions import PRECISIONS, optimizer_state_bytes
 
 STRATEGIES = ("none", "selective", "some-layers", "two-layer", "every-layer", "budget")
 PRECISION_KEYS = ("fp32", "mixed", "bf16")
@@ -42,8 +42,6 @@ FSDP_PREFETCH_LAYERS = 2  # whole layers gathered at once under sharding (one pr
 # computes the loss (transformers 5.24.0, loss/loss_utils.py, ForCausalLMLoss: logits.float()
 # before cross-entropy; the fp32 copy itself is freed before backward, so it adds no 4th)
 LOSS_FP32_TENSORS = 3
-# optimizers whose state tensors take the parameters' dtype (8-bit AdamW's are 8-bit always)
-STATE_IN_PARAM_DTYPE = ("adamw", "sgd-momentum", "sgd")
 ADAPTER_BYTES = 4  # per LoRA adapter parameter: PEFT keeps adapters in fp32 (state_bytes)
 
 
@@ -143,7 +141,7 @@ def adapter_params(p: PlannerInputs) -> int:
 
 def state_bytes(p: PlannerInputs) -> dict[str, float]:
     """Weights, gradients and optimizer state per GPU, and the sharding gather."""
-    prec, opt = PRECISIONS[p.precision], OPTIMIZERS[p.optimizer]
+    prec = PRECISIONS[p.precision]
     total = p.arch.params()
     compute = 4 if p.precision == "fp32" else 2
     if p.tuning == "full":
@@ -171,12 +169,10 @@ def state_bytes(p: PlannerInputs) -> dict[str, float]:
     if n > 1:  # FSDP / ZeRO-3 gathers whole layers in the compute dtype while it uses them
         gathered = FSDP_PREFETCH_LAYERS * p.arch.block_params() * compute * (n - 1) / n
     grads = trainable * grad_bytes / n
-    per_state = opt.state_bytes  # for fp32 parameters
-    if p.tuning == "full" and p.precision == "bf16" and p.optimizer in STATE_IN_PARAM_DTYPE:
-        # pure bf16: torch's AdamW and SGD keep their state in the parameters' dtype
-        # (torch 2.13, torch/optim/adam.py: exp_avg = zeros_like(p); sgd.py: the momentum
-        # buffer a clone of the gradient), so half the fp32 bytes
-        per_state = opt.state_bytes * PRECISIONS["bf16"].grad_bytes // 4
+    # the state takes the trained parameters' dtype: bf16 in pure bf16 full fine-tuning,
+    # fp32 for PEFT's adapters (memory.precisions.optimizer_state_bytes)
+    per_state = optimizer_state_bytes(p.precision if p.tuning == "full" else "fp32",
+                                      p.optimizer)
     optimizer = trainable * per_state / n
     if p.offload:
         optimizer = 0.0

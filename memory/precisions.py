@@ -21,7 +21,8 @@ PRECISIONS: dict[str, Precision] = {
     "mixed": Precision("mixed", N_("Mixed precision (16-bit compute, 32-bit master weights)"),
                        6, 4, 2),
     "fp32": Precision("fp32", N_("32-bit everywhere (fp32)"), 4, 4, 4),
-    "bf16": Precision("bf16", N_("Pure 16-bit (bf16 weights and gradients)"), 2, 2, 2),
+    "bf16": Precision("bf16", N_("Pure 16-bit (bf16 weights, gradients and optimizer "
+                                 "state; no autocast)"), 2, 2, 2),
 }
 
 
@@ -33,8 +34,24 @@ class Optimizer:
 
 
 OPTIMIZERS: dict[str, Optimizer] = {
-    "adamw": Optimizer("adamw", N_("AdamW (two 32-bit states)"), 8),
+    "adamw": Optimizer("adamw", N_("AdamW (two states in the weights' dtype)"), 8),
     "adamw-8bit": Optimizer("adamw-8bit", N_("8-bit AdamW"), 2),
     "sgd-momentum": Optimizer("sgd-momentum", N_("SGD with momentum"), 4),
     "sgd": Optimizer("sgd", N_("Plain SGD (no state)"), 0),
 }
+
+
+# Optimizers whose state tensors take the parameters' dtype (torch 2.13: torch/optim/adam.py,
+# exp_avg = zeros_like(p); sgd.py, the momentum buffer a clone of the gradient); the
+# `state_bytes` above are for fp32 parameters. 8-bit AdamW's state is 8-bit whatever the
+# parameters' dtype.
+STATE_IN_PARAM_DTYPE = ("adamw", "sgd-momentum", "sgd")
+
+
+def optimizer_state_bytes(precision: str, optimizer: str) -> int:
+    """Optimizer state per trained parameter: in pure bf16 the parameters are bf16, and
+    torch's AdamW and SGD keep their state in bf16 too (half the fp32 bytes)."""
+    state = OPTIMIZERS[optimizer].state_bytes
+    if precision == "bf16" and optimizer in STATE_IN_PARAM_DTYPE:
+        return state * PRECISIONS["bf16"].weight_bytes // 4
+    return state
