@@ -70,11 +70,11 @@ def test_qlora_too(family, strategy, dtype) -> None:
 def test_the_pieces_alone_are_no_bound_either_way() -> None:
     """Why a band: the pieces added at once overstate a full fine-tune's peak (gradients
     and kept activations are never all alive together) and understate LoRA's with every
-    layer checkpointed in bf16 (backward's fp32 temporaries, the outside of the layers)."""
+    layer checkpointed (backward's temporaries, the outside of the layers)."""
     full = setup_of("llama", "none", "fp32", 0)
-    lora = setup_of("qwen2", "every-layer", "bf16", 16)
+    lora = setup_of("qwen2", "every-layer", "fp32", 16)
     assert peak(full) < 0.8 * planner_peak_range(full).pieces
-    assert peak(lora) > 1.05 * planner_peak_range(lora).pieces
+    assert peak(lora) > 1.03 * planner_peak_range(lora).pieces
 
 
 def test_the_band_is_the_planners_breakdown() -> None:
