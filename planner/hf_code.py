@@ -157,9 +157,10 @@ def hf_code(p: PlannerInputs, code: str = DEFAULT) -> str:
         lines.append("    bf16=True,  # " + gettext(code, "the step under torch.autocast "
                                                        "(bf16 compute)"))
     elif p.precision == "bf16":
-        lines += comment(gettext(code, "No bf16=True: the weights are bf16 already, and "
-                                       "bf16=True would run the step under torch.autocast "
-                                       "(mixed precision, other tensors kept)."), "    ")
+        lines += comment(gettext(code, "No bf16=True: the weights are loaded in bf16; "
+                                       "bf16=True would also run the step under "
+                                       "torch.autocast, which keeps other tensors for "
+                                       "backward than this plan counts."), "    ")
     lines.append("    " + OPTIM[p.optimizer])
     if trainer_level:
         lines += ["    activation_checkpointing=True,",
