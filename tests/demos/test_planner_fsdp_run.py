@@ -7,9 +7,11 @@ to a JSON file that this test checks:
 
 * each decoder layer (LlamaDecoderLayer, GPT2Block) is its own FSDP unit: `fully_shard`
   turned it into an `FSDP<Layer>` whose own state shards exactly that layer's parameters;
-* the checkpointing is FSDP's (`fsdp_config["activation_checkpointing"]`): every layer sits
-  in a `CheckpointWrapper`, its MLP runs twice per micro-batch (forward, then again in
-  backward), while the Trainer's and the layers' own switches stay off;
+* the plan's layers recompute (their MLP runs twice per micro-batch: forward, then again in
+  backward) and no others. Every layer: the checkpointing is FSDP's
+  (`fsdp_config["activation_checkpointing"]`), each layer sits in a `CheckpointWrapper`,
+  the Trainer's and the layers' own switches stay off. The first k layers: the layers'
+  own switch, inside their FSDP units, and no wrapper;
 * the parameters are sharded: each rank holds half of them;
 * the training ran: the losses are finite and the parameters moved.
 
@@ -85,15 +87,20 @@ def _launch(code: str, family: str, tmp_path: Path) -> dict:
     return measured
 
 
-@pytest.mark.parametrize("family,layer,precision,compute", [
-    ("llama", "LlamaDecoderLayer", "mixed", "torch.bfloat16"),
-    ("gpt2", "GPT2Block", "fp32", "as stored"),
+@pytest.mark.parametrize("family,layer,precision,compute,some_layers", [
+    # every layer: checkpointed by FSDP through fsdp_config
+    ("llama", "LlamaDecoderLayer", "mixed", "torch.bfloat16", None),
+    # the first 3 of 4 layers: the model's own switch, inside the FSDP units
+    ("gpt2", "GPT2Block", "fp32", "as stored", 3),
 ])
-def test_the_printed_fsdp_plan_shards_each_layer_and_checkpoints_it(
-        family, layer, precision, compute, tmp_path) -> None:
+def test_the_printed_fsdp_plan_shards_each_layer_and_checkpoints_the_plans_layers(
+        family, layer, precision, compute, some_layers, tmp_path) -> None:
+    strategy = "some-layers" if some_layers else "every-layer"
     p = P.PlannerInputs(PRESETS[PRESET_OF[family]], batch=1, accumulation=2,
-                        strategy="every-layer", shards=2, precision=precision)
+                        strategy=strategy, some_layers=some_layers or 0, shards=2,
+                        precision=precision)
     code = hf_module.hf_code(p)
+    assert ('"activation_checkpointing": True' in code) == (some_layers is None)
     measured = _launch(code, family, tmp_path)
     ranks = measured["ranks"]
     assert [r["rank"] for r in ranks] == [0, 1]
@@ -101,20 +108,29 @@ def test_the_printed_fsdp_plan_shards_each_layer_and_checkpoints_it(
     tiny = transformers.AutoModelForCausalLM.from_config(TINY[family]())
     layers = [m for m in tiny.modules()
               if isinstance(m, transformers.GradientCheckpointingLayer)]
+    count = len(layers)
+    planned = [True] * count if some_layers is None else (
+        [True] * some_layers + [False] * (count - some_layers))
     full = sum(q.numel() for q in tiny.parameters())
     per_layer = [sum(q.numel() for q in m.parameters()) for m in layers]
     for r in ranks:
         # each decoder layer its own FSDP unit, holding exactly its own parameters
-        assert r["layer_classes"] == [f"FSDP{layer}"] * len(layers)
-        assert r["fsdp_units"] == len(layers) and r["root_is_fsdp"]
+        assert r["layer_classes"] == [f"FSDP{layer}"] * count
+        assert r["fsdp_units"] == count and r["root_is_fsdp"]
         assert all(r["layer_unit_holds_its_params"])
-        # checkpointed by FSDP's config: wrapped, recomputed, the other switches off
-        assert all(r["layer_in_checkpoint_wrapper"])
-        assert not r["trainer_activation_checkpointing"]
-        assert not any(r["layer_gradient_checkpointing"])
+        # the plan's layers recompute (their MLP runs twice per micro-batch), the others
+        # not; every layer: FSDP's checkpoint wrapper, with the Trainer's and the layers'
+        # own switches off; some layers: the layers' own switch, no wrapper
         micro_batches = r["rows"] // (r["world"] * p.batch) * r["epochs"]
         assert r["forwards"] == micro_batches
-        assert r["mlp_calls"] == [2 * micro_batches] * len(layers)
+        assert r["mlp_calls"] == [(2 if on else 1) * micro_batches for on in planned]
+        assert not r["trainer_activation_checkpointing"]
+        if some_layers is None:
+            assert all(r["layer_in_checkpoint_wrapper"])
+            assert not any(r["layer_gradient_checkpointing"])
+        else:
+            assert not any(r["layer_in_checkpoint_wrapper"])
+            assert r["layer_gradient_checkpointing"] == planned
         # sharded: half of every layer and of the whole model on each rank
         assert r["full_params"] == full and r["layer_full_params"] == per_layer
         assert r["local_params"] == full // 2
