@@ -3,6 +3,7 @@ the course's rule beside it, and the CPU time beside the wall time."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from tests.demo_pages.test_pages import TINY, no_errors, texts
@@ -28,11 +29,23 @@ def test_compare_shows_counted_compute_cpu_time_and_the_course_rule(app_test: Ca
     assert "the gap between them is their load" in captions
 
 
-def test_timeline_says_the_counted_compute(app_test: Callable) -> None:
+def test_timeline_shows_counted_compute_and_wall_time_beside_cpu_time(app_test: Callable
+                                                                       ) -> None:
+    """The timeline counted the compute but timed nothing: no wall or CPU time."""
     at = app_test("pages/demos/timeline.py", query={**TINY, "strategy": "every-layer"})
     no_errors(at)
     captions = texts(at, "caption")
     assert "counted by torch's FLOP counter" in captions and COURSE in captions
+    assert "the gap between them is their load" in captions  # wall against CPU time
+    assert "median of 3 timed steps per strategy" in captions
+    table = at.table[0].value
+    assert list(table.columns) == ["Strategy", "Extra compute: counted (predicted)",
+                                   "Step time: wall (range), CPU, vs none"]
+    compute, step = table.iloc[1, 1], table.iloc[1, 2]
+    assert compute.startswith("+") and "(predicted +" in compute
+    assert f"every-layer {compute}" in captions  # the same count as the caption's
+    assert re.fullmatch(r"[\d.,]+ ms \([\d.,]+–[\d.,]+\), CPU [\d.,]+ ms, .+", step), step
+    assert table.iloc[0, 1] == "baseline" and ", CPU " in table.iloc[0, 2]
 
 
 def test_curves_say_the_counted_compute_and_draw_cpu_time(app_test: Callable) -> None:
