@@ -30,9 +30,9 @@ GRADIENT_TOLERANCE = 1e-3  # "tiny numerical differences"; in practice they are 
 # the counted compute of every strategy is in overhead_note, under the table.
 COMPARE_COLUMNS: dict[str, str] = {
     "strategy": N_("Strategy"),
-    "peak": N_("Peak memory (vs none)"),
+    "peak": N_("Peak memory (vs no checkpointing)"),
     "held": N_("Activations held (predicted)"),
-    "time": N_("Step time (vs none)"),
+    "time": N_("Step time (vs no checkpointing)"),
     "gradients": N_("Same gradients"),
 }
 
@@ -86,7 +86,7 @@ def step_time_text(result: StrategyResult, base: StrategyResult | None,
 COST_COLUMNS: dict[str, str] = {
     "strategy": N_("Strategy"),
     "compute": N_("Extra compute: counted (predicted)"),
-    "time": N_("Step time: wall (range), CPU, vs none"),
+    "time": N_("Step time: wall (range), CPU, vs no checkpointing"),
 }
 
 
@@ -155,6 +155,7 @@ def timing_note(results: Sequence[StrategyResult], lang: str = "en") -> str:
     faster = [label(r, lang) for r in results
               if r is not base and time_verdict(r, base)[0] == "faster-noise"]
     if faster:
-        note += " " + gettext(lang, "{names}: measured faster than none, which is timing noise "
-                                    "(checkpointing only adds work).", names=", ".join(faster))
+        note += " " + gettext(lang, "{names}: measured faster than without checkpointing, "
+                                    "which is timing noise (checkpointing only adds work).",
+                              names=", ".join(faster))
     return note

@@ -31,7 +31,7 @@ def timeline_demo() -> None:
     config = controls.model_controls()
     strategies = controls.strategy_picker(
         default=("every-layer", "sqrt", "selective:save-matmuls"),
-        label=t("Strategies to draw beside none"))
+        label=t("Strategies to draw beside no checkpointing"))
     layout = query.choice("view", t("Layout"), list(LAYOUTS), "faceted",
                           format_func=lambda item: t(LAYOUTS[item]))
 
