@@ -15,16 +15,16 @@ def test_compare_shows_counted_compute_cpu_time_and_the_course_rule(app_test: Ca
     at = app_test("pages/demos/compare.py", query={**TINY, "strategy": "every-layer"})
     no_errors(at)
     table = at.table[0].value
-    assert ", CPU " in table["Step time (vs none)"].iloc[1]
+    assert ", CPU " in table["Step time (vs no checkpointing)"].iloc[1]
     labels = [m.label for m in at.metric]
-    assert "Extra compute with every-layer" in labels
-    extra = at.metric[labels.index("Extra compute with every-layer")]
+    assert "Extra compute with every layer" in labels
+    extra = at.metric[labels.index("Extra compute with every layer")]
     counted = extra.value
     assert counted.startswith("+") and COURSE in extra.proto.delta
     assert f"predicted {counted}" in extra.proto.delta  # equal within 0.1%
     captions = texts(at, "caption")
     assert "counted by torch's FLOP counter" in captions and COURSE in captions
-    assert f"every-layer {counted} (predicted {counted})" in captions
+    assert f"every layer {counted} (predicted {counted})" in captions
     assert "early stop" in captions
     assert "the gap between them is their load" in captions
 
@@ -40,10 +40,10 @@ def test_timeline_shows_counted_compute_and_wall_time_beside_cpu_time(app_test: 
     assert "median of 3 timed steps per strategy" in captions
     table = at.table[0].value
     assert list(table.columns) == ["Strategy", "Extra compute: counted (predicted)",
-                                   "Step time: wall (range), CPU, vs none"]
+                                   "Step time: wall (range), CPU, vs no checkpointing"]
     compute, step = table.iloc[1, 1], table.iloc[1, 2]
     assert compute.startswith("+") and "(predicted +" in compute
-    assert f"every-layer {compute}" in captions  # the same count as the caption's
+    assert f"every layer {compute}" in captions  # the same count as the caption's
     assert re.fullmatch(r"[\d.,]+ ms \([\d.,]+–[\d.,]+\), CPU [\d.,]+ ms, .+", step), step
     assert table.iloc[0, 1] == "baseline" and ", CPU " in table.iloc[0, 2]
 

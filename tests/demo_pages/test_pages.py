@@ -29,7 +29,8 @@ def test_compare_renders_by_default_and_follows_a_slider(app_test: Callable) -> 
     at = app_test("pages/demos/compare.py", query=TINY)
     no_errors(at)
     table = at.table[0].value
-    assert list(table["Strategy"]) == ["none", "every-layer", "sqrt"]  # the default choice
+    # the default choice
+    assert list(table["Strategy"]) == ["no checkpointing", "every layer", "every √N layers"]
     assert table["Same gradients"].iloc[0] == "baseline"
     assert table["Same gradients"].iloc[1].startswith("✓")
     assert len(charts(at)) == 3
@@ -38,12 +39,12 @@ def test_compare_renders_by_default_and_follows_a_slider(app_test: Callable) -> 
     assert "counted above the parameters" in texts(at, "caption")
     assert "above the parameters" in at.metric[0].proto.help
     assert at.get("download_button")
-    before = table["Peak memory (vs none)"].tolist()
+    before = table["Peak memory (vs no checkpointing)"].tolist()
 
     at.slider(key="layers").set_value(4).run()
     no_errors(at)
     assert at.query_params["layers"] == "4"
-    assert at.table[0].value["Peak memory (vs none)"].tolist() != before
+    assert at.table[0].value["Peak memory (vs no checkpointing)"].tolist() != before
 
 
 def test_compare_headline_says_same_when_nothing_is_saved(app_test: Callable) -> None:
@@ -240,7 +241,7 @@ def test_compare_says_where_each_peak_is_and_what_sets_it(app_test: Callable) ->
 def test_compare_at_its_default_shows_strategies_that_differ(app_test: Callable) -> None:
     at = app_test("pages/demos/compare.py", query={"strategy": "every-layer,every-k:2,sqrt"})
     no_errors(at)
-    peaks = list(at.table[0].value["Peak memory (vs none)"])
+    peaks = list(at.table[0].value["Peak memory (vs no checkpointing)"])
     assert len(set(peaks)) == 4, peaks
     assert "reach the same peak" not in texts(at, "info")
     assert "checkpointing lowers exactly this part" in texts(at, "markdown")
@@ -302,7 +303,7 @@ def test_compare_opens_with_strategies_whose_peaks_differ(app_test: Callable) ->
     saw no difference between strategies. It now opens with every-layer and sqrt."""
     at = app_test("pages/demos/compare.py")
     no_errors(at)
-    peaks = list(at.table[0].value["Peak memory (vs none)"])
+    peaks = list(at.table[0].value["Peak memory (vs no checkpointing)"])
     assert len(peaks) == 3 and len(set(peaks)) == 3, peaks
 
 
