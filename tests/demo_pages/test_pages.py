@@ -55,7 +55,7 @@ def test_compare_headline_says_same_when_nothing_is_saved(app_test: Callable) ->
                          "vocab": "256"})
     no_errors(at)
     delta = at.metric[0].proto.delta
-    assert delta.startswith("same as none (") and "0%" not in delta
+    assert delta.startswith("same as without checkpointing (") and "0%" not in delta
 
 
 def test_model_sliders_come_in_reading_order(app_test: Callable) -> None:
@@ -69,7 +69,7 @@ def test_compare_with_every_strategy_cleared_says_what_to_do(app_test: Callable)
     at = app_test("pages/demos/compare.py", query=TINY)
     at.multiselect(key="strategy").unselect("every-layer").unselect("sqrt").run()
     no_errors(at)
-    assert list(at.table[0].value["Strategy"]) == ["none"]
+    assert list(at.table[0].value["Strategy"]) == ["no checkpointing"]
     assert "pick a strategy above" in texts(at, "info")
 
 
@@ -78,7 +78,7 @@ def test_compare_measures_the_strategies_a_link_names(app_test: Callable) -> Non
                   query={**TINY, "strategy": "sqrt,every-k:2,selective:save-attention"})
     no_errors(at)
     table = at.table[0].value
-    assert list(table["Strategy"]) == ["none", "every 2 layers", "sqrt",
+    assert list(table["Strategy"]) == ["no checkpointing", "every 2 layers", "every √N layers",
                                        "selective (save-attention)"]
     assert all(mark.startswith("✓") for mark in table["Same gradients"].iloc[1:])
     at.multiselect(key="strategy").unselect("sqrt").run()
@@ -142,7 +142,7 @@ def test_what_fits_renders_and_follows_the_budget(app_test: Callable) -> None:
     at = app_test("pages/demos/what_fits.py", query=query, timeout=120)
     no_errors(at)
     table = at.table[0].value
-    assert list(table["Strategy"])[:2] == ["none", "every-layer"]
+    assert list(table["Strategy"])[:2] == ["no checkpointing", "every layer"]
     before = table.iloc[:, 2].tolist()
     at.slider(key="budget").set_value(32).run()
     no_errors(at)
@@ -167,7 +167,7 @@ def test_what_fits_says_why_nothing_fits(app_test: Callable) -> None:
     no_errors(at)
     assert "Nothing fits" in texts(at, "warning")
     captions = texts(at, "caption")
-    for strategy in ("none", "every-layer", "selective (save-matmuls)"):
+    for strategy in ("no checkpointing", "every layer", "selective (save-matmuls)"):
         assert f"**{strategy}**: even batch 1 needs" in captions
     assert set(at.table[0].value["Largest batch (confirmed)"]) == {"–"}
     assert not charts(at)  # no empty axes
@@ -182,7 +182,7 @@ def test_what_fits_when_only_checkpointing_fits(app_test: Callable) -> None:
     no_errors(at)
     table = at.table[0].value
     assert table["Largest batch (confirmed)"].tolist()[:2] == ["–", "1"]
-    assert "**none**: even batch 1 needs" in texts(at, "caption")
+    assert "**no checkpointing**: even batch 1 needs" in texts(at, "caption")
     caption_says_measured(at)
 
 
@@ -191,7 +191,7 @@ def test_same_result_renders_and_follows_the_steps(app_test: Callable) -> None:
     at = app_test("pages/demos/same_result.py", query=query, timeout=120)
     no_errors(at)
     differences = at.table[0].value
-    assert list(differences["Strategy"]) == ["every-layer", "selective (save-matmuls)"]
+    assert list(differences["Strategy"]) == ["every layer", "selective (save-matmuls)"]
     # Same weights, data and dropout masks: checkpointing reproduces none's losses.
     assert list(differences["Bitwise equal at every step"]) == ["✓ yes", "✓ yes"]
     at.slider(key="steps").set_value(30).run()
@@ -231,7 +231,7 @@ def test_compare_says_where_each_peak_is_and_what_sets_it(app_test: Callable) ->
     no_errors(at)
     markdown = texts(at, "markdown")
     assert "Where the peak is, and what sets it" in markdown
-    for strategy in ("none", "every-layer", "sqrt"):
+    for strategy in ("no checkpointing", "every layer", "every √N layers"):
         assert f"**{strategy}**: peak " in markdown
     assert markdown.count("Largest part:") == 3
     # At this tiny size the gradients set every peak alike: the page says so.
