@@ -135,7 +135,7 @@ def test_timeline_marks_phases_layers_and_names_the_op_at_the_peak() -> None:
     assert {"F0", "F1", "L", "R1", "B1", "B0"} <= labels
     stars = [t for t in fig.data if t.mode == "markers+text"]
     assert [list(t.x) for t in stars] == [[9], [9]]
-    assert stars[0].text[0] == "peak: aten.op9 (R1)"  # the op at the peak, named
+    assert stars[0].text[0] == "peak (R1):<br>aten.op9"  # the op at the peak, named
     assert not fig.layout.shapes  # bands are traces, not one shape per segment
     overlaid = timeline_figure(frame, facet=False)
     assert not overlaid.layout.shapes and overlaid.data[0].showlegend

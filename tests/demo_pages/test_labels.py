@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable
 from types import SimpleNamespace
 
+import pandas as pd
 import pytest
 
 from demos.reports import timeline_figures
@@ -79,11 +80,23 @@ def test_timeline_peak_labels_sit_above_the_curve_and_under_the_phase_labels() -
     fig = timeline_figure(frame, facet=True)
     stars = [t for t in fig.data if t.mode == "markers+text"]
     assert all(t.textposition.startswith("top ") for t in stars)  # above the highest point
-    assert stars[0].textposition == "top left"  # a late peak's label reads toward the middle
+    assert stars[0].textposition == "top center"  # a peak mid-step: centred above its star
     top = 40
     bands = [t for t in fig.data if t.mode == "text"]
     assert all(y == top * timeline_figures.BAND_TOP for t in bands for y in t.y)
     assert fig.layout.yaxis.range[1] > top * timeline_figures.BAND_TOP  # inside the plot
+
+
+def test_a_peak_label_reads_toward_the_middle_in_two_short_lines() -> None:
+    """On a phone "peak: _log_softmax_backward_data (B)" ran past the panel's right edge
+    from a peak a third of the way along."""
+    xs = pd.Series(range(451))
+    assert [timeline_figures.peak_label_position(x, xs) for x in (20, 149, 151, 300, 302)] \
+        == ["top right", "top right", "top center", "top center", "top left"]
+    frame = timeline_frame({"none": _points()})
+    (star,) = [t for t in timeline_figure(frame, facet=True).data if t.mode == "markers+text"]
+    lines = star.text[0].split("<br>")
+    assert lines == ["peak (R1):", "aten.op9"]
 
 
 def test_an_unknown_page_name_is_recognised(monkeypatch) -> None:

@@ -262,7 +262,7 @@ def test_timeline_at_its_default_shows_the_sawtooth_and_names_the_peak(app_test:
     at = app_test("pages/demos/timeline.py", timeout=120)
     no_errors(at)
     figure = charts(at)[0].proto.spec
-    assert '"peak: ' in figure  # the star's label names the op at the peak
+    assert '"peak (' in figure  # the star's label names the op at the peak
     layers = demo_default("cpu").layers
     assert at.slider(key="layers").value == layers >= 8
     rows = at.get("download_button")
