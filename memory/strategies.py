@@ -314,7 +314,7 @@ STRATEGIES: dict[str, Strategy] = {s.id: s for s in (
                    "memory)."),
         "#64748b",  # slate: the baseline
         _keep_all, cost="holds every layer's internals: O(N) memory, no recomputation",
-        title_template=N_("no checkpointing"), baseline=True),
+        title_template=N_("no checkpoints"), baseline=True),
     Strategy(
         "every-layer", N_("Checkpoint each layer: keep only its input, rebuild its "
                           "internals in backward."),

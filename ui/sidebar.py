@@ -32,6 +32,8 @@ def device_text(device: DeviceInfo) -> str:
 # picker shows without scrolling on a laptop (the list of 16 pages ends near 850 px), and
 # page titles wrap instead of being cut ("1. Why training runs out of me..."): the label
 # and the Markdown box inside it, which Streamlit 1.67 keeps on one line with an ellipsis.
+# On a phone a table's cells take a smaller font and less padding, so a five-column table
+# fits its 390 px.
 SIDEBAR_CSS = """<style>
 [data-testid="stSidebarContent"] { display: flex; flex-direction: column; }
 [data-testid="stSidebarHeader"] { order: 0; }
@@ -41,6 +43,11 @@ SIDEBAR_CSS = """<style>
 [data-testid="stSidebarNavLink"] span[label],
 [data-testid="stSidebarNavLink"] span[label] * {
     white-space: normal; overflow: visible; text-overflow: clip; overflow-wrap: break-word;
+}
+@media (max-width: 640px) {
+    [data-testid="stTable"] th, [data-testid="stTable"] td {
+        padding-left: 0.25rem; padding-right: 0.25rem; font-size: 0.8rem;
+    }
 }
 </style>"""
 

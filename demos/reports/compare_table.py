@@ -30,9 +30,9 @@ GRADIENT_TOLERANCE = 1e-3  # "tiny numerical differences"; in practice they are 
 # the counted compute of every strategy is in overhead_note, under the table.
 COMPARE_COLUMNS: dict[str, str] = {
     "strategy": N_("Strategy"),
-    "peak": N_("Peak memory (vs no checkpointing)"),
+    "peak": N_("Peak memory (vs baseline)"),
     "held": N_("Activations held (predicted)"),
-    "time": N_("Step time (vs no checkpointing)"),
+    "time": N_("Step time (vs baseline)"),
     "gradients": N_("Same gradients"),
 }
 

@@ -100,7 +100,7 @@ def test_moving_a_slider_in_german_and_vietnamese(page: Page, app_url: str, code
     expect(page.get_by_role("heading", name=gettext(code, "Compare checkpointing strategies"))
            ).to_be_visible()
     table = page.locator('[data-testid="stTable"]')
-    expect(table).to_contain_text(gettext(code, "Peak memory (vs no checkpointing)"))
+    expect(table).to_contain_text(gettext(code, "Peak memory (vs baseline)"))
     before = table.inner_text()
     slider = _slider(page, gettext(code, "Layers"))
     slider.focus()

@@ -15,7 +15,7 @@ def test_compare_shows_counted_compute_cpu_time_and_the_course_rule(app_test: Ca
     at = app_test("pages/demos/compare.py", query={**TINY, "strategy": "every-layer"})
     no_errors(at)
     table = at.table[0].value
-    assert ", CPU " in table["Step time (vs no checkpointing)"].iloc[1]
+    assert ", CPU " in table["Step time (vs baseline)"].iloc[1]
     labels = [m.label for m in at.metric]
     assert "Extra compute with every layer" in labels
     extra = at.metric[labels.index("Extra compute with every layer")]

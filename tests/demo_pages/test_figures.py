@@ -60,7 +60,7 @@ def test_units() -> None:
 def test_peak_and_time_figure_draws_one_bar_per_strategy_in_its_colour() -> None:
     fig = peak_and_time_figure(RESULTS)
     memory, time = fig.data
-    assert list(memory.x) == ["no checkpointing", "every layer", "every √N layers"]
+    assert list(memory.x) == ["no checkpoints", "every layer", "every √N layers"]
     assert list(memory.y) == pytest.approx([200, 60, 90])
     assert list(time.y) == pytest.approx([400, 500, 460])  # the medians of the runs
     ids = ("none", "every-layer", "sqrt")
@@ -81,7 +81,7 @@ def test_step_times_carry_their_spread_as_error_bars() -> None:
 
 def test_strategies_that_do_not_fit_are_left_out_of_the_bars() -> None:
     fig = peak_and_time_figure([*RESULTS[:2], result("sqrt", 0, 0, fits=False)])
-    assert list(fig.data[0].x) == ["no checkpointing", "every layer"]
+    assert list(fig.data[0].x) == ["no checkpoints", "every layer"]
     empty = peak_and_time_figure([result("none", 0, 0, fits=False)])
     assert not empty.data and "No strategy fitted" in empty.layout.annotations[0].text
 
@@ -128,7 +128,7 @@ def test_timeline_marks_phases_layers_and_names_the_op_at_the_peak() -> None:
     assert list(frame.columns) == list(timeline_figures.TIMELINE_COLUMNS) and len(frame) == 32
     fig = timeline_figure(frame, facet=True)
     lines = [t for t in fig.data if t.mode == "lines"]
-    assert [t.name for t in lines] == ["no checkpointing", "every layer"]
+    assert [t.name for t in lines] == ["no checkpoints", "every layer"]
     assert "layer %{customdata[2]}" in lines[0].hovertemplate
     assert lines[0].customdata[4][0] == "aten.op4"
     labels = {text for t in fig.data if t.mode == "text" for text in t.text}
@@ -200,7 +200,7 @@ def test_sweep_figure_puts_measured_and_theory_on_the_same_axes() -> None:
     })
     fig = sweep_figure(frame, "layers", "layers N", theory="predicted_activation_bytes")
     dashed = [t for t in fig.data if t.line.dash == "dash"]
-    assert [t.name for t in dashed] == ["no checkpointing (theory)", "every layer (theory)"]
+    assert [t.name for t in dashed] == ["no checkpoints (theory)", "every layer (theory)"]
     assert all(t.xaxis == "x" for t in dashed)
     times = [t for t in fig.data if t.xaxis == "x2"]
     assert list(times[0].y) == pytest.approx([100, 200, 400])

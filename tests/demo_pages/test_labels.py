@@ -48,7 +48,7 @@ def test_the_compare_table_uses_one_unit_per_column(app_test: Callable) -> None:
                   query={**TINY, "seq": "64", "batch": "2", "strategy": "every-layer"})
     no_errors(at)
     table = at.table[0].value
-    for column in ("Peak memory (vs no checkpointing)", "Activations held (predicted)"):
+    for column in ("Peak memory (vs baseline)", "Activations held (predicted)"):
         units = {cell.split(" (")[0].split()[-1] for cell in table[column]}
         units |= {part.split()[-1].rstrip(")") for cell in table[column]
                   for part in cell.split(" (")[1:] if "iB" in part}

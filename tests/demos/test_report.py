@@ -19,7 +19,7 @@ from demos.reports.timing import overhead_note, time_spread, time_text, time_ver
 from memory.config import ModelConfig
 
 DEMOS = Path(__file__).resolve().parents[2] / "demos"
-TIME = "Step time (vs no checkpointing)"
+TIME = "Step time (vs baseline)"
 THROUGHPUT = "Tokens / s · one step: wall, CPU · compute counted (predicted)"
 
 
@@ -43,17 +43,17 @@ def test_results_table_reads_against_none() -> None:
                _result("sqrt", 60 * 2**20, 0.24, 3e-7, False),
                _result("budget:dp:40%", 0, 0.0, None, None, fits=False)]
     table = results_table(results)
-    assert list(table.columns) == ["Strategy", "Peak memory (vs no checkpointing)",
+    assert list(table.columns) == ["Strategy", "Peak memory (vs baseline)",
                                    "Activations held (predicted)", TIME,
                                    "Same gradients"]  # five: a phone shows them all
     assert list(table[TIME]) == [
         "200 ms (200–200)", "250 ms (250–250), 1.25× slower", "240 ms (240–240), 1.20× slower",
         "–"]
-    assert list(table["Peak memory (vs no checkpointing)"])[:3] == ["100.0 MiB", "40.0 MiB (40%)",
+    assert list(table["Peak memory (vs baseline)"])[:3] == ["100.0 MiB", "40.0 MiB (40%)",
                                                         "60.0 MiB (60%)"]
     assert list(table["Same gradients"]) == ["baseline", "✓ bitwise equal (max diff 0)",
                                              "✓ max diff 3.0e-07", "–"]
-    assert table["Peak memory (vs no checkpointing)"].iloc[3] == "does not fit"
+    assert table["Peak memory (vs baseline)"].iloc[3] == "does not fit"
     assert table["Strategy"].iloc[3] == "budget (dp, 40%)"
     assert [gradient_badge(r) for r in results[1:3]] == ["✓ identical", "✓ 3e-07"]
     assert gradient_badge(_result("sqrt", 1, 0.1, 0.5, False)) == "✗ 5e-01"
