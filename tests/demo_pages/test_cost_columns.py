@@ -3,6 +3,7 @@ the course's rule beside it, and the CPU time beside the wall time."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 
@@ -57,6 +58,12 @@ def test_curves_say_the_counted_compute_and_draw_cpu_time(app_test: Callable) ->
     assert "dotted lines this process's CPU time" in captions
     figure = at.get("plotly_chart")[0].proto.spec
     assert "CPU time" in figure
+    assert "bars the range of the timed runs" in captions
+    # the wall time's median with the range of its timed runs, as on Compare
+    timed = [trace for trace in json.loads(figure)["data"]
+             if trace.get("yaxis") == "y2" and trace.get("mode") == "lines+markers"]
+    assert timed and all(trace["error_y"]["symmetric"] is False
+                         and "arrayminus" in trace["error_y"] for trace in timed)
 
 
 def test_what_fits_times_with_repeats_and_counts_the_compute(app_test: Callable) -> None:
