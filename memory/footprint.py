@@ -93,7 +93,23 @@ class PlannerInputs:
     def lora_bytes(self) -> int:
         """Bytes per number of what a LoRA adapter keeps: PEFT's adapters are fp32 and cast
         their input to fp32; under autocast ("mixed") their matmuls run in 16-bit."""
-        return 2 if self.precision == "mixed" else 4
+        return 2 if self.autocast else 4
+
+    @property
+    def autocast(self) -> bool:
+        """The step runs under torch.autocast (16-bit compute): mixed precision, and QLoRA
+        in 16-bit (the Trainer's bf16=True, as the planner's code sets it)."""
+        return self.precision == "mixed" or (self.tuning == "qlora"
+                                             and self.precision == "bf16")
+
+    @property
+    def residual_bytes(self) -> int:
+        """Bytes per number of the residual stream, a checkpoint's input: fp32 under
+        autocast with fp32 weights (full fine-tuning in mixed precision: the embedding's
+        output is fp32 and each residual addition promotes to it), else the activations'."""
+        if self.tuning == "qlora":  # prepare_model_for_kbit_training: fp32 embeddings
+            return 4
+        return 4 if self.autocast and self.tuning == "full" else self.act_bytes
 
     def tensors(self, batch: int | None = None, seq: int | None = None,
                 input_grad: bool = True) -> tuple[Held, ...]:
@@ -103,17 +119,23 @@ class PlannerInputs:
                              lora_rank=self.lora_rank if self.tuning != "full" else 0,
                              lora_targets=self.targets, attention=self.kernel,
                              padding=self.padding, input_grad=input_grad,
-                             lora_bytes=self.lora_bytes)
+                             lora_bytes=self.lora_bytes, autocast=self.autocast,
+                             quantized=self.tuning == "qlora")
 
 
 # ---------------------------------------------------------------- parameters and state
 
 
 def adapter_params(p: PlannerInputs) -> int:
-    """LoRA: r·(in + out) per adapted linear layer."""
+    """LoRA: r·(in + out) per adapted linear layer. A GPT kind's q, k and v are one linear
+    (GPT-2's c_attn): one adapter, r·(h + q + k + v)."""
     lin = p.arch.linears()
-    return p.arch.layers * sum(p.lora_rank * (lin[t][0] + lin[t][1])
-                               for t in p.targets if t in lin)
+    targets = [t for t in p.targets if t in lin]
+    per_layer = sum(p.lora_rank * (lin[t][0] + lin[t][1]) for t in targets)
+    fused = [t for t in targets if t in ("q", "k", "v")] if p.arch.kind != "llama" else []
+    if fused:  # one input side for the fused projection, every output it adapts
+        per_layer -= p.lora_rank * lin["q"][0] * (len(fused) - 1)
+    return p.arch.layers * per_layer
 
 
 def state_bytes(p: PlannerInputs) -> dict[str, float]:
@@ -126,8 +148,8 @@ def state_bytes(p: PlannerInputs) -> dict[str, float]:
     else:
         trainable = adapter_params(p)
         linear = p.arch.layers * sum(i * o for i, o in p.arch.linears().values())
-        if p.tuning == "qlora":
-            frozen = linear * QLORA_BITS / 8 + (total - linear) * 2
+        if p.tuning == "qlora":  # the rest in fp32: peft's prepare_model_for_kbit_training
+            frozen = linear * QLORA_BITS / 8 + (total - linear) * 4
         else:
             frozen = total * compute
     n = p.shards
@@ -183,7 +205,7 @@ def activations(p: PlannerInputs, strategy: str, batch: int | None = None,
     b, s = _sizes(p, batch, seq)
     tensors = p.tensors(b, s)
     full, n = layer_bytes(tensors), p.arch.layers
-    ckpt = b * s * p.arch.hidden * p.act_bytes  # a checkpoint keeps the layer's input
+    ckpt = b * s * p.arch.hidden * p.residual_bytes  # a checkpoint keeps the layer's input
     # a rebuilt segment's first layer keeps its input: the checkpoint, counted already
     shared = sum(t.bytes for t in tensors if t.kind == "input")
     # a checkpointed segment reruns its layers, the last one without its final MLP linear
@@ -276,7 +298,9 @@ def breakdown(p: PlannerInputs, strategy: str | None = None, batch: int | None =
               seq: int | None = None) -> Breakdown:
     """Memory per GPU at the step's peak. The layer being rebuilt and the loss peak are
     added as if they came at once (they come one after the other: this overstates by the
-    smaller of the two, so a plan that fits here fits)."""
+    smaller of the two). Backward's own temporaries and what is kept outside the decoder
+    layers are not pieces of their own: the workspace allowance is to cover them
+    (`step_peak_range` gives the band measured steps fall in, without the allowances)."""
     state = state_bytes(p)
     act = activations(p, strategy or p.strategy, batch, seq)
     logits = logits_peak_bytes(p, batch, seq)
@@ -288,7 +312,54 @@ def breakdown(p: PlannerInputs, strategy: str | None = None, batch: int | None =
 
 def peak_bytes(p: PlannerInputs, strategy: str | None = None, batch: int | None = None,
                seq: int | None = None) -> float:
+    """The planner's step peak: `breakdown`'s pieces as if at once, plus the GPU's
+    allowances (workspace, fragmentation). Without the allowances the pieces are an
+    estimate, not a bound: `step_peak_range` gives the band a measured step falls in."""
     return breakdown(p, strategy, batch, seq).total
+
+
+# Room for what the pieces leave out, in plain layers: backward's own temporaries (the
+# gradients flowing through the layer being differentiated; under LoRA in 16-bit PEFT's
+# adapters make them fp32) and what is kept outside the decoder layers (the embedding's
+# output, the final norm). On tiny real transformers models (tests/real_libraries/
+# test_step_peaks.py) the step peak exceeded the pieces by at most 0.7 of a plain layer
+# (QLoRA with every layer checkpointed, in bf16; LoRA in bf16 a third); one layer is the
+# allowance.
+BACKWARD_ALLOWANCE_LAYERS = 1
+
+
+@dataclass(frozen=True)
+class StepPeakRange:
+    """The band a step's peak (live bytes above the weights, without the GPU's workspace
+    and fragmentation) falls in, by the planner's documented approximations."""
+
+    lower: float  # the largest moment the step must pass through
+    pieces: float  # gradients + activations kept + the layer rebuilt + the loss, at once
+    upper: float  # the pieces + BACKWARD_ALLOWANCE_LAYERS plain layers
+
+
+def step_peak_range(p: PlannerInputs, strategy: str | None = None, batch: int | None = None,
+                    seq: int | None = None) -> StepPeakRange:
+    """The planner's step peak as a band. Its pieces (gradients, the activations kept, the
+    layer being rebuilt, the loss peak) come one after the other, not at once: the loss
+    peaks while every kept activation is alive and before any gradient exists, the last
+    gradients appear when most activations are freed. So the sum overstates the peak of a
+    full fine-tune (measured 0.56 to 0.92 of it on the tiny real models), and it leaves out
+    backward's own temporaries and what is kept outside the decoder layers, which can make
+    the peak exceed it when gradients are few (with every layer checkpointed in bf16: LoRA
+    up to 1.17 of it, QLoRA 1.36).
+
+    lower: the largest of three moments every step passes through: the loss (every kept
+    activation and the loss's tensors), the first layer rebuilt in backward (every
+    checkpoint and that layer) and the end of backward (every gradient).
+    upper: the pieces plus BACKWARD_ALLOWANCE_LAYERS plain layers for the rest."""
+    bd = breakdown(p, strategy, batch, seq)
+    b, s = _sizes(p, batch, seq)
+    kept, rebuilt = bd.activations_kept, bd.activations_rebuilt
+    pieces = bd.gradients + kept + rebuilt + bd.logits
+    lower = max(kept + bd.logits, kept + rebuilt, bd.gradients)
+    upper = pieces + BACKWARD_ALLOWANCE_LAYERS * layer_bytes(p.tensors(b, s))
+    return StepPeakRange(lower, pieces, upper)
 
 
 def fits(p: PlannerInputs, strategy: str | None = None, batch: int | None = None,

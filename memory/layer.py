@@ -94,14 +94,49 @@ def norm_tensors(arch: Architecture, tag: str, batch: int, seq: int, act_bytes: 
 #   checkpointing the first layer's input needs no gradient (the embedding is frozen), so
 #   its first norm keeps nothing; transformers' checkpointing switch calls
 #   enable_input_require_grads (transformers/modeling_utils.py), which ends that.
+# * Mixed precision (torch 2.13 autocast, measured on the CPU with bf16 by
+#   tests/real_libraries): linear (and matmul, addmm, SDPA) run in 16-bit, so autocast
+#   casts their inputs and weights first (torch/include/ATen/autocast_mode.h,
+#   AT_FORALL_LOWER_PRECISION_FP, the GPU's lists; the CPU's are compiled in, and measured
+#   the same for these ops). An activation's cast is a new tensor per call, kept
+#   by the linear for its weight gradient; a weight's cast is cached for the autocast
+#   region and kept for the input gradient. With fp32 weights the embedding's output is
+#   fp32 and `residual + 16-bit output` promotes to fp32, so the residual stream, the
+#   norms and their outputs stay fp32 (transformers' RMSNorm computes in the input's
+#   dtype; LayerNorm is on autocast's fp32 list); the projections, attention and MLP
+#   produce 16-bit tensors. Eager attention's softmax(dtype=float32) is cast back to the
+#   16-bit copy the matmul with v makes. With fp32 weights the causal mask is fp32 and
+#   GPT-2's eager attention adds it to the scores before its softmax (in the input's dtype,
+#   transformers/models/gpt2/modeling_gpt2.py, eager_attention_forward), so it keeps fp32
+#   probabilities and casts them back (attn_weights.type(value.dtype)) for the matmul with
+#   v. Rotary embeddings run in fp32 (cos and sin are fp32): autocast's cast of k for SDPA
+#   is a new tensor, so with a padding mask and one KV head the repeated view becomes a
+#   copy for every head. On a GPU autocast also runs softmax in fp32
+#   (torch/include/ATen/autocast_mode.h, AT_FORALL_FP32_SET_OPT_DTYPE: the lists for
+#   CUDA; the CPU's own list, measured here, leaves softmax in its input's dtype), so
+#   GPT-2's eager probabilities are fp32 there with a 16-bit base too. Under LoRA PEFT
+#   casts each adapter's input to fp32 and autocast casts it back: a 16-bit copy per
+#   adapter.
+# * QLoRA (bitsandbytes 0.50.2, as the planner's code loads it; measured on the CPU):
+#   peft's prepare_model_for_kbit_training (peft/utils/other.py) casts every parameter that
+#   is not 4-bit (embeddings, norms, the head) to fp32, so the residual stream and the
+#   norms are fp32. Linear4bit.forward (bitsandbytes/nn/modules.py) casts its input to the
+#   compute dtype and its output back to the input's dtype, and MatMul4Bit
+#   (bitsandbytes/autograd/_functions.py) keeps only the 4-bit weight for backward: a
+#   frozen 4-bit linear keeps nothing of its own and returns fp32 for an fp32 input. Without
+#   autocast the layer runs in fp32 as LoRA in fp32 does; under autocast (the Trainer's
+#   bf16=True) the attention's inputs are autocast's 16-bit casts (with a padding mask and
+#   SDPA the repeated k and v become copies for every head: both are fp32 before the cast),
+#   GPT-2's eager softmax stays fp32 through dropout, and the MLP (the 4-bit linears'
+#   outputs and what follows them) stays fp32.
 
 
 @lru_cache(maxsize=4096)
 def layer_tensors(arch: Architecture, batch: int, seq: int, act_bytes: int, *,
                   fused: bool = True, device: str = "cuda", lora_rank: int = 0,
                   lora_targets: tuple[str, ...] = (), attention: str = "sdpa",
-                  padding: bool = False, input_grad: bool = True, lora_bytes: int = 4
-                  ) -> tuple[Held, ...]:
+                  padding: bool = False, input_grad: bool = True, lora_bytes: int = 4,
+                  autocast: bool = False, quantized: bool = False) -> tuple[Held, ...]:
     """Every tensor one layer keeps for backward when it runs plainly (no checkpoint).
 
     GPT kind (LayerNorm, fused QKV, GELU): the layer's input and the residual after
@@ -120,7 +155,18 @@ def layer_tensors(arch: Architecture, batch: int, seq: int, act_bytes: int, *,
     head; LoRA (`lora_rank`, `lora_targets`) freezes the base: norms and linears keep only
     what the input gradients need, each adapter keeps its input (an fp32 copy,
     `lora_bytes` per number, when the layer runs in 16-bit) and its rank-r output;
-    `input_grad=False` is a first layer whose input needs no gradient."""
+    `input_grad=False` is a first layer whose input needs no gradient. `quantized`: QLoRA,
+    the frozen base in 4-bit after peft's prepare_model_for_kbit_training (with `autocast`
+    the terms above; without it, the layer keeps what fp32 LoRA keeps).
+
+    `autocast`: mixed precision, the step under torch.autocast with 16-bit compute
+    (`act_bytes` 2; sources above). Full fine-tuning keeps fp32 weights: the residual
+    stream (the layer's input, the residual after attention) stays fp32, each norm keeps
+    what it keeps in fp32 but not its output, and each linear reading a norm's output keeps
+    its own 16-bit cast of it. Under LoRA the base is 16-bit and each adapter keeps its own
+    16-bit cast of its input. The 16-bit weight copies autocast makes and keeps for
+    backward are not listed: the planner counts them with the weights (mixed precision's
+    6 bytes per parameter)."""
     b, s, a = batch, seq, arch.heads
     d, kv, m = arch.head_dim, arch.kv_heads, arch.mlp_width
     e, bs, sbh = act_bytes, batch * seq, batch * seq * arch.hidden
@@ -131,10 +177,18 @@ def layer_tensors(arch: Architecture, batch: int, seq: int, act_bytes: int, *,
     adapted = {t for t in lora_targets if t in lin} if lora_rank else set()
     frozen = bool(adapted)
     eager = attention == "eager"
+    wide = autocast and not frozen  # fp32 weights under autocast: an fp32 residual stream
+    # QLoRA under autocast: fp32 residual stream and norms, the 4-bit linears' outputs in
+    # their input's dtype (fp32 but for the output projection, which reads the attention)
+    qwide = quantized and autocast and frozen
+    me = 4 if qwide else e  # bytes per number of the MLP's tensors
     out: list[Held] = []
 
     def norm(tag: str, first: bool) -> None:
-        held = norm_tensors(arch, tag, b, s, e, device, first, 0.0 if first else lin["o"])
+        held = norm_tensors(arch, tag, b, s, 4 if wide or qwide else e, device, first,
+                            0.0 if first else lin["o"])
+        if wide:  # its fp32 output is read only through the linears' 16-bit casts
+            held = tuple(t for t in held if t.name != f"{tag}.out")
         if frozen:  # a frozen norm keeps what its input's gradient needs: no output
             if first and not input_grad:
                 return
@@ -142,16 +196,19 @@ def layer_tensors(arch: Architecture, batch: int, seq: int, act_bytes: int, *,
                          or t.name.endswith(".in32"))
         out.extend(held)
 
-    def weight_input(held: Held, users: tuple[str, ...]) -> None:
+    def weight_input(held: Held, users: tuple[str, ...], per: int = e) -> None:
         """A linear's input, kept for its weight gradient: always when the base trains;
         under LoRA by each adapter of `users` (the tensor itself when it is already fp32,
         else one fp32 copy per adapter) and never by the frozen base."""
+        if wide and held.kind == "norm":  # autocast casts it for each linear
+            out.extend(Held(f"{u}.in16", held.bytes, "norm") for u in users)
+            return
         users = tuple(u for u in users if u in adapted)
-        if not frozen or (users and e == lora_bytes):
+        if not frozen or (users and e == lora_bytes and not autocast):
             if all(t.name != held.name for t in out):
                 out.append(held)
             return
-        width = held.bytes // e
+        width = held.bytes // per
         out.extend(Held(f"lora.{u}.in", width * lora_bytes, "lora") for u in users)
 
     norm("ln1", True)
@@ -160,7 +217,8 @@ def layer_tensors(arch: Architecture, batch: int, seq: int, act_bytes: int, *,
     if arch.kind != "llama" and adapted & {"q", "k", "v"}:
         adapted.add("qkv")  # GPT-2's c_attn: one linear, one adapter for q, k and v
     weight_input(Held("ln1.out", sbh * e, "norm"),
-                 ("qkv",) if "qkv" in adapted else ("q", "k", "v"))
+                 ("qkv",) if "qkv" in adapted or (wide and arch.kind != "llama")
+                 else ("q", "k", "v"))
     # the attention's own tensors; attn.out is the output projection's input
     # repeat_kv before SDPA with a mask: copies, unless one KV head (then a view)
     kv_kept = a if padding and not eager and 1 < kv < a else kv
@@ -172,18 +230,28 @@ def layer_tensors(arch: Architecture, batch: int, seq: int, act_bytes: int, *,
         if e < 4:
             out.append(Held("attn.probs", a * s * s * b * e, "scores"))
         attn_out_kept = False
-    elif eager:
+    elif eager:  # GPT-2's softmax in its input's dtype: fp32 after the fp32 causal mask
+        # (and under CUDA's autocast, whose fp32 list has softmax)
+        probs32 = wide or qwide or (autocast and cuda)
         out += [Held("qkv", (a + 2 * kv) * d * bs * e, "matmul", qkv_flops),
-                Held("attn.probs", a * s * s * b * e, "scores", scores)]
-        if dropout:
-            out.append(Held("attn.mask", a * s * s * b * mask, "scores"))
+                Held("attn.probs", a * s * s * b * (4 if probs32 else e), "scores", scores)]
+        if dropout:  # under QLoRA v is fp32: no cast before dropout, an fp32 mask
+            out.append(Held("attn.mask", a * s * s * b * (4 if qwide and not cuda else mask),
+                            "scores"))
             out.append(Held("attn.dropped", a * s * s * b * e, "scores"))
+        elif probs32:  # the 16-bit copy the matmul with v keeps
+            out.append(Held("attn.probs16", a * s * s * b * e, "scores"))
         attn_out_kept = False
     elif fused:
         if arch.kind == "llama":  # q and k rotated (new tensors), v as projected
+            # fp32 weights under autocast: k is rotated in fp32 and autocast's cast for
+            # SDPA makes the repeated view a copy for every head
+            # (under QLoRA v is fp32 too: the 4-bit linear's output in its input's dtype)
+            k_kept = a if padding and (wide or qwide) else kv_kept
+            v_kept = a if padding and qwide else kv_kept
             out += [Held("q.rot", a * d * bs * e, "matmul", lin["q"]),
-                    Held("k.rot", kv_kept * d * bs * e, "matmul", lin["k"]),
-                    Held("v", kv_kept * d * bs * e, "matmul", lin["v"])]
+                    Held("k.rot", k_kept * d * bs * e, "matmul", lin["k"]),
+                    Held("v", v_kept * d * bs * e, "matmul", lin["v"])]
         else:
             out.append(Held("qkv", (a + 2 * kv) * d * bs * e, "matmul", qkv_flops))
         attn_out_kept = True  # the kernel keeps its output: the projection's input
@@ -216,20 +284,20 @@ def layer_tensors(arch: Architecture, batch: int, seq: int, act_bytes: int, *,
     up_flops = lin["gate"] if arch.mlp == "swiglu" else lin["fc"]
     if arch.mlp == "swiglu":
         weight_input(Held("ln2.out", sbh * e, "norm"), ("gate", "up"))
-        out += [Held("gate", bs * m * e, "matmul", up_flops),
-                Held("silu", bs * m * e, "activation"),
-                Held("up", bs * m * e, "matmul", lin["up"])]
-        weight_input(Held("gated", bs * m * e, "activation"), ("down",))
+        out += [Held("gate", bs * m * me, "matmul", up_flops),
+                Held("silu", bs * m * me, "activation"),
+                Held("up", bs * m * me, "matmul", lin["up"])]
+        weight_input(Held("gated", bs * m * me, "activation"), ("down",), me)
     else:
         weight_input(Held("ln2.out", sbh * e, "norm"), ("fc",))
-        out.append(Held("fc", bs * m * e, "matmul", up_flops))
+        out.append(Held("fc", bs * m * me, "matmul", up_flops))
         if arch.activation in PYTHON_GELUS:
-            out += [Held("gelu.tanh", bs * m * e, "activation"),
-                    Held("gelu.1+tanh", bs * m * e, "activation"),
-                    Held("gelu.half", bs * m * e, "activation")]
-        weight_input(Held("gelu", bs * m * e, "activation"), ("proj",))
+            out += [Held("gelu.tanh", bs * m * me, "activation"),
+                    Held("gelu.1+tanh", bs * m * me, "activation"),
+                    Held("gelu.half", bs * m * me, "activation")]
+        weight_input(Held("gelu", bs * m * me, "activation"), ("proj",), me)
     if dropout:
-        out.append(Held("drop2.mask", sbh * mask, "dropout"))
+        out.append(Held("drop2.mask", sbh * (1 if cuda else me), "dropout"))
     for target in lora_targets:
         if target in adapted and not (target in ("q", "k", "v") and "qkv" in adapted):
             out.append(Held(f"lora.{target}", bs * lora_rank * lora_bytes, "lora"))

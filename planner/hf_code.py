@@ -99,7 +99,8 @@ def hf_code(p: PlannerInputs, code: str = DEFAULT) -> str:
 
     if qlora:
         lines += [*comment(gettext(code, "QLoRA: the frozen base in 4-bit NF4 (needs the "
-                                         "bitsandbytes package and a CUDA GPU).")),
+                                         "bitsandbytes package; 0.50.2 runs it on the CPU "
+                                         "too).")),
                   "quantization = BitsAndBytesConfig(",
                   "    load_in_4bit=True,", '    bnb_4bit_quant_type="nf4",',
                   "    bnb_4bit_use_double_quant=True,",

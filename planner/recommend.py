@@ -326,4 +326,4 @@ def plan(p: PlannerInputs) -> Plan:
     return Plan(p, bd, bd.total <= p.gpu_bytes, p.gpu_bytes - bd.total, rows, recommend(p),
                 approximations(p, bd), int(state["params"]), int(state["trainable"]),
                 p.batch * p.seq * p.accumulation * p.shards, layer_bytes(p.tensors()),
-                p.batch * p.seq * p.arch.hidden * p.act_bytes)
+                p.batch * p.seq * p.arch.hidden * p.residual_bytes)

@@ -20,10 +20,19 @@ from tests.helpers import ARTIFACTS, CHROMIUM, background_app, launch_chromium
 ROOT = Path(__file__).resolve().parent.parent
 
 
+_BROWSER_FIXTURES = {"browser", "page", "phone", "app_url"}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "/browser/" in str(item.path).replace(os.sep, "/"):
             item.add_marker(pytest.mark.browser)
+        # Under pytest-xdist (`-n 2 --dist loadgroup`) every test that drives Chromium runs
+        # in one worker: they share one app server and one browser, in their order.
+        if _BROWSER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group("browser"))
+    # Tests marked `late` run after the rest, in their order (sort is stable).
+    items.sort(key=lambda item: item.get_closest_marker("late") is not None)
 
 
 # The log of the app server the browser tests share: a failing browser test prints its

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -51,6 +52,11 @@ from memory.strategies import parse_strategy
 from ui.i18n import babel_locale, current_language, t
 
 POLL_SECONDS = 0.25
+# A run whose first result comes within this long is drawn at once: no dimmed previous
+# result in between (the browser would draw every chart twice for a blink of it).
+QUICK_SECONDS = 0.6
+# The times of a comparison come round by round: redrawn at most this often.
+REDRAW_SECONDS = 1.0
 _CANCELLED = "_cancelled_demo_runs"
 # Set (by ui.server's warm-up) to list the jobs a page would run instead of running them.
 COLLECT_ENV = "DEMO_RUNNER_COLLECT"
@@ -391,26 +397,30 @@ def _wait(ticket: Ticket, what: str, show: Show | None = None, job: Job | None =
     nobody waits for any more is cancelled. Returns the placeholder of the view."""
     box = st.empty()
     view = st.empty()
-    shown_version = 0
+    shown_version, drawn_at = 0, 0.0
     try:
         with box.container():
             notice = st.empty()
             st.button(t("Cancel"), key=f"cancel-{what}", icon=":material/cancel:",
                       on_click=_mark_cancelled, args=(what,))
-        if show is not None and job is not None:
+        quick = ticket.wait(QUICK_SECONDS) or ticket.partial[1] is not None
+        if show is not None and job is not None and not quick:
             with view.container():
                 _show_previous(show, job)
-        while not ticket.wait(POLL_SECONDS):
-            _show_status(ticket, notice)
-            if show is None or job is None:
-                continue
+        while not ticket.done:
             version, partial = ticket.partial
-            if partial is not None and version != shown_version:
-                shown_version = version
+            now = time.monotonic()
+            if (show is not None and job is not None and partial is not None
+                    and version != shown_version
+                    and (shown_version == 0 or now - drawn_at >= REDRAW_SECONDS)):
+                shown_version, drawn_at = version, now
                 view.empty()  # a block replacing a block keeps the old one's extra children
                 with view.container(), _drawing(f"partial-{version}"):
                     st.caption(":material/pending: " + _partial_caption(job, partial))
                     show(partial)
+            if ticket.wait(POLL_SECONDS):
+                break
+            _show_status(ticket, notice)
     finally:
         ticket.release()
         box.empty()

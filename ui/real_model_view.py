@@ -11,8 +11,9 @@ from demos.engine.real_models import (
     code,
     family,
     lab_layers,
-    planner_peak_pieces,
+    planner_peak_range,
     predicted_layers,
+    qlora_available,
     run_live,
     tiny_architecture,
 )
@@ -28,8 +29,10 @@ STRATEGIES = {"none": N_("off"), "every-layer": N_("every layer"),
               "every-n": N_("every 2nd layer (every_n_layers=2)"),
               "first-k": N_("the first 2 layers")}
 TUNINGS = {"full": N_("full fine-tuning"), "lora": N_("LoRA r=16, all linear layers"),
-           "lora-attention": N_("LoRA r=16, attention only")}
-DTYPES = {"fp32": "fp32", "bf16": "bf16"}
+           "lora-attention": N_("LoRA r=16, attention only"),
+           "qlora": N_("QLoRA: a 4-bit NF4 base, LoRA r=16 on all linear layers")}
+DTYPES = {"fp32": "fp32", "bf16": "bf16",
+          "mixed": N_("mixed: bf16 autocast (fp32 weights; LoRA over a bf16 base)")}
 ATTENTIONS = {"sdpa": "sdpa", "eager": "eager"}
 PADDING = {"off": N_("off"), "on": N_("on")}
 CLASSES = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM"}
@@ -46,10 +49,12 @@ def controls() -> Setup:
                                 format_func=lambda key: t(STRATEGIES[key]))
     row = st.columns(4)
     with row[0]:
-        tuning = query.choice("tuning", t("Training"), list(TUNINGS), "full",
+        tunings = [k for k in TUNINGS if k != "qlora" or qlora_available()]
+        tuning = query.choice("tuning", t("Training"), tunings, "full",
                               format_func=lambda key: t(TUNINGS[key]))
     with row[1]:
-        dtype = query.choice("dtype", t("Precision"), list(DTYPES), "bf16")
+        dtype = query.choice("dtype", t("Precision"), list(DTYPES), "bf16",
+                             format_func=lambda key: t(DTYPES[key]))
     with row[2]:
         attention = query.choice("attention", t("Attention kernel"), list(ATTENTIONS), "sdpa",
                                  help=t("transformers' attn_implementation"))
@@ -63,7 +68,7 @@ def controls() -> Setup:
                  attention=attention, strategy=strategy, n=2, k=2,
                  lora_rank=0 if tuning == "full" else 16,
                  lora_targets="attention" if tuning == "lora-attention" else "all-linear",
-                 padding=padding == "on")
+                 padding=padding == "on", qlora=tuning == "qlora")
 
 
 def describe(setup: Setup) -> str:
@@ -107,7 +112,8 @@ def at_full_size(setup: Setup) -> str:
     arch = PRESETS[preset]
     seq = min(4096, arch.positions or 4096)
     p = PlannerInputs(arch, seq=seq, batch=1, precision=setup.dtype,
-                      tuning="lora" if setup.lora_rank else "full",
+                      tuning=("qlora" if setup.qlora else "lora") if setup.lora_rank
+                      else "full",
                       lora_targets=setup.lora_targets, attention=setup.attention)
     lab = p.with_(arch=arch.with_(act=""), attention="sdpa", tuning="full")
     lang = current_language()
@@ -133,8 +139,14 @@ def show(setup: Setup) -> None:
     st.dataframe(table(m), hide_index=True, width="stretch")
     st.caption(describe(setup))
     st.markdown(at_full_size(setup))
-    st.caption(t("QLoRA is not run here: its 4-bit layers need bitsandbytes, which this course "
-                 "does not install; the planner counts QLoRA's activations as LoRA's."))
+    if setup.qlora:
+        st.caption(t("QLoRA as the code above loads it: the model saved and loaded back in "
+                     "4-bit NF4 through bitsandbytes, then prepare_model_for_kbit_training, "
+                     "which makes every weight that is not 4-bit fp32; in bf16 the step runs "
+                     "under autocast (the Trainer's bf16=True)."))
+    elif not qlora_available():
+        st.caption(t("QLoRA is not offered here: its 4-bit layers need bitsandbytes, which is "
+                     "not installed on this server."))
     st.caption(t("Measured with torch's saved-tensor hooks: each storage once, parameters "
                  "apart, attributed to the decoder layer running when it was saved; a "
                  "checkpointed layer keeps its input. Outside the layers (embeddings, final "
@@ -142,12 +154,35 @@ def show(setup: Setup) -> None:
                  "the parameters (gradients included).",
                  outside=format_bytes(m.outside, locale=lang),
                  peak=format_bytes(m.peak or 0, locale=lang)))
-    pieces = planner_peak_pieces(setup)
-    if pieces and m.peak:
-        st.caption(t("The planner's step peak adds its pieces as if they came at once "
-                     "(gradients, activations kept, the layer being rebuilt, the loss): "
-                     "{pieces} here, {ratio} × the measured peak. It leaves out what lies "
-                     "outside the layers and backward's own temporaries; on a GPU it adds a "
-                     "workspace allowance and a share for fragmentation on top.",
-                     pieces=format_bytes(pieces, locale=lang),
-                     ratio=fmt_decimal(pieces / m.peak, 2)))
+    band = planner_peak_range(setup)
+    if band is not None and m.peak:
+        st.caption(peak_comparison(m.peak, band))
+
+
+def peak_comparison(peak: int, band) -> str:
+    """The measured step peak beside the planner's: its pieces as if at once, the
+    difference and its size, and the planner's band (memory.footprint.step_peak_range)."""
+    lang = current_language()
+    pieces = t("The planner's step peak adds its pieces as if they came at once "
+               "(gradients, activations kept, the layer being rebuilt, the loss): {pieces} "
+               "here, {ratio} × the measured peak.",
+               pieces=format_bytes(band.pieces, locale=lang),
+               ratio=fmt_decimal(band.pieces / peak, 2))
+    diff = format_bytes(abs(band.pieces - peak), locale=lang)
+    if peak <= band.pieces:
+        gap = t("The measured peak is {diff} lower: the pieces come one after the other "
+                "(the loss before any gradient, the last gradients after most activations "
+                "are freed).", diff=diff)
+    else:
+        gap = t("The measured peak is {diff} higher: the pieces leave out backward's own "
+                "temporaries and what is kept outside the decoder layers, which show when "
+                "gradients are few.", diff=diff)
+    inside = band.lower <= peak <= band.upper
+    verdict = t("The planner's band for the peak runs from {lower} (the largest moment every "
+                "step passes through) to {upper} (the pieces and one plain layer more for "
+                "backward's temporaries); the measured peak lies {where}. On a GPU the "
+                "planner adds a workspace allowance and a share for fragmentation on top.",
+                lower=format_bytes(band.lower, locale=lang),
+                upper=format_bytes(band.upper, locale=lang),
+                where=t("inside it") if inside else t("outside it"))
+    return " ".join([pieces, gap, verdict])

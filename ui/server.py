@@ -42,6 +42,9 @@ APP = ROOT / "app.py"
 WARM_ENV = "DEMO_WARM_STORE"  # "0" switches the start-up warm-up off
 # "0": no idle-time runs of the defaults' neighbours; "layers,batch": those sliders' only
 NEIGHBOURS_ENV = "DEMO_WARM_NEIGHBOURS"
+# Where the warm-up says how far it is (default: warm-up.json in DATA_DIR), for operators
+# and for benchmarks that measure a server once its start-up work is done.
+STATUS_ENV = "DEMO_WARM_STATUS"
 log = logging.getLogger(__name__)
 
 
@@ -148,6 +151,34 @@ def _collected(flag: str) -> dict[str, list] | None:
         return None
 
 
+def status_path() -> Path:
+    """The warm-up's status file: DEMO_WARM_STATUS, else warm-up.json in DATA_DIR."""
+    from storage.location import data_dir
+
+    return Path(os.environ.get(STATUS_ENV) or data_dir() / "warm-up.json")
+
+
+def _report(state: str, **counts: int) -> None:
+    """Write the warm-up's state ("listing", "defaults", "neighbours", "done", "failed")
+    and its counts of runs; a disk that refuses only costs the report."""
+    path = status_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        part = path.with_name(path.name + ".part")
+        part.write_text(json.dumps({"state": state, "pid": os.getpid(),
+                                    "time": time.time(), **counts}))
+        part.replace(path)
+    except OSError:
+        log.warning("warm-up: could not write %s", path, exc_info=True)
+
+
+def _finish(tickets: list[Any]) -> int:
+    """Wait for the tickets' runs; how many failed."""
+    for ticket in tickets:
+        ticket.wait()
+    return sum(ticket.error is not None for ticket in tickets)
+
+
 def _warm_store() -> None:
     """The common views first; the slider steps next to the defaults are listed (a
     minute of AppTest runs) only once those are measured and no learner is waiting."""
@@ -155,20 +186,29 @@ def _warm_store() -> None:
     from demos.runtime.service import get_service
 
     service = get_service()
+    _report("listing")
     found = _collected("--collect-warm-jobs")
     if found is None:
+        _report("failed")
         return
     tickets = service.warm(Job.from_request(request) for request in found["jobs"])
+    _report("defaults", runs=len(tickets))
+    failed = _finish(tickets)
+    counts = {"runs": len(tickets), "failed": failed}
     if neighbour_keys() == set():
+        _report("done", **counts)
         return
-    for ticket in tickets:
-        ticket.wait()
     while service.waiting():
         time.sleep(5)
+    _report("listing", **counts)
     found = _collected("--collect-neighbour-jobs")
-    if found is not None:
-        service.warm((Job.from_request(request) for request in found["idle_jobs"]),
-                     idle=True)
+    if found is None:
+        _report("failed", **counts)
+        return
+    idle = service.warm((Job.from_request(request) for request in found["idle_jobs"]),
+                        idle=True)
+    _report("neighbours", **counts, idle_runs=len(idle))
+    _report("done", **counts, idle_runs=len(idle), idle_failed=_finish(idle))
 
 
 def main(argv: list[str]) -> None:

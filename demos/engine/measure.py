@@ -3,6 +3,7 @@ bytes held for backward, a breakdown, step time, loss and gradient agreement."""
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import statistics
@@ -224,6 +225,11 @@ def _grads(model: GPT) -> list[torch.Tensor]:
             for p in model.parameters()]
 
 
+def _check_grads(results: list[StrategyResult], ref: list[torch.Tensor], model: GPT,
+                 i: int) -> None:
+    results[i].max_grad_diff, results[i].bitwise_equal = _compare_grads(ref, model)
+
+
 def _compare_grads(ref: list[torch.Tensor], model: GPT) -> tuple[float, bool]:
     worst, equal = 0.0, True
     for r, p in zip(ref, model.parameters(), strict=True):
@@ -245,7 +251,8 @@ def compare(config: ModelConfig, strategies: Sequence[str | StrategySpec], devic
     `min_repeats` (default `repeats`): the rounds always timed; the rest up to `repeats`
     only within `time_cap_s` (long steps then get fewer timed runs).
     `on_partial(comparison)` sees the comparison as it fills in: once its memory is
-    measured, then after each round of timed steps (medians of the runs so far).
+    measured, then after each round of timed steps (medians of the runs so far); the
+    gradient agreement with plain training then comes with the first round.
 
     Never raises for a strategy that does not fit (predicted over the limit, a budget too
     small, CUDA-only on a CPU, out of memory): its result has fits=False and an error.
@@ -288,9 +295,13 @@ def compare(config: ModelConfig, strategies: Sequence[str | StrategySpec], devic
     step = Step(config, model, idx, tgt, dev)
     has_none = any(specs[i].name == "none" for i in plans)
     none_need = param_bytes + theory.predicted_peak_bytes(config, "none", kind)
-    ref = None
-    if not has_none and (limit is None or none_need <= limit):  # else: no gradient check
-        ref = _reference(step)
+    # The gradients every strategy is checked against: 'none''s own, else a plain step's
+    # when it fits. Shown progressively (on_partial) with every strategy timed, the plain
+    # step runs after the memory is shown, each strategy checked on its first timed step.
+    reference = not has_none and (limit is None or none_need <= limit)
+    later = (reference and on_partial is not None and time_steps and repeats > 0
+             and time_within is None)
+    ref = _reference(step) if reference and not later else None
     for i in sorted(plans, key=lambda i: specs[i].name != "none"):  # 'none' first
         grads = _measure(step, specs[i], plans[i], results[i], ref, timeline, info)
         if grads is not None and ref is None:
@@ -300,12 +311,16 @@ def compare(config: ModelConfig, strategies: Sequence[str | StrategySpec], devic
                  if (results[i].peak_bytes or 0) + param_bytes <= time_within}
     if on_partial is not None and time_steps and repeats > 0 and plans:
         on_partial(comparison)  # the memory, before the FLOP count and the timed steps
+    check = None
+    if later and (ref := _reference(step)) is not None:
+        check = functools.partial(_check_grads, results, ref, step.model)
     for i, plan in plans.items():
         if results[i].fits:
             _count(step, specs[i], plan, results[i])
     if time_steps and repeats > 0 and plans:
         _time(step, specs, plans, results, repeats, time_cap_s, min_repeats,
-              on_round=(lambda: on_partial(comparison)) if on_partial is not None else None)
+              on_round=(lambda: on_partial(comparison)) if on_partial is not None else None,
+              check=check)
     del step, model  # tensors are reference-counted: no gc.collect() needed (it costs 0.2 s)
     if dev.type == "cuda":
         torch.cuda.empty_cache()  # give cached blocks back, so free memory reads true
@@ -432,11 +447,13 @@ def _narrow(result: StrategyResult) -> bool:
 
 def _time(step: Step, specs, plans, results, repeats: int,
           time_cap_s: float = TIME_CAP_SECONDS, min_repeats: int | None = None,
-          on_round: Callable[[], None] | None = None) -> None:
+          on_round: Callable[[], None] | None = None,
+          check: Callable[[int], None] | None = None) -> None:
     """Step times without any tracker, strategies interleaved run by run: `repeats` rounds,
     then more while a spread is wide (NARROW_SPREAD), within MAX_REPEATS_FACTOR × repeats
     rounds and `time_cap_s` seconds in all; wall and CPU time of each run, the median wall
-    time. `on_round()` after each round, with the medians so far."""
+    time. `on_round()` after each round, with the medians so far; `check(i)` after
+    strategy i's first timed step, its gradients still on the model (outside the clock)."""
     warm = step.dev.type == "cuda"  # the tracked run warmed the CPU; warm the GPU too
     most = repeats * MAX_REPEATS_FACTOR if repeats >= MIN_ADAPTIVE_RUNS else repeats
     least = repeats if min_repeats is None else max(1, min(min_repeats, repeats))
@@ -453,6 +470,8 @@ def _time(step: Step, specs, plans, results, repeats: int,
                 if run >= warm:
                     results[i].step_seconds_runs.append(seconds)
                     results[i].cpu_seconds_runs.append(cpu)
+                if run == warm and check is not None and specs[i].name != "none":
+                    check(i)
             if oom.message is not None:
                 _free_memory(step.model)
                 _refuse(results[i], "oom-timing", {},

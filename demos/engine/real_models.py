@@ -35,6 +35,10 @@ from memory.architectures import PRESETS, Architecture
 
 ATTENTIONS = ("sdpa", "eager")
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+# "mixed": the step under torch.autocast("cpu", dtype=torch.bfloat16), as HF's Trainer runs
+# it with bf16=True; full fine-tuning over fp32 weights, LoRA over a bf16 base (the
+# planner's mixed precision: memory.precisions, memory.footprint.state_bytes)
+PRECISIONS = (*DTYPES, "mixed")
 STRATEGIES = ("none", "every-layer", "every-n", "first-k")
 TINY_HEAD_DIM = 16
 TINY_VOCAB = 256
@@ -44,8 +48,15 @@ LORA_MODULES = {
     "llama": {"attention": ["q_proj", "k_proj", "v_proj", "o_proj"],
               "all-linear": "all-linear"},
 }
-QLORA_SKIP = ("QLoRA needs bitsandbytes for its 4-bit (NF4) layers, and bitsandbytes is not "
-              "installed with this course, so QLoRA is not measured here.")
+QLORA_SKIP = ("QLoRA needs bitsandbytes (requirements.txt) for its 4-bit NF4 layers, and it "
+              "is not installed in this environment, so QLoRA is not measured here.")
+
+
+def qlora_available() -> bool:
+    """Whether bitsandbytes, QLoRA's 4-bit layers, can be imported here."""
+    import importlib.util
+
+    return importlib.util.find_spec("bitsandbytes") is not None
 
 
 def family(arch: Architecture) -> str:
@@ -159,6 +170,7 @@ class Setup:
     lora_rank: int = 0  # 0: full fine-tuning
     lora_targets: str = "all-linear"
     padding: bool = False  # a padding mask (the last tokens of the first sequence padded)
+    qlora: bool = False  # the base in 4-bit NF4 (bitsandbytes), LoRA on top
 
 
 @dataclass(frozen=True)
@@ -170,6 +182,9 @@ class Measurement:
     peak: int | None = None  # live bytes above parameters at the step's peak
     loss: float = 0.0
     shapes: dict[int, list[str]] = field(default_factory=dict, compare=False)
+    # autocast's 16-bit copies of trainable weights kept for backward, per decoder layer
+    # (not in per_layer: the planner counts them with the weights)
+    weight_copies: tuple[int, ...] = ()
 
     @property
     def layers_total(self) -> int:
@@ -190,10 +205,42 @@ def _batch(setup: Setup) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | Non
     return ids, ids.clone(), mask
 
 
+def quantized_model(arch: Architecture, dtype: str = "bf16", attention: str = "sdpa"
+                    ) -> torch.nn.Module:
+    """QLoRA's base as the planner's code loads it: the random-init model saved to a
+    temporary folder and loaded back with bitsandbytes' 4-bit NF4 (double quantization,
+    bf16 compute), then peft's prepare_model_for_kbit_training(use_gradient_checkpointing=
+    False), which casts every parameter that is not 4-bit (embeddings, norms, the head)
+    to fp32 (peft/utils/other.py)."""
+    import tempfile
+
+    import transformers
+    from peft import prepare_model_for_kbit_training
+
+    quantization = transformers.BitsAndBytesConfig(
+        load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+        bnb_4bit_compute_dtype=torch.bfloat16)
+    with tempfile.TemporaryDirectory() as folder, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        build_model(arch, dtype, attention).save_pretrained(folder)
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            folder, dtype=DTYPES[dtype], attn_implementation=attention,
+            quantization_config=quantization)
+        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
+    model.loss_type = "ForCausalLM"
+    return model.train()
+
+
 def build(setup: Setup) -> tuple[torch.nn.Module, tuple[int, ...]]:
     """The model of a setup, checkpointing switched on, LoRA applied (the order HF's
     Trainer uses: checkpointing on the base model, then PEFT)."""
-    model = build_model(setup.arch, setup.dtype, setup.attention)
+    dtype = setup.dtype
+    if dtype == "mixed":
+        dtype = "bf16" if setup.lora_rank else "fp32"
+    if setup.qlora:  # loaded in bf16 (fp32 for an fp32 plan), as the planner's code does
+        model = quantized_model(setup.arch, dtype, setup.attention)
+    else:
+        model = build_model(setup.arch, dtype, setup.attention)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         checkpointed = apply_checkpointing(model, setup.strategy, setup.n, setup.k)
@@ -231,22 +278,49 @@ def _layer_marks(layers: list[torch.nn.Module], state: dict) -> Iterator[None]:
             h.remove()
 
 
+_VIEWS = {"TBackward0", "ViewBackward0", "TransposeBackward0", "PermuteBackward0",
+          "UnsafeViewBackward0", "ExpandBackward0"}
+
+
+def _weight_copy(t: torch.Tensor) -> bool:
+    """Whether a saved tensor is (a view of) a cast of a trainable parameter: autocast's
+    16-bit weight copy (ToCopyBackward0 straight from the parameter's AccumulateGrad)."""
+    fn = t.grad_fn
+    while fn is not None and type(fn).__name__ in _VIEWS:
+        fn = fn.next_functions[0][0] if fn.next_functions else None
+    if fn is None or type(fn).__name__ != "ToCopyBackward0" or not fn.next_functions:
+        return False
+    source = fn.next_functions[0][0]
+    return source is not None and type(source).__name__ == "AccumulateGrad"
+
+
+def uses_autocast(setup: Setup) -> bool:
+    """Mixed precision, and QLoRA in 16-bit: the planner's code sets the Trainer's bf16=True,
+    which runs forward and loss under torch.autocast."""
+    return setup.dtype == "mixed" or (setup.qlora and setup.dtype == "bf16")
+
+
 def measure(setup: Setup, peak: bool = False) -> Measurement:
     """One training step of the setup; bytes saved for backward per layer and outside,
     and (peak=True) the step's peak live bytes above the parameters (demos.engine.tracker)."""
     model, checkpointed = build(setup)
     ids, labels, mask = _batch(setup)
     layers = decoder_layers(model)
-    constant = {t.untyped_storage().data_ptr()
-                for t in [*model.parameters(), *model.buffers()]}
+    constant = [*model.parameters(), *model.buffers()]
     seen: dict[int, tuple[int | None, int]] = {}
+    copies: dict[int, tuple[int | None, int]] = {}
     shapes: dict[int, list[str]] = {}
     state: dict = {"layer": None, "inputs": [], "shared": set()}
 
     def pack(t: torch.Tensor) -> torch.Tensor:
         storage = t.untyped_storage()
         key = storage.data_ptr()
-        if key not in constant and key not in seen and storage.nbytes():
+        if key in copies or (key not in seen and _weight_copy(t)):
+            copies[key] = (state["layer"], storage.nbytes())
+        elif key not in seen and storage.nbytes() and not any(
+                c.untyped_storage().data_ptr() == key for c in constant):
+            # the parameters' storages as they are now: bitsandbytes' Linear4bit replaces
+            # a bias with a cast of it during the step, and the old address can be reused
             layer = None if key in state["shared"] else state["layer"]
             seen[key] = (layer, storage.nbytes())
             shapes.setdefault(-1 if layer is None else layer, []).append(
@@ -260,8 +334,10 @@ def measure(setup: Setup, peak: bool = False) -> Measurement:
             tracker.ignore([*model.parameters(), ids, labels]
                            + ([mask] if mask is not None else []))
         context = tracker if tracker is not None else _null()
+        autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if uses_autocast(setup)
+                    else _null())
         with context:
-            with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), autocast:
                 out = model(input_ids=ids, labels=labels, attention_mask=mask, use_cache=False)
             for i, x in state["inputs"]:  # what a checkpointed layer holds: its input
                 key = x.untyped_storage().data_ptr()
@@ -278,9 +354,13 @@ def measure(setup: Setup, peak: bool = False) -> Measurement:
             outside += nbytes
         else:
             per_layer[layer] += nbytes
+    weight_copies = [0] * len(layers)
+    for layer, nbytes in copies.values():
+        if layer is not None:
+            weight_copies[layer] += nbytes
     return Measurement(setup, tuple(per_layer), outside, checkpointed,
                        tracker.peak_bytes if tracker is not None else None,
-                       float(loss.detach().float()), shapes)
+                       float(loss.detach().float()), shapes, tuple(weight_copies))
 
 
 @contextmanager
@@ -300,23 +380,18 @@ def predicted_layers(setup: Setup, checkpointed: tuple[int, ...], fused: bool | 
     """The planner's bytes per decoder layer (memory.layer.layer_tensors): a checkpointed
     layer keeps its input, the others what a plain layer keeps; under LoRA without
     checkpointing the first layer's input needs no gradient."""
-    from memory.footprint import LORA_TARGETS
-    from memory.layer import layer_bytes, layer_tensors
+    from memory.layer import layer_bytes
 
-    arch, e = setup.arch, 4 if setup.dtype == "fp32" else 2
-    targets = LORA_TARGETS[setup.lora_targets] if setup.lora_rank else ()
+    p = planner_inputs(setup)
+    if fused is not None:
+        p = p.with_(fused=fused)
     out = []
-    for i in range(arch.layers):
+    for i in range(setup.arch.layers):
         if i in checkpointed:
-            out.append(setup.batch * setup.seq * arch.hidden * e)
+            out.append(setup.batch * setup.seq * setup.arch.hidden * p.residual_bytes)
             continue
-        tensors = layer_tensors(arch, setup.batch, setup.seq, e,
-                                fused=sdpa_fused(arch) if fused is None else fused,
-                                device="cpu",
-                                lora_rank=setup.lora_rank, lora_targets=targets,
-                                attention=setup.attention, padding=setup.padding,
-                                input_grad=i > 0 or bool(checkpointed) or not setup.lora_rank)
-        out.append(layer_bytes(tensors))
+        out.append(layer_bytes(p.tensors(
+            input_grad=i > 0 or bool(checkpointed) or not setup.lora_rank)))
     return tuple(out)
 
 
@@ -334,8 +409,20 @@ def lab_layers(setup: Setup, checkpointed: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def code(setup: Setup) -> str:
-    """The lines a practitioner writes for the setup (transformers 5.24.0, peft 0.21.2)."""
+    """The lines a practitioner writes for the setup (transformers 5.24.0, peft 0.21.2,
+    bitsandbytes 0.50.2)."""
     lines = []
+    if setup.qlora:
+        dtype = "torch.float32" if setup.dtype == "fp32" else "torch.bfloat16"
+        lines += ["from transformers import AutoModelForCausalLM, BitsAndBytesConfig",
+                  "from peft import prepare_model_for_kbit_training",
+                  "quantization = BitsAndBytesConfig(load_in_4bit=True, "
+                  'bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True, '
+                  "bnb_4bit_compute_dtype=torch.bfloat16)",
+                  f"model = AutoModelForCausalLM.from_pretrained(folder, dtype={dtype}, "
+                  "quantization_config=quantization)",
+                  "model = prepare_model_for_kbit_training(model, "
+                  "use_gradient_checkpointing=False)"]
     if setup.strategy == "every-layer":
         lines.append("model.activation_checkpointing_enable()")
     elif setup.strategy == "every-n":
@@ -352,6 +439,10 @@ def code(setup: Setup) -> str:
         lines += ["from peft import LoraConfig, get_peft_model",
                   f"model = get_peft_model(model, LoraConfig(r={setup.lora_rank}, "
                   f"target_modules={targets!r}, task_type=\"CAUSAL_LM\"))"]
+    if uses_autocast(setup):
+        lines += ["with torch.autocast(\"cpu\", dtype=torch.bfloat16):  # bf16=True",
+                  "    loss = model(input_ids=ids, labels=ids).loss",
+                  "loss.backward()"]
     return "\n".join(lines) or "# checkpointing off"
 
 
@@ -372,7 +463,8 @@ def planner_inputs(setup: Setup):
 
     return PlannerInputs(
         setup.arch, seq=setup.seq, batch=setup.batch, precision=setup.dtype,
-        tuning="lora" if setup.lora_rank else "full", lora_rank=setup.lora_rank or 16,
+        tuning=("qlora" if setup.qlora else "lora") if setup.lora_rank else "full",
+        lora_rank=setup.lora_rank or 16,
         lora_targets=setup.lora_targets, fused=sdpa_fused(setup.arch), device="cpu",
         attention=setup.attention, padding=setup.padding, some_layers=setup.k)
 
@@ -388,3 +480,13 @@ def planner_peak_pieces(setup: Setup) -> int | None:
         return None
     bd = breakdown(planner_inputs(setup), strategy)
     return int(bd.gradients + bd.activations_kept + bd.activations_rebuilt + bd.logits)
+
+
+def planner_peak_range(setup: Setup):
+    """The planner's step-peak band for a measured setup (memory.footprint.step_peak_range:
+    the moments every step passes through, the pieces as if at once, and the pieces plus
+    an allowance for backward's temporaries); None for a strategy without a planner row."""
+    from memory.footprint import step_peak_range
+
+    strategy = PLANNER_STRATEGIES[setup.strategy]
+    return None if strategy is None else step_peak_range(planner_inputs(setup), strategy)

@@ -12,16 +12,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.helpers import ROOT, background_app, goto, screenshot, wait_for_app
+from tests.helpers import background_app, goto, screenshot, wait_for_app
 
 # The slider moved on each page (one step right of its default); the server measures these
 # sliders' neighbours while idle (DEMO_WARM_NEIGHBOURS).
@@ -66,33 +63,35 @@ def _slider(page: Page, label: str):
         "slider").first
 
 
-def _wait_for_the_idle_runs(data_dir: Path, env: dict[str, str], limit_s: float = 1500) -> None:
-    """Until every run the server's warm-up lists (defaults and the named sliders' steps)
-    is in the store."""
-    from demos.engine.device import detect_device
-    from demos.runtime.jobs import Job, store_key
-    from demos.runtime.store import ResultStore
-
-    out = subprocess.run([sys.executable, "-m", "ui.server", "--collect-neighbour-jobs"], cwd=ROOT,
-                         env={**os.environ, **env}, capture_output=True, text=True,
-                         timeout=600, check=True).stdout
-    found = json.loads(out.strip().splitlines()[-1])
-    device = detect_device()
-    keys = [store_key(Job.from_request(r), device) for r in found["jobs"] + found["idle_jobs"]]
-    assert len(found["idle_jobs"]) >= len(FIRST_MOVES)
-    store = ResultStore(data_dir)
+def wait_for_the_warm_up(status: Path, limit_s: float = 1500) -> dict:
+    """Until the server's warm-up says it is done (every run it listed, the defaults and
+    the named sliders' steps, ended); its last status."""
     end = time.monotonic() + limit_s
-    while (missing := [k for k in keys if store.get(k) is None]):
-        assert time.monotonic() < end, f"{len(missing)} of {len(keys)} runs not stored"
-        time.sleep(5)
+    while True:
+        try:
+            found = json.loads(status.read_text())
+        except (OSError, ValueError):
+            found = {}
+        assert found.get("state") != "failed", found
+        if found.get("state") == "done":
+            return found
+        assert time.monotonic() < end, f"warm-up not done after {limit_s:.0f} s: {found}"
+        time.sleep(2)
 
 
-@pytest.mark.timeout(1800)  # the server measures the defaults, then their neighbours
-def test_a_first_move_from_each_pages_defaults_is_served_from_the_store(browser, tmp_path
-                                                                        ) -> None:
-    env = {"DATA_DIR": str(tmp_path), "DEMO_WARM_NEIGHBOURS": WARM_KEYS}
+@pytest.mark.late  # after the rest: the defaults are in the store the session's server warmed
+@pytest.mark.timeout(1800)  # the server measures the defaults' neighbours while idle
+def test_a_first_move_from_each_pages_defaults_is_served_from_the_store(
+        browser, app_url: str, app_data_dir: Path, tmp_path: Path) -> None:
+    """A second server on the session server's data (as replicas share one database): the
+    defaults come from the store, the neighbours it measures itself while idle."""
+    status = tmp_path / "warm-up.json"
+    env = {"DATA_DIR": str(app_data_dir), "DEMO_WARM_NEIGHBOURS": WARM_KEYS,
+           "DEMO_WARM_STATUS": str(status)}
     with background_app(env) as url:
-        _wait_for_the_idle_runs(tmp_path, env)
+        done = wait_for_the_warm_up(status)
+        assert done["failed"] == 0 and done["idle_failed"] == 0, done
+        assert done["idle_runs"] >= len(FIRST_MOVES), done
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         page = context.new_page()
         for path, label in FIRST_MOVES.items():

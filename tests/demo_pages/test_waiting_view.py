@@ -21,9 +21,12 @@ from ui import demo_runner
 demo_runner.SLOW_SECONDS = 20.0  # another test's script may have changed it in this process
 
 class PartialWorker(FakeWorker):
-    \"\"\"Sends a result so far, then finishes a moment later.\"\"\"
+    \"\"\"Sends a result so far (after `before` seconds), then finishes a moment later.\"\"\"
+
+    before = {before}
 
     def call(self, job, index, *, on_partial=None, **kwargs):
+        time.sleep(self.before)
         if on_partial is not None:
             on_partial(pd.DataFrame({{"seed": [job.config.seed], "step": ["so far"]}}))
         time.sleep(0.8)
@@ -43,9 +46,11 @@ def show(frame):
 """
 
 
-def _app(tmp_path, body: str) -> AppTest:
+def _app(tmp_path, body: str, before: float = 2.0) -> AppTest:
+    """`before`: seconds until a run sends its result so far (past QUICK_SECONDS: the
+    previous result shows dimmed meanwhile)."""
     script = (f"import sys\nsys.path.insert(0, {str(ROOT)!r})\n"
-              + PRELUDE.format(data=str(tmp_path)) + body)
+              + PRELUDE.format(data=str(tmp_path), before=before) + body)
     return AppTest.from_string(script, default_timeout=60).run()
 
 
@@ -75,6 +80,29 @@ st.write("captions: " + " | ".join(captions))
     captions = at.markdown[-1].value
     assert "Previous result (Layers 2)" in captions
     assert "shown dimmed until the new one is ready" in captions
+
+
+def test_a_run_whose_memory_comes_at_once_is_drawn_without_the_dimmed_previous(tmp_path):
+    """Within QUICK_SECONDS the result so far replaces the previous result directly: the
+    browser draws each chart once, not a blink of the old one first."""
+    at = _app(tmp_path, """
+try:
+    demo_runner._run(tiny_compare(seed=1), "a", show=show)
+    new = demo_runner._run(tiny_compare(seed=2).__class__.make(
+        "compare", tiny_compare(seed=2).config.replace(layers=3), ["none", "every-layer"],
+        repeats=1, timeline=False, time_steps=True), "b", show=show)
+finally:
+    service.set_service(None)
+    svc.stop()
+    st.caption = _caption
+st.write("calls: " + repr(calls))
+""", before=0.0)
+    assert not at.exception
+    calls = eval(at.markdown[-1].value.removeprefix("calls: "))  # noqa: S307 - our own repr
+    first = calls.index((None, 1, "0"))
+    assert ("previous", 1, "0") not in calls
+    assert calls[first + 1] == ("partial-1", 2, "so far")
+    assert calls[-1] == (None, 2, "0")
 
 
 def test_the_previous_result_stays_while_a_long_run_waits_for_its_click(tmp_path):

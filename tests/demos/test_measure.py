@@ -29,6 +29,32 @@ def test_reference_gradients_exist_without_none_in_the_list():
     assert comp.results[0].max_grad_diff <= 1e-6
 
 
+@pytest.mark.parametrize("dropout", [0.0, 0.2])
+def test_shown_as_it_comes_the_memory_comes_before_the_reference_step(dropout, monkeypatch):
+    """A page sees the memory after the tracked steps alone; the plain reference step runs
+    after it, and every strategy's gradients are checked on its first timed step: the
+    same agreement as a compare that checks them on the tracked step."""
+    from demos.engine import measure
+
+    events: list[str] = []
+    reference = measure._reference
+    monkeypatch.setattr(measure, "_reference",
+                        lambda step: events.append("reference") or reference(step))
+    config = TINY.replace(dropout=dropout)
+    strategies = ["every-layer", "sqrt", "selective:save-matmuls"]
+    shown = []
+    comp = compare(config, strategies, device="cpu", repeats=2,
+                   on_partial=lambda c: shown.append([r.max_grad_diff for r in c.results])
+                   or events.append("shown"))
+    assert events[:2] == ["shown", "reference"]
+    assert shown[0] == [None] * 3 and None not in shown[-1]
+    at_once = compare(config, strategies, device="cpu", time_steps=False)
+    for progressive, direct in zip(comp.results, at_once.results, strict=True):
+        assert progressive.bitwise_equal == direct.bitwise_equal
+        assert progressive.max_grad_diff == pytest.approx(direct.max_grad_diff, abs=1e-9)
+    assert comp.result("every-layer").bitwise_equal
+
+
 SHAPES = [
     ModelConfig(layers=3, hidden=64, heads=4, seq_len=32, batch=2, vocab=128),
     ModelConfig(layers=2, hidden=96, heads=3, seq_len=24, batch=3, vocab=200),

@@ -22,9 +22,11 @@ from demos.engine.real_models import (
     planner_inputs,
     predicted_layers,
     tiny_architecture,
+    uses_autocast,
 )
 from memory import footprint as F
 from memory import layer as L
+from memory.precisions import PRECISIONS
 
 FAMILIES = {"gpt2": "gpt2", "llama": "llama-3.1-8b", "qwen2": "qwen2.5-7b"}
 
@@ -33,6 +35,17 @@ FAMILIES = {"gpt2": "gpt2", "llama": "llama-3.1-8b", "qwen2": "qwen2.5-7b"}
 def check(setup: Setup) -> None:
     m = measure(setup)
     assert m.per_layer == predicted_layers(setup, m.checkpointed)
+    # autocast's 16-bit weight copies: what mixed precision's 6 bytes per parameter count
+    # beyond the fp32 weights, for the trainable weights of each layer that runs plainly
+    copy = PRECISIONS["mixed"].weight_bytes - 4 if uses_autocast(setup) else 0
+    p = planner_inputs(setup)
+    per_layer = F.adapter_params(p) // setup.arch.layers if setup.lora_rank else sum(
+        i * o for i, o in setup.arch.linears().values())
+    for i, copies in enumerate(m.weight_copies):
+        if i in m.checkpointed:
+            assert copies == 0
+        elif i > 0 or m.checkpointed or not setup.lora_rank:
+            assert copies == copy * per_layer
     strategy = PLANNER_STRATEGIES[setup.strategy]
     if strategy is not None:
         assert m.layers_total == F.activations(planner_inputs(setup), strategy).kept
@@ -40,7 +53,7 @@ def check(setup: Setup) -> None:
 
 @pytest.mark.parametrize("lora", [0, 16], ids=["full", "lora16"])
 @pytest.mark.parametrize("attention", ["sdpa", "eager"])
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize("dtype", ["fp32", "bf16", "mixed"])
 @pytest.mark.parametrize("strategy", list(PLANNER_STRATEGIES))
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_layers_keep_what_the_planner_says(family, strategy, dtype, attention, lora) -> None:
@@ -54,7 +67,7 @@ def test_layers_keep_what_the_planner_says(family, strategy, dtype, attention, l
 def test_lora_on_attention_only_and_a_padding_mask(family, attention) -> None:
     """LoRA on q, k, v, o only (GPT-2: c_attn and the attention's c_proj), batches with a
     padding mask (with SDPA transformers then repeats k and v to every head)."""
-    for dtype in ("fp32", "bf16"):
+    for dtype in ("fp32", "bf16", "mixed"):
         check(Setup(tiny_architecture(FAMILIES[family]), dtype=dtype, attention=attention,
                     lora_rank=8, lora_targets="attention", padding=True))
         check(Setup(tiny_architecture(FAMILIES[family]), dtype=dtype, attention=attention,
@@ -80,6 +93,15 @@ def test_the_terms_the_libraries_add_are_in_the_formula() -> None:
     lora16 = held(llama, lora_rank=16, lora_targets=targets)
     lora32 = held(llama, lora_rank=16, lora_targets=targets, e=4)
     assert lora16 > held(llama) and lora32 < held(llama, e=4)
+    # autocast over fp32 weights: an fp32 residual stream and norms, 16-bit casts per linear
+    assert held(llama, autocast=True) > held(llama)
+    # GPT-2's eager softmax after the fp32 causal mask: fp32 probabilities
+    gpt_probs = gpt.heads * 32 * 32 * 2
+    assert (held(gpt, attention="eager", autocast=True) - held(gpt, attention="eager")
+            >= gpt_probs * (4 - 2))
+    # under LoRA each adapter casts its input back to 16-bit: one copy per adapter
+    assert (held(llama, lora_rank=16, lora_targets=targets, lora_bytes=2, autocast=True)
+            > held(llama, lora_rank=16, lora_targets=targets, lora_bytes=2))
 
 
 def test_checkpointing_is_switched_on_as_transformers_does() -> None:
@@ -97,10 +119,29 @@ def test_checkpointing_is_switched_on_as_transformers_does() -> None:
     assert apply_checkpointing(build_model(arch), "none") == ()
 
 
-def test_qlora() -> None:
+QLORA_CASES = [(f, d, a, st) for f in FAMILIES for d in ("fp32", "bf16")
+               for a in ("sdpa", "eager") for st in ("none", "every-layer", "first-k")]
+
+
+@pytest.mark.parametrize("family,dtype,attention,strategy", QLORA_CASES,
+                         ids=["-".join(c) for c in QLORA_CASES])
+def test_qlora(family, dtype, attention, strategy) -> None:
+    """QLoRA as the planner's code runs it: the base in 4-bit NF4 through bitsandbytes,
+    prepare_model_for_kbit_training, LoRA r=16 on every linear; in bf16 under autocast
+    (the Trainer's bf16=True)."""
     if importlib.util.find_spec("bitsandbytes") is None:
         pytest.skip(QLORA_SKIP)
-    pytest.fail("bitsandbytes is installed: measure QLoRA here")  # pragma: no cover
+    check(Setup(tiny_architecture(FAMILIES[family]), dtype=dtype, attention=attention,
+                strategy=strategy, k=2, lora_rank=16, qlora=True))
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2"])
+def test_qlora_with_a_padding_mask(family) -> None:
+    if importlib.util.find_spec("bitsandbytes") is None:
+        pytest.skip(QLORA_SKIP)
+    for dtype in ("fp32", "bf16"):
+        check(Setup(tiny_architecture(FAMILIES[family]), dtype=dtype, padding=True,
+                    lora_rank=8, lora_targets="attention", qlora=True))
 
 
 @pytest.mark.parametrize("preset", ["llama-3.2-1b", "llama-3.1-70b"])
@@ -111,6 +152,8 @@ def test_the_other_llama_presets(preset) -> None:
     check(Setup(arch, dtype="bf16", attention="sdpa", lora_rank=16, padding=True))
     check(Setup(arch, dtype="bf16", attention="eager", strategy="first-k", k=1))
     check(Setup(arch, dtype="fp32", attention="sdpa", strategy="every-n", n=3))
+    check(Setup(arch, dtype="mixed", attention="sdpa", padding=True))
+    check(Setup(arch, dtype="mixed", attention="eager", lora_rank=16))
 
 
 @pytest.mark.parametrize("act", ["gelu_pytorch_tanh", "gelu"])

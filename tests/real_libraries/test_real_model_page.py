@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
+from demos.engine.real_models import QLORA_SKIP, qlora_available
 from tests.demo_pages.test_pages import no_errors
 from tests.lessons.test_lesson_pages_i18n import page_text
 from tools.translations import untranslated_on_page
@@ -40,16 +41,41 @@ def test_measured_beside_predicted_and_the_switch_as_printed(app_test: Callable)
     assert "The planner's step peak" not in page_text(at)
     at.radio(key="ckpt").set_value("every-layer").run()
     no_errors(at)
-    assert "× the measured peak" in page_text(at)
+    text = page_text(at)
+    assert "× the measured peak" in text
+    # LoRA with every layer checkpointed: few gradients, backward's temporaries show
+    assert " higher: the pieces leave out backward's own temporaries" in text
+    assert "the measured peak lies inside it" in text
+    # full fine-tuning: the pieces never all live at once, the measured peak is lower
+    at.radio(key="tuning").set_value("full").run()
+    no_errors(at)
+    text = page_text(at)
+    assert " lower: the pieces come one after the other" in text
+    assert "the measured peak lies inside it" in text
 
 
 @pytest.mark.parametrize("code", ["de", "vi"])
 def test_the_page_speaks_the_language(app_test: Callable, code: str) -> None:
-    at = app_test(PAGE, query={"model": "llama-3.2-1b", "dtype": "bf16", "padding": "on",
-                               "lang": code},
+    at = app_test(PAGE, query={"model": "llama-3.2-1b", "padding": "on", "lang": code,
+                               "dtype": "bf16" if code == "de" else "mixed"},
                   timeout=180)
     no_errors(at)
     table = at.dataframe[0].value
     text = "\n".join([page_text(at), " ".join(map(str, table.columns))])
     assert not untranslated_on_page(text, code)
     assert set(table[table.columns[4]]) == {"1,00"}  # measured ÷ planner, a decimal comma
+
+
+def test_qlora_on_the_page(app_test: Callable) -> None:
+    """Where bitsandbytes is installed the page offers QLoRA, loads the model in 4-bit as
+    its code says and finds the planner's QLoRA bytes."""
+    if not qlora_available():
+        pytest.skip(QLORA_SKIP)
+    at = app_test(PAGE, query={"model": "qwen2.5-7b", "tuning": "qlora", "dtype": "bf16",
+                               "ckpt": "first-k"}, timeout=180)
+    no_errors(at)
+    assert "prepare_model_for_kbit_training" in at.code[0].value
+    assert "torch.autocast" in at.code[0].value
+    table = at.dataframe[0].value
+    assert set(table["Measured ÷ planner"]) == {"1.00"}
+    assert "the measured peak lies inside it" in page_text(at)

@@ -135,3 +135,45 @@ def test_a_learner_browsing_served_pages_holds_the_idle_runs(make_service, monke
         assert not idle.done
         svc.touch()
     assert idle.wait(10)
+
+
+def test_the_warm_up_reports_its_state_and_counts(make_service, monkeypatch, tmp_path):
+    """The warm-up's status file says what it does, and "done" once every run it listed
+    (the defaults, then the slider steps next to them) has ended, with the failures."""
+    import json
+
+    from ui import server
+
+    monkeypatch.setattr(service_module, "IDLE_AFTER_S", 0.1)
+    svc = make_service(worker=FakeWorker(lambda job, index: 0.05), use_store=False)
+    monkeypatch.setattr(service_module, "get_service", lambda: svc)
+    status = tmp_path / "status" / "warm-up.json"
+    monkeypatch.setenv(server.STATUS_ENV, str(status))
+    monkeypatch.setenv(server.NEIGHBOURS_ENV, "1")
+    states = []
+    lists = {"--collect-warm-jobs": [tiny_compare(seed=s).request() for s in (1, 2)],
+             "--collect-neighbour-jobs": [tiny_compare(seed=s).request() for s in (3, 4, 5)]}
+
+    def collected(flag):
+        states.append(json.loads(status.read_text())["state"])
+        key = "jobs" if flag == "--collect-warm-jobs" else "idle_jobs"
+        return {"jobs": [], "idle_jobs": [], key: lists[flag]}
+
+    monkeypatch.setattr(server, "_collected", collected)
+    server._warm_store()
+    done = json.loads(status.read_text())
+    assert states == ["listing", "listing"]
+    assert done["state"] == "done" and done["pid"] > 0
+    assert (done["runs"], done["failed"], done["idle_runs"], done["idle_failed"]) == (2, 0, 3, 0)
+
+
+def test_a_warm_up_that_cannot_list_its_runs_says_failed(monkeypatch, tmp_path):
+    import json
+
+    from ui import server
+
+    monkeypatch.setattr(service_module, "get_service", lambda: None)
+    monkeypatch.setenv(server.STATUS_ENV, str(tmp_path / "warm-up.json"))
+    monkeypatch.setattr(server, "_collected", lambda flag: None)
+    server._warm_store()
+    assert json.loads((tmp_path / "warm-up.json").read_text())["state"] == "failed"
