@@ -73,12 +73,21 @@ cjk-font:
 		else echo "No CJK font: run 'sudo apt-get install fonts-wqy-microhei' for CJK names"; fi; \
 	fi
 
+# Every test: the unit and AppTest tests in TEST_WORKERS processes (pytest-xdist), then the
+# browser tests in one (they share one app server and one Chromium, and time what a learner
+# waits). Both parts always run; "no tests selected" (exit 5) in one part is no failure.
+TEST_WORKERS ?= 2
 test: $(VENV)/.dev-installed chromium postgresql cjk-font $(MO_FILES)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	@status=0; \
+	$(BIN)/python -m pytest -m "not browser" -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS); \
+	s=$$?; [ $$s -eq 0 ] || [ $$s -eq 5 ] || status=$$s; \
+	$(BIN)/python -m pytest -m browser $(PYTEST_ARGS); \
+	s=$$?; [ $$s -eq 0 ] || [ $$s -eq 5 ] || status=$$s; \
+	exit $$status
 
 # One layer at a time: unit tests (engine, quiz, lessons), or the browser tests alone.
 test-unit: $(VENV)/.dev-installed $(MO_FILES)
-	$(BIN)/python -m pytest -m "not browser" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not browser" -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 test-browser: $(VENV)/.dev-installed chromium $(MO_FILES)
 	$(BIN)/python -m pytest -m browser $(PYTEST_ARGS)

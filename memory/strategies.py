@@ -314,14 +314,14 @@ STRATEGIES: dict[str, Strategy] = {s.id: s for s in (
                    "memory)."),
         "#64748b",  # slate: the baseline
         _keep_all, cost="holds every layer's internals: O(N) memory, no recomputation",
-        baseline=True),
+        title_template=N_("no checkpoints"), baseline=True),
     Strategy(
         "every-layer", N_("Checkpoint each layer: keep only its input, rebuild its "
                           "internals in backward."),
         "#2563eb",  # blue
         _segments_of(lambda spec, n: 1),
         cost="holds one input per layer and one layer rebuilt; one extra forward",
-        examples=lambda: ("every-layer",)),
+        title_template=N_("every layer"), examples=lambda: ("every-layer",)),
     Strategy(
         "every-k", N_("Checkpoint segments of {k} layers: keep one input per segment, "
                       "rebuild {k} layers."),
@@ -336,7 +336,7 @@ STRATEGIES: dict[str, Strategy] = {s.id: s for s in (
         "#ea580c",  # orange
         _segments_of(lambda spec, n: sqrt_k(n)),
         cost="O(√N) memory: √N inputs and one √N-layer segment; one extra forward",
-        examples=lambda: ("sqrt",)),
+        title_template=N_("every √N layers"), examples=lambda: ("sqrt",)),
     Strategy(
         "selective", N_("Per-op policy: keep the outputs of expensive ops, recompute the "
                         "cheap ones."),
@@ -362,7 +362,7 @@ STRATEGIES: dict[str, Strategy] = {s.id: s for s in (
         "#be185d",  # pink
         _keep_all, cost="holds nothing on the GPU; copies every saved tensor both ways",
         devices=frozenset({"cuda"}), needs="a CUDA GPU (it moves saved tensors to CPU memory)",
-        offloads=True, examples=lambda: ("offload",)),
+        title_template=N_("offload to CPU"), offloads=True, examples=lambda: ("offload",)),
 )}
 FALLBACK_COLOURS = ("#ca8a04", "#0d9488", "#7c3aed", "#dc2626", "#4d7c0f")
 
@@ -371,7 +371,7 @@ FALLBACK_COLOURS = ("#ca8a04", "#0d9488", "#7c3aed", "#dc2626", "#4d7c0f")
 
 
 def title(spec: StrategySpec | str, locale: str = "en") -> str:
-    """The display title of a strategy ('every-4', 'selective (save-matmuls)') in the
+    """The display title of a strategy ('every 4 layers', 'selective (save-matmuls)') in the
     language `locale` (a code of i18n.languages: "en", "de", "vi"): the one place titles
     are made, the record's template translated through the catalog."""
     spec = parse_strategy(spec)

@@ -25,11 +25,13 @@ _BROWSER_FIXTURES = {"browser", "page", "phone", "app_url"}
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if "/browser/" in str(item.path).replace(os.sep, "/"):
+        # Every test that drives Chromium or the shared app server is a browser test:
+        # `make test` runs them on their own after the others (which run in parallel), so
+        # a page's timing never competes with the unit tests for the two cores.
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        fixtures = set(getattr(item, "fixturenames", ())) - set(params)
+        if "/browser/" in str(item.path).replace(os.sep, "/") or _BROWSER_FIXTURES & fixtures:
             item.add_marker(pytest.mark.browser)
-        # Under pytest-xdist (`-n 2 --dist loadgroup`) every test that drives Chromium runs
-        # in one worker: they share one app server and one browser, in their order.
-        if _BROWSER_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.xdist_group("browser"))
     # Tests marked `late` run after the rest, in their order (sort is stable).
     items.sort(key=lambda item: item.get_closest_marker("late") is not None)

@@ -107,7 +107,8 @@ def strategy_picker(default: Sequence[str], *, name: str = "strategy",
     URL keeps its id); `none` is always measured as the baseline."""
     options = list(options or strategy_options())
     lang = current_language()
-    picked = query.multi_choice(name, label or t("Strategies to compare with none"), options,
+    picked = query.multi_choice(name, label or t("Strategies to compare with no checkpointing"),
+                                options,
                                 default, implied=("none",),
                                 format_func=lambda o: label_of(o, lang),
                                 help="\n\n".join(f"**{label_of(o, lang)}**: "

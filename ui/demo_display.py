@@ -83,8 +83,8 @@ def headline(results: Sequence[StrategyResult]) -> None:
     lang, loc = current_language(), babel_locale()
     base, best = baseline_and_best(results)
     if base is not None and len(results) == 1:  # the learner cleared every strategy
-        st.info(t("Only the baseline (none) was measured: pick a strategy above to compare "
-                  "with it."), icon=":material/arrow_upward:")
+        st.info(t("Only the baseline (no checkpointing) was measured: pick a strategy above "
+                  "to compare with it."), icon=":material/arrow_upward:")
     if base is None or best is None:
         return
     name = report.label(best, lang)
@@ -93,12 +93,12 @@ def headline(results: Sequence[StrategyResult]) -> None:
     peak_label = t("Peak memory with {strategy}", strategy=name)
     if round(saved, 2) == 0:  # a tiny model: no saving worth a signed percentage
         cells[0].metric(peak_label, format_bytes(best.peak_bytes, locale=loc),
-                        delta=t("same as none ({size})",
+                        delta=t("same as without checkpointing ({size})",
                                 size=format_bytes(base.peak_bytes, locale=loc)),
                         delta_color="off", delta_arrow="off", help=t(PEAK_HELP))
     else:
         cells[0].metric(peak_label, format_bytes(best.peak_bytes, locale=loc),
-                        delta=t("{change:.0%} vs none ({size})", change=-saved,
+                        delta=t("{change:.0%} vs no checkpointing ({size})", change=-saved,
                                 size=format_bytes(base.peak_bytes, locale=loc)),
                         delta_color="inverse", help=t(PEAK_HELP))
     time_metric(cells[1], best, base)
@@ -121,19 +121,21 @@ def time_metric(cell: DeltaGenerator, result: StrategyResult, base: StrategyResu
     label = t("Step time with {strategy}", strategy=report.label(result, current_language()))
     value = timing.time_text(result, current_language())
     if verdict == "slower" and ratio is not None:
-        cell.metric(label, value, delta=t("{change:.0%} vs none ({time})", change=ratio - 1,
+        cell.metric(label, value, delta=t("{change:.0%} vs no checkpointing ({time})",
+                                          change=ratio - 1,
                                           time=format_ms(base.step_seconds, locale=loc)),
                     delta_color="inverse", help=t(TIME_HELP))
     elif verdict == "faster-noise":
-        cell.metric(label, value, delta=t("measured faster than none ({time}): timing noise",
+        cell.metric(label, value, delta=t("measured faster than without checkpointing ({time}): "
+                                          "timing noise",
                                           time=format_ms(base.step_seconds, locale=loc)),
                     delta_color="off", delta_arrow="off", help=t(TIME_HELP))
     else:
-        cell.metric(label, value, delta=t("within noise of none ({time})",
+        cell.metric(label, value, delta=t("within noise of no checkpointing ({time})",
                                           time=format_ms(base.step_seconds, locale=loc)),
                     delta_color="off", delta_arrow="off", help=t(TIME_HELP))
     if result.cpu_seconds is not None and base.cpu_seconds is not None:
-        cell.caption(t("CPU time {time} (none {base}); {course}",
+        cell.caption(t("CPU time {time} (no checkpointing {base}); {course}",
                        time=format_ms(result.cpu_seconds, locale=loc),
                        base=format_ms(base.cpu_seconds, locale=loc),
                        course=timing.course_rule_text(current_language())))
@@ -175,9 +177,9 @@ def parameters_note(comparison: Comparison) -> None:
 
 
 def gradient_metric(cell: DeltaGenerator, result: StrategyResult) -> None:
-    """The 'Gradients vs none' metric: the short badge, the full verdict on hover."""
+    """The 'Gradients vs no checkpointing' metric: the short badge, the full verdict on hover."""
     lang = current_language()
-    cell.metric(t("Gradients vs none"), gradient_badge(result, lang),
+    cell.metric(t("Gradients vs no checkpointing"), gradient_badge(result, lang),
                 help=gradient_match(result, lang))
 
 

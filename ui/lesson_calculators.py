@@ -53,13 +53,16 @@ _MEM_LIMITS = {"batch": (1, 1_024), "tokens": (1, 131_072), "hidden": (64, 32_76
                "layers": (1, 256), "vocab": (2, 1_000_000)}
 _MEM_LABELS = {"batch": N_("Batch (examples)"), "tokens": N_("Tokens per example"),
                "hidden": N_("Hidden size"), "layers": N_("Layers"), "vocab": N_("Vocabulary")}
-_PARAMS_LIMITS = (0.001, 2_000.0)
+# The parameter count in millions, a whole number: a decimal box would show 0.124 or
+# 2000.000 (Streamlit's number box writes a point whatever the language), which a German
+# or Vietnamese reader takes for 124 or two million.
+_PARAMS_LIMITS = (1, 2_000_000)
 
 
 def _preset_values(preset: str) -> dict[str, tuple[object, Callable[[object], object]]]:
     """The calculator's inputs for a preset: widget key -> (value, what the widget takes)."""
     setup = PRESETS[preset].setup
-    return {"mem_params": (round(setup.params / 1e9, 3), between(*_PARAMS_LIMITS, False)),
+    return {"mem_params_m": (round(setup.params / 1e6), between(*_PARAMS_LIMITS)),
             "mem_precision": (setup.precision, one_of(PRECISIONS)),
             "mem_optimizer": (setup.optimizer, one_of(OPTIMIZERS)),
             **{f"mem_{name}": (getattr(setup, name), between(*_MEM_LIMITS[name]))
@@ -79,7 +82,7 @@ def _shape_changed() -> None:
                                   int(st.session_state["mem_layers"]),
                                   int(st.session_state["mem_vocab"]))
     low, high = _PARAMS_LIMITS
-    st.session_state["mem_params"] = round(min(max(estimate / 1e9, low), high), 3)
+    st.session_state["mem_params_m"] = int(min(max(round(estimate / 1e6), low), high))
 
 
 def _matching_preset(setup: TrainingSetup) -> str | None:
@@ -102,8 +105,7 @@ def memory_calculator() -> None:
     first = st.columns(3)
     with first[0]:
         low, high = _PARAMS_LIMITS
-        bounded_number(t("Parameters (billions)"), "mem_params", low, high, step=0.1,
-                        integer=False, format="%.3f")
+        bounded_number(t("Parameters (millions)"), "mem_params_m", low, high, format="%d")
     first[1].selectbox(t("Precision"), list(PRECISIONS), key="mem_precision",
                        format_func=option_words(code, {k: p.label for k, p in PRECISIONS.items()}))
     first[2].selectbox(t("Optimizer"), list(OPTIMIZERS), key="mem_optimizer",
@@ -115,9 +117,9 @@ def memory_calculator() -> None:
             bounded_number(t(_MEM_LABELS[name]), f"mem_{name}", low, high,
                             on_change=_shape_changed if name in ("hidden", "layers", "vocab")
                             else None)
-    notices(["mem_params", *(f"mem_{name}" for name in _MEM_FIELDS)])
+    notices(["mem_params_m", *(f"mem_{name}" for name in _MEM_FIELDS)])
     setup = TrainingSetup(
-        params=float(st.session_state["mem_params"]) * 1e9,
+        params=float(st.session_state["mem_params_m"]) * 1e6,
         precision=st.session_state["mem_precision"],
         optimizer=st.session_state["mem_optimizer"],
         **{name: int(st.session_state[f"mem_{name}"]) for name in _MEM_FIELDS},

@@ -11,8 +11,9 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from i18n import N_
+from i18n.catalog import gettext
 from lessons.catalog import LESSONS
-from ui.i18n import t
+from ui.i18n import current_language, t
 from ui.progress import visited_lessons
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,10 +59,16 @@ PAGES: tuple[PageSpec, ...] = (
 
 def page_title(spec: PageSpec) -> str:
     """The page's title in the session's language; a lesson's keeps its number."""
+    return page_title_in(spec, current_language())
+
+
+def page_title_in(spec: PageSpec, code: str) -> str:
+    """The page's title in the language `code`; a lesson's keeps its number."""
     number, dot, title = spec.title.partition(". ")
     if spec.section == "Lessons" and dot and number.isdigit():
-        return t("{number}. {title}", number=int(number), title=t(title))
-    return t(spec.title)
+        return gettext(code, "{number}. {title}", number=int(number),
+                       title=gettext(code, title))
+    return gettext(code, spec.title)
 
 
 def as_page(spec: PageSpec, visited: bool = False) -> st.Page:

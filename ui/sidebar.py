@@ -30,15 +30,24 @@ def device_text(device: DeviceInfo) -> str:
 
 # The sidebar's own content (the language picker first) above the page list, so the
 # picker shows without scrolling on a laptop (the list of 16 pages ends near 850 px), and
-# page titles wrap instead of being cut ("1. Why training runs out of me...").
+# page titles wrap instead of being cut ("1. Why training runs out of me..."): the label
+# and the Markdown box inside it, which Streamlit 1.67 keeps on one line with an ellipsis.
+# On a phone a table's cells take a smaller font and less padding, so a five-column table
+# fits its 390 px.
 SIDEBAR_CSS = """<style>
 [data-testid="stSidebarContent"] { display: flex; flex-direction: column; }
 [data-testid="stSidebarHeader"] { order: 0; }
 [data-testid="stSidebarUserContent"] { order: 1; padding-top: 0; padding-bottom: 1rem; }
 [data-testid="stSidebarNav"] { order: 2; }
 [data-testid="stSidebarNavLink"] { height: auto; min-height: 2rem; }
-[data-testid="stSidebarNavLink"] span[label] {
-    white-space: normal; overflow: visible; text-overflow: clip;
+[data-testid="stSidebarNavLink"] span[label],
+[data-testid="stSidebarNavLink"] span[label] * {
+    white-space: normal; overflow: visible; text-overflow: clip; overflow-wrap: break-word;
+}
+@media (max-width: 640px) {
+    [data-testid="stTable"] th, [data-testid="stTable"] td {
+        padding-left: 0.25rem; padding-right: 0.25rem; font-size: 0.8rem;
+    }
 }
 </style>"""
 

@@ -9,6 +9,7 @@ figures) and the ui/ modules read these types.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 
 import pandas as pd
@@ -20,6 +21,18 @@ from memory.config import ModelConfig
 # cores more than it computed; a spread (quartiles over median) above WIDE_SPREAD is wide.
 BUSY_CPU_SHARE = 0.5
 WIDE_SPREAD = 0.25
+
+
+def step_range(runs: Sequence[float]) -> tuple[float, float] | None:
+    """The spread of timed runs: the middle half (quartiles), or the lowest and highest
+    under four runs; None without runs."""
+    ordered = sorted(runs)
+    if not ordered:
+        return None
+    if len(ordered) >= 4:
+        low, _, high = statistics.quantiles(ordered, n=4, method="inclusive")
+        return low, high
+    return ordered[0], ordered[-1]
 
 
 @dataclass
@@ -86,14 +99,18 @@ class StrategyResult:
         return sum(self.cpu_seconds_runs) / (wall * (self.threads or 1))
 
     @property
+    def step_range(self) -> tuple[float, float] | None:
+        return step_range(self.step_seconds_runs)
+
+    @property
     def spread_share(self) -> float | None:
         """The middle half of the timed runs (quartiles) over their median; None under
         four runs."""
-        runs = sorted(self.step_seconds_runs)
-        if len(runs) < 4:
+        spread = self.step_range
+        if len(self.step_seconds_runs) < 4 or spread is None:
             return None
-        low, median, high = statistics.quantiles(runs, n=4, method="inclusive")
-        return (high - low) / median if median else None
+        median = statistics.median(self.step_seconds_runs)
+        return (spread[1] - spread[0]) / median if median else None
 
     @classmethod
     def from_dict(cls, data: dict) -> StrategyResult:
@@ -133,6 +150,8 @@ class Comparison:
                    if k not in ("timeline", "breakdown", "step_seconds_runs", "plan",
                                  "error_args", "cpu_seconds_runs")}
             row.update({f"{k}_bytes": v for k, v in r.breakdown.items()})
+            spread = r.step_range  # the timed runs' range, for a chart's error bars
+            row["step_seconds_low"], row["step_seconds_high"] = spread or (None, None)
             row["activation_error"] = (
                 (r.activation_bytes - r.predicted_activation_bytes) / r.predicted_activation_bytes
                 if r.activation_bytes is not None and r.predicted_activation_bytes else None)

@@ -60,16 +60,18 @@ def fits_figure(frame: pd.DataFrame, vary: str, budget_bytes: int, lang: str = "
 
 
 def fits_caption(frame: pd.DataFrame, vary: str, lang: str = "en") -> str:
-    """What the fits figure shows: the gain of every-layer over none, when both fit."""
+    """What the fits figure shows: the gain of checkpointing every layer over none, when
+    both fit."""
     confirmed = dict(zip(frame["strategy"], frame["value_confirmed"], strict=True))
     none, every = confirmed.get("none"), confirmed.get("every-layer")
     if not (pd.notna(none) and pd.notna(every) and none and every):
         return ""
     if vary == "batch":
         return gettext(lang, "Checkpointing turns freed memory into a larger batch: "
-                             "{ratio:.1f}× with every-layer than without.", ratio=every / none)
+                             "{ratio:.1f}× with every layer checkpointed than without.",
+                       ratio=every / none)
     return gettext(lang, "Checkpointing turns freed memory into longer sequences: {ratio:.1f}× "
-                         "with every-layer than without.", ratio=every / none)
+                         "with every layer checkpointed than without.", ratio=every / none)
 
 
 # ---------------------------------------------------------------- same result

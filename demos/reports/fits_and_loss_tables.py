@@ -39,7 +39,7 @@ def loss_table(differences: pd.DataFrame, lang: str = "en") -> pd.DataFrame:
     """loss_differences, formatted for reading in `lang`."""
     return pd.DataFrame({
         header(lang, N_("Strategy")): [strategy_title(s, lang) for s in differences["strategy"]],
-        header(lang, N_("Largest loss difference vs none")): [
+        header(lang, N_("Largest loss difference vs no checkpointing")): [
             f"{v:.1e}" if v else "0" for v in differences["largest"]],
         header(lang, N_("Bitwise equal at every step")): [
             "✓ " + gettext(lang, "yes") if v else "✗ " + gettext(lang, "no")

@@ -78,6 +78,7 @@ def sweep_figure(frame: pd.DataFrame, x: str, x_title: str, *,
             fig.add_scatter(x=part[x], y=part["step_seconds"] * 1000, mode="lines+markers",
                             name=name, legendgroup=strategy, showlegend=False,
                             line=dict(color=colour, width=2), marker=dict(size=8), row=2, col=1,
+                            error_y=_time_range(part, colour),
                             hovertemplate=(f"{name}<br>{x_title} %{{x}}<br>%{{y:.0f}} ms"
                                            "<extra></extra>"))
         if "cpu_seconds" in part and part["cpu_seconds"].notna().any():
@@ -92,6 +93,17 @@ def sweep_figure(frame: pd.DataFrame, x: str, x_title: str, *,
     fig.update_yaxes(title_text=unit, rangemode="tozero", row=1, col=1)
     fig.update_yaxes(title_text="ms", rangemode="tozero", row=2, col=1)
     return apply_layout(fig, title, 640, lang)
+
+
+def _time_range(part: pd.DataFrame, colour: str) -> dict | None:
+    """Error bars from each point's median step time to the range of its timed runs
+    (StrategyResult.step_range); None when the frame has no ranges."""
+    if "step_seconds_low" not in part or part["step_seconds_low"].isna().all():
+        return None
+    return dict(type="data", symmetric=False, color=colour, thickness=1.5, width=4,
+                array=((part["step_seconds_high"] - part["step_seconds"]) * 1000).to_numpy(),
+                arrayminus=((part["step_seconds"] - part["step_seconds_low"]) * 1000
+                            ).to_numpy())
 
 
 def segment_figure(frame: pd.DataFrame, layers: int, *, x: str = "k", lang: str = "en"

@@ -129,7 +129,8 @@ def timeline_figure(frame: pd.DataFrame, facet: bool = True, lang: str = "en") -
         peak = timeline_peak(part)
         where = segment_label(peak["phase"], None if pd.isna(peak["layer"])
                               else int(peak["layer"]))
-        text = f"{peak_word}: {op_name(peak['op'])} ({where})"
+        # Two short lines rather than one long one: a phone's panel is under 300 px wide
+        text = f"{peak_word} ({where}):<br>{op_name(peak['op'])}"
         traces.append((go.Scatter(
                         x=[peak["index"]], y=[peak["live_bytes"] / scale], mode="markers+text",
                         marker=dict(color=colour, size=12, symbol="star",
@@ -138,8 +139,7 @@ def timeline_figure(frame: pd.DataFrame, facet: bool = True, lang: str = "en") -
                         # Above the star (the curve's highest point: nothing of the curve
                         # is up there), toward the middle, so a phone's edge does not cut
                         # it; the phase labels sit higher still (BAND_TOP).
-                        textposition=("top left" if peak["index"] > part["index"].median()
-                                      else "top right"),
+                        textposition=peak_label_position(peak["index"], part["index"]),
                         textfont=dict(size=11, color="#0f172a"),
                         name=f"{label} {peak_word}", showlegend=False,
                         hovertemplate=(f"{label} {peak_word}<br>{op_name(peak['op'])} "
@@ -155,6 +155,16 @@ def timeline_figure(frame: pd.DataFrame, facet: bool = True, lang: str = "en") -
 
 
 BAND_TOP = 1.32  # × the highest point: the phase bands' top, where their labels hang
+
+
+def peak_label_position(x: float, xs: pd.Series) -> str:
+    """Where a peak's label goes beside its star, toward the middle of the panel: to the
+    right in the first third, to the left in the last, centred between."""
+    low, high = float(xs.min()), float(xs.max())
+    share = (x - low) / (high - low) if high > low else 0.5
+    if share < 1 / 3:
+        return "top right"
+    return "top left" if share > 2 / 3 else "top center"
 
 
 def _changes(part: pd.DataFrame) -> pd.DataFrame:

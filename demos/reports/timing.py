@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from demos.engine.results import StrategyResult
+from demos.engine.results import StrategyResult, step_range
 from demos.reports.report import babel, label, label_of
 from i18n import format_decimal, format_percent, gettext, pgettext
 from i18n.units import MISSING, format_ms
@@ -32,14 +32,11 @@ class TimeSpread:
 
 
 def time_spread(result: StrategyResult) -> TimeSpread | None:
-    runs = sorted(result.step_seconds_runs or [])
-    if not result.fits or not runs:
+    runs = result.step_seconds_runs or []
+    spread = step_range(runs) if result.fits else None
+    if spread is None:
         return None
-    if len(runs) >= 4:
-        low, _, high = statistics.quantiles(runs, n=4, method="inclusive")
-    else:
-        low, high = runs[0], runs[-1]
-    return TimeSpread(statistics.median(runs), low, high, len(runs))
+    return TimeSpread(statistics.median(runs), spread[0], spread[1], len(runs))
 
 
 def time_verdict(result: StrategyResult, base: StrategyResult | None
@@ -208,7 +205,8 @@ def sweep_compute_note(frame: pd.DataFrame, x: str, lang: str = "en") -> str:
                          "{parts}; {course}.", x=x, value=int(last[x].iloc[0]),
                    parts=", ".join(parts), course=course_rule_text(lang))
     if "cpu_seconds" in frame and frame["cpu_seconds"].notna().any():
-        note += " " + gettext(lang, "Time panel: solid lines wall time, dotted lines this "
-                                    "process's CPU time; the gap between them is other work on "
-                                    "this shared server, not checkpointing.")
+        note += " " + gettext(lang, "Time panel: solid lines wall time (the median, bars the "
+                                    "range of the timed runs), dotted lines this process's CPU "
+                                    "time; the gap between them is other work on this shared "
+                                    "server, not checkpointing.")
     return note

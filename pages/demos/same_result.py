@@ -33,7 +33,7 @@ def same_result_demo() -> None:
     config = controls.model_controls(("layers", "hidden", "seq", "batch", "arch"),
                                      defaults=controls.TRAINING_DEFAULT, dropout=dropout)
     strategies = controls.strategy_picker(default=("every-layer", "selective:save-matmuls"),
-                                          label=t("Strategies to train beside none"))
+                                          label=t("Strategies to train beside no checkpointing"))
 
     def show(losses: pd.DataFrame) -> None:
         """Draw a result: the finished one, the previous (dimmed) or what is measured so far."""

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from demos.engine.results import Comparison
-from demos.reports import report
+from demos.reports import compare_table, report
 from demos.reports.timeline_figures import timeline_figure, timeline_frame
 from i18n import N_
 from ui import demo_controls as controls
@@ -20,6 +20,9 @@ st.markdown(t(
     "band, R) just before its backward (green band, B). A star marks each strategy's peak "
     "and names the op there; hover a line to see every op and its layer."))
 
+# Three timed rounds (fewer than Compare's, no adaptive extension): the wall and CPU time
+# of each strategy cost about as much again as the tracked steps (memory.theory's estimate).
+TIMELINE_REPEATS = 3
 LAYOUTS = {"faceted": N_("one panel per strategy"), "overlaid": N_("all on one axis")}
 
 
@@ -28,7 +31,7 @@ def timeline_demo() -> None:
     config = controls.model_controls()
     strategies = controls.strategy_picker(
         default=("every-layer", "sqrt", "selective:save-matmuls"),
-        label=t("Strategies to draw beside none"))
+        label=t("Strategies to draw beside no checkpointing"))
     layout = query.choice("view", t("Layout"), list(LAYOUTS), "faceted",
                           format_func=lambda item: t(LAYOUTS[item]))
 
@@ -41,10 +44,15 @@ def timeline_demo() -> None:
             {r.strategy: r.timeline for r in comparison.results if r.fits and r.timeline}, lang))
         display.chart("timeline", (*key, layout),
                       lambda lang: timeline_figure(frame, facet=layout == "faceted", lang=lang))
+        # What the checkpointing drawn above costs: counted compute, wall and CPU time.
+        display.table(display.shared("cost-table", key, lambda lang: compare_table.cost_table(
+            comparison.results, lang)))
         display.comparison_caption(comparison)
         display.download(frame, f"timeline-{report.config_slug(config)}")
 
-    runner.run_compare(config, strategies, timeline=True, time_steps=False, show=show)
+    # The memory first (the tracked steps draw the timeline), then TIMELINE_REPEATS rounds of
+    # timed steps, strategies interleaved as on Compare: the times fill in as they come.
+    runner.run_compare(config, strategies, timeline=True, repeats=TIMELINE_REPEATS, show=show)
 
 
 timeline_demo()

@@ -38,3 +38,32 @@ def test_deep_link_opens_the_page(spec, page, app_url: str) -> None:
     # The page's own title is the one selected in the navigation.
     title = spec.title.split(". ", 1)[-1]
     assert page.get_by_role("link", name=title).first.get_attribute("aria-current") == "page"
+
+
+# Each sidebar link, in the browser: its title, and whether any box in it is cut (its
+# content wider than the box: an ellipsis, or text running past the link, where the
+# sidebar's edge clips it).
+_CUT_NAV_LINKS = """() => [...document.querySelectorAll('[data-testid="stSidebarNavLink"]')]
+    .map(link => ({
+        text: (link.querySelector('span[label]') || link).innerText.trim(),
+        cut: [link, ...link.querySelectorAll('*')].some(node =>
+            node.clientWidth > 0 && node.scrollWidth > node.clientWidth + 1),
+    }))"""
+
+
+@pytest.mark.parametrize("code", ("en", "de", "vi"))
+def test_no_sidebar_title_is_cut_on_a_laptop(page, app_url: str, code: str) -> None:
+    """Lesson 6's Vietnamese title ended in "..." on a 1400 x 900 laptop."""
+    from ui.navigation import page_title_in
+
+    page.set_viewport_size({"width": 1400, "height": 900})
+    goto(page, app_url, f"?lang={code}")
+    # the sidebar's own content (the language picker) and its style come after the page;
+    # then a cut title stays cut
+    page.locator('[data-testid="stSidebarUserContent"] [data-testid="stSelectbox"]').wait_for()
+    page.wait_for_timeout(1000)
+    links = page.evaluate(_CUT_NAV_LINKS)
+    expected = [page_title_in(spec, code) for spec in PAGES]
+    assert [link["text"] for link in links] == expected
+    assert [link["text"] for link in links if link["cut"]] == []
+    screenshot(page, f"sidebar-titles-{code}")

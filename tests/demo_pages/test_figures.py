@@ -60,10 +60,11 @@ def test_units() -> None:
 def test_peak_and_time_figure_draws_one_bar_per_strategy_in_its_colour() -> None:
     fig = peak_and_time_figure(RESULTS)
     memory, time = fig.data
-    assert list(memory.x) == ["none", "every-layer", "sqrt"]
+    assert list(memory.x) == ["no checkpoints", "every layer", "every √N layers"]
     assert list(memory.y) == pytest.approx([200, 60, 90])
     assert list(time.y) == pytest.approx([400, 500, 460])  # the medians of the runs
-    assert list(memory.marker.color) == [strategy_colour(s) for s in memory.x]
+    ids = ("none", "every-layer", "sqrt")
+    assert list(memory.marker.color) == [strategy_colour(s) for s in ids]
     assert fig.layout.yaxis.title.text == "MiB" and fig.layout.yaxis2.title.text == "ms"
     assert "above the parameters" in fig.layout.annotations[0].text
 
@@ -80,7 +81,7 @@ def test_step_times_carry_their_spread_as_error_bars() -> None:
 
 def test_strategies_that_do_not_fit_are_left_out_of_the_bars() -> None:
     fig = peak_and_time_figure([*RESULTS[:2], result("sqrt", 0, 0, fits=False)])
-    assert list(fig.data[0].x) == ["none", "every-layer"]
+    assert list(fig.data[0].x) == ["no checkpoints", "every layer"]
     empty = peak_and_time_figure([result("none", 0, 0, fits=False)])
     assert not empty.data and "No strategy fitted" in empty.layout.annotations[0].text
 
@@ -127,14 +128,14 @@ def test_timeline_marks_phases_layers_and_names_the_op_at_the_peak() -> None:
     assert list(frame.columns) == list(timeline_figures.TIMELINE_COLUMNS) and len(frame) == 32
     fig = timeline_figure(frame, facet=True)
     lines = [t for t in fig.data if t.mode == "lines"]
-    assert [t.name for t in lines] == ["none", "every-layer"]
+    assert [t.name for t in lines] == ["no checkpoints", "every layer"]
     assert "layer %{customdata[2]}" in lines[0].hovertemplate
     assert lines[0].customdata[4][0] == "aten.op4"
     labels = {text for t in fig.data if t.mode == "text" for text in t.text}
     assert {"F0", "F1", "L", "R1", "B1", "B0"} <= labels
     stars = [t for t in fig.data if t.mode == "markers+text"]
     assert [list(t.x) for t in stars] == [[9], [9]]
-    assert stars[0].text[0] == "peak: aten.op9 (R1)"  # the op at the peak, named
+    assert stars[0].text[0] == "peak (R1):<br>aten.op9"  # the op at the peak, named
     assert not fig.layout.shapes  # bands are traces, not one shape per segment
     overlaid = timeline_figure(frame, facet=False)
     assert not overlaid.layout.shapes and overlaid.data[0].showlegend
@@ -199,7 +200,7 @@ def test_sweep_figure_puts_measured_and_theory_on_the_same_axes() -> None:
     })
     fig = sweep_figure(frame, "layers", "layers N", theory="predicted_activation_bytes")
     dashed = [t for t in fig.data if t.line.dash == "dash"]
-    assert [t.name for t in dashed] == ["none (theory)", "every-layer (theory)"]
+    assert [t.name for t in dashed] == ["no checkpoints (theory)", "every layer (theory)"]
     assert all(t.xaxis == "x" for t in dashed)
     times = [t for t in fig.data if t.xaxis == "x2"]
     assert list(times[0].y) == pytest.approx([100, 200, 400])
@@ -232,7 +233,7 @@ def test_segment_figure_marks_the_measured_optimum_and_sqrt_n() -> None:
 def test_fits_figure_and_loss_figure() -> None:
     frame = pd.DataFrame({"strategy": ["none", "every-layer"], "value_predicted": [4, 12],
                           "value_confirmed": [4, 11], "tokens_per_second": [900.0, 700.0]})
-    assert "2.8× with every-layer" in fits_caption(frame, "batch")
+    assert "2.8× with every layer checkpointed" in fits_caption(frame, "batch")
     # none does not fit at all: no "nan×" ratio and no "NaN" bar label.
     partial = pd.DataFrame({"strategy": ["none", "every-layer"], "value_predicted": [None, 1],
                             "value_confirmed": [None, 1], "tokens_per_second": [None, 988.0]})

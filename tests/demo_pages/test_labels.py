@@ -4,8 +4,12 @@ curve, the address of no page."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from types import SimpleNamespace
+
+import pandas as pd
+import pytest
 
 from demos.reports import timeline_figures
 from demos.reports.timeline_figures import timeline_figure, timeline_frame
@@ -44,7 +48,7 @@ def test_the_compare_table_uses_one_unit_per_column(app_test: Callable) -> None:
                   query={**TINY, "seq": "64", "batch": "2", "strategy": "every-layer"})
     no_errors(at)
     table = at.table[0].value
-    for column in ("Peak memory (vs none)", "Activations held (predicted)"):
+    for column in ("Peak memory (vs baseline)", "Activations held (predicted)"):
         units = {cell.split(" (")[0].split()[-1] for cell in table[column]}
         units |= {part.split()[-1].rstrip(")") for cell in table[column]
                   for part in cell.split(" (")[1:] if "iB" in part}
@@ -76,11 +80,23 @@ def test_timeline_peak_labels_sit_above_the_curve_and_under_the_phase_labels() -
     fig = timeline_figure(frame, facet=True)
     stars = [t for t in fig.data if t.mode == "markers+text"]
     assert all(t.textposition.startswith("top ") for t in stars)  # above the highest point
-    assert stars[0].textposition == "top left"  # a late peak's label reads toward the middle
+    assert stars[0].textposition == "top center"  # a peak mid-step: centred above its star
     top = 40
     bands = [t for t in fig.data if t.mode == "text"]
     assert all(y == top * timeline_figures.BAND_TOP for t in bands for y in t.y)
     assert fig.layout.yaxis.range[1] > top * timeline_figures.BAND_TOP  # inside the plot
+
+
+def test_a_peak_label_reads_toward_the_middle_in_two_short_lines() -> None:
+    """On a phone "peak: _log_softmax_backward_data (B)" ran past the panel's right edge
+    from a peak a third of the way along."""
+    xs = pd.Series(range(451))
+    assert [timeline_figures.peak_label_position(x, xs) for x in (20, 149, 151, 300, 302)] \
+        == ["top right", "top right", "top center", "top center", "top left"]
+    frame = timeline_frame({"none": _points()})
+    (star,) = [t for t in timeline_figure(frame, facet=True).data if t.mode == "markers+text"]
+    lines = star.text[0].split("<br>")
+    assert lines == ["peak (R1):", "aten.op9"]
 
 
 def test_an_unknown_page_name_is_recognised(monkeypatch) -> None:
@@ -99,3 +115,74 @@ def test_an_unknown_page_name_is_recognised(monkeypatch) -> None:
     Pages.intended_page_script_hash = "abc"  # a click in the app: a page that exists
     Pages.intended_page_name = "no-such-page"
     assert navigation.unknown_page_name() is None
+
+
+# ---------------------------------------------------------------- no strategy id on a page
+
+# Every page a learner reads a strategy's name on, at a small model (set through the URL,
+# as a shared link would), with strategies of every kind picked.
+PICKED = "every-layer,sqrt,every-k:2,selective:save-matmuls,budget:dp:40%"
+TITLE_PAGES = {
+    "pages/demos/compare.py": {**TINY, "strategy": PICKED},
+    "pages/demos/timeline.py": {**TINY, "strategy": "every-layer,sqrt"},
+    "pages/demos/curves.py": {k: v for k, v in TINY.items() if k != "batch"} | {
+        "sweep": "batch"},
+    "pages/demos/what_fits.py": {**TINY, "budget": "16"},
+    "pages/demos/same_result.py": {"layers": "2", "hidden": "64", "seq": "32", "batch": "2",
+                                   "steps": "5"},
+    "pages/home.py": {},
+    "pages/plan.py": {},
+    **{f"pages/lessons/{name}.py": {} for name in (
+        "why_memory", "how_it_works", "how_many", "cost_and_correctness", "in_practice",
+        "language_models", "large_vocabularies")},
+}
+# An id a strategy is written as in URLs, files and the command line: never a name on a
+# page. "none" and "sqrt" are ids in German and Vietnamese text wherever they stand; in
+# English they (and "offload", a loanword in all three) are also words, so there they count
+# where a name stands alone (a table cell, a legend entry, an option) or where a strategy's
+# name stands ("vs none", "(none)").
+_ID = r"every-layer|every-k:\d+|selective:[a-z-]+|budget:(?:greedy|dp):[\w.%]+"
+_WORD_ID = r"none|sqrt"
+_ALONE_ID = r"none|sqrt|offload"
+
+
+def _visible_strings(at) -> list[str]:
+    """Every string a learner reads on the page (page_text) and each table's headers and
+    cells, without code (a command line or a URL writes ids)."""
+    from tests.lessons.test_lesson_pages_i18n import page_text
+
+    parts = page_text(at).split("\n")
+    for kind in ("table", "dataframe"):
+        for table in getattr(at, kind):
+            frame = table.value
+            parts += [str(c) for c in frame.columns]
+            parts += [str(v) for v in frame.to_numpy().ravel()]
+    for widget in at.multiselect:
+        parts += [widget.label, *map(str, widget.options)]
+    text = "\n".join(parts)
+    text = re.sub(r"```.*?```", " ", text, flags=re.S)
+    return [re.sub(r"`[^`]*`|\?[\w=&,:%.-]+|https?://\S+", " ", line) for line in
+            text.split("\n")]
+
+
+def strategy_ids_shown(at, lang: str) -> list[str]:
+    found = []
+    for line in _visible_strings(at):
+        anywhere = re.search(rf"(?<![\w/-])(?:{_ID})(?![\w-])", line)
+        if lang != "en":
+            word = re.search(rf"(?<![\w/-])(?:{_WORD_ID})(?![\w(-])", line)
+        else:
+            word = re.fullmatch(rf"\s*(?:{_ALONE_ID})\s*", line) or re.search(
+                rf"\b(?:vs\.?|than|of|as|with|beside|against) (?:{_WORD_ID})\b|"
+                rf"\((?:{_WORD_ID})\)|\b(?:{_WORD_ID}) \(", line)
+        if anywhere or word:
+            found.append(line)
+    return found
+
+
+@pytest.mark.parametrize("code", ("en", "de", "vi"))
+@pytest.mark.parametrize("script", list(TITLE_PAGES))
+def test_no_page_shows_a_strategy_id(app_test: Callable, script: str, code: str) -> None:
+    at = app_test(script, query={**TITLE_PAGES[script], "lang": code}, timeout=180)
+    no_errors(at)
+    assert strategy_ids_shown(at, code) == []

@@ -29,7 +29,8 @@ def test_compare_renders_by_default_and_follows_a_slider(app_test: Callable) -> 
     at = app_test("pages/demos/compare.py", query=TINY)
     no_errors(at)
     table = at.table[0].value
-    assert list(table["Strategy"]) == ["none", "every-layer", "sqrt"]  # the default choice
+    # the default choice
+    assert list(table["Strategy"]) == ["no checkpoints", "every layer", "every √N layers"]
     assert table["Same gradients"].iloc[0] == "baseline"
     assert table["Same gradients"].iloc[1].startswith("✓")
     assert len(charts(at)) == 3
@@ -38,12 +39,12 @@ def test_compare_renders_by_default_and_follows_a_slider(app_test: Callable) -> 
     assert "counted above the parameters" in texts(at, "caption")
     assert "above the parameters" in at.metric[0].proto.help
     assert at.get("download_button")
-    before = table["Peak memory (vs none)"].tolist()
+    before = table["Peak memory (vs baseline)"].tolist()
 
     at.slider(key="layers").set_value(4).run()
     no_errors(at)
     assert at.query_params["layers"] == "4"
-    assert at.table[0].value["Peak memory (vs none)"].tolist() != before
+    assert at.table[0].value["Peak memory (vs baseline)"].tolist() != before
 
 
 def test_compare_headline_says_same_when_nothing_is_saved(app_test: Callable) -> None:
@@ -54,7 +55,7 @@ def test_compare_headline_says_same_when_nothing_is_saved(app_test: Callable) ->
                          "vocab": "256"})
     no_errors(at)
     delta = at.metric[0].proto.delta
-    assert delta.startswith("same as none (") and "0%" not in delta
+    assert delta.startswith("same as without checkpointing (") and "0%" not in delta
 
 
 def test_model_sliders_come_in_reading_order(app_test: Callable) -> None:
@@ -68,7 +69,7 @@ def test_compare_with_every_strategy_cleared_says_what_to_do(app_test: Callable)
     at = app_test("pages/demos/compare.py", query=TINY)
     at.multiselect(key="strategy").unselect("every-layer").unselect("sqrt").run()
     no_errors(at)
-    assert list(at.table[0].value["Strategy"]) == ["none"]
+    assert list(at.table[0].value["Strategy"]) == ["no checkpoints"]
     assert "pick a strategy above" in texts(at, "info")
 
 
@@ -77,7 +78,7 @@ def test_compare_measures_the_strategies_a_link_names(app_test: Callable) -> Non
                   query={**TINY, "strategy": "sqrt,every-k:2,selective:save-attention"})
     no_errors(at)
     table = at.table[0].value
-    assert list(table["Strategy"]) == ["none", "every 2 layers", "sqrt",
+    assert list(table["Strategy"]) == ["no checkpoints", "every 2 layers", "every √N layers",
                                        "selective (save-attention)"]
     assert all(mark.startswith("✓") for mark in table["Same gradients"].iloc[1:])
     at.multiselect(key="strategy").unselect("sqrt").run()
@@ -141,7 +142,7 @@ def test_what_fits_renders_and_follows_the_budget(app_test: Callable) -> None:
     at = app_test("pages/demos/what_fits.py", query=query, timeout=120)
     no_errors(at)
     table = at.table[0].value
-    assert list(table["Strategy"])[:2] == ["none", "every-layer"]
+    assert list(table["Strategy"])[:2] == ["no checkpoints", "every layer"]
     before = table.iloc[:, 2].tolist()
     at.slider(key="budget").set_value(32).run()
     no_errors(at)
@@ -166,7 +167,7 @@ def test_what_fits_says_why_nothing_fits(app_test: Callable) -> None:
     no_errors(at)
     assert "Nothing fits" in texts(at, "warning")
     captions = texts(at, "caption")
-    for strategy in ("none", "every-layer", "selective (save-matmuls)"):
+    for strategy in ("no checkpoints", "every layer", "selective (save-matmuls)"):
         assert f"**{strategy}**: even batch 1 needs" in captions
     assert set(at.table[0].value["Largest batch (confirmed)"]) == {"–"}
     assert not charts(at)  # no empty axes
@@ -181,7 +182,7 @@ def test_what_fits_when_only_checkpointing_fits(app_test: Callable) -> None:
     no_errors(at)
     table = at.table[0].value
     assert table["Largest batch (confirmed)"].tolist()[:2] == ["–", "1"]
-    assert "**none**: even batch 1 needs" in texts(at, "caption")
+    assert "**no checkpoints**: even batch 1 needs" in texts(at, "caption")
     caption_says_measured(at)
 
 
@@ -190,7 +191,7 @@ def test_same_result_renders_and_follows_the_steps(app_test: Callable) -> None:
     at = app_test("pages/demos/same_result.py", query=query, timeout=120)
     no_errors(at)
     differences = at.table[0].value
-    assert list(differences["Strategy"]) == ["every-layer", "selective (save-matmuls)"]
+    assert list(differences["Strategy"]) == ["every layer", "selective (save-matmuls)"]
     # Same weights, data and dropout masks: checkpointing reproduces none's losses.
     assert list(differences["Bitwise equal at every step"]) == ["✓ yes", "✓ yes"]
     at.slider(key="steps").set_value(30).run()
@@ -230,7 +231,7 @@ def test_compare_says_where_each_peak_is_and_what_sets_it(app_test: Callable) ->
     no_errors(at)
     markdown = texts(at, "markdown")
     assert "Where the peak is, and what sets it" in markdown
-    for strategy in ("none", "every-layer", "sqrt"):
+    for strategy in ("no checkpoints", "every layer", "every √N layers"):
         assert f"**{strategy}**: peak " in markdown
     assert markdown.count("Largest part:") == 3
     # At this tiny size the gradients set every peak alike: the page says so.
@@ -240,7 +241,7 @@ def test_compare_says_where_each_peak_is_and_what_sets_it(app_test: Callable) ->
 def test_compare_at_its_default_shows_strategies_that_differ(app_test: Callable) -> None:
     at = app_test("pages/demos/compare.py", query={"strategy": "every-layer,every-k:2,sqrt"})
     no_errors(at)
-    peaks = list(at.table[0].value["Peak memory (vs none)"])
+    peaks = list(at.table[0].value["Peak memory (vs baseline)"])
     assert len(set(peaks)) == 4, peaks
     assert "reach the same peak" not in texts(at, "info")
     assert "checkpointing lowers exactly this part" in texts(at, "markdown")
@@ -261,7 +262,7 @@ def test_timeline_at_its_default_shows_the_sawtooth_and_names_the_peak(app_test:
     at = app_test("pages/demos/timeline.py", timeout=120)
     no_errors(at)
     figure = charts(at)[0].proto.spec
-    assert '"peak: ' in figure  # the star's label names the op at the peak
+    assert '"peak (' in figure  # the star's label names the op at the peak
     layers = demo_default("cpu").layers
     assert at.slider(key="layers").value == layers >= 8
     rows = at.get("download_button")
@@ -302,7 +303,7 @@ def test_compare_opens_with_strategies_whose_peaks_differ(app_test: Callable) ->
     saw no difference between strategies. It now opens with every-layer and sqrt."""
     at = app_test("pages/demos/compare.py")
     no_errors(at)
-    peaks = list(at.table[0].value["Peak memory (vs none)"])
+    peaks = list(at.table[0].value["Peak memory (vs baseline)"])
     assert len(peaks) == 3 and len(set(peaks)) == 3, peaks
 
 

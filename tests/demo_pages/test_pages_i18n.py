@@ -54,8 +54,8 @@ def test_the_compare_table_headers_and_peaks_follow_the_language(app_test: Calla
         no_errors(at)
         headers[code] = list(at.table[0].value.columns)
         assert "Where the peak is" not in page_text(at) or code == "en"
-    assert headers["de"][1] == "Spitzenspeicher (ggü. none)"
-    assert headers["vi"][1] == "Bộ nhớ đỉnh (so với none)"
+    assert headers["de"][1] == "Spitzenspeicher (ggü. Baseline)"
+    assert headers["vi"][1] == "Bộ nhớ đỉnh (so với baseline)"
 
 
 def test_home_teaser_in_german(app_test: Callable) -> None:

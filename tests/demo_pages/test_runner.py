@@ -100,9 +100,21 @@ st.write(f"measured: {result is not None}")
 
 
 def test_a_huge_config_on_compare_asks_first(app_test) -> None:
-    at = app_test("pages/demos/compare.py",
-                  query={"layers": "24", "hidden": "512", "heads": "8", "seq": "1024",
-                         "batch": "4", "vocab": "32768", "strategy": "every-layer"})
+    """On a service of its own (no history of this process's earlier runs: the theory's
+    own estimate, about 6 min), so what other tests ran here cannot change the estimate."""
+    from demos.runtime import service as service_module
+    from tests.runtime.conftest import CPU, FakeWorker
+
+    svc = service_module.DemoService(CPU, worker=FakeWorker(lambda job, i: 0.01),
+                                     use_store=False).start()
+    old = service_module.set_service(svc)
+    try:
+        at = app_test("pages/demos/compare.py",
+                      query={"layers": "24", "hidden": "512", "heads": "8", "seq": "1024",
+                             "batch": "4", "vocab": "32768", "strategy": "every-layer"})
+    finally:
+        service_module.set_service(old)
+        svc.stop()
     assert not at.exception
     assert "roughly" in at.warning[0].value
     assert at.button and not at.table  # nothing measured before the click

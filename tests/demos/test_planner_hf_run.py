@@ -10,9 +10,12 @@ optimizer state's bytes (against the planner's state).
 
 Not run here, and replaced by recorders that check what is asked of them: bitsandbytes
 (4-bit loading and the 8-bit optimizer: not installed, CUDA only), Liger Kernel (CUDA
-only) and FSDP (needs several processes; its arguments are checked by building
-accelerate's plugin from them). `bf16=True` is allowed on the CPU (transformers refuses it
-without a bf16 GPU; the CPU runs bf16 autocast).
+only) and FSDP (it needs several processes: here its arguments are checked by building
+accelerate's plugin from them; tests/demos/test_planner_fsdp_run.py launches the printed
+FSDP script for real, two processes on the CPU over gloo, and checks that each decoder
+layer is its own FSDP unit, checkpointed through `fsdp_config`, with half the parameters
+on each rank). `bf16=True` is allowed on the CPU (transformers refuses it without a bf16
+GPU; the CPU runs bf16 autocast).
 """
 
 from __future__ import annotations

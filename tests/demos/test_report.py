@@ -19,7 +19,7 @@ from demos.reports.timing import overhead_note, time_spread, time_text, time_ver
 from memory.config import ModelConfig
 
 DEMOS = Path(__file__).resolve().parents[2] / "demos"
-TIME = "Step time (vs none)"
+TIME = "Step time (vs baseline)"
 THROUGHPUT = "Tokens / s · one step: wall, CPU · compute counted (predicted)"
 
 
@@ -43,17 +43,17 @@ def test_results_table_reads_against_none() -> None:
                _result("sqrt", 60 * 2**20, 0.24, 3e-7, False),
                _result("budget:dp:40%", 0, 0.0, None, None, fits=False)]
     table = results_table(results)
-    assert list(table.columns) == ["Strategy", "Peak memory (vs none)",
+    assert list(table.columns) == ["Strategy", "Peak memory (vs baseline)",
                                    "Activations held (predicted)", TIME,
                                    "Same gradients"]  # five: a phone shows them all
     assert list(table[TIME]) == [
         "200 ms (200–200)", "250 ms (250–250), 1.25× slower", "240 ms (240–240), 1.20× slower",
         "–"]
-    assert list(table["Peak memory (vs none)"])[:3] == ["100.0 MiB", "40.0 MiB (40%)",
+    assert list(table["Peak memory (vs baseline)"])[:3] == ["100.0 MiB", "40.0 MiB (40%)",
                                                         "60.0 MiB (60%)"]
     assert list(table["Same gradients"]) == ["baseline", "✓ bitwise equal (max diff 0)",
                                              "✓ max diff 3.0e-07", "–"]
-    assert table["Peak memory (vs none)"].iloc[3] == "does not fit"
+    assert table["Peak memory (vs baseline)"].iloc[3] == "does not fit"
     assert table["Strategy"].iloc[3] == "budget (dp, 40%)"
     assert [gradient_badge(r) for r in results[1:3]] == ["✓ identical", "✓ 3e-07"]
     assert gradient_badge(_result("sqrt", 1, 0.1, 0.5, False)) == "✗ 5e-01"
@@ -69,7 +69,7 @@ def test_a_difference_within_the_spread_reads_within_noise_never_as_a_gain() -> 
     assert time_verdict(faster, none)[0] == "faster-noise"
     assert results_table([none, faster])[TIME].iloc[1].endswith(
         ", measured faster: timing noise")
-    assert "every-layer: measured faster than none" in timing_note([none, faster])
+    assert "every layer: measured faster than without checkpointing" in timing_note([none, faster])
     clear = _result("every-layer", 40, 0.30, 0.0, True, runs=[0.28, 0.29, 0.30, 0.31, 0.32])
     verdict, ratio = time_verdict(clear, none)
     assert verdict == "slower" and ratio == pytest.approx(1.5)
@@ -102,7 +102,7 @@ def test_within_noise_only_when_each_median_lies_in_the_others_range() -> None:
     close = _result("every-layer", 40, 0.180, 0.0, True,
                     runs=[0.150, 0.160, 0.180, 0.200, 0.210])
     assert time_verdict(close, none)[0] == "noise"
-    assert "every-layer: within noise" in timing_note([none, close])
+    assert "every layer: within noise" in timing_note([none, close])
 
 
 def test_cpu_time_and_counted_compute_stand_beside_the_wall_time() -> None:
@@ -114,7 +114,7 @@ def test_cpu_time_and_counted_compute_stand_beside_the_wall_time() -> None:
     assert table[TIME].iloc[0] == "200 ms (200–200), CPU 100 ms"
     assert table[TIME].iloc[1] == "300 ms (300–300), CPU 150 ms, 1.50× slower"
     note = overhead_note([none, every])
-    assert "every-layer +16.7% (predicted +16.7%)" in note
+    assert "every layer +16.7% (predicted +16.7%)" in note
     assert "course: +33% (+50% with frozen weights)" in note
     assert "early stop" in note
     gap = wall_cpu_note([none, every], busy=True)
@@ -132,12 +132,13 @@ def test_peak_sentence_says_where_the_peak_is_and_what_sets_it() -> None:
                                      "activations": 0, "logits": 0,
                                      "temporaries": 8 * 2**20})
     text = peak_sentence(ran)
-    assert text.startswith("**every-layer**: peak 40.0 MiB at the end of backward")
+    assert text.startswith("**every layer**: peak 40.0 MiB at the end of backward")
     assert "`embedding_dense_backward`" in text
     assert "the parameters' gradients, 32.0 MiB (80%): checkpointing cannot lower them" in text
     same = SimpleNamespace(**{**vars(ran), "strategy": "sqrt", "label": "sqrt"})
     notes = shared_peak_notes([ran, same])
-    assert len(notes) == 1 and notes[0].startswith("every-layer, sqrt reach the same peak")
+    assert len(notes) == 1
+    assert notes[0].startswith("every layer, every √N layers reach the same peak")
     layer = SimpleNamespace(**{**vars(ran), "peak_phase": "backward", "peak_layer": 0,
                                "breakdown": {"gradients": 6, "activations": 9}})
     assert "in the backward pass of layer 0" in peak_sentence(layer)

@@ -32,14 +32,14 @@ def test_changing_the_shape_changes_the_per_parameter_state_and_the_caption(app_
     at.number_input(key="mem_hidden").set_value(4_096).run()
     # Twice the width: about four times the parameters, so the weights, gradients and
     # optimizer state grow too, not only the activations.
-    assert at.number_input(key="mem_params").value > 3 * 1.9
+    assert at.number_input(key="mem_params_m").value > 3 * 1_900
     assert "4,096" in shape_caption(at) and "2,048" not in shape_caption(at)
     new_total = float(metric(at, "Total, everything kept").value.split()[0])
     new_activations = float(metric(at, "Activations, everything kept").value.split()[0])
     grown = new_total - float(total.split()[0])
     assert grown > 2 * (new_activations - float(activations.split()[0]))
     at.number_input(key="mem_layers").set_value(56).run()
-    assert at.number_input(key="mem_params").value > 6 * 1.9
+    assert at.number_input(key="mem_params_m").value > 6 * 1_900
     at.selectbox(key="mem_preset").set_value("gpt2-small").run()
     assert "hidden 768 · 12 layers" in shape_caption(at)
 
@@ -69,6 +69,17 @@ def test_a_rejected_input_shows_the_value_actually_used(app_test, key, entered, 
                for warning in at.warning)
     at.number_input(key="mem_tokens").set_value(512).run()
     assert not at.warning  # said once, right after the entry
+
+
+def test_the_parameter_box_writes_a_whole_number_in_every_language(app_test):
+    """The box read "2000.000" (billions): a German reader takes the point for a
+    thousands separator, two million. In millions, a whole number has no separator."""
+    at = app_test("pages/lessons/why_memory.py", query={"lang": "de"})
+    box = at.number_input(key="mem_params_m")
+    assert box.proto.format == "%d" and box.value == 1_917  # the worked example, 1.9 billion
+    box.set_value(99_000_000).run()
+    assert at.number_input(key="mem_params_m").value == 2_000_000
+    assert at.warning and "2.000.000" in at.warning[0].value  # said the German way
 
 
 def test_layer_calculator_clamps_visibly_too(app_test):

@@ -144,7 +144,7 @@ def test_stored_values_the_widgets_no_longer_take_are_ignored(data_dir: Path) ->
     store = ProgressStore(data_dir)
     for name, value in {"step_strategy": "gone", "step_layers": 99, "step_index": 10_000,
                         "step_ratio": "4", "mem_preset": 7, "mem_batch": -3,
-                        "mem_params": "big", "mem_precision": None}.items():
+                        "mem_params_m": "big", "mem_precision": None}.items():
         store.keep_setting(LEARNER, name, value)
     store.record(LEARNER, SETTING + "mem_vocab", "{junk")
     at = open_page("pages/lessons/how_it_works.py")
