@@ -25,7 +25,7 @@ from memory.layer import (
     layer_tensors,
     rerun_flops,
 )
-from memory.precisions import PRECISIONS, optimizer_state_bytes
+from memory.precisions import OPTIMIZERS, PRECISIONS, optimizer_state_bytes
 
 STRATEGIES = ("none", "selective", "some-layers", "two-layer", "every-layer", "budget")
 PRECISION_KEYS = ("fp32", "mixed", "bf16")
@@ -174,6 +174,13 @@ def state_bytes(p: PlannerInputs) -> dict[str, float]:
     per_state = optimizer_state_bytes(p.precision if p.tuning == "full" else "fp32",
                                       p.optimizer)
     optimizer = trainable * per_state / n
+    if p.tuning == "full" and p.optimizer == "adamw-8bit":
+        # The Trainer keeps every nn.Embedding's moments in 32 bits under bitsandbytes'
+        # 8-bit optimizers (transformers 5.24.0, trainer.py, create_optimizer:
+        # register_module_override(module, "weight", {"optim_bits": 32})): the token (and
+        # GPT-2's position) table at AdamW's fp32 8 bytes, not 2.
+        tables = (p.arch.vocab + p.arch.positions) * p.arch.hidden
+        optimizer += tables * (OPTIMIZERS["adamw"].state_bytes - per_state) / n
     if p.offload:
         optimizer = 0.0
     return {"weights": weights + gathered, "gradients": grads, "optimizer": optimizer,

@@ -8,8 +8,9 @@ adapters sit, and in pure bf16 and mixed precision the bytes each decoder layer 
 backward during the Trainer's step (against the planner's layer) and the gradients' and
 optimizer state's bytes (against the planner's state).
 
-Not run here, and replaced by recorders that check what is asked of them: bitsandbytes
-(4-bit loading and the 8-bit optimizer: not installed, CUDA only), Liger Kernel (CUDA
+Not run here, and replaced by recorders that check what is asked of them: bitsandbytes'
+4-bit loading (measured on its own in tests/real_libraries, which load the model in 4-bit
+as printed; bitsandbytes' 8-bit AdamW does run here, on the CPU), Liger Kernel (CUDA
 only) and FSDP (it needs several processes: here its arguments are checked by building
 accelerate's plugin from them; tests/demos/test_planner_fsdp_run.py launches the printed
 FSDP script for real, two processes on the CPU over gloo, and checks that each decoder
@@ -69,14 +70,16 @@ class Run:
 
 
 def run_script(code: str, family: str, monkeypatch, tmp_path, batch: int, accumulation: int,
-               fsdp: bool = False) -> Run:
+               fsdp: bool = False, config=None, real_8bit: bool = False) -> Run:
+    """`config`: the model's config (default TINY[family]()); `real_8bit`: bitsandbytes'
+    own 8-bit AdamW (it runs on the CPU), not the recorder."""
     run = Run()
 
     def from_pretrained(name, dtype=None, attn_implementation=None, **kwargs):
         run.loaded = {"name": name, "dtype": dtype, "attn": attn_implementation, **kwargs}
         torch.manual_seed(0)
         model = transformers.AutoModelForCausalLM.from_config(
-            TINY[family](), dtype=dtype, attn_implementation=attn_implementation)
+            config or TINY[family](), dtype=dtype, attn_implementation=attn_implementation)
         run.model = model
         run.mlp_calls = [0] * len(_layers(model))
         for index, layer in enumerate(_layers(model)):
@@ -99,8 +102,9 @@ def run_script(code: str, family: str, monkeypatch, tmp_path, batch: int, accumu
         run.eight_bit = ctx.args.optim
         return adamw(ctx)
 
-    monkeypatch.setitem(optimizers._OPTIMIZER_HANDLERS, optimizers.OptimizerNames.ADAMW_8BIT,
-                        eight_bit)
+    if not real_8bit:
+        monkeypatch.setitem(optimizers._OPTIMIZER_HANDLERS,
+                            optimizers.OptimizerNames.ADAMW_8BIT, eight_bit)
     if fsdp:
         def init(self, model, args, train_dataset) -> None:
             run.fsdp_args = args
@@ -226,6 +230,45 @@ def test_lora_adapters_on_the_plans_layers(family, targets, monkeypatch, tmp_pat
     assert run.liger  # the chunked loss: Liger's fused linear + cross-entropy
     assert run.eight_bit == "adamw_8bit"  # the Trainer asked bitsandbytes for 8-bit AdamW
     assert run.loaded["dtype"] == torch.bfloat16 and run.trainer.args.bf16
+
+
+def test_8bit_adamw_keeps_the_state_the_plan_counts(monkeypatch, tmp_path) -> None:
+    """bitsandbytes' own 8-bit AdamW (0.50.2 runs it on the CPU) under the printed Trainer
+    arguments: one byte per moment, two per parameter, for every tensor of at least 4,096
+    numbers (its `min_8bit_size`; smaller ones, the norms, keep 32-bit moments: a rounding
+    error in a real model, where every matrix is far larger)."""
+    import bitsandbytes as bnb
+
+    from memory.precisions import OPTIMIZERS
+
+    p = _inputs("llama", strategy="every-layer", optimizer="adamw-8bit", precision="fp32")
+    config = LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, vocab_size=128)
+    run = run_script(hf_module.hf_code(p), "llama", monkeypatch, tmp_path, 1, 2,
+                     config=config, real_8bit=True)
+    optimizer = getattr(run.trainer.optimizer, "optimizer", run.trainer.optimizer)
+    assert isinstance(optimizer, bnb.optim.optimizer.Optimizer8bit)
+    table = run.model.get_input_embeddings().weight
+    big = small = 0
+    for group in optimizer.param_groups:
+        for q in group["params"]:
+            moments = [t for t in optimizer.state[q].values()
+                       if isinstance(t, torch.Tensor) and t.numel() == q.numel()]
+            per_param = sum(t.element_size() for t in moments)
+            if q is table:  # the Trainer keeps embeddings in 32 bits, as the plan counts
+                assert per_param == OPTIMIZERS["adamw"].state_bytes
+            elif q.numel() >= 4096:
+                big += 1
+                assert per_param == OPTIMIZERS["adamw-8bit"].state_bytes, q.shape
+            else:
+                small += 1
+                assert per_param == 8, q.shape
+    assert big >= 2 * 5 + 1 and small >= 1  # q, o and the MLP per layer, the head
+    # the plan: 2 bytes per parameter, 8 for the token table (Llama 3.1 8B: 128,256 × 4,096)
+    arch = p.arch
+    table_params = arch.vocab * arch.hidden
+    state = P.state_bytes(p)["optimizer"]
+    assert state == pytest.approx(2 * arch.params() + 6 * table_params)
 
 
 def test_qlora_script_runs_with_the_quantisation_left_out(monkeypatch, tmp_path) -> None:
