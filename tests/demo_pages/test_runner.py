@@ -3,6 +3,9 @@ confirmation before a long run (the tables are tested in tests/demos/test_report
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import ROOT
@@ -99,9 +102,10 @@ st.write(f"measured: {result is not None}")
     assert not at.warning
 
 
-def test_a_huge_config_on_compare_asks_first(app_test) -> None:
-    """On a service of its own (no history of this process's earlier runs: the theory's
-    own estimate, about 6 min), so what other tests ran here cannot change the estimate."""
+@pytest.fixture
+def own_service() -> Iterator[None]:
+    """A service of this test's own: no history of this process's earlier runs, so the
+    estimates are the theory's own and what other tests ran here cannot change them."""
     from demos.runtime import service as service_module
     from tests.runtime.conftest import CPU, FakeWorker
 
@@ -109,18 +113,23 @@ def test_a_huge_config_on_compare_asks_first(app_test) -> None:
                                      use_store=False).start()
     old = service_module.set_service(svc)
     try:
-        at = app_test("pages/demos/compare.py",
-                      query={"layers": "24", "hidden": "512", "heads": "8", "seq": "1024",
-                             "batch": "4", "vocab": "32768", "strategy": "every-layer"})
+        yield
     finally:
         service_module.set_service(old)
         svc.stop()
+
+
+def test_a_huge_config_on_compare_asks_first(app_test, own_service) -> None:
+    """The theory estimates about 6 min: a click first."""
+    at = app_test("pages/demos/compare.py",
+                  query={"layers": "24", "hidden": "512", "heads": "8", "seq": "1024",
+                         "batch": "4", "vocab": "32768", "strategy": "every-layer"})
     assert not at.exception
     assert "roughly" in at.warning[0].value
     assert at.button and not at.table  # nothing measured before the click
 
 
-def test_an_hours_long_run_is_refused_without_a_button(app_test) -> None:
+def test_an_hours_long_run_is_refused_without_a_button(app_test, own_service) -> None:
     """The biggest same-result run would hold the shared CPU for about 5 hours: it used
     to offer "Run it anyway (~18309 s)"; now it is refused, with no button."""
     at = app_test("pages/demos/same_result.py",
