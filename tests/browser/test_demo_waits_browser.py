@@ -18,13 +18,12 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.helpers import background_app, goto, screenshot, wait_for_app
+from tests.helpers import goto, screenshot, wait_for_app
 
-# The slider moved on each page (one step right of its default); the server measures these
-# sliders' neighbours while idle (DEMO_WARM_NEIGHBOURS).
+# The slider moved on each page (one step right of its default); the second server
+# (tests/browser/conftest.py) measures these sliders' neighbours while idle.
 FIRST_MOVES = {"compare": "Layers", "timeline": "Layers", "curves": "Batch",
                "what-fits": "Layers", "same-result": "Layers"}
-WARM_KEYS = "layers,batch"
 # Records whether a Cancel button (a run being waited for) showed after the move.
 WATCH_CANCEL = """() => {
     window.__waited = false;
@@ -79,35 +78,32 @@ def wait_for_the_warm_up(status: Path, limit_s: float = 1500) -> dict:
         time.sleep(2)
 
 
-@pytest.mark.late  # after the rest: the defaults are in the store the session's server warmed
+@pytest.mark.late  # after the rest: the second server measured meanwhile
 @pytest.mark.timeout(1800)  # the server measures the defaults' neighbours while idle
 def test_a_first_move_from_each_pages_defaults_is_served_from_the_store(
-        browser, app_url: str, app_data_dir: Path, tmp_path: Path) -> None:
+        browser, second_server: tuple[str, Path]) -> None:
     """A second server on the session server's data (as replicas share one database): the
-    defaults come from the store, the neighbours it measures itself while idle."""
-    status = tmp_path / "warm-up.json"
-    env = {"DATA_DIR": str(app_data_dir), "DEMO_WARM_NEIGHBOURS": WARM_KEYS,
-           "DEMO_WARM_STATUS": str(status)}
-    with background_app(env) as url:
-        done = wait_for_the_warm_up(status)
-        assert done["failed"] == 0 and done["idle_failed"] == 0, done
-        assert done["idle_runs"] >= len(FIRST_MOVES), done
-        context = browser.new_context(viewport={"width": 1400, "height": 1000})
-        page = context.new_page()
-        for path, label in FIRST_MOVES.items():
-            goto(page, url, path, timeout_ms=120_000)
-            slider = _slider(page, label)
-            before = page.url
-            page.evaluate(WATCH_CANCEL)
-            slider.focus()
-            slider.press("ArrowRight")
-            wait_for_app(page)
-            assert page.url != before  # the move reached the server (the URL follows it)
-            assert page.evaluate("window.__waited") is False, f"{path}: waited for a run"
-            expect(page.locator('[data-testid="stTable"], [data-testid="stPlotlyChart"]')
-                   .first).to_be_visible()
-            expect(page.get_by_text("The run failed")).to_have_count(0)
-        context.close()
+    defaults come from the store, the neighbours it measured itself while idle."""
+    url, status = second_server
+    done = wait_for_the_warm_up(status)
+    assert done["failed"] == 0 and done["idle_failed"] == 0, done
+    assert done["idle_runs"] >= len(FIRST_MOVES), done
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    for path, label in FIRST_MOVES.items():
+        goto(page, url, path, timeout_ms=120_000)
+        slider = _slider(page, label)
+        before = page.url
+        page.evaluate(WATCH_CANCEL)
+        slider.focus()
+        slider.press("ArrowRight")
+        wait_for_app(page)
+        assert page.url != before  # the move reached the server (the URL follows it)
+        assert page.evaluate("window.__waited") is False, f"{path}: waited for a run"
+        expect(page.locator('[data-testid="stTable"], [data-testid="stPlotlyChart"]')
+               .first).to_be_visible()
+        expect(page.get_by_text("The run failed")).to_have_count(0)
+    context.close()
 
 
 def test_the_previous_result_stays_dimmed_while_a_new_one_runs(page: Page, app_url: str

@@ -1,0 +1,30 @@
+"""The browser tests' second app server: started (niced) with the first browser test, on
+the session server's data, as replicas share one database. While the other browser tests
+run it measures, with the CPU they leave idle, the slider steps next to the demo pages'
+defaults; the first-move test, which runs last, then opens it warm."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import background_app
+
+# The sliders whose steps next to the defaults it measures (DEMO_WARM_NEIGHBOURS).
+WARM_KEYS = "layers,batch"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def second_server(app_url: str, app_data_dir: Path,
+                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """(its URL, its warm-up status file)."""
+    status = tmp_path_factory.mktemp("second-server") / "warm-up.json"
+    env = {"DATA_DIR": str(app_data_dir), "DEMO_WARM_NEIGHBOURS": WARM_KEYS,
+           "DEMO_WARM_STATUS": str(status)}
+    command = ["nice", "-n", "10", sys.executable, "-m", "ui.server", "--server.port",
+               "{port}", "--server.address", "127.0.0.1", "--server.headless", "true"]
+    with background_app(env, command=command) as url:
+        yield url, status
