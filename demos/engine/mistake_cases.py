@@ -27,6 +27,7 @@ from demos.engine.mistake_measuring import (
     model_loss,
     none_grads,
     plain_block,
+    probed_step,
     tracked,
     train_step,
     within_tolerance,
@@ -43,19 +44,6 @@ def run_whole_model() -> tuple[Measured, Measured, Measured, dict[str, Any]]:
     def one_segment(model: GPT, idx: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
         return checkpoint(model, idx, tgt, use_reentrant=False)  # GPT.forward: the loss
 
-    def step_of(loss_fn: Callable[[], torch.Tensor]) -> Callable[[LiveTracker], torch.Tensor]:
-        def step(tracker: LiveTracker) -> torch.Tensor:
-            model.zero_grad(set_to_none=True)
-            model.set_probe(tracker)
-            try:
-                loss = loss_fn()
-                tracker.start_backward()
-                loss.backward()
-            finally:
-                model.set_probe(None)
-            return loss
-        return step
-
     runs = {
         "plain": lambda: model_loss(model, idx, tgt),
         "wrong": lambda: one_segment(model, idx, tgt),
@@ -64,7 +52,7 @@ def run_whole_model() -> tuple[Measured, Measured, Measured, dict[str, Any]]:
     out = []
     plain_grads = None
     for fn in runs.values():
-        s = tracked(model, step_of(fn), (idx, tgt))
+        s = tracked(model, probed_step(model, fn), (idx, tgt))
         grads = grads_of(model)
         plain_grads = plain_grads or grads
         flops = count_flops(lambda fn=fn: fn().backward())

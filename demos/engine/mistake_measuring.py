@@ -138,22 +138,31 @@ def model_loss(model: GPT, idx: torch.Tensor, targets: torch.Tensor,
     return head_loss(model, x, targets)
 
 
-def train_step(model: GPT, idx: torch.Tensor, targets: torch.Tensor,
-                run_block: BlockRunner = plain_block, seed: int = 0
+def probed_step(model: GPT, loss_fn: Callable[[], torch.Tensor], seed: int | None = None
                 ) -> Callable[[LiveTracker], torch.Tensor]:
+    """One training step of `loss_fn` with the tracker as the model's probe (each byte
+    attributed to its phase and layer); `seed` first when given (the same dropout masks in
+    every run)."""
     def step(tracker: LiveTracker) -> torch.Tensor:
         model.zero_grad(set_to_none=True)
-        torch.manual_seed(seed)  # the same dropout masks in every run
+        if seed is not None:
+            torch.manual_seed(seed)
         tracker.set_phase("forward")
         model.set_probe(tracker)
         try:
-            loss = model_loss(model, idx, targets, run_block)
+            loss = loss_fn()
             tracker.start_backward()
             loss.backward()
         finally:
             model.set_probe(None)
         return loss
     return step
+
+
+def train_step(model: GPT, idx: torch.Tensor, targets: torch.Tensor,
+               run_block: BlockRunner = plain_block, seed: int = 0
+               ) -> Callable[[LiveTracker], torch.Tensor]:
+    return probed_step(model, lambda: model_loss(model, idx, targets, run_block), seed)
 
 
 def ckpt(reentrant: bool, preserve: bool = True) -> BlockRunner:

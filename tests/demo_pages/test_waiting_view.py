@@ -46,16 +46,8 @@ def show(frame):
 """
 
 
-def _app(tmp_path, body: str, before: float = 2.0) -> AppTest:
-    """`before`: seconds until a run sends its result so far (past QUICK_SECONDS: the
-    previous result shows dimmed meanwhile)."""
-    script = (f"import sys\nsys.path.insert(0, {str(ROOT)!r})\n"
-              + PRELUDE.format(data=str(tmp_path), before=before) + body)
-    return AppTest.from_string(script, default_timeout=60).run()
-
-
-def test_the_previous_result_stays_dimmed_until_the_new_one_and_partials_show(tmp_path):
-    at = _app(tmp_path, """
+# A first result, then a second run (one more layer) drawn with the same `show`.
+TWO_RUNS = """
 try:
     demo_runner._run(tiny_compare(seed=1), "a", show=show)
     new = demo_runner._run(tiny_compare(seed=2).__class__.make(
@@ -66,7 +58,19 @@ finally:
     svc.stop()
     st.caption = _caption
 st.write("calls: " + repr(calls))
-st.write("captions: " + " | ".join(captions))
+"""
+
+
+def _app(tmp_path, body: str, before: float = 2.0) -> AppTest:
+    """`before`: seconds until a run sends its result so far (past QUICK_SECONDS: the
+    previous result shows dimmed meanwhile)."""
+    script = (f"import sys\nsys.path.insert(0, {str(ROOT)!r})\n"
+              + PRELUDE.format(data=str(tmp_path), before=before) + body)
+    return AppTest.from_string(script, default_timeout=60).run()
+
+
+def test_the_previous_result_stays_dimmed_until_the_new_one_and_partials_show(tmp_path):
+    at = _app(tmp_path, TWO_RUNS + """st.write("captions: " + " | ".join(captions))
 """)
     assert not at.exception
     calls = eval(at.markdown[-2].value.removeprefix("calls: "))  # noqa: S307 - our own repr
@@ -85,18 +89,7 @@ st.write("captions: " + " | ".join(captions))
 def test_a_run_whose_memory_comes_at_once_is_drawn_without_the_dimmed_previous(tmp_path):
     """Within QUICK_SECONDS the result so far replaces the previous result directly: the
     browser draws each chart once, not a blink of the old one first."""
-    at = _app(tmp_path, """
-try:
-    demo_runner._run(tiny_compare(seed=1), "a", show=show)
-    new = demo_runner._run(tiny_compare(seed=2).__class__.make(
-        "compare", tiny_compare(seed=2).config.replace(layers=3), ["none", "every-layer"],
-        repeats=1, timeline=False, time_steps=True), "b", show=show)
-finally:
-    service.set_service(None)
-    svc.stop()
-    st.caption = _caption
-st.write("calls: " + repr(calls))
-""", before=0.0)
+    at = _app(tmp_path, TWO_RUNS, before=0.0)
     assert not at.exception
     calls = eval(at.markdown[-1].value.removeprefix("calls: "))  # noqa: S307 - our own repr
     first = calls.index((None, 1, "0"))

@@ -29,22 +29,12 @@ from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (  # noq
 )
 from torch.distributed.fsdp import FSDPModule  # noqa: E402
 from torch.distributed.tensor import DTensor  # noqa: E402
-from transformers import GPT2Config, LlamaConfig  # noqa: E402
 
-TINY = {
-    "gpt2": lambda: GPT2Config(n_layer=4, n_embd=32, n_head=4, vocab_size=128,
-                               n_positions=64),
-    "llama": lambda: LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=4,
-                                 num_attention_heads=4, num_key_value_heads=2,
-                                 vocab_size=128),
-}
-SEQ = 16
+from tests.demos.tiny_hf import SEQ, TINY, decoder_layers  # noqa: E402
+
 ROWS = 4  # per epoch: 2 micro-batches of one row on each of 2 ranks, one optimizer step
 
 
-def _layers(model: torch.nn.Module) -> list[torch.nn.Module]:
-    return [m for m in model.modules()
-            if isinstance(m, transformers.GradientCheckpointingLayer)]
 
 
 def _fsdp_on_cpu(seen: dict) -> None:
@@ -85,7 +75,7 @@ def main(family: str, plan: str, out: str) -> None:
         torch.manual_seed(0)
         model = transformers.AutoModelForCausalLM.from_config(
             TINY[family](), dtype=dtype, attn_implementation=attn_implementation)
-        layers = _layers(model)
+        layers = decoder_layers(model)
         seen["mlp_calls"] = [0] * len(layers)
         for index, layer in enumerate(layers):
             def count(module, args, index=index) -> None:
@@ -112,7 +102,7 @@ def main(family: str, plan: str, out: str) -> None:
                                    run_name="__main__")
     trainer = namespace["trainer"]
     model = trainer.model
-    layers = _layers(model)
+    layers = decoder_layers(model)
     units = [layer for layer in layers if isinstance(layer, FSDPModule)]
     parents = {id(child): parent for parent in model.modules()
                for child in parent.children()}

@@ -26,32 +26,18 @@ import warnings
 import pytest
 import torch
 import transformers
-from transformers import GPT2Config, LlamaConfig, Qwen2Config, TrainingArguments
+from transformers import LlamaConfig, TrainingArguments
 from transformers import trainer_optimizer as optimizers
 
 from memory import footprint as P
 from memory.architectures import PRESETS
 from planner import hf_code as hf_module
+from tests.demos.tiny_hf import SEQ, TINY, decoder_layers
 
 torch.set_num_threads(1)
 
-TINY = {
-    "gpt2": lambda: GPT2Config(n_layer=4, n_embd=32, n_head=4, vocab_size=128,
-                               n_positions=64),
-    "llama": lambda: LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=4,
-                                 num_attention_heads=4, num_key_value_heads=2,
-                                 vocab_size=128),
-    "qwen2": lambda: Qwen2Config(hidden_size=32, intermediate_size=64, num_hidden_layers=4,
-                                 num_attention_heads=4, num_key_value_heads=2,
-                                 vocab_size=128),
-}
 PRESET_OF = {"gpt2": "gpt2", "llama": "llama-3.2-1b", "qwen2": "qwen2.5-7b"}
-SEQ = 16
 
-
-def _layers(model) -> list[torch.nn.Module]:
-    return [m for m in model.modules()
-            if isinstance(m, transformers.GradientCheckpointingLayer)]
 
 
 class Run:
@@ -81,8 +67,8 @@ def run_script(code: str, family: str, monkeypatch, tmp_path, batch: int, accumu
         model = transformers.AutoModelForCausalLM.from_config(
             config or TINY[family](), dtype=dtype, attn_implementation=attn_implementation)
         run.model = model
-        run.mlp_calls = [0] * len(_layers(model))
-        for index, layer in enumerate(_layers(model)):
+        run.mlp_calls = [0] * len(decoder_layers(model))
+        for index, layer in enumerate(decoder_layers(model)):
             def count(module, args, index=index):
                 run.mlp_calls[index] += 1
             layer.mlp.register_forward_pre_hook(count)
@@ -155,7 +141,7 @@ def test_every_layer_through_the_trainer(family, monkeypatch, tmp_path) -> None:
     p = _inputs(family, strategy="every-layer", precision="fp32")
     run = run_script(hf_module.hf_code(p), family, monkeypatch, tmp_path, 1, 2)
     assert run.trainer.args.activation_checkpointing
-    assert all(layer.gradient_checkpointing for layer in _layers(run.model))
+    assert all(layer.gradient_checkpointing for layer in decoder_layers(run.model))
     assert _checkpointed(run) == [True] * 4
     assert type(run.trainer.optimizer.optimizer if hasattr(run.trainer.optimizer, "optimizer")
                 else run.trainer.optimizer).__name__ == "AdamW"
@@ -171,7 +157,8 @@ def test_only_the_first_k_layers_recompute(family, monkeypatch, tmp_path) -> Non
     code = hf_module.hf_code(p)
     assert "checkpoint(layer" not in code
     run = run_script(code, family, monkeypatch, tmp_path, 1, 2)
-    assert [layer.gradient_checkpointing for layer in _layers(run.model)] == [True] * 3 + [False]
+    flags = [layer.gradient_checkpointing for layer in decoder_layers(run.model)]
+    assert flags == [True] * 3 + [False]
     assert _checkpointed(run) == [True, True, True, False]
 
 
@@ -300,7 +287,7 @@ def test_fsdp_wraps_each_decoder_layer_and_checkpoints_through_fsdp(family, laye
     assert not args.activation_checkpointing  # FSDP's own, not the training argument
     assert args.fsdp_config["activation_checkpointing"] is True
     assert args.fsdp_config["transformer_layer_cls_to_wrap"] == [layer]
-    assert type(_layers(run.model)[0]).__name__ == layer
+    assert type(decoder_layers(run.model)[0]).__name__ == layer
     assert layer in run.model._no_split_modules
     plugin = FullyShardedDataParallelPlugin(**args.fsdp_plugin_args)
     assert plugin.activation_checkpointing and plugin.fsdp_version == 2
@@ -315,7 +302,7 @@ def _kept_by_one_layer(attn: str, batch: int, seq: int) -> int:
     model = transformers.AutoModelForCausalLM.from_config(TINY["llama"](),
                                                           attn_implementation=attn)
     model.train()
-    layer = _layers(model)[1]
+    layer = decoder_layers(model)[1]
     skip = {q.untyped_storage().data_ptr() for q in model.parameters()}
     on, kept = [False], {}
 
@@ -374,7 +361,7 @@ def _kept_in_the_trainer_step(run: Run) -> list[int]:
     is made outside the layers and passed to each (rotary cos/sin, masks) left out."""
     from demos.engine.real_models import _weight_copy
 
-    layers = _layers(run.model)
+    layers = decoder_layers(run.model)
     state: dict = {"layer": None, "shared": set()}
     kept: dict[int, tuple[int, int]] = {}
 
