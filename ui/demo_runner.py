@@ -378,25 +378,46 @@ def _run(job: Job, what: str | None = None, show: Show | None = None) -> Any:
     return _finished(job, ticket.result, show, view)
 
 
-def _finished(job: Job, result: Any, show: Show | None, view: Any = None) -> Any:
+def _finished(job: Job, result: Any, show: Show | None, view: _Turns | None = None) -> Any:
     """Draw the finished result (in place of what stood in for it) and remember it as the
     page's previous result."""
     if view is not None:
-        view.empty()  # an empty element drops the stand-in's elements, not only some
+        view.empty()
     if show is not None:
         _remember_shown(show, job, result)
         show(result)
     return result
 
 
+class _Turns:
+    """Two placeholders drawn in turn, the one drawn before emptied. One placeholder emptied
+    and drawn again at once would reach the browser as a block over a block (Streamlit
+    composes the two messages), and the browser keeps the old block's extra elements under
+    the new ones: the previous result's charts beside the new run's numbers."""
+
+    def __init__(self) -> None:
+        self._places = (st.empty(), st.empty())
+        self._turn = 1
+
+    def next(self) -> Any:
+        """A container in place of the last one drawn."""
+        self._places[self._turn].empty()
+        self._turn ^= 1
+        return self._places[self._turn].container()
+
+    def empty(self) -> None:
+        for place in self._places:
+            place.empty()
+
+
 def _wait(ticket: Ticket, what: str, show: Show | None = None, job: Job | None = None
-          ) -> Any:
+          ) -> _Turns:
     """Show the place, the estimate and progress until the run ends, with the previous
     result dimmed below, replaced by the run's result so far as it comes. Leaving the
     page stops this script at its next element update: the ticket is released, and a run
-    nobody waits for any more is cancelled. Returns the placeholder of the view."""
+    nobody waits for any more is cancelled. Returns the placeholders of the view."""
     box = st.empty()
-    view = st.empty()
+    view = _Turns()
     shown_version, drawn_at = 0, 0.0
     try:
         with box.container():
@@ -405,7 +426,7 @@ def _wait(ticket: Ticket, what: str, show: Show | None = None, job: Job | None =
                       on_click=_mark_cancelled, args=(what,))
         quick = ticket.wait(QUICK_SECONDS) or ticket.partial[1] is not None
         if show is not None and job is not None and not quick:
-            with view.container():
+            with view.next():
                 _show_previous(show, job)
         while not ticket.done:
             version, partial = ticket.partial
@@ -414,8 +435,7 @@ def _wait(ticket: Ticket, what: str, show: Show | None = None, job: Job | None =
                     and version != shown_version
                     and (shown_version == 0 or now - drawn_at >= REDRAW_SECONDS)):
                 shown_version, drawn_at = version, now
-                view.empty()  # a block replacing a block keeps the old one's extra children
-                with view.container(), _drawing(f"partial-{version}"):
+                with view.next(), _drawing(f"partial-{version}"):
                     st.caption(":material/pending: " + _partial_caption(job, partial))
                     show(partial)
             if ticket.wait(POLL_SECONDS):
