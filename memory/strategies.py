@@ -59,6 +59,7 @@ CHECKPOINT_KEEPS = frozenset({"input"})
 @dataclass(frozen=True)
 class PolicyRecord:
     policy: SelectivePolicy
+    title: str  # a catalog message (N_): the strategy's display title, through title()
     description: str  # a catalog message (N_), shown through describe()
     saves: SavedOps
     keeps: frozenset[str]  # block tensors held for backward (theory.block_tensors names)
@@ -71,13 +72,13 @@ class PolicyRecord:
 
 POLICIES: dict[SelectivePolicy, PolicyRecord] = {p.policy: p for p in (
     PolicyRecord(
-        SelectivePolicy.SAVE_MATMULS,
+        SelectivePolicy.SAVE_MATMULS, N_("selective: save the matmuls"),
         N_("Save the outputs of the matrix multiplications (QKV, projections, MLP); "
            "recompute LayerNorm, attention, GELU and the additions."),
         SavedOps.MATMULS, frozenset({"input", "qkv", "proj", "fc", "out"}), ("proj",),
         recomputed_matmuls=(), recomputes_attention=True),
     PolicyRecord(
-        SelectivePolicy.SAVE_ATTENTION,
+        SelectivePolicy.SAVE_ATTENTION, N_("selective: save attention"),
         N_("Save only the attention kernel's output and log-sum-exp; recompute everything "
            "else, matmuls too (less memory, more recompute)."),
         SavedOps.ATTENTION, frozenset({"input", "attn.out", "attn.lse"}), (),
@@ -86,7 +87,7 @@ POLICIES: dict[SelectivePolicy, PolicyRecord] = {p.policy: p for p in (
         # projection's own result is never needed
         recomputed_matmuls=("qkv", "proj", "fc"), recomputes_attention=False),
     PolicyRecord(
-        SelectivePolicy.SAVE_ALL_BUT_ATTENTION,
+        SelectivePolicy.SAVE_ALL_BUT_ATTENTION, N_("selective: save all but attention"),
         N_("Save the output of every op except attention: a bad policy that keeps more "
            "bytes than no checkpointing at all."),
         SavedOps.ALL_BUT_ATTENTION,
@@ -112,16 +113,19 @@ _LLAMA_OUTPUTS = frozenset(
     | {f"rope.{n}.{t}" for n in ("q", "k") for t in ("cos", "neg", "cat", "sin")})
 LLAMA_POLICIES: dict[SelectivePolicy, PolicyRecord] = {
     SelectivePolicy.SAVE_MATMULS: PolicyRecord(
-        SelectivePolicy.SAVE_MATMULS, POLICIES[SelectivePolicy.SAVE_MATMULS].description,
+        SelectivePolicy.SAVE_MATMULS, POLICIES[SelectivePolicy.SAVE_MATMULS].title,
+        POLICIES[SelectivePolicy.SAVE_MATMULS].description,
         SavedOps.MATMULS, frozenset({"input", "q", "k", "v", "o", "gate", "up", "down"}),
         ("o",), recomputed_matmuls=(), recomputes_attention=True),
     SelectivePolicy.SAVE_ATTENTION: PolicyRecord(
-        SelectivePolicy.SAVE_ATTENTION, POLICIES[SelectivePolicy.SAVE_ATTENTION].description,
+        SelectivePolicy.SAVE_ATTENTION, POLICIES[SelectivePolicy.SAVE_ATTENTION].title,
+        POLICIES[SelectivePolicy.SAVE_ATTENTION].description,
         SavedOps.ATTENTION, frozenset({"input", "attn.out", "attn.lse"}), (),
         # backward needs q, k, v, the residual o feeds, and gate and up (SiLU, product)
         recomputed_matmuls=("q", "k", "v", "o", "gate", "up"), recomputes_attention=False),
     SelectivePolicy.SAVE_ALL_BUT_ATTENTION: PolicyRecord(
         SelectivePolicy.SAVE_ALL_BUT_ATTENTION,
+        POLICIES[SelectivePolicy.SAVE_ALL_BUT_ATTENTION].title,
         POLICIES[SelectivePolicy.SAVE_ALL_BUT_ATTENTION].description,
         SavedOps.ALL_BUT_ATTENTION, _LLAMA_OUTPUTS, ("o", "down", "output"),
         recomputed_matmuls=(), recomputes_attention=True),
@@ -343,7 +347,7 @@ STRATEGIES: dict[str, Strategy] = {s.id: s for s in (
         "#16a34a",  # green
         _selective_plan,
         cost="holds what the policy saves per layer; recomputes only the rest",
-        title_template=N_("selective ({policy})"), label_template="selective:{policy}",
+        label_template="selective:{policy}",  # titled by its policy: title()
         parse_args=_parse_policy, check=_check_policy,
         examples=lambda: tuple(f"selective:{p}" for p in SELECTIVE_POLICIES)),
     Strategy(
@@ -371,10 +375,13 @@ FALLBACK_COLOURS = ("#ca8a04", "#0d9488", "#7c3aed", "#dc2626", "#4d7c0f")
 
 
 def title(spec: StrategySpec | str, locale: str = "en") -> str:
-    """The display title of a strategy ('every 4 layers', 'selective (save-matmuls)') in the
-    language `locale` (a code of i18n.languages: "en", "de", "vi"): the one place titles
-    are made, the record's template translated through the catalog."""
+    """The display title of a strategy ('every 4 layers', 'selective: save the matmuls') in
+    the language `locale` (a code of i18n.languages: "en", "de", "vi"): the one place titles
+    are made, the record's template (a selective policy's own title) translated through
+    the catalog."""
     spec = parse_strategy(spec)
+    if spec.name == "selective":
+        return i18n_gettext(locale, policy(spec.policy).title)
     fields = {k: v for k, v in _fields(spec).items() if k != "id"}
     return i18n_gettext(locale, spec.strategy.title_template.replace("{id}", spec.name),
                         **fields)

@@ -11,15 +11,14 @@ from demos.reports.figure_style import LAYOUT, separators
 from demos.reports.report import babel
 from i18n import N_, gettext
 from i18n.units import byte_unit, format_bytes, format_ms, number
+from memory.strategies import title as strategy_title
 
-# Catalog messages for the manual strategies the sweep runs (demos.engine.compiler_budget).
+# Catalog messages for the manual strategies the sweep runs (demos.engine.compiler_budget)
+# that are titled apart from the demos' own (memory.strategies.title titles the rest).
 STRATEGY_NAMES: dict[str, str] = {
     "none": N_("no checkpointing"),
-    "every-layer": N_("every layer"),
     "every-k:2": N_("two-layer segments"),
-    "selective:save-matmuls": N_("selective: save the matmuls"),
     "selective:save-every-other-matmul": N_("selective: save every other matmul"),
-    "selective:save-attention": N_("selective: save attention"),
 }
 METHOD_NAMES = {"saved-tensors-hooks": N_("saved-tensor hooks (compiled points)"),
                 "live-tracker": N_("the live tracker (eager points)")}
@@ -35,7 +34,7 @@ def point_label(kind: str, strategy: str, budget: float | None, lang: str = "en"
         value = f"{budget:g}"
         return gettext(lang, "budget {budget}", budget=value)
     name = STRATEGY_NAMES.get(strategy)
-    name = gettext(lang, name) if name else strategy
+    name = gettext(lang, name) if name else strategy_title(strategy, lang)
     if kind == "compiled":
         return gettext(lang, "compiled, {strategy}", strategy=name)
     return name

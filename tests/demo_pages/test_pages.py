@@ -88,7 +88,7 @@ def test_compare_measures_the_strategies_a_link_names(app_test: Callable) -> Non
     no_errors(at)
     table = at.table[0].value
     assert list(table["Strategy"]) == ["no checkpoints", "every 2 layers", "every √N layers",
-                                       "selective (save-attention)"]
+                                       "selective: save attention"]
     assert all(mark.startswith("✓") for mark in table["Same gradients"].iloc[1:])
     at.multiselect(key="strategy").unselect("sqrt").run()
     no_errors(at)
@@ -176,7 +176,7 @@ def test_what_fits_says_why_nothing_fits(app_test: Callable) -> None:
     no_errors(at)
     assert "Nothing fits" in texts(at, "warning")
     captions = texts(at, "caption")
-    for strategy in ("no checkpoints", "every layer", "selective (save-matmuls)"):
+    for strategy in ("no checkpoints", "every layer", "selective: save the matmuls"):
         assert f"**{strategy}**: even batch 1 needs" in captions
     assert set(at.table[0].value["Largest batch (confirmed)"]) == {"–"}
     assert not charts(at)  # no empty axes
@@ -200,7 +200,7 @@ def test_same_result_renders_and_follows_the_steps(app_test: Callable) -> None:
     at = app_test("pages/demos/same_result.py", query=query, timeout=120)
     no_errors(at)
     differences = at.table[0].value
-    assert list(differences["Strategy"]) == ["every layer", "selective (save-matmuls)"]
+    assert list(differences["Strategy"]) == ["every layer", "selective: save the matmuls"]
     # Same weights, data and dropout masks: checkpointing reproduces none's losses.
     assert list(differences["Bitwise equal at every step"]) == ["✓ yes", "✓ yes"]
     at.slider(key="steps").set_value(30).run()

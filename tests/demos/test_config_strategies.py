@@ -99,9 +99,25 @@ def test_titles_are_made_from_the_records_not_parsed_back():
     from memory.strategies import title
 
     assert title("every-k:4") == "every 4 layers"
-    assert title("selective") == "selective (save-matmuls)"
+    assert title("selective") == "selective: save the matmuls"
     assert title("budget:dp:50MiB") == "budget (dp, 50.0 MiB)"
     assert title("budget:dp:40%") == "budget (dp, 40%)"
+
+
+def test_each_selective_policy_is_titled_in_words_in_every_language():
+    """A learner reads what the policy keeps, not its id ('save-matmuls'); the compiler
+    page's labels are the same titles."""
+    from demos.reports.budget_figures import point_label
+    from memory.strategies import SELECTIVE_POLICIES, title
+
+    for lang in ("en", "de", "vi"):
+        titles = {title(f"selective:{p}", lang) for p in SELECTIVE_POLICIES}
+        assert len(titles) == len(SELECTIVE_POLICIES), titles
+        for policy_id in SELECTIVE_POLICIES:
+            text = title(f"selective:{policy_id}", lang)
+            assert policy_id not in text, text
+            assert point_label("eager", f"selective:{policy_id}", None, lang) == text
+    assert title("selective:save-attention", "de") == "selektiv: Attention speichern"
 
 
 def test_budget_share_is_a_fraction_of_what_no_checkpointing_holds():
