@@ -64,11 +64,12 @@ def app_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def app_url(app_data_dir: Path) -> Iterator[str]:
     """The real app (`python -m ui.server`), its log in the data folder."""
     # Error details on the page and an unbuffered log: a failure shows its cause.
-    # No idle-time runs of the defaults' neighbours: they would take the shared CPU from
-    # the tests between their steps (tests/browser/test_demo_waits_browser.py has its own).
+    # No start-up warm-up: the second server (tests/browser/conftest.py), on the same data,
+    # measures the pages' defaults and their neighbours with the CPU the tests leave idle;
+    # two servers listing and measuring the same runs at once would take it from the tests.
     env = {"DATA_DIR": str(app_data_dir), "QUIZ_COOLDOWN_SECONDS": "0",
            "STREAMLIT_CLIENT_SHOW_ERROR_DETAILS": "true", "PYTHONUNBUFFERED": "1",
-           "DEMO_WARM_NEIGHBOURS": "0"}
+           "DEMO_WARM_STORE": "0"}
     log_path = app_data_dir / "streamlit.log"
     _APP_LOGS.append(log_path)
     with log_path.open("w") as log, background_app(env, log=log) as url:

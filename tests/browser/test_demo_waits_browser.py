@@ -54,7 +54,7 @@ WATCH_PREVIOUS = """(old) => {
         if (box.querySelector('[data-testid="stMetricValue"]')) {
             window.__previous.metric = true;
         }
-        if (document.body.innerText.includes('Previous result (Vocabulary 512)')) {
+        if (document.body.innerText.includes('Previous result (Batch 1)')) {
             window.__previous.caption = true;
         }
     };
@@ -121,16 +121,16 @@ def test_the_previous_result_stays_dimmed_while_a_new_one_runs(page: Page, app_u
     # A model whose step takes seconds even on a quiet machine: the new run's first
     # numbers (its memory) come well after the QUICK_SECONDS a run is given before the
     # previous result shows dimmed.
-    goto(page, app_url, "compare?layers=4&hidden=128&heads=2&seq=512&batch=4&vocab=512"
+    goto(page, app_url, "compare?layers=2&hidden=64&heads=2&seq=512&batch=1&vocab=32768"
                         "&strategy=every-layer", timeout_ms=120_000)
     metric = page.locator('[data-testid="stMetricValue"]').first
     expect(metric).to_be_visible()
-    old_peak = metric.inner_text()  # 24.5 MiB; the new run's numbers are hundreds of MiB
+    old_peak = metric.inner_text()  # the new run's numbers are about 8 times as large
     # What the page showed while the new run was measured, recorded as it happened.
     page.evaluate(WATCH_PREVIOUS, old_peak)
-    slider = _slider(page, "Vocabulary")
+    slider = _slider(page, "Batch")
     slider.focus()
-    slider.press("End")  # the largest vocabulary: not in the store
+    slider.press("End")  # batch 1 -> 8: not in the store
     # A run estimated past the runner's threshold asks for a click first (the previous
     # result stays dimmed meanwhile): given, as a learner would, and the watch starts
     # again for the run itself.
@@ -152,11 +152,8 @@ def test_the_previous_result_stays_dimmed_while_a_new_one_runs(page: Page, app_u
     expect(page.locator('[class*="st-key-demo-previous"]')).to_have_count(0)  # replaced
     expect(page.locator('[data-testid="stMetricValue"]').first).to_be_visible()
     screenshot(page, "demo-previous-result-replaced")
-    # The timed rounds are not this test's: cancel them, as a learner can.
-    cancel = page.get_by_role("button", name="Cancel")
-    if cancel.count():
-        cancel.first.click()
-    wait_for_app(page, timeout_ms=120_000)
+    # The timed rounds are not this test's: the tab closes, and the run nobody waits for
+    # is cancelled.
 
 
 def test_the_language_picker_shows_on_a_laptop_and_titles_are_whole(browser,
