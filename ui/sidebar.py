@@ -33,7 +33,7 @@ def device_text(device: DeviceInfo) -> str:
 # page titles wrap instead of being cut ("1. Why training runs out of me..."): the label
 # and the Markdown box inside it, which Streamlit 1.67 keeps on one line with an ellipsis.
 # On a phone a table's cells take a smaller font and less padding, so a five-column table
-# fits its 390 px.
+# fits its 390 px (German headers break their long words at soft hyphens in the catalog).
 SIDEBAR_CSS = """<style>
 [data-testid="stSidebarContent"] { display: flex; flex-direction: column; }
 [data-testid="stSidebarHeader"] { order: 0; }
@@ -46,7 +46,7 @@ SIDEBAR_CSS = """<style>
 }
 @media (max-width: 640px) {
     [data-testid="stTable"] th, [data-testid="stTable"] td {
-        padding-left: 0.25rem; padding-right: 0.25rem; font-size: 0.8rem;
+        padding-left: 0.15rem; padding-right: 0.15rem; font-size: 0.8rem;
     }
 }
 </style>"""
