@@ -173,10 +173,15 @@ def _report(state: str, **counts: int) -> None:
 
 
 def _finish(tickets: list[Any]) -> int:
-    """Wait for the tickets' runs; how many failed."""
+    """Wait for the tickets' runs; how many failed (each logged with its reason)."""
+    failed = 0
     for ticket in tickets:
         ticket.wait()
-    return sum(ticket.error is not None for ticket in tickets)
+        if ticket.error is not None:
+            failed += 1
+            log.warning("warm-up: %r failed: %s %s", ticket.job, ticket.error,
+                        ticket.error.numbers)
+    return failed
 
 
 def _warm_store() -> None:

@@ -112,6 +112,10 @@ class Ticket:
         return self._run.key
 
     @property
+    def job(self) -> Job:
+        return self._run.job
+
+    @property
     def done(self) -> bool:
         return self._run.event.is_set()
 

@@ -177,3 +177,24 @@ def test_a_warm_up_that_cannot_list_its_runs_says_failed(monkeypatch, tmp_path):
     monkeypatch.setattr(server, "_collected", lambda flag: None)
     server._warm_store()
     assert json.loads((tmp_path / "warm-up.json").read_text())["state"] == "failed"
+
+
+def test_the_warm_up_logs_each_failed_run_with_its_job_and_reason(caplog) -> None:
+    """An operator reads which run failed and why (a memory bound, a time limit), not
+    only the count in the status file."""
+    import logging
+
+    from demos.runtime.jobs import Job
+    from demos.runtime.worker import StepFailed
+    from tests.runtime.conftest import TINY
+    from ui import server
+
+    job = Job.make("fits", TINY, ["every-layer"], vary="batch", budget_bytes=128 * 2**20)
+    failed = StepFailed("memory-limit", used=806395904, bound=805306368)
+    tickets = [SimpleNamespace(wait=lambda: True, error=None, job=job),
+               SimpleNamespace(wait=lambda: True, error=failed, job=job)]
+    with caplog.at_level(logging.WARNING, logger="ui.server"):
+        assert server._finish(tickets) == 1
+    assert len(caplog.records) == 1
+    message = caplog.records[0].getMessage()
+    assert "kind='fits'" in message and "memory-limit" in message and "806395904" in message
