@@ -243,7 +243,8 @@ def compare(config: ModelConfig, strategies: Sequence[str | StrategySpec], devic
             repeats: int = 5, timeline: bool = False, time_steps: bool = True,
             limit_bytes: int | None = None, time_cap_s: float = TIME_CAP_SECONDS,
             time_within: int | None = None, min_repeats: int | None = None,
-            on_partial: Callable[[Comparison], None] | None = None) -> Comparison:
+            on_partial: Callable[[Comparison], None] | None = None,
+            check_gradients: bool = True) -> Comparison:
     """Measure one training step per strategy on one model and batch: memory under the
     live tracker (with torch's FLOP counter around the same step), then `repeats` timed
     steps or more (NARROW_SPREAD, `time_cap_s`), wall and CPU time. `time_within`: time
@@ -253,6 +254,9 @@ def compare(config: ModelConfig, strategies: Sequence[str | StrategySpec], devic
     `on_partial(comparison)` sees the comparison as it fills in: once its memory is
     measured, then after each round of timed steps (medians of the runs so far); the
     gradient agreement with plain training then comes with the first round.
+    `check_gradients=False`: no plain reference step for the gradient agreement (a search
+    that needs only the memory and time, whose plain step would hold several times the
+    checkpointed step's memory).
 
     Never raises for a strategy that does not fit (predicted over the limit, a budget too
     small, CUDA-only on a CPU, out of memory): its result has fits=False and an error.
@@ -298,7 +302,7 @@ def compare(config: ModelConfig, strategies: Sequence[str | StrategySpec], devic
     # The gradients every strategy is checked against: 'none''s own, else a plain step's
     # when it fits. Shown progressively (on_partial) with every strategy timed, the plain
     # step runs after the memory is shown, each strategy checked on its first timed step.
-    reference = not has_none and (limit is None or none_need <= limit)
+    reference = check_gradients and not has_none and (limit is None or none_need <= limit)
     later = (reference and on_partial is not None and time_steps and repeats > 0
              and time_within is None)
     ref = _reference(step) if reference and not later else None

@@ -252,3 +252,23 @@ def test_what_fits_times_its_confirmed_size_with_repeats(monkeypatch):
     assert found.tokens_per_second == pytest.approx(
         found.value_confirmed * TINY.seq_len / 0.01)
     assert found.flops_counted == pytest.approx(found.flops_predicted, rel=0.01)
+
+
+def test_a_search_can_skip_the_plain_reference_step(monkeypatch) -> None:
+    """What fits shows no gradient agreement: its confirmation runs no plain step (at a
+    batch that fits only checkpointed, that step held several budgets)."""
+    import demos.engine.measure as measure
+
+    plain_steps = []
+    original = measure._reference
+    monkeypatch.setattr(measure, "_reference",
+                        lambda step: plain_steps.append(step) or original(step))
+    checked = compare(TINY, ["every-layer"], repeats=1)
+    assert len(plain_steps) == 1 and checked.results[0].max_grad_diff is not None
+    skipped = compare(TINY, ["every-layer"], repeats=1, check_gradients=False)
+    assert len(plain_steps) == 1 and skipped.results[0].max_grad_diff is None
+    assert skipped.results[0].peak_bytes == checked.results[0].peak_bytes
+    from demos.engine.fit import largest_fitting
+
+    largest_fitting(TINY, "every-layer", "batch", 4 * 2**20, device="cpu", repeats=1)
+    assert len(plain_steps) == 1  # the fit's confirmation ran none
