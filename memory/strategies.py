@@ -18,7 +18,7 @@ parsed back.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from i18n import N_
@@ -112,23 +112,17 @@ _LLAMA_OUTPUTS = frozenset(
        for t in ("in32", "pow", "mean", "eps", "rstd", "scaled", "normed", "out")}
     | {f"rope.{n}.{t}" for n in ("q", "k") for t in ("cos", "neg", "cat", "sin")})
 LLAMA_POLICIES: dict[SelectivePolicy, PolicyRecord] = {
-    SelectivePolicy.SAVE_MATMULS: PolicyRecord(
-        SelectivePolicy.SAVE_MATMULS, POLICIES[SelectivePolicy.SAVE_MATMULS].title,
-        POLICIES[SelectivePolicy.SAVE_MATMULS].description,
-        SavedOps.MATMULS, frozenset({"input", "q", "k", "v", "o", "gate", "up", "down"}),
-        ("o",), recomputed_matmuls=(), recomputes_attention=True),
-    SelectivePolicy.SAVE_ATTENTION: PolicyRecord(
-        SelectivePolicy.SAVE_ATTENTION, POLICIES[SelectivePolicy.SAVE_ATTENTION].title,
-        POLICIES[SelectivePolicy.SAVE_ATTENTION].description,
-        SavedOps.ATTENTION, frozenset({"input", "attn.out", "attn.lse"}), (),
+    SelectivePolicy.SAVE_MATMULS: replace(
+        POLICIES[SelectivePolicy.SAVE_MATMULS],
+        keeps=frozenset({"input", "q", "k", "v", "o", "gate", "up", "down"}),
+        rebuild_extra=("o",)),
+    SelectivePolicy.SAVE_ATTENTION: replace(
+        POLICIES[SelectivePolicy.SAVE_ATTENTION],
         # backward needs q, k, v, the residual o feeds, and gate and up (SiLU, product)
-        recomputed_matmuls=("q", "k", "v", "o", "gate", "up"), recomputes_attention=False),
-    SelectivePolicy.SAVE_ALL_BUT_ATTENTION: PolicyRecord(
-        SelectivePolicy.SAVE_ALL_BUT_ATTENTION,
-        POLICIES[SelectivePolicy.SAVE_ALL_BUT_ATTENTION].title,
-        POLICIES[SelectivePolicy.SAVE_ALL_BUT_ATTENTION].description,
-        SavedOps.ALL_BUT_ATTENTION, _LLAMA_OUTPUTS, ("o", "down", "output"),
-        recomputed_matmuls=(), recomputes_attention=True),
+        recomputed_matmuls=("q", "k", "v", "o", "gate", "up")),
+    SelectivePolicy.SAVE_ALL_BUT_ATTENTION: replace(
+        POLICIES[SelectivePolicy.SAVE_ALL_BUT_ATTENTION],
+        keeps=_LLAMA_OUTPUTS, rebuild_extra=("o", "down", "output")),
 }
 
 
