@@ -73,26 +73,16 @@ cjk-font:
 		else echo "No CJK font: run 'sudo apt-get install fonts-wqy-microhei' for CJK names"; fi; \
 	fi
 
-# Every test. The browser tests run in one process (they share one app server and one
-# Chromium, and time what a learner waits) while the unit and AppTest tests run beside them
-# in TEST_WORKERS processes (pytest-xdist) at a lower CPU priority, on the cores the browser
-# tests leave idle; their report is printed after the browser tests' (and kept in
-# tests/artifacts/unit-tests.log). Both parts always run; "no tests selected" (exit 5) in
-# one part is no failure.
+# Every test: the unit and AppTest tests in TEST_WORKERS processes (pytest-xdist), then the
+# browser tests in one (they share one app server and one Chromium, and time what a learner
+# waits). Both parts always run; "no tests selected" (exit 5) in one part is no failure.
 TEST_WORKERS ?= 2
-UNIT_NICE ?= 10
-UNIT_LOG := tests/artifacts/unit-tests.log
-
 test: $(VENV)/.dev-installed chromium postgresql cjk-font $(MO_FILES)
-	@mkdir -p tests/artifacts; status=0; \
-	nice -n $(UNIT_NICE) $(BIN)/python -m pytest -m "not browser" -n $(TEST_WORKERS) \
-		--dist loadgroup $(PYTEST_ARGS) > $(UNIT_LOG) 2>&1 & unit=$$!; \
-	trap 'kill $$unit 2>/dev/null' INT TERM; \
-	echo "Unit and AppTest tests: running beside the browser tests, their report follows."; \
+	@status=0; \
+	$(BIN)/python -m pytest -m "not browser" -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS); \
+	s=$$?; [ $$s -eq 0 ] || [ $$s -eq 5 ] || status=$$s; \
 	$(BIN)/python -m pytest -m browser $(PYTEST_ARGS); \
 	s=$$?; [ $$s -eq 0 ] || [ $$s -eq 5 ] || status=$$s; \
-	wait $$unit; s=$$?; cat $(UNIT_LOG); \
-	[ $$s -eq 0 ] || [ $$s -eq 5 ] || status=$$s; \
 	exit $$status
 
 # One layer at a time: unit tests (engine, quiz, lessons), or the browser tests alone.

@@ -26,8 +26,8 @@ _BROWSER_FIXTURES = {"browser", "page", "phone", "app_url"}
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         # Every test that drives Chromium or the shared app server is a browser test:
-        # `make test` runs them in one process, at a higher CPU priority than the others
-        # (which run beside them, in parallel), so a page's timing comes first.
+        # `make test` runs them on their own after the others (which run in parallel), so
+        # a page's timing never competes with the unit tests for the two cores.
         params = getattr(getattr(item, "callspec", None), "params", {})
         fixtures = set(getattr(item, "fixturenames", ())) - set(params)
         if "/browser/" in str(item.path).replace(os.sep, "/") or _BROWSER_FIXTURES & fixtures:
