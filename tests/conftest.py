@@ -10,6 +10,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -21,6 +23,23 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 _BROWSER_FIXTURES = {"browser", "page", "phone", "app_url"}
+
+
+_OWN_DATA_DIR = pytest.StashKey[str]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A data folder of each test process's own: no test reads or writes the checkout's
+    # data/ (a learner's certificates, the stored demo results) or a DATA_DIR or database
+    # set for the app, and a result stored by an earlier `make test` serves no run here.
+    # Tests that need a store of their own still set DATA_DIR themselves.
+    config.stash[_OWN_DATA_DIR] = os.environ["DATA_DIR"] = tempfile.mkdtemp(
+        prefix="gcl-test-data-")
+    os.environ.pop("DATABASE_URL", None)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(config.stash.get(_OWN_DATA_DIR, ""), ignore_errors=True)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

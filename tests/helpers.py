@@ -32,17 +32,64 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-APP_IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+
+
+# Counts the script's finished runs in the page: `running` then `notRunning` on stApp's
+# script-state attribute. Installed by `wait_for_app`, it sees the runs that the next
+# interaction starts; a page just opened or reloaded starts without it.
+_WATCH_RUNS = """() => {
+    const now = performance.now();
+    if (!window.__gclRuns) {
+        const runs = window.__gclRuns = {finished: 0, seen: 0, running: false, changed: now};
+        const state = () => document.querySelector('[data-testid="stApp"]')
+            ?.getAttribute('data-test-script-state');
+        runs.running = state() === 'running';
+        new MutationObserver(() => {
+            const value = state();
+            if (value === 'running' && !runs.running) {
+                runs.running = true;
+                runs.changed = performance.now();
+            } else if (value !== 'running' && runs.running) {
+                runs.running = false;
+                runs.finished += 1;
+                runs.changed = performance.now();
+            }
+        }).observe(document.documentElement, {attributes: true, subtree: true,
+                                              attributeFilter: ['data-test-script-state']});
+    }
+    window.__gclRuns.waitFrom = now;
+}"""
+# Done: the script is idle and either a run has finished since the last wait and nothing
+# started for QUIET_MS after it, or GRACE_MS have passed since this wait began (a rerun
+# can start a moment after an interaction, or the interaction started none). A document
+# that replaced the watched one (a reload) counts its GRACE_MS from its own start.
+_RUN_DONE = """([graceMs, quietMs]) => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') {
+        return false;
+    }
+    const runs = window.__gclRuns;
+    const now = performance.now();
+    if (!runs) {
+        return now >= graceMs;
+    }
+    return (runs.finished > runs.seen && now - runs.changed >= quietMs)
+        || now - runs.waitFrom >= graceMs;
+}"""
+GRACE_MS = 300
+QUIET_MS = 100
 
 
 def wait_for_app(page: Page, timeout_ms: int = 60_000) -> None:
     """Wait until the Streamlit script (or fragment) has finished its run."""
     page.wait_for_selector('[data-testid="stApp"]', state="attached", timeout=timeout_ms)
-    # A rerun can start a moment after an interaction: give it a chance to begin.
-    page.wait_for_timeout(300)
-    page.wait_for_selector(APP_IDLE, state="attached", timeout=timeout_ms)
+    page.evaluate(_WATCH_RUNS)
+    page.wait_for_function(_RUN_DONE, arg=[GRACE_MS, QUIET_MS], polling=20,
+                           timeout=timeout_ms)
     page.wait_for_selector('[data-testid="stStatusWidget"] >> text=Running', state="detached",
                            timeout=timeout_ms)
+    page.evaluate("() => { if (window.__gclRuns) window.__gclRuns.seen = "
+                  "window.__gclRuns.finished; }")
 
 
 def goto(page: Page, app_url: str, path: str = "", timeout_ms: int = 60_000) -> None:

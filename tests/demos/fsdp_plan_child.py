@@ -158,6 +158,10 @@ def main(family: str, plan: str, out: str) -> None:
     if dist.get_rank() == 0:
         with open(out, "w", encoding="utf-8") as f:
             json.dump({"ranks": everyone}, f, indent=1)
+    # Ended here, not by the interpreter's exit: a process group still alive then can abort
+    # the process ("terminate called without an active exception") after a good run.
+    dist.barrier()
+    dist.destroy_process_group()
 
 
 if __name__ == "__main__":
