@@ -6,7 +6,7 @@ PORT ?= 8501
 ADDRESS ?= 0.0.0.0
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run dev chromium postgresql cjk-font test test-unit test-browser lint bench clean messages
+.PHONY: run dev chromium postgresql cjk-font test-packages test-setup test test-unit test-browser lint bench clean messages
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -77,7 +77,24 @@ cjk-font:
 # browser tests in one (they share one app server and one Chromium, and time what a learner
 # waits). Both parts always run; "no tests selected" (exit 5) in one part is no failure.
 TEST_WORKERS ?= 2
-test: $(VENV)/.dev-installed chromium postgresql cjk-font $(MO_FILES)
+# What the tests need from Debian (Chromium, PostgreSQL, the CJK font), in one apt-get
+# call for those missing, while pip installs the Python packages beside it.
+test-packages:
+	@missing=""; \
+	[ -x $(CHROMIUM) ] || missing="$$missing chromium"; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	[ -f $(CJK_FONT) ] || missing="$$missing fonts-wqy-microhei"; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = "0" ]; then \
+			($(APT_GET) install -y --no-install-recommends $$missing || \
+			 ($(APT_GET) update && $(APT_GET) install -y --no-install-recommends $$missing)); \
+		else echo "Missing for the tests:$$missing (run 'sudo apt-get install$$missing')"; fi; \
+	fi
+
+test-setup:
+	@$(MAKE) --no-print-directory -j2 test-packages $(VENV)/.dev-installed
+
+test: test-setup $(MO_FILES)
 	@status=0; \
 	$(BIN)/python -m pytest -m "not browser" -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS); \
 	s=$$?; [ $$s -eq 0 ] || [ $$s -eq 5 ] || status=$$s; \

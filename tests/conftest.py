@@ -52,8 +52,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if "/browser/" in str(item.path).replace(os.sep, "/") or _BROWSER_FIXTURES & fixtures:
             item.add_marker(pytest.mark.browser)
             item.add_marker(pytest.mark.xdist_group("browser"))
-    # Tests marked `late` run after the rest, in their order (sort is stable).
-    items.sort(key=lambda item: item.get_closest_marker("late") is not None)
+    # Tests marked `heavy` run first (the parallel workers then end on short tests, not
+    # one worker on a long one), those marked `late` after the rest; otherwise in their
+    # order (sort is stable).
+    items.sort(key=lambda item: (item.get_closest_marker("late") is not None,
+                                 item.get_closest_marker("heavy") is None))
 
 
 # The log of the app server the browser tests share: a failing browser test prints its

@@ -47,6 +47,7 @@ def test_router_opens_home_with_the_shared_sidebar(monkeypatch, tmp_path) -> Non
     assert f"Lessons visited: 0 / {len(LESSONS)}" in sidebar_text
 
 
+@pytest.mark.heavy  # each demo page measures at its defaults
 @pytest.mark.parametrize(
     "spec", [spec for spec in PAGES if spec.url_path], ids=lambda spec: spec.url_path
 )

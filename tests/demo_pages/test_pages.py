@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 TINY = {"layers": "2", "hidden": "64", "heads": "2", "seq": "32", "batch": "1", "vocab": "256"}
 
 
@@ -146,6 +148,7 @@ def test_curves_switch_to_the_segment_sweep(app_test: Callable) -> None:
     assert at.query_params["sweep"] == "segment"
 
 
+@pytest.mark.heavy
 def test_what_fits_renders_and_follows_the_budget(app_test: Callable) -> None:
     query = {**TINY, "budget": "16"}
     at = go_ahead(app_test("pages/demos/what_fits.py", query=query, timeout=120))
@@ -295,6 +298,7 @@ def test_same_result_does_not_promise_memory_it_does_not_show(app_test: Callable
     assert "identical to the last bit" in texts(at, "caption")
 
 
+@pytest.mark.heavy
 def test_what_fits_says_when_the_search_reaches_its_cap(app_test: Callable) -> None:
     """What-fits reached the 8,192 cap on the sequence length without saying so."""
     query = {"layers": "1", "hidden": "64", "heads": "1", "vocab": "256", "batch": "1",

@@ -87,6 +87,7 @@ def _launch(code: str, family: str, tmp_path: Path) -> dict:
     return measured
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("family,layer,precision,compute,some_layers", [
     # every layer: checkpointed by FSDP through fsdp_config
     ("llama", "LlamaDecoderLayer", "mixed", "torch.bfloat16", None),

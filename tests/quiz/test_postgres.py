@@ -21,6 +21,8 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+pytestmark = pytest.mark.heavy  # its tests take seconds each: run first
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

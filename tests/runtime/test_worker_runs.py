@@ -15,6 +15,8 @@ from demos.runtime.tickets import GRACE_S, RunRefused
 from demos.runtime.worker import DeviceWorker, StepFailed, rss_bytes
 from tests.runtime.conftest import TINY, long_training, tiny_compare, wait_for
 
+pytestmark = pytest.mark.heavy  # its tests take seconds each: run first
+
 
 @pytest.fixture(scope="module")
 def worker():
