@@ -20,6 +20,10 @@ from tests.demo_pages.test_pages import no_errors, texts
 from tests.lessons.test_lesson_pages_i18n import page_text
 from tools.translations import untranslated_on_page
 
+# One test process runs the tests of the tiny sweep (tests/compiler_budget_data.py), so
+# it is compiled once in a run, and the other worker goes on with other tests meanwhile.
+pytestmark = pytest.mark.xdist_group("compiler-sweep")
+
 SCRIPT = "pages/demos/compiler_budget.py"
 
 
