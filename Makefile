@@ -6,7 +6,7 @@ PORT ?= 8501
 ADDRESS ?= 0.0.0.0
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run dev chromium postgresql cjk-font test-packages test-setup test test-unit test-browser lint bench clean messages
+.PHONY: run dev chromium cjk-font test-packages test-setup test test-unit test-browser lint bench clean messages
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -39,61 +39,47 @@ dev: $(VENV)/.runtime-installed $(MO_FILES)
 	STREAMLIT_CLIENT_SHOW_ERROR_DETAILS=full $(BIN)/python -m ui.server \
 		--server.port $(PORT) --server.fileWatcherType auto --server.runOnSave true
 
-chromium:
-	@if [ ! -x $(CHROMIUM) ]; then \
-		if [ "$$(id -u)" = "0" ]; then \
-			(apt-get install -y --no-install-recommends chromium || \
-			 (apt-get update && apt-get install -y --no-install-recommends chromium)); \
-		else echo "Chromium is missing: run 'sudo apt-get install chromium' for the browser tests"; fi; \
+# Debian packages, installed when missing: Chromium for the browser tests, PostgreSQL for
+# the two-server test (tests/quiz/test_postgres.py), the CJK font for certificates in
+# Chinese, Japanese and Korean names. Each is named below only while its file is missing.
+CJK_FONT ?= /usr/share/fonts/truetype/wqy/wqy-microhei.ttc
+APT_LOCK_TIMEOUT ?= 20
+APT_GET := apt-get -o DPkg::Lock::Timeout=$(APT_LOCK_TIMEOUT)
+MISSING_CHROMIUM = $(if $(wildcard $(CHROMIUM)),,chromium)
+MISSING_POSTGRESQL = $(if $(wildcard /usr/lib/postgresql/*/bin/initdb),,postgresql)
+MISSING_CJK_FONT = $(if $(wildcard $(CJK_FONT)),,fonts-wqy-microhei)
+
+# $(call apt-install,PACKAGES,WHAT FOR): as root, one apt-get install (after an update when
+# the plain install fails); otherwise the command to run. Nothing when PACKAGES is empty.
+apt-install = if [ -n "$(strip $(1))" ]; then \
+	if [ "$$(id -u)" = "0" ]; then \
+		($(APT_GET) install -y --no-install-recommends $(1) || \
+		 ($(APT_GET) update && $(APT_GET) install -y --no-install-recommends $(1))); \
+	else echo "Missing $(strip $(1)): run 'sudo apt-get install $(strip $(1))' $(2)"; fi; \
 	fi
 
-# PostgreSQL for the two-server test (tests/quiz/test_postgres.py), and the CJK font for
-# certificates in Chinese, Japanese and Korean names: Debian packages, installed when missing.
-postgresql:
-	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
-		if [ "$$(id -u)" = "0" ]; then \
-			(apt-get install -y --no-install-recommends postgresql || \
-			 (apt-get update && apt-get install -y --no-install-recommends postgresql)); \
-		else echo "PostgreSQL is missing: run 'sudo apt-get install postgresql' for its test"; fi; \
-	fi
+chromium:
+	@$(call apt-install,$(MISSING_CHROMIUM),for the browser tests)
 
 # Optional for `make run`: a busy package manager (another apt-get or unattended-upgrades
 # holding its lock), no network or no root only prints a warning, and the app starts; a
 # certificate in a CJK name is then refused with a clear message until the font is there.
-CJK_FONT ?= /usr/share/fonts/truetype/wqy/wqy-microhei.ttc
-APT_LOCK_TIMEOUT ?= 20
-APT_GET := apt-get -o DPkg::Lock::Timeout=$(APT_LOCK_TIMEOUT)
-
 cjk-font:
-	@if [ ! -f $(CJK_FONT) ]; then \
-		if [ "$$(id -u)" = "0" ]; then \
-			($(APT_GET) install -y --no-install-recommends fonts-wqy-microhei || \
-			 ($(APT_GET) update && $(APT_GET) install -y --no-install-recommends fonts-wqy-microhei)) || \
-			echo "Warning: the optional CJK font (fonts-wqy-microhei) could not be installed (is another package manager running?); the app starts without it, certificates in CJK names are refused until it is installed. Try again later with 'make cjk-font'." >&2; \
-		else echo "No CJK font: run 'sudo apt-get install fonts-wqy-microhei' for CJK names"; fi; \
-	fi
+	@$(call apt-install,$(MISSING_CJK_FONT),for CJK names) || \
+	echo "Warning: the optional CJK font (fonts-wqy-microhei) could not be installed (is another package manager running?); the app starts without it, certificates in CJK names are refused until it is installed. Try again later with 'make cjk-font'." >&2
+
+# What the tests need from Debian, in one apt-get call, while pip installs the Python
+# packages beside it.
+test-packages:
+	@$(call apt-install,$(MISSING_CHROMIUM) $(MISSING_POSTGRESQL) $(MISSING_CJK_FONT),for the tests)
+
+test-setup:
+	@$(MAKE) --no-print-directory -j2 test-packages $(VENV)/.dev-installed
 
 # Every test: the unit and AppTest tests in TEST_WORKERS processes (pytest-xdist), then the
 # browser tests in one (they share one app server and one Chromium, and time what a learner
 # waits). Both parts always run; "no tests selected" (exit 5) in one part is no failure.
 TEST_WORKERS ?= 2
-# What the tests need from Debian (Chromium, PostgreSQL, the CJK font), in one apt-get
-# call for those missing, while pip installs the Python packages beside it.
-test-packages:
-	@missing=""; \
-	[ -x $(CHROMIUM) ] || missing="$$missing chromium"; \
-	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
-	[ -f $(CJK_FONT) ] || missing="$$missing fonts-wqy-microhei"; \
-	if [ -n "$$missing" ]; then \
-		if [ "$$(id -u)" = "0" ]; then \
-			($(APT_GET) install -y --no-install-recommends $$missing || \
-			 ($(APT_GET) update && $(APT_GET) install -y --no-install-recommends $$missing)); \
-		else echo "Missing for the tests:$$missing (run 'sudo apt-get install$$missing')"; fi; \
-	fi
-
-test-setup:
-	@$(MAKE) --no-print-directory -j2 test-packages $(VENV)/.dev-installed
-
 test: test-setup $(MO_FILES)
 	@status=0; \
 	$(BIN)/python -m pytest -m "not browser" -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS); \

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 
 import pandas as pd
+import pytest
 
 from demos.engine.compiler_budget import BASE, EAGER_STRATEGIES
 from demos.runtime.jobs import Job
@@ -14,6 +15,11 @@ from demos.runtime.jobs import Job
 # ?layers=1&hidden=64&budgets=1,0&compiled=no.
 TINY = BASE.replace(layers=1, hidden=64)
 PAGE_QUERY = {"layers": "1", "hidden": "64", "budgets": "1,0", "compiled": "no"}
+
+
+# The mark of every test module that uses the sweep: one test process runs them all, so
+# a run compiles the sweep once, and the other worker goes on with other tests meanwhile.
+SWEEP_GROUP = pytest.mark.xdist_group("compiler-sweep")
 
 
 def tiny_job() -> Job:

@@ -15,14 +15,12 @@ from demos.runtime.jobs import store_key
 from demos.runtime.service import get_service
 from demos.runtime.store import ResultStore
 from demos.runtime.tickets import request_json
-from tests.compiler_budget_data import PAGE_QUERY, tiny_job, tiny_result
+from tests.compiler_budget_data import PAGE_QUERY, SWEEP_GROUP, tiny_job, tiny_result
 from tests.demo_pages.test_pages import no_errors, texts
 from tests.lessons.test_lesson_pages_i18n import page_text
 from tools.translations import untranslated_on_page
 
-# One test process runs the tests of the tiny sweep (tests/compiler_budget_data.py), so
-# it is compiled once in a run, and the other worker goes on with other tests meanwhile.
-pytestmark = pytest.mark.xdist_group("compiler-sweep")
+pytestmark = SWEEP_GROUP
 
 SCRIPT = "pages/demos/compiler_budget.py"
 

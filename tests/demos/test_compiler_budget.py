@@ -21,11 +21,9 @@ from demos.engine.compiler_budget import (
 )
 from demos.engine.model import make_batch
 from demos.runtime.jobs import decode_result, encode_result
-from tests.compiler_budget_data import TINY, tiny_job, tiny_result
+from tests.compiler_budget_data import SWEEP_GROUP, TINY, tiny_job, tiny_result
 
-# One test process runs the tests of the tiny sweep (tests/compiler_budget_data.py), so
-# it is compiled once in a run, and the other worker goes on with other tests meanwhile.
-pytestmark = pytest.mark.xdist_group("compiler-sweep")
+pytestmark = SWEEP_GROUP
 
 
 def _row(frame, strategy):
