@@ -81,13 +81,15 @@ def test_lora_trains_peft_s_count_for_llama_8b_rank_16() -> None:
     assert lora["gradients"] == 41_943_040 * 4
 
 
-def test_sharding_divides_the_state_and_gathers_two_layers() -> None:
-    p = P.PlannerInputs(PRESETS["llama-3.1-70b"])
+def test_sharding_divides_the_state_and_gathers_two_layers_and_the_head() -> None:
+    arch = PRESETS["llama-3.1-70b"]
+    p = P.PlannerInputs(arch)
     one, eight = P.state_bytes(p), P.state_bytes(p.with_(shards=8))
     assert eight["optimizer"] == one["optimizer"] / 8
     assert eight["gradients"] == one["gradients"] / 8
-    layer = PRESETS["llama-3.1-70b"].block_params() * 2
-    assert eight["weights"] == pytest.approx(one["weights"] / 8 + 2 * layer * 7 / 8)
+    layer = arch.block_params() * 2
+    head = (arch.vocab * arch.hidden + arch.hidden) * 2  # bf16, whole from loss to backward
+    assert eight["weights"] == pytest.approx(one["weights"] / 8 + (2 * layer + head) * 7 / 8)
 
 
 def test_peak_grows_with_batch_and_sequence_and_falls_with_shards() -> None:
