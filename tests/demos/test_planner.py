@@ -275,3 +275,25 @@ def test_the_planning_quiz_items_premises_hold() -> None:
     values = lesson_values()
     assert values["plan_some_layers"] == str(ex["lora_some_layers"])
     assert values["plan_none_gb"] == format_gb(ex["none_bytes"])
+
+
+def test_the_pytorch_code_says_what_of_the_plan_it_leaves_out() -> None:
+    """The PyTorch tab of a plan with a chunked loss or adapters showed only the
+    checkpointed loop and did not say so."""
+    from planner.torch_code import left_out, torch_code
+
+    arch = PRESETS["llama-3.1-8b"]
+    plain = P.PlannerInputs(arch, tuning="full")
+    assert left_out(plain) == [] and not torch_code(plain).startswith("# This code")
+    plan = P.PlannerInputs(arch, tuning="qlora", chunked_loss=True, optimizer="adamw-8bit",
+                           shards=2)
+    assert left_out(plan) == ["qlora", "chunked-loss", "adamw-8bit", "fsdp"]
+    text = torch_code(plan)
+    assert text.startswith("# This code is the plan's checkpointing only. It leaves out:")
+    for name in ("BitsAndBytesConfig", "use_liger_kernel", "AdamW8bit", "FSDP"):
+        assert name in text.split("class ")[0]
+    selective = torch_code(plan.with_(strategy="selective", tuning="lora"))
+    assert selective.startswith("# This code") and "LoraConfig" in selective
+    compiled = compile(torch_code(plan.with_(tuning="lora")), "<plan>", "exec")
+    assert compiled is not None
+    assert "Er lässt weg:" in torch_code(plan, "de")
