@@ -181,7 +181,7 @@ HEADROOM_RANGE = (0, 30, 1)  # percent of the GPU kept free
 def _headroom_control() -> float:
     """The share of the GPU a plan keeps free, a percentage bound to the URL."""
     percent = query.int_slider(
-        "free", t("Keep free (% of GPU memory)"), *HEADROOM_RANGE,
+        "free", t("Keep free (percent of GPU memory)"), *HEADROOM_RANGE,
         round(P.DEFAULT_HEADROOM * 100),
         help=t("A plan fits only if its peak leaves this much of the GPU free: a margin for "
                "what the planner leaves out and for longer batches than planned. The table "
