@@ -145,3 +145,37 @@ def test_the_planner_counts_what_torch_counts_for_a_hugging_face_llama():
     assert every - none == pytest.approx(recompute - 3 * layer.attention_flops(arch, 2, 16),
                                          rel=0.01)
     assert recompute < 3 * layer.layer_flops(arch, 2, 16)  # not a whole forward
+
+
+def test_a_dropout_after_the_mlp_makes_its_last_linear_rerun():
+    """Early stop as torch applies it: recomputation ends after the last op that saves
+    something for backward. A residual dropout after the MLP saves its mask after the
+    MLP's last linear has run, so that linear reruns: with dropout the counter counts a
+    whole layer more per checkpointed segment, and the prediction follows it for every
+    strategy (checkpointed segments and a selective policy that does not cache it)."""
+    cfg = GPT.replace(dropout=0.1)
+    b, s, h, n = cfg.batch, cfg.seq_len, cfg.hidden, cfg.layers
+    model = build_model(cfg)
+    idx, tgt = make_batch(cfg)
+    none = _count(cfg, model, idx, tgt, theory.plan_for(cfg, "none"))
+    every = _count(cfg, model, idx, tgt, theory.plan_for(cfg, "every-layer"))
+    assert every - none == n * 24 * b * s * h * h
+    assert theory.early_stop_skips(cfg) == 0
+    assert theory.early_stop_skips(GPT) == 8 * b * s * h * h
+    for text in engine_strategies(cfg):
+        counted = _count(cfg, model, idx, tgt, theory.plan_for(cfg, text))
+        assert counted == pytest.approx(theory.counted_flops(cfg, text)["total"], rel=1e-9), text
+
+
+def test_the_planner_reruns_gpt2s_last_linear_because_of_its_dropout():
+    """memory.layer.rerun_flops for a segment's last layer: the whole layer for GPT-2
+    (resid_pdrop 0.1 after c_proj), all but the down projection for Llama."""
+    from memory import layer
+    from memory.architectures import PRESETS
+
+    gpt2 = PRESETS["gpt2"]
+    assert gpt2.dropout
+    assert layer.rerun_flops(gpt2, 2, 64) == layer.layer_flops(gpt2, 2, 64)
+    plain = gpt2.with_(dropout=False)
+    assert layer.rerun_flops(plain, 2, 64) == (
+        layer.layer_flops(plain, 2, 64) - layer.linear_flops(plain, 2, 64, "proj"))
