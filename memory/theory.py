@@ -340,10 +340,12 @@ def step_flops(cfg: ModelConfig, spec: StrategySpec | str | None = None,
 COURSE_OVERHEAD = {"full": 1 / 3, "frozen": 1 / 2}
 
 
-# torch's FLOP counter (torch/utils/flop_counter.py, torch 2.13) counts mm, addmm, bmm and
-# the CUDA attention kernels (_scaled_dot_product_flash/efficient/cudnn_attention and
-# their backward); it has no formula for the CPU's fused kernel
-# (_scaled_dot_product_flash_attention_for_cpu), so on a CPU it counts no attention. Its
+# torch's FLOP counter (torch/utils/flop_counter.py) counts mm, addmm, bmm and the fused
+# attention kernels it has a formula for: torch 2.13 the CUDA ones
+# (_scaled_dot_product_flash/efficient/cudnn_attention and their backward), not the CPU's
+# (_scaled_dot_product_flash_attention_for_cpu), so on a CPU it counts no attention;
+# torch 2.15 registers the CPU kernel too. The engine reads which from the installed
+# counter's registry (demos.engine.installed_torch) and passes `attention_counted`. The
 # attention formulas ignore the causal mask: 2 matmuls of b·a·s²·d forward, 5 backward
 # (the scores recomputed, then the gradients of scores, v, q and k).
 COUNTER_ATTENTION_FORWARD = 4  # × b·a·s²·d
@@ -356,8 +358,9 @@ def counted_flops(cfg: ModelConfig, spec: StrategySpec | str | None = None,
     """What torch.utils.flop_counter.FlopCounterMode reports around one whole training
     step of this model (forward, loss, backward): the linear layers and the head forward,
     twice that backward, the recomputation (step_flops' rule: early stop, reentrant,
-    selective), and the attention as the counter counts it on `device` (none on a CPU;
-    `attention_counted` overrides, e.g. for a counter given the CPU kernel's formula).
+    selective), and the attention when the counter counts it (`attention_counted`: whether
+    the installed counter has a formula for the fused kernel on `device`, which
+    demos.engine.installed_torch reads; unset: torch 2.13's registry, on a GPU only).
     Keys: total, recompute, base (the step without checkpointing), overhead."""
     arch = of_config(cfg)
     b, s, n = cfg.batch, cfg.seq_len, cfg.layers
