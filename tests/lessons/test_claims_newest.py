@@ -349,3 +349,19 @@ def test_the_trainer_refuses_both_checkpointing_switches_under_fsdp():
     assert "can't both be set to True" in trainer
     args = library_source("transformers", "training_args.py")
     assert "redundant all-gather in the backward pass" in args
+
+
+def test_autocast_casts_the_weights_per_forward_and_keeps_the_copies_for_backward():
+    """Mixed precision does not grow the fp32 weights: under autocast each forward makes a
+    16-bit copy of a weight (cached for the autocast region), and the matmul saves that copy
+    for backward."""
+    linear = torch.nn.Linear(16, 16)
+    x = torch.randn(4, 16, requires_grad=True)
+    saved: list[torch.Tensor] = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            linear(x).float().sum().backward()
+    assert linear.weight.dtype == torch.float32
+    copies = [t for t in saved if t.dtype == torch.bfloat16 and t.shape == linear.weight.shape]
+    assert copies and all(t.untyped_storage().data_ptr()
+                          != linear.weight.untyped_storage().data_ptr() for t in copies)
