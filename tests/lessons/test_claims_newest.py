@@ -128,6 +128,7 @@ def test_the_early_stop_key_does_not_credit_the_lm_head(code):
     key = item["options"][0]
     assert "LM head" not in key and "LM-Head" not in key
     assert "dropout" in item["explanations"][0].lower()
+    assert "torch 2.13" in item["prompt"]  # its counts are torch 2.13's (2.15 counts attention)
 
 
 # --- Hooks, PEFT's 4-bit helper, FSDP's wrapper -----------------------------------------
@@ -358,10 +359,22 @@ def test_autocast_casts_the_weights_per_forward_and_keeps_the_copies_for_backwar
     linear = torch.nn.Linear(16, 16)
     x = torch.randn(4, 16, requires_grad=True)
     saved: list[torch.Tensor] = []
-    with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            linear(x).float().sum().backward()
+    hooks = torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t)
+    with hooks, torch.autocast("cpu", dtype=torch.bfloat16):
+        linear(x).float().sum().backward()
     assert linear.weight.dtype == torch.float32
     copies = [t for t in saved if t.dtype == torch.bfloat16 and t.shape == linear.weight.shape]
     assert copies and all(t.untyped_storage().data_ptr()
                           != linear.weight.untyped_storage().data_ptr() for t in copies)
+
+
+def test_the_labs_optimal_budget_placement_checkpoints_the_first_layers():
+    """What lesson 7 says of `budget:dp`: checkpoints from the first layer, the last kept."""
+    from memory.theory import plan_for
+
+    cfg = demo_default("cpu")
+    for budget in ("30%", "50%", "80%"):
+        plan = plan_for(cfg, f"budget:dp:{budget}")
+        assert plan[0].start == 0 and plan[0].mode == "checkpoint"
+        assert plan[-1].mode == "keep" and plan[-1].stop == cfg.layers
+    assert "`budget:dp`" in text("in-practice")
