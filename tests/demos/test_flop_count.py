@@ -191,3 +191,47 @@ def test_the_planner_reruns_gpt2s_last_linear_because_of_its_dropout():
     plain = gpt2.with_(dropout=False)
     assert layer.rerun_flops(plain, 2, 64) == (
         layer.layer_flops(plain, 2, 64) - layer.linear_flops(plain, 2, 64, "proj"))
+
+
+@pytest.mark.parametrize("dropout", [0.1, 0.0])
+def test_the_planner_counts_what_torch_counts_for_a_hugging_face_gpt2(dropout):
+    """A tiny GPT-2 from transformers (SDPA, full fine-tune, fp32) with every layer
+    checkpointed: at GPT-2's dropout 0.1 the rebuild reruns each whole layer (the dropout
+    after c_proj saves its mask after that matmul), at 0 it skips c_proj, and the planner's
+    recomputation (memory.layer.rerun_flops) says so."""
+    import warnings
+
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from memory import footprint, layer
+    from memory.architectures import custom
+
+    config = GPT2Config(n_embd=64, n_layer=3, n_head=4, vocab_size=300, n_positions=64,
+                        resid_pdrop=dropout, embd_pdrop=dropout, attn_pdrop=0.0,
+                        attn_implementation="sdpa", use_cache=False)
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(config).train()
+    ids = torch.randint(0, 300, (2, 16))
+
+    def count() -> int:
+        model.zero_grad(set_to_none=True)
+        with FlopCounterMode(display=False) as counter:
+            model(input_ids=ids, labels=ids).loss.backward()
+        return counter.get_total_flops()
+
+    none = count()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.activation_checkpointing_enable()
+    every = count()
+    arch = custom(3, 64, 4, 4, 256, "gelu", "layernorm", 300, True).with_(
+        dropout=dropout > 0, positions=64)
+    p = footprint.PlannerInputs(arch, seq=16, batch=2, precision="fp32", tuning="full",
+                                device="cpu")
+    recompute = footprint.activations(p, "every-layer").recompute_flops
+    unit = 2 * 4 * 16 * 16 * 16  # b·a·s²·d: the counter's attention formula, when it has one
+    attention = theory.COUNTER_ATTENTION_FORWARD * unit if ON_CPU else 0
+    assert every - none == pytest.approx(
+        recompute - 3 * layer.attention_flops(arch, 2, 16) + 3 * attention, rel=0.01)
+    whole = 3 * layer.layer_flops(arch, 2, 16)
+    assert (recompute == pytest.approx(whole)) is (dropout > 0)
