@@ -23,24 +23,45 @@ import logging
 import os
 import secrets
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from sqlalchemy import Column, Connection, Float, Integer, String, Table, Text, inspect, select, text
+from sqlalchemy import (
+    Column,
+    Connection,
+    Float,
+    Integer,
+    String,
+    Table,
+    Text,
+    inspect,
+    select,
+    text,
+)
 
 from quiz.config import REPO_ROOT
 from quiz.data_integrity import sign
 from quiz.did_key import did_of
 from quiz.linked_data import CREDENTIALS_V2
 from quiz.signing import Signer
-from storage.database import METADATA, IntegrityError, certificates, reading, writing
+from storage.database import (
+    METADATA,
+    IntegrityError,
+    StorageUnavailable,
+    certificates,
+    reading,
+    writing,
+)
 
 LOG = logging.getLogger(__name__)
 LIST_BITS = 131_072
+# Streamlit serves <app folder>/static/ at /app/static/ (server.enableStaticServing).
 STATUS_FOLDER = REPO_ROOT / "static" / "status"
+FOLDER_ENV = "OPEN_BADGE_STATUS_DIR"  # elsewhere only for tests: nothing serves it there
+PUBLISH_SECONDS = 10.0
 _URL_PATH = "/app/static/status/{key_id}.json"
 _DRAWS = 20
 
@@ -215,9 +236,16 @@ def refresh(data_dir: Path, signers: Iterable[Signer], now: float) -> tuple[list
 _PUBLISH_LOCK = threading.Lock()
 
 
-def publish(data_dir: Path, folder: Path = STATUS_FOLDER) -> list[Path]:
-    """Copy every stored status list to `folder/<key id>.json` (the file served at its
-    URL), replacing a file only when its bytes change; the files written."""
+def status_folder() -> Path:
+    """Where the status lists are published (OPEN_BADGE_STATUS_DIR, default static/status)."""
+    return Path(os.environ.get(FOLDER_ENV) or STATUS_FOLDER)
+
+
+def publish(data_dir: Path, folder: Path | None = None) -> list[Path]:
+    """Copy every stored status list to `folder/<key id>.json` (default: status_folder(),
+    the file served at its URL), replacing a file only when its bytes change; the files
+    written."""
+    folder = folder or status_folder()
     with reading(data_dir) as connection:
         rows = connection.execute(select(
             status_lists.c.key_id, status_lists.c.credential)).all() if _has_lists(
@@ -238,3 +266,17 @@ def publish(data_dir: Path, folder: Path = STATUS_FOLDER) -> list[Path]:
             part.replace(target)
             written.append(target)
     return written
+
+
+def publish_forever(data_dir: Callable[[], Path], stop: threading.Event,
+                    interval: float = PUBLISH_SECONDS) -> None:
+    """A server's publisher: copy the database's status lists to the static folder every
+    `interval` seconds, so a revocation made anywhere (another replica, the CLI on another
+    machine) is served here within that time. A failure is logged and tried again."""
+    while True:
+        try:
+            publish(data_dir())
+        except (OSError, StorageUnavailable):
+            LOG.warning("status lists not published this time", exc_info=True)
+        if stop.wait(interval):
+            return
