@@ -35,6 +35,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # Tests that need a store of their own still set DATA_DIR themselves.
     config.stash[_OWN_DATA_DIR] = os.environ["DATA_DIR"] = tempfile.mkdtemp(
         prefix="gcl-test-data-")
+    # The Open Badges status lists go there too, not to the checkout's static/status/.
+    os.environ["OPEN_BADGE_STATUS_DIR"] = os.path.join(os.environ["DATA_DIR"], "status")
     os.environ.pop("DATABASE_URL", None)
 
 
