@@ -28,9 +28,17 @@ def _cached_badge(certificate: Certificate, base: str, key_id: str | None,
     return badge.json_bytes, badge.filename
 
 
-def badge_button(container: Any, service: QuizService, certificate: Certificate,
+def badge_button(container: Any, service: QuizService, certificate: Certificate | None,
                  reached: str | None) -> None:
-    """The download button in `container` (a column), or why there is none now."""
+    """The download button in `container` (a column), or why there is none now; for no
+    valid certificate (`None`) the same button, disabled, so every verify outcome has the
+    same layout."""
+    label = t("Download as Open Badge (JSON)")
+    if certificate is None:
+        container.download_button(label, data=b"", disabled=True, icon=":material/badge:",
+                                  help=t("Only a valid certificate has an Open Badge."),
+                                  key="open-badge-none")
+        return
     base = config.base_url(reached)
     try:
         data, filename = _cached_badge(certificate, base, service.key_id, service)
@@ -40,7 +48,7 @@ def badge_button(container: Any, service: QuizService, certificate: Certificate,
                             "why); the certificate itself is not affected."))
         return
     container.download_button(
-        t("Download as Open Badge (JSON)"),
+        label,
         data=data,
         file_name=filename,
         mime="application/json",

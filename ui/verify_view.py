@@ -173,8 +173,8 @@ def show_verify() -> None:
         result = service.verify(target)
         headline(result)
         details(result)
-        if result.valid and result.certificate is not None:
-            badge_button(st, service, result.certificate, app_base_url())
+        badge_button(st, service, result.certificate if result.valid else None,
+                     app_base_url())
     with st.expander(t("Check a certificate offline")):
         signed = ", ".join(f"`{name}`" for name in SIGNED_FIELDS)
         optional = ", ".join(f"`{name}`" for name in OPTIONAL_SIGNED_FIELDS)
