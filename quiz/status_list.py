@@ -280,3 +280,29 @@ def publish_forever(data_dir: Callable[[], Path], stop: threading.Event,
             LOG.warning("status lists not published this time", exc_info=True)
         if stop.wait(interval):
             return
+
+
+def snapshot(connection: Connection) -> tuple[dict[str, int], list[dict[str, Any]]]:
+    """For a backup, in the export's read: every certificate's position, and every key's
+    signed list as stored (key id, url, credential, updated_at)."""
+    if not _has_lists(connection):
+        return {}, []
+    found = {row.certificate_id: int(row.position)
+             for row in connection.execute(select(positions))}
+    lists = [dict(row) for row in connection.execute(
+        select(status_lists).order_by(status_lists.c.key_id)).mappings()]
+    return found, lists
+
+
+def restore(connection: Connection, found: dict[str, int],
+            lists: Iterable[dict[str, Any]]) -> None:
+    """After a restore, in its write: the positions and the signed lists as exported, so
+    every credential handed out before keeps its place and its list's address."""
+    _ensure_tables(connection)
+    for certificate_id, position in found.items():
+        connection.execute(positions.insert().values(certificate_id=certificate_id,
+                                                     position=position))
+    for row in lists:
+        connection.execute(status_lists.insert().values(
+            key_id=row["key_id"], url=row["url"], credential=row["credential"],
+            updated_at=row["updated_at"]))

@@ -18,6 +18,7 @@ from quiz import data_integrity
 from quiz.badges import CredentialRefused, badge_for
 from quiz.certificate_records import Certificate
 from quiz.cli import main
+from quiz.config import verify_url
 from quiz.did_key import did_of, from_base58btc, public_key_of
 from quiz.open_badge import achievement_id
 from quiz.service import QuizService, open_service
@@ -83,7 +84,7 @@ def test_credentials_in_three_languages_verify_independently(
         assert subject["achievement"]["inLanguage"] == certificate.lang
         assert ("result" in subject) is certificate.show_score  # as the learner chose
         assert credential["issuer"]["id"] == did_of(service.signer.public_key)
-        assert credential["id"] == f"https://lab.example/verify?id={certificate.id}"
+        assert credential["id"] == verify_url(certificate.id)  # on APP_BASE_URL
     # The criteria are in the certificate's language: the German lessons' titles.
     german = credentials[1]["credentialSubject"]["achievement"]["criteria"]["narrative"]
     assert "Wie Checkpointing funktioniert" in german and "80\u00a0%" in german
@@ -195,3 +196,27 @@ def test_did_key_and_status_list_encoding() -> None:
     assert [p for p in range(LIST_BITS) if is_set(bits, p)] == [0, 9, LIST_BITS - 1]
     assert bits[0] == 0x80 and bits[1] == 0x40  # bit 0 is the first byte's leftmost
     assert achievement_id("a", "1") == achievement_id("a", "1") != achievement_id("a", "2")
+
+
+def test_a_restored_backup_rebuilds_the_same_credentials(
+    service: QuizService, data_dir: Path, status_dir: Path, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    kept, revoked = issue(service, VIETNAMESE, "vi"), issue(service, CJK, "de")
+    before = {c.id: badge_for(service, c.id).document for c in (kept, revoked)}
+    assert main(["revoke", revoked.id, "--reason", "a test"]) == 0
+    backup = tmp_path / "backup.jsonl"
+    assert main(["export", str(backup)]) == 0
+    assert '"type": "status-list"' in backup.read_text(encoding="utf-8")
+    restored_dir = tmp_path / "restored"  # a new machine: the key from its backup
+    restored_dir.mkdir()
+    (restored_dir / "signing_key.pem").write_bytes((data_dir / "signing_key.pem").read_bytes())
+    monkeypatch.setenv("DATA_DIR", str(restored_dir))
+    monkeypatch.setenv("OPEN_BADGE_STATUS_DIR", str(tmp_path / "restored-status"))
+    assert main(["import", str(backup)]) == 0
+    restored = open_service()
+    assert badge_for(restored, kept.id).document == before[kept.id]  # the same bytes
+    credentials = list(before.values())
+    results = independent_verify(credentials, published_lists(tmp_path / "restored-status",
+                                                              credentials))
+    assert [r["revoked"] for r in results] == [False, True]
