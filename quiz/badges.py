@@ -21,6 +21,7 @@ from quiz.status_list import (
     publish,
     refresh,
     retired_signers,
+    status_folder,
     status_url,
 )
 from storage.database import StorageUnavailable
@@ -89,10 +90,16 @@ def after_revocation(service: QuizService) -> list[str]:
     signers = [signer for signer in (service.signer,) if signer is not None]
     signers += retired_signers(service.data_dir)
     _, missing = refresh(service.data_dir, signers, time.time())
-    publish(service.data_dir)
-    return [
+    warnings = [
         f"the status list of key {key_id} was not signed again: its private key is not in "
         f"{service.data_dir} (credentials it signed still read 'not revoked' to other "
         "verifiers; the verify page shows the revocation)"
         for key_id in missing
     ]
+    try:
+        publish(service.data_dir)
+    except OSError as error:
+        warnings.append(f"the status lists are signed in the database but could not be "
+                        f"copied to {status_folder()} here ({error.strerror}); every running "
+                        "app server copies them within seconds")
+    return warnings

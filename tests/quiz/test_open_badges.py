@@ -220,3 +220,16 @@ def test_a_restored_backup_rebuilds_the_same_credentials(
     results = independent_verify(credentials, published_lists(tmp_path / "restored-status",
                                                               credentials))
     assert [r["revoked"] for r in results] == [False, True]
+
+
+def test_revoke_says_so_when_the_static_folder_cannot_be_written(
+    service: QuizService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    certificate = issue(service, CJK, "en")
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    monkeypatch.setenv("OPEN_BADGE_STATUS_DIR", str(blocked / "status"))
+    assert main(["revoke", certificate.id, "--reason", "a test"]) == 0
+    error = capsys.readouterr().err
+    assert "could not be copied to" in error and "Traceback" not in error
