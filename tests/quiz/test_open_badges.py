@@ -26,6 +26,8 @@ from quiz.status_list import LIST_BITS, decode, encode, is_set
 from tests.quiz.conftest import answer_all
 from tests.quiz.open_badge_check import independent_verify, published_lists
 
+pytestmark = pytest.mark.heavy  # several tests of seconds each (Node starts): run first
+
 VIETNAMESE = "Nguyễn Thị Minh Khai"
 CJK = "王小明"
 
