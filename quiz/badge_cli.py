@@ -24,6 +24,8 @@ def _write(target: Path, data: bytes) -> None:
 
 def cmd_credential(args: argparse.Namespace) -> int:
     service = open_service(create_key=False, strict=False)
+    for warning in service.warnings:  # e.g. a damaged key file: why none can be signed
+        print(f"warning: {warning}", file=sys.stderr)
     try:
         badge = badge_for(service, args.id)
     except CredentialRefused as refusal:

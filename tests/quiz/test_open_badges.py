@@ -162,6 +162,10 @@ def test_cli_writes_a_credential_and_refuses_bad_input(
     assert main(["credential", "00000-00000-00000-00000-0"]) == 1
     assert "no certificate 00000-00000-00000-00000-0 was issued here" in (
         capsys.readouterr().err)
+    (data_dir / "signing_key.pem").write_text("damaged")  # the key file is damaged
+    assert main(["credential", certificate.id]) == 1
+    error = capsys.readouterr().err
+    assert "signing key file" in error and "damaged" in error and "no signing key" in error
     (data_dir / "signing_key.pem").unlink()  # the key is lost
     assert main(["credential", certificate.id]) == 1
     error = capsys.readouterr().err
