@@ -207,7 +207,7 @@ def check_open_badge(page: Page, code: str, certificate_id: str, name: str) -> N
     download_info.value.save_as(path)
     credential = json.loads(path.read_text(encoding="utf-8"))
     assert credential["credentialSubject"]["name"] == name
-    assert certificate_id in credential["id"]
+    assert parse_qs(urlparse(credential["id"]).query)["id"] == [certificate_id]  # verify page
     url = credential["credentialStatus"]["statusListCredential"]
     with urllib.request.urlopen(url, timeout=30) as response:  # noqa: S310 (the test's server)
         assert response.headers.get_content_type() == "application/json"
