@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -73,8 +74,9 @@ def badge_for(service: QuizService, text: str, reached: str | None = None) -> Ba
             "no signing key is configured (no signing_key.pem in the data folder and no "
             "CERT_SIGNING_KEY), so no credential can be signed: restore the key from a backup")
     base = config.base_url(reached)
-    now = time.time()
-    url = ensure_list(service.data_dir, signer, status_url(base, signer.key_id), now)
+    url = status_url(base, signer.key_id)
+    ensure_list(service.data_dir, signer, url, time.time(),
+                configured=bool(os.environ.get("APP_BASE_URL")))
     position = position_of(service.data_dir, certificate.id)
     try:
         publish(service.data_dir)

@@ -180,20 +180,26 @@ def stored_list(data_dir: Path, key_id: str) -> dict[str, Any] | None:
     return json.loads(row) if row else None
 
 
-def ensure_list(data_dir: Path, signer: Signer, url: str, now: float) -> str:
-    """The URL of `signer`'s status list, signing and storing it first when there is none
-    (an existing list keeps its URL: it is the one earlier credentials point to)."""
+def ensure_list(data_dir: Path, signer: Signer, url: str, now: float,
+                configured: bool) -> None:
+    """Store `signer`'s signed status list, with `url` as its id, when there is none. The
+    list is one file, served at the same path on every address the app answers on; an
+    existing list keeps its id unless `url` is on the configured public address
+    (`configured`: APP_BASE_URL) and the id is not, when it is signed again with `url`."""
     with writing(data_dir) as connection:
         _ensure_tables(connection)
         found = connection.execute(select(status_lists.c.url).where(
             status_lists.c.key_id == signer.key_id)).scalar()
-        if found:
-            return str(found)
+        if found == url or (found and not configured):
+            return
         document = list_credential(signer.private_key, url, _revoked_positions(connection), now)
-        connection.execute(status_lists.insert().values(
-            key_id=signer.key_id, url=url, credential=json.dumps(document, ensure_ascii=False),
-            updated_at=now))
-    return url
+        values = {"url": url, "credential": json.dumps(document, ensure_ascii=False),
+                  "updated_at": now}
+        if found:
+            connection.execute(status_lists.update().where(
+                status_lists.c.key_id == signer.key_id).values(**values))
+        else:
+            connection.execute(status_lists.insert().values(key_id=signer.key_id, **values))
 
 
 def retired_signers(data_dir: Path) -> list[Signer]:

@@ -137,6 +137,9 @@ def test_key_rotation_keeps_earlier_credentials_verifiable_and_revocable(
     new = issue(rotated, CJK, "vi")
     new_credential = badge_for(rotated, new.id).document
     assert old_credential["issuer"]["id"] != new_credential["issuer"]["id"]  # one DID a key
+    # A credential asked for today, of the certificate issued before, is today's key's.
+    assert badge_for(rotated, old.id).document["issuer"]["id"] == did_of(
+        rotated.signer.public_key)
     both = [old_credential, new_credential]
     assert all(r["verified"] for r in independent_verify(both, published_lists(status_dir,
                                                                                both)))
@@ -258,3 +261,24 @@ def test_the_bundled_contexts_are_those_of_the_npm_packages() -> None:
     done = subprocess.run([node, "--input-type=module", "-e", script], cwd=FOLDER,
                           capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(done.stdout) == [context(CREDENTIALS_V2), context(OPEN_BADGES_V3)]
+
+
+def test_the_status_list_takes_the_configured_public_address(
+    service: QuizService, status_dir: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from quiz.status_list import stored_list
+
+    certificate = issue(service, CJK, "en")
+    monkeypatch.delenv("APP_BASE_URL")  # first run on a laptop, reached at its address
+    local = badge_for(service, certificate.id, "http://localhost:8611").document
+    local_url = local["credentialStatus"]["statusListCredential"]
+    assert local_url == f"http://localhost:8611/app/static/status/{service.key_id}.json"
+    badge_for(service, certificate.id, "http://10.0.0.5:8501")  # another address, one file
+    assert stored_list(service.data_dir, service.key_id)["id"] == local_url
+    monkeypatch.setenv("APP_BASE_URL", "https://lab.example")  # then on its public host
+    public = badge_for(service, certificate.id).document
+    url = public["credentialStatus"]["statusListCredential"]
+    assert url == f"https://lab.example/app/static/status/{service.key_id}.json"
+    assert stored_list(service.data_dir, service.key_id)["id"] == url
+    result, = independent_verify([public], published_lists(status_dir, [public]))
+    assert result["verified"] and result["revoked"] is False
