@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -76,7 +75,7 @@ def badge_for(service: QuizService, text: str, reached: str | None = None) -> Ba
     base = config.base_url(reached)
     url = status_url(base, signer.key_id)
     ensure_list(service.data_dir, signer, url, time.time(),
-                configured=bool(os.environ.get("APP_BASE_URL")))
+                configured=config.base_url_configured())
     position = position_of(service.data_dir, certificate.id)
     try:
         publish(service.data_dir)

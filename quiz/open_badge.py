@@ -34,7 +34,6 @@ from quiz.linked_data import CREDENTIALS_V2, OPEN_BADGES_V3
 
 SCHEMA_URL = ("https://purl.imsglobal.org/spec/ob/v3p0/schema/json/"
               "ob_v3p0_achievementcredential_schema.json")
-MEDIA_TYPE = "application/vc+ld+json"
 _NAMESPACE = uuid.UUID("6f0c1d59-3f43-4a0e-9d3c-8a5f1b6a2e10")  # this app's achievements
 
 DESCRIPTION = N_(

@@ -24,6 +24,8 @@ LOG = logging.getLogger(__name__)
 @st.cache_data(max_entries=64, show_spinner=False)
 def _cached_badge(certificate: Certificate, base: str, key_id: str | None,
                   _service: QuizService) -> tuple[bytes, str]:
+    """The credential's file and name; `key_id` (the signing key) is part of the cache key:
+    after a rotation a new credential is signed by the new key."""
     badge = badge_for(_service, certificate.id, base)
     return badge.json_bytes, badge.filename
 
