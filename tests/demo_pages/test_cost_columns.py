@@ -87,3 +87,24 @@ def test_what_fits_times_with_repeats_and_counts_the_compute(app_test: Callable)
     assert len(verdict) == 1 and "the CPU time per token of no checkpointing" in verdict[0]
     assert [e.label for e in at.expander] == ["When does a larger batch win back the time?"]
     assert "about 295 FLOPs per byte" in texts(at, "markdown")
+
+
+def test_selective_counted_at_nothing_says_why_in_its_metric(app_test: Callable) -> None:
+    """Selective read "+0.0% extra compute" on a CPU beside lesson 4's +2.7%, with the
+    reason only in small print: the metric's own delta says it now."""
+    from demos.engine.installed_torch import counter_counts_attention
+
+    at = app_test("pages/demos/compare.py",
+                  query={**TINY, "strategy": "selective:save-matmuls"})
+    no_errors(at)
+    extra = [m for m in at.metric if m.label.startswith("Extra compute with selective")]
+    assert len(extra) == 1, [m.label for m in at.metric]
+    extra = extra[0]
+    delta = extra.proto.delta
+    if counter_counts_attention("cpu"):  # a torch that counts the CPU's fused attention
+        assert "not its real cost" not in delta  # sees the rerun
+        return
+    assert extra.value == "+0.0%"
+    assert delta.startswith("counted +0.0%: not its real cost")
+    assert "skips the fused attention kernel and the element-wise ops" in delta
+    assert "2.7% more FLOPs on GPT-3 (lesson 4" in delta
