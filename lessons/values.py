@@ -353,6 +353,9 @@ def lesson_values(code: str = DEFAULT) -> dict[str, str]:
     return v
 
 
+# Lesson 8's quiz: a shape and layout no lesson works through (tag `apply`).
+APPLY_PARALLEL = {"hidden": 8_192, "heads": 64, "seq": 4_096, "layers": 80, "tp": 4, "pp": 4,
+                  "microbatches": 16, "chunks": 2}
 # Lesson 8's long-context example: Llama 3.1 70B's attention over context parallel ranks.
 CP_MODEL = "llama-3.1-70b"
 CP_SEQ = 131_072
@@ -402,6 +405,25 @@ def _many_gpus(v: dict[str, str], code: str, number: Callable[[float], str],
     v["par_message_mb"] = number(message / 1e6)
     v["par_tp_collectives"] = number(tp_sends["all-reduce"].count)
     v["par_tp_layer_mb"] = number(tp_sends["all-reduce"].count * message / 1e6)
+    q = APPLY_PARALLEL
+    qs, qh, qa, ql, qt, qp = (q[k] for k in ("seq", "hidden", "heads", "layers", "tp", "pp"))
+    for key in ("hidden", "heads", "seq", "layers", "tp", "pp", "microbatches", "chunks"):
+        v[f"apply_par_{key}"] = number(q[key])
+    v["apply_par_stage_layers"] = number(ql // qp)
+    one = layer_bytes(qs, 1, qh, qa, qt, True, "selective")
+    v["apply_par_layer_gb"] = gb(one)
+    v["apply_par_layer_tp_gb"] = gb(layer_bytes(qs, 1, qh, qa, qt, False, "selective"))
+    v["apply_par_layer_whole_gb"] = gb(layer_bytes(qs, 1, qh, qa, 1, False, "selective"))
+    v["apply_par_layer_full_gb"] = gb(layer_bytes(qs, 1, qh, qa, qt, True, "full"))
+    v["apply_par_stage_once_gb"] = gb(one * (ql // qp))
+    for schedule in ("1f1b", "interleaved", "gpipe"):
+        layout = Layout(tp=qt, sp=True, pp=qp, microbatches=q["microbatches"],
+                        schedule=schedule, chunks=q["chunks"] if schedule == "interleaved"
+                        else 1)
+        v[f"apply_par_{schedule}_gb"] = gb(activations_per_gpu(
+            layout, layers=ql, s=qs, b=1, h=qh, a=qa, recompute="selective"))
+    v["apply_par_interleave_factor"] = format_decimal(interleave_factor(qp, q["chunks"]),
+                                                      code, 3)
     # context parallelism: Llama 3.1 70B (grouped-query attention) at a long context
     arch = ARCHITECTURES[CP_MODEL]
     kv_hidden = arch.kv_heads * arch.hidden // arch.heads

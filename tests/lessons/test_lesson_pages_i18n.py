@@ -130,7 +130,7 @@ def test_home_page_in_each_language(app_test, monkeypatch, code):
     text = page_text(at)
     if code != "en":
         assert untranslated_on_page(text, code) == []
-    assert {"en": "Seven short lessons", "de": "Sieben kurze Lektionen",
-            "vi": "Bảy bài học ngắn"}[code] in text
+    assert {"en": "Eight short lessons", "de": "Acht kurze Lektionen",
+            "vi": "Tám bài học ngắn"}[code] in text
     for number, item in enumerate(LESSONS, start=1):
         assert f"{number}. {item.title_in(code)}" in text
