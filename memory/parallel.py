@@ -45,6 +45,9 @@ RECOMPUTE: tuple[str, ...] = ("none", "selective", "full")
 # leaves whole on every rank, and the part it divides.
 REPLICATED = 10
 DIVIDED = 24
+# Of the 10: the projections' inputs (QKV, the MLP's first), and the rest between the blocks.
+GATHERED = 4
+BETWEEN = REPLICATED - GATHERED
 WHOLE = REPLICATED + DIVIDED  # 34
 SCORES = 5  # bytes per a·s²·b: QKᵀ (2), softmax (2), its dropout mask (1)... see Section 4.1
 INPUT = 2  # a layer's input, 16-bit
@@ -101,6 +104,32 @@ class Layout:
         return self.tp * self.cp * self.pp * self.dp
 
 
+def split_bytes(tokens: float, between: float, gathered: float, inside: float, tp: int = 1,
+                sp: bool = False, regather: bool = True) -> float:
+    """Bytes one of t tensor-parallel GPUs keeps for one layer over `tokens` tokens, from
+    what the whole layer keeps per token in three parts:
+
+    * `between`: what lies between the split blocks (the norms' inputs and statistics, the
+      dropout masks after the row-split projections): whole on every GPU under tensor
+      parallelism, split along the sequence under sequence parallelism;
+    * `gathered`: the inputs of the column-split projections (QKV, the MLP's first): whole
+      under tensor parallelism; under sequence parallelism split when the layer keeps its
+      shard and gathers again in backward (Megatron, `regather`), whole when autograd
+      keeps the gathered tensor (torch's DTensor `SequenceParallel` + `PrepareModuleInput`);
+    * `inside`: everything within the split blocks, divided by t.
+    """
+    between_kept = between / tp if sp else between
+    gathered_kept = gathered / tp if sp and regather else gathered
+    return tokens * (between_kept + gathered_kept + inside / tp)
+
+
+def input_bytes(tokens: float, h: int, tp: int = 1, sp: bool = False,
+                act_bytes: int = INPUT) -> float:
+    """A layer's input, what full recomputation keeps per layer: whole on every
+    tensor-parallel GPU, split along the sequence under sequence parallelism."""
+    return act_bytes * tokens * h / (tp if sp else 1)
+
+
 def layer_bytes(s: int, b: int, h: int, a: int, tp: int = 1, sp: bool = False,
                 recompute: str = "none", cp: int = 1, fused: bool = False) -> float:
     """Bytes one GPU keeps for one GPT layer and one micro-batch (Korthikanti et al.'s
@@ -108,13 +137,11 @@ def layer_bytes(s: int, b: int, h: int, a: int, tp: int = 1, sp: bool = False,
     kernel keeps no s x s scores (context parallelism always runs one)."""
     if recompute not in RECOMPUTE:
         raise LayoutError(f"recompute must be one of {', '.join(RECOMPUTE)}, not {recompute!r}")
-    sbh = s / cp * b * h
+    tokens = s / cp * b
     if recompute == "full":
-        return INPUT * sbh / (tp if sp else 1)
-    kept = WHOLE * sbh / tp if sp else (REPLICATED + DIVIDED / tp) * sbh
-    if recompute == "none" and not fused and cp == 1:
-        kept += SCORES * a * s * s * b / tp
-    return kept
+        return input_bytes(tokens, h, tp, sp)
+    scores = SCORES * a * s if recompute == "none" and not fused and cp == 1 else 0
+    return split_bytes(tokens, BETWEEN * h, GATHERED * h, DIVIDED * h + scores, tp, sp)
 
 
 def stage_layers(layers: int, pp: int) -> int:
@@ -122,18 +149,20 @@ def stage_layers(layers: int, pp: int) -> int:
     return -(-layers // pp)
 
 
-def in_flight(layout: Layout) -> float:
-    """Micro-batches whose activations the first stage holds at its peak, in units of one
-    micro-batch through all its layers (1F1B: min(p, m); GPipe: m; interleaved with v
-    chunks: Megatron's warm-up (p-1)·2 + (v-1)·p chunk passes plus the one in steady state,
-    each over L/(pv) layers, at most m·v of them)."""
+def in_flight(layout: Layout, stage: int = 0) -> float:
+    """Micro-batches whose activations pipeline stage `stage` (0: the first) holds at its
+    peak, in units of one micro-batch through all its layers (1F1B: min(p - stage, m);
+    GPipe: m; interleaved with v chunks: Megatron's warm-up (p-stage-1)·2 + (v-1)·p chunk
+    passes plus the one in steady state, each over L/(pv) layers, at most m·v of them)."""
     p, m = layout.pp, layout.microbatches
+    if not 0 <= stage < p:
+        raise LayoutError(f"stage must be between 0 and {p - 1}, not {stage}")
     if layout.schedule == "gpipe":
         return float(m)
     if layout.schedule == "1f1b":
-        return float(min(p, m))
+        return float(min(p - stage, m))
     v = layout.chunks
-    passes = min(m * v, 2 * (p - 1) + (v - 1) * p + 1)
+    passes = min(m * v, 2 * (p - stage - 1) + (v - 1) * p + 1)
     return passes / v
 
 

@@ -16,6 +16,7 @@ from memory.parallel import (
     interleave_factor,
     layer_bytes,
     layer_transfers,
+    split_bytes,
     stage_output_bytes,
     state_per_gpu,
 )
@@ -168,3 +169,20 @@ def test_transfers_per_layer():
 def test_bad_layouts_say_why(kwargs, word):
     with pytest.raises(LayoutError, match=word):
         Layout(**kwargs)
+
+
+def test_later_stages_hold_fewer_under_1f1b():
+    layout = Layout(pp=4, microbatches=8)
+    assert [in_flight(layout, stage) for stage in range(4)] == [4, 3, 2, 1]
+    assert in_flight(Layout(pp=4, microbatches=8, schedule="gpipe"), 3) == 8
+    with pytest.raises(LayoutError, match="stage"):
+        in_flight(layout, 4)
+
+
+def test_torch_sequence_parallel_keeps_the_gathered_inputs_whole():
+    """Megatron keeps each projection input's shard and gathers it again in backward
+    (34·sbh/t); keeping the gathered tensor instead leaves its 4·sbh whole."""
+    megatron = split_bytes(2048, 6, 4, 24, tp=8, sp=True)
+    kept_whole = split_bytes(2048, 6, 4, 24, tp=8, sp=True, regather=False)
+    assert megatron == pytest.approx(2048 * 34 / 8)
+    assert kept_whole == pytest.approx(2048 * (4 + 30 / 8))
