@@ -379,6 +379,7 @@ def _many_gpus(v: dict[str, str], code: str, number: Callable[[float], str],
     per_layer = {
         "none": layer_bytes(s, b, h, a), "tp": layer_bytes(s, b, h, a, t),
         "sp": layer_bytes(s, b, h, a, t, True),
+        "sp_torch": layer_bytes(s, b, h, a, t, True, regather=False),
         "tp_selective": layer_bytes(s, b, h, a, t, recompute="selective"),
         "sp_selective": layer_bytes(s, b, h, a, t, True, "selective"),
         "full": layer_bytes(s, b, h, a, t, recompute="full"),

@@ -131,17 +131,20 @@ def input_bytes(tokens: float, h: int, tp: int = 1, sp: bool = False,
 
 
 def layer_bytes(s: int, b: int, h: int, a: int, tp: int = 1, sp: bool = False,
-                recompute: str = "none", cp: int = 1, fused: bool = False) -> float:
+                recompute: str = "none", cp: int = 1, fused: bool = False,
+                regather: bool = True) -> float:
     """Bytes one GPU keeps for one GPT layer and one micro-batch (Korthikanti et al.'s
     Table 2), with its s/cp tokens under context parallelism. `fused`: a fused attention
-    kernel keeps no s x s scores (context parallelism always runs one)."""
+    kernel keeps no s x s scores (context parallelism always runs one). `regather=False`:
+    sequence parallelism as torch's DTensor runs it, the projections' inputs kept whole."""
     if recompute not in RECOMPUTE:
         raise LayoutError(f"recompute must be one of {', '.join(RECOMPUTE)}, not {recompute!r}")
     tokens = s / cp * b
     if recompute == "full":
         return input_bytes(tokens, h, tp, sp)
     scores = SCORES * a * s if recompute == "none" and not fused and cp == 1 else 0
-    return split_bytes(tokens, BETWEEN * h, GATHERED * h, DIVIDED * h + scores, tp, sp)
+    return split_bytes(tokens, BETWEEN * h, GATHERED * h, DIVIDED * h + scores, tp, sp,
+                       regather)
 
 
 def stage_layers(layers: int, pp: int) -> int:

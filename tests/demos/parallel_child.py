@@ -256,8 +256,9 @@ def pipeline(rank: int, schedule: str, checkpointed: bool) -> dict[str, Any]:
         else:
             runner.step(target=target, losses=losses)
 
-    # The first step infers the shapes the stages exchange (a forward of one micro-batch on
-    # the first stage whose graph the stage keeps for the step); measure the second.
+    # The first step infers what the stages exchange by running each stage's forward once
+    # more with gradients on (PipelineStage._forward_metadata_inference, torch 2.13); on the
+    # first stage that graph's saved tensors stay held through the step. Measure the second.
     step([])
     module.zero_grad()
     counter = SavedBytes(list(module.parameters()))
