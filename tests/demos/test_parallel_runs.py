@@ -24,22 +24,18 @@ stay whole on every rank (Megatron keeps each rank's shard and gathers again in 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 import torch
 
 from memory.parallel import Layout, in_flight, input_bytes, split_bytes
 from tests.demos import parallel_child as child
+from tests.demos.launch import ROOT, environment, run_processes
 
 # one launch serves every test here: keep them on one xdist worker
 pytestmark = pytest.mark.xdist_group("parallel-runs")
-ROOT = Path(__file__).resolve().parents[2]
 FP32 = 4
 LAUNCH_TIMEOUT_S = 240
 BETWEEN = FP32 * 2 * (child.HIDDEN + 2)
@@ -50,20 +46,9 @@ INSIDE = FP32 * (4 * child.HIDDEN + child.HEADS + 4 * child.MLP)
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("parallel") / "measured.json"
-    env = {**os.environ, "OMP_NUM_THREADS": "1",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
-                                                        os.environ.get("PYTHONPATH")]))}
     start = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-m", "tests.demos.parallel_child", str(out)],
-                               cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
-        log, _ = process.communicate(timeout=LAUNCH_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)  # the launcher and the processes it spawned
-        log, _ = process.communicate()
-        pytest.fail(f"the parallel runs took more than {LAUNCH_TIMEOUT_S} s:\n{log[-4000:]}")
-    assert process.returncode == 0, log[-6000:]
+    run_processes([sys.executable, "-m", "tests.demos.parallel_child", str(out)], cwd=ROOT,
+                  env=environment(), timeout_s=LAUNCH_TIMEOUT_S, what="the parallel runs")
     result = json.loads(out.read_text(encoding="utf-8"))
     result["seconds"] = time.perf_counter() - start
     return result
