@@ -187,6 +187,14 @@ def activations_per_gpu(layout: Layout, *, layers: int, s: int, b: int, h: int, 
     return kept
 
 
+def expert_bytes(tokens: float, top_k: int, per_token: float) -> float:
+    """Bytes the experts on one GPU keep for the `tokens` tokens that GPU owns, with
+    balanced routing: each token reaches top_k experts wherever they sit, so the experts
+    of each of the ep GPUs process top_k times its own tokens, whatever ep is.
+    `per_token`: what one expert keeps for one token (its input and internals)."""
+    return tokens * top_k * per_token
+
+
 def stage_output_bytes(s: int, b: int, h: int, in_flight_microbatches: int,
                        act_bytes: int = 2) -> float:
     """A pipeline stage's output tensors, s·b·h per micro-batch in flight, which Megatron

@@ -15,7 +15,10 @@ the same weights:
 * pipeline parallel 2 (`torch.distributed.pipelining`, two blocks per stage behind a
   linear "embedding" on the first) over 4 micro-batches, ScheduleGPipe and Schedule1F1B,
   each without and with every block checkpointed: the most bytes held saved at once over
-  the step (a stage keeps the micro-batches it ran forward and not yet backward).
+  the step (a stage keeps the micro-batches it ran forward and not yet backward);
+* expert parallel 2 (a mixture-of-experts MLP, 4 experts, a fixed balanced top-1 router,
+  the tokens sent to their experts' rank and back with the differentiable
+  `torch.distributed.nn.functional.all_to_all_single`): the bytes saved over one forward.
 """
 
 from __future__ import annotations
@@ -228,6 +231,74 @@ def tensor_parallel(rank: int, sp: bool, checkpointed: bool) -> dict[str, Any]:
             "x_grad": x_grad}
 
 
+class Experts(nn.Module):
+    """A mixture-of-experts MLP with a fixed, balanced router (token j goes to expert
+    j mod E, top-1), its experts split over the `ep` ranks of `group`: tokens are grouped
+    by expert, sent to the rank that holds their expert (all-to-all), run through it, and
+    sent back. ep = 1 runs every expert locally."""
+
+    def __init__(self, experts: list[Mlp], ep: int = 1, rank: int = 0) -> None:
+        super().__init__()
+        self.count = len(experts) * ep
+        self.ep, self.first = ep, rank * len(experts)
+        self.experts = nn.ModuleList(experts)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        from torch.distributed.nn.functional import all_to_all_single
+
+        shape = x.shape
+        # [tokens, h] -> [experts, tokens per expert, h]: a copy, grouped by expert
+        grouped = x.reshape(-1, self.count, shape[-1]).transpose(0, 1).contiguous()
+        if self.ep > 1:
+            grouped = all_to_all_single(torch.empty_like(grouped), grouped)
+            # now [ranks, local experts, tokens, h]: every rank's tokens for my experts
+        mine = grouped.view(self.ep, len(self.experts), -1, shape[-1])
+        # one contiguous input per expert (its projections would each copy a strided one)
+        out = torch.stack([expert(mine[:, index].contiguous()) for index, expert in
+                           enumerate(self.experts)], dim=1).view_as(grouped)
+        if self.ep > 1:
+            out = all_to_all_single(torch.empty_like(out), out)
+        return out.transpose(0, 1).reshape(shape)
+
+
+def experts(count: int) -> list[Mlp]:
+    torch.manual_seed(3)
+    return [Mlp() for _ in range(count)]
+
+
+EXPERTS = 4
+
+
+def expert_parallel(rank: int) -> dict[str, Any]:
+    """Expert parallel 2: each rank holds half of the experts and its own half of the batch."""
+    per_rank = EXPERTS // WORLD
+    layer = Experts(experts(EXPERTS)[rank * per_rank:(rank + 1) * per_rank], WORLD, rank)
+    x = data(BATCH).chunk(WORLD, dim=0)[rank].clone().requires_grad_()
+    counter = SavedBytes(list(layer.parameters()))
+    with counter.hooks():
+        out = layer(x)
+    local_loss = out.square().sum()
+    local_loss.backward()
+    loss = local_loss.detach().clone()
+    dist.all_reduce(loss)
+    grads = {f"experts.{int(name.split('.')[1]) + rank * per_rank}.{name.split('.', 2)[2]}": value
+             for name, value in _grads(layer).items()}
+    return {"rank": rank, "saved": counter.total, "loss": loss.item(), "grads": grads,
+            "x_grad": x.grad.tolist()}
+
+
+def expert_reference() -> dict[str, Any]:
+    layer = Experts(experts(EXPERTS))
+    x = data(BATCH).requires_grad_()
+    counter = SavedBytes(list(layer.parameters()))
+    with counter.hooks():
+        out = layer(x)
+    loss = out.square().sum()
+    loss.backward()
+    return {"saved": counter.total, "loss": loss.item(), "grads": _grads(layer),
+            "x_grad": x.grad.tolist()}
+
+
 def _global_name(name: str, offset: int) -> str:
     """A stage's parameter name as the whole stack names it ("blocks.0.x" -> "blocks.2.x")."""
     if not name.startswith("blocks."):
@@ -285,13 +356,15 @@ def _run(rank: int, store: str, out: str) -> None:
             for checkpointed in (False, True):
                 results["pp"].append({"schedule": schedule, "checkpointed": checkpointed,
                                       **pipeline(rank, schedule, checkpointed)})
+        results["ep"] = [expert_parallel(rank)]
         gathered: list[Any] = [None] * WORLD
         dist.all_gather_object(gathered, results)
         if rank == 0:
             single = {"tp": reference(2, BATCH, lambda o: o.square().sum()),
                       "pp": reference(PIPE_BLOCKS, MICROBATCHES,
                                       lambda o: torch.stack([m.mean() for m in o.chunk(
-                                          MICROBATCHES)]).mean(), embed=True)}
+                                          MICROBATCHES)]).mean(), embed=True),
+                      "ep": expert_reference()}
             with open(out, "w", encoding="utf-8") as handle:
                 json.dump({"ranks": gathered, "single": single}, handle)
     finally:

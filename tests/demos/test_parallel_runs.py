@@ -1,4 +1,4 @@
-"""Tensor, sequence and pipeline parallelism run for real: two processes on the CPU over
+"""Tensor, sequence, pipeline and expert parallelism run for real: two processes on the CPU over
 gloo (tests/demos/parallel_child.py, one launch for every run below), each rank's bytes
 saved for backward held against memory.parallel's per-GPU prediction for the tiny blocks,
 and the loss and every gradient against the single-process run of the same weights.
@@ -30,7 +30,7 @@ import time
 import pytest
 import torch
 
-from memory.parallel import Layout, in_flight, input_bytes, split_bytes
+from memory.parallel import Layout, expert_bytes, in_flight, input_bytes, split_bytes
 from tests.demos import parallel_child as child
 from tests.demos.launch import ROOT, environment, run_processes
 
@@ -135,3 +135,26 @@ def test_pipeline_stages_hold_the_predicted_micro_batches(measured, schedule, ch
     assert_same_gradients(grads, single["grads"])
     print(f"pp=2 {schedule} checkpointed={checkpointed}: peaks "
           f"{[run['peak'] for _, run in chosen]} bytes")
+
+
+@pytest.mark.heavy
+def test_expert_parallel_ranks_keep_top_k_times_their_own_tokens(measured):
+    """Each rank owns half the batch and holds half the experts; with balanced routing its
+    experts process as many tokens as it owns (top-1), so it keeps what memory.parallel
+    says: its tokens times one expert's bytes per token (the token's grouped copy, the
+    gate's and up projection's outputs, SiLU's output and the product: h + 4·i values)."""
+    per_token = FP32 * (child.HIDDEN + 4 * child.MLP)
+    tokens = child.BATCH * child.SEQ
+    single = measured["single"]["ep"]
+    assert single["saved"] == pytest.approx(expert_bytes(tokens, 1, per_token), rel=0.01)
+    chosen = runs(measured, "ep")
+    assert [rank for rank, _ in chosen] == [0, 1]
+    grads: dict = {}
+    for _rank, run in chosen:
+        assert run["saved"] == pytest.approx(expert_bytes(tokens / child.WORLD, 1, per_token),
+                                             rel=0.01)
+        assert run["loss"] == pytest.approx(single["loss"], rel=1e-5)
+        grads.update(run["grads"])
+    assert_same_gradients(grads, single["grads"])
+    whole = torch.cat([torch.tensor(run["x_grad"]) for _, run in chosen], dim=0)
+    torch.testing.assert_close(whole, torch.tensor(single["x_grad"]), rtol=1e-4, atol=1e-5)
