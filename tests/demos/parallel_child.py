@@ -18,7 +18,9 @@ the same weights:
   the step (a stage keeps the micro-batches it ran forward and not yet backward);
 * expert parallel 2 (a mixture-of-experts MLP, 4 experts, a fixed balanced top-1 router,
   the tokens sent to their experts' rank and back with the differentiable
-  `torch.distributed.nn.functional.all_to_all_single`): the bytes saved over one forward.
+  `torch.distributed.nn.functional.all_to_all_single`): the bytes saved over one forward;
+* context parallel 2 (`torch.distributed.tensor.experimental.context_parallel`): what
+  torch says when it cannot run it on a CPU.
 """
 
 from __future__ import annotations
@@ -299,6 +301,24 @@ def expert_reference() -> dict[str, Any]:
             "x_grad": x.grad.tolist()}
 
 
+def context_parallel_attempt() -> str:
+    """Context parallel 2 with torch's own `context_parallel` (ring attention over the
+    sequence of the input buffer): on a CPU torch 2.13 stops before attention runs. The
+    error it raises, or "" when it ran."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor.experimental import context_parallel
+
+    mesh = init_device_mesh("cpu", (WORLD,))
+    attention = Attention()
+    x = data(1)
+    try:
+        with context_parallel(mesh, buffers=[x], buffer_seq_dims=[1]):
+            attention(x).sum().backward()
+    except NotImplementedError as error:
+        return str(error)
+    return ""
+
+
 def _global_name(name: str, offset: int) -> str:
     """A stage's parameter name as the whole stack names it ("blocks.0.x" -> "blocks.2.x")."""
     if not name.startswith("blocks."):
@@ -357,6 +377,7 @@ def _run(rank: int, store: str, out: str) -> None:
                 results["pp"].append({"schedule": schedule, "checkpointed": checkpointed,
                                       **pipeline(rank, schedule, checkpointed)})
         results["ep"] = [expert_parallel(rank)]
+        results["cp_error"] = context_parallel_attempt()
         gathered: list[Any] = [None] * WORLD
         dist.all_gather_object(gathered, results)
         if rank == 0:

@@ -158,3 +158,14 @@ def test_expert_parallel_ranks_keep_top_k_times_their_own_tokens(measured):
     assert_same_gradients(grads, single["grads"])
     whole = torch.cat([torch.tensor(run["x_grad"]) for _, run in chosen], dim=0)
     torch.testing.assert_close(whole, torch.tensor(single["x_grad"]), rtol=1e-4, atol=1e-5)
+
+
+def test_context_parallel_does_not_run_on_a_cpu(measured):
+    """torch 2.13's ring attention (torch/distributed/tensor/experimental/_attention.py)
+    handles only the flash, memory-efficient and cuDNN attention kernels, which are CUDA's;
+    on a CPU scaled_dot_product_attention runs _scaled_dot_product_flash_attention_for_cpu,
+    for which DTensor has no sharding rule. Lesson 8 says so; its context-parallel figures
+    rest on the formulas alone."""
+    for ranks in measured["ranks"]:
+        assert ("aten._scaled_dot_product_flash_attention_for_cpu.default does not have a "
+                "sharding strategy registered") in ranks["cp_error"]

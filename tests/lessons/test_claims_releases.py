@@ -300,5 +300,7 @@ def test_many_gpus_states_table_2_and_the_measured_torch_accounting(code):
                  "par_interleaved_selective_gb", "par_gpipe_full_gb", "cp_step_mb"):
         assert values[name] in body, (code, name)
     for api in ("`SequenceParallel`", "`PrepareModuleInput`", "`Schedule1F1B`",
-                "`ScheduleGPipe`", "`fully_shard`"):
+                "`ScheduleGPipe`", "`fully_shard`", "`context_parallel`"):
         assert api in body, (code, api)
+    # torch's refusal on a CPU, as tests/demos/test_parallel_runs.py measures it
+    assert "does not have a sharding strategy registered" in body
