@@ -176,6 +176,26 @@ def _grads(module: nn.Module) -> dict[str, list]:
             for name, p in module.named_parameters()}
 
 
+def square_sum(out: torch.Tensor) -> torch.Tensor:
+    return out.square().sum()
+
+
+def measured_step(module: nn.Module, x: torch.Tensor, shared: bool = False,
+                  loss_of: Callable[[torch.Tensor], torch.Tensor] = square_sum
+                  ) -> tuple[int, float]:
+    """One forward under the counting hooks, then backward: the bytes saved over the
+    forward, and the loss (summed over the ranks when each holds a share, `shared`)."""
+    counter = SavedBytes(list(module.parameters()))
+    with counter.hooks():
+        out = module(x)
+    loss = loss_of(out)
+    loss.backward()
+    total = loss.detach().clone()
+    if shared:
+        dist.all_reduce(total)
+    return counter.total, total.item()
+
+
 def reference(count: int, batch: int, loss_of: Callable[[torch.Tensor], torch.Tensor],
               embed: bool = False) -> dict[str, Any]:
     """One process, no parallelism: the bytes saved over the forward, loss, gradients."""
@@ -183,12 +203,8 @@ def reference(count: int, batch: int, loss_of: Callable[[torch.Tensor], torch.Te
     first = nn.Linear(HIDDEN, HIDDEN, bias=False) if embed else None
     model = Stack(blocks(count), checkpointed=False, embed=first)
     x = data(batch).requires_grad_(not embed)
-    counter = SavedBytes(list(model.parameters()))
-    with counter.hooks():
-        out = model(x)
-    loss = loss_of(out)
-    loss.backward()
-    return {"saved": counter.total, "loss": loss.item(), "grads": _grads(model),
+    saved, loss = measured_step(model, x, loss_of=loss_of)
+    return {"saved": saved, "loss": loss, "grads": _grads(model),
             "x_grad": x.grad.tolist() if x.grad is not None else None}
 
 
@@ -219,17 +235,10 @@ def tensor_parallel(rank: int, sp: bool, checkpointed: bool) -> dict[str, Any]:
         parallelize_module(block, mesh, plan)
     whole = data(BATCH)
     x = (whole.chunk(WORLD, dim=1)[rank] if sp else whole).clone().requires_grad_()
-    counter = SavedBytes(list(model.parameters()))
-    with counter.hooks():
-        out = model(x)
-    local_loss = out.square().sum()
-    local_loss.backward()
-    loss = local_loss.detach().clone()
-    if sp:  # each rank holds its share of the sequence
-        dist.all_reduce(loss)
+    saved, loss = measured_step(model, x, shared=sp)  # under sp each rank holds a share
     x_grad = [None] * WORLD
     dist.all_gather_object(x_grad, x.grad.tolist())
-    return {"rank": rank, "saved": counter.total, "loss": loss.item(), "grads": _grads(model),
+    return {"rank": rank, "saved": saved, "loss": loss, "grads": _grads(model),
             "x_grad": x_grad}
 
 
@@ -276,29 +285,18 @@ def expert_parallel(rank: int) -> dict[str, Any]:
     per_rank = EXPERTS // WORLD
     layer = Experts(experts(EXPERTS)[rank * per_rank:(rank + 1) * per_rank], WORLD, rank)
     x = data(BATCH).chunk(WORLD, dim=0)[rank].clone().requires_grad_()
-    counter = SavedBytes(list(layer.parameters()))
-    with counter.hooks():
-        out = layer(x)
-    local_loss = out.square().sum()
-    local_loss.backward()
-    loss = local_loss.detach().clone()
-    dist.all_reduce(loss)
+    saved, loss = measured_step(layer, x, shared=True)
     grads = {f"experts.{int(name.split('.')[1]) + rank * per_rank}.{name.split('.', 2)[2]}": value
              for name, value in _grads(layer).items()}
-    return {"rank": rank, "saved": counter.total, "loss": loss.item(), "grads": grads,
+    return {"rank": rank, "saved": saved, "loss": loss, "grads": grads,
             "x_grad": x.grad.tolist()}
 
 
 def expert_reference() -> dict[str, Any]:
     layer = Experts(experts(EXPERTS))
     x = data(BATCH).requires_grad_()
-    counter = SavedBytes(list(layer.parameters()))
-    with counter.hooks():
-        out = layer(x)
-    loss = out.square().sum()
-    loss.backward()
-    return {"saved": counter.total, "loss": loss.item(), "grads": _grads(layer),
-            "x_grad": x.grad.tolist()}
+    saved, loss = measured_step(layer, x)
+    return {"saved": saved, "loss": loss, "grads": _grads(layer), "x_grad": x.grad.tolist()}
 
 
 def context_parallel_attempt() -> str:
@@ -381,7 +379,7 @@ def _run(rank: int, store: str, out: str) -> None:
         gathered: list[Any] = [None] * WORLD
         dist.all_gather_object(gathered, results)
         if rank == 0:
-            single = {"tp": reference(2, BATCH, lambda o: o.square().sum()),
+            single = {"tp": reference(2, BATCH, square_sum),
                       "pp": reference(PIPE_BLOCKS, MICROBATCHES,
                                       lambda o: torch.stack([m.mean() for m in o.chunk(
                                           MICROBATCHES)]).mean(), embed=True),
