@@ -38,14 +38,10 @@ What the launch changes, and why:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
-import os
 import re
-import signal
 import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -57,8 +53,8 @@ from memory import footprint as P
 from memory.architectures import PRESETS
 from planner import hf_code as hf_module
 from tests.demos.fsdp_plan_child import TINY
+from tests.demos.launch import environment, run_processes
 
-ROOT = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).with_name("fsdp_plan_child.py")
 PRESET_OF = {"gpt2": "gpt2", "llama": "llama-3.2-1b"}
 LAUNCH_TIMEOUT_S = 300
@@ -78,12 +74,10 @@ def _launch(code: str, family: str, tmp_path: Path, machines: int = 1) -> dict:
     processes = int(re.search(r"--num_processes (\d+)", code).group(1))
     (tmp_path / "train.py").write_text(code, encoding="utf-8")
     out = tmp_path / "measured.json"
-    env = {**os.environ, "ACCELERATE_USE_CPU": "true", "OMP_NUM_THREADS": "1",
-           "WANDB_DISABLED": "true", "TOKENIZERS_PARALLELISM": "false",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
-                                                        os.environ.get("PYTHONPATH")]))}
+    env = environment(ACCELERATE_USE_CPU="true", WANDB_DISABLED="true",
+                      TOKENIZERS_PARALLELISM="false")
     port = _free_port() if machines > 1 else 0
-    launchers = []
+    commands = []
     for machine in range(machines):
         command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu",
                    "--num_processes", str(processes), "--num_machines", str(machines),
@@ -91,25 +85,10 @@ def _launch(code: str, family: str, tmp_path: Path, machines: int = 1) -> dict:
                    "--main_process_port", str(port)]
         if machines > 1:
             command += ["--machine_rank", str(machine), "--main_process_ip", "127.0.0.1"]
-        command += [str(CHILD), family, "train.py", str(out)]
-        launchers.append(subprocess.Popen(
-            command, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True, start_new_session=True))
+        commands.append([*command, str(CHILD), family, "train.py", str(out)])
     start = time.perf_counter()
-    logs = []
-    for process in launchers:
-        try:
-            log, _ = process.communicate(timeout=LAUNCH_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            for each in launchers:  # the launchers and the processes they started
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(each.pid, signal.SIGKILL)
-            log, _ = process.communicate()
-            pytest.fail(f"the FSDP launch ran past {LAUNCH_TIMEOUT_S} s:\n{log[-4000:]}")
-        logs.append(log)
-    for process, log in zip(launchers, logs, strict=True):
-        (tmp_path / "launch.log").write_text(log, encoding="utf-8")
-        assert process.returncode == 0, log[-6000:]
+    run_processes(*commands, cwd=tmp_path, env=env, timeout_s=LAUNCH_TIMEOUT_S,
+                  what="the FSDP launch")
     measured = json.loads(out.read_text(encoding="utf-8"))
     measured["seconds"] = time.perf_counter() - start
     measured["processes"] = processes
