@@ -41,13 +41,14 @@ def test_import_into_an_empty_database_keeps_every_status(
     public = service.public_keys()[service.key_id]
     monkeypatch.setenv("DATA_DIR", str(tmp_path / "restored"))
     dispose_all()
+    (tmp_path / "restored").mkdir()  # a restore makes a database, never a data folder
     restored = import_export(tmp_path / "restored", check_export(lines, [public]))
     assert (restored.certificates, restored.revoked, restored.keys) == (3, 1, 1)
     reader = open_service(create_key=False, strict=False)
     assert [reader.verify(i).status for i in ids] == [Status.REVOKED, Status.VALID,
                                                       Status.VALID]
     with pytest.raises(ExportError, match="not empty"):
-        import_export(tmp_path / "restored", check_export(lines))
+        import_export(tmp_path / "restored", check_export(lines, [public]))
 
 
 def _edit(lines: list[str], kind: str, change: dict) -> list[str]:  # type: ignore[type-arg]
