@@ -59,8 +59,8 @@ class QuizService:
         learner_id: str | None = None,
         client: str | None = None,
     ) -> Attempt:
-        """A fresh draw; raises CooldownActive after a failed attempt of this learner (or of
-        this address, for a learner without a past)."""
+        """A fresh draw; raises CooldownActive after a failed attempt of this learner or from
+        this address."""
         return self.attempts.start(
             draw(self.bank(), self.questions_per_attempt), previous_id, learner_id, client
         )
