@@ -139,7 +139,6 @@ def cmd_new_key(args: argparse.Namespace) -> int:
     if config.signing_key_env():
         print("error: CERT_SIGNING_KEY is set: put the new key there instead", file=sys.stderr)
         return 1
-    service = open_existing_service()  # the database must be there to keep the public keys
     path = data_dir / KEY_FILE
     try:
         old = read_signer(data_dir)
@@ -147,14 +146,15 @@ def cmd_new_key(args: argparse.Namespace) -> int:
         if not args.replace:
             print(f"error: {damaged}", file=sys.stderr)
             return 2
-        print(f"set the unreadable key file aside as {set_aside(path)}")
         old = None
-    else:
-        if old is not None and not args.replace:
-            print(f"error: {path} exists (key {old.key_id}); pass --replace to retire it",
-                  file=sys.stderr)
-            return 1
-    if old is not None:
+    if old is not None and not args.replace:
+        print(f"error: {path} exists (key {old.key_id}); pass --replace to retire it",
+              file=sys.stderr)
+        return 1
+    service = open_existing_service()  # the database must be there to keep the public keys
+    if old is None and path.exists():
+        print(f"set the unreadable key file aside as {set_aside(path)}")
+    elif old is not None:
         service.certificates.register_key()  # its public half, for earlier certificates
         retired = path.with_name(f"signing_key.{old.key_id}.retired.pem")
         path.rename(retired)
