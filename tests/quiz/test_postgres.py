@@ -245,6 +245,7 @@ def test_a_postgres_database_emptied_under_the_service_stops_issuing_until_resto
     assert result.returncode == 0 and result.stdout.count("VALID") == 2, result.stderr
 
 
+@pytest.mark.timeout(300)  # without lock timeouts the first step never returns
 def test_a_table_locked_by_hand_is_busy_within_15_s_on_the_page_and_in_the_cli(
     postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
