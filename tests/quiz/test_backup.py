@@ -104,3 +104,27 @@ def test_a_certificate_is_checked_offline_from_the_export_and_the_public_key(
     assert valid.returncode == 0 and valid.stdout.startswith("VALID"), valid.stderr
     assert check(ids[0]).stdout.startswith("REVOKED")
     assert not (tmp_path / "no-data-here").exists()  # no database, no key file touched
+
+
+def test_import_into_a_server_started_first_keeps_its_key(
+    service: QuizService, exported: tuple[list[str], list[str]], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A new machine with the key from its backup, started before the restore (the database
+    holds that key and no certificate): import trusts the key and restores every status."""
+    from quiz.cli import main
+    from quiz.signing import KEY_FILE
+
+    ids, lines = exported
+    restored = tmp_path / "restored"
+    restored.mkdir()
+    (restored / KEY_FILE).write_bytes((service.data_dir / KEY_FILE).read_bytes())
+    monkeypatch.setenv("DATA_DIR", str(restored))
+    dispose_all()
+    assert open_service().key_id == service.key_id
+    backup = tmp_path / "backup.jsonl"
+    backup.write_text("".join(lines), encoding="utf-8")
+    assert main(["import", str(backup)]) == 0
+    reader = open_service(create_key=False, strict=False)
+    assert [reader.verify(i).status for i in ids] == [Status.REVOKED, Status.VALID,
+                                                      Status.VALID]
