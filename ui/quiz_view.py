@@ -421,10 +421,10 @@ def issue(service: QuizService, attempt_id: str, name: str) -> None:
     st.session_state.pop(_CONFIRM, None)
 
 
-def issued_certificate(attempt_id: str) -> Certificate | None:
-    """The attempt's certificate when it is stored and verifies, read through the verify
-    page's service (the signing key is not needed); None when there is none or the storage
-    cannot tell."""
+def issued_certificate(attempt_id: str) -> tuple[QuizService, Certificate] | None:
+    """The attempt's certificate when it is stored and verifies, with the verify page's
+    service it was read through (the signing key is not needed); None when there is none
+    or the storage cannot tell."""
     try:
         reader = shared_service(create_key=False, strict=False)
         certificate = reader.certificate_for(attempt_id)
@@ -432,7 +432,7 @@ def issued_certificate(attempt_id: str) -> Certificate | None:
             return None
     except (StorageUnavailable, StorageError):
         return None
-    return certificate
+    return reader, certificate
 
 
 def show_result(service: QuizService, attempt: Attempt) -> None:
@@ -479,12 +479,12 @@ def render() -> None:
         # The certificate the learner's click issued is shown all the same (the key file
         # damaged after it was signed stops issuing, not the certificate already issued).
         attempt_id = st.query_params.get("attempt") or st.session_state.get(ATTEMPT_KEY)
-        certificate = issued_certificate(attempt_id) if attempt_id else None
-        if certificate is None:
+        issued = issued_certificate(attempt_id) if attempt_id else None
+        if issued is None:
             storage_message(problem)
         else:
             LOG.error("%s", problem)
-            show_certificate(certificate)
+            show_certificate(*issued)
 
 
 def show_quiz(service: QuizService) -> None:
