@@ -74,6 +74,7 @@ class ClassFit:
 
     terms: tuple[Term, ...]
     breaks: tuple[int, ...] = ()  # s at which a new stretch starts (a sliding window)
+    trainable: int = 0  # parameters trained in the whole model (LoRA: the adapters)
 
     def stretch(self, s: int) -> int:
         return bisect_right(self.breaks, s)

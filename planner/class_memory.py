@@ -234,6 +234,22 @@ def _gpu_rules(root) -> dict[int, tuple[str, tuple[int, ...], int]]:
     return rules
 
 
+_VIEWS = {"TBackward0", "ViewBackward0", "TransposeBackward0", "PermuteBackward0",
+          "UnsafeViewBackward0", "ExpandBackward0", "SelectBackward0"}
+
+
+def _weight_copy(t: torch.Tensor) -> bool:
+    """Whether a saved tensor is (a view of) a cast of a trainable parameter: autocast's
+    16-bit weight copy, a ToCopyBackward0 straight from the parameter's AccumulateGrad."""
+    fn = t.grad_fn
+    while fn is not None and type(fn).__name__ in _VIEWS:
+        fn = fn.next_functions[0][0] if fn.next_functions else None
+    if fn is None or type(fn).__name__ != "ToCopyBackward0" or not fn.next_functions:
+        return False
+    source = fn.next_functions[0][0]
+    return source is not None and type(source).__name__ == "AccumulateGrad"
+
+
 def measure_step(model: torch.nn.Module, batch: int, seq: int, autocast: bool = False,
                  input_ids: torch.Tensor | None = None) -> _Step:
     """One forward with its loss; what autograd saves, per layer and module, on the CPU
@@ -294,6 +310,9 @@ def measure_step(model: torch.nn.Module, batch: int, seq: int, autocast: bool = 
     def pack(t: torch.Tensor) -> torch.Tensor:
         key = _storage_key(t)
         if key in params or key in seen:
+            return t
+        if _weight_copy(t):  # autocast's 16-bit weight copy: the plan counts it with the
+            params.add(key)  # weights (mixed precision's 6 bytes per parameter)
             return t
         nbytes = t.untyped_storage().nbytes()
         if not nbytes:
@@ -449,6 +468,24 @@ def _quadratic(xs: list[int], ys: list[int]) -> tuple[Fraction, Fraction, Fracti
     return (c[0], c[1], c[2])
 
 
+def _whole_model(model: torch.nn.Module, types: tuple[str, ...], slot_names: dict[int, str],
+                 trainable: bool = False) -> int:
+    """Parameters (trainable ones: `trainable`) of the whole model, from the reduced one:
+    those outside the decoder layers once, each layer's by its type."""
+    layers = decoder_layers(model)
+
+    def count(params) -> int:
+        return sum(p.numel() for p in params if p.requires_grad or not trainable)
+
+    inside = {id(p) for layer in layers for p in layer.parameters()}
+    outside = count(p for p in model.parameters() if id(p) not in inside)
+    per_type = {name: count(layers[i].parameters()) for i, name in slot_names.items()
+                if i > 0}
+    if len(layers) == 1:
+        per_type = {types[0]: count(layers[0].parameters())}
+    return outside + sum(per_type[t] for t in types)
+
+
 class FitMissed(AssertionError):
     """A fitted term missed a measured check point."""
 
@@ -491,7 +528,8 @@ def fit_variant(config, variant: Variant, check: bool = False) -> ClassFit:
             h = _quadratic(xs, [t - 2 * p for t, p in zip(two, per, strict=True)])
             polys.append(Poly(g, h, _quadratic(xs, one)))
         terms.append(Term(slot_names[slot], module, kind, tuple(polys), padded))
-    fit = ClassFit(tuple(terms), (w,) if w else ())
+    fit = ClassFit(tuple(terms), (w,) if w else (),
+                   trainable=_whole_model(model, types, slot_names, trainable=True))
     if check:
         for (b, s), run in runs.items():
             for term, key in zip(terms, keys, strict=True):
@@ -517,7 +555,57 @@ class MeasuredClass:
         self.kernels = kernels(self.config)
         self.window = window(self.config)
         self._fits: dict[Variant, ClassFit] = {}
+        self._meta_model: torch.nn.Module | None = None
         self._lock = threading.Lock()
+
+    def architecture(self, label: str = ""):
+        """The memory model's Architecture of the config (its shapes; its parameters counted
+        on the class, experts and extra norms included)."""
+        from memory.architectures import Architecture
+
+        c = self.config
+        heads = int(c.num_attention_heads)
+        hidden = int(c.hidden_size)
+        head_dim = int(getattr(c, "head_dim", None) or hidden // heads)
+        kv = int(getattr(c, "num_key_value_heads", None) or
+                 (1 if getattr(c, "multi_query", False) else heads))
+        width = int(getattr(c, "intermediate_size", None) or getattr(c, "n_inner", None)
+                    or getattr(c, "ffn_hidden_size", None) or 4 * hidden)
+        total, block = self._params()
+        rms = "layernorm" not in " ".join(type(m).__name__.lower()
+                                           for m in self._meta().modules())
+        return Architecture(
+            "config", label or f"{self.family} (config.json)", layers=len(self.layer_types),
+            hidden=hidden, heads=heads, kv_heads=kv, mlp_width=width,
+            mlp="swiglu" if rms else "gelu", norm="rmsnorm" if rms else "layernorm",
+            vocab=int(c.vocab_size), tied=bool(getattr(c, "tie_word_embeddings", False)),
+            family=self.family, head_size=head_dim if head_dim * heads != hidden else 0,
+            counted_params=total, counted_block=block)
+
+    def _meta(self) -> torch.nn.Module:
+        if self._meta_model is None:
+            import warnings
+
+            from transformers import AutoModelForCausalLM
+
+            n = reduced_layers(self.layer_types)
+            with torch.device("meta"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self._meta_model = AutoModelForCausalLM.from_config(
+                    _reduced_config(self.config, n, Variant()),
+                    attn_implementation=self.kernels[0])
+        return self._meta_model
+
+    def _params(self) -> tuple[int, int]:
+        """Every parameter of the whole model, and the largest layer's."""
+        model = self._meta()
+        n = len(decoder_layers(model))
+        names = {0: self.layer_types[0]}
+        for i in range(1, n):
+            names.setdefault(i, self.layer_types[i])
+        layers = decoder_layers(model)
+        block = max(sum(p.numel() for p in layer.parameters()) for layer in layers)
+        return _whole_model(model, self.layer_types, names), block
 
     def variant(self, key: tuple) -> Variant:
         precision, kernel, rank, targets, device = key
@@ -533,19 +621,3 @@ class MeasuredClass:
                 found = self._fits[variant] = fit_variant(self.config, variant)
             return found
 
-
-_CLASSES: dict[str, MeasuredClass] = {}
-_CLASSES_LOCK = threading.Lock()
-
-
-def measured_class(cfg: dict[str, Any]) -> MeasuredClass:
-    """The MeasuredClass of a config.json, one per distinct config (kept for the process:
-    a config seen before is planned from its fits)."""
-    import json
-
-    key = json.dumps(cfg, sort_keys=True, default=str)
-    with _CLASSES_LOCK:
-        found = _CLASSES.get(key)
-        if found is None:
-            found = _CLASSES[key] = MeasuredClass(cfg)
-        return found

@@ -96,6 +96,8 @@ def hf_code(p: PlannerInputs, code: str = DEFAULT) -> str:
     autocast = p.autocast
     dtype = "torch.bfloat16" if sixteen else "torch.float32"
     attention = "sdpa" if p.fused or strategy == "selective" else "eager"
+    if "sdpa" not in getattr(p.source, "kernels", ("sdpa",)):
+        attention = "eager"  # the class has no SDPA (Gemma 2: soft-capping)
 
     imports = ["import torch"]
     peft_names = ["LoraConfig", "get_peft_model"] + (["prepare_model_for_kbit_training"]
