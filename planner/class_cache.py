@@ -63,8 +63,8 @@ def fit_from_json(data: dict) -> ClassFit:
         g, h, one = (tuple(_fraction(c) for c in row) for row in rows)
         return Poly(g, h, one)  # type: ignore[arg-type]
 
-    terms = tuple(Term(t["slot"], t["name"], t["kind"], tuple(poly(p) for p in t["polys"]),
-                       bool(t["padded"])) for t in data["terms"])
+    terms = tuple(Term(row["slot"], row["name"], row["kind"], tuple(poly(p) for p in row["polys"]),
+                       bool(row["padded"])) for row in data["terms"])
     return ClassFit(terms, tuple(data["breaks"]), int(data["trainable"]))
 
 

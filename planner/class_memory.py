@@ -21,8 +21,9 @@ misses it by a byte; the tests compare the fit with real CPU steps.
 
 CPU against GPU: the measurement runs torch's CPU kernels; a plan prices the GPU's. The
 terms that differ are converted per saved tensor, read off the autograd graph:
-* dropout masks (native_dropout's second result): 1 byte per number on CUDA (bool), the
-  input's dtype on the CPU;
+* dropout masks: 1 byte per number on CUDA (native_dropout's bool mask), the input's
+  dtype on the CPU (its dropout multiplies by a float mask; found as the tensor
+  torch.nn.functional.dropout saves that needs no gradient);
 * LayerNorm's mean and 1/std (native_layer_norm's 2nd and 3rd results): fp32 on CUDA, the
   input's dtype on the CPU;
 * SDPA's log-sum-exp (fp32 per head and token on both): CUDA's memory-efficient kernel,
@@ -56,7 +57,14 @@ SAMPLE_STEP = 64  # tokens between the sampled sequence lengths (without a windo
 
 
 class ClassConfigError(ValueError):
-    """A config.json transformers cannot build as a decoder-only causal LM: one line."""
+    """A config.json transformers cannot build as a decoder-only causal LM: `problem` (an
+    id: no-model-type, unknown, not-causal, cannot-build, encoder-decoder, multimodal,
+    window) and `model_type`, for the page to word; str() is the English line."""
+
+    def __init__(self, problem: str, message: str, model_type: str = "") -> None:
+        super().__init__(message)
+        self.problem = problem
+        self.model_type = model_type
 
 
 @dataclass(frozen=True)
@@ -94,28 +102,30 @@ def hf_config(cfg: dict[str, Any]):
     cfg = _text_part(cfg)
     model_type = cfg.get("model_type")
     if not isinstance(model_type, str):
-        raise ClassConfigError("config.json has no 'model_type'")
+        raise ClassConfigError("no-model-type", "config.json has no 'model_type'")
     if model_type not in CONFIG_MAPPING:
-        raise ClassConfigError(f"model_type {model_type!r}: transformers 5.24 has no such "
-                               "model")
+        raise ClassConfigError("unknown", f"model_type {model_type!r}: transformers 5.24 has "
+                               "no such model", model_type)
     if model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
-        raise ClassConfigError(f"model_type {model_type!r} is not a decoder-only causal LM "
-                               "(transformers has no AutoModelForCausalLM class for it)")
+        raise ClassConfigError("not-causal", f"model_type {model_type!r} is not a decoder-only "
+                               "causal LM (transformers has no AutoModelForCausalLM class "
+                               "for it)", model_type)
     fields = {k: v for k, v in cfg.items()
               if k not in ("model_type", "architectures", "transformers_version",
                            "torch_dtype", "dtype", "quantization_config")}
     try:
         config = AutoConfig.for_model(model_type, **fields)
     except (TypeError, ValueError, KeyError) as error:
-        raise ClassConfigError(f"transformers cannot build {model_type!r} from this "
-                               f"config.json: {str(error).splitlines()[0]}") from None
+        raise ClassConfigError("cannot-build", f"transformers cannot build {model_type!r} "
+                               f"from this config.json: {str(error).splitlines()[0]}",
+                               model_type) from None
     if getattr(config, "is_encoder_decoder", False):
-        raise ClassConfigError(f"model_type {model_type!r} is an encoder-decoder model, "
-                               "not a decoder-only LM")
+        raise ClassConfigError("encoder-decoder", f"model_type {model_type!r} is an "
+                               "encoder-decoder model, not a decoder-only LM", model_type)
     causal = causal_class(config)
     if "ConditionalGeneration" in causal.__name__:
-        raise ClassConfigError(f"model_type {model_type!r} builds {causal.__name__}, not a "
-                               "decoder-only LM")
+        raise ClassConfigError("multimodal", f"model_type {model_type!r} builds "
+                               f"{causal.__name__}, not a decoder-only LM", model_type)
     return config
 
 
@@ -259,8 +269,10 @@ def measure_step(model: torch.nn.Module, batch: int, seq: int, autocast: bool = 
     layers = decoder_layers(model)
     index = {id(m): i for i, m in enumerate(layers)}
     params = {_storage_key(p) for p in [*model.parameters(), *model.buffers()]}
-    state: dict[str, Any] = {"layer": None, "stack": [], "shared": set(), "input": set()}
+    state: dict[str, Any] = {"layer": None, "stack": [], "shared": set(), "input": set(),
+                             "dropout": False}
     seen: dict[object, tuple] = {}
+    masks: dict[object, int] = {}  # dropout masks the CPU keeps as floats: their numbers
     handles = []
     names = {}
     for i, layer in enumerate(layers):
@@ -329,15 +341,28 @@ def measure_step(model: torch.nn.Module, batch: int, seq: int, autocast: bool = 
             kind = ("input" if key in state["input"] else
                     "lora" if "lora_" in module else "other")
         seen[key] = (slot, module, kind, nbytes)
+        if state["dropout"] and not t.requires_grad and t.is_floating_point():
+            # the CPU's dropout keeps its mask in the input's dtype (input * mask / (1 - p))
+            masks[key] = nbytes // t.element_size()
         return t
 
     if input_ids is None:
         input_ids = torch.zeros((batch, seq), dtype=torch.long)
     cast = (torch.autocast("cpu", dtype=torch.bfloat16) if autocast
             else contextlib.nullcontext())
+    dropout = torch.nn.functional.dropout
+
+    def marked_dropout(*args, **kwargs):
+        state["dropout"] = True
+        try:
+            return dropout(*args, **kwargs)
+        finally:
+            state["dropout"] = False
+
     try:
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), cast, \
-                _as_real_batch():
+                _as_real_batch(), mock.patch.object(torch.nn.functional, "dropout",
+                                                    marked_dropout):
             out = model(input_ids=input_ids, labels=input_ids, use_cache=False)
         rules = _gpu_rules(out.loss.grad_fn)
     finally:
@@ -346,6 +371,8 @@ def measure_step(model: torch.nn.Module, batch: int, seq: int, autocast: bool = 
     step = _Step()
     for key, (slot, module, kind, nbytes) in seen.items():
         gpu, padded = nbytes, False
+        if key in masks:  # CUDA's native_dropout keeps a bool mask
+            gpu = masks[key]
         rule = rules.get(key)
         if rule is not None:
             name, shape, size = rule
@@ -449,7 +476,8 @@ def _samples(start: int, stop: int | None) -> list[int]:
         return [first, first + step, first + 2 * step]
     span = stop - start
     if span < 3:
-        raise ClassConfigError(f"a sliding window of {stop} tokens is too small to plan")
+        raise ClassConfigError("window", f"a sliding window of {stop} tokens is too small "
+                               "to plan")
     step = span // 3
     return [start + step // 2, start + step // 2 + step, start + step // 2 + 2 * step]
 

@@ -1,0 +1,178 @@
+"""The planner's layers measured on the real transformers classes (planner.class_memory):
+for every family, at tiny size, the fit made under fake tensors against one real CPU
+training step of the same class (per decoder layer, outside the layers, and all
+together), in fp32 and bf16, with each attention kernel the class supports, full
+fine-tuning and LoRA (a pairwise cover: every dtype meets every kernel and every tuning).
+Then the course's formula against the measured class for the families the lessons teach,
+the GPU's terms against the formula's, and the CLI on the families' full-size
+config.json files."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import pytest
+import torch
+
+from demos.engine import real_models as R
+from memory import footprint as P
+from memory.layer import layer_bytes
+from planner import class_memory as C
+from tests.demos.class_fixtures import FAMILIES, FOLDER, load, tiny
+
+torch.set_num_threads(1)
+warnings.filterwarnings("ignore")
+
+# (dtype, kernel, LoRA rank): every pair of dtype, kernel and tuning meets once
+COVER = (("fp32", "sdpa", 0), ("bf16", "sdpa", 8), ("fp32", "eager", 8), ("bf16", "eager", 0))
+POINTS = ((2, 32), (1, 12))  # 32 tokens cross the tiny 16-token window; 12 do not
+
+
+def _real_per_slot(model, conf, b: int, s: int, precision: str) -> dict[int, int]:
+    torch.manual_seed(0)
+    ids = torch.randint(0, conf.vocab_size, (b, s))
+    step = C.measure_step(model, b, s, precision == "mixed", input_ids=ids)
+    per: dict[int, int] = {}
+    for (slot, _module, _kind, _padded), n in step.cpu.items():
+        per[slot] = per.get(slot, 0) + n
+    return per
+
+
+def _predicted(fit, types, b: int, s: int) -> dict[int, int]:
+    out = {i: fit.slot_bytes("first" if i == 0 else types[i], b, s) for i in range(len(types))}
+    out[-1] = fit.slot_bytes("outside", b, s)
+    return {k: v for k, v in out.items() if v}
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_the_fit_equals_a_real_step_of_the_class(name: str) -> None:
+    conf = C.hf_config(tiny(load(name)))
+    types = C.layer_types(conf)
+    for dtype, kernel, rank in COVER:
+        if kernel not in C.kernels(conf):
+            kernel = C.kernels(conf)[0]
+        variant = C.Variant(dtype, kernel, rank)
+        fit = C.fit_variant(conf, variant)
+        torch.manual_seed(0)
+        model = C.build(conf, variant, layers=conf.num_hidden_layers)
+        for b, s in POINTS:
+            real = _real_per_slot(model, conf, b, s, dtype)
+            predicted = _predicted(fit, types, b, s)
+            assert real == predicted, (variant, b, s)
+            assert sum(real.values()) == sum(predicted.values())
+
+
+def test_a_fit_is_checked_at_a_point_it_was_not_made_from() -> None:
+    """check=True measures one more size per stretch (b = 4) and holds every term to it."""
+    conf = C.hf_config(tiny(load("mistral-7b-v0.1")))
+    fit = C.fit_variant(conf, C.Variant("bf16", "sdpa"), check=True)
+    assert fit.breaks == (16,)  # the window splits s
+
+
+def test_the_class_measurement_agrees_with_the_labs_own() -> None:
+    """demos.engine.real_models measures the course's presets with its own hooks (one
+    real step, per layer): the class's fit finds the same bytes per layer."""
+    arch = R.tiny_architecture("llama-3.2-1b")
+    setup = R.Setup(arch, batch=2, seq=32, dtype="bf16", lora_rank=8)
+    lab = R.measure(setup)
+    cfg = {**R.hf_config(arch).to_dict(), "model_type": "llama"}
+    conf = C.hf_config(cfg)
+    fit = C.fit_variant(conf, C.Variant("bf16", "sdpa", 8, "all-linear"))
+    types = C.layer_types(conf)
+    assert lab.per_layer == tuple(
+        fit.slot_bytes("first" if i == 0 else types[i], 2, 32) for i in range(arch.layers))
+
+
+@pytest.mark.parametrize("preset", ["llama-3.2-1b", "qwen2.5-7b", "gpt2"])
+def test_the_course_formula_is_the_measured_class_for_the_taught_families(preset) -> None:
+    """The lessons' hand-written layer (memory.layer) holds against the class, on the CPU
+    (as measured) and on the GPU (the class's CPU terms converted)."""
+    arch = R.tiny_architecture(preset)
+    cfg = {**R.hf_config(arch).to_dict(),
+           "model_type": R.family(arch)}
+    conf = C.hf_config(cfg)
+    for device in ("cpu", "cuda"):
+        p = P.PlannerInputs(arch, seq=32, batch=2, precision="fp32", device=device,
+                            fused=R.sdpa_fused(arch, device), attention="sdpa")
+        fit = C.fit_variant(conf, C.Variant("fp32", "sdpa", device=device))
+        assert fit.slot_bytes("full_attention", 2, 32) == layer_bytes(p.tensors()), device
+
+
+def test_gpu_terms_differ_from_the_cpus_as_documented() -> None:
+    """GPT-2 eager in fp32: CUDA keeps 1-byte dropout masks where the CPU keeps fp32
+    ones; its LayerNorm statistics are fp32 on both."""
+    arch = R.tiny_architecture("gpt2")
+    conf = C.hf_config({**R.hf_config(arch).to_dict(), "model_type": "gpt2"})
+    b, s = 2, 32
+    cpu = C.fit_variant(conf, C.Variant("fp32", "eager")).slot_bytes("full_attention", b, s)
+    gpu = C.fit_variant(conf, C.Variant("fp32", "eager", device="cuda")).slot_bytes(
+        "full_attention", b, s)
+    masks = arch.heads * s * s * b + 2 * b * s * arch.hidden  # attention + two residual
+    assert cpu - gpu == 3 * masks
+
+
+def test_a_non_decoder_model_is_refused_in_one_line() -> None:
+    with pytest.raises(C.ClassConfigError) as error:
+        C.hf_config(load("t5-small"))
+    assert "\n" not in str(error.value) and "t5" in str(error.value)
+    with pytest.raises(C.ClassConfigError, match="no such model"):
+        C.hf_config({"model_type": "not-a-model"})
+
+
+# ---------------------------------------------------------------- the CLI at full size
+
+
+def _plan(capsys, name: str, *extra: str) -> dict:
+    from demos.cli import main
+
+    assert main(["plan", "--config", str(FOLDER / f"{name}.json"), "--json", *extra]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("DATA_DIR", str(tmp_path_factory.getbasetemp() / "classes"))
+
+
+def test_mistral_v01_prices_its_window_at_4096_tokens(capsys) -> None:
+    below = _plan(capsys, "mistral-7b-v0.1", "--seq", "4095")
+    at = _plan(capsys, "mistral-7b-v0.1", "--seq", "4096")
+    assert at["class"]["window"] == 4096
+    per_below = below["class"]["layer_type_bytes"]["full_attention"]
+    per_at = at["class"]["layer_type_bytes"]["full_attention"]
+    # from 4,096 tokens transformers builds the window's mask: SDPA then repeats k and v
+    # to every head (8 KV heads -> 32) and keeps the mask's additive copy, in each layer
+    heads, kv, d, s = 32, 8, 128, 4096
+    grown = 2 * (heads - kv) * d * s * 2 + s * s * 2
+    assert per_at - per_below * 4096 / 4095 > 0.9 * grown
+
+
+def test_gemma2_is_planned_with_eager_attention_and_prints_no_sdpa(capsys) -> None:
+    data = _plan(capsys, "gemma-2-9b", "--attention", "sdpa")
+    assert data["class"]["kernel"] == "eager"
+    assert data["class"]["kernels_supported"] == ["eager"]
+    assert data["class"]["logit_extra_bytes"] == 4096 * 256000 * 2  # the soft-cap's tanh
+    codes = [data["recommendation"]["code"]["huggingface"]] + [
+        a["code"]["huggingface"] for a in data["recommendation"]["alternatives"]]
+    assert all('attn_implementation="eager"' in c and "sdpa" not in c for c in codes)
+    modules = {t["module"] for t in data["class"]["beyond_course"]}
+    assert {"pre_feedforward_layernorm", "post_feedforward_layernorm"} <= modules
+
+
+@pytest.mark.parametrize("name", ["qwen3-8b", "qwen3-235b-a22b", "gemma-3-1b",
+                                  "phi-3-mini-4k", "mixtral-8x7b"])
+def test_the_headline_families_are_planned(capsys, name: str) -> None:
+    data = _plan(capsys, name, "--seq", "2048")
+    cls = data["class"]
+    assert cls["family"] == load(name)["model_type"]
+    assert data["layer_activation_bytes"] > 0
+    assert sum(cls["layer_types"].values()) == load(name)["num_hidden_layers"]
+    if name == "gemma-3-1b":  # 5 local layers to each global one
+        assert cls["layer_types"] == {"sliding_attention": 22, "full_attention": 4}
+        assert (cls["layer_type_bytes"]["full_attention"]
+                > cls["layer_type_bytes"]["sliding_attention"])
+    if name == "qwen3-8b":
+        assert "self_attn.q_norm" in {t["module"] for t in cls["beyond_course"]}
+    if name in ("qwen3-235b-a22b", "mixtral-8x7b"):
+        assert any(t["module"].startswith("mlp.experts") for t in cls["beyond_course"])
