@@ -21,6 +21,7 @@ from typing import Any
 
 from memory.architectures import Architecture
 from memory.class_layers import ClassFit, Poly, Term
+from memory import hf_config
 from memory.hf_config import parse
 
 CODE = Path(__file__).with_name("class_memory.py")
@@ -156,5 +157,8 @@ def from_config_json(text: str) -> tuple[Architecture, ClassSource]:
     """A pasted config.json: its Architecture (counted on the class) and its class;
     memory.hf_config.ConfigJsonError for text that is no JSON object,
     planner.class_memory.ClassConfigError for a model this planner cannot build."""
-    source = class_source(parse(text))
+    cfg = parse(text)
+    if cfg.get("model_type") in hf_config.FAMILIES:
+        hf_config.architecture(cfg)  # the course's families: a missing size is named
+    source = class_source(cfg)
     return source.architecture, source
