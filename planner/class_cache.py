@@ -19,9 +19,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from memory import hf_config
 from memory.architectures import Architecture
 from memory.class_layers import ClassFit, Poly, Term
-from memory import hf_config
 from memory.hf_config import parse
 
 CODE = Path(__file__).with_name("class_memory.py")
