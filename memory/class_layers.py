@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from dataclasses import dataclass
+from functools import lru_cache
 from fractions import Fraction
 from typing import Protocol
 
@@ -33,12 +34,20 @@ class Poly:
     h: tuple[Fraction, Fraction, Fraction]
     one: tuple[Fraction, Fraction, Fraction]
 
+    def __post_init__(self) -> None:
+        # integers over one common denominator: plans evaluate a poly thousands of times
+        coeffs = (*self.g, *self.h, *self.one)
+        den = math.lcm(*(Fraction(c).denominator for c in coeffs))
+        object.__setattr__(self, "_den", den)
+        object.__setattr__(self, "_num", tuple(int(Fraction(c) * den) for c in coeffs))
+
     def __call__(self, b: int, s: int) -> int:
+        g0, g1, g2, h0, h1, h2, o0, o1, o2 = self._num  # type: ignore[attr-defined]
         if b == 1:
-            return int(self.one[0] + self.one[1] * s + self.one[2] * s * s)
-        per = self.g[0] + self.g[1] * s + self.g[2] * s * s
-        shared = self.h[0] + self.h[1] * s + self.h[2] * s * s
-        return int(b * per + shared)
+            value = o0 + o1 * s + o2 * s * s
+        else:
+            value = b * (g0 + g1 * s + g2 * s * s) + h0 + h1 * s + h2 * s * s
+        return value // self._den  # type: ignore[attr-defined]
 
     def text(self, e: str = "") -> str:
         """The formula in b and s, e.g. "128·b·s + 4·s²"."""
@@ -91,7 +100,12 @@ class ClassFit:
                      for t in self.terms if t.slot == slot and self.value(t, b, s))
 
     def slot_bytes(self, slot: str, b: int, s: int) -> int:
-        return sum(self.value(t, b, s) for t in self.terms if t.slot == slot)
+        return _slot_bytes(self, slot, b, s)
+
+
+@lru_cache(maxsize=65536)
+def _slot_bytes(fit: ClassFit, slot: str, b: int, s: int) -> int:
+    return sum(fit.value(t, b, s) for t in fit.terms if t.slot == slot)
 
 
 class LayerSource(Protocol):

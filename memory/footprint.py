@@ -146,7 +146,8 @@ class PlannerInputs:
             first = full if first_input_grad else layer_bytes(self.tensors(b, s, False))
             return [first] + [full] * (self.arch.layers - 1)
         types = self.source.layer_types
-        out = [fit.slot_bytes(t, b, s) for t in types]
+        per_type = {t: fit.slot_bytes(t, b, s) for t in set(types)}
+        out = [per_type[t] for t in types]
         if not first_input_grad:
             out[0] = fit.slot_bytes("first", b, s)
         return out
