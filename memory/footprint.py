@@ -314,6 +314,15 @@ def activations(p: PlannerInputs, strategy: str, batch: int | None = None,
         if p.source is not None and fused >= sum(each):  # the class has no fused kernel
             return Activations(sum(each), 0, 0.0, 0)
         return Activations(fused, 0, n * attention_flops(p.arch, b, s) / 2, n)
+    if strategy == "budget" and p.source is not None:
+        # the compiler's choice by the course's layer (its tensors' recompute costs),
+        # scaled to the class's measured layer
+        course = p.with_(source=None)
+        formula = layer_bytes(course.tensors(b, s))
+        kept, flops = _budget_kept(course.tensors(b, s), p.budget, ckpt)
+        share = (kept - ckpt) / max(1, formula - ckpt)
+        kept = int(ckpt + share * max(0, full - ckpt))
+        return Activations(n * kept, full - kept, n * flops, n if flops else 0)
     if strategy == "budget":
         kept, flops = _budget_kept(tensors, p.budget, ckpt)
         return Activations(n * kept, full - kept, n * flops, n if flops else 0)
@@ -330,7 +339,7 @@ def logits_peak_bytes(p: PlannerInputs, batch: int | None = None, seq: int | Non
     if p.chunked_loss:
         tokens = min(tokens, CHUNK_TOKENS)
     e = p.act_bytes
-    extra = logit_extra_bytes(p, b, s) * tokens / (b * s)
+    extra = logit_extra_bytes(p, b, s) * tokens / (b * s) if p.source is not None else 0
     return tokens * p.arch.vocab * (LOSS_FP32_TENSORS * 4 + (e if e < 4 else 0)) + extra
 
 

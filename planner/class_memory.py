@@ -58,7 +58,7 @@ SAMPLE_STEP = 64  # tokens between the sampled sequence lengths (without a windo
 
 class ClassConfigError(ValueError):
     """A config.json transformers cannot build as a decoder-only causal LM: `problem` (an
-    id: no-model-type, unknown, not-causal, cannot-build, encoder-decoder, multimodal,
+    id: no-model-type, unknown, encoder, not-causal, cannot-build, encoder-decoder, multimodal,
     window) and `model_type`, for the page to word; str() is the English line."""
 
     def __init__(self, problem: str, message: str, model_type: str = "") -> None:
@@ -97,7 +97,10 @@ def hf_config(cfg: dict[str, Any]):
     """The transformers config of a config.json dict; ClassConfigError (one line) when it
     is no decoder-only causal LM transformers builds."""
     from transformers import CONFIG_MAPPING, AutoConfig
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+    )
 
     cfg = _text_part(cfg)
     model_type = cfg.get("model_type")
@@ -106,6 +109,10 @@ def hf_config(cfg: dict[str, Any]):
     if model_type not in CONFIG_MAPPING:
         raise ClassConfigError("unknown", f"model_type {model_type!r}: transformers 5.24 has "
                                "no such model", model_type)
+    if model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES:  # BERT, RoBERTa, BART ...: their
+        # causal-LM class is the encoder (or a decoder half) run with is_decoder=True
+        raise ClassConfigError("encoder", f"model_type {model_type!r} is an encoder model "
+                               "(it has a masked-LM class), not a decoder-only LM", model_type)
     if model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
         raise ClassConfigError("not-causal", f"model_type {model_type!r} is not a decoder-only "
                                "causal LM (transformers has no AutoModelForCausalLM class "

@@ -151,6 +151,7 @@ CONFIG_PROBLEMS: dict[str, str] = {  # memory.hf_config.ConfigJsonError's proble
 CLASS_PROBLEMS: dict[str, str] = {  # planner.class_memory.ClassConfigError's problems
     "no-model-type": N_("The config.json has no field model_type."),
     "unknown": N_("transformers has no model of type {model_type}."),
+    "encoder": N_("{model_type} is an encoder model, not a decoder-only language model."),
     "not-causal": N_("{model_type} is not a decoder-only language model: transformers has "
                      "no causal-LM class for it."),
     "cannot-build": N_("transformers cannot build a {model_type} model from this "

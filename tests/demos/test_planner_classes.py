@@ -48,6 +48,7 @@ def _predicted(fit, types, b: int, s: int) -> dict[int, int]:
     return {k: v for k, v in out.items() if v}
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("name", FAMILIES)
 def test_the_fit_equals_a_real_step_of_the_class(name: str) -> None:
     conf = C.hf_config(tiny(load(name)))
