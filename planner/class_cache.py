@@ -90,6 +90,7 @@ class ClassSource:
             arch = measured.architecture(str(cfg.get("_name_or_path") or ""))
             data = {"family": measured.family, "layer_types": list(measured.layer_types),
                     "kernels": list(measured.kernels), "window": measured.window,
+                    "attention_modules": measured.attention_modules(),
                     "architecture": {f: getattr(arch, f) for f in arch.__dataclass_fields__},
                     "fits": {}}
             self._write(data)
@@ -98,6 +99,7 @@ class ClassSource:
         self.layer_types: tuple[str, ...] = tuple(data["layer_types"])
         self.kernels: tuple[str, ...] = tuple(data["kernels"])
         self.window: int | None = data["window"]
+        self.attention_modules: list[str] = list(data["attention_modules"])
         self.architecture = Architecture(**data["architecture"])
         self._fits: dict[str, ClassFit] = {k: fit_from_json(v)
                                            for k, v in data["fits"].items()}

@@ -617,6 +617,11 @@ class MeasuredClass:
             family=self.family, head_size=head_dim if head_dim * heads != hidden else 0,
             counted_params=total, counted_block=block)
 
+    def attention_modules(self) -> list[str]:
+        """PEFT's target names for LoRA on the attention (lora_modules)."""
+        found = lora_modules(self._meta(), "attention")
+        return list(found) if not isinstance(found, str) else [found]
+
     def _meta(self) -> torch.nn.Module:
         if self._meta_model is None:
             import warnings

@@ -442,6 +442,10 @@ def test_the_printed_precision_keeps_the_plans_bytes(family, precision, tuning, 
     assert _state_bytes_per_param(run.trainer) * n == state["optimizer"]
 
 
+# LoRA on the attention only, by the class's own names (fused qkv_proj, query_key_value)
+ATTENTION_LORA = ("mixtral-8x7b", "phi-3-mini-4k", "falcon-7b", "pythia-1b")
+
+
 @pytest.mark.parametrize("name", FAMILIES)
 def test_the_printed_script_runs_for_every_family(name, monkeypatch, tmp_path) -> None:
     """A pasted config.json of each family (its keys at a tiny size), planned on its class:
@@ -460,12 +464,16 @@ def test_the_printed_script_runs_for_every_family(name, monkeypatch, tmp_path) -
     p = P.PlannerInputs(arch, batch=1, accumulation=2, strategy="every-layer",
                         precision="fp32", source=source,
                         fused="sdpa" in source.kernels,
-                        tuning="lora" if moe else "full", lora_rank=4)
+                        tuning="lora" if moe or name in ATTENTION_LORA else "full",
+                        lora_rank=4,
+                        lora_targets="attention" if name in ATTENTION_LORA else "all-linear")
     code = hf_module.hf_code(p)
     run = run_script(code, "", monkeypatch, tmp_path, 1, 2, config=hf_config(cfg))
     assert all(layer.gradient_checkpointing for layer in decoder_layers(run.model))
     assert _checkpointed(run) == [True] * len(decoder_layers(run.model))
     assert run.loaded["attn"] == ("eager" if name == "gemma-2-9b" else "sdpa")
-    if moe:
+    if p.tuning == "lora":
         trained = {n for n, q in run.model.named_parameters() if q.requires_grad}
         assert trained and all("lora_" in n for n in trained)
+        if name in ATTENTION_LORA:  # the class's own attention names (fused qkv ...)
+            assert all(any(part in n for part in ("attn", "attention")) for n in trained)
