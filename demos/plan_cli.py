@@ -163,6 +163,11 @@ def class_report(p: P.PlannerInputs) -> dict | None:
         "family": p.source.family, "kernel": p.kernel,
         "kernels_supported": list(getattr(p.source, "kernels", ())),
         "window": getattr(p.source, "window", None),
+        # grouped_mm keeps b·s·top_k expert rows whatever the routing: balanced and worst
+        # case (every token to the same experts) keep the same bytes
+        "experts": (None if not getattr(p.source, "experts", None) else
+                    {"count": p.source.experts[0], "top_k": p.source.experts[1],
+                     "routing": "any: balanced and worst case alike"}),
         "layer_types": class_terms.layer_counts(p),
         "layer_type_bytes": class_terms.per_type_bytes(p),
         "layer_type_formulas": {t: class_terms.fitted_formula(fit, t, p.seq)
@@ -194,6 +199,9 @@ def run(args) -> int:
               + (f", window {cls['window']:,}" if cls["window"] else "") + "; per layer: "
               + ", ".join(f"{n} x {t} {_gib(cls['layer_type_bytes'][t])}"
                           for t, n in cls["layer_types"].items()))
+        if cls["experts"]:
+            print(f"#   {cls['experts']['count']} experts, {cls['experts']['top_k']} per "
+                  "token: the same bytes for balanced routing and the worst case")
         for term in cls["beyond_course"]:
             print(f"#   beyond the course's formula: {term['module']} ({term['layer_type']}) "
                   f"+{_gib(term['extra'])} = {term['formula']} bytes")

@@ -91,6 +91,7 @@ class ClassSource:
             data = {"family": measured.family, "layer_types": list(measured.layer_types),
                     "kernels": list(measured.kernels), "window": measured.window,
                     "attention_modules": measured.attention_modules(),
+                    "experts": measured.experts(),
                     "architecture": {f: getattr(arch, f) for f in arch.__dataclass_fields__},
                     "fits": {}}
             self._write(data)
@@ -100,6 +101,8 @@ class ClassSource:
         self.kernels: tuple[str, ...] = tuple(data["kernels"])
         self.window: int | None = data["window"]
         self.attention_modules: list[str] = list(data["attention_modules"])
+        experts = data["experts"]
+        self.experts: tuple[int, int] | None = tuple(experts) if experts else None  # type: ignore[assignment]
         self.architecture = Architecture(**data["architecture"])
         self._fits: dict[str, ClassFit] = {k: fit_from_json(v)
                                            for k, v in data["fits"].items()}

@@ -617,6 +617,13 @@ class MeasuredClass:
             family=self.family, head_size=head_dim if head_dim * heads != hidden else 0,
             counted_params=total, counted_block=block)
 
+    def experts(self) -> tuple[int, int] | None:
+        """(experts per MoE layer, experts per token), None for a dense model."""
+        c = self.config
+        count = getattr(c, "num_experts", None) or getattr(c, "num_local_experts", None)
+        top_k = getattr(c, "num_experts_per_tok", None)
+        return (int(count), int(top_k)) if count and top_k else None
+
     def attention_modules(self) -> list[str]:
         """PEFT's target names for LoRA on the attention (lora_modules)."""
         found = lora_modules(self._meta(), "attention")

@@ -37,6 +37,13 @@ def measured_class(p: P.PlannerInputs) -> None:
         lines.append(t("Sliding window of {window} tokens: from {window} tokens on, "
                        "transformers builds the window's mask and the layers keep it.",
                        window=units.number(window, locale=code)))
+    experts = getattr(source, "experts", None)
+    if experts:
+        lines.append(t("{count} experts, {top_k} per token: the experts keep one row per "
+                       "token and chosen expert (b·s·{top_k} rows) however the tokens are "
+                       "routed, so the figures hold for balanced routing and for the worst "
+                       "case (every token sent to the same experts) alike.",
+                       count=experts[0], top_k=experts[1]))
     extra = P.logit_extra_bytes(p)
     if extra:
         lines.append(t("Around the loss the class keeps {size} more than the course's "

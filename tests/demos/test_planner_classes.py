@@ -189,3 +189,36 @@ def test_the_headline_families_are_planned(capsys, name: str) -> None:
         assert "self_attn.q_norm" in {t["module"] for t in cls["beyond_course"]}
     if name in ("qwen3-235b-a22b", "mixtral-8x7b"):
         assert any(t["module"].startswith("mlp.experts") for t in cls["beyond_course"])
+        assert cls["experts"]["top_k"] == load(name)["num_experts_per_tok"]
+    else:
+        assert cls["experts"] is None
+
+
+def test_what_an_moe_layer_keeps_does_not_depend_on_the_routing() -> None:
+    """Qwen3-MoE's experts (grouped_mm, transformers' default) keep b·s·top_k rows however
+    the tokens are routed: a real step with the tokens spread evenly over the experts
+    keeps what one with every token sent to the same two experts keeps, layer by layer;
+    and the plan's fit (made under fake tensors, with random routing) is that figure."""
+    conf = C.hf_config(tiny(load("qwen3-235b-a22b")))
+    variant = C.Variant("fp32", "sdpa")
+    fit = C.fit_variant(conf, variant)
+    b, s = 2, 24
+    experts, top_k = conf.num_experts, conf.num_experts_per_tok
+    spread = (torch.arange(b * s * top_k) % experts).view(b * s, top_k)
+    routes = {"balanced": spread, "worst": torch.arange(top_k).repeat(b * s, 1)}
+    kept = {}
+    for label, indices in routes.items():
+        torch.manual_seed(0)
+        model = C.build(conf, variant, layers=conf.num_hidden_layers)
+        for layer in C.decoder_layers(model):
+            gate = layer.mlp.gate
+            original = gate.forward
+
+            def forced(hidden, original=original, indices=indices):
+                logits, weights, _ = original(hidden)
+                return logits, weights, indices
+
+            gate.forward = forced
+        kept[label] = _real_per_slot(model, conf, b, s, "fp32")
+    assert kept["balanced"] == kept["worst"]
+    assert kept["worst"][2] == fit.slot_bytes("full_attention", b, s)
