@@ -78,15 +78,17 @@ def test_a_fit_is_checked_at_a_point_it_was_not_made_from() -> None:
     assert fit.breaks == (16,)  # the window splits s
 
 
-def test_the_class_measurement_agrees_with_the_labs_own() -> None:
+@pytest.mark.parametrize("dtype,rank", [("bf16", 8), ("mixed", 0), ("mixed", 8)])
+def test_the_class_measurement_agrees_with_the_labs_own(dtype: str, rank: int) -> None:
     """demos.engine.real_models measures the course's presets with its own hooks (one
-    real step, per layer): the class's fit finds the same bytes per layer."""
+    real step, per layer; mixed: under bf16 autocast, its weight copies apart): the
+    class's fit finds the same bytes per layer."""
     arch = R.tiny_architecture("llama-3.2-1b")
-    setup = R.Setup(arch, batch=2, seq=32, dtype="bf16", lora_rank=8)
+    setup = R.Setup(arch, batch=2, seq=32, dtype=dtype, lora_rank=rank)
     lab = R.measure(setup)
     cfg = {**R.hf_config(arch).to_dict(), "model_type": "llama"}
     conf = C.hf_config(cfg)
-    fit = C.fit_variant(conf, C.Variant("bf16", "sdpa", 8, "all-linear"))
+    fit = C.fit_variant(conf, C.Variant(dtype, "sdpa", rank, "all-linear"))
     types = C.layer_types(conf)
     assert lab.per_layer == tuple(
         fit.slot_bytes("first" if i == 0 else types[i], 2, 32) for i in range(arch.layers))
