@@ -138,6 +138,8 @@ def hf_code(p: PlannerInputs, code: str = DEFAULT) -> str:
     autocast = p.autocast
     dtype = "torch.bfloat16" if sixteen else "torch.float32"
     attention = "sdpa" if p.fused or strategy == "selective" else "eager"
+    if "sdpa" not in getattr(p.source, "kernels", ("sdpa",)):
+        attention = "eager"  # the class has no SDPA (Gemma 2: soft-capping)
 
     first_loads = fsdp and not qlora  # only the first process reads the checkpoint
     imports = ["import torch"] + (["from accelerate import init_empty_weights"]
@@ -209,8 +211,10 @@ def hf_code(p: PlannerInputs, code: str = DEFAULT) -> str:
                   "model = prepare_model_for_kbit_training(model, "
                   "use_gradient_checkpointing=False)"]
     if lora:
+        names = (getattr(p.source, "attention_modules", None)  # a measured class's own
+                 or LORA_MODULES[(p.arch.kind, "attention")])
         targets = ('"all-linear"' if p.lora_targets == "all-linear" else
-                   repr(LORA_MODULES[(p.arch.kind, "attention")]).replace("'", '"'))
+                   repr(names).replace("'", '"'))
         lines += ["", "model = get_peft_model(model, LoraConfig(",
                   f"    r={p.lora_rank},", f"    lora_alpha={2 * p.lora_rank},",
                   f"    target_modules={targets},", '    task_type="CAUSAL_LM",', "))"]

@@ -21,6 +21,7 @@ GPU; the CPU runs bf16 autocast).
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import pytest
@@ -32,6 +33,7 @@ from transformers import trainer_optimizer as optimizers
 from memory import footprint as P
 from memory.architectures import PRESETS
 from planner import hf_code as hf_module
+from tests.demos.class_fixtures import FAMILIES
 from tests.demos.tiny_hf import SEQ, TINY, decoder_layers
 
 torch.set_num_threads(1)
@@ -438,3 +440,40 @@ def test_the_printed_precision_keeps_the_plans_bytes(family, precision, tuning, 
     # gradients take the trained parameters' dtype: fp32 adapters under LoRA
     assert sum(q.element_size() * q.numel() for q in trained) == state["gradients"]
     assert _state_bytes_per_param(run.trainer) * n == state["optimizer"]
+
+
+# LoRA on the attention only, by the class's own names (fused qkv_proj, query_key_value)
+ATTENTION_LORA = ("mixtral-8x7b", "phi-3-mini-4k", "falcon-7b", "pythia-1b")
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_the_printed_script_runs_for_every_family(name, monkeypatch, tmp_path) -> None:
+    """A pasted config.json of each family (its keys at a tiny size), planned on its class:
+    the script it prints trains the tiny model of that class with every layer
+    checkpointed; Gemma 2 (no SDPA in its class) loads with eager attention; a
+    mixture-of-experts model gets LoRA on its linear layers (its experts, 3-D
+    parameters, stay frozen)."""
+    from planner.class_cache import from_config_json
+    from planner.class_memory import hf_config
+    from tests.demos.class_fixtures import load, tiny
+
+    cfg = tiny(load(name))
+    monkeypatch.setenv("DATA_DIR", str(tmp_path / "data"))
+    arch, source = from_config_json(json.dumps(cfg))
+    moe = any(key in cfg for key in ("num_experts", "num_local_experts"))
+    p = P.PlannerInputs(arch, batch=1, accumulation=2, strategy="every-layer",
+                        precision="fp32", source=source,
+                        fused="sdpa" in source.kernels,
+                        tuning="lora" if moe or name in ATTENTION_LORA else "full",
+                        lora_rank=4,
+                        lora_targets="attention" if name in ATTENTION_LORA else "all-linear")
+    code = hf_module.hf_code(p)
+    run = run_script(code, "", monkeypatch, tmp_path, 1, 2, config=hf_config(cfg))
+    assert all(layer.gradient_checkpointing for layer in decoder_layers(run.model))
+    assert _checkpointed(run) == [True] * len(decoder_layers(run.model))
+    assert run.loaded["attn"] == ("eager" if name == "gemma-2-9b" else "sdpa")
+    if p.tuning == "lora":
+        trained = {n for n, q in run.model.named_parameters() if q.requires_grad}
+        assert trained and all("lora_" in n for n in trained)
+        if name in ATTENTION_LORA:  # the class's own attention names (fused qkv ...)
+            assert all(any(part in n for part in ("attn", "attention")) for n in trained)
