@@ -81,6 +81,19 @@ class Variant:
     device: str = "cpu"
 
 
+def load_libraries() -> None:
+    """Import, once per process, what every measurement uses whatever the family:
+    transformers' model classes and masks, PEFT (which imports bitsandbytes where it is
+    installed) and torch's fake tensors; about 2 s of CPU time on a 2-core machine, spent
+    by the first measured plan of a process unless the process calls this earlier. A
+    family's own modeling module is imported on its first use."""
+    import peft  # noqa: F401
+    import transformers.masking_utils  # noqa: F401
+    import transformers.modeling_layers  # noqa: F401
+    from torch._subclasses import fake_tensor  # noqa: F401
+    from transformers import AutoModelForCausalLM  # noqa: F401
+
+
 # ---------------------------------------------------------------- the config
 
 

@@ -224,3 +224,14 @@ def test_what_an_moe_layer_keeps_does_not_depend_on_the_routing() -> None:
         kept[label] = _real_per_slot(model, conf, b, s, "fp32")
     assert kept["balanced"] == kept["worst"]
     assert kept["worst"][2] == fit.slot_bytes("full_attention", b, s)
+
+
+def test_load_libraries_imports_what_every_measurement_uses() -> None:
+    """The once-per-process imports the benchmark times apart: after them, a family's first
+    measurement imports only its own modeling module."""
+    import sys
+
+    C.load_libraries()
+    for name in ("peft", "transformers.masking_utils", "transformers.modeling_layers",
+                 "torch._subclasses.fake_tensor"):
+        assert name in sys.modules, name
