@@ -289,8 +289,10 @@ def measure_step(model: torch.nn.Module, batch: int, seq: int, autocast: bool = 
     layers = decoder_layers(model)
     index = {id(m): i for i, m in enumerate(layers)}
     params = {_storage_key(p) for p in [*model.parameters(), *model.buffers()]}
+    # "alive": the tensors whose storages "shared" and "input" name, held to the step's end:
+    # a storage's key is its address, which a freed storage hands on to the next one
     state: dict[str, Any] = {"layer": None, "stack": [], "shared": set(), "input": set(),
-                             "dropout": False}
+                             "dropout": False, "alive": []}
     seen: dict[object, tuple] = {}
     masks: dict[object, int] = {}  # dropout masks the CPU keeps as floats: their numbers
     handles = []
@@ -311,8 +313,10 @@ def measure_step(model: torch.nn.Module, batch: int, seq: int, autocast: bool = 
                 for u in (t if isinstance(t, tuple) else (t,)):
                     if isinstance(u, torch.Tensor) and u is not hidden:
                         state["shared"].add(_storage_key(u))
+                        state["alive"].append(u)
             if isinstance(hidden, torch.Tensor):
                 state["input"].add(_storage_key(hidden))
+                state["alive"].append(hidden)
         state["stack"].append(sub_name)
         return None
 
