@@ -21,6 +21,7 @@ first move from the defaults is served from the store.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -139,12 +140,22 @@ def collect_warm_jobs(neighbours: bool = True) -> dict[str, list]:
     return {"jobs": requests, "idle_jobs": moves, "neighbour_views": neighbour_views}
 
 
+def lowest_priority() -> None:
+    """Make the calling process take the CPU only when nothing else wants it: Linux's
+    SCHED_IDLE (allowed without privileges), else the highest nice value."""
+    os.nice(19)
+    if hasattr(os, "SCHED_IDLE"):
+        with contextlib.suppress(OSError):
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+
+
 def _collected(flag: str) -> dict[str, list] | None:
-    """What a child process lists (niced: it shares the CPU with the first learners)."""
+    """What a child process lists (at the lowest priority: it shares the CPU with the
+    first learners, whose page runs must not wait for it)."""
     try:
         out = subprocess.run([sys.executable, "-m", "ui.server", flag],
                              cwd=ROOT, capture_output=True, text=True, timeout=900,
-                             check=True, preexec_fn=lambda: os.nice(10)).stdout
+                             check=True, preexec_fn=lowest_priority).stdout
         return json.loads(out.strip().splitlines()[-1])
     except (subprocess.SubprocessError, ValueError, IndexError, OSError):
         log.exception("warm-up: could not list the views' runs (%s)", flag)
