@@ -90,7 +90,7 @@ def headline(results: Sequence[StrategyResult]) -> None:
     name = report.label(best, lang)
     saved = 1 - best.peak_bytes / base.peak_bytes
     cells = st.columns(4)
-    peak_label = t("Peak memory with {strategy}", strategy=name)
+    peak_label = t("Peak memory: {strategy}", strategy=name)
     if round(saved, 2) == 0:  # a tiny model: no saving worth a signed percentage
         cells[0].metric(peak_label, format_bytes(best.peak_bytes, locale=loc),
                         delta=t("same as without checkpointing ({size})",
@@ -118,7 +118,7 @@ def time_metric(cell: DeltaGenerator, result: StrategyResult, base: StrategyResu
     verdict, ratio = timing.time_verdict(result, base)
     if verdict == "unknown":
         return
-    label = t("Step time with {strategy}", strategy=report.label(result, current_language()))
+    label = t("Step time: {strategy}", strategy=report.label(result, current_language()))
     value = timing.time_text(result, current_language())
     if verdict == "slower" and ratio is not None:
         cell.metric(label, value, delta=t("{change:.0%} vs no checkpointing ({time})",
@@ -148,7 +148,7 @@ def compute_metric(cell: DeltaGenerator, result: StrategyResult, base: StrategyR
     counted, predicted = timing.extra_compute(result, base)
     if counted is None:
         return
-    cell.metric(t("Extra compute with {strategy}", strategy=report.label(result, lang)),
+    cell.metric(t("Extra compute: {strategy}", strategy=report.label(result, lang)),
                 timing.signed_percent(counted, lang),
                 delta=t("predicted {predicted}; {course}",
                         predicted=timing.signed_percent(predicted, lang)

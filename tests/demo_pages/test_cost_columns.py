@@ -18,8 +18,8 @@ def test_compare_shows_counted_compute_cpu_time_and_the_course_rule(app_test: Ca
     table = at.table[0].value
     assert ", CPU " in table["Step time (vs baseline)"].iloc[1]
     labels = [m.label for m in at.metric]
-    assert "Extra compute with every layer" in labels
-    extra = at.metric[labels.index("Extra compute with every layer")]
+    assert "Extra compute: every layer" in labels
+    extra = at.metric[labels.index("Extra compute: every layer")]
     counted = extra.value
     assert counted.startswith("+") and COURSE in extra.proto.delta
     assert f"predicted {counted}" in extra.proto.delta  # equal within 0.1%
