@@ -74,6 +74,16 @@ def format_id(value: int) -> str:
     return "-".join([*groups, CHECK_SYMBOLS[_check_value(value)]])
 
 
+# A check symbol that file systems refuse (Windows forbids "*"; browsers save it as "_",
+# which reads as part of the ID): spelled out in a file name.
+_FILE_SPELLING = {"*": "star"}
+
+
+def file_name_part(certificate_id: str) -> str:
+    """The ID as a downloaded file's name may hold it: the same text, `*` spelled out."""
+    return "".join(_FILE_SPELLING.get(ch, ch) for ch in certificate_id)
+
+
 def new_id() -> str:
     """A fresh ID from 100 bits of `secrets`."""
     return format_id(secrets.randbits(BITS))

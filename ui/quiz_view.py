@@ -24,6 +24,7 @@ from quiz.bank import BankError
 from quiz.certificate_records import Certificate
 from quiz.certificates import StorageError
 from quiz.grading import Feedback
+from quiz.ids import file_name_part
 from quiz.markdown import escape_markdown
 from quiz.names import MAX_NAME_LENGTH, NameError_, NameProblem, normalise_name
 from quiz.service import QuizService, certificate_pdf, certificate_png, shared_service
@@ -321,7 +322,7 @@ def show_certificate(certificate: Certificate) -> None:
     left.download_button(
         t("Download the PDF"),
         data=pdf,
-        file_name=f"certificate-{certificate.id}.pdf",
+        file_name=f"certificate-{file_name_part(certificate.id)}.pdf",
         mime="application/pdf",
         type="primary",
         icon=":material/download:",
