@@ -45,3 +45,16 @@ def test_an_unknown_case_warns_and_shows_the_first(app_test: Callable) -> None:
     no_errors(at)
     assert "There is no case nope" in texts(at, "warning")
     assert at.radio[1].value == "whole-model-one-segment"
+
+
+def test_a_share_of_the_plain_run_has_no_arrow_and_the_code_wraps(app_test: Callable) -> None:
+    """'41.1 % of the plain run' is a reduction: no rising arrow (Streamlit draws one for
+    any positive delta); the wrong and the fixed code wrap inside their half column."""
+    from streamlit.proto.Metric_pb2 import Metric
+
+    at = app_test(PAGE, query={"case": "whole-model-one-segment"}, timeout=120)
+    no_errors(at)
+    shares = [m for m in at.metric if "of the plain run" in (m.proto.delta or "")]
+    assert len(shares) == 2  # the wrong and the fixed way
+    assert all(m.proto.direction == Metric.MetricDirection.NONE for m in shares)
+    assert len(at.code) >= 2 and all(c.proto.wrap_lines for c in at.code[:2])
