@@ -203,18 +203,14 @@ def test_the_warm_up_logs_each_failed_run_with_its_job_and_reason(caplog) -> Non
 
 
 def test_the_warm_up_lists_its_runs_at_the_lowest_priority() -> None:
-    """The child that opens every page to list the warm-up's runs takes the CPU only
-    when no learner's page run wants it."""
-    import os
+    """The child that opens every page to list the warm-up's runs takes the smallest share
+    of the CPU beside a learner's page run (and still ends on a busy machine)."""
     import subprocess
     import sys
 
     from ui.server import lowest_priority
 
-    out = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.sched_getscheduler(0), os.nice(0))"],
-        capture_output=True, text=True, check=True, preexec_fn=lowest_priority).stdout
-    policy, nice = map(int, out.split())
-    assert nice == 19
-    if hasattr(os, "SCHED_IDLE"):
-        assert policy == os.SCHED_IDLE
+    out = subprocess.run([sys.executable, "-c", "import os; print(os.nice(0))"],
+                         capture_output=True, text=True, check=True,
+                         preexec_fn=lowest_priority).stdout
+    assert int(out) == 19
