@@ -59,6 +59,8 @@ def test_curves_say_the_counted_compute_and_draw_cpu_time(app_test: Callable) ->
     figure = at.get("plotly_chart")[0].proto.spec
     assert "CPU time" in figure
     assert "bars the range of the timed runs" in captions
+    # the swept value named as the chart's axis names it, not by the frame's column
+    assert "Compute of one step at batch b = " in captions
     # the wall time's median with the range of its timed runs, as on Compare
     timed = [trace for trace in json.loads(figure)["data"]
              if trace.get("yaxis") == "y2" and trace.get("mode") == "lines+markers"]
@@ -75,3 +77,14 @@ def test_what_fits_times_with_repeats_and_counts_the_compute(app_test: Callable)
     captions = texts(at, "caption")
     assert "median of the timed steps at the confirmed size" in captions
     assert COURSE in captions
+
+
+def test_the_compute_note_names_the_axis_in_the_readers_language() -> None:
+    import pandas as pd
+
+    from demos.reports.timing import sweep_compute_note
+
+    frame = pd.DataFrame({"seq_len": [64, 64], "strategy": ["none", "every-layer"],
+                          "flops_counted": [100.0, 133.0], "flops_predicted": [100.0, 133.0]})
+    note = sweep_compute_note(frame, "seq_len", "de", "Sequenzlänge s (Tokens)")
+    assert "Sequenzlänge s (Tokens) = 64" in note and "seq_len" not in note
