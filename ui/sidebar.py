@@ -38,7 +38,8 @@ def device_text(device: DeviceInfo) -> str:
 # each on one line: four German metrics in a row at 1,400 px lost half their text), the
 # value a little smaller so that it wraps less. Streamlit's "Press Enter to submit form"
 # under a form's text field is English in every language (it has no translations): it is
-# hidden, and the forms say it themselves (ui.i18n.enter_hint).
+# hidden, and the forms say it themselves (ui.i18n.enter_hint). A select box's chosen
+# option wraps too (a lesson calculator's German precision was cut).
 SIDEBAR_CSS = """<style>
 [data-testid="stSidebarContent"] { display: flex; flex-direction: column; }
 [data-testid="stSidebarHeader"] { order: 0; }
@@ -57,6 +58,11 @@ SIDEBAR_CSS = """<style>
 }
 [data-testid="stMetricValue"] { font-size: 1.875rem; line-height: 1.25; }
 [data-testid="InputInstructions"] { display: none; }
+[data-testid="stSelectbox"] [data-baseweb="select"] > div > div:first-child,
+[data-testid="stSelectbox"] [data-baseweb="select"] > div > div:first-child * {
+    white-space: normal !important; overflow: visible !important;
+    text-overflow: clip !important; height: auto !important;
+}
 @media (max-width: 640px) {
     [data-testid="stTable"] th, [data-testid="stTable"] td {
         padding-left: 0.15rem; padding-right: 0.15rem; font-size: 0.8rem;
