@@ -337,7 +337,9 @@ def layer_strategies_figure(rows: dict[str, dict[str, float]],
 
 def logits_figure(batch: int, seq: int, vocab: int, bytes_per_value: int,
                   marks: dict[str, int], code: str = DEFAULT) -> go.Figure:
-    """Logits (and logits + their gradient) in GB against vocabulary size."""
+    """Logits, logits + their gradient, and the peak at the loss (three tensors of the
+    logits' size alive at once: the log-probabilities, their gradient and the logits'
+    gradient, as lesson 5 explains) in GB against vocabulary size."""
     top = max([vocab, *marks.values()]) * 1.1
     vocabs = [int(top * i / 100) for i in range(1, 101)]
     values = [logits_bytes(batch, seq, v, bytes_per_value) / GB for v in vocabs]
@@ -346,6 +348,9 @@ def logits_figure(batch: int, seq: int, vocab: int, bytes_per_value: int,
     fig.add_scatter(x=vocabs, y=[2 * y for y in values],
                     name=gettext(code, "logits + their gradient"), mode="lines",
                     line={"dash": "dot"})
+    fig.add_scatter(x=vocabs, y=[3 * y for y in values],
+                    name=gettext(code, "peak at the loss (three such tensors)"), mode="lines",
+                    line={"dash": "dash"})
     for label, mark in marks.items():
         fig.add_scatter(x=[mark], y=[logits_bytes(batch, seq, mark, bytes_per_value) / GB],
                         mode="markers+text", text=[label], textposition="top left",

@@ -282,7 +282,8 @@ def logits_calculator() -> None:
     size = logits_bytes(batch, seq, vocab, int(width))
     metrics = st.columns(3)
     metrics[0].metric(t("Logits"), gb(size))
-    metrics[1].metric(t("With their gradient"), gb(2 * size))
+    # the number the lesson stresses: three tensors of this size at the loss
+    metrics[1].metric(t("Peak at the loss (three such tensors)"), gb(3 * size))
     chunk = st.select_slider(t("Loss computed in chunks of … positions"), _CHUNKS,
                              key="logits_chunk", format_func=lambda n: format_number(n, code))
     metrics[2].metric(t("Largest logits tensor with a chunked loss"),
