@@ -144,6 +144,7 @@ def test_logits_calculator(app_test):
     peak = next(tr for tr in figure["data"] if tr.get("name", "").startswith("peak at the loss"))
     logits = next(tr for tr in figure["data"] if tr.get("name") == "logits")
     assert peak["y"][-1] == pytest.approx(3 * logits["y"][-1])  # lists: plain Python values
+    assert any(trace.get("text") == ["6.1 GB"] for trace in figure["data"])  # the learner's
     at.number_input(key="logits_vocab").set_value(50_257).run()
     assert metrics(at)["Logits"] == "0.41 GB"
     assert not at.exception
