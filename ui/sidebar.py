@@ -39,7 +39,9 @@ def device_text(device: DeviceInfo) -> str:
 # value a little smaller so that it wraps less. Streamlit's "Press Enter to submit form"
 # under a form's text field is English in every language (it has no translations): it is
 # hidden, and the forms say it themselves (ui.i18n.enter_hint). A select box's chosen
-# option wraps too (a lesson calculator's German precision was cut).
+# option wraps too (a lesson calculator's German precision was cut). On a phone Plotly's
+# tool bar and Streamlit's table tool bar are hidden: with no hover they showed on a tap
+# over the chart's title and over the heading above a table.
 SIDEBAR_CSS = """<style>
 [data-testid="stSidebarContent"] { display: flex; flex-direction: column; }
 [data-testid="stSidebarHeader"] { order: 0; }
@@ -64,6 +66,7 @@ SIDEBAR_CSS = """<style>
     text-overflow: clip !important; height: auto !important;
 }
 @media (max-width: 640px) {
+    .modebar-container, [data-testid="stElementToolbar"] { display: none !important; }
     [data-testid="stTable"] th, [data-testid="stTable"] td {
         padding-left: 0.15rem; padding-right: 0.15rem; font-size: 0.8rem;
     }
