@@ -8,6 +8,7 @@ results (lessons/facts.py).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from fractions import Fraction
 from functools import cache
 
@@ -33,6 +34,7 @@ from lessons.checkpoint_math import (
     percent_change,
     recompute_overhead,
     recursive_cost,
+    score_term_dominates_from,
     segment_memory,
     selective_saving,
     transformer_activations,
@@ -40,7 +42,16 @@ from lessons.checkpoint_math import (
 )
 from lessons.memory_calculator import PRESETS, breakdown, bytes_per_parameter
 from lessons.stepper import simulate
+from memory.architectures import PRESETS as ARCHITECTURES
 from memory.config import ModelConfig, demo_default, slider_ranges
+from memory.parallel import (
+    Layout,
+    activations_per_gpu,
+    in_flight,
+    interleave_factor,
+    layer_bytes,
+    layer_transfers,
+)
 from memory.theory import counted_flops, early_stop_skips, predicted_peak_where
 from memory.worked_examples import SEED_EXAMPLE, course_examples
 
@@ -73,15 +84,29 @@ _FRACTION_WORDS = {Fraction(1, 2): N_("half"), Fraction(1, 3): N_("a third"),
                    Fraction(2, 3): N_("two thirds")}
 
 
-def counted_demo_flops(cfg: ModelConfig | None = None) -> dict[str, float]:
+def counted_demo_flops(cfg: ModelConfig | None = None,
+                       attention_counted: bool = False) -> dict[str, float]:
     """Lesson 6's count: what torch's FLOP counter counts around one training step of the
     Compare demo's default model on a CPU (memory.theory.counted_flops; a test runs the
     counter): without checkpointing, every layer checkpointed (non-reentrant: early stop),
-    and every layer rerun whole (reentrant)."""
+    every layer rerun whole (reentrant), and every layer at GPT-2's dropout 0.1 (a dropout
+    after the MLP: nothing skipped). `attention_counted`: the counter of torch 2.15, which
+    has a formula for the CPU's fused attention kernel (torch 2.13's has none)."""
     cfg = cfg or demo_default("cpu")
-    return {"none": counted_flops(cfg)["total"],
-            "every": counted_flops(cfg, "every-layer")["total"],
-            "reentrant": counted_flops(cfg, "every-layer", reentrant=True)["total"]}
+    dropout = cfg.replace(dropout=DEMO_DROPOUT)
+    kw = {"attention_counted": attention_counted}
+    return {"none": counted_flops(cfg, **kw)["total"],
+            "every": counted_flops(cfg, "every-layer", **kw)["total"],
+            "reentrant": counted_flops(cfg, "every-layer", reentrant=True, **kw)["total"],
+            "every_dropout": counted_flops(dropout, "every-layer", **kw)["total"]}
+
+
+# the head dimension of most large models (Llama, the worked example's 2,048 / 16), for the
+# sequence length from which the attention-score term outweighs the rest of a layer
+SCORE_HEAD_DIM = 128
+
+# GPT-2's residual dropout (resid_pdrop), for the count with dropout
+DEMO_DROPOUT = 0.1
 
 
 def fraction_in_words(value: float, code: str = DEFAULT) -> str:
@@ -163,6 +188,8 @@ def lesson_values(code: str = DEFAULT) -> dict[str, str]:
     v["chen_slowdown"] = percent(facts.CHEN_EXTRA_RUNTIME)
     v["internals_ratio"] = number(internals_ratio())
     v["layer_units"] = number(internals_ratio() + 1)
+    v["score_term_head_dim"] = number(SCORE_HEAD_DIM)
+    v["score_term_from_tokens"] = number(score_term_dominates_from(SCORE_HEAD_DIM))
     v["seed_segment_length"] = one_decimal(optimal_segment_length(L, 2, 34))
     v["seed_best_length"] = number(best_segment_length(L, 2, 34))
     v["every_layer_max_depth"] = number(every_layer_best_up_to(2, 34))
@@ -287,8 +314,17 @@ def lesson_values(code: str = DEFAULT) -> dict[str, str]:
     v["demo_counted_every"] = format_decimal(counted["every"] / 1e9, code, 2)
     v["demo_counted_overhead"] = percent(counted["every"] / counted["none"] - 1, 1)
     v["demo_counted_reentrant"] = percent(counted["reentrant"] / counted["none"] - 1, 1)
-    # the share of a GPT layer's linear-layer work early stop reruns: all but the MLP's
-    # last linear (8 of 24 b·s·h²)
+    v["demo_counted_every_dropout"] = format_decimal(counted["every_dropout"] / 1e9, code, 2)
+    v["demo_counted_overhead_dropout"] = percent(counted["every_dropout"] / counted["none"] - 1,
+                                                 1)
+    v["demo_dropout"] = format_decimal(DEMO_DROPOUT, code, 1)
+    # the same counts by torch 2.15's counter, which counts the CPU's fused attention
+    counted = counted_demo_flops(demo, attention_counted=True)
+    v["demo_counted_none_attention"] = format_decimal(counted["none"] / 1e9, code, 2)
+    v["demo_counted_every_attention"] = format_decimal(counted["every"] / 1e9, code, 2)
+    v["demo_counted_overhead_attention"] = percent(counted["every"] / counted["none"] - 1, 1)
+    # the share of a GPT layer's linear-layer work early stop reruns without dropout: all
+    # but the MLP's last linear (8 of 24 b·s·h²)
     linears = 24 * demo.batch * demo.seq_len * demo.hidden ** 2
     v["gpt_rerun_share"] = fraction_in_words(1 - early_stop_skips(demo) / linears, code)
     v["practice_low"] = percent(facts.PRACTICE_SLOWDOWN[0])
@@ -334,9 +370,99 @@ def lesson_values(code: str = DEFAULT) -> dict[str, str]:
     v["apply_vocab"] = number(APPLY_VOCAB)
     v["apply_wide_loss_peak_vocab"] = number(
         loss_peak_vocab(LOGITS_DEMO.replace(hidden=APPLY_HIDDEN)))
+    _many_gpus(v, code, number, plain, percent, gb)
     v["lesson_count"] = lesson_count_text(code)
     v["further_reading"] = "\n".join(
         f"{number(place)}. [{source.title}]({source.url}), {gettext(code, source.authors)} — "
         f"{gettext(code, source.note)}."
         for place, source in enumerate(facts.SOURCES, start=1))
     return v
+
+
+# Lesson 8's quiz: a shape and layout no lesson works through (tag `apply`).
+APPLY_PARALLEL = {"hidden": 8_192, "heads": 64, "seq": 4_096, "layers": 80, "tp": 4, "pp": 4,
+                  "microbatches": 16, "chunks": 2}
+# Lesson 8's long-context example: Llama 3.1 70B's attention over context parallel ranks.
+CP_MODEL = "llama-3.1-70b"
+CP_SEQ = 131_072
+CP_SIZE = 8
+
+
+def _many_gpus(v: dict[str, str], code: str, number: Callable[[float], str],
+               plain: Callable[[float], str], percent: Callable[..., str],
+               gb: Callable[[float], str]) -> None:
+    """Lesson 8: Korthikanti et al.'s GPT-3 175B run (their Table 3) across GPUs, from
+    memory.parallel."""
+    g, run = facts.GPT3, facts.GPT3_RUN
+    s, h, a, layers, b = g["seq"], g["hidden"], g["heads"], g["layers"], run["micro_batch"]
+    t, p, m, chunks = run["tp"], run["pp"], run["microbatches"], run["chunks"]
+    v["par_layers"] = number(layers)
+    v["par_t"] = number(t)
+    v["par_p"] = number(p)
+    v["par_m"] = number(m)
+    v["par_chunks"] = number(chunks)
+    v["par_stage_layers"] = number(layers // p)
+    per_layer = {
+        "none": layer_bytes(s, b, h, a), "tp": layer_bytes(s, b, h, a, t),
+        "sp": layer_bytes(s, b, h, a, t, True),
+        "sp_torch": layer_bytes(s, b, h, a, t, True, regather=False),
+        "tp_selective": layer_bytes(s, b, h, a, t, recompute="selective"),
+        "sp_selective": layer_bytes(s, b, h, a, t, True, "selective"),
+        "full": layer_bytes(s, b, h, a, t, recompute="full"),
+        "sp_full": layer_bytes(s, b, h, a, t, True, "full"),
+    }
+    for key, size in per_layer.items():
+        v[f"par_layer_{key}_gb"] = gb(size)
+    v["par_all_layers_gb"] = gb(per_layer["none"] * layers)
+    v["par_sp_vs_tp"] = percent(1 - per_layer["sp"] / per_layer["tp"])
+    v["par_present_share"] = percent(per_layer["sp_selective"] / per_layer["tp"])
+    v["par_full_share"] = percent(per_layer["full"] / per_layer["tp"])
+    for schedule in ("1f1b", "interleaved", "gpipe"):
+        layout = Layout(tp=t, sp=True, pp=p, microbatches=m, schedule=schedule,
+                        chunks=chunks if schedule == "interleaved" else 1)
+        v[f"par_{schedule}_in_flight"] = plain(round(in_flight(layout), 2))
+        for recompute in ("none", "selective", "full"):
+            kept = activations_per_gpu(layout, layers=layers, s=s, b=b, h=h, a=a,
+                                       recompute=recompute)
+            v[f"par_{schedule}_{recompute}_gb"] = gb(kept)
+    v["par_interleave_factor"] = format_decimal(interleave_factor(p, chunks), code, 2)
+    v["par_bubble"] = percent((p - 1) / m)
+    tp_sends = {x.collective: x for x in layer_transfers(Layout(tp=t), s=s, b=b, h=h)}
+    message = 2 * tp_sends["all-reduce"].elements  # 16-bit values
+    v["par_message_mb"] = number(message / 1e6)
+    v["par_tp_collectives"] = number(tp_sends["all-reduce"].count)
+    v["par_tp_layer_mb"] = number(tp_sends["all-reduce"].count * message / 1e6)
+    q = APPLY_PARALLEL
+    qs, qh, qa, ql, qt, qp = (q[k] for k in ("seq", "hidden", "heads", "layers", "tp", "pp"))
+    for key in ("hidden", "heads", "seq", "layers", "tp", "pp", "microbatches", "chunks"):
+        v[f"apply_par_{key}"] = number(q[key])
+    v["apply_par_stage_layers"] = number(ql // qp)
+    one = layer_bytes(qs, 1, qh, qa, qt, True, "selective")
+    v["apply_par_layer_gb"] = gb(one)
+    v["apply_par_layer_tp_gb"] = gb(layer_bytes(qs, 1, qh, qa, qt, False, "selective"))
+    v["apply_par_layer_whole_gb"] = gb(layer_bytes(qs, 1, qh, qa, 1, False, "selective"))
+    v["apply_par_layer_full_gb"] = gb(layer_bytes(qs, 1, qh, qa, qt, True, "full"))
+    v["apply_par_stage_once_gb"] = gb(one * (ql // qp))
+    for schedule in ("1f1b", "interleaved", "gpipe"):
+        layout = Layout(tp=qt, sp=True, pp=qp, microbatches=q["microbatches"],
+                        schedule=schedule, chunks=q["chunks"] if schedule == "interleaved"
+                        else 1)
+        v[f"apply_par_{schedule}_gb"] = gb(activations_per_gpu(
+            layout, layers=ql, s=qs, b=1, h=qh, a=qa, recompute="selective"))
+    v["apply_par_interleave_factor"] = format_decimal(interleave_factor(qp, q["chunks"]),
+                                                      code, 3)
+    # context parallelism: Llama 3.1 70B (grouped-query attention) at a long context
+    arch = ARCHITECTURES[CP_MODEL]
+    kv_hidden = arch.kv_heads * arch.hidden // arch.heads
+    cp = {x.collective: x for x in layer_transfers(Layout(cp=CP_SIZE, dp=1), s=CP_SEQ, b=1,
+                                                   h=arch.hidden, kv_hidden=kv_hidden)}
+    v["cp_model"] = arch.label
+    v["cp_seq"] = number(CP_SEQ)
+    v["cp_size"] = number(CP_SIZE)
+    v["cp_local_seq"] = number(CP_SEQ // CP_SIZE)
+    v["cp_steps"] = number(CP_SIZE - 1)
+    v["cp_kv_heads"] = number(arch.kv_heads)
+    v["cp_heads"] = number(arch.heads)
+    v["cp_step_mb"] = number(2 * cp["send/recv"].elements / 1e6)
+    v["cp_layer_forward_mb"] = number(2 * cp["send/recv"].elements * (CP_SIZE - 1) / 1e6)
+    v["cp_layer_input_mb"] = number(2 * CP_SEQ // CP_SIZE * arch.hidden / 1e6)

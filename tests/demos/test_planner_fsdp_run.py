@@ -35,10 +35,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -50,8 +47,8 @@ from memory import footprint as P
 from memory.architectures import PRESETS
 from planner import hf_code as hf_module
 from tests.demos.fsdp_plan_child import TINY
+from tests.demos.launch import environment, run_processes
 
-ROOT = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).with_name("fsdp_plan_child.py")
 PRESET_OF = {"gpt2": "gpt2", "llama": "llama-3.2-1b"}
 LAUNCH_TIMEOUT_S = 300
@@ -63,24 +60,15 @@ def _launch(code: str, family: str, tmp_path: Path) -> dict:
     processes = int(re.search(r"--num_processes (\d+)", code).group(1))
     (tmp_path / "train.py").write_text(code, encoding="utf-8")
     out = tmp_path / "measured.json"
-    env = {**os.environ, "ACCELERATE_USE_CPU": "true", "OMP_NUM_THREADS": "1",
-           "WANDB_DISABLED": "true", "TOKENIZERS_PARALLELISM": "false",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
-                                                        os.environ.get("PYTHONPATH")]))}
+    env = environment(ACCELERATE_USE_CPU="true", WANDB_DISABLED="true",
+                      TOKENIZERS_PARALLELISM="false")
     command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu",
                "--num_processes", str(processes), "--num_machines", "1",
                "--mixed_precision", "no", "--dynamo_backend", "no",
                "--main_process_port", "0", str(CHILD), family, "train.py", str(out)]
     start = time.perf_counter()
-    process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
-        log, _ = process.communicate(timeout=LAUNCH_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)  # the launcher and the processes it started
-        log, _ = process.communicate()
-        pytest.fail(f"the FSDP launch ran past {LAUNCH_TIMEOUT_S} s:\n{log[-4000:]}")
-    assert process.returncode == 0, log[-6000:]
+    run_processes(command, cwd=tmp_path, env=env, timeout_s=LAUNCH_TIMEOUT_S,
+                  what="the FSDP launch")
     measured = json.loads(out.read_text(encoding="utf-8"))
     measured["seconds"] = time.perf_counter() - start
     measured["processes"] = processes

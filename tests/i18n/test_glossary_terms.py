@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # link's query keys in a lesson's front matter
 NOT_TEXT = re.compile(r"```.*?```|`[^`\n]*`|\{\{.*?\}\}|\{[^{}\n]*\}|\]\([^)]*\)|<[^>\n]*>"
                       r"|\(layer\)|layer\(x\)|(?m:^\s+layers?:)", re.S)
-ENGLISH_WORD = re.compile(r"(?<![\w\-_.])(?:layers?|tầng)(?![\w\-_])", re.I)
+# ("tầng" is a pipeline's stage in the lesson on many GPUs, not a layer)
+ENGLISH_WORD = re.compile(r"(?<![\w\-_.])layers?(?![\w\-_])", re.I)
 
 
 def _stray(text: str) -> list[str]:
