@@ -327,6 +327,24 @@ def download(data: Comparison | pd.DataFrame, name: str) -> None:
                        icon=":material/download:", key=f"download-{name}")
 
 
+def download_snapshot(comparison: Comparison, name: str) -> None:
+    """This run as torch's memory snapshot (demos.reports.memory_snapshot), for PyTorch's
+    memory viewer; only a finished result with the tracker's event log is offered."""
+    from demos.reports.memory_snapshot import has_events, snapshot_pickle
+
+    if view_phase() is not None or not has_events(comparison):
+        return
+    data = shared("snapshot", (name, fingerprint(comparison)),
+                  lambda lang: snapshot_pickle(comparison))
+    st.download_button(t("Download the memory snapshot (PyTorch's format)"), data,
+                       file_name=f"{name}-snapshot.pickle", mime="application/octet-stream",
+                       on_click="ignore", icon=":material/memory:", key=f"snapshot-{name}")
+    st.caption(t("Built from the tensors this run tracked, one step per strategy. Drop it "
+                 "on PyTorch's memory viewer (pytorch.org/memory_viz) beside a snapshot of "
+                 "your own run on a GPU: torch.cuda.memory._record_memory_history(), your "
+                 "step, then torch.cuda.memory._dump_snapshot(\"my_snapshot.pickle\")."))
+
+
 def theory_notes(config: ModelConfig) -> None:
     """Why this model's measured bytes differ from the published formula."""
     from memory.theory import explain_differences
