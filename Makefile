@@ -113,9 +113,9 @@ $(LATEST_VENV)/.installed: requirements.txt requirements-dev.txt
 		--quiet --upgrade -r $(LATEST_VENV)/other-pins.txt $(LATEST_LIBRARIES)
 	touch $@
 
-test-latest: $(LATEST_VENV)/.installed $(MO_FILES)
-	$(LATEST_VENV)/bin/python -m tools.latest_releases --python $(LATEST_VENV)/bin/python \
-		--pinned-python $(BIN)/python --report benchmarks/latest-releases.md $(PYTEST_ARGS)
+test-latest: $(LATEST_VENV)/.installed $(VENV)/.dev-installed $(MO_FILES)
+	$(BIN)/python -m tools.latest_releases --python $(LATEST_VENV)/bin/python \
+		--report benchmarks/latest-releases.md -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check .

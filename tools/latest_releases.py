@@ -1,0 +1,169 @@
+"""The newest releases, checked on demand (`make test-latest`): the tests whose outcome
+rests on what torch, transformers, peft and accelerate do, run in a second environment
+that holds the newest releases the registry installs, and a report of what differs
+(benchmarks/latest-releases.md): the versions on each side, why a newer release did not
+install, and every test that fails there, with the first line of its error.
+
+    python -m tools.latest_releases --python .venv-latest/bin/python \\
+        --pinned-python .venv/bin/python --report benchmarks/latest-releases.md
+
+The same tests pass on the pinned versions (`make test`), so each failure listed is a
+change in a library the course has to follow."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ElementTree
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LIBRARIES = ("torch", "transformers", "peft", "accelerate", "bitsandbytes")
+UPGRADED = ("torch", "transformers", "peft", "accelerate")  # what make test-latest lifts
+# The tests whose outcome rests on library behaviour: the real Hugging Face models against
+# the memory model, FLOP counts, the code the planner prints (run for real), the lab of
+# mistakes, the snapshot export, the measured comparisons, and the claims the lessons
+# make about library source.
+LIBRARY_TESTS = (
+    "tests/real_libraries",
+    "tests/demos/test_flop_count.py",
+    "tests/demos/test_flops.py",
+    "tests/demos/test_measure.py",
+    "tests/demos/test_cli_sweep_fit_training.py",
+    "tests/demos/test_planner_code.py",
+    "tests/demos/test_planner_hf_run.py",
+    "tests/demos/test_planner_fsdp_run.py",
+    "tests/demos/test_mistakes.py",
+    "tests/demos/test_memory_snapshot.py",
+    "tests/lessons/test_claims_releases.py",
+)
+PIP_ENV = {"PIP_CONFIG_FILE": os.devnull}  # the registry itself, no local caps
+
+
+def versions(python: str) -> dict[str, str | None]:
+    code = ("import importlib.metadata as m, json\n"
+            f"names = {list(LIBRARIES)!r}\n"
+            "def v(n):\n"
+            "    try:\n        return m.version(n)\n"
+            "    except m.PackageNotFoundError:\n        return None\n"
+            "print(json.dumps({n: v(n) for n in names}))")
+    out = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def newest_on_registry(python: str, name: str) -> str | None:
+    """The newest release the registry lists (pip index versions), or None."""
+    out = subprocess.run([python, "-m", "pip", "index", "versions", name],
+                         capture_output=True, text=True, env={**os.environ, **PIP_ENV},
+                         timeout=120)
+    for line in out.stdout.splitlines():
+        if line.startswith(f"{name} (") and line.endswith(")"):
+            return line[len(name) + 2:-1]
+    return None
+
+
+def why_not_installed(python: str, name: str, version: str) -> str:
+    """pip's own reason the newer release does not install (a dry run)."""
+    out = subprocess.run([python, "-m", "pip", "install", "--dry-run", "--quiet",
+                          f"{name}=={version}"], capture_output=True, text=True,
+                         env={**os.environ, **PIP_ENV}, timeout=600)
+    errors = [line.removeprefix("ERROR: ") for line in out.stderr.splitlines()
+              if line.startswith("ERROR: ")]
+    return errors[-1] if errors else "pip's dry run installs it: run make test-latest again"
+
+
+@dataclass
+class Failure:
+    test: str
+    kind: str  # failure or error
+    message: str
+
+
+def run_tests(python: str, junit: Path, extra: list[str]) -> tuple[int, dict[str, int],
+                                                                 list[Failure]]:
+    command = [python, "-m", "pytest", *LIBRARY_TESTS, "-q", "-p", "no:randomly",
+               "-p", "no:cacheprovider", "-m", "not browser", f"--junitxml={junit}", *extra]
+    returncode = subprocess.run(command, cwd=ROOT).returncode
+    counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    failures: list[Failure] = []
+    if not junit.exists():
+        return returncode, counts, failures
+    for suite in ElementTree.parse(junit).getroot().iter("testsuite"):
+        for key in counts:
+            counts[key] += int(suite.get(key, 0))
+    for case in ElementTree.parse(junit).getroot().iter("testcase"):
+        for kind in ("failure", "error"):
+            node = case.find(kind)
+            if node is not None:
+                name = f"{case.get('classname', '').replace('.', '/')}.py::{case.get('name')}"
+                text = (node.get("message") or node.text or "").strip()
+                failures.append(Failure(name, kind, text.splitlines()[0][:300] if text
+                                        else ""))
+    return returncode, counts, failures
+
+
+def report(latest: dict[str, str | None], pinned: dict[str, str | None],
+           not_installed: dict[str, tuple[str, str]], counts: dict[str, int],
+           failures: list[Failure], seconds: float) -> str:
+    passed = counts["tests"] - counts["failures"] - counts["errors"] - counts["skipped"]
+    lines = [
+        "# The tests that rest on library behaviour, on the newest releases",
+        "",
+        f"Written by `make test-latest` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC "
+        f"({seconds / 60:.1f} min for the tests). The same tests pass on the pinned "
+        "versions (`make test`); each failure below is a change in a library.",
+        "",
+        "| library | pinned (`make test`) | newest that installs (`make test-latest`) |",
+        "|---|---|---|",
+    ]
+    for name in LIBRARIES:
+        lines.append(f"| {name} | {pinned.get(name) or '—'} | {latest.get(name) or '—'} |")
+    if not_installed:
+        lines += ["", "Newer releases on the registry that do not install:", ""]
+        for name, (version, reason) in not_installed.items():
+            lines.append(f"- {name} {version}: {reason}")
+    lines += ["", f"Tests: {passed} passed, {counts['failures'] + counts['errors']} failed, "
+                  f"{counts['skipped']} skipped, of {counts['tests']} "
+                  f"({', '.join(f'`{t}`' for t in LIBRARY_TESTS)}).", ""]
+    if failures:
+        lines += ["| test | what it says |", "|---|---|"]
+        for f in failures:
+            message = f.message.replace("|", "\\|") or f.kind
+            lines.append(f"| `{f.test}` | {message} |")
+    else:
+        lines.append("Nothing differs.")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--python", required=True, help="the newest releases' interpreter")
+    parser.add_argument("--pinned-python", default=sys.executable)
+    parser.add_argument("--report", type=Path, default=ROOT / "benchmarks/latest-releases.md")
+    args, extra = parser.parse_known_args(argv)
+    latest, pinned = versions(args.python), versions(args.pinned_python)
+    not_installed = {}
+    for name in UPGRADED:
+        newest = newest_on_registry(args.python, name)
+        if newest and newest != (latest.get(name) or "").split("+")[0]:
+            not_installed[name] = (newest, why_not_installed(args.python, name, newest))
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory() as folder:
+        returncode, counts, failures = run_tests(args.python, Path(folder) / "junit.xml",
+                                                 extra)
+    text = report(latest, pinned, not_installed, counts, failures,
+                  time.monotonic() - started)
+    args.report.write_text(text, encoding="utf-8")
+    print(text)
+    return returncode  # pytest's: 0 when nothing differs
+
+
+if __name__ == "__main__":
+    sys.exit(main())
