@@ -197,4 +197,9 @@ def show_case(case: Case) -> None:
           "{hidden}, batch {batch} × {seq} tokens, vocabulary {vocab}) from the same "
           "weights and data.", layers=config.get("layers"), hidden=config.get("hidden"),
           batch=config.get("batch"), seq=config.get("seq_len"), vocab=config.get("vocab")))
+    display.snapshot_button(
+        [(t("Plain run"), result.plain.memory_events),
+         (t("Wrong way"), result.wrong.memory_events),
+         (t("Fixed way"), result.fixed.memory_events)],
+        result.plain.parameter_bytes or 0, f"mistake-{case.id}", case.id)
     page_link(case.lesson, label=t("Where the idea is taught"), icon=":material/school:")

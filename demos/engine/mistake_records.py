@@ -71,6 +71,7 @@ class Measured:
     error: str | None = None  # the error torch raised (first line)
     error_type: str | None = None
     seconds: float = 0.0
+    memory_events: list[list] | None = None  # the tracker's event log (LiveTracker.events)
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> Measured:

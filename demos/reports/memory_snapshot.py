@@ -26,7 +26,7 @@ import pickle
 from collections.abc import Iterable
 from typing import Any
 
-from demos.engine.results import Comparison, StrategyResult
+from demos.engine.results import Comparison
 
 BASE_ADDRESS = 0x7F0000000000  # where the lab's one segment starts (any address would do)
 ROUNDING = 512  # bytes: torch's CUDA caching allocator's smallest block
@@ -64,13 +64,13 @@ class FirstFit:
             self.free[i - 1] = (prev[0], prev[1] + self.free[i - 1][1])
 
 
-def _frames(op: str, phase: str, layer: int | None, strategy: str) -> list[dict[str, Any]]:
+def _frames(op: str, phase: str, layer: int | None, run: str) -> list[dict[str, Any]]:
     """Innermost first, as torch records them: the op, then where in the step it ran."""
     where = [{"filename": "lab", "line": 0, "name": op},
              {"filename": "lab", "line": 0, "name": phase}]
     if layer is not None:
         where.append({"filename": "lab", "line": layer, "name": f"layer {layer}"})
-    return [*where, {"filename": "lab", "line": 0, "name": f"strategy {strategy}"}]
+    return [*where, {"filename": "lab", "line": 0, "name": run}]
 
 
 def _block(address: int, size: int, requested: int, state: str,
@@ -79,8 +79,12 @@ def _block(address: int, size: int, requested: int, state: str,
             "frames": frames}
 
 
-def snapshot(results: Iterable[StrategyResult], parameter_bytes: int = 0) -> dict[str, Any]:
-    """torch's snapshot dictionary for the measured steps, one after another."""
+Run = tuple[str, list[list] | None]  # (what ran, its LiveTracker event log)
+
+
+def snapshot(runs: Iterable[Run], parameter_bytes: int = 0) -> dict[str, Any]:
+    """torch's snapshot dictionary for the measured steps, one after another; each run's
+    name is its outermost frame ("strategy every-layer", "wrong way")."""
     space = FirstFit()
     trace: list[dict[str, Any]] = []
     live: dict[tuple[str, int], tuple[int, int, int, list]] = {}  # address, size, bytes
@@ -88,16 +92,16 @@ def snapshot(results: Iterable[StrategyResult], parameter_bytes: int = 0) -> dic
     if parameter_bytes:
         weights = (space.alloc(rounded(parameter_bytes)), rounded(parameter_bytes))
     clock = 0
-    for result in results:
-        if not result.memory_events:
+    for name, events in runs:
+        if not events:
             continue
         last = 0
-        for index, storage, nbytes, op, phase, layer in result.memory_events:
+        for index, storage, nbytes, op, phase, layer in events:
             last = max(last, index)
-            key = (result.strategy, storage)
+            key = (name, storage)
             if nbytes > 0:
                 size = rounded(nbytes)
-                frames = _frames(op, phase, layer, result.strategy)
+                frames = _frames(op, phase, layer, name)
                 address = space.alloc(size)
                 live[key] = (address, size, nbytes, frames)
                 trace.append({"action": "alloc", "addr": BASE_ADDRESS + address,
@@ -139,14 +143,14 @@ def snapshot(results: Iterable[StrategyResult], parameter_bytes: int = 0) -> dic
             "allocator_settings": {"source": "gradient checkpointing lab, live-tensor tracker"}}
 
 
+def comparison_runs(comparison: Comparison) -> list[Run]:
+    return [(f"strategy {r.strategy}", r.memory_events) for r in comparison.results]
+
+
 def comparison_snapshot(comparison: Comparison) -> dict[str, Any]:
-    return snapshot(comparison.results, comparison.parameter_bytes or 0)
+    return snapshot(comparison_runs(comparison), comparison.parameter_bytes or 0)
 
 
-def snapshot_pickle(comparison: Comparison) -> bytes:
+def snapshot_pickle(runs: list[Run], parameter_bytes: int = 0) -> bytes:
     """What torch.cuda.memory._dump_snapshot writes: the snapshot, pickled."""
-    return pickle.dumps(comparison_snapshot(comparison))
-
-
-def has_events(comparison: Comparison) -> bool:
-    return any(r.memory_events for r in comparison.results)
+    return pickle.dumps(snapshot(runs, parameter_bytes))

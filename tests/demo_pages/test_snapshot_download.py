@@ -49,3 +49,17 @@ def test_the_snapshot_download_renders_in_torchs_viewer(app_test: Callable, serv
     assert "Active Memory Timeline" in _memory_viz.trace_plot(data)
     assert "Allocator State History" in _memory_viz.segment_plot(data)
     assert "pytorch.org/memory_viz" in texts(at, "caption")
+
+
+@pytest.mark.parametrize("code", ["en", "vi"])
+def test_a_mistake_case_downloads_its_three_runs(app_test: Callable, served,
+                                                 code: str) -> None:
+    at = app_test("pages/demos/mistakes.py",
+                  query={"case": "selective-under-save-on-cpu", "lang": code}, timeout=180)
+    no_errors(at)
+    (button,) = [b for b in at.get("download_button") if b.proto.label == gettext(code, LABEL)]
+    data = pickle.loads(served[button.proto.url.rsplit("/", 1)[-1].split(".")[0]])
+    runs = list(dict.fromkeys(e["frames"][-1]["name"] for e in data["device_traces"][0]))
+    assert runs == [gettext(code, "Plain run"), gettext(code, "Wrong way"),
+                    gettext(code, "Fixed way")]
+    assert "Active Memory Timeline" in _memory_viz.trace_plot(data)

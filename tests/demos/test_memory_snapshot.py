@@ -20,6 +20,7 @@ from demos.reports.memory_snapshot import (
     BASE_ADDRESS,
     ROUNDING,
     FirstFit,
+    comparison_runs,
     comparison_snapshot,
     snapshot_pickle,
 )
@@ -105,7 +106,8 @@ def test_the_end_state_holds_the_weights_and_the_gradients(comparison: Compariso
 
 
 def test_torchs_memory_viz_reads_the_export(comparison: Comparison) -> None:
-    data = pickle.loads(snapshot_pickle(comparison))  # as _dump_snapshot writes it
+    data = pickle.loads(snapshot_pickle(comparison_runs(comparison),
+                                        comparison.parameter_bytes))  # as _dump_snapshot writes
     summary = _memory_viz.segsum(data)  # raises on any accounting error
     (segment,) = data["segments"]
     assert "segments: 1" in summary
@@ -142,3 +144,22 @@ def test_first_fit_reuses_freed_space() -> None:
     space.release(512, 512)
     assert space.free == [(0, 1536)]  # the three neighbours merged
     assert space.alloc(1536) == 0 and space.top == 2048
+
+
+def test_a_mistake_case_exports_its_three_runs() -> None:
+    from demos.engine.mistakes import run_case
+    from demos.reports.memory_snapshot import snapshot
+
+    r = run_case("whole-model-one-segment")
+    data = snapshot([("plain", r.plain.memory_events), ("wrong", r.wrong.memory_events),
+                     ("fixed", r.fixed.memory_events)])
+    runs = [e["frames"][-1]["name"] for e in data["device_traces"][0]]
+    assert list(dict.fromkeys(runs)) == ["plain", "wrong", "fixed"]
+    for name, m in (("plain", r.plain), ("wrong", r.wrong), ("fixed", r.fixed)):
+        live = peak = 0
+        for _, _, nbytes, *_ in m.memory_events:
+            live += nbytes
+            peak = max(peak, live)
+        assert peak == m.peak_bytes, name  # the case's own peak, replayed
+    assert "Active Memory Timeline" in _memory_viz.trace_plot(data)
+    _memory_viz.segsum(data)
