@@ -105,14 +105,14 @@ def snapshot(runs: Iterable[Run], parameter_bytes: int = 0) -> dict[str, Any]:
                 address = space.alloc(size)
                 live[key] = (address, size, nbytes, frames)
                 trace.append({"action": "alloc", "addr": BASE_ADDRESS + address,
-                              "size": size, "stream": 0, "time_us": clock + index,
-                              "frames": frames})
+                              "size": size, "stream": 0, "pool_id": (0, 0),
+                              "time_us": clock + index, "frames": frames})
             else:
                 address, size, _, frames = live.pop(key)
                 for action in ("free_requested", "free_completed"):
                     trace.append({"action": action, "addr": BASE_ADDRESS + address,
-                                  "size": size, "stream": 0, "time_us": clock + index,
-                                  "frames": frames})
+                                  "size": size, "stream": 0, "pool_id": (0, 0),
+                                  "time_us": clock + index, "frames": frames})
                 space.release(address, size)
         clock += last + 1
     blocks = []

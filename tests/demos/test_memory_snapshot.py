@@ -91,6 +91,26 @@ def snapshot_exact(comparison: Comparison) -> dict[str, int]:
     return peaks
 
 
+def test_every_field_of_torchs_snapshot_is_there(comparison: Comparison) -> None:
+    """The keys of torch 2.13's Snapshot, Segment, Block, Frame and TraceEntry (the
+    TypedDicts in torch.cuda.memory._snapshot's docstring; OOM's device_free aside)."""
+    from torch.cuda import memory
+
+    doc = memory._snapshot.__doc__
+    for name in ("segment_pool_id", "allocated_size", "active_size", "requested_size",
+                 "pool_id", "device_traces"):
+        assert name in doc  # the fields below are still torch's
+    snap = comparison_snapshot(comparison)
+    (segment,) = snap["segments"]
+    assert set(segment) >= {"address", "total_size", "stream", "segment_type",
+                            "segment_pool_id", "allocated_size", "active_size", "blocks"}
+    for block in segment["blocks"]:
+        assert set(block) >= {"size", "requested_size", "address", "state", "frames"}
+    for event in snap["device_traces"][0]:
+        assert set(event) >= {"action", "addr", "frames", "size", "stream", "pool_id"}
+        assert all(set(f) >= {"filename", "line", "name"} for f in event["frames"])
+
+
 def test_the_end_state_holds_the_weights_and_the_gradients(comparison: Comparison) -> None:
     snap = comparison_snapshot(comparison)
     (segment,) = snap["segments"]
