@@ -75,6 +75,73 @@ def versions(python: str) -> dict[str, str | None]:
     return json.loads(out.stdout)
 
 
+# What the course rests on, read from each environment's installed libraries: the ops
+# torch's FLOP counter has a formula for, the keywords of the calls the course teaches,
+# torch.compile's budget settings, and whether accelerate's FSDP2 checkpointing wraps
+# layers without the RNG state.
+PROBE = """
+import inspect, json
+import torch, torch.utils.checkpoint as ckpt, torch.utils.flop_counter as fc
+import torch._functorch.config as functorch_config
+out = {"FLOP counter formulas (torch.utils.flop_counter.flop_registry)":
+           sorted(str(op) for op in fc.flop_registry),
+       "torch.utils.checkpoint.checkpoint keywords": list(inspect.signature(
+           ckpt.checkpoint).parameters),
+       "create_selective_checkpoint_contexts keywords": list(inspect.signature(
+           ckpt.create_selective_checkpoint_contexts).parameters),
+       "torch._functorch.config activation_memory_budget settings": sorted(
+           n for n in functorch_config.get_config_copy()
+           if n.startswith("activation_memory_budget"))}
+try:
+    import transformers
+    out["PreTrainedModel.activation_checkpointing_enable keywords"] = list(
+        inspect.signature(transformers.PreTrainedModel.activation_checkpointing_enable
+                          ).parameters)
+except ImportError:
+    pass
+try:
+    import peft
+    out["peft.prepare_model_for_kbit_training keywords"] = list(inspect.signature(
+        peft.prepare_model_for_kbit_training).parameters)
+except ImportError:
+    pass
+try:
+    from accelerate.utils import fsdp_utils
+    out["accelerate's FSDP2 checkpointing wraps layers without the RNG state"] = [str(
+        "preserve_rng_state=False" in inspect.getsource(fsdp_utils.fsdp2_apply_ac))]
+except (ImportError, AttributeError):
+    pass
+print(json.dumps(out))
+"""
+
+
+def probe(python: str) -> dict[str, list[str]]:
+    out = subprocess.run([python, "-c", PROBE], capture_output=True, text=True, timeout=300)
+    return json.loads(out.stdout) if out.returncode == 0 else {}
+
+
+def changes(pinned: dict[str, list[str]], latest: dict[str, list[str]]) -> list[str]:
+    """One line per probed item that differs: what the newest releases add and drop."""
+    lines = []
+    for item in sorted(set(pinned) | set(latest)):
+        before, after = pinned.get(item), latest.get(item)
+        if before == after:
+            continue
+        if before is None or after is None:
+            lines.append(f"{item}: only in the {'newest' if before is None else 'pinned'} "
+                         "releases")
+            continue
+        added = [x for x in after if x not in before]
+        dropped = [x for x in before if x not in after]
+        if not added and not dropped:
+            lines.append(f"{item}: {', '.join(before)} → {', '.join(after)}")
+            continue
+        parts = [f"adds {', '.join(f'`{x}`' for x in added)}" if added else "",
+                 f"drops {', '.join(f'`{x}`' for x in dropped)}" if dropped else ""]
+        lines.append(f"{item}: " + "; ".join(p for p in parts if p))
+    return lines
+
+
 def newest_on_registry(python: str, name: str) -> str | None:
     """The newest release the registry lists (pip index versions), or None."""
     out = subprocess.run([python, "-m", "pip", "index", "versions", name],
@@ -128,7 +195,7 @@ def run_tests(python: str, junit: Path, extra: list[str]) -> tuple[int, dict[str
 
 def report(latest: dict[str, str | None], pinned: dict[str, str | None],
            not_installed: dict[str, tuple[str, str]], counts: dict[str, int],
-           failures: list[Failure], seconds: float) -> str:
+           failures: list[Failure], seconds: float, changed: list[str] | None = None) -> str:
     passed = counts["tests"] - counts["failures"] - counts["errors"] - counts["skipped"]
     lines = [
         "# The tests that rest on library behaviour, on the newest releases",
@@ -146,6 +213,9 @@ def report(latest: dict[str, str | None], pinned: dict[str, str | None],
         lines += ["", "Newer releases on the registry that do not install:", ""]
         for name, (version, reason) in not_installed.items():
             lines.append(f"- {name} {version}: {reason}")
+    lines += ["", "What the newest releases change in what the course rests on (read from "
+                  "the installed libraries):", ""]
+    lines += [f"- {line}" for line in changed] if changed else ["- nothing"]
     lines += ["", f"Tests: {passed} passed, {counts['failures'] + counts['errors']} failed, "
                   f"{counts['skipped']} skipped, of {counts['tests']} "
                   f"({', '.join(f'`{t}`' for t in LIBRARY_TESTS)}); left out: "
@@ -177,7 +247,8 @@ def main(argv: list[str] | None = None) -> int:
         returncode, counts, failures = run_tests(args.python, Path(folder) / "junit.xml",
                                                  extra)
     text = report(latest, pinned, not_installed, counts, failures,
-                  time.monotonic() - started)
+                  time.monotonic() - started,
+                  changes(probe(args.pinned_python), probe(args.python)))
     args.report.write_text(text, encoding="utf-8")
     print(text)
     return returncode  # pytest's: 0 when nothing differs

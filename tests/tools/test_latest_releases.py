@@ -5,7 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tools.latest_releases import LIBRARY_TESTS, NOT_HERE, Failure, cause, report
+from tools.latest_releases import (
+    LIBRARY_TESTS,
+    NOT_HERE,
+    Failure,
+    cause,
+    changes,
+    probe,
+    report,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,3 +52,27 @@ def test_the_listed_tests_exist() -> None:
     for test in NOT_HERE:
         file, name = test.split("::")
         assert f"def {name}(" in (ROOT / file).read_text()
+
+
+def test_changes_name_what_the_newest_releases_add_and_drop() -> None:
+    pinned = {"formulas": ["mm", "bmm"], "keywords": ["use_reentrant"], "same": ["a"],
+              "gone": ["x"]}
+    latest = {"formulas": ["mm", "bmm", "sdpa_cpu"], "keywords": ["use_reentrant", "new"],
+              "same": ["a"], "wraps": ["True"]}
+    assert changes(pinned, latest) == [
+        "formulas: adds `sdpa_cpu`",
+        "gone: only in the pinned releases",
+        "keywords: adds `new`",
+        "wraps: only in the newest releases",
+    ]
+
+
+def test_the_probe_reads_this_environment() -> None:
+    import sys
+
+    found = probe(sys.executable)
+    assert "aten.mm" in found[
+        "FLOP counter formulas (torch.utils.flop_counter.flop_registry)"]
+    assert "use_reentrant" in found["torch.utils.checkpoint.checkpoint keywords"]
+    assert found["accelerate's FSDP2 checkpointing wraps layers without the RNG state"] == [
+        "True"]
