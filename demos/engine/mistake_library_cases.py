@@ -128,6 +128,8 @@ def run_kbit_reentrant() -> tuple[Measured, Measured, Measured, dict[str, Any]]:
                 return result.loss
 
             s = tracked(base, step, (idx, tgt))
+            # torch's word on the mode first, then the libraries' deprecation notes
+            said.sort(key=lambda text: "use_reentrant" not in text)
             s.warning = "\n".join(said) or None
             grads = {n: (None if p.grad is None else p.grad.detach().clone())
                      for n, p in base.named_parameters() if "lora_" in n}
