@@ -48,6 +48,8 @@ APT_GET := apt-get -o DPkg::Lock::Timeout=$(APT_LOCK_TIMEOUT)
 MISSING_CHROMIUM = $(if $(wildcard $(CHROMIUM)),,chromium)
 MISSING_POSTGRESQL = $(if $(wildcard /usr/lib/postgresql/*/bin/initdb),,postgresql)
 MISSING_CJK_FONT = $(if $(wildcard $(CJK_FONT)),,fonts-wqy-microhei)
+# Node.js runs the independent Open Badges verifier (tests/quiz/obverify).
+MISSING_NODE = $(if $(shell command -v npm 2>/dev/null),,nodejs npm)
 
 # $(call apt-install,PACKAGES,WHAT FOR): as root, one apt-get install (after an update when
 # the plain install fails); otherwise the command to run. Nothing when PACKAGES is empty.
@@ -71,10 +73,18 @@ cjk-font:
 # What the tests need from Debian, in one apt-get call, while pip installs the Python
 # packages beside it.
 test-packages:
-	@$(call apt-install,$(MISSING_CHROMIUM) $(MISSING_POSTGRESQL) $(MISSING_CJK_FONT),for the tests)
+	@$(call apt-install,$(MISSING_CHROMIUM) $(MISSING_POSTGRESQL) $(MISSING_CJK_FONT) $(MISSING_NODE),for the tests)
+
+# The independent Open Badges verifier's npm packages (Digital Bazaar's verifier, the
+# JSON-LD contexts, Ajv), as package-lock.json pins them.
+OBVERIFY := tests/quiz/obverify
+$(OBVERIFY)/node_modules/.installed: $(OBVERIFY)/package-lock.json
+	cd $(OBVERIFY) && npm ci --no-audit --no-fund --silent
+	touch $@
 
 test-setup:
 	@$(MAKE) --no-print-directory -j2 test-packages $(VENV)/.dev-installed
+	@$(MAKE) --no-print-directory $(OBVERIFY)/node_modules/.installed
 
 # Every test: the unit and AppTest tests in TEST_WORKERS processes (pytest-xdist), then the
 # browser tests in one (they share one app server and one Chromium, and time what a learner
@@ -89,7 +99,7 @@ test: test-setup $(MO_FILES)
 	exit $$status
 
 # One layer at a time: unit tests (engine, quiz, lessons), or the browser tests alone.
-test-unit: $(VENV)/.dev-installed $(MO_FILES)
+test-unit: $(VENV)/.dev-installed $(OBVERIFY)/node_modules/.installed $(MO_FILES)
 	$(BIN)/python -m pytest -m "not browser" -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 test-browser: $(VENV)/.dev-installed chromium $(MO_FILES)
@@ -124,4 +134,4 @@ bench: $(VENV)/.runtime-installed
 	$(BIN)/python -m demos bench
 
 clean:
-	rm -rf $(VENV) $(LATEST_VENV) .pytest_cache .ruff_cache tests/artifacts
+	rm -rf $(VENV) $(LATEST_VENV) .pytest_cache .ruff_cache tests/artifacts $(OBVERIFY)/node_modules

@@ -307,6 +307,14 @@ def llama_layer_parts(hidden: int = LLAMA3_8B_SHAPE["hidden"],
     return constant_parts(custom(1, hidden, heads, kv_heads, mlp, "swiglu", "rmsnorm", 1, False))
 
 
+def score_term_dominates_from(head_dim: int) -> int:
+    """The shortest sequence at which a layer's attention-score term (Korthikanti's
+    5·a·s²·b bytes, without a fused kernel) outweighs all the rest (34·s·b·h): 5·a·s > 34·h,
+    s > 6.8·h/a = 6.8 × the head dimension. Found from the formula, one head."""
+    rest = korthikanti_layer_bytes(1, 1, head_dim, 1)  # 34·h per token, a = 1
+    return math.floor(rest / 5.0) + 1  # 5·a·s²·b > 34·s·b·h from s = ⌊34·h/(5a)⌋ + 1
+
+
 def internals_ratio() -> float:
     """How many times its input a transformer layer keeps inside it: (34 - 2) / 2 = 16."""
     return (34 - 2) / 2

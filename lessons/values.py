@@ -33,6 +33,7 @@ from lessons.checkpoint_math import (
     percent_change,
     recompute_overhead,
     recursive_cost,
+    score_term_dominates_from,
     segment_memory,
     selective_saving,
     transformer_activations,
@@ -73,15 +74,29 @@ _FRACTION_WORDS = {Fraction(1, 2): N_("half"), Fraction(1, 3): N_("a third"),
                    Fraction(2, 3): N_("two thirds")}
 
 
-def counted_demo_flops(cfg: ModelConfig | None = None) -> dict[str, float]:
+def counted_demo_flops(cfg: ModelConfig | None = None,
+                       attention_counted: bool = False) -> dict[str, float]:
     """Lesson 6's count: what torch's FLOP counter counts around one training step of the
     Compare demo's default model on a CPU (memory.theory.counted_flops; a test runs the
     counter): without checkpointing, every layer checkpointed (non-reentrant: early stop),
-    and every layer rerun whole (reentrant)."""
+    every layer rerun whole (reentrant), and every layer at GPT-2's dropout 0.1 (a dropout
+    after the MLP: nothing skipped). `attention_counted`: the counter of torch 2.15, which
+    has a formula for the CPU's fused attention kernel (torch 2.13's has none)."""
     cfg = cfg or demo_default("cpu")
-    return {"none": counted_flops(cfg)["total"],
-            "every": counted_flops(cfg, "every-layer")["total"],
-            "reentrant": counted_flops(cfg, "every-layer", reentrant=True)["total"]}
+    dropout = cfg.replace(dropout=DEMO_DROPOUT)
+    kw = {"attention_counted": attention_counted}
+    return {"none": counted_flops(cfg, **kw)["total"],
+            "every": counted_flops(cfg, "every-layer", **kw)["total"],
+            "reentrant": counted_flops(cfg, "every-layer", reentrant=True, **kw)["total"],
+            "every_dropout": counted_flops(dropout, "every-layer", **kw)["total"]}
+
+
+# the head dimension of most large models (Llama, the worked example's 2,048 / 16), for the
+# sequence length from which the attention-score term outweighs the rest of a layer
+SCORE_HEAD_DIM = 128
+
+# GPT-2's residual dropout (resid_pdrop), for the count with dropout
+DEMO_DROPOUT = 0.1
 
 
 def fraction_in_words(value: float, code: str = DEFAULT) -> str:
@@ -163,6 +178,8 @@ def lesson_values(code: str = DEFAULT) -> dict[str, str]:
     v["chen_slowdown"] = percent(facts.CHEN_EXTRA_RUNTIME)
     v["internals_ratio"] = number(internals_ratio())
     v["layer_units"] = number(internals_ratio() + 1)
+    v["score_term_head_dim"] = number(SCORE_HEAD_DIM)
+    v["score_term_from_tokens"] = number(score_term_dominates_from(SCORE_HEAD_DIM))
     v["seed_segment_length"] = one_decimal(optimal_segment_length(L, 2, 34))
     v["seed_best_length"] = number(best_segment_length(L, 2, 34))
     v["every_layer_max_depth"] = number(every_layer_best_up_to(2, 34))
@@ -287,8 +304,17 @@ def lesson_values(code: str = DEFAULT) -> dict[str, str]:
     v["demo_counted_every"] = format_decimal(counted["every"] / 1e9, code, 2)
     v["demo_counted_overhead"] = percent(counted["every"] / counted["none"] - 1, 1)
     v["demo_counted_reentrant"] = percent(counted["reentrant"] / counted["none"] - 1, 1)
-    # the share of a GPT layer's linear-layer work early stop reruns: all but the MLP's
-    # last linear (8 of 24 b·s·h²)
+    v["demo_counted_every_dropout"] = format_decimal(counted["every_dropout"] / 1e9, code, 2)
+    v["demo_counted_overhead_dropout"] = percent(counted["every_dropout"] / counted["none"] - 1,
+                                                 1)
+    v["demo_dropout"] = format_decimal(DEMO_DROPOUT, code, 1)
+    # the same counts by torch 2.15's counter, which counts the CPU's fused attention
+    counted = counted_demo_flops(demo, attention_counted=True)
+    v["demo_counted_none_attention"] = format_decimal(counted["none"] / 1e9, code, 2)
+    v["demo_counted_every_attention"] = format_decimal(counted["every"] / 1e9, code, 2)
+    v["demo_counted_overhead_attention"] = percent(counted["every"] / counted["none"] - 1, 1)
+    # the share of a GPT layer's linear-layer work early stop reruns without dropout: all
+    # but the MLP's last linear (8 of 24 b·s·h²)
     linears = 24 * demo.batch * demo.seq_len * demo.hidden ** 2
     v["gpt_rerun_share"] = fraction_in_words(1 - early_stop_skips(demo) / linears, code)
     v["practice_low"] = percent(facts.PRACTICE_SLOWDOWN[0])

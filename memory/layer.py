@@ -354,20 +354,43 @@ def layer_flops(arch: Architecture, batch: int, seq: int) -> float:
             + attention_flops(arch, batch, seq))
 
 
+def last_matmul(arch: Architecture) -> str:
+    """The last linear layer of a layer's MLP: "proj" of a GPT layer, "down" of a Llama one."""
+    return "down" if arch.mlp == "swiglu" else "proj"
+
+
+def early_stop_skips(arch: Architecture, batch: int, seq: int, targets: tuple[str, ...] = ()
+                     ) -> float:
+    """Forward FLOPs torch's non-reentrant checkpoint does NOT rerun at the end of a
+    segment's last layer: the work after the last op that saves something for backward.
+
+    The rule as torch applies it (torch 2.13 and 2.15, torch/utils/checkpoint.py,
+    _checkpoint_hook): the recomputation's pack hook counts the tensors saved again and,
+    with early stop on (the default; set_checkpoint_early_stop(False) turns it off), raises
+    _StopRecomputationError as the last tensor the forward saved is saved again. Autograd
+    saves an op's inputs before the op runs and its outputs after, so what stops the rerun
+    is the last saving op: ops after it are never rerun; an op whose inputs are the last
+    saves is not run either; an op that saves an output has run.
+    * No residual dropout after the MLP (Llama, a GPT layer at dropout 0): the MLP's last
+      linear saves its input and weight last, before its matmul runs: that matmul is skipped.
+    * A residual dropout after the MLP (GPT-2's resid_pdrop, default 0.1) saves its mask
+      after it has run, so the last linear before it reruns: nothing is skipped.
+    * A LoRA adapter on that linear (`targets`): PEFT runs the frozen base first and the
+      adapter after it (peft 0.21.2, peft/tuners/lora/layer.py, Linear.forward:
+      base_layer, then lora_B(lora_A(x))), so the base reruns (the adapter's last small
+      matmul does not; left out here)."""
+    last = last_matmul(arch)
+    if arch.dropout or last in targets:
+        return 0.0
+    return linear_flops(arch, batch, seq, last)
+
+
 def rerun_flops(arch: Architecture, batch: int, seq: int, targets: tuple[str, ...] = ()
                 ) -> float:
     """Forward FLOPs torch's non-reentrant checkpoint reruns for a segment's last layer:
-    all of it but the MLP's last linear ("proj" of a GPT layer, "down" of a Llama layer).
-    Recomputation stops once every tensor backward needs is rebuilt (early stop, the
-    default: torch 2.13, torch/utils/checkpoint.py, set_checkpoint_early_stop), and
-    autograd saves that linear's input before it runs, so its matmul is never redone.
-    With a LoRA adapter on that linear (`targets`), PEFT runs the frozen base first and the
-    adapter after it (peft 0.21.2, peft/tuners/lora/layer.py, Linear.forward: base_layer,
-    then lora_B(lora_A(x))): the adapter's input is rebuilt only after the base matmul, so
-    the base is rerun (the adapter's last small matmul is not; left out here)."""
-    last = "down" if arch.mlp == "swiglu" else "proj"
-    skipped = 0.0 if last in targets else linear_flops(arch, batch, seq, last)
-    return layer_flops(arch, batch, seq) - skipped
+    all of it but what early stop skips (early_stop_skips: the MLP's last linear, unless a
+    dropout after it or a LoRA adapter on it saves something later)."""
+    return layer_flops(arch, batch, seq) - early_stop_skips(arch, batch, seq, targets)
 
 
 def head_flops(arch: Architecture, batch: int, seq: int) -> float:

@@ -83,8 +83,9 @@ POLICIES: dict[SelectivePolicy, PolicyRecord] = {p.policy: p for p in (
            "else, matmuls too (less memory, more recompute)."),
         SavedOps.ATTENTION, frozenset({"input", "attn.out", "attn.lse"}), (),
         # backward needs q, k, v (QKV), the MLP's input (proj feeds the residual that
-        # ln2 reads) and the GELU output (fc): 8h² of the block's 12h²; the output
-        # projection's own result is never needed
+        # ln2 reads) and the GELU output (fc): 8h² of the block's 12h²; the MLP's last
+        # linear is left to early stop (memory.theory.segment_recompute adds it back when a
+        # dropout after the MLP saves its mask after it)
         recomputed_matmuls=("qkv", "proj", "fc"), recomputes_attention=False),
     PolicyRecord(
         SelectivePolicy.SAVE_ALL_BUT_ATTENTION, N_("selective: save all but attention"),

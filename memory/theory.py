@@ -21,11 +21,13 @@ from memory.layer import (
     cached_only_tensors,
     forward_flops,
     head_flops,
+    last_matmul,
     layer_flops,
     layer_tensors,
     linear_flops,
     norm_tensors,
 )
+from memory.layer import early_stop_skips as layer_early_stop_skips
 from memory.segments import Segment
 from memory.strategies import (
     CHECKPOINT_KEEPS,
@@ -264,32 +266,23 @@ def _cached_extra(cfg: ModelConfig, seg: Segment, device: str) -> int:
                for name in strategies.policy(seg.policy, cfg.arch).rebuild_extra)
 
 
-# The last linear layer of a block's MLP ("proj" of a gpt layer, "down" of a llama layer
-# in memory.architectures): torch's non-reentrant checkpoint never reruns it (early stop).
-LAST_MATMUL = {"gpt": "proj", "llama": "down"}
-
-
 def early_stop_skips(cfg: ModelConfig) -> float:
     """Forward FLOPs a checkpointed segment does NOT rerun in backward under torch's
-    non-reentrant checkpoint: its last layer's final MLP linear.
-
-    torch 2.13, torch/utils/checkpoint.py: non-reentrant checkpoint "stops recomputation as
-    soon as all needed intermediate activations have been recomputed" (early_stop=True by
-    default; set_checkpoint_early_stop(False) turns it off); its recomputation pack hook
-    counts the tensors saved again and raises _StopRecomputationError once it has them all.
-    Autograd saves an op's inputs before the op runs, so the recomputation stops as the
-    MLP's last linear saves its input and weight: that matmul, whose output nothing keeps,
-    is never rerun. Reentrant checkpoint "always recomputes function in its entirety"."""
-    return linear_flops(of_config(cfg), cfg.batch, cfg.seq_len, LAST_MATMUL[cfg.arch])
+    non-reentrant checkpoint: the work in its last layer after the last op that saves
+    something for backward (memory.layer.early_stop_skips: the MLP's last linear without
+    dropout, nothing when a dropout after the MLP saves its mask). Reentrant checkpoint
+    "always recomputes function in its entirety" (torch/utils/checkpoint.py)."""
+    return layer_early_stop_skips(of_config(cfg), cfg.batch, cfg.seq_len)
 
 
 def segment_recompute(cfg: ModelConfig, seg: Segment, reentrant: bool = False,
                       attention: float | None = None) -> tuple[float, float]:
     """(matmul FLOPs, attention FLOPs) backward reruns for one segment: a checkpointed
-    segment reruns its layers, the last one without its final MLP linear (early stop)
-    unless `reentrant`; a selective layer reruns the matmuls its policy does not save
-    (memory.strategies records them, early stop included) and attention unless saved.
-    `attention`: one layer's attention FLOPs (default: the causal count, attention_flops)."""
+    segment reruns its layers, the last one without what early stop skips (its final MLP
+    linear, when no dropout follows it) unless `reentrant`; a selective layer reruns the
+    matmuls its policy does not save (memory.strategies records them, early stop included)
+    and attention unless saved. `attention`: one layer's attention FLOPs (default: the
+    causal count, attention_flops)."""
     arch = of_config(cfg)
     b, s = cfg.batch, cfg.seq_len
     att = attention_flops(arch, b, s) if attention is None else attention
@@ -300,8 +293,13 @@ def segment_recompute(cfg: ModelConfig, seg: Segment, reentrant: bool = False,
     if seg.mode == "selective":
         record = strategies.policy(seg.policy, cfg.arch)
         groups = GPT_MATMULS if cfg.arch == "gpt" else {n: (n,) for n in arch.linears()}
-        redo = sum(linear_flops(arch, b, s, n) for name in record.recomputed_matmuls
-                   for n in groups[name])
+        names = record.recomputed_matmuls
+        # the records leave out the MLP's last linear (early stop); a dropout after the
+        # MLP saves its mask after it, so unless the policy caches its output it reruns
+        tail = "out" if cfg.arch == "gpt" else last_matmul(arch)
+        if tail not in record.keeps and tail not in names and not early_stop_skips(cfg):
+            names += (tail,)
+        redo = sum(linear_flops(arch, b, s, n) for name in names for n in groups[name])
         return seg.size * redo, (seg.size * att if record.recomputes_attention else 0.0)
     return 0.0, 0.0
 
@@ -326,7 +324,8 @@ def step_flops(cfg: ModelConfig, spec: StrategySpec | str | None = None,
             recompute += sum(segment_recompute(cfg, seg, reentrant))
     base = forward + backward
     # what checkpointing every layer adds: the blocks' forward once more, less what early
-    # stop skips in each (two thirds of the gpt block's linear FLOPs: 16 of 24 b·s·h²)
+    # stop skips in each (without dropout the MLP's last linear: 8 of the gpt block's 24
+    # b·s·h² of linear FLOPs; with a dropout after the MLP nothing)
     every = n * (block - (0.0 if reentrant else early_stop_skips(cfg)))
     return {"forward": forward, "backward": backward, "recompute": recompute,
             "total": base + recompute, "block_forward": block, "head_forward": head,
@@ -341,10 +340,12 @@ def step_flops(cfg: ModelConfig, spec: StrategySpec | str | None = None,
 COURSE_OVERHEAD = {"full": 1 / 3, "frozen": 1 / 2}
 
 
-# torch's FLOP counter (torch/utils/flop_counter.py, torch 2.13) counts mm, addmm, bmm and
-# the CUDA attention kernels (_scaled_dot_product_flash/efficient/cudnn_attention and
-# their backward); it has no formula for the CPU's fused kernel
-# (_scaled_dot_product_flash_attention_for_cpu), so on a CPU it counts no attention. Its
+# torch's FLOP counter (torch/utils/flop_counter.py) counts mm, addmm, bmm and the fused
+# attention kernels it has a formula for: torch 2.13 the CUDA ones
+# (_scaled_dot_product_flash/efficient/cudnn_attention and their backward), not the CPU's
+# (_scaled_dot_product_flash_attention_for_cpu), so on a CPU it counts no attention;
+# torch 2.15 registers the CPU kernel too. The engine reads which from the installed
+# counter's registry (demos.engine.installed_torch) and passes `attention_counted`. The
 # attention formulas ignore the causal mask: 2 matmuls of b·a·s²·d forward, 5 backward
 # (the scores recomputed, then the gradients of scores, v, q and k).
 COUNTER_ATTENTION_FORWARD = 4  # × b·a·s²·d
@@ -357,8 +358,9 @@ def counted_flops(cfg: ModelConfig, spec: StrategySpec | str | None = None,
     """What torch.utils.flop_counter.FlopCounterMode reports around one whole training
     step of this model (forward, loss, backward): the linear layers and the head forward,
     twice that backward, the recomputation (step_flops' rule: early stop, reentrant,
-    selective), and the attention as the counter counts it on `device` (none on a CPU;
-    `attention_counted` overrides, e.g. for a counter given the CPU kernel's formula).
+    selective), and the attention when the counter counts it (`attention_counted`: whether
+    the installed counter has a formula for the fused kernel on `device`, which
+    demos.engine.installed_torch reads; unset: torch 2.13's registry, on a GPU only).
     Keys: total, recompute, base (the step without checkpointing), overhead."""
     arch = of_config(cfg)
     b, s, n = cfg.batch, cfg.seq_len, cfg.layers

@@ -6,6 +6,7 @@
     {"type": "key", "key_id": ..., "public_pem": ..., "added_at": ...}          every key
     {"type": "certificate", "id": ..., "name": ..., "signature": ..., ...}      every one
     {"type": "revocation", "id": ..., "revoked_at": ..., "reason": ...}         every one
+    {"type": "status-list", "key_id": ..., "url": ..., "credential": ...}       every one
     {"type": "end", "lines": N, "sha256": ...}                                  the digest
 
 Each certificate carries its own Ed25519 signature (over `canonical_payload` of its signed
@@ -32,6 +33,8 @@ from sqlalchemy import func, insert, select, update
 from quiz.certificate_records import Certificate, Status
 from quiz.certificates import CertificateStore
 from quiz.signing import Signer, key_id_of, load_public_key_pem, verify_signature
+from quiz.status_list import restore as restore_status_lists
+from quiz.status_list import snapshot as status_snapshot
 from storage.database import (
     certificates,
     describe,
@@ -82,6 +85,7 @@ def export_lines(data_dir: Path, signer: Signer | None, now: float) -> Iterator[
         keys = keys.mappings().all()
         rows = connection.execute(select(certificates).order_by(certificates.c.created_at))
         rows = rows.mappings().all()
+        status_positions, status_lists = status_snapshot(connection)  # the Open Badges'
     yield emit({
         "type": "header", "format": FORMAT, "store_id": store,
         "exported_at": dt.datetime.fromtimestamp(now, dt.UTC).isoformat(timespec="seconds"),
@@ -100,11 +104,14 @@ def export_lines(data_dir: Path, signer: Signer | None, now: float) -> Iterator[
             "key_id": certificate.key_id, "signature": certificate.signature,
             "attempts": certificate.attempts, "lang": certificate.lang,
             "created_at": row["created_at"],
+            "status_position": status_positions.get(certificate.id),
         })
     for row in rows:
         if row["revoked_at"]:
             yield emit({"type": "revocation", "id": row["id"], "revoked_at": row["revoked_at"],
                         "reason": row["revoke_reason"]})
+    for status_list in status_lists:
+        yield emit({"type": "status-list", **status_list})
     yield _line({"type": "end", "lines": count, "sha256": digest.hexdigest()}, signer)
 
 
@@ -128,6 +135,7 @@ class Export:
     keys: dict[str, dict[str, Any]] = field(default_factory=dict)
     certificates: dict[str, dict[str, Any]] = field(default_factory=dict)
     revocations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    status_lists: list[dict[str, Any]] = field(default_factory=list)  # the Open Badges'
     trusted_keys: set[str] = field(default_factory=set)  # key ids given by the reader
 
     def certificate(self, certificate_id: str) -> Certificate | None:
@@ -198,6 +206,8 @@ def check_export(lines: Iterable[str], trusted_pems: Iterable[str] = ()) -> Expo
             export.certificates[record["id"]] = record
         elif kind == "revocation":
             export.revocations[record["id"]] = record
+        elif kind == "status-list":
+            export.status_lists.append(record)
         elif kind != "end":
             raise ExportError(f"line {number}: unknown record type {kind!r}")
     signer_id = header.get("signed_by")
@@ -262,6 +272,9 @@ def import_export(data_dir: Path, export: Export) -> Restored:
             connection.execute(update(certificates).where(certificates.c.id == revocation["id"])
                                .values(revoked_at=revocation["revoked_at"],
                                        revoke_reason=revocation["reason"]))
+        restore_status_lists(connection, {
+            record["id"]: record["status_position"] for record in export.certificates.values()
+            if record.get("status_position") is not None}, export.status_lists)
         if export.header.get("store_id"):
             set_store_id(connection, export.header["store_id"])
     with fresh_reading(data_dir) as connection:

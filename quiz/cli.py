@@ -1,5 +1,6 @@
 """The instructor's command line:
-`python -m quiz verify|revoke|list|public-key|new-key|check-bank|export|import|check-export`.
+`python -m quiz verify|revoke|list|public-key|new-key|check-bank|export|import|check-export|
+credential`.
 
 Only `new-key` creates a signing key; the other commands never do (they read the database
 and the public keys stored in it). A damaged or missing database or key file ends any
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from quiz import config
 from quiz.backup import ExportError, check_export, export_lines, import_export
+from quiz.badge_cli import add_commands, export_badges, publish_revocation
 from quiz.bank import BANK_PATH, BankError, cue_report, load_bank
 from quiz.certificate_records import Certificate, Status
 from quiz.certificates import StorageError
@@ -64,8 +66,9 @@ def _verify_one(service: QuizService, text: str) -> bool:
 
 
 def cmd_revoke(args: argparse.Namespace) -> int:
+    service = open_service(create_key=False, strict=False)
     try:
-        certificate = open_service(create_key=False, strict=False).revoke(args.id, args.reason)
+        certificate = service.revoke(args.id, args.reason)
     except IdError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -73,6 +76,7 @@ def cmd_revoke(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 1
     print(f"revoked {certificate.id} on {certificate.revoked_at}: {certificate.revoke_reason}")
+    publish_revocation(service)  # the Open Badges status lists
     return 0
 
 
@@ -153,6 +157,9 @@ def cmd_export(args: argparse.Namespace) -> int:
         temporary.replace(target)  # never a half-written backup under the real name
     print(f"exported {count} line(s) from {len(service.all_certificates())} certificate(s)",
           file=sys.stderr)
+    if args.open_badges:
+        written = export_badges(service, Path(args.open_badges))
+        print(f"wrote {written} Open Badges credential(s) to {args.open_badges}", file=sys.stderr)
     return 0
 
 
@@ -230,6 +237,8 @@ def build_parser() -> argparse.ArgumentParser:
     export = commands.add_parser("export", help="write every certificate, revocation and "
                                  "public key as signed JSON lines (a backup)")
     export.add_argument("output", nargs="?", default="-", help="a file (default: stdout)")
+    export.add_argument("--open-badges", metavar="FOLDER", help="also write every valid "
+                        "certificate's Open Badges 3.0 credential into FOLDER")
     export.set_defaults(run=cmd_export)
     restore = commands.add_parser("import", help="restore an export into an empty database")
     restore.add_argument("path", help="the export file (- for stdin)")
@@ -243,6 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="a public key (PEM) you trust, e.g. from the verify page")
     offline.add_argument("--id", help="a certificate ID to check")
     offline.set_defaults(run=cmd_check_export)
+    add_commands(commands)
     return parser
 
 

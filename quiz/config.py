@@ -30,6 +30,12 @@ def base_url(reached: str | None = None) -> str:
     return (os.environ.get("APP_BASE_URL") or reached or DEFAULT_BASE_URL).rstrip("/")
 
 
+def base_url_configured() -> bool:
+    """Whether the public address is set (`APP_BASE_URL`), not taken from a learner's
+    browser."""
+    return bool(os.environ.get("APP_BASE_URL"))
+
+
 def _seconds(name: str, default: int) -> int:
     raw = os.environ.get(name, "").strip()
     if not raw:

@@ -35,6 +35,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # Tests that need a store of their own still set DATA_DIR themselves.
     config.stash[_OWN_DATA_DIR] = os.environ["DATA_DIR"] = tempfile.mkdtemp(
         prefix="gcl-test-data-")
+    # The Open Badges status lists go there too, not to the checkout's static/status/.
+    os.environ["OPEN_BADGE_STATUS_DIR"] = os.path.join(os.environ["DATA_DIR"], "status")
     os.environ.pop("DATABASE_URL", None)
 
 
@@ -89,13 +91,22 @@ def app_url(app_data_dir: Path) -> Iterator[str]:
     # No start-up warm-up: the second server (tests/browser/conftest.py), on the same data,
     # measures the pages' defaults and their neighbours with the CPU the tests leave idle;
     # two servers listing and measuring the same runs at once would take it from the tests.
+    # Its Open Badges status lists go where Streamlit serves them (static/status/); the
+    # ones this server wrote are removed when it stops.
+    from quiz.status_list import STATUS_FOLDER
+
     env = {"DATA_DIR": str(app_data_dir), "QUIZ_COOLDOWN_SECONDS": "0",
            "STREAMLIT_CLIENT_SHOW_ERROR_DETAILS": "true", "PYTHONUNBUFFERED": "1",
-           "DEMO_WARM_STORE": "0"}
+           "DEMO_WARM_STORE": "0", "OPEN_BADGE_STATUS_DIR": str(STATUS_FOLDER)}
     log_path = app_data_dir / "streamlit.log"
     _APP_LOGS.append(log_path)
-    with log_path.open("w") as log, background_app(env, log=log) as url:
-        yield url
+    before = set(STATUS_FOLDER.glob("*.json"))
+    try:
+        with log_path.open("w") as log, background_app(env, log=log) as url:
+            yield url
+    finally:
+        for path in set(STATUS_FOLDER.glob("*.json")) - before:
+            path.unlink(missing_ok=True)
 
 
 @pytest.fixture(scope="session")

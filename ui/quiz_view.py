@@ -28,6 +28,7 @@ from quiz.markdown import escape_markdown
 from quiz.names import MAX_NAME_LENGTH, NameError_, NameProblem, normalise_name
 from quiz.service import QuizService, certificate_pdf, certificate_png, shared_service
 from storage.database import StorageBusy, StorageUnavailable
+from ui.badge_download import badge_button
 from ui.i18n import current_language, fmt_percent, t, tn, with_lang
 from ui.learner import client_address, learner_id
 from ui.navigation import page_link
@@ -305,7 +306,7 @@ def show_feedback(attempt: Attempt, position: int, feedback: Feedback) -> None:
               args=(_view_key(attempt.id), None))
 
 
-def show_certificate(certificate: Certificate) -> None:
+def show_certificate(service: QuizService, certificate: Certificate) -> None:
     st.success(t("Your certificate is ready."), icon=":material/workspace_premium:")
     st.markdown(t("**Name:** {name}", name=escape_markdown(certificate.name)))
     if certificate.attempts:
@@ -317,7 +318,7 @@ def show_certificate(certificate: Certificate) -> None:
         base = config.base_url(app_base_url())
         pdf = _cached_pdf(certificate, base)
         png = _cached_png(certificate, base)
-    left, right = st.columns(2)
+    left, middle, right = st.columns(3)
     left.download_button(
         t("Download the PDF"),
         data=pdf,
@@ -326,6 +327,7 @@ def show_certificate(certificate: Certificate) -> None:
         type="primary",
         icon=":material/download:",
     )
+    badge_button(middle, service, certificate, app_base_url())
     with right:  # inside the app, so it works whatever APP_BASE_URL the PDF link carries
         page_link("verify", label=t("Open the verify link"), icon=":material/verified:",
                   query_params=with_lang({"id": certificate.id}))
@@ -438,7 +440,7 @@ def show_result(service: QuizService, attempt: Attempt) -> None:
         if certificate is None:
             show_issue_form(service, attempt)
         else:
-            show_certificate(certificate)
+            show_certificate(service, certificate)
         return
     st.error(t("Not passed this time: the pass mark is {mark:.0%}.", mark=config.PASS_MARK))
     wait = service.cooldown_left(attempt)

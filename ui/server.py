@@ -225,6 +225,8 @@ def main(argv: list[str]) -> None:
 
     from demos.runtime.service import get_service
     from quiz.service import startup_check
+    from quiz.status_list import publish_forever
+    from storage.location import data_dir
     from ui.query import install_limit_notice
 
     if status := startup_check():  # a lost signing key or database: refuse, and say why
@@ -232,6 +234,8 @@ def main(argv: list[str]) -> None:
     PagesManager.uses_pages_directory = False
     install_limit_notice()  # a link over Streamlit's limits is reported, not ignored
     get_service()  # the scheduler, and the worker process warming its engine
+    threading.Thread(target=publish_forever, args=(data_dir, threading.Event()),
+                     name="status-lists", daemon=True).start()  # revocations, served
     if os.environ.get(WARM_ENV, "1") != "0":
         threading.Thread(target=_warm_store, name="warm-store", daemon=True).start()
     sys.argv = ["streamlit", "run", str(APP), *argv]

@@ -17,7 +17,9 @@ from quiz.markdown import escape_markdown
 from quiz.service import shared_service
 from quiz.signing import OPTIONAL_SIGNED_FIELDS, SIGNED_FIELDS
 from storage.database import StorageBusy, StorageUnavailable
+from ui.badge_download import badge_button
 from ui.i18n import current_language, fmt_percent, pt, t
+from ui.quiz_view import app_base_url
 
 PLACEHOLDER = "XXXXX-XXXXX-XXXXX-XXXXX-C"
 LOG = logging.getLogger(__name__)
@@ -171,6 +173,8 @@ def show_verify() -> None:
         result = service.verify(target)
         headline(result)
         details(result)
+        badge_button(st, service, result.certificate if result.valid else None,
+                     app_base_url())
     with st.expander(t("Check a certificate offline")):
         signed = ", ".join(f"`{name}`" for name in SIGNED_FIELDS)
         optional = ", ".join(f"`{name}`" for name in OPTIONAL_SIGNED_FIELDS)

@@ -17,11 +17,12 @@ What each point measures, on this run:
 
 * bytes saved for backward: compiled graphs save through `ctx.save_for_backward`, so
   `torch.autograd.graph.saved_tensors_hooks` sees every tensor they keep; counted once per
-  storage, parameters left out. Eager checkpointing keeps its inputs and a selective
-  policy's cache outside those hooks, so eager points are measured with the engine's live
-  tracker (demos.engine.tracker: bytes created in forward and still alive when it ends, the
-  parameters and the token ids left out). On the plain model both methods agree (a
-  test checks it).
+  storage, parameters left out. Eager non-reentrant checkpointing packs its inputs through
+  those hooks (one pack per input), but a selective policy's cache keeps its tensors
+  outside them (torch 2.13; torch 2.14 added `respect_saved_tensors_hooks=True`), so eager
+  points are measured with the engine's live tracker (demos.engine.tracker: bytes created
+  in forward and still alive when it ends, the parameters and the token ids left out). On
+  the plain model both methods agree (a test checks it).
 * counted FLOPs: `torch.utils.flop_counter` formulas. A `TorchDispatchMode` such as
   `FlopCounterMode` makes Dynamo skip the frame (torch/_dynamo/convert_frame.py), so the
   counter around a compiled step only counts an eager step. For compiled points the

@@ -15,6 +15,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from demos.engine.device import DeviceInfo, detect_device
+from demos.engine.installed_torch import counter_counts_attention
 from demos.engine.model import GPT, Segment, build_model, make_batch
 from demos.engine.results import Comparison, StrategyResult
 from demos.engine.tracker import LiveTracker
@@ -348,8 +349,9 @@ def _prepare(cfg, spec, info, limit, given_limit, param_bytes):
         predicted_peak_bytes=pred_peak, breakdown={}, step_seconds=None, step_seconds_runs=[],
         loss=None, max_grad_diff=None, bitwise_equal=None,
         measured_by=CUDA_METHOD if kind == "cuda" else TRACKER_METHOD,
-        flops_predicted=theory.counted_flops(cfg, spec, kind)["total"] if plan is not None
-        else None,
+        flops_predicted=theory.counted_flops(
+            cfg, spec, kind, attention_counted=counter_counts_attention(kind))["total"]
+        if plan is not None else None,
         plan=[f"{s.start}-{s.stop - 1} {s.policy or s.mode}" for s in plan or []])
     if plan is None:
         result.error_id, result.error_args = "budget", {"layers": cfg.layers}

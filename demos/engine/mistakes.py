@@ -126,9 +126,11 @@ CASES: dict[str, Case] = {c.id: c for c in [
          "model.tok.weight.requires_grad_(False)\nmodel.head.weight.requires_grad_(False)",
          "why-memory", run_not_activations, state_shows, estimate_s=0.32),
     Case("no-grad-or-eval", frozenset({S.WARNING, S.PEAK_DID_NOT_DROP}),
-         N_("Checkpointing under no_grad or in eval mode"),
+         N_("Checkpointing under no_grad, as in evaluation"),
          N_("Without autograd nothing is saved for a backward, so there is nothing to "
-            "save memory on; the reentrant variant warns that gradients will be None."),
+            "save memory on; the reentrant variant warns that gradients will be None. Eval "
+            "mode alone changes nothing for torch's checkpoint (Hugging Face's layers skip "
+            "checkpointing in eval mode themselves)."),
          N_("Checkpoint only when training: if self.training and torch.is_grad_enabled()."),
          "model.eval()\nwith torch.no_grad():\n    x = checkpoint(block, x, use_reentrant=True)",
          "if block.training and torch.is_grad_enabled():\n"

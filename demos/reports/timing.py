@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from demos.engine.installed_torch import counter_counts_attention
 from demos.engine.results import StrategyResult, step_range
 from demos.reports.report import babel, label, label_of
 from i18n import format_decimal, format_percent, gettext, pgettext
@@ -141,14 +142,21 @@ def overhead_note(results: Sequence[StrategyResult], lang: str = "en",
                          "(torch.utils.flop_counter) on this very run: {parts}; {course}.",
                    parts=", ".join(parts), course=course_rule_text(lang))
     note += " " + gettext(lang, "The course's rule counts one more forward pass. torch's "
-                                "non-reentrant checkpoint reruns less: it stops as soon as "
-                                "every tensor backward needs is rebuilt (early stop), so the "
-                                "MLP's last linear layer is never rerun; reentrant checkpoint "
+                                "non-reentrant checkpoint reruns less: it stops after the "
+                                "last op that saves a tensor for backward (early stop). "
+                                "Without dropout that leaves out the MLP's last linear "
+                                "layer; a dropout after the MLP saves its mask after that "
+                                "layer has run, so then it reruns too. Reentrant checkpoint "
                                 "reruns the whole layer.")
-    if device_kind == "cpu":
-        note += " " + gettext(lang, "On a CPU torch's counter has no formula for the fused "
-                                    "attention kernel: it counts the linear layers and the "
-                                    "head, and so does the prediction.")
+    if device_kind == "cpu" and counter_counts_attention("cpu"):
+        note += " " + gettext(lang, "This torch's counter has a formula for the CPU's fused "
+                                    "attention kernel (torch 2.13's has none): it counts "
+                                    "the attention too, and so does the prediction.")
+    elif device_kind == "cpu":
+        note += " " + gettext(lang, "This torch's counter has no formula for the CPU's fused "
+                                    "attention kernel (torch 2.15's has one): it counts the "
+                                    "linear layers and the head, and so does the "
+                                    "prediction.")
     return note
 
 

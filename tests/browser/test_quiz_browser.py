@@ -1,10 +1,13 @@
 """The quiz in a real browser, in English, German and Vietnamese: take it to a pass (switching
 language in the middle with an answer picked), download the PDF in that language, verify the
-certificate on another language's verify page, try a tampered ID and an unknown one; and the
-quiz at phone size (screenshots kept in tests/artifacts/)."""
+certificate on another language's verify page, try a tampered ID and an unknown one; the
+Open Badge downloaded beside the PDF and checked, with the status list the server serves, by
+an independent verifier; and the quiz at phone size (screenshots kept in tests/artifacts/)."""
 
 from __future__ import annotations
 
+import json
+import urllib.request
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
@@ -19,6 +22,7 @@ from quiz.ids import new_id
 from quiz.service import QuizService, open_service
 from tests.browser.layout import overlap
 from tests.helpers import ARTIFACTS, goto, screenshot, wait_for_app
+from tests.quiz.open_badge_check import independent_verify
 from tests.quiz.pdf_text import embedded_characters
 from tools.translations import untranslated_on_page
 
@@ -153,6 +157,7 @@ def test_quiz_to_a_pass_then_verify(page: Page, app_url: str, server_side: QuizS
     heading = gettext(code, "CERTIFICATE OF COMPLETION")
     date = long_date(certificate.date, code)
     assert set((name + heading + date).replace(" ", "")) <= embedded_characters(pdf)
+    check_open_badge(page, code, certificate.id, name)
 
     if code == "en":  # the link on the page, inside the app
         page.get_by_role("link", name="Open the verify link").click()
@@ -191,6 +196,24 @@ def test_quiz_to_a_pass_then_verify(page: Page, app_url: str, server_side: QuizS
     goto(page, app_url, f"verify?id={new_id()}&lang=en")
     expect(page.get_by_text("NOT FOUND")).to_be_visible()
     screenshot(page, "verify-not-found")
+
+
+def check_open_badge(page: Page, code: str, certificate_id: str, name: str) -> None:
+    """The Open Badge beside the PDF, checked by Digital Bazaar's verifier with the status
+    list this server serves at the URL the credential names."""
+    with page.expect_download() as download_info:
+        page.get_by_role("button", name=gettext(code, "Download as Open Badge (JSON)")).click()
+    path = ARTIFACTS / f"open-badge-{code}.json"
+    download_info.value.save_as(path)
+    credential = json.loads(path.read_text(encoding="utf-8"))
+    assert credential["credentialSubject"]["name"] == name
+    assert parse_qs(urlparse(credential["id"]).query)["id"] == [certificate_id]  # verify page
+    url = credential["credentialStatus"]["statusListCredential"]
+    with urllib.request.urlopen(url, timeout=30) as response:  # noqa: S310 (the test's server)
+        assert response.headers.get_content_type() == "application/json"
+        status_list = json.loads(response.read())
+    result, = independent_verify([credential], {url: status_list})
+    assert result["verified"] and result["revoked"] is False and result["schemaValid"], result
 
 
 CONTROLS = ("[data-testid='stMain'] :is(button, label, input, a, h1, h3, "

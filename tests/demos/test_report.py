@@ -123,6 +123,34 @@ def test_cpu_time_and_counted_compute_stand_beside_the_wall_time() -> None:
     assert "16,7" in overhead_note([none, every], "de")
 
 
+def test_the_overhead_note_states_early_stop_as_torch_applies_it(monkeypatch) -> None:
+    """Early stop ends after the last op that saves something (a dropout after the MLP
+    makes its last linear rerun), and the CPU's attention count follows the installed
+    counter's registry (torch 2.15 registers the CPU kernel, 2.13 does not)."""
+    import torch
+    from torch.utils import flop_counter
+
+    none = _result("none", 100, 0.20, None, None, runs=[0.2] * 5, cpu=[0.1] * 5,
+                   flops=(100, 100.0))
+    every = _result("every-layer", 40, 0.30, 0.0, True, runs=[0.3] * 5, cpu=[0.15] * 5,
+                    flops=(120, 120.0))
+    for code in ("en", "de", "vi"):
+        note = overhead_note([none, every], code)
+        assert "never rerun" not in note and "nie neu" not in note
+    note = overhead_note([none, every])
+    assert "after the last op that saves a tensor for backward" in note
+    assert "a dropout after the MLP saves its mask" in note
+    aten = torch.ops.aten
+    cpu = aten._scaled_dot_product_flash_attention_for_cpu
+    registered = cpu in flop_counter.flop_registry
+    assert ("has no formula for the CPU's fused attention kernel" in note) is not registered
+    registry = flop_counter.flop_registry
+    monkeypatch.setitem(registry, cpu, registry[aten._scaled_dot_product_flash_attention])
+    monkeypatch.setitem(registry, aten._scaled_dot_product_flash_attention_for_cpu_backward,
+                        registry[aten._scaled_dot_product_flash_attention_backward])
+    assert "it counts the attention too" in overhead_note([none, every])
+
+
 def test_peak_sentence_says_where_the_peak_is_and_what_sets_it() -> None:
     """Five strategies once showed the same 40.5 MiB peak and nothing said why."""
     ran = SimpleNamespace(strategy="every-layer", label="every-layer", fits=True,

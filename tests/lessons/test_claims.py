@@ -119,7 +119,10 @@ def test_the_lessons_count_is_torchs_count():
             model(idx, tgt, plan_for(cfg, strategy)).backward()
         return counter.get_total_flops()
 
-    predicted = counted_demo_flops(cfg)
+    from demos.engine.installed_torch import counter_counts_attention
+
+    # torch 2.15's counter counts the CPU's fused attention too (lesson 6 names both)
+    predicted = counted_demo_flops(cfg, attention_counted=counter_counts_attention("cpu"))
     assert count("none") == pytest.approx(predicted["none"], rel=0.01)
     assert count("every-layer") == pytest.approx(predicted["every"], rel=0.01)
     with set_checkpoint_early_stop(False):
@@ -215,7 +218,9 @@ def test_reentrant_mode_warns_and_no_checkpointed_block_trains():
 def test_use_cache_is_state_a_recomputed_forward_would_extend():
     text = all_text("in-practice")
     assert "A recomputed forward would append them again" in text
-    assert "`CheckpointError`" in text
+    # nothing fails: transformers' comment, and the measurement in test_claims_newest
+    assert "the checkpoint stops with a `CheckpointError`" not in text
+    assert "each position twice" in text
 
 
 def test_activation_memory_budget_is_placed_between_inputs_only_and_the_default():

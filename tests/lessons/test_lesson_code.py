@@ -20,7 +20,7 @@ def test_lesson_7_shows_code_for_every_api():
                 "create_selective_checkpoint_contexts", "activation_memory_budget",
                 "activation_checkpointing_enable(", "activation_checkpointing=True"):
         assert api in joined
-    assert len(RUNNABLE) == 4
+    assert len(RUNNABLE) == 5
 
 
 def test_the_selective_policy_saves_the_fused_attention_kernels():
@@ -33,7 +33,7 @@ def test_the_selective_policy_saves_the_fused_attention_kernels():
 
 
 @pytest.mark.parametrize("code", RUNNABLE, ids=["checkpoint", "sequential", "selective",
-                                                "save_on_cpu"])
+                                                "save_on_cpu", "measure"])
 def test_pytorch_snippet_runs_and_gives_gradients(code):
     namespace: dict = {}
     exec(compile(code, "<lesson 7>", "exec"), namespace)  # noqa: S102 - our own lesson text

@@ -25,7 +25,8 @@ def test_use_cache_off_is_keyed_on_the_cache_being_state(bank):
     assert "recomputed forward would append again" in q.options[0]
     assert "only costs memory" in q.options[1]  # the old key is now the distractor
     assert "not correctness of recomputation" not in _all_text(q)
-    assert "CheckpointError" in q.explanations[0]
+    assert "CheckpointError" not in q.explanations[0]  # nothing fails: the cache doubles
+    assert "each position twice" in q.explanations[0]
 
 
 def test_fsdp_item_asks_where_the_checkpoint_sits_not_the_call_order(bank):
