@@ -168,8 +168,8 @@ def _clean(obj):
 
 TABLE_COLUMNS = ["strategy", "fits", "peak_bytes", "activation_bytes",
                  "predicted_activation_bytes", "flops_counted", "flops_predicted",
-                 "flops_vs_none", "step_seconds", "cpu_seconds", "time_vs_none", "loss",
-                 "max_grad_diff", "bitwise_equal"]
+                 "flops_vs_none", "step_seconds", "cpu_seconds", "cpu_vs_none", "time_vs_none",
+                 "loss", "max_grad_diff", "bitwise_equal"]
 
 
 def _print_table(frame, extra: list[str] | None = None) -> None:

@@ -46,6 +46,10 @@ def add_parser(sub) -> None:
                      help="memory per GPU in GiB (default 80 GB: an H100's 79.6 GiB)")
     gpu.add_argument("--gpu", choices=list(GPUS), default=None, help="a GPU preset")
     p.add_argument("--gpus", type=int, default=1, help="GPUs you have (FSDP when > 1)")
+    p.add_argument("--headroom", type=float, default=P.DEFAULT_HEADROOM * 100,
+                   help="percent of the GPU's memory a plan keeps free (default "
+                        f"{P.DEFAULT_HEADROOM:.0%}); the table and the recommendation "
+                        "apply it alike")
     p.add_argument("--language", default="en", help="comments of the code (en, de, vi)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -71,6 +75,8 @@ def inputs(args) -> P.PlannerInputs:
                             f"{low}..{high}")
     if args.gpu_gb is not None and not 0 < args.gpu_gb <= 4096:
         raise PlanError(f"--gpu-gb={args.gpu_gb} is out of range (0, 4096]")
+    if not 0 <= args.headroom < 100:
+        raise PlanError(f"--headroom={args.headroom:g} is out of range 0..<100 (percent)")
     gpu = (int(args.gpu_gb * GiB) if args.gpu_gb is not None else
            GPUS[args.gpu or "h100"].bytes)
     some = args.some_layers if args.some_layers is not None else max(1, arch.layers // 2)
@@ -79,7 +85,8 @@ def inputs(args) -> P.PlannerInputs:
         precision=args.precision, optimizer=args.optimizer, tuning=args.tuning,
         lora_rank=args.lora_rank, lora_targets=args.lora_targets, shards=args.gpus,
         fused=args.attention == "sdpa", chunked_loss=args.chunked_loss,
-        strategy=args.strategy, some_layers=max(1, min(arch.layers, some)), gpu_bytes=gpu)
+        strategy=args.strategy, some_layers=max(1, min(arch.layers, some)), gpu_bytes=gpu,
+        headroom=args.headroom / 100)
 
 
 def _settings(p: P.PlannerInputs) -> dict:
@@ -90,7 +97,7 @@ def _settings(p: P.PlannerInputs) -> dict:
             "optimizer": p.optimizer, "chunked_loss": p.chunked_loss, "gpus": p.shards,
             "strategy": p.strategy,
             "some_layers": p.some_layers if p.strategy == "some-layers" else None,
-            "gpu_bytes": p.gpu_bytes}
+            "gpu_bytes": p.gpu_bytes, "headroom": p.headroom}
 
 
 def _recommendation(rec, language: str) -> dict:
@@ -118,6 +125,7 @@ def report(p: P.PlannerInputs, language: str = "en") -> dict:
     result = plan(p)
     rec = result.recommendation
     arch = p.arch
+    table = p.with_(some_layers=result.table_layers)  # the settings the rows are for
     return {
         "model": {"label": arch.label, "family": arch.family or arch.kind,
                   "layers": arch.layers, "hidden": arch.hidden, "heads": arch.heads,
@@ -129,13 +137,15 @@ def report(p: P.PlannerInputs, language: str = "en") -> dict:
         "checkpoint_bytes": result.checkpoint_bytes,
         "strategies": {
             row.strategy: {
-                "activations_kept_bytes": P.activations(p, row.strategy).kept,
-                "activations_rebuilt_bytes": P.activations(p, row.strategy).rebuilt,
+                "activations_kept_bytes": P.activations(table, row.strategy).kept,
+                "activations_rebuilt_bytes": P.activations(table, row.strategy).rebuilt,
                 "peak_bytes": row.peak, "fits": row.fits, "spare_bytes": row.spare,
                 "recompute_share": row.recompute_share,
                 "largest_batch": row.largest_batch, "longest_seq": row.longest_seq,
                 "breakdown": row.breakdown.parts()}
             for row in result.rows},
+        "table_some_layers": result.table_layers,
+        "recommended_row": result.recommended_row,
         "recommendation": {**_recommendation(rec, language),
                            "alternatives": [_recommendation(a, language)
                                             for a in rec.alternatives]},
@@ -148,6 +158,16 @@ def _gib(n: float) -> str:
     return f"{n / GiB:,.1f} GiB"
 
 
+def _verdict(spare: float, fits: bool, p: P.PlannerInputs) -> str:
+    """As the page words it: fits with what is to spare, within the GPU but not its
+    headroom, or short."""
+    if spare < 0:
+        return f"short by {_gib(-spare)}"
+    if not fits:
+        return f"only {_gib(spare)} to spare, less than the {p.headroom:.0%} kept free"
+    return f"fits, {_gib(spare)} to spare"
+
+
 def run(args) -> int:
     p = inputs(args)
     data = report(p, args.language)
@@ -156,17 +176,20 @@ def run(args) -> int:
         return 0
     print(f"# {p.arch.label}: {p.arch.params() / 1e9:,.2f}B parameters; one layer keeps "
           f"{_gib(data['layer_activation_bytes'])} for backward; GPU {_gib(p.gpu_bytes)} "
-          f"x {p.shards}")
+          f"x {p.shards}, {p.headroom:.0%} kept free")
     for strategy, row in data["strategies"].items():
-        verdict = "fits" if row["fits"] else f"short by {_gib(-row['spare_bytes'])}"
-        print(f"{strategy:12} peak {_gib(row['peak_bytes']):>12}  {verdict}")
+        name = (f"{strategy} ({data['table_some_layers']})" if strategy == "some-layers"
+                else strategy)
+        mark = "  <- recommended" if strategy == data["recommended_row"] else ""
+        print(f"{name:17} peak {_gib(row['peak_bytes']):>12}  "
+              f"{_verdict(row['spare_bytes'], row['fits'], p)}{mark}")
     rec = data["recommendation"]
     print(f"\nRecommended: {rec['title']} ({'fits' if rec['fits'] else 'does not fit'}, "
           f"{rec['gpus']} GPU{'s' if rec['gpus'] > 1 else ''})")
     for number, step in enumerate(rec["steps"], start=1):
         choice = " [changes the task]" if step["changes_the_task"] else ""
         value = f" {step['value']}" if step["value"] is not None else ""
-        state = ("fits" if step["fits"] else f"still short by {_gib(-step['spare_bytes'])}")
+        state = _verdict(step["spare_bytes"], step["fits"], p)
         print(f"{number}. {step['action']}{value}{choice}: peak {_gib(step['peak_bytes'])}, "
               f"{state}")
     for alt in rec["alternatives"]:

@@ -1,7 +1,7 @@
 """The course outline, one table: the lessons in order, with their URL paths.
 
 Everything that counts or names the lessons reads this table: the router and the sidebar,
-the home page's path and its "seven lessons", the quiz topics (`quiz.bank.TOPICS`), and
+the home page's path and its "eight lessons", the quiz topics (`quiz.bank.TOPICS`), and
 the cross-references a lesson writes as ``{{lesson:how-many}}``.
 """
 
@@ -37,6 +37,7 @@ LESSONS: tuple[Lesson, ...] = (
     Lesson("large-vocabularies", N_("Large vocabularies: the logits"), ":material/dictionary:", 5),
     Lesson("cost-and-correctness", N_("What it costs, what it keeps"), ":material/balance:", 6),
     Lesson("in-practice", N_("Checkpointing in practice"), ":material/build:", 8),
+    Lesson("many-gpus", N_("Checkpointing across many GPUs"), ":material/hub:", 12),
 )
 
 LESSON_PATHS: tuple[str, ...] = tuple(lesson.path for lesson in LESSONS)
@@ -78,7 +79,7 @@ def count_in_words(count: int, code: str = DEFAULT) -> str:
 
 
 def lesson_count_text(code: str = DEFAULT) -> str:
-    """How many lessons the course has, in words: "seven lessons" ("sieben Lektionen")."""
+    """How many lessons the course has, in words: "eight lessons" ("acht Lektionen")."""
     count = len(LESSONS)
     return ngettext(code, "{words} lesson", "{words} lessons", count,
                     words=count_in_words(count, code))

@@ -37,6 +37,14 @@ SOURCES: tuple[Source, ...] = (
         N_("the per-layer activation formula, and selective recomputation"),
     ),
     Source(
+        "narayanan2021",
+        "Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM",
+        "Narayanan et al. (2021)",
+        "https://arxiv.org/abs/2104.04473",
+        N_("tensor, pipeline and data parallelism together; the interleaved pipeline "
+           "schedule and its bubble"),
+    ),
+    Source(
         "pytorch",
         "torch.utils.checkpoint",
         N_("PyTorch documentation"),
@@ -79,6 +87,10 @@ GPT3 = {"hidden": 12_288, "heads": 96, "seq": 2_048, "layers": 96}
 KORTHIKANTI_SELECTIVE_EXTRA_FLOPS = 0.027  # reported: ~2.7% more FLOPs on GPT-3
 # Their stated reason for selective recomputation: full recomputation's 30-40% time overhead.
 KORTHIKANTI_FULL_RECOMPUTE_OVERHEAD = (0.30, 0.40)
+# Their Table 3 (Section 6): the GPT-3 175B run, tensor parallel 8, pipeline parallel 8,
+# global batch 64 of micro-batches of 1 (so 64 micro-batches, no data parallelism), the
+# interleaved schedule with m = 3 chunks per GPU (Section 6), s = 2,048.
+GPT3_RUN = {"tp": 8, "pp": 8, "microbatches": 64, "chunks": 3, "micro_batch": 1}
 # One layer of their 22B model, forward + backward time in milliseconds.
 KORTHIKANTI_22B_MS = {"baseline": 19.6, "full": 27.2, "selective": 20.9}
 

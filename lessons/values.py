@@ -8,6 +8,7 @@ results (lessons/facts.py).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from fractions import Fraction
 from functools import cache
 
@@ -41,7 +42,16 @@ from lessons.checkpoint_math import (
 )
 from lessons.memory_calculator import PRESETS, breakdown, bytes_per_parameter
 from lessons.stepper import simulate
+from memory.architectures import PRESETS as ARCHITECTURES
 from memory.config import ModelConfig, demo_default, slider_ranges
+from memory.parallel import (
+    Layout,
+    activations_per_gpu,
+    in_flight,
+    interleave_factor,
+    layer_bytes,
+    layer_transfers,
+)
 from memory.theory import counted_flops, early_stop_skips, predicted_peak_where
 from memory.worked_examples import SEED_EXAMPLE, course_examples
 
@@ -360,9 +370,99 @@ def lesson_values(code: str = DEFAULT) -> dict[str, str]:
     v["apply_vocab"] = number(APPLY_VOCAB)
     v["apply_wide_loss_peak_vocab"] = number(
         loss_peak_vocab(LOGITS_DEMO.replace(hidden=APPLY_HIDDEN)))
+    _many_gpus(v, code, number, plain, percent, gb)
     v["lesson_count"] = lesson_count_text(code)
     v["further_reading"] = "\n".join(
         f"{number(place)}. [{source.title}]({source.url}), {gettext(code, source.authors)} — "
         f"{gettext(code, source.note)}."
         for place, source in enumerate(facts.SOURCES, start=1))
     return v
+
+
+# Lesson 8's quiz: a shape and layout no lesson works through (tag `apply`).
+APPLY_PARALLEL = {"hidden": 8_192, "heads": 64, "seq": 4_096, "layers": 80, "tp": 4, "pp": 4,
+                  "microbatches": 16, "chunks": 2}
+# Lesson 8's long-context example: Llama 3.1 70B's attention over context parallel ranks.
+CP_MODEL = "llama-3.1-70b"
+CP_SEQ = 131_072
+CP_SIZE = 8
+
+
+def _many_gpus(v: dict[str, str], code: str, number: Callable[[float], str],
+               plain: Callable[[float], str], percent: Callable[..., str],
+               gb: Callable[[float], str]) -> None:
+    """Lesson 8: Korthikanti et al.'s GPT-3 175B run (their Table 3) across GPUs, from
+    memory.parallel."""
+    g, run = facts.GPT3, facts.GPT3_RUN
+    s, h, a, layers, b = g["seq"], g["hidden"], g["heads"], g["layers"], run["micro_batch"]
+    t, p, m, chunks = run["tp"], run["pp"], run["microbatches"], run["chunks"]
+    v["par_layers"] = number(layers)
+    v["par_t"] = number(t)
+    v["par_p"] = number(p)
+    v["par_m"] = number(m)
+    v["par_chunks"] = number(chunks)
+    v["par_stage_layers"] = number(layers // p)
+    per_layer = {
+        "none": layer_bytes(s, b, h, a), "tp": layer_bytes(s, b, h, a, t),
+        "sp": layer_bytes(s, b, h, a, t, True),
+        "sp_torch": layer_bytes(s, b, h, a, t, True, regather=False),
+        "tp_selective": layer_bytes(s, b, h, a, t, recompute="selective"),
+        "sp_selective": layer_bytes(s, b, h, a, t, True, "selective"),
+        "full": layer_bytes(s, b, h, a, t, recompute="full"),
+        "sp_full": layer_bytes(s, b, h, a, t, True, "full"),
+    }
+    for key, size in per_layer.items():
+        v[f"par_layer_{key}_gb"] = gb(size)
+    v["par_all_layers_gb"] = gb(per_layer["none"] * layers)
+    v["par_sp_vs_tp"] = percent(1 - per_layer["sp"] / per_layer["tp"])
+    v["par_present_share"] = percent(per_layer["sp_selective"] / per_layer["tp"])
+    v["par_full_share"] = percent(per_layer["full"] / per_layer["tp"])
+    for schedule in ("1f1b", "interleaved", "gpipe"):
+        layout = Layout(tp=t, sp=True, pp=p, microbatches=m, schedule=schedule,
+                        chunks=chunks if schedule == "interleaved" else 1)
+        v[f"par_{schedule}_in_flight"] = plain(round(in_flight(layout), 2))
+        for recompute in ("none", "selective", "full"):
+            kept = activations_per_gpu(layout, layers=layers, s=s, b=b, h=h, a=a,
+                                       recompute=recompute)
+            v[f"par_{schedule}_{recompute}_gb"] = gb(kept)
+    v["par_interleave_factor"] = format_decimal(interleave_factor(p, chunks), code, 2)
+    v["par_bubble"] = percent((p - 1) / m)
+    tp_sends = {x.collective: x for x in layer_transfers(Layout(tp=t), s=s, b=b, h=h)}
+    message = 2 * tp_sends["all-reduce"].elements  # 16-bit values
+    v["par_message_mb"] = number(message / 1e6)
+    v["par_tp_collectives"] = number(tp_sends["all-reduce"].count)
+    v["par_tp_layer_mb"] = number(tp_sends["all-reduce"].count * message / 1e6)
+    q = APPLY_PARALLEL
+    qs, qh, qa, ql, qt, qp = (q[k] for k in ("seq", "hidden", "heads", "layers", "tp", "pp"))
+    for key in ("hidden", "heads", "seq", "layers", "tp", "pp", "microbatches", "chunks"):
+        v[f"apply_par_{key}"] = number(q[key])
+    v["apply_par_stage_layers"] = number(ql // qp)
+    one = layer_bytes(qs, 1, qh, qa, qt, True, "selective")
+    v["apply_par_layer_gb"] = gb(one)
+    v["apply_par_layer_tp_gb"] = gb(layer_bytes(qs, 1, qh, qa, qt, False, "selective"))
+    v["apply_par_layer_whole_gb"] = gb(layer_bytes(qs, 1, qh, qa, 1, False, "selective"))
+    v["apply_par_layer_full_gb"] = gb(layer_bytes(qs, 1, qh, qa, qt, True, "full"))
+    v["apply_par_stage_once_gb"] = gb(one * (ql // qp))
+    for schedule in ("1f1b", "interleaved", "gpipe"):
+        layout = Layout(tp=qt, sp=True, pp=qp, microbatches=q["microbatches"],
+                        schedule=schedule, chunks=q["chunks"] if schedule == "interleaved"
+                        else 1)
+        v[f"apply_par_{schedule}_gb"] = gb(activations_per_gpu(
+            layout, layers=ql, s=qs, b=1, h=qh, a=qa, recompute="selective"))
+    v["apply_par_interleave_factor"] = format_decimal(interleave_factor(qp, q["chunks"]),
+                                                      code, 3)
+    # context parallelism: Llama 3.1 70B (grouped-query attention) at a long context
+    arch = ARCHITECTURES[CP_MODEL]
+    kv_hidden = arch.kv_heads * arch.hidden // arch.heads
+    cp = {x.collective: x for x in layer_transfers(Layout(cp=CP_SIZE, dp=1), s=CP_SEQ, b=1,
+                                                   h=arch.hidden, kv_hidden=kv_hidden)}
+    v["cp_model"] = arch.label
+    v["cp_seq"] = number(CP_SEQ)
+    v["cp_size"] = number(CP_SIZE)
+    v["cp_local_seq"] = number(CP_SEQ // CP_SIZE)
+    v["cp_steps"] = number(CP_SIZE - 1)
+    v["cp_kv_heads"] = number(arch.kv_heads)
+    v["cp_heads"] = number(arch.heads)
+    v["cp_step_mb"] = number(2 * cp["send/recv"].elements / 1e6)
+    v["cp_layer_forward_mb"] = number(2 * cp["send/recv"].elements * (CP_SIZE - 1) / 1e6)
+    v["cp_layer_input_mb"] = number(2 * CP_SEQ // CP_SIZE * arch.hidden / 1e6)

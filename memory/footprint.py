@@ -43,6 +43,7 @@ FSDP_PREFETCH_LAYERS = 2  # whole layers gathered at once under sharding (one pr
 # before cross-entropy; the fp32 copy itself is freed before backward, so it adds no 4th)
 LOSS_FP32_TENSORS = 3
 ADAPTER_BYTES = 4  # per LoRA adapter parameter: PEFT keeps adapters in fp32 (state_bytes)
+DEFAULT_HEADROOM = 0.05  # keep 5% of the GPU free (PlannerInputs.headroom)
 
 
 # ---------------------------------------------------------------- inputs
@@ -73,9 +74,19 @@ class PlannerInputs:
     # is SDPA's math kernel (what torch runs on a CPU when the attention has dropout)
     attention: str = ""
     padding: bool = False  # batches carry a padding mask (attention_mask with zeros)
+    # the share of the GPU's memory a plan keeps free: what fits, the table's rows and the
+    # recommendation all count against usable_bytes (a practitioner's margin for what the
+    # model leaves out, and for a longer batch than the one planned)
+    headroom: float = DEFAULT_HEADROOM
 
     def with_(self, **changes: object) -> PlannerInputs:
         return replace(self, **changes)
+
+    @property
+    def usable_bytes(self) -> float:
+        """The GPU's memory less the headroom kept free: a plan fits when its peak is
+        within it."""
+        return self.gpu_bytes * (1 - self.headroom)
 
     @property
     def act_bytes(self) -> int:
@@ -165,9 +176,10 @@ def state_bytes(p: PlannerInputs) -> dict[str, float]:
         grad_bytes = ADAPTER_BYTES
     n = p.shards
     weights = (frozen + trainable * weight_bytes) / n
-    gathered = 0.0
+    gathered = root = 0.0
     if n > 1:  # FSDP / ZeRO-3 gathers whole layers in the compute dtype while it uses them
         gathered = FSDP_PREFETCH_LAYERS * p.arch.block_params() * compute * (n - 1) / n
+        root = root_unit_params(p) * compute * (n - 1) / n
     grads = trainable * grad_bytes / n
     # the state takes the trained parameters' dtype: bf16 in pure bf16 full fine-tuning,
     # fp32 for PEFT's adapters (memory.precisions.optimizer_state_bytes)
@@ -183,8 +195,20 @@ def state_bytes(p: PlannerInputs) -> dict[str, float]:
         optimizer += tables * (OPTIMIZERS["adamw"].state_bytes - per_state) / n
     if p.offload:
         optimizer = 0.0
-    return {"weights": weights + gathered, "gradients": grads, "optimizer": optimizer,
-            "gathered": gathered, "trainable": float(trainable), "params": float(total)}
+    return {"weights": weights + gathered + root, "gradients": grads,
+            "optimizer": optimizer, "gathered": gathered, "root": root,
+            "trainable": float(trainable), "params": float(total)}
+
+
+def root_unit_params(p: PlannerInputs) -> int:
+    """The parameters FSDP keeps whole on every GPU from the loss through backward, beside
+    the decoder layers it gathers one at a time: the output head and the final norm.
+    accelerate 1.15.0 (utils/fsdp_utils.py, fsdp2_prepare_model) shards them as one unit
+    with reshard_after_forward=False, and the root with torch's heuristic, which is False
+    for the root too; the input embedding is a unit of its own, gathered only while it
+    runs (for tied weights the head is the token table, in the same unit)."""
+    norm = (2 if p.arch.norm == "layernorm" else 1) * p.arch.hidden  # weight (and bias)
+    return p.arch.vocab * p.arch.hidden + norm
 
 
 # ---------------------------------------------------------------- activations per strategy
@@ -386,7 +410,8 @@ def step_peak_range(p: PlannerInputs, strategy: str | None = None, batch: int | 
 
 def fits(p: PlannerInputs, strategy: str | None = None, batch: int | None = None,
          seq: int | None = None) -> bool:
-    return peak_bytes(p, strategy, batch, seq) <= p.gpu_bytes
+    """The step's peak within the GPU's memory less the headroom (usable_bytes)."""
+    return peak_bytes(p, strategy, batch, seq) <= p.usable_bytes
 
 
 def _largest(ok, hi: int) -> int:
@@ -420,7 +445,7 @@ class StrategyRow:
     strategy: str
     peak: float
     fits: bool
-    spare: float  # GPU bytes minus peak (negative: short by)
+    spare: float  # GPU bytes minus peak (negative: short by); fits keeps the headroom
     recompute_share: float  # recomputed FLOPs as a share of the step without checkpointing
     largest_batch: int
     longest_seq: int
@@ -432,7 +457,7 @@ def strategy_row(p: PlannerInputs, strategy: str) -> StrategyRow:
     bd = breakdown(p, strategy)
     act = activations(p, strategy)
     none = activations(p, "none")
-    return StrategyRow(strategy, bd.total, bd.total <= p.gpu_bytes, p.gpu_bytes - bd.total,
+    return StrategyRow(strategy, bd.total, bd.total <= p.usable_bytes, p.gpu_bytes - bd.total,
                        act.recompute_flops / step_flops(p), largest_batch(p, strategy),
                        longest_seq(p, strategy),
                        act.kept + act.rebuilt < none.kept, bd)

@@ -11,7 +11,17 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy import Connection, and_, delete, func, insert, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    and_,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 
 from quiz.bank import localize
 from quiz.draw import DrawnQuestion
@@ -141,29 +151,29 @@ class AttemptStore:
         left = attempt.finished_at + self.cooldown_seconds - self.clock()
         return max(0, int(left + 0.999))
 
-    def _wait_for(self, connection: Connection, learner_id: str | None,
-                  client: str | None) -> int:
-        """Seconds left of the cooldown after the learner's last failed attempt. A learner
-        without attempts of their own (a new tab without the cookie, a script) is judged by
-        the failed attempts from the same client address."""
-        if not self.cooldown_seconds:
-            return 0
-        since = self.clock() - self.cooldown_seconds
-        failed = and_(attempts.c.passed.is_(False), attempts.c.finished_at > since)
+    def _whose(self, learner_id: str | None,
+               client: str | None) -> list[ColumnElement[bool]]:
+        """The attempts that share a cooldown with this learner at this address: the
+        learner's own and every one from the same client address (a new cookie, or another
+        learner behind the same proxy, does not start a fresh count)."""
         whose = []
         if learner_id:
             whose.append(attempts.c.learner_id == learner_id)
-            has_past = connection.execute(
-                select(attempts.c.id).where(attempts.c.learner_id == learner_id).limit(1)
-            ).first()
-            if has_past is None and client:
-                whose.append(attempts.c.client == client)
-        elif client:
+        if client:
             whose.append(attempts.c.client == client)
-        if not whose:
+        return whose
+
+    def _wait_for(self, connection: Connection, learner_id: str | None,
+                  client: str | None) -> int:
+        """Seconds left of the cooldown after the last failed attempt of this learner or
+        from this client address."""
+        whose = self._whose(learner_id, client)
+        if not self.cooldown_seconds or not whose:
             return 0
+        since = self.clock() - self.cooldown_seconds
         last = connection.execute(
-            select(func.max(attempts.c.finished_at)).where(failed, or_(*whose))
+            select(func.max(attempts.c.finished_at)).where(
+                attempts.c.passed.is_(False), attempts.c.finished_at > since, or_(*whose))
         ).scalar()
         return max(0, int(last + self.cooldown_seconds - self.clock() + 0.999)) if last else 0
 
@@ -193,28 +203,27 @@ class AttemptStore:
         return 0
 
     def _answer_wait(self, connection: Connection, attempt_id: str, created_at: float) -> int:
-        """Seconds before this attempt may be answered: an attempt of the same learner (or,
-        without a learner, the same address) that failed after this one was started starts
-        the cooldown for it too, so attempts started in advance cannot skip it."""
+        """Seconds before this attempt may be answered: an attempt of the same learner or
+        from the same address that failed after this one was started starts the cooldown
+        for it too, so attempts started in advance (under other cookies) cannot skip it."""
         if not self.cooldown_seconds:
             return 0
         owner = connection.execute(
             select(attempts.c.learner_id, attempts.c.client).where(attempts.c.id == attempt_id)
         ).first()
-        if owner is None or not (owner.learner_id or owner.client):
+        whose = self._whose(owner.learner_id, owner.client) if owner is not None else []
+        if not whose:
             return 0
-        whose = (attempts.c.learner_id == owner.learner_id if owner.learner_id
-                 else attempts.c.client == owner.client)
         last = connection.execute(
             select(func.max(attempts.c.finished_at)).where(
-                whose, attempts.c.id != attempt_id, attempts.c.passed.is_(False),
+                or_(*whose), attempts.c.id != attempt_id, attempts.c.passed.is_(False),
                 attempts.c.finished_at >= created_at,
             )
         ).scalar()
         return max(0, int(last + self.cooldown_seconds - self.clock() + 0.999)) if last else 0
 
     def wait_left(self, learner_id: str | None, client: str | None = None) -> int:
-        """Seconds before this learner (or, without a past, this address) may start again."""
+        """Seconds before this learner, at this address, may start again."""
         with reading(self.data_dir) as connection:
             return self._wait_for(connection, learner_id, client)
 
@@ -225,9 +234,9 @@ class AttemptStore:
         learner_id: str | None = None,
         client: str | None = None,
     ) -> Attempt:
-        """A new attempt with this frozen draw. After a failed attempt (`previous_id`, any
-        attempt of the learner, or of the address for a learner without a past) it waits
-        out the cooldown (CooldownActive). The learner's attempts are counted."""
+        """A new attempt with this frozen draw. After a failed attempt (`previous_id`) it waits
+        out the cooldown (CooldownActive), as after any failed attempt of the learner or from
+        the same address. The learner's attempts are counted."""
         if previous_id:
             try:
                 left = self.cooldown_left(self.get(previous_id))

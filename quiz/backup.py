@@ -20,6 +20,7 @@ trusts; `import_export` restores a checked export into an empty database.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import json
@@ -28,18 +29,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import func, insert, inspect, select, update
 
+from quiz import config
 from quiz.certificate_records import Certificate, Status
 from quiz.certificates import CertificateStore
-from quiz.signing import Signer, key_id_of, load_public_key_pem, verify_signature
+from quiz.signing import (
+    Signer,
+    SigningKeyError,
+    key_id_of,
+    load_public_key_pem,
+    read_signer,
+    verify_signature,
+)
 from quiz.status_list import restore as restore_status_lists
 from quiz.status_list import snapshot as status_snapshot
+from quiz.status_list import status_lists
 from storage.database import (
+    StorageUnavailable,
     certificates,
     describe,
     fresh_reading,
+    open_existing,
     reading,
+    require_folder,
     set_store_id,
     signing_keys,
     store_id,
@@ -136,7 +149,9 @@ class Export:
     certificates: dict[str, dict[str, Any]] = field(default_factory=dict)
     revocations: dict[str, dict[str, Any]] = field(default_factory=dict)
     status_lists: list[dict[str, Any]] = field(default_factory=list)  # the Open Badges'
-    trusted_keys: set[str] = field(default_factory=set)  # key ids given by the reader
+    # Key ids given by the reader: one of them signed every line, the key lines included,
+    # so each certificate verifies with a key the reader trusts or one it vouched for.
+    trusted_keys: set[str] = field(default_factory=set)
 
     def certificate(self, certificate_id: str) -> Certificate | None:
         record = self.certificates.get(certificate_id)
@@ -149,8 +164,6 @@ class Export:
         certificate = self.certificate(certificate_id)
         if certificate is None:
             return Status.NOT_FOUND
-        if self.trusted_keys and certificate.key_id not in self.trusted_keys:
-            return Status.UNKNOWN_KEY
         key = self.keys.get(certificate.key_id)
         if key is None:
             return Status.UNKNOWN_KEY
@@ -160,11 +173,17 @@ class Export:
         return Status.REVOKED if certificate.revoked_at else Status.VALID
 
 
-def check_export(lines: Iterable[str], trusted_pems: Iterable[str] = ()) -> Export:
+def check_export(lines: Iterable[str], trusted_pems: Iterable[str]) -> Export:
     """Read and check an export: the digest, every line's signature (by the key the header
-    names, which must be among `trusted_pems` when any are given) and every certificate's
-    own signature. Raises ExportError naming the first line that fails."""
+    names, which must be among `trusted_pems`: an export is trusted only against a key the
+    reader names) and every certificate's own signature. Raises ExportError naming the
+    first line that fails."""
     trusted = {key_id_of(load_public_key_pem(pem)) for pem in trusted_pems}
+    if not trusted:  # anyone can write a self-consistent export with a key of their own
+        raise ExportError(
+            "no public key to trust the export against: give the key that signed it with "
+            "--public-key FILE (from the verify page, or printed by `python -m quiz "
+            "public-key` before the loss; import also trusts the signing key in DATA_DIR)")
     digest = hashlib.sha256()
     records: list[tuple[int, dict[str, Any]]] = []
     end: dict[str, Any] | None = None
@@ -216,7 +235,7 @@ def check_export(lines: Iterable[str], trusted_pems: Iterable[str] = ()) -> Expo
         if signing is None:
             raise ExportError(f"line 1: the export is signed by key {signer_id}, which it "
                               "does not contain")
-        if trusted and signer_id not in trusted:
+        if signer_id not in trusted:
             raise ExportError(f"line 1: the export is signed by key {signer_id}, not by the "
                               "public key given")
         public = load_public_key_pem(signing["public_pem"])
@@ -224,17 +243,34 @@ def check_export(lines: Iterable[str], trusted_pems: Iterable[str] = ()) -> Expo
             if not verify_signature(public, _canonical(record),
                                     str(record.get(LINE_SIGNATURE, ""))):
                 raise ExportError(f"line {number}: its line signature does not match")
-    elif trusted:
+    else:
         raise ExportError("line 1: the export is not signed, so the public key given cannot "
                           "vouch for it")
-    for certificate_id, record in export.certificates.items():
-        if export.status(certificate_id) not in (Status.VALID, Status.REVOKED) and (
-                not trusted or record["key_id"] in trusted):
+    for certificate_id in export.certificates:
+        if export.status(certificate_id) not in (Status.VALID, Status.REVOKED):
             raise ExportError(f"certificate {certificate_id}: its signature does not verify")
     for certificate_id in export.revocations:
         if certificate_id not in export.certificates:
             raise ExportError(f"revocation of {certificate_id}: no such certificate")
     return export
+
+
+def trusted_keys(data_dir: Path) -> list[str]:
+    """The public keys an import trusts when the operator names none: the configured
+    signing key's (the key file or CERT_SIGNING_KEY, when readable) and those the database
+    already holds (none when it does not exist yet)."""
+    pems: list[str] = []
+    try:
+        signer = read_signer(data_dir, config.signing_key_env())
+    except SigningKeyError:
+        signer = None
+    if signer is not None:
+        pems.append(signer.public_pem)
+    with contextlib.suppress(StorageUnavailable):
+        open_existing(data_dir)
+        with reading(data_dir) as connection:
+            pems += connection.execute(select(signing_keys.c.public_pem)).scalars().all()
+    return pems
 
 
 @dataclass(frozen=True)
@@ -245,19 +281,22 @@ class Restored:
 
 
 def import_export(data_dir: Path, export: Export) -> Restored:
-    """Restore a checked export into the configured database, which must hold no
-    certificate and no key; it takes the exported database's store id, so the data folder
+    """Restore a checked export into the configured database (created when missing, in an
+    existing data folder), which must hold no certificate (the keys it holds stay); it
+    takes the exported database's store id, so the data folder
     recognises it as the database its certificates were issued into. Every certificate is
     then verified through a new connection (ExportError when one does not come back as it
     was)."""
+    require_folder(data_dir)  # a new database, but never a new data folder
     with writing(data_dir) as connection:
         held = connection.execute(select(func.count()).select_from(certificates)).scalar_one()
-        keys = connection.execute(select(func.count()).select_from(signing_keys)).scalar_one()
-        if held or keys:
+        if held:
             raise ExportError(f"the database {describe(data_dir)} is not empty ({held} "
-                              f"certificate(s), {keys} key(s)): import restores into an empty "
-                              "database only")
+                              "certificate(s)): import restores into an empty database only")
+        stored = set(connection.execute(select(signing_keys.c.key_id)).scalars())
         for key in export.keys.values():
+            if key["key_id"] in stored:  # the same id is the same public key
+                continue
             connection.execute(insert(signing_keys).values(
                 key_id=key["key_id"], public_pem=key["public_pem"], added_at=key["added_at"]))
         for record in export.certificates.values():
@@ -272,6 +311,9 @@ def import_export(data_dir: Path, export: Export) -> Restored:
             connection.execute(update(certificates).where(certificates.c.id == revocation["id"])
                                .values(revoked_at=revocation["revoked_at"],
                                        revoke_reason=revocation["reason"]))
+        if inspect(connection).has_table(status_lists.name):  # the export's lists win
+            connection.execute(status_lists.delete().where(status_lists.c.key_id.in_(
+                [row["key_id"] for row in export.status_lists])))
         restore_status_lists(connection, {
             record["id"]: record["status_position"] for record in export.certificates.values()
             if record.get("status_position") is not None}, export.status_lists)

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from quiz.badges import CredentialRefused, after_revocation, badge_for
-from quiz.service import QuizService, open_service
+from quiz.service import QuizService, open_existing_service
 
 
 def _write(target: Path, data: bytes) -> None:
@@ -23,7 +23,7 @@ def _write(target: Path, data: bytes) -> None:
 
 
 def cmd_credential(args: argparse.Namespace) -> int:
-    service = open_service(create_key=False, strict=False)
+    service = open_existing_service()  # a missing database: one line, nothing created
     for warning in service.warnings:  # e.g. a damaged key file: why none can be signed
         print(f"warning: {warning}", file=sys.stderr)
     try:

@@ -72,7 +72,6 @@ class StorageError(RuntimeError):
 class StorageCheck:
     certificates: int
     problems: tuple[str, ...] = ()  # refuse to start
-    warnings: tuple[str, ...] = ()  # start, but say it loudly
 
 
 class CertificateStore:
@@ -124,7 +123,7 @@ class CertificateStore:
 
     def check(self) -> StorageCheck:
         """What a careful operator must hear before the app runs: certificates whose key is
-        missing (refuse), an empty database where certificates were issued before (warn)."""
+        missing, an empty database where certificates were issued before (both refuse)."""
         with fresh_reading(self.data_dir) as connection:  # the file as it is now
             damage = quick_check(connection)
             found_store = store_id(connection)
@@ -138,7 +137,6 @@ class CertificateStore:
                 )
             }
         problems: list[str] = []
-        warnings: list[str] = []
         database = describe(self.data_dir)
         marker = self.data_dir / ISSUED_MARKER
         if damage:
@@ -167,15 +165,21 @@ class CertificateStore:
                     "public key is neither configured nor stored: they cannot be verified. "
                     "Restore that key (signing_key.pem or CERT_SIGNING_KEY)."
                 )
-        if count == 0 and marker.exists():
-            warnings.append(
+        if count == 0 and marker.exists():  # refuse: the verify page would say NOT FOUND
+            problems.append(
                 f"The certificate database {database} is EMPTY, but certificates were issued "
-                f"from this data folder before ({marker}: {marker.read_text().strip()}). The "
-                "database was probably deleted or DATABASE_URL points to another one: every "
-                "earlier certificate now reads NOT FOUND. Restore the database from a backup; "
-                "delete the marker only when this is intended."
+                f"from this data folder before ({marker}). The database was probably deleted "
+                "or DATABASE_URL points to another one. Restore the database from a backup "
+                "(`python -m quiz import`, see docs/HOSTING.md); delete the marker only to "
+                "start afresh on purpose."
             )
-        return StorageCheck(count, tuple(problems), tuple(warnings))
+        return StorageCheck(count, tuple(problems))
+
+    def database_refusal(self) -> StorageUnavailable | None:
+        """Why this database is not the one this data folder's certificates are in (an
+        empty one where certificates were issued, or another database): None when it is."""
+        with fresh_reading(self.data_dir) as connection:
+            return self._refusal(connection)
 
     def _marker(self) -> dict[str, Any] | None:
         """The issued-marker's record (None: no certificate was issued from this folder)."""
@@ -314,7 +318,11 @@ class CertificateStore:
             except StorageUnavailable as problem:
                 LOG.error("no certificate issued: %s", problem)
                 raise
-            self._mark_issued(date, store)
+            try:
+                self._mark_issued(date, store)
+            except StorageUnavailable as problem:  # the certificate is committed: hand it out
+                LOG.error("the issued-marker could not be written (a later emptied database "
+                          "would not be noticed until it is): %s", problem)
             return self._read_back(attempt_id)
         raise RuntimeError("could not find a free certificate ID")
 
@@ -368,16 +376,27 @@ class CertificateStore:
 
     def verify(self, text: str) -> Verification:
         """Check a typed ID. A typo is reported without a lookup. Found or not, the same
-        work is done (one query, one signature check), so the timing says nothing. The
+        work is done (one query, one signature check), so the timing says nothing. An ID
+        not found in a database that is empty where certificates were issued, or that is
+        another database, raises that StorageUnavailable: never NOT FOUND for a certificate
+        that may well exist. The
         signature is checked with the public key of the key that signed it (old keys are
         kept), and the result names that key."""
         try:
             id_text = parse_id(text).text
         except IdError as error:
             return Verification(Status.TYPO, problem=error.problem)
-        certificate = self.get(id_text)
+        with reading(self.data_dir) as connection:
+            row = connection.execute(
+                select(certificates).where(certificates.c.id == id_text)
+            ).mappings().first()
+            refusal = self._refusal(connection)  # found or not: the same work
+        certificate = Certificate.from_row(row) if row else None
         keys = self.public_keys()
         if certificate is None:
+            if refusal is not None:  # not this data folder's database: no verdict from it
+                LOG.error("%s", refusal)
+                raise refusal
             load_public_key_pem(_DUMMY_PEM)
             verify_signature(_DUMMY_KEY, _DUMMY.payload, _DUMMY_SIGNATURE)
             return Verification(Status.NOT_FOUND, id_text=id_text)

@@ -3,8 +3,10 @@
 credential`.
 
 Only `new-key` creates a signing key; the other commands never do (they read the database
-and the public keys stored in it). A damaged or missing database or key file ends any
-command with one line that says what is wrong and what to do (exit status 2)."""
+and the public keys stored in it). No command creates a database or a data folder but
+`import`, which restores into a new database in an existing folder. A damaged or missing
+database, key or input file ends any command with one line that says what is wrong and
+what to do (exit status 2)."""
 
 from __future__ import annotations
 
@@ -16,15 +18,48 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from quiz import config
-from quiz.backup import ExportError, check_export, export_lines, import_export
+from quiz.backup import ExportError, check_export, export_lines, import_export, trusted_keys
 from quiz.badge_cli import add_commands, export_badges, publish_revocation
 from quiz.bank import BANK_PATH, BankError, cue_report, load_bank
 from quiz.certificate_records import Certificate, Status
 from quiz.certificates import StorageError
 from quiz.ids import IdError, parse_id
-from quiz.service import QuizService, open_service
-from quiz.signing import KEY_FILE, SigningKeyError, create_key_file, read_signer
+from quiz.service import QuizService, open_existing_service, open_service
+from quiz.signing import (
+    KEY_FILE,
+    SigningKeyError,
+    create_key_file,
+    load_public_key_pem,
+    read_signer,
+    set_aside,
+)
 from storage.database import StorageUnavailable
+
+
+class InputError(ValueError):
+    """A file named on the command line cannot be used: one line says which and why."""
+
+
+def _read_text(path: Path, what: str) -> str:
+    """The text of a file given on the command line (InputError when it cannot be read)."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise InputError(f"{path} is not {what} (it is not UTF-8 text)") from error
+    except OSError as error:
+        raise InputError(f"cannot read {what} {path}: {error.strerror}") from error
+
+
+def _public_pems(paths: Sequence[Path]) -> list[str]:
+    """The public keys given with --public-key, each checked to be an Ed25519 PEM."""
+    pems = [_read_text(path, "a public key file") for path in paths]
+    for path, pem in zip(paths, pems, strict=True):
+        try:
+            load_public_key_pem(pem)
+        except ValueError as error:
+            raise InputError(f"{path} is not an Ed25519 public key in PEM form (as printed by "
+                             "`python -m quiz public-key`)") from error
+    return pems
 
 
 def _describe(certificate: Certificate) -> str:
@@ -36,7 +71,7 @@ def _describe(certificate: Certificate) -> str:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    service = open_service(create_key=False, strict=False)
+    service = open_existing_service()
     for warning in service.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     outcomes = [_verify_one(service, text) for text in args.id]
@@ -66,7 +101,7 @@ def _verify_one(service: QuizService, text: str) -> bool:
 
 
 def cmd_revoke(args: argparse.Namespace) -> int:
-    service = open_service(create_key=False, strict=False)
+    service = open_existing_service()
     try:
         certificate = service.revoke(args.id, args.reason)
     except IdError as error:
@@ -81,7 +116,7 @@ def cmd_revoke(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    certificates = open_service(create_key=False, strict=False).all_certificates()
+    certificates = open_existing_service().all_certificates()
     for certificate in certificates:
         print(_describe(certificate))
     print(f"{len(certificates)} certificate(s)", file=sys.stderr)
@@ -89,7 +124,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_public_key(args: argparse.Namespace) -> int:
-    keys = open_service(create_key=False, strict=False).public_keys()
+    keys = open_existing_service().public_keys()
     if not keys:
         print("error: no signing key yet (the app creates one on first start)", file=sys.stderr)
         return 1
@@ -101,20 +136,30 @@ def cmd_public_key(args: argparse.Namespace) -> int:
 
 
 def cmd_new_key(args: argparse.Namespace) -> int:
-    """Start a new signing key on purpose (after a loss, or to rotate): earlier certificates
-    keep verifying with their public keys stored in the database."""
+    """Start a new signing key on purpose (after a loss, to rotate, or in place of a damaged
+    key file, which is set aside, never deleted): earlier certificates keep verifying with
+    their public keys stored in the database."""
     data_dir = config.data_dir()
     if config.signing_key_env():
         print("error: CERT_SIGNING_KEY is set: put the new key there instead", file=sys.stderr)
         return 1
     path = data_dir / KEY_FILE
-    old = read_signer(data_dir)
-    if old is not None:
+    try:
+        old = read_signer(data_dir)
+    except SigningKeyError as damaged:
         if not args.replace:
-            print(f"error: {path} exists (key {old.key_id}); pass --replace to retire it",
-                  file=sys.stderr)
-            return 1
-        open_service(create_key=False, strict=False).certificates.register_key()
+            print(f"error: {damaged}", file=sys.stderr)
+            return 2
+        old = None
+    if old is not None and not args.replace:
+        print(f"error: {path} exists (key {old.key_id}); pass --replace to retire it",
+              file=sys.stderr)
+        return 1
+    service = open_existing_service()  # the database must be there to keep the public keys
+    if old is None and path.exists():
+        print(f"set the unreadable key file aside as {set_aside(path)}")
+    elif old is not None:
+        service.certificates.register_key()  # its public half, for earlier certificates
         retired = path.with_name(f"signing_key.{old.key_id}.retired.pem")
         path.rename(retired)
         print(f"retired key {old.key_id} to {retired}")
@@ -125,6 +170,7 @@ def cmd_new_key(args: argparse.Namespace) -> int:
 
 
 def cmd_check_bank(args: argparse.Namespace) -> int:
+    _read_text(args.path, "a question bank")  # missing or not text: one line, exit 2
     try:
         questions = load_bank(args.path)
     except BankError as error:
@@ -139,8 +185,10 @@ def cmd_check_bank(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    """Every certificate, revocation and public key as signed JSON lines (a backup)."""
-    service = open_service(create_key=False, strict=False)
+    """Every certificate, revocation and public key as signed JSON lines (a backup). A
+    database that is missing, or empty where certificates were issued, is refused (never
+    an empty backup of it)."""
+    service = open_existing_service()
     if service.signer is None:
         print("warning: no readable signing key: the lines are not signed (each certificate "
               "still carries its own signature)", file=sys.stderr)
@@ -150,11 +198,16 @@ def cmd_export(args: argparse.Namespace) -> int:
     else:
         target = Path(args.output)
         temporary = target.with_name(f".{target.name}.{os.getpid()}.partial")
-        with temporary.open("w", encoding="utf-8") as handle:
-            count = sum(1 for line in lines if handle.write(line) is not None)
-            handle.flush()
-            os.fsync(handle.fileno())
-        temporary.replace(target)  # never a half-written backup under the real name
+        try:
+            with temporary.open("w", encoding="utf-8") as handle:
+                count = sum(1 for line in lines if handle.write(line) is not None)
+                handle.flush()
+                os.fsync(handle.fileno())
+            temporary.replace(target)  # never a half-written backup under the real name
+        except OSError as error:
+            temporary.unlink(missing_ok=True)
+            raise InputError(f"cannot write the backup {target}: {error.strerror}; nothing "
+                             "was written") from error
     print(f"exported {count} line(s) from {len(service.all_certificates())} certificate(s)",
           file=sys.stderr)
     if args.open_badges:
@@ -164,15 +217,16 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def _read_export(path: str) -> list[str]:
-    text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    text = sys.stdin.read() if path == "-" else _read_text(Path(path), "an export")
     return text.splitlines(keepends=True)
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    lines = _read_export(args.path)
+    given = _public_pems(args.public_key)
+    data_dir = config.data_dir()
     try:
-        export = check_export(_read_export(args.path),
-                              [key.read_text() for key in args.public_key])
-        data_dir = config.data_dir()
+        export = check_export(lines, given or trusted_keys(data_dir))
         restored = import_export(data_dir, export)
     except ExportError as error:
         print(f"error: {error}; nothing was imported", file=sys.stderr)
@@ -183,10 +237,11 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_check_export(args: argparse.Namespace) -> int:
-    """Check an export offline (no database, no key file): its lines, and one ID."""
+    """Check an export offline (no database, no key file) against the public keys given:
+    its lines, and one ID."""
+    lines = _read_export(args.path)
     try:
-        export = check_export(_read_export(args.path),
-                              [key.read_text() for key in args.public_key])
+        export = check_export(lines, _public_pems(args.public_key))
     except ExportError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -229,7 +284,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     new_key = commands.add_parser("new-key", help="create a signing key (after a loss or to "
                                   "rotate); earlier certificates keep verifying")
-    new_key.add_argument("--replace", action="store_true", help="retire the current key file")
+    new_key.add_argument("--replace", action="store_true",
+                         help="retire the current key file (or set a damaged one aside)")
     new_key.set_defaults(run=cmd_new_key)
     check = commands.add_parser("check-bank", help="validate a question bank file")
     check.add_argument("path", nargs="?", type=Path, default=BANK_PATH)
@@ -243,13 +299,15 @@ def build_parser() -> argparse.ArgumentParser:
     restore = commands.add_parser("import", help="restore an export into an empty database")
     restore.add_argument("path", help="the export file (- for stdin)")
     restore.add_argument("--public-key", type=Path, action="append", default=[],
-                         help="a public key (PEM) the export must be signed by")
+                         help="a public key (PEM) the export must be signed by (default: "
+                         "the signing key in DATA_DIR and the keys the database holds)")
     restore.set_defaults(run=cmd_import)
     offline = commands.add_parser("check-export", help="check an export, or one ID in it, "
                                   "offline (no database, no key file)")
     offline.add_argument("path", help="the export file (- for stdin)")
     offline.add_argument("--public-key", type=Path, action="append", default=[],
-                         help="a public key (PEM) you trust, e.g. from the verify page")
+                         help="a public key (PEM) you trust, e.g. from the verify page "
+                         "(required)")
     offline.add_argument("--id", help="a certificate ID to check")
     offline.set_defaults(run=cmd_check_export)
     add_commands(commands)
@@ -260,6 +318,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.run(args))
-    except (StorageError, StorageUnavailable, SigningKeyError) as problem:
+    except (StorageError, StorageUnavailable, SigningKeyError, InputError) as problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2

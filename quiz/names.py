@@ -16,8 +16,20 @@ BIDI_CONTROLS = frozenset(
     "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 )
 _REFUSED_CATEGORIES = {"Cc", "Cs", "Co", "Cn", "Zl", "Zp"}
-# Hangul fillers are letters (Lo) that draw nothing.
-_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0")
+# Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt): characters a renderer
+# draws as nothing unless it supports them: the soft hyphen, the combining grapheme joiner,
+# the Hangul fillers (letters, Lo, that draw nothing), the zero-width and bidi format
+# characters, variation selectors (U+FE0F and the ideographic ones draw no different glyph
+# in the certificate's fonts), the byte-order mark, tags.
+DEFAULT_IGNORABLE = (
+    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160),
+    (0x17B4, 0x17B5), (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E),
+    (0x2060, 0x206F), (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF),
+    (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A),
+    (0xE0000, 0xE0FFF),
+)
+# Not ignorable, but drawn as a blank that is not a space: the Braille pattern blank.
+_BLANK_SYMBOLS = frozenset("\u2800")
 
 
 ZWNJ, ZWJ = "\u200c", "\u200d"
@@ -40,25 +52,36 @@ def _in_joining_script(char: str) -> bool:
         lo <= code <= hi for lo, hi in _JOINING_SCRIPTS)
 
 
+def draws_nothing(char: str) -> bool:
+    """True for a character the certificate draws as nothing, or as a blank that is not a
+    space: a default-ignorable code point (zero-width and format characters, the combining
+    grapheme joiner, variation selectors, Hangul fillers, ...), any other invisible format
+    character, or the Braille blank."""
+    code = ord(char)
+    return (char in _BLANK_SYMBOLS
+            or (unicodedata.category(char) == "Cf" and char not in _VISIBLE_FORMAT)
+            or any(lo <= code <= hi for lo, hi in DEFAULT_IGNORABLE))
+
+
 def strip_invisible(text: str) -> str:
-    """`text` without zero-width and other invisible format characters (zero-width space,
-    word joiner, byte-order mark, soft hyphen, invisible operators, tag characters, ...),
-    which would let two names that look the same differ. A zero-width joiner or non-joiner
-    stays where a script needs it: between two letters of a joining script (Persian
-    می‌خواهم, Hindi क्‍ष)."""
+    """`text` without the characters that draw nothing (draws_nothing: zero-width space,
+    word joiner, byte-order mark, soft hyphen, U+034F, U+FE0F, Hangul fillers, the Braille
+    blank, tags, ...), which would let two names that look the same on the certificate
+    differ. A zero-width joiner or non-joiner stays where a script needs it: between two
+    letters of a joining script (Persian می‌خواهم, Hindi क्‍ष)."""
     def needed(index: int, char: str) -> bool:
         return (char in (ZWJ, ZWNJ) and 0 < index < len(text) - 1
                 and _in_joining_script(text[index - 1]) and _in_joining_script(text[index + 1]))
 
     return "".join(char for index, char in enumerate(text)
-                   if unicodedata.category(char) != "Cf" or char in _VISIBLE_FORMAT
-                   or needed(index, char))
+                   if not draws_nothing(char) or needed(index, char))
 
 
 def has_visible_letter(text: str) -> bool:
     """At least one letter (Unicode category L*) that draws something: a name of zero-width
-    spaces, a byte-order mark, soft hyphens, lone combining marks or a Braille blank has none."""
-    return any(unicodedata.category(ch).startswith("L") and ch not in _BLANK_LETTERS
+    spaces, a byte-order mark, soft hyphens, lone combining marks, Hangul fillers or a
+    Braille blank has none."""
+    return any(unicodedata.category(ch).startswith("L") and not draws_nothing(ch)
                for ch in text)
 
 
@@ -98,7 +121,7 @@ def _describe(char: str) -> str:
 
 
 def normalise_name(raw: str) -> str:
-    """The name as it will be printed and signed: NFC, invisible characters removed
+    """The name as it will be printed and signed: NFC, characters that draw nothing removed
     (strip_invisible), single spaces, trimmed. Raises NameError_ with the reason."""
     if len(raw) > MAX_INPUT_LENGTH:
         raise NameError_(NameProblem.TOO_LONG, limit=MAX_NAME_LENGTH, length=len(raw))
@@ -110,7 +133,9 @@ def normalise_name(raw: str) -> str:
         raise NameError_(NameProblem.CONTROL, character=_code(controls[0]))
     if not " ".join(raw.split()):
         raise NameError_(NameProblem.EMPTY)
-    name = " ".join(strip_invisible(unicodedata.normalize("NFC", raw)).split())
+    # NFC again after stripping: a removed U+034F may have kept two characters apart.
+    name = " ".join(unicodedata.normalize(
+        "NFC", strip_invisible(unicodedata.normalize("NFC", raw))).split())
     if not name or not has_visible_letter(name):
         raise NameError_(NameProblem.NO_VISIBLE_LETTER)
     if len(name) > MAX_NAME_LENGTH:

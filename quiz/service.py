@@ -26,7 +26,7 @@ from quiz.names import normalise_name
 from quiz.pdf import render_pdf
 from quiz.preview import render_png
 from quiz.signing import KEY_FILE, Signer, SigningKeyError, create_key_file, read_signer
-from storage.database import StorageUnavailable, database_url, db_path
+from storage.database import StorageUnavailable, database_url, db_path, open_existing
 
 LOG = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ class QuizService:
     signer: Signer | None  # None only for the read-only service (verify, list)
     bank_path: Path = BANK_PATH
     questions_per_attempt: int = config.QUESTIONS_PER_ATTEMPT
-    warnings: tuple[str, ...] = field(default=())  # say them loudly (an emptied database)
+    warnings: tuple[str, ...] = field(default=())  # say them loudly (a damaged key file)
 
     def bank(self) -> tuple[Question, ...]:
         """The question bank, read again after an edit (BankError names a broken entry)."""
@@ -59,8 +59,8 @@ class QuizService:
         learner_id: str | None = None,
         client: str | None = None,
     ) -> Attempt:
-        """A fresh draw; raises CooldownActive after a failed attempt of this learner (or of
-        this address, for a learner without a past)."""
+        """A fresh draw; raises CooldownActive after a failed attempt of this learner or from
+        this address."""
         return self.attempts.start(
             draw(self.bank(), self.questions_per_attempt), previous_id, learner_id, client
         )
@@ -146,9 +146,13 @@ def certificate_png(certificate: Certificate, reached: str | None = None) -> byt
     return render_png(certificate_layout(certificate, verify_url(certificate.id, reached)))
 
 
-def _open(create_key: bool, strict: bool) -> QuizService:
-    """open_service without the logging (shared_service logs once per configuration)."""
+def _open(create_key: bool, strict: bool, existing: bool = False) -> QuizService:
+    """open_service without the logging (shared_service logs once per configuration).
+    Where this data folder issued certificates (its marker), or with `existing`, the
+    database must exist: it is never created again in their place."""
     data_dir = config.data_dir()
+    if existing or (data_dir / ISSUED_MARKER).exists():
+        open_existing(data_dir)
     key_warnings: tuple[str, ...] = ()
     try:
         signer = read_signer(data_dir, config.signing_key_env())
@@ -158,6 +162,9 @@ def _open(create_key: bool, strict: bool) -> QuizService:
         # Verifying needs only the public keys stored in the database.
         signer, key_warnings = None, (f"{problem} Verifying uses the stored public keys.",)
     store = CertificateStore(data_dir, signer)
+    refusal = store.database_refusal() if existing else None
+    if refusal is not None:
+        raise refusal
     if signer is None and create_key:
         fresh = store.check().certificates == 0 and not (data_dir / ISSUED_MARKER).exists()
         if fresh:
@@ -175,7 +182,7 @@ def _open(create_key: bool, strict: bool) -> QuizService:
                               open_per_address=config.open_attempts_per_address()),
         signer=signer,
         bank_path=config.bank_path(),
-        warnings=key_warnings + check.warnings,
+        warnings=key_warnings,
     )
 
 
@@ -190,9 +197,20 @@ def open_service(create_key: bool = True, strict: bool = True) -> QuizService:
 
     A signing key is created only for a database without certificates and a data folder
     that never issued any (`create_key`); the CLI's read-only commands pass False. With
-    `strict`, StorageError is raised when certificates exist whose key is missing; an
-    emptied database is reported in `warnings` (and logged)."""
+    `strict`, StorageError is raised when certificates exist whose key is missing or the
+    database is empty where certificates were issued; where they were issued, a missing
+    database is StorageUnavailable (it is not created again)."""
     service = _open(create_key, strict)
+    _log_warnings(service)
+    return service
+
+
+def open_existing_service() -> QuizService:
+    """The service for the instructor's commands: the configured database must exist and,
+    where this data folder issued certificates, be the one that holds them (else
+    StorageUnavailable, one line naming the path and what to restore). Nothing is created;
+    the signing key is not needed (verifying uses the stored public keys)."""
+    service = _open(create_key=False, strict=False, existing=True)
     _log_warnings(service)
     return service
 

@@ -17,6 +17,7 @@ import contextlib
 import hashlib
 import json
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -174,6 +175,15 @@ def create_key_file(data_dir: Path) -> Signer:
     finally:
         temporary.unlink(missing_ok=True)
     return Signer(_read_file(path))
+
+
+def set_aside(path: Path) -> Path:
+    """Rename a key file that cannot be read to `signing_key.damaged.<time>.pem` beside it
+    (kept for a later look, never deleted); the new name."""
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    target = path.with_name(f"{path.stem}.damaged.{stamp}.{os.urandom(2).hex()}{path.suffix}")
+    path.rename(target)
+    return target
 
 
 def read_signer(data_dir: Path, env_key: str | None = None) -> Signer | None:

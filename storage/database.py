@@ -10,7 +10,13 @@ says it is missing until the operator restores it. Every database carries a rand
 (`store_info`), so a different database put in its place is recognised.
 
 Failures of the database come out as `StorageUnavailable` (or `StorageBusy` for a lock held
-too long), each with a one-line message that says what is wrong and what to do.
+too long), each with a one-line message that says what is wrong and what to do, naming the
+real cause: a full disk (ENOSPC, SQLITE_FULL), a read-only file or folder, a DATA_DIR that
+is not a folder. PostgreSQL connections carry a lock and a statement timeout, so a table
+locked by hand is reported busy as SQLite's busy timeout is, never waited on for minutes.
+
+Only the app's start creates a database (`engine_for`); the instructor's commands open an
+existing one (`open_existing`) and never create a file, a folder or a table.
 
 Every table is declared on `METADATA`; a new store adds its `Table` to it (importing this
 module) and `prepare` creates it with the others. Columns added to an existing table are
@@ -27,6 +33,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from sqlalchemy import (
@@ -54,6 +61,15 @@ from sqlalchemy.pool import NullPool
 
 DB_NAME = "quiz.sqlite3"
 BUSY_TIMEOUT_S = 15.0
+# PostgreSQL: a statement waits at most this long for a lock (a table locked by hand, a
+# row another server holds) and runs at most PG_STATEMENT_TIMEOUT_S, so a page, or a
+# command with its start-up, says "busy, try again in a moment" within 15 s even on a
+# busy machine (SQLite's busy timeout is 15 s; a lock there is a writer's, held briefly).
+PG_LOCK_TIMEOUT_S = 5.0
+PG_STATEMENT_TIMEOUT_S = 10.0
+# Below this much free space, SQLite's "disk I/O error" (it cannot grow its shared-memory
+# or WAL file) is a full disk.
+FULL_DISK_BYTES = 1 << 20
 STORE_ID = "store_id"
 __all__ = ["IntegrityError", "METADATA", "reading", "writing", "database_url",
            "StorageUnavailable", "StorageBusy"]
@@ -61,9 +77,10 @@ __all__ = ["IntegrityError", "METADATA", "reading", "writing", "database_url",
 
 class StorageUnavailable(SQLAlchemyError, RuntimeError):
     """The database cannot be used right now. The message (one line) says what is wrong and
-    what to do; `kind` is one of missing, damaged, replaced, empty, full, busy,
-    unreachable, unreadable-back. An SQLAlchemyError too, so callers that carry on without
-    the database (the demos' result store) still catch it."""
+    what to do; `kind` is one of missing, no-folder, not-a-folder, read-only, damaged,
+    replaced, empty, full, busy, unreachable, unreadable, unreadable-back. An
+    SQLAlchemyError too, so callers that carry on without the database (the demos' result
+    store) still catch it."""
 
     def __init__(self, kind: str, message: str) -> None:
         self.kind = kind
@@ -202,26 +219,67 @@ def _sqlite_engine(url: str) -> Engine:
     return engine
 
 
+def _postgres_engine(url: str, **pool: Any) -> Engine:
+    """A PostgreSQL engine whose connections give up on a lock after PG_LOCK_TIMEOUT_S and
+    on a statement after PG_STATEMENT_TIMEOUT_S (libpq `options`, after any the URL sets)."""
+    given = make_url(url).query.get("options") or ""
+    given = given if isinstance(given, str) else " ".join(given)
+    options = (f"{given} -c lock_timeout={int(PG_LOCK_TIMEOUT_S * 1000)} "
+               f"-c statement_timeout={int(PG_STATEMENT_TIMEOUT_S * 1000)}").strip()
+    return create_engine(url, connect_args={"options": options}, **pool)
+
+
 def _sqlite_file(url: str) -> Path | None:
     return Path(make_url(url).database or "") if url.startswith("sqlite") else None
 
 
+def _engine(url: str) -> Engine:
+    """The process's engine for `url` (made once; call under _lock)."""
+    engine = _engines.get(url)
+    if engine is None:
+        engine = _engines[url] = (
+            _sqlite_engine(url) if url.startswith("sqlite")
+            else _postgres_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5))
+    return engine
+
+
 def engine_for(data_dir: Path) -> Engine:
-    """The engine of the configured database, its tables created once per process. A SQLite
-    file is created only then: one deleted later is reported missing (StorageUnavailable)
-    until it is restored."""
+    """The engine of the configured database, its tables created once per process (the
+    app's start). A SQLite file is created only then: one deleted later is reported
+    missing (StorageUnavailable) until it is restored."""
     url = database_url(data_dir)
     with _lock:
-        engine = _engines.get(url)
-        if engine is None:
-            if url.startswith("sqlite"):
-                engine = _sqlite_engine(url)
-            else:
-                engine = create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
-            _engines[url] = engine
+        engine = _engine(url)
         if url not in _ready:
             with translated(url):
-                _prepare(engine, _sqlite_file(url))
+                _prepare(engine, _sqlite_file(url), create=True)
+            _ready.add(url)
+    return engine
+
+
+def open_existing(data_dir: Path) -> Engine:
+    """The engine of the configured database when it exists and is this app's (its
+    certificates table is there); else StorageUnavailable naming the path and what to
+    restore. Creates no folder, file or table, in this call or later ones of this process
+    (the instructor's commands)."""
+    url = database_url(data_dir)
+    sqlite_file = _sqlite_file(url)
+    if sqlite_file is not None and not sqlite_file.is_file():
+        raise _unavailable(url, FileNotFoundError(errno.ENOENT, "no such file",
+                                                  str(sqlite_file)))
+    with _lock:
+        engine = _engine(url)
+        if url not in _ready:
+            with translated(url):
+                with engine.connect() as connection:
+                    present = inspect(connection).has_table(certificates.name)
+                if not present:
+                    raise StorageUnavailable("missing", (
+                        f"The database {describe(data_dir)} holds none of this app's tables "
+                        "(it is new, or not the app's database): nothing was created in it. "
+                        "Check DATA_DIR or DATABASE_URL, or restore a backup into it "
+                        "(`python -m quiz import`, see docs/HOSTING.md)."))
+                _prepare(engine, sqlite_file, create=False)  # columns a newer app added
             _ready.add(url)
     return engine
 
@@ -236,13 +294,18 @@ def fresh_engine(data_dir: Path) -> Engine:
     with _lock:
         engine = _fresh_engines.get(url)
         if engine is None:
-            engine = _fresh_engines[url] = create_engine(url, poolclass=NullPool)
+            engine = _fresh_engines[url] = _postgres_engine(url, poolclass=NullPool)
     return engine
 
 
-def _prepare(engine: Engine, sqlite_file: Path | None) -> None:
-    if sqlite_file is not None:
-        sqlite_file.parent.mkdir(parents=True, exist_ok=True)
+def _prepare(engine: Engine, sqlite_file: Path | None, create: bool) -> None:
+    """Create the tables (and with `create`, the SQLite file and its folder) or add the
+    columns an older database lacks."""
+    if sqlite_file is not None and create:
+        folder = sqlite_file.parent
+        if folder.exists() and not folder.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, "not a folder", str(folder))
+        folder.mkdir(parents=True, exist_ok=True)
         sqlite3.connect(sqlite_file).close()  # create the file (the engine never does)
     with engine.connect() as connection:
         if engine.dialect.name == "postgresql":  # several servers may start at once
@@ -287,29 +350,94 @@ def quick_check(connection: Connection) -> str | None:
     return None if rows == ["ok"] else "; ".join(map(str, rows[:3]))
 
 
+def _free_bytes(folder: Path) -> int | None:
+    """Bytes free for this process on the disk holding `folder` (None: unknown)."""
+    try:
+        found = os.statvfs(folder)
+    except OSError:
+        return None
+    return found.f_bavail * found.f_frsize
+
+
+def _full(error: BaseException, detail: str, sqlite_file: Path | None) -> bool:
+    """Whether `error` is a full disk: ENOSPC or EDQUOT, SQLite's SQLITE_FULL, or SQLite's
+    disk I/O error on a disk with (almost) no free space left."""
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    name = str(getattr(getattr(error, "orig", None) or error, "sqlite_errorname", ""))
+    if name == "SQLITE_FULL" or "full" in detail or "no space" in detail:
+        return True
+    if sqlite_file is not None and (name.startswith("SQLITE_IOERR") or "i/o error" in detail):
+        free = _free_bytes(sqlite_file.parent)
+        return free is not None and free < FULL_DISK_BYTES
+    return False
+
+
+def _folder_problem(url: str, sqlite_file: Path) -> StorageUnavailable | None:
+    """Why the SQLite file's folder cannot hold the database (None: it can)."""
+    folder = sqlite_file.parent
+    if folder.exists() and not folder.is_dir():
+        return StorageUnavailable("not-a-folder", (
+            f"DATA_DIR {folder} is a file, not a folder: set DATA_DIR to the folder that "
+            "holds (or is to hold) the database and the signing key."))
+    if not folder.exists():
+        return StorageUnavailable("no-folder", (
+            f"The data folder {folder} does not exist (DATA_DIR), so there is no database "
+            f"{sqlite_file}: check DATA_DIR; to restore a backup there, create the folder and "
+            "run `python -m quiz import` (docs/HOSTING.md). Nothing was created."))
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return StorageUnavailable("read-only", (
+            f"The data folder {folder} is read-only for this process (uid {os.getuid()}): "
+            "the database cannot be created or written there. Make DATA_DIR writable by the "
+            "app, or point DATA_DIR to a writable folder."))
+    return None
+
+
+def require_folder(data_dir: Path) -> None:
+    """StorageUnavailable when the data folder (of the SQLite file, or beside PostgreSQL:
+    the key and the issued-marker) is missing, not a folder or read-only (a restore creates
+    a database, never a data folder)."""
+    url = database_url(data_dir)
+    problem = _folder_problem(url, _sqlite_file(url) or data_dir / DB_NAME)
+    if problem is not None:
+        raise problem
+
+
 def _unavailable(url: str, error: BaseException) -> StorageUnavailable:
-    """The operator's one-line message for a failure of the database at `url`."""
+    """The operator's one-line message for a failure of the database at `url`, naming its
+    real cause."""
     database = make_url(url).render_as_string(hide_password=True)
     detail = str(getattr(error, "orig", None) or error).strip().splitlines()[0][:200]
     lowered = detail.lower()
-    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
-        lowered = "disk is full"
     sqlite_file = _sqlite_file(url)
-    if "locked" in lowered or "busy" in lowered or "lock timeout" in lowered:
+    if ("locked" in lowered or "busy" in lowered or "lock timeout" in lowered
+            or "statement timeout" in lowered):
+        waited = BUSY_TIMEOUT_S if sqlite_file is not None else PG_LOCK_TIMEOUT_S
         return StorageBusy("busy", (
-            f"The database {database} stayed locked for more than {BUSY_TIMEOUT_S:g} s "
-            "(another process holds its write lock); nothing was changed. Please try again in "
+            f"The database {database} stayed locked for more than {waited:g} s "
+            "(another process holds a lock on it); nothing was changed. Please try again in "
             "a moment."))
-    if "full" in lowered or "no space" in lowered:
+    if _full(error, lowered, sqlite_file):
         return StorageUnavailable("full", (
-            f"The disk holding the database {database} is full (or the database reached its "
-            f"size limit): nothing was saved ({detail}). Free some space; the app carries on "
-            "by itself."))
+            f"The disk holding the database {database} is full (ENOSPC / SQLITE_FULL, or the "
+            f"database reached its size limit): nothing was saved ({detail}). Free some "
+            "space; the app carries on by itself."))
+    if "readonly" in lowered or "read-only" in lowered or (
+            isinstance(error, OSError) and error.errno in (errno.EROFS, errno.EACCES)):
+        where = sqlite_file or database
+        return StorageUnavailable("read-only", (
+            f"The database {where} cannot be written: it, its folder or its disk is "
+            f"read-only for this process (uid {os.getuid()}); nothing was saved ({detail}). "
+            "Make DATA_DIR and its files writable by the app."))
     if sqlite_file is not None and not sqlite_file.exists():
+        folder = _folder_problem(url, sqlite_file)
+        if folder is not None:
+            return folder
         return StorageUnavailable("missing", (
-            f"The database file {sqlite_file} is missing (deleted or moved while the app "
-            "ran): nothing can be issued or verified. Put it back or restore a backup "
-            "(`python -m quiz import`, see docs/HOSTING.md); the app carries on by itself."))
+            f"The database file {sqlite_file} is missing (deleted or moved, or DATA_DIR "
+            "names another folder): nothing can be issued or verified. Put it back or "
+            "restore a backup (`python -m quiz import`, see docs/HOSTING.md); the app "
+            "carries on by itself."))
     if ("not a database" in lowered or "malformed" in lowered or "corrupt" in lowered
             or "no such table" in lowered or "integrity" in lowered
             or "does not exist" in lowered):
@@ -337,7 +465,8 @@ def translated(url: str) -> Iterator[None]:
     except (DBAPIError, sqlite3.Error) as error:
         raise _unavailable(url, error) from error
     except OSError as error:
-        if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        if error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES,
+                           errno.ENOTDIR, errno.EEXIST, errno.ENOENT):
             raise _unavailable(url, error) from error
         raise
 

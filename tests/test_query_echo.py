@@ -123,3 +123,20 @@ def test_a_query_over_streamlits_limits_is_reported(page_run,  # noqa: ANN001
     assert DROPPED not in at.query_params
     at = page_run("app.py", {"layers": "4"})
     assert not any("settings were not used" in w.value for w in at.warning)
+
+
+@pytest.mark.parametrize("spec", PAGES, ids=lambda spec: spec.url_path or "home")
+def test_no_query_value_is_echoed_beyond_its_limit(spec, page_run) -> None:  # noqa: ANN001
+    """A link's value is shown cut to a few dozen characters, never as pages of text an
+    attacker wrote (each parameter gets 20,000 characters of its own letter)."""
+    from ui.query import SHOWN_CHARACTERS
+
+    names = sorted({*page_run(spec.file, {}).query_params, *READ_ONLY, "case"})
+    letters = "BCDFGHJKMNPQRSTVWXYZ"
+    query = {name: letters[index % len(letters)] * 20_000 for index, name in enumerate(names)}
+    at = page_run(spec.file, query)
+    assert not at.exception, [e.value for e in at.exception]
+    for text in _texts(at):
+        longest = max((len(run.group()) for run in re.finditer(r"([B-Z])\1*", text)),
+                      default=0)
+        assert longest <= SHOWN_CHARACTERS, text[:200]

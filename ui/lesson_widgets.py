@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from ui.lesson_calculators import budget, layer_calculator, logits_calculator, memory_calculator
 from ui.lesson_figures import decision, k_curve, step_cost, stepper, tradeoff
+from ui.lesson_parallel import parallel_calculator
 
 WIDGETS: dict[str, Callable[[], None]] = {
     "calculator:memory": memory_calculator,
@@ -26,4 +27,5 @@ WIDGETS: dict[str, Callable[[], None]] = {
     "calculator:logits": logits_calculator,
     "figure:step-cost": step_cost,
     "figure:decision": decision,
+    "calculator:parallel": parallel_calculator,
 }

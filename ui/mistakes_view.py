@@ -139,8 +139,8 @@ def pick_case() -> Case:
     wanted = st.query_params.get("case")
     if wanted is not None and wanted not in CASES:
         # The link's text, shown literally (never as a link, an image or colour).
-        query.show_warning(t("There is no case {case}; showing {default}.", case=wanted,
-                             default=ids[0]))
+        query.show_warning(t("There is no case {case}; showing {default}.",
+                             case=query.shown(wanted), default=ids[0]))
     index = ids.index(wanted) if wanted in ids else 0
     case_titles = {i: t(CASES[i].title) for i in ids}
     case_id = st.radio(t("Which mistake?"), ids, index=index, key=f"case-{chosen}",

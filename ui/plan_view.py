@@ -175,6 +175,20 @@ def _checkpoint_controls(arch: Architecture) -> dict:
     return out
 
 
+HEADROOM_RANGE = (0, 30, 1)  # percent of the GPU kept free
+
+
+def _headroom_control() -> float:
+    """The share of the GPU a plan keeps free, a percentage bound to the URL."""
+    percent = query.int_slider(
+        "free", t("Keep free (percent of GPU memory)"), *HEADROOM_RANGE,
+        round(P.DEFAULT_HEADROOM * 100),
+        help=t("A plan fits only if its peak leaves this much of the GPU free: a margin for "
+               "what the planner leaves out and for longer batches than planned. The table "
+               "and the recommendation apply it alike."))
+    return percent / 100
+
+
 def _gpu_control() -> int:
     options = [*hardware.GPUS, "custom"]
     key = query.choice("gpu", t("GPU"), options, DEFAULT_GPU,
@@ -196,8 +210,13 @@ def inputs() -> P.PlannerInputs | str:
     training = _training_controls()
     st.subheader(t("Checkpointing and GPU"))
     checkpointing = _checkpoint_controls(arch)
-    gpu = _gpu_control()
-    return P.PlannerInputs(arch, gpu_bytes=gpu, **training, **checkpointing)
+    left, right = st.columns(2)
+    with left:
+        gpu = _gpu_control()
+    with right:
+        headroom = _headroom_control()
+    return P.PlannerInputs(arch, gpu_bytes=gpu, headroom=headroom, **training,
+                           **checkpointing)
 
 
 # ---------------------------------------------------------------- outputs
@@ -221,6 +240,10 @@ def memory_figure(plan: recommend_module.Plan) -> go.Figure:
     gpu = plan.inputs.gpu_bytes
     fig.add_vline(x=gpu / GiB, line_dash="dash", line_color="#c00000",
                   annotation_text=t("GPU {size}", size=gib(gpu)), annotation_position="top")
+    if plan.inputs.headroom:
+        fig.add_vline(x=plan.inputs.usable_bytes / GiB, line_dash="dot", line_color="#c00000",
+                      annotation_text=t("{share} kept free", share=fmt_percent(
+                          plan.inputs.headroom)), annotation_position="bottom left")
     fig.update_layout(barmode="stack", height=180 + 60 * len(bars),
                       title=t("Memory per GPU at the step's peak"),
                       separators=separators(current_language()),
@@ -238,7 +261,8 @@ def strategy_table(plan: recommend_module.Plan) -> pd.DataFrame:
         rows.append({
             "strategy": row_name(plan, row.strategy, row.saves),
             "peak": gib(row.peak),
-            "fits": ("✓ " if row.fits else "✗ ") + verdict(row.spare),
+            "fits": ("✓ " if row.fits else "✗ ") + verdict(row.spare, row.fits,
+                                                             plan.inputs.headroom),
             "extra": "+" + fmt_percent(row.recompute_share),
             "batch": units.number(row.largest_batch, locale=code) if row.largest_batch
             else units.MISSING,
@@ -252,8 +276,10 @@ def _steps(rec: recommend_module.Recommendation, gpu: int) -> None:
     code = current_language()
     for number, step in enumerate(rec.steps, start=1):
         assert step.inputs is not None
-        verdict = (t("fits") if step.fits else
-                   t("still short by {size}", size=gib(step.peak - gpu)))
+        verdict = (t("fits, {size} to spare", size=gib(gpu - step.peak)) if step.fits else
+                   t("still short by {size}", size=gib(step.peak - gpu)) if step.peak > gpu
+                   else t("only {size} to spare, less than the {share} kept free",
+                          size=gib(gpu - step.peak), share=fmt_percent(step.inputs.headroom)))
         strategy = step.with_strategy or "none"
         then = (t("Then {peak} per GPU without checkpointing: {verdict}.",
                   peak=gib(step.peak), verdict=verdict) if strategy == "none" else
@@ -274,7 +300,7 @@ def recommendation(plan: recommend_module.Plan) -> None:
     gpu = plan.inputs.gpu_bytes
     st.subheader(t("Recommendation"))
     yours = t("Your setting ({strategy}): {verdict}.", strategy=word(plan.inputs.strategy),
-              verdict=verdict(plan.spare))
+              verdict=verdict(plan.spare, plan.fits, plan.inputs.headroom))
     gpus = tn("{count} GPU", "{count} GPUs", rec.gpus)
     lead = (t("Recommended: **{plan}** ({gpus}, {peak} per GPU)", plan=plan_title(rec),
               gpus=gpus, peak=gib(rec.peak)) if rec.fits else
@@ -333,7 +359,8 @@ def render() -> None:
                      "counts {seq:,} as if it had more.", model=settings.arch.label,
                      positions=positions, seq=settings.seq), icon=":material/warning:")
     st.divider()
-    st.metric(t("Peak memory per GPU"), gib(plan.breakdown.total), verdict(plan.spare),
+    st.metric(t("Peak memory per GPU"), gib(plan.breakdown.total),
+              verdict(plan.spare, plan.fits, plan.inputs.headroom),
               delta_color="normal" if plan.fits else "inverse",
               help=t("Weights, gradients and optimizer state (divided by the GPUs sharing "
                      "them), activations, the loss peak and an allowance for workspace."))

@@ -61,8 +61,12 @@ NONE_AVAILABLE = N_("?{name}={raw}: none of these is available (choose from {cho
 HERE = N_("here")
 
 
-def _shown(raw: str) -> str:
-    text = raw if len(raw) <= 40 else raw[:37] + "..."
+SHOWN_CHARACTERS = 40  # of a query value a page echoes
+
+
+def shown(raw: str) -> str:
+    """A query value as a page echoes it: quoted, cut to SHOWN_CHARACTERS."""
+    text = raw if len(raw) <= SHOWN_CHARACTERS else raw[:SHOWN_CHARACTERS - 3] + "..."
     return repr(text)
 
 
@@ -80,7 +84,7 @@ def _number(raw: str | None, *, name: str, default: T, lang: str) -> float | Par
     except ValueError:
         number = math.nan
     if not math.isfinite(number):
-        return Parsed(default, gettext(lang, NOT_A_NUMBER, name=name, raw=_shown(raw),
+        return Parsed(default, gettext(lang, NOT_A_NUMBER, name=name, raw=shown(raw),
                                        default=default))
     return number
 
@@ -97,10 +101,10 @@ def parse_int(raw: str | None, *, name: str, lo: int, hi: int, default: int, ste
     value = lo + round((value - lo) / step) * step
     value = int(min(max(value, lo), hi))
     if number < lo or number > hi:
-        return Parsed(value, gettext(lang, OUTSIDE, name=name, raw=_shown(raw), lo=lo, hi=hi,
+        return Parsed(value, gettext(lang, OUTSIDE, name=name, raw=shown(raw), lo=lo, hi=hi,
                                      where=_where(where, lang), value=value))
     if value != number:
-        return Parsed(value, gettext(lang, OFF_GRID, name=name, raw=_shown(raw), step=step,
+        return Parsed(value, gettext(lang, OFF_GRID, name=name, raw=shown(raw), step=step,
                                      lo=lo, value=value))
     return Parsed(value)
 
@@ -112,7 +116,7 @@ def parse_float(raw: str | None, *, name: str, lo: float, hi: float, default: fl
         return number
     value = min(max(number, lo), hi)
     if value != number:
-        return Parsed(value, gettext(lang, OUTSIDE, name=name, raw=_shown(raw), lo=lo, hi=hi,
+        return Parsed(value, gettext(lang, OUTSIDE, name=name, raw=shown(raw), lo=lo, hi=hi,
                                      where=_where(where, lang), value=value))
     return Parsed(value)
 
@@ -124,7 +128,7 @@ def parse_choice(raw: str | None, *, name: str, choices: Sequence[str], default:
     value = raw.strip()
     if value in choices:
         return Parsed(value)
-    return Parsed(default, gettext(lang, NOT_AVAILABLE, name=name, raw=_shown(raw),
+    return Parsed(default, gettext(lang, NOT_AVAILABLE, name=name, raw=shown(raw),
                                    where=_where(where, lang), choices=", ".join(choices),
                                    default=default))
 
@@ -146,14 +150,14 @@ def parse_list(raw: Sequence[str] | str | None, *, name: str, choices: Sequence[
     known = tuple(c for c in choices if c in names)
     if not known:
         return Parsed(tuple(default), gettext(lang, NONE_AVAILABLE, name=name,
-                                              raw=_shown(",".join(names)),
+                                              raw=shown(",".join(names)),
                                               choices=", ".join(choices),
                                               default=",".join(default)))
     if unknown:
         return Parsed(known, ngettext(
             lang, "?{name}: {names} is not available (choose from {choices}); ignored.",
             "?{name}: {names} are not available (choose from {choices}); ignored.",
-            len(unknown), name=name, names=", ".join(map(_shown, unknown)),
+            len(unknown), name=name, names=", ".join(map(shown, unknown)),
             choices=", ".join(choices)))
     return Parsed(known)
 

@@ -403,7 +403,9 @@ def show_confirmation(service: QuizService, attempt: Attempt, name: str) -> None
 
 def issue(service: QuizService, attempt_id: str, name: str) -> None:
     """The confirm button's callback: the certificate, in the session's language, under the
-    name the learner saw (or why it cannot be issued now)."""
+    name the learner saw (or why it cannot be issued now). A failure after the certificate
+    was stored is not "not issued": a certificate the attempt has and that verifies is
+    shown."""
     try:
         service.issue(attempt_id, name, bool(st.session_state.get("quiz-show-score")),
                       lang=current_language())
@@ -412,9 +414,25 @@ def issue(service: QuizService, attempt_id: str, name: str) -> None:
         st.session_state.pop(_CONFIRM, None)
         return
     except (StorageUnavailable, StorageError) as problem:
-        st.session_state[_NOTICE] = ("storage", problem)
-        return
+        if issued_certificate(attempt_id) is None:
+            st.session_state[_NOTICE] = ("storage", problem)
+            return
+        LOG.error("issued, then: %s", problem)
     st.session_state.pop(_CONFIRM, None)
+
+
+def issued_certificate(attempt_id: str) -> tuple[QuizService, Certificate] | None:
+    """The attempt's certificate when it is stored and verifies, with the verify page's
+    service it was read through (the signing key is not needed); None when there is none
+    or the storage cannot tell."""
+    try:
+        reader = shared_service(create_key=False, strict=False)
+        certificate = reader.certificate_for(attempt_id)
+        if certificate is None or not reader.verify(certificate.id).valid:
+            return None
+    except (StorageUnavailable, StorageError):
+        return None
+    return reader, certificate
 
 
 def show_result(service: QuizService, attempt: Attempt) -> None:
@@ -458,7 +476,15 @@ def render() -> None:
         service = shared_service()
         show_quiz(service)
     except (StorageError, StorageUnavailable) as problem:  # the operator must act (or wait)
-        storage_message(problem)
+        # The certificate the learner's click issued is shown all the same (the key file
+        # damaged after it was signed stops issuing, not the certificate already issued).
+        attempt_id = st.query_params.get("attempt") or st.session_state.get(ATTEMPT_KEY)
+        issued = issued_certificate(attempt_id) if attempt_id else None
+        if issued is None:
+            storage_message(problem)
+        else:
+            LOG.error("%s", problem)
+            show_certificate(*issued)
 
 
 def show_quiz(service: QuizService) -> None:

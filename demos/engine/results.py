@@ -162,6 +162,9 @@ class Comparison:
                 if r.activation_bytes is not None and r.predicted_activation_bytes else None)
             row["time_vs_none"] = (r.step_seconds / base.step_seconds
                                    if base and base.step_seconds and r.step_seconds else None)
+            # CPU time against none's: the ratio the verdicts read (load hardly moves it)
+            row["cpu_vs_none"] = (r.cpu_seconds / base.cpu_seconds
+                                  if base and base.cpu_seconds and r.cpu_seconds else None)
             row["flops_vs_none"] = (r.flops_counted / base.flops_counted
                                     if base and base.flops_counted and r.flops_counted
                                     else None)

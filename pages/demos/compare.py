@@ -38,7 +38,8 @@ def compare_demo() -> None:
         display.show_refusals(results)
         display.headline(results)
         display.table(display.shared("results-table", key,
-                                     lambda lang: compare_table.results_table(results, lang)))
+                                     lambda lang: compare_table.results_table(
+                                         results, lang, comparison.device.kind)))
         display.parameters_note(comparison)
         display.peak_explanations(results)
         display.paint_numbers_first()

@@ -1,4 +1,4 @@
-"""The lessons in a real browser: walk all seven with the Next links, drive the stepper
+"""The lessons in a real browser: walk them all with the Next links, drive the stepper
 and a calculator."""
 
 from __future__ import annotations
@@ -100,3 +100,20 @@ def test_walk_all_lessons_in_german_and_vietnamese(page: Page, app_url: str, cod
             expect(page).to_have_url(re.compile(f"/{following.path}"))
     expect(page.get_by_role("link", name=gettext(code, "Next: take the quiz"))).to_be_visible()
     screenshot(page, f"lessons-walk-end-{code}")
+
+
+def test_parallel_calculator_answers_a_new_layout(page: Page, app_url: str) -> None:
+    """Lesson 8: the calculator opens on the lesson's GPT-3 175B layout, the table beside it
+    shows the same figures, and a new schedule and tensor-parallel size change the answer."""
+    from lessons.values import lesson_values
+
+    values = lesson_values()
+    goto(page, app_url, "many-gpus")
+    expect(page.locator("h1").first).to_contain_text("Checkpointing across many GPUs")
+    assert metric_value(page, "GPUs per model copy") == "64"
+    assert metric_value(page, "One layer, one micro-batch") == values["par_layer_sp_gb"]
+    expect(page.get_by_role("table").first).to_contain_text(values["par_layer_tp_gb"])
+    page.locator('[data-testid="stRadio"]').get_by_text("GPipe", exact=True).click()
+    wait_for_app(page)
+    assert metric_value(page, "Micro-batches held") == values["par_gpipe_in_flight"]
+    screenshot(page, "lesson-8-calculator")

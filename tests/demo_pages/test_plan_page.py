@@ -102,6 +102,32 @@ def test_changing_the_strategy_updates_bar_table_and_advice(app_test: Callable) 
     assert at.query_params["k"] == "4"
 
 
+def test_the_headroom_setting_moves_table_and_advice_alike(app_test: Callable) -> None:
+    """A pasted-size plan once recommended 0.2 GiB to spare; a plan now keeps the share set
+    under "Keep free" (5% by default), in its table and its recommendation alike, and the
+    row marked recommended is the recommended plan."""
+    at = app_test(PAGE, query={"model": "llama-3.1-8b", "tuning": "qlora"})
+    no_errors(at)
+    assert at.slider(key="free").value == 5
+    rows = table(at)
+    marked = [r for r in rows if "recommended" in r["Checkpointing"]]
+    assert len(marked) == 1 and marked[0]["Fits"].startswith("✓ fits")
+    assert marked[0]["Peak per GPU"] in lead(at)  # the headline's peak is the row's
+    text = "\n".join(m.value for m in at.markdown)
+    assert "Headroom: a plan fits only if it keeps 5% of the GPU free" in text
+    assert "up to 0.0 GiB" not in text
+    at.slider(key="free").set_value(30).run()
+    no_errors(at)
+    assert at.query_params["free"] == "30"
+    tight = table(at)
+    assert tight != rows
+    assert any(r["Fits"].startswith("✗ only") and "less than the 30% kept free" in r["Fits"]
+               for r in tight)
+    assert "30% kept free" in json.dumps(chart(at)["layout"])
+    marked = [r for r in tight if "recommended" in r["Checkpointing"]]
+    assert all(r["Fits"].startswith("✓") for r in marked)
+
+
 def test_a_shared_link_reproduces_the_plan(app_test: Callable) -> None:
     at = app_test(PAGE, query={"model": "qwen2.5-7b", "seq": "8192", "mb": "2",
                                "tuning": "qlora", "rank": "32", "gpu": "l40s", "ckpt": "two-layer",

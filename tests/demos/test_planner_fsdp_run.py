@@ -13,6 +13,11 @@ to a JSON file that this test checks:
   drops the RNG state) and the Trainer's switch off;
 * the parameters are sharded: each rank holds half of them;
 * the training ran: the losses are finite and the parameters moved.
+* only process 0 read the weights; the others built the model empty and trained on
+  process 0's (fsdp_config's cpu_ram_efficient_loading broadcast them);
+* a plan over more GPUs than a node holds launches one `accelerate launch` per machine
+  (--num_machines, --machine_rank, --main_process_ip): here two machines of one process,
+  both on this one.
 
 What the launch changes, and why:
 * `from_pretrained` returns a tiny random-init model of the family (nothing is downloaded)
@@ -34,10 +39,8 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import signal
-import subprocess
+import socket
 import sys
 import time
 from pathlib import Path
@@ -49,41 +52,57 @@ from memory import footprint as P
 from memory.architectures import PRESETS
 from planner import hf_code as hf_module
 from tests.demos.fsdp_plan_child import TINY
+from tests.demos.launch import environment, run_processes
 
-ROOT = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).with_name("fsdp_plan_child.py")
 PRESET_OF = {"gpt2": "gpt2", "llama": "llama-3.2-1b"}
 LAUNCH_TIMEOUT_S = 300
 
 
-def _launch(code: str, family: str, tmp_path: Path) -> dict:
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _launch(code: str, family: str, tmp_path: Path, machines: int = 1) -> dict:
     """Write the printed script to train.py, launch it as its comment says, return the
-    JSON rank 0 wrote (with the seconds the launch took)."""
+    JSON rank 0 wrote (with the seconds the launch took). Several machines: one launcher
+    per machine, as the comment says, here all on this one (127.0.0.1), each with
+    `--num_processes` / `machines` processes."""
     processes = int(re.search(r"--num_processes (\d+)", code).group(1))
     (tmp_path / "train.py").write_text(code, encoding="utf-8")
     out = tmp_path / "measured.json"
-    env = {**os.environ, "ACCELERATE_USE_CPU": "true", "OMP_NUM_THREADS": "1",
-           "WANDB_DISABLED": "true", "TOKENIZERS_PARALLELISM": "false",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
-                                                        os.environ.get("PYTHONPATH")]))}
-    command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu",
-               "--num_processes", str(processes), "--num_machines", "1",
-               "--mixed_precision", "no", "--dynamo_backend", "no",
-               "--main_process_port", "0", str(CHILD), family, "train.py", str(out)]
+    env = environment(ACCELERATE_USE_CPU="true", WANDB_DISABLED="true",
+                      TOKENIZERS_PARALLELISM="false")
+    port = _free_port() if machines > 1 else 0
+    commands = []
+    for machine in range(machines):
+        command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu",
+                   "--num_processes", str(processes), "--num_machines", str(machines),
+                   "--mixed_precision", "no", "--dynamo_backend", "no",
+                   "--main_process_port", str(port)]
+        if machines > 1:
+            command += ["--machine_rank", str(machine), "--main_process_ip", "127.0.0.1"]
+        commands.append([*command, str(CHILD), family, "train.py", str(out)])
     start = time.perf_counter()
-    process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
-        log, _ = process.communicate(timeout=LAUNCH_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)  # the launcher and the processes it started
-        log, _ = process.communicate()
-        pytest.fail(f"the FSDP launch ran past {LAUNCH_TIMEOUT_S} s:\n{log[-4000:]}")
-    assert process.returncode == 0, log[-6000:]
+    run_processes(*commands, cwd=tmp_path, env=env, timeout_s=LAUNCH_TIMEOUT_S,
+                  what="the FSDP launch")
     measured = json.loads(out.read_text(encoding="utf-8"))
     measured["seconds"] = time.perf_counter() - start
     measured["processes"] = processes
     return measured
+
+
+def _loaded_once_and_broadcast(ranks: list[dict]) -> None:
+    """Only process 0 read the weights; the others built the model empty (parameters on
+    the meta device, real buffers) and trained on process 0's weights: on process 0 every
+    gathered parameter is within a training step's change of what it loaded."""
+    for r in ranks:
+        first = r["rank"] == 0
+        assert r["loaded_weights"] is first and r["built_empty"] is not first
+        assert r["real_buffers"]
+    assert 0 < ranks[0]["max_param_change"] < 0.01
 
 
 @pytest.mark.heavy
@@ -137,13 +156,41 @@ def test_the_printed_fsdp_plan_shards_each_layer_and_checkpoints_the_plans_layer
         assert r["steps"] == micro_batches // p.accumulation
         assert r["losses_finite"] and len(r["losses"]) == micro_batches
         assert abs(r["train_loss"][0] - math.log(tiny.config.vocab_size)) < 0.5
-        assert 0 < r["max_param_change"] < 0.01
         # the one patch the launch applies is still needed (see the module docstring)
         assert r["accelerate_dropped_fsdp_on_cpu"]
     assert sum(r["local_params"] for r in ranks) == full
+    _loaded_once_and_broadcast(ranks)
     # the Trainer's end-of-training checkpoint was written from the sharded model
     assert (tmp_path / "out" / f"checkpoint-{ranks[0]['steps']}" / "model.safetensors").exists()
     print(f"{family}: {measured['seconds']:.1f} s for the launch; per rank "
           f"{[r['local_params'] for r in ranks]} of {full} parameters; "
           f"MLP calls {ranks[0]['mlp_calls']} for {ranks[0]['forwards']} micro-batches; "
           f"train loss {[round(r['train_loss'][0], 4) for r in ranks]}")
+
+
+@pytest.mark.heavy
+def test_the_printed_two_node_plan_launches_on_two_machines_and_loads_once(tmp_path) -> None:
+    """The 70B full fine-tune on 16 GPUs printed a single-node launch line and loaded the
+    fp32 model in every process. Now its comment launches one `accelerate launch` per node
+    (--num_machines, --machine_rank, --main_process_ip) and only process 0 reads the
+    weights. Here that launch line, scaled down to 2 machines of 1 process on this one
+    machine (127.0.0.1), runs the printed script of a tiny Llama."""
+    big = P.PlannerInputs(PRESETS["llama-3.1-70b"], shards=16, tuning="full")
+    printed = hf_module.hf_code(big)
+    assert "--num_machines 2 --num_processes 16" in printed
+    assert "--machine_rank $NODE_RANK --main_process_ip $MAIN_IP" in printed
+    assert "torchrun --nnodes 2 --nproc_per_node 8" in printed
+    assert "if args.process_index == 0:" in printed
+    assert '"cpu_ram_efficient_loading": True' in printed
+    p = P.PlannerInputs(PRESETS[PRESET_OF["llama"]], batch=1, accumulation=2, shards=2,
+                        precision="mixed")
+    measured = _launch(hf_module.hf_code(p), "llama", tmp_path, machines=2)
+    ranks = measured["ranks"]
+    assert [r["rank"] for r in ranks] == [0, 1]
+    assert [r["node_rank"] for r in ranks] == [0, 1]  # one process on each machine
+    assert [r["local_rank"] for r in ranks] == [0, 0]
+    assert all(r["world"] == 2 and r["fsdp_units"] == r["layer_classes"].__len__()
+               for r in ranks)
+    _loaded_once_and_broadcast(ranks)
+    assert all(r["losses_finite"] for r in ranks)
+    print(f"two machines: {measured['seconds']:.1f} s for the launch")

@@ -281,3 +281,26 @@ def test_in_practice_says_bf16_true_is_mixed_precision(code):
     from memory.layer import layer_bytes
 
     assert layer_bytes(p.tensors()) > layer_bytes(p.with_(precision="mixed").tensors())
+
+
+@pytest.mark.parametrize("code", ["en", "de", "vi"])
+def test_many_gpus_states_table_2_and_the_measured_torch_accounting(code):
+    """Lesson 8 prints Korthikanti et al.'s Table 2 rows and the pipeline factors in every
+    language, its GPT-3 175B figures from memory.parallel, and torch's own sequence
+    parallelism as tests/demos/test_parallel_runs.py measures it (the gathered inputs
+    kept whole), naming the torch APIs it ran."""
+    body = text("many-gpus", code)
+    values = lesson_values(code)
+    for formula in ("sbh(34 + 5as/h)", "sbh(10 + 24/t + 5as/(ht))", "sbh(34 + 5as/h)/t",
+                    "sbh(10 + 24/t)", "34·sbh/t", "2·sbh", "(1 + (p−1)/(pv))",
+                    "sbh(4 + 30/t + 5as/(ht))", "(p − 1)/m"):
+        assert formula in body, (code, formula)
+    for name in ("par_layer_none_gb", "par_layer_tp_gb", "par_layer_sp_gb",
+                 "par_layer_sp_selective_gb", "par_layer_sp_torch_gb", "par_1f1b_none_gb",
+                 "par_interleaved_selective_gb", "par_gpipe_full_gb", "cp_step_mb"):
+        assert values[name] in body, (code, name)
+    for api in ("`SequenceParallel`", "`PrepareModuleInput`", "`Schedule1F1B`",
+                "`ScheduleGPipe`", "`fully_shard`", "`context_parallel`"):
+        assert api in body, (code, api)
+    # torch's refusal on a CPU, as tests/demos/test_parallel_runs.py measures it
+    assert "does not have a sharding strategy registered" in body

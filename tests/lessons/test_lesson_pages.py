@@ -140,3 +140,26 @@ def test_logits_calculator(app_test):
     at.number_input(key="logits_vocab").set_value(50_257).run()
     assert metrics(at)["Logits"] == "0.41 GB"
     assert not at.exception
+
+
+def test_parallel_calculator_follows_the_layout(app_test):
+    """Lesson 8's calculator starts on Korthikanti et al.'s GPT-3 175B layout (the lesson's
+    table: 1F1B, t = 8 with sequence parallelism, p = 8) and follows each input."""
+    values = lesson_values()
+    at = app_test("pages/lessons/many_gpus.py")
+    assert not at.exception, [e.value for e in at.exception]
+    assert metrics(at)["GPUs per model copy"] == "64"
+    assert metrics(at)["Micro-batches held"] == "8"
+    assert metrics(at)["One layer, one micro-batch"] == values["par_layer_sp_gb"]
+    at.checkbox(key="par_sp").uncheck().run()
+    assert metrics(at)["One layer, one micro-batch"] == values["par_layer_tp_gb"]
+    at.radio(key="par_schedule").set_value("gpipe").run()
+    assert metrics(at)["Micro-batches held"] == values["par_gpipe_in_flight"]
+    at.radio(key="par_schedule").set_value("interleaved").run()
+    assert metrics(at)["Micro-batches held"] == values["par_interleaved_in_flight"]
+    at.number_input(key="par_microbatches").set_value(12).run()  # not divisible by p = 8
+    assert "divisible" in at.warning[0].value and not at.metric
+    at.selectbox(key="par_cp").set_value(2).run()
+    at.number_input(key="par_microbatches").set_value(16).run()
+    assert metrics(at)["GPUs per model copy"] == "128"
+    assert not at.exception

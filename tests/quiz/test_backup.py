@@ -41,13 +41,14 @@ def test_import_into_an_empty_database_keeps_every_status(
     public = service.public_keys()[service.key_id]
     monkeypatch.setenv("DATA_DIR", str(tmp_path / "restored"))
     dispose_all()
+    (tmp_path / "restored").mkdir()  # a restore makes a database, never a data folder
     restored = import_export(tmp_path / "restored", check_export(lines, [public]))
     assert (restored.certificates, restored.revoked, restored.keys) == (3, 1, 1)
     reader = open_service(create_key=False, strict=False)
     assert [reader.verify(i).status for i in ids] == [Status.REVOKED, Status.VALID,
                                                       Status.VALID]
     with pytest.raises(ExportError, match="not empty"):
-        import_export(tmp_path / "restored", check_export(lines))
+        import_export(tmp_path / "restored", check_export(lines, [public]))
 
 
 def _edit(lines: list[str], kind: str, change: dict) -> list[str]:  # type: ignore[type-arg]
@@ -103,3 +104,27 @@ def test_a_certificate_is_checked_offline_from_the_export_and_the_public_key(
     assert valid.returncode == 0 and valid.stdout.startswith("VALID"), valid.stderr
     assert check(ids[0]).stdout.startswith("REVOKED")
     assert not (tmp_path / "no-data-here").exists()  # no database, no key file touched
+
+
+def test_import_into_a_server_started_first_keeps_its_key(
+    service: QuizService, exported: tuple[list[str], list[str]], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A new machine with the key from its backup, started before the restore (the database
+    holds that key and no certificate): import trusts the key and restores every status."""
+    from quiz.cli import main
+    from quiz.signing import KEY_FILE
+
+    ids, lines = exported
+    restored = tmp_path / "restored"
+    restored.mkdir()
+    (restored / KEY_FILE).write_bytes((service.data_dir / KEY_FILE).read_bytes())
+    monkeypatch.setenv("DATA_DIR", str(restored))
+    dispose_all()
+    assert open_service().key_id == service.key_id
+    backup = tmp_path / "backup.jsonl"
+    backup.write_text("".join(lines), encoding="utf-8")
+    assert main(["import", str(backup)]) == 0
+    reader = open_service(create_key=False, strict=False)
+    assert [reader.verify(i).status for i in ids] == [Status.REVOKED, Status.VALID,
+                                                      Status.VALID]

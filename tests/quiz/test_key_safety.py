@@ -15,7 +15,7 @@ from quiz.certificates import ISSUED_MARKER, StorageError
 from quiz.cli import main
 from quiz.service import QuizService, open_service, startup_check
 from quiz.signing import KEY_FILE
-from storage.database import db_path, dispose_all
+from storage.database import StorageUnavailable, db_path, dispose_all
 
 
 def _issue(service: QuizService, attempt: Attempt) -> str:
@@ -90,7 +90,7 @@ def test_certificates_of_an_unknown_key_refuse_the_start(
     assert reader.verify(certificate_id).status is Status.UNKNOWN_KEY
 
 
-def test_an_emptied_database_is_reported_loudly(
+def test_a_lost_or_emptied_database_refuses_the_start(
     service: QuizService, passed_attempt: Attempt, data_dir: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -99,10 +99,15 @@ def test_an_emptied_database_is_reported_loudly(
     dispose_all()
     for path in data_dir.glob("quiz.sqlite3*"):
         path.unlink()
-    reopened = open_service()
-    assert reopened.warnings and "EMPTY" in reopened.warnings[0]
-    assert startup_check() == 0
-    assert "WARNING" in capsys.readouterr().err
+    with pytest.raises(StorageUnavailable, match="missing"):
+        open_service()
+    assert not db_path(data_dir).exists()  # not created again in its place
+    assert startup_check() == 2
+    assert "REFUSING TO START" in capsys.readouterr().err
+    dispose_all()
+    sqlite3.connect(db_path(data_dir)).close()  # an empty file put in its place
+    assert startup_check() == 2
+    assert "none of this app's tables" in capsys.readouterr().err
 
 
 def test_a_lost_key_and_database_together_create_no_new_key(
@@ -112,9 +117,9 @@ def test_a_lost_key_and_database_together_create_no_new_key(
     dispose_all()
     for path in [*data_dir.glob("quiz.sqlite3*"), data_dir / KEY_FILE]:
         path.unlink()
-    with pytest.raises(StorageError, match="signing key is missing"):
+    with pytest.raises(StorageUnavailable, match="missing"):  # the database first
         open_service()
-    assert not (data_dir / KEY_FILE).exists()
+    assert not (data_dir / KEY_FILE).exists() and not db_path(data_dir).exists()
 
 
 def test_a_fresh_install_creates_its_key(data_dir: Path) -> None:

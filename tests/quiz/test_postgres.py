@@ -196,6 +196,7 @@ def test_export_then_import_into_fresh_databases_keeps_every_status(
     ]
     targets[1].pop("DATABASE_URL")
     for target in targets:
+        Path(target["DATA_DIR"]).mkdir()  # a restore makes a database, never a data folder
         restored = _cli(target, "import", str(backup), "--public-key", str(public))
         assert restored.returncode == 0, restored.stderr
         assert _verify_on(target, ids) == {ids[0]: "REVOKED", ids[1]: "VALID", ids[2]: "VALID"}
@@ -239,6 +240,61 @@ def test_a_postgres_database_emptied_under_the_service_stops_issuing_until_resto
     restored = _cli(env, "import", str(backup))
     assert restored.returncode == 0, restored.stderr
     shown.append(pass_and_issue(shared_service()))
+    dispose_all()
+    result = _cli(env, "verify", *(certificate.id for certificate in shown))
+    assert result.returncode == 0 and result.stdout.count("VALID") == 2, result.stderr
+
+
+@pytest.mark.timeout(300)  # without lock timeouts the first step never returns
+def test_a_table_locked_by_hand_is_busy_within_15_s_on_the_page_and_in_the_cli(
+    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`LOCK TABLE certificates IN ACCESS EXCLUSIVE MODE` held by an operator's session:
+    issuing, the verify page and `python -m quiz verify` each say "try again in a moment"
+    within 15 s (they waited 75 s and more, before), and all carry on once it is released."""
+    from sqlalchemy import create_engine, text
+    from streamlit.testing.v1 import AppTest
+
+    from quiz.service import open_service, shared_service
+    from storage.database import StorageBusy, dispose_all
+    from tests.quiz.test_faults import pass_and_issue
+
+    url = _fresh_database(postgres_url, "locked")
+    monkeypatch.setenv("DATABASE_URL", url)
+    monkeypatch.setenv("DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("QUIZ_COOLDOWN_SECONDS", "0")
+    monkeypatch.delenv("CERT_SIGNING_KEY", raising=False)
+    service = open_service()
+    shown = [pass_and_issue(service)]
+    attempt = service.start_attempt(learner_id="waiting-behind-the-lock")
+    for position, drawn in enumerate(attempt.questions):
+        service.answer(attempt.id, position, sorted(drawn.correct))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    holder = create_engine(url).connect()
+    holder.execute(text("LOCK TABLE certificates IN ACCESS EXCLUSIVE MODE"))
+    try:
+        started = time.monotonic()
+        with pytest.raises(StorageBusy, match="try again in a moment"):
+            service.issue(attempt.id, "Grace Hopper", True)
+        assert time.monotonic() - started < 15
+        dispose_all()  # the page, as a server that restarted meanwhile
+        started = time.monotonic()
+        page = AppTest.from_file(str(ROOT / "pages/verify.py"), default_timeout=60)
+        page.query_params["id"] = shown[0].id
+        page = page.run()
+        assert time.monotonic() - started < 15
+        assert any("try again in a moment" in w.value for w in page.warning)
+        assert not any("NOT FOUND" in w.value for w in page.warning)
+        started = time.monotonic()
+        result = _cli(env, "verify", shown[0].id)
+        assert time.monotonic() - started < 15
+        assert result.returncode == 2 and "try again in a moment" in result.stderr
+        assert "Traceback" not in result.stderr
+    finally:
+        holder.rollback()
+        holder.close()
+    shown.append(service.issue(attempt.id, "Grace Hopper", True))  # the same attempt
+    assert shared_service(create_key=False, strict=False).verify(shown[1].id).valid
     dispose_all()
     result = _cli(env, "verify", *(certificate.id for certificate in shown))
     assert result.returncode == 0 and result.stdout.count("VALID") == 2, result.stderr

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 import time
@@ -17,9 +16,10 @@ import quiz.service as service_module
 from quiz.attempts import Attempt
 from quiz.certificates import ISSUED_MARKER, StorageError
 from quiz.cli import main
+from quiz.ids import new_id
 from quiz.service import QuizService, open_service, shared_service
 from quiz.signing import KEY_FILE
-from storage.database import certificates, writing
+from storage.database import StorageUnavailable, certificates, writing
 from tests.helpers import ROOT
 
 
@@ -100,16 +100,17 @@ def test_a_touched_key_file_is_read_again(data_dir: Path, key_reads: Counter) ->
     assert key_reads.calls > reads
 
 
-def test_an_emptied_database_is_logged_once(
-    data_dir: Path, caplog: pytest.LogCaptureFixture
+def test_an_emptied_database_stops_the_quiz_and_no_id_reads_not_found(
+    data_dir: Path,
 ) -> None:
     open_service()  # the key
     (data_dir / ISSUED_MARKER).write_text('{"first_issued": "2026-01-01"}\n')
-    with caplog.at_level(logging.WARNING, logger="quiz.service"):
-        services = [shared_service() for _ in range(5)]
-    assert services[0].warnings and all(s is services[0] for s in services)
-    logged = [r for r in caplog.records if "is EMPTY" in r.getMessage()]
-    assert len(logged) == 1
+    for _ in range(2):  # raised again on every call while it lasts, never kept
+        with pytest.raises(StorageError, match="is EMPTY"):
+            shared_service()
+    reader = shared_service(create_key=False, strict=False)  # the verify page's
+    with pytest.raises(StorageUnavailable, match="is EMPTY"):
+        reader.verify(new_id())
 
 
 def test_what_no_file_shows_is_found_at_the_next_recheck(
@@ -126,11 +127,10 @@ def test_what_no_file_shows_is_found_at_the_next_recheck(
     assert shared_service() is kept  # within the minute: not opened again
     monkeypatch.setattr(service_module, "RECHECK_SECONDS", 0.0)
     before = opens.calls
-    with caplog.at_level(logging.WARNING, logger="quiz.service"):
-        rechecked = [shared_service() for _ in range(3)]
+    for _ in range(3):
+        with pytest.raises(StorageError, match="is EMPTY"):
+            shared_service()
     assert opens.calls == before + 3  # every call checks again now
-    assert all("is EMPTY" in " ".join(s.warnings) for s in rechecked)
-    assert len([r for r in caplog.records if "is EMPTY" in r.getMessage()]) == 1
 
 
 def test_a_storage_problem_is_raised_on_every_call(
