@@ -48,7 +48,7 @@ def test_the_symptom_picker_leads_to_the_cases(app_test: Callable) -> None:
 def test_an_unknown_case_warns_and_shows_the_first(app_test: Callable) -> None:
     at = app_test(PAGE, query={"case": "nope"}, timeout=120)
     no_errors(at)
-    assert "There is no case nope" in texts(at, "warning")
+    assert "There is no case 'nope'" in texts(at, "warning")  # the link's text, quoted
     assert at.radio[1].value == "whole-model-one-segment"
 
 
