@@ -9,7 +9,7 @@ from pathlib import Path
 from memory import footprint as P
 from memory.architectures import DEFAULT_PRESET, PRESETS
 from memory.hardware import GPUS, GiB
-from memory.hf_config import ConfigJsonError, architecture
+from memory.hf_config import ConfigJsonError
 from memory.layer import layer_bytes
 
 
@@ -21,8 +21,9 @@ def add_parser(sub) -> None:
     p = sub.add_parser("plan", help="plan a fine-tuning run: memory per GPU, every "
                                     "checkpointing choice, the recommendation and its code")
     source = p.add_mutually_exclusive_group()
-    source.add_argument("--config", help="a Hugging Face config.json (gpt2, llama, mistral, "
-                                         "qwen2, gemma families)")
+    source.add_argument("--config", help="a Hugging Face config.json of any decoder-only "
+                                         "causal LM transformers builds: its layers are "
+                                         "measured on the real class")
     source.add_argument("--model", choices=list(PRESETS), default=None,
                         help=f"a preset (default {DEFAULT_PRESET})")
     p.add_argument("--seq", type=int, default=4096, help="tokens per sample")
@@ -59,12 +60,15 @@ def inputs(args) -> P.PlannerInputs:
             text = Path(args.config).read_text(encoding="utf-8")
         except OSError as error:
             raise PlanError(f"cannot read {args.config}: {error.strerror}") from None
+        from planner.class_cache import from_config_json
+        from planner.class_memory import ClassConfigError
+
         try:
-            arch = architecture(text)
-        except ConfigJsonError as error:
+            arch, source = from_config_json(text)
+        except (ConfigJsonError, ClassConfigError) as error:
             raise PlanError(f"{args.config}: {error}") from None
     else:
-        arch = PRESETS[args.model or DEFAULT_PRESET]
+        arch, source = PRESETS[args.model or DEFAULT_PRESET], None
     for name, low, high in (("seq", 1, P.MAX_SEQ), ("batch", 1, P.MAX_BATCH),
                             ("accumulation", 1, 4096), ("lora_rank", 1, 4096),
                             ("gpus", 1, 4096)):
@@ -83,7 +87,8 @@ def inputs(args) -> P.PlannerInputs:
         arch, seq=args.seq, batch=args.batch, accumulation=args.accumulation,
         precision=args.precision, optimizer=args.optimizer, tuning=args.tuning,
         lora_rank=args.lora_rank, lora_targets=args.lora_targets, shards=args.gpus,
-        fused=args.attention == "sdpa", chunked_loss=args.chunked_loss,
+        fused=args.attention == "sdpa" and (source is None or "sdpa" in source.kernels),
+        source=source, chunked_loss=args.chunked_loss,
         strategy=args.strategy, some_layers=max(1, min(arch.layers, some)), gpu_bytes=gpu,
         headroom=args.headroom / 100)
 
@@ -150,6 +155,37 @@ def report(p: P.PlannerInputs, language: str = "en") -> dict:
                                             for a in rec.alternatives]},
         "approximations": [{"id": a.id, "bytes": a.bytes, "share": a.share}
                            for a in result.approximations],
+        "class": class_report(p),
+    }
+
+
+def class_report(p: P.PlannerInputs) -> dict | None:
+    """Where the layers' bytes come from: the family, the kernel, the bytes per layer type
+    and the terms beyond the course's formula (None: a preset, the course's formula)."""
+    from planner import class_terms
+
+    if p.source is None:
+        return None
+    fit = p.fit()
+    assert fit is not None
+    return {
+        "family": p.source.family, "kernel": p.kernel,
+        "kernels_supported": list(getattr(p.source, "kernels", ())),
+        "window": getattr(p.source, "window", None),
+        # grouped_mm keeps b·s·top_k expert rows whatever the routing: balanced and worst
+        # case (every token to the same experts) keep the same bytes
+        "experts": (None if not getattr(p.source, "experts", None) else
+                    {"count": p.source.experts[0], "top_k": p.source.experts[1],
+                     "routing": "any: balanced and worst case alike"}),
+        "layer_types": class_terms.layer_counts(p),
+        "layer_type_bytes": class_terms.per_type_bytes(p),
+        "layer_type_formulas": {t: class_terms.fitted_formula(fit, t, p.seq)
+                                for t in class_terms.layer_counts(p)},
+        "course_layer_bytes": class_terms.course_layer_bytes(p),
+        "logit_extra_bytes": P.logit_extra_bytes(p),
+        "beyond_course": [{"module": t.module, "layer_type": t.slot, "measured": t.measured,
+                           "course": t.course, "extra": t.extra, "formula": t.formula}
+                          for t in class_terms.extra_terms(p)],
     }
 
 
@@ -176,6 +212,21 @@ def run(args) -> int:
     print(f"# {p.arch.label}: {p.arch.params() / 1e9:,.2f}B parameters; one layer keeps "
           f"{_gib(data['layer_activation_bytes'])} for backward; GPU {_gib(p.gpu_bytes)} "
           f"x {p.shards}, {p.headroom:.0%} kept free")
+    cls = data["class"]
+    if cls:
+        print(f"# measured on transformers' {cls['family']} class, {cls['kernel']} attention"
+              + (f", window {cls['window']:,}" if cls["window"] else "") + "; per layer: "
+              + ", ".join(f"{n} x {t} {_gib(cls['layer_type_bytes'][t])}"
+                          for t, n in cls["layer_types"].items()))
+        if cls["experts"]:
+            print(f"#   {cls['experts']['count']} experts, {cls['experts']['top_k']} per "
+                  "token: the same bytes for balanced routing and the worst case")
+        for term in cls["beyond_course"]:
+            print(f"#   beyond the course's formula: {term['module']} ({term['layer_type']}) "
+                  f"+{_gib(term['extra'])} = {term['formula']} bytes")
+        if cls["logit_extra_bytes"]:
+            print(f"#   around the loss: +{_gib(cls['logit_extra_bytes'])} "
+                  "(final logit soft-cap)")
     for strategy, row in data["strategies"].items():
         name = (f"{strategy} ({data['table_some_layers']})" if strategy == "some-layers"
                 else strategy)

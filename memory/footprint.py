@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass, replace
 
 from memory.architectures import Architecture
+from memory.class_layers import ClassFit, LayerSource
 from memory.hardware import FRAGMENTATION, WORKSPACE_BYTES, GiB
 from memory.layer import (
     Held,
@@ -78,6 +79,9 @@ class PlannerInputs:
     # recommendation all count against usable_bytes (a practitioner's margin for what the
     # model leaves out, and for a longer batch than the one planned)
     headroom: float = DEFAULT_HEADROOM
+    # where the layers' bytes come from: the real transformers class, measured
+    # (planner.class_memory), or None: the course's formula (memory.layer)
+    source: LayerSource | None = None
 
     def with_(self, **changes: object) -> PlannerInputs:
         return replace(self, **changes)
@@ -123,8 +127,50 @@ class PlannerInputs:
             return 4
         return 4 if self.autocast and self.tuning == "full" else self.act_bytes
 
+    @property
+    def variant(self) -> tuple:
+        """What the measured class is fitted for: precision, kernel, LoRA rank and targets,
+        device. QLoRA is priced as LoRA over the same class (bitsandbytes' 4-bit layers
+        cannot run without data; their frozen base keeps nothing of its own, as a frozen
+        16-bit one)."""
+        lora = self.tuning != "full"
+        precision = "mixed" if self.autocast else self.precision
+        return (precision, self.kernel, self.lora_rank if lora else 0,
+                self.lora_targets if lora else "all-linear", self.device)
+
+    def fit(self) -> ClassFit | None:
+        return self.source.fit(self.variant) if self.source is not None else None
+
+    def _slot(self, fit: ClassFit, batch: int, seq: int) -> str:
+        """The largest layer type's slot (the one a rebuild holds at most)."""
+        types = dict.fromkeys(self.source.layer_types if self.source else ())
+        return max(types, key=lambda t: fit.slot_bytes(t, batch, seq))
+
+    def each_layer(self, batch: int | None = None, seq: int | None = None,
+                   first_input_grad: bool = True) -> list[int]:
+        """The bytes each decoder layer keeps for backward when it runs plainly, in order
+        (the formula: every layer alike; a measured class: by layer type)."""
+        b, s = _sizes(self, batch, seq)
+        fit = self.fit()
+        if fit is None or self.source is None:
+            full = layer_bytes(self.tensors(b, s))
+            first = full if first_input_grad else layer_bytes(self.tensors(b, s, False))
+            return [first] + [full] * (self.arch.layers - 1)
+        types = self.source.layer_types
+        per_type = {t: fit.slot_bytes(t, b, s) for t in set(types)}
+        out = [per_type[t] for t in types]
+        if not first_input_grad:
+            out[0] = fit.slot_bytes("first", b, s)
+        return out
+
     def tensors(self, batch: int | None = None, seq: int | None = None,
                 input_grad: bool = True) -> tuple[Held, ...]:
+        """One layer's tensors (a measured class: its largest layer type's terms)."""
+        fit = self.fit()
+        if fit is not None:
+            b, s = _sizes(self, batch, seq)
+            slot = "first" if not input_grad else self._slot(fit, b, s)
+            return fit.held(slot, b, s)
         return layer_tensors(self.arch, self.batch if batch is None else batch,
                              self.seq if seq is None else seq, self.act_bytes,
                              fused=self.fused, device=self.device,
@@ -141,6 +187,9 @@ class PlannerInputs:
 def adapter_params(p: PlannerInputs) -> int:
     """LoRA: r·(in + out) per adapted linear layer. A GPT kind's q, k and v are one linear
     (GPT-2's c_attn): one adapter, r·(h + q + k + v)."""
+    fit = p.fit()
+    if fit is not None:
+        return fit.trainable
     lin = p.arch.linears()
     targets = [t for t in p.targets if t in lin]
     per_layer = sum(p.lora_rank * (lin[t][0] + lin[t][1]) for t in targets)
@@ -159,7 +208,8 @@ def state_bytes(p: PlannerInputs) -> dict[str, float]:
         trainable, frozen = total, 0.0
     else:
         trainable = adapter_params(p)
-        linear = p.arch.layers * sum(i * o for i, o in p.arch.linears().values())
+        linear = p.arch.layers * (p.arch.block_params() if p.source is not None else
+                                  sum(i * o for i, o in p.arch.linears().values()))
         if p.tuning == "qlora":  # the rest in fp32: peft's prepare_model_for_kbit_training
             frozen = linear * QLORA_BITS / 8 + (total - linear) * 4
         else:
@@ -250,6 +300,7 @@ def activations(p: PlannerInputs, strategy: str, batch: int | None = None,
                 seq: int | None = None) -> Activations:
     b, s = _sizes(p, batch, seq)
     tensors = p.tensors(b, s)
+    each = p.each_layer(b, s)
     full, n = layer_bytes(tensors), p.arch.layers
     ckpt = b * s * p.arch.hidden * p.residual_bytes  # a checkpoint keeps the layer's input
     # a rebuilt segment's first layer keeps its input: the checkpoint, counted already
@@ -259,8 +310,8 @@ def activations(p: PlannerInputs, strategy: str, batch: int | None = None,
     one, last = layer_flops(p.arch, b, s), rerun_flops(p.arch, b, s, p.targets)
     if strategy == "none":
         if p.tuning != "full":  # frozen embeddings: the first layer's input needs no gradient
-            return Activations((n - 1) * full + layer_bytes(p.tensors(b, s, False)), 0, 0.0)
-        return Activations(n * full, 0, 0.0)
+            return Activations(sum(p.each_layer(b, s, first_input_grad=False)), 0, 0.0)
+        return Activations(sum(each), 0, 0.0)
     if strategy == "every-layer":
         return Activations(n * ckpt, full - shared, n * last, n)
     if strategy == "two-layer":
@@ -274,7 +325,7 @@ def activations(p: PlannerInputs, strategy: str, batch: int | None = None,
         if k == n:
             return activations(p, "every-layer", b, s)
         # the first k layers checkpointed; their rebuild comes after the kept ones are freed
-        return Activations(k * ckpt + (n - k) * full, 0, k * last, k)
+        return Activations(k * ckpt + sum(each[k:]), 0, k * last, k)
     if strategy == "selective":
         # Recompute the attention scores only (Korthikanti et al.): what a fused attention
         # kernel (SDPA: flash / memory-efficient) does, keeping a log-sum-exp per head and
@@ -282,9 +333,20 @@ def activations(p: PlannerInputs, strategy: str, batch: int | None = None,
         # the step is to switch to it (the code the planner prints); with a fused kernel
         # there is nothing left to drop.
         if p.fused:
-            return Activations(n * full, 0, 0.0, 0)
-        fused = layer_bytes(p.with_(fused=True).tensors(b, s))
-        return Activations(n * fused, 0, n * attention_flops(p.arch, b, s) / 2, n)
+            return Activations(sum(each), 0, 0.0, 0)
+        fused = sum(p.with_(fused=True).each_layer(b, s))
+        if p.source is not None and fused >= sum(each):  # the class has no fused kernel
+            return Activations(sum(each), 0, 0.0, 0)
+        return Activations(fused, 0, n * attention_flops(p.arch, b, s) / 2, n)
+    if strategy == "budget" and p.source is not None:
+        # the compiler's choice by the course's layer (its tensors' recompute costs),
+        # scaled to the class's measured layer
+        course = p.with_(source=None)
+        formula = layer_bytes(course.tensors(b, s))
+        kept, flops = _budget_kept(course.tensors(b, s), p.budget, ckpt)
+        share = (kept - ckpt) / max(1, formula - ckpt)
+        kept = int(ckpt + share * max(0, full - ckpt))
+        return Activations(n * kept, full - kept, n * flops, n if flops else 0)
     if strategy == "budget":
         kept, flops = _budget_kept(tensors, p.budget, ckpt)
         return Activations(n * kept, full - kept, n * flops, n if flops else 0)
@@ -301,7 +363,21 @@ def logits_peak_bytes(p: PlannerInputs, batch: int | None = None, seq: int | Non
     if p.chunked_loss:
         tokens = min(tokens, CHUNK_TOKENS)
     e = p.act_bytes
-    return tokens * p.arch.vocab * (LOSS_FP32_TENSORS * 4 + (e if e < 4 else 0))
+    extra = logit_extra_bytes(p, b, s) * tokens / (b * s) if p.source is not None else 0
+    return tokens * p.arch.vocab * (LOSS_FP32_TENSORS * 4 + (e if e < 4 else 0)) + extra
+
+
+def logit_extra_bytes(p: PlannerInputs, batch: int | None = None, seq: int | None = None
+                      ) -> int:
+    """What a measured class keeps of b·s·V width around its loss beyond the log-softmax
+    the formula counts (Gemma 2's final logit soft-cap keeps its tanh's output); 0 for
+    the formula."""
+    fit = p.fit()
+    if fit is None:
+        return 0
+    b, s = _sizes(p, batch, seq)
+    kept = sum(fit.value(t, b, s) for t in fit.terms if t.slot == "outside" and t.kind == "loss")
+    return max(0, kept - 4 * b * s * p.arch.vocab)
 
 
 def step_flops(p: PlannerInputs, batch: int | None = None, seq: int | None = None) -> float:

@@ -362,6 +362,32 @@ def download(data: Comparison | pd.DataFrame, name: str) -> None:
                        icon=":material/download:", key=f"download-{name}")
 
 
+def download_snapshot(comparison: Comparison, name: str) -> None:
+    """This comparison as torch's memory snapshot, one step per strategy."""
+    from demos.reports.memory_snapshot import comparison_runs
+
+    snapshot_button(comparison_runs(comparison), comparison.parameter_bytes or 0, name,
+                    fingerprint(comparison))
+
+
+def snapshot_button(runs: list[tuple[str, list[list] | None]], parameter_bytes: int,
+                    name: str, key: Hashable) -> None:
+    """Measured runs as torch's memory snapshot (demos.reports.memory_snapshot), for
+    PyTorch's memory viewer; only finished runs with the tracker's event log are offered."""
+    from demos.reports.memory_snapshot import snapshot_pickle
+
+    if view_phase() is not None or not any(events for _, events in runs):
+        return
+    data = shared("snapshot", (name, key), lambda lang: snapshot_pickle(runs, parameter_bytes))
+    st.download_button(t("Download the memory snapshot (PyTorch's format)"), data,
+                       file_name=f"{name}-snapshot.pickle", mime="application/octet-stream",
+                       on_click="ignore", icon=":material/memory:", key=f"snapshot-{name}")
+    st.caption(t("Built from the tensors the lab tracked in these steps, one after another. "
+                 "Drop it on PyTorch's memory viewer (pytorch.org/memory_viz) beside a snapshot of "
+                 "your own run on a GPU: torch.cuda.memory._record_memory_history(), your "
+                 "step, then torch.cuda.memory._dump_snapshot(\"my_snapshot.pickle\")."))
+
+
 def theory_notes(config: ModelConfig) -> None:
     """Why this model's measured bytes differ from the published formula."""
     from memory.theory import explain_differences

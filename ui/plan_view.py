@@ -18,15 +18,20 @@ from lessons.catalog import lesson
 from memory import footprint as P
 from memory import hardware, hf_config
 from memory.architectures import DEFAULT_PRESET, PRESETS, Architecture, ShapeError, custom
+from memory.class_layers import LayerSource
 from memory.hardware import GPUS
 from planner import hf_code as hf_module
 from planner import recommend as recommend_module
 from planner import torch_code as torch_module
+from planner.class_cache import from_config_json as class_config
+from planner.class_memory import ClassConfigError
 from ui import query
 from ui.i18n import babel_locale, current_language, fmt_percent, pt, t, tn
 from ui.navigation import page_link
+from ui.plan_class_view import measured_class
 from ui.plan_words import (
     APPROXIMATIONS,
+    CLASS_PROBLEMS,
     COLUMNS,
     CONFIG_PROBLEMS,
     PROBLEMS,
@@ -51,26 +56,36 @@ DEFAULT_GPU = "a10"
 # ---------------------------------------------------------------- inputs
 
 
-def _config_json() -> Architecture | str:
-    """The architecture of a pasted config.json (kept in the session, not in the link)."""
+Model = tuple[Architecture, LayerSource | None]
+
+
+def _config_json() -> Model | str:
+    """The architecture of a pasted config.json and its measured transformers class (kept
+    in the session, not in the link)."""
     text = st.text_area(t("config.json"), key="plan_config_json", height=200,
                         placeholder='{"model_type": "llama", "hidden_size": 4096, ...}',
-                        help=t("The config.json of a Hugging Face model (GPT-2, Llama, "
-                               "Mistral, Qwen2 or Gemma family), as on its Hub page."))
+                        help=t("The config.json of a Hugging Face decoder-only language "
+                               "model (Llama, Mistral, Mixtral, Qwen, Gemma, Phi, OLMo, "
+                               "GPT-2, GPT-NeoX, Falcon ...), as on its Hub page: each "
+                               "layer's memory is measured on its transformers class."))
     st.caption(t("A pasted config.json stays in this session; the link carries the other "
                  "settings."))
     if not text.strip():
         return t("Paste a config.json to plan for your own model.")
     try:
-        arch = hf_config.architecture(text)
+        with st.spinner(t("Measuring the model's transformers class ...")):
+            arch, source = class_config(text)
     except hf_config.ConfigJsonError as error:
         return t(CONFIG_PROBLEMS[error.problem], field=error.field, value=error.value)
+    except ClassConfigError as error:
+        return t(CLASS_PROBLEMS[error.problem], model_type=error.model_type)
     st.caption(preset_caption(arch))
-    return arch
+    return arch, source
 
 
-def _model_controls() -> Architecture | str:
-    """The architecture from the URL-bound controls, or an error message."""
+def _model_controls() -> Model | str:
+    """The architecture (and a pasted config's class) from the URL-bound controls, or an
+    error message."""
     key = query.choice("model", t("Model"), [*PRESETS, "custom", "config"], DEFAULT_PRESET,
                        format_func=lambda k: PRESETS[k].label if k in PRESETS else word(k))
     if key == "config":
@@ -78,7 +93,7 @@ def _model_controls() -> Architecture | str:
     if key != "custom":
         arch = PRESETS[key]
         st.caption(preset_caption(arch))
-        return arch
+        return arch, None
     base = PRESETS[DEFAULT_PRESET]
     rows = [st.columns(3) for _ in range(3)]
     cells = [cell for row in rows for cell in row]
@@ -106,13 +121,13 @@ def _model_controls() -> Architecture | str:
         tied = query.choice("tied", t("Tied embeddings"), ["no", "yes"], "no",
                             format_func=word) == "yes"
     try:
-        return custom(layers, hidden, heads, kv, mlp, mlp_kind, norm, vocab, tied)
+        return custom(layers, hidden, heads, kv, mlp, mlp_kind, norm, vocab, tied), None
     except ShapeError as error:
         return t("This model is not consistent: {problem}.",
                  problem=t(PROBLEMS[error.problem], **error.params))
 
 
-def _training_controls() -> dict:
+def _training_controls(source: LayerSource | None) -> dict:
     out: dict = {}
     row = st.columns(3)
     with row[0]:
@@ -152,6 +167,10 @@ def _training_controls() -> dict:
     with row[1]:
         out["fused"] = query.choice("attn", t("Attention kernel"), ["fused", "math"], "fused",
                                     format_func=word) == "fused"
+        if out["fused"] and source is not None and "sdpa" not in source.kernels:
+            out["fused"] = False
+            st.caption(t("The {family} class has no fused (SDPA) attention: planned with "
+                         "its eager attention.", family=source.family))
     with row[2]:
         out["chunked_loss"] = query.choice(
             "loss", pt("planner input", "Loss"), ["full", "chunked"], "full",
@@ -203,11 +222,12 @@ def _gpu_control() -> int:
 def inputs() -> P.PlannerInputs | str:
     """The planner inputs from the URL-bound controls, or an error message."""
     st.subheader(t("Model"))
-    arch = _model_controls()
-    if isinstance(arch, str):
-        return arch
+    model = _model_controls()
+    if isinstance(model, str):
+        return model
+    arch, source = model
     st.subheader(t("Training"))
-    training = _training_controls()
+    training = _training_controls(source)
     st.subheader(t("Checkpointing and GPU"))
     checkpointing = _checkpoint_controls(arch)
     left, right = st.columns(2)
@@ -215,8 +235,8 @@ def inputs() -> P.PlannerInputs | str:
         gpu = _gpu_control()
     with right:
         headroom = _headroom_control()
-    return P.PlannerInputs(arch, gpu_bytes=gpu, headroom=headroom, **training,
-                           **checkpointing)
+    return P.PlannerInputs(arch, gpu_bytes=gpu, headroom=headroom, source=source,
+                           **training, **checkpointing)
 
 
 # ---------------------------------------------------------------- outputs
@@ -374,6 +394,8 @@ def render() -> None:
     # (Streamlit's table has no wrapping cells).
     st.dataframe(strategy_table(plan), hide_index=True, column_config={
         t(COLUMNS["strategy"]): st.column_config.TextColumn(pinned=True, width="medium")})
+    if settings.source is not None:
+        measured_class(settings)
     recommendation(plan)
     code(plan)
     approximations(plan)

@@ -156,6 +156,20 @@ CONFIG_PROBLEMS: dict[str, str] = {  # memory.hf_config.ConfigJsonError's proble
     "bad-value": N_("The field {field} must be a positive whole number."),
     "shape": N_("The sizes in this config.json are not consistent."),
 }
+CLASS_PROBLEMS: dict[str, str] = {  # planner.class_memory.ClassConfigError's problems
+    "no-model-type": N_("The config.json has no field model_type."),
+    "unknown": N_("transformers has no model of type {model_type}."),
+    "encoder": N_("{model_type} is an encoder model, not a decoder-only language model."),
+    "not-causal": N_("{model_type} is not a decoder-only language model: transformers has "
+                     "no causal-LM class for it."),
+    "cannot-build": N_("transformers cannot build a {model_type} model from this "
+                       "config.json."),
+    "encoder-decoder": N_("{model_type} is an encoder-decoder model, not a decoder-only "
+                          "language model."),
+    "multimodal": N_("This {model_type} config.json describes a multimodal model; paste "
+                     "its language model's config (its text_config)."),
+    "window": N_("Its sliding window is too small to plan."),
+}
 COLUMNS = {  # the strategy table's columns: id -> header
     "strategy": N_("Checkpointing"), "peak": N_("Peak per GPU"), "fits": N_("Fits"),
     "extra": N_("Extra compute"), "batch": N_("Largest micro-batch"),

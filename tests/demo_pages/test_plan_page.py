@@ -170,6 +170,26 @@ def test_a_pasted_config_json_plans_and_a_bad_one_names_the_field(app_test: Call
     assert at.error and "t5" in at.error[0].value
 
 
+@pytest.mark.parametrize("code", ["en", "de", "vi"])
+def test_a_pasted_gemma2_config_is_planned_on_its_class_with_eager_attention(
+        app_test: Callable, code: str) -> None:
+    """The class's section: the family, the kernel it supports, the modules it keeps
+    beyond the course's formula; the code loads it with eager attention, never SDPA."""
+    from tests.demos.class_fixtures import load, tiny
+
+    at = app_test(PAGE, query={"model": "config", "gpu": "h100", "tuning": "full",
+                               "lang": code})
+    text = json.dumps(tiny(load("gemma-2-9b")))  # its keys at a tiny size: quick to measure
+    at.text_area(key="plan_config_json").set_value(text).run()
+    no_errors(at)
+    shown = page_text(at)
+    assert "gemma2" in shown and "attn_implementation=\"eager\"" in shown
+    modules = {str(v) for frame in at.dataframe for v in frame.value.to_numpy().ravel()}
+    assert {"post_feedforward_layernorm", "pre_feedforward_layernorm"} <= modules
+    assert all("sdpa" not in c.value for c in at.code)
+    assert code == "en" or not untranslated_on_page(shown, code)
+
+
 PLANS = {  # every part of the page: a recommendation with remedies, adapters, sharding...
     "default": {},
     "remedies": {"model": "llama-3.1-70b", "tuning": "full", "gpu": "t4", "mb": "4"},

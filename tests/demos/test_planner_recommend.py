@@ -251,12 +251,18 @@ def test_the_command_line_plan(tmp_path, capsys) -> None:
             "--lora-targets", "attention", "--gpu-gb", "80", "--gpus", "1", "--json"]
     assert main(argv) == 0
     data = json.loads(capsys.readouterr().out)
-    p = P.PlannerInputs(architecture(path.read_text()), seq=4096, batch=1, precision="bf16",
+    from planner.class_cache import from_config_json
+
+    arch, source = from_config_json(path.read_text())
+    p = P.PlannerInputs(arch, seq=4096, batch=1, precision="bf16",
                         fused=False, tuning="lora", lora_rank=16, lora_targets="attention",
-                        gpu_bytes=80 * 2**30, shards=1)
+                        gpu_bytes=80 * 2**30, shards=1, source=source)
     from memory.layer import layer_bytes
 
     assert data["layer_activation_bytes"] == layer_bytes(p.tensors())
+    # Llama's class keeps what the course's Llama layer counts, to the byte
+    assert data["layer_activation_bytes"] == layer_bytes(
+        p.with_(source=None, arch=architecture(path.read_text())).tensors())
     # the rows are for the table's some-layers count (the recommendation's when it is one)
     assert data["settings"]["headroom"] == P.DEFAULT_HEADROOM
     p = p.with_(some_layers=data["table_some_layers"])

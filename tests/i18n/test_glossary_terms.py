@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # code, {{widgets}}, {placeholders}, link targets, HTML, the introducing gloss, a demo
 # link's query keys in a lesson's front matter
 NOT_TEXT = re.compile(r"```.*?```|`[^`\n]*`|\{\{.*?\}\}|\{[^{}\n]*\}|\]\([^)]*\)|<[^>\n]*>"
-                      r"|\(layer\)|layer\(x\)|(?m:^\s+layers?:)", re.S)
+                      r"|\(layer\)|layer\(x\)|\w\(layers?\b|(?m:^\s+layers?:)", re.S)
 # ("tầng" is a pipeline's stage in the lesson on many GPUs, not a layer)
 ENGLISH_WORD = re.compile(r"(?<![\w\-_.])layers?(?![\w\-_])", re.I)
 
