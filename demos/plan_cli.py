@@ -9,7 +9,7 @@ from pathlib import Path
 from memory import footprint as P
 from memory.architectures import DEFAULT_PRESET, PRESETS
 from memory.hardware import GPUS, GiB
-from memory.hf_config import ConfigJsonError, architecture
+from memory.hf_config import ConfigJsonError
 from memory.layer import layer_bytes
 
 
@@ -21,8 +21,9 @@ def add_parser(sub) -> None:
     p = sub.add_parser("plan", help="plan a fine-tuning run: memory per GPU, every "
                                     "checkpointing choice, the recommendation and its code")
     source = p.add_mutually_exclusive_group()
-    source.add_argument("--config", help="a Hugging Face config.json (gpt2, llama, mistral, "
-                                         "qwen2, gemma families)")
+    source.add_argument("--config", help="a Hugging Face config.json of any decoder-only "
+                                         "causal LM transformers builds: its layers are "
+                                         "measured on the real class")
     source.add_argument("--model", choices=list(PRESETS), default=None,
                         help=f"a preset (default {DEFAULT_PRESET})")
     p.add_argument("--seq", type=int, default=4096, help="tokens per sample")
@@ -46,6 +47,9 @@ def add_parser(sub) -> None:
                      help="memory per GPU in GiB (default 80 GB: an H100's 79.6 GiB)")
     gpu.add_argument("--gpu", choices=list(GPUS), default=None, help="a GPU preset")
     p.add_argument("--gpus", type=int, default=1, help="GPUs you have (FSDP when > 1)")
+    p.add_argument("--headroom", type=float, default=P.DEFAULT_HEADROOM * 100,
+                   help="percent of the GPU's memory a plan keeps free (default "
+                        "%(default)g); the table and the recommendation apply it alike")
     p.add_argument("--language", default="en", help="comments of the code (en, de, vi)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -56,12 +60,15 @@ def inputs(args) -> P.PlannerInputs:
             text = Path(args.config).read_text(encoding="utf-8")
         except OSError as error:
             raise PlanError(f"cannot read {args.config}: {error.strerror}") from None
+        from planner.class_cache import from_config_json
+        from planner.class_memory import ClassConfigError
+
         try:
-            arch = architecture(text)
-        except ConfigJsonError as error:
+            arch, source = from_config_json(text)
+        except (ConfigJsonError, ClassConfigError) as error:
             raise PlanError(f"{args.config}: {error}") from None
     else:
-        arch = PRESETS[args.model or DEFAULT_PRESET]
+        arch, source = PRESETS[args.model or DEFAULT_PRESET], None
     for name, low, high in (("seq", 1, P.MAX_SEQ), ("batch", 1, P.MAX_BATCH),
                             ("accumulation", 1, 4096), ("lora_rank", 1, 4096),
                             ("gpus", 1, 4096)):
@@ -71,6 +78,8 @@ def inputs(args) -> P.PlannerInputs:
                             f"{low}..{high}")
     if args.gpu_gb is not None and not 0 < args.gpu_gb <= 4096:
         raise PlanError(f"--gpu-gb={args.gpu_gb} is out of range (0, 4096]")
+    if not 0 <= args.headroom < 100:
+        raise PlanError(f"--headroom={args.headroom:g} is out of range 0..<100 (percent)")
     gpu = (int(args.gpu_gb * GiB) if args.gpu_gb is not None else
            GPUS[args.gpu or "h100"].bytes)
     some = args.some_layers if args.some_layers is not None else max(1, arch.layers // 2)
@@ -78,8 +87,10 @@ def inputs(args) -> P.PlannerInputs:
         arch, seq=args.seq, batch=args.batch, accumulation=args.accumulation,
         precision=args.precision, optimizer=args.optimizer, tuning=args.tuning,
         lora_rank=args.lora_rank, lora_targets=args.lora_targets, shards=args.gpus,
-        fused=args.attention == "sdpa", chunked_loss=args.chunked_loss,
-        strategy=args.strategy, some_layers=max(1, min(arch.layers, some)), gpu_bytes=gpu)
+        fused=args.attention == "sdpa" and (source is None or "sdpa" in source.kernels),
+        source=source, chunked_loss=args.chunked_loss,
+        strategy=args.strategy, some_layers=max(1, min(arch.layers, some)), gpu_bytes=gpu,
+        headroom=args.headroom / 100)
 
 
 def _settings(p: P.PlannerInputs) -> dict:
@@ -90,7 +101,7 @@ def _settings(p: P.PlannerInputs) -> dict:
             "optimizer": p.optimizer, "chunked_loss": p.chunked_loss, "gpus": p.shards,
             "strategy": p.strategy,
             "some_layers": p.some_layers if p.strategy == "some-layers" else None,
-            "gpu_bytes": p.gpu_bytes}
+            "gpu_bytes": p.gpu_bytes, "headroom": p.headroom}
 
 
 def _recommendation(rec, language: str) -> dict:
@@ -118,6 +129,7 @@ def report(p: P.PlannerInputs, language: str = "en") -> dict:
     result = plan(p)
     rec = result.recommendation
     arch = p.arch
+    table = p.with_(some_layers=result.table_layers)  # the settings the rows are for
     return {
         "model": {"label": arch.label, "family": arch.family or arch.kind,
                   "layers": arch.layers, "hidden": arch.hidden, "heads": arch.heads,
@@ -129,23 +141,66 @@ def report(p: P.PlannerInputs, language: str = "en") -> dict:
         "checkpoint_bytes": result.checkpoint_bytes,
         "strategies": {
             row.strategy: {
-                "activations_kept_bytes": P.activations(p, row.strategy).kept,
-                "activations_rebuilt_bytes": P.activations(p, row.strategy).rebuilt,
+                "activations_kept_bytes": P.activations(table, row.strategy).kept,
+                "activations_rebuilt_bytes": P.activations(table, row.strategy).rebuilt,
                 "peak_bytes": row.peak, "fits": row.fits, "spare_bytes": row.spare,
                 "recompute_share": row.recompute_share,
                 "largest_batch": row.largest_batch, "longest_seq": row.longest_seq,
                 "breakdown": row.breakdown.parts()}
             for row in result.rows},
+        "table_some_layers": result.table_layers,
+        "recommended_row": result.recommended_row,
         "recommendation": {**_recommendation(rec, language),
                            "alternatives": [_recommendation(a, language)
                                             for a in rec.alternatives]},
         "approximations": [{"id": a.id, "bytes": a.bytes, "share": a.share}
                            for a in result.approximations],
+        "class": class_report(p),
+    }
+
+
+def class_report(p: P.PlannerInputs) -> dict | None:
+    """Where the layers' bytes come from: the family, the kernel, the bytes per layer type
+    and the terms beyond the course's formula (None: a preset, the course's formula)."""
+    from planner import class_terms
+
+    if p.source is None:
+        return None
+    fit = p.fit()
+    assert fit is not None
+    return {
+        "family": p.source.family, "kernel": p.kernel,
+        "kernels_supported": list(getattr(p.source, "kernels", ())),
+        "window": getattr(p.source, "window", None),
+        # grouped_mm keeps b·s·top_k expert rows whatever the routing: balanced and worst
+        # case (every token to the same experts) keep the same bytes
+        "experts": (None if not getattr(p.source, "experts", None) else
+                    {"count": p.source.experts[0], "top_k": p.source.experts[1],
+                     "routing": "any: balanced and worst case alike"}),
+        "layer_types": class_terms.layer_counts(p),
+        "layer_type_bytes": class_terms.per_type_bytes(p),
+        "layer_type_formulas": {t: class_terms.fitted_formula(fit, t, p.seq)
+                                for t in class_terms.layer_counts(p)},
+        "course_layer_bytes": class_terms.course_layer_bytes(p),
+        "logit_extra_bytes": P.logit_extra_bytes(p),
+        "beyond_course": [{"module": t.module, "layer_type": t.slot, "measured": t.measured,
+                           "course": t.course, "extra": t.extra, "formula": t.formula}
+                          for t in class_terms.extra_terms(p)],
     }
 
 
 def _gib(n: float) -> str:
     return f"{n / GiB:,.1f} GiB"
+
+
+def _verdict(spare: float, fits: bool, p: P.PlannerInputs) -> str:
+    """As the page words it: fits with what is to spare, within the GPU but not its
+    headroom, or short."""
+    if spare < 0:
+        return f"short by {_gib(-spare)}"
+    if not fits:
+        return f"only {_gib(spare)} to spare, less than the {p.headroom:.0%} kept free"
+    return f"fits, {_gib(spare)} to spare"
 
 
 def run(args) -> int:
@@ -156,17 +211,35 @@ def run(args) -> int:
         return 0
     print(f"# {p.arch.label}: {p.arch.params() / 1e9:,.2f}B parameters; one layer keeps "
           f"{_gib(data['layer_activation_bytes'])} for backward; GPU {_gib(p.gpu_bytes)} "
-          f"x {p.shards}")
+          f"x {p.shards}, {p.headroom:.0%} kept free")
+    cls = data["class"]
+    if cls:
+        print(f"# measured on transformers' {cls['family']} class, {cls['kernel']} attention"
+              + (f", window {cls['window']:,}" if cls["window"] else "") + "; per layer: "
+              + ", ".join(f"{n} x {t} {_gib(cls['layer_type_bytes'][t])}"
+                          for t, n in cls["layer_types"].items()))
+        if cls["experts"]:
+            print(f"#   {cls['experts']['count']} experts, {cls['experts']['top_k']} per "
+                  "token: the same bytes for balanced routing and the worst case")
+        for term in cls["beyond_course"]:
+            print(f"#   beyond the course's formula: {term['module']} ({term['layer_type']}) "
+                  f"+{_gib(term['extra'])} = {term['formula']} bytes")
+        if cls["logit_extra_bytes"]:
+            print(f"#   around the loss: +{_gib(cls['logit_extra_bytes'])} "
+                  "(final logit soft-cap)")
     for strategy, row in data["strategies"].items():
-        verdict = "fits" if row["fits"] else f"short by {_gib(-row['spare_bytes'])}"
-        print(f"{strategy:12} peak {_gib(row['peak_bytes']):>12}  {verdict}")
+        name = (f"{strategy} ({data['table_some_layers']})" if strategy == "some-layers"
+                else strategy)
+        mark = "  <- recommended" if strategy == data["recommended_row"] else ""
+        print(f"{name:17} peak {_gib(row['peak_bytes']):>12}  "
+              f"{_verdict(row['spare_bytes'], row['fits'], p)}{mark}")
     rec = data["recommendation"]
     print(f"\nRecommended: {rec['title']} ({'fits' if rec['fits'] else 'does not fit'}, "
           f"{rec['gpus']} GPU{'s' if rec['gpus'] > 1 else ''})")
     for number, step in enumerate(rec["steps"], start=1):
         choice = " [changes the task]" if step["changes_the_task"] else ""
         value = f" {step['value']}" if step["value"] is not None else ""
-        state = ("fits" if step["fits"] else f"still short by {_gib(-step['spare_bytes'])}")
+        state = _verdict(step["spare_bytes"], step["fits"], p)
         print(f"{number}. {step['action']}{value}{choice}: peak {_gib(step['peak_bytes'])}, "
               f"{state}")
     for alt in rec["alternatives"]:

@@ -54,6 +54,10 @@ class Architecture:
     # the MLP's activation as transformers names it (config hidden_act/activation_function);
     # "": the fused one of the MLP kind (gelu: torch's GELU, swiglu: SiLU)
     act: str = ""
+    # parameters counted on the real class (planner.class_memory), where the shapes above
+    # do not say them all (experts, q/k norms, post-norms): every parameter, one layer's
+    counted_params: int = 0
+    counted_block: int = 0
 
     @property
     def activation(self) -> str:
@@ -82,6 +86,8 @@ class Architecture:
         return out
 
     def block_params(self) -> int:
+        if self.counted_block:
+            return self.counted_block
         h, d = self.hidden, self.head_dim
         weights = sum(i * o for i, o in self.linears().values())
         biases = (self.heads + 2 * self.kv_heads) * d if self.qkv_bias else 0
@@ -99,6 +105,8 @@ class Architecture:
         return self.vocab * h + self.positions * h + final + head
 
     def params(self) -> int:
+        if self.counted_params:
+            return self.counted_params
         return self.layers * self.block_params() + self.embedding_params()
 
     def check(self) -> Architecture:

@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass, replace
 
 from memory.architectures import Architecture
+from memory.class_layers import ClassFit, LayerSource
 from memory.hardware import FRAGMENTATION, WORKSPACE_BYTES, GiB
 from memory.layer import (
     Held,
@@ -43,6 +44,7 @@ FSDP_PREFETCH_LAYERS = 2  # whole layers gathered at once under sharding (one pr
 # before cross-entropy; the fp32 copy itself is freed before backward, so it adds no 4th)
 LOSS_FP32_TENSORS = 3
 ADAPTER_BYTES = 4  # per LoRA adapter parameter: PEFT keeps adapters in fp32 (state_bytes)
+DEFAULT_HEADROOM = 0.05  # keep 5% of the GPU free (PlannerInputs.headroom)
 
 
 # ---------------------------------------------------------------- inputs
@@ -73,9 +75,22 @@ class PlannerInputs:
     # is SDPA's math kernel (what torch runs on a CPU when the attention has dropout)
     attention: str = ""
     padding: bool = False  # batches carry a padding mask (attention_mask with zeros)
+    # the share of the GPU's memory a plan keeps free: what fits, the table's rows and the
+    # recommendation all count against usable_bytes (a practitioner's margin for what the
+    # model leaves out, and for a longer batch than the one planned)
+    headroom: float = DEFAULT_HEADROOM
+    # where the layers' bytes come from: the real transformers class, measured
+    # (planner.class_memory), or None: the course's formula (memory.layer)
+    source: LayerSource | None = None
 
     def with_(self, **changes: object) -> PlannerInputs:
         return replace(self, **changes)
+
+    @property
+    def usable_bytes(self) -> float:
+        """The GPU's memory less the headroom kept free: a plan fits when its peak is
+        within it."""
+        return self.gpu_bytes * (1 - self.headroom)
 
     @property
     def act_bytes(self) -> int:
@@ -112,8 +127,50 @@ class PlannerInputs:
             return 4
         return 4 if self.autocast and self.tuning == "full" else self.act_bytes
 
+    @property
+    def variant(self) -> tuple:
+        """What the measured class is fitted for: precision, kernel, LoRA rank and targets,
+        device. QLoRA is priced as LoRA over the same class (bitsandbytes' 4-bit layers
+        cannot run without data; their frozen base keeps nothing of its own, as a frozen
+        16-bit one)."""
+        lora = self.tuning != "full"
+        precision = "mixed" if self.autocast else self.precision
+        return (precision, self.kernel, self.lora_rank if lora else 0,
+                self.lora_targets if lora else "all-linear", self.device)
+
+    def fit(self) -> ClassFit | None:
+        return self.source.fit(self.variant) if self.source is not None else None
+
+    def _slot(self, fit: ClassFit, batch: int, seq: int) -> str:
+        """The largest layer type's slot (the one a rebuild holds at most)."""
+        types = dict.fromkeys(self.source.layer_types if self.source else ())
+        return max(types, key=lambda t: fit.slot_bytes(t, batch, seq))
+
+    def each_layer(self, batch: int | None = None, seq: int | None = None,
+                   first_input_grad: bool = True) -> list[int]:
+        """The bytes each decoder layer keeps for backward when it runs plainly, in order
+        (the formula: every layer alike; a measured class: by layer type)."""
+        b, s = _sizes(self, batch, seq)
+        fit = self.fit()
+        if fit is None or self.source is None:
+            full = layer_bytes(self.tensors(b, s))
+            first = full if first_input_grad else layer_bytes(self.tensors(b, s, False))
+            return [first] + [full] * (self.arch.layers - 1)
+        types = self.source.layer_types
+        per_type = {t: fit.slot_bytes(t, b, s) for t in set(types)}
+        out = [per_type[t] for t in types]
+        if not first_input_grad:
+            out[0] = fit.slot_bytes("first", b, s)
+        return out
+
     def tensors(self, batch: int | None = None, seq: int | None = None,
                 input_grad: bool = True) -> tuple[Held, ...]:
+        """One layer's tensors (a measured class: its largest layer type's terms)."""
+        fit = self.fit()
+        if fit is not None:
+            b, s = _sizes(self, batch, seq)
+            slot = "first" if not input_grad else self._slot(fit, b, s)
+            return fit.held(slot, b, s)
         return layer_tensors(self.arch, self.batch if batch is None else batch,
                              self.seq if seq is None else seq, self.act_bytes,
                              fused=self.fused, device=self.device,
@@ -130,6 +187,9 @@ class PlannerInputs:
 def adapter_params(p: PlannerInputs) -> int:
     """LoRA: r·(in + out) per adapted linear layer. A GPT kind's q, k and v are one linear
     (GPT-2's c_attn): one adapter, r·(h + q + k + v)."""
+    fit = p.fit()
+    if fit is not None:
+        return fit.trainable
     lin = p.arch.linears()
     targets = [t for t in p.targets if t in lin]
     per_layer = sum(p.lora_rank * (lin[t][0] + lin[t][1]) for t in targets)
@@ -148,7 +208,8 @@ def state_bytes(p: PlannerInputs) -> dict[str, float]:
         trainable, frozen = total, 0.0
     else:
         trainable = adapter_params(p)
-        linear = p.arch.layers * sum(i * o for i, o in p.arch.linears().values())
+        linear = p.arch.layers * (p.arch.block_params() if p.source is not None else
+                                  sum(i * o for i, o in p.arch.linears().values()))
         if p.tuning == "qlora":  # the rest in fp32: peft's prepare_model_for_kbit_training
             frozen = linear * QLORA_BITS / 8 + (total - linear) * 4
         else:
@@ -165,9 +226,10 @@ def state_bytes(p: PlannerInputs) -> dict[str, float]:
         grad_bytes = ADAPTER_BYTES
     n = p.shards
     weights = (frozen + trainable * weight_bytes) / n
-    gathered = 0.0
+    gathered = root = 0.0
     if n > 1:  # FSDP / ZeRO-3 gathers whole layers in the compute dtype while it uses them
         gathered = FSDP_PREFETCH_LAYERS * p.arch.block_params() * compute * (n - 1) / n
+        root = root_unit_params(p) * compute * (n - 1) / n
     grads = trainable * grad_bytes / n
     # the state takes the trained parameters' dtype: bf16 in pure bf16 full fine-tuning,
     # fp32 for PEFT's adapters (memory.precisions.optimizer_state_bytes)
@@ -183,8 +245,20 @@ def state_bytes(p: PlannerInputs) -> dict[str, float]:
         optimizer += tables * (OPTIMIZERS["adamw"].state_bytes - per_state) / n
     if p.offload:
         optimizer = 0.0
-    return {"weights": weights + gathered, "gradients": grads, "optimizer": optimizer,
-            "gathered": gathered, "trainable": float(trainable), "params": float(total)}
+    return {"weights": weights + gathered + root, "gradients": grads,
+            "optimizer": optimizer, "gathered": gathered, "root": root,
+            "trainable": float(trainable), "params": float(total)}
+
+
+def root_unit_params(p: PlannerInputs) -> int:
+    """The parameters FSDP keeps whole on every GPU from the loss through backward, beside
+    the decoder layers it gathers one at a time: the output head and the final norm.
+    accelerate 1.15.0 (utils/fsdp_utils.py, fsdp2_prepare_model) shards them as one unit
+    with reshard_after_forward=False, and the root with torch's heuristic, which is False
+    for the root too; the input embedding is a unit of its own, gathered only while it
+    runs (for tied weights the head is the token table, in the same unit)."""
+    norm = (2 if p.arch.norm == "layernorm" else 1) * p.arch.hidden  # weight (and bias)
+    return p.arch.vocab * p.arch.hidden + norm
 
 
 # ---------------------------------------------------------------- activations per strategy
@@ -226,6 +300,7 @@ def activations(p: PlannerInputs, strategy: str, batch: int | None = None,
                 seq: int | None = None) -> Activations:
     b, s = _sizes(p, batch, seq)
     tensors = p.tensors(b, s)
+    each = p.each_layer(b, s)
     full, n = layer_bytes(tensors), p.arch.layers
     ckpt = b * s * p.arch.hidden * p.residual_bytes  # a checkpoint keeps the layer's input
     # a rebuilt segment's first layer keeps its input: the checkpoint, counted already
@@ -235,8 +310,8 @@ def activations(p: PlannerInputs, strategy: str, batch: int | None = None,
     one, last = layer_flops(p.arch, b, s), rerun_flops(p.arch, b, s, p.targets)
     if strategy == "none":
         if p.tuning != "full":  # frozen embeddings: the first layer's input needs no gradient
-            return Activations((n - 1) * full + layer_bytes(p.tensors(b, s, False)), 0, 0.0)
-        return Activations(n * full, 0, 0.0)
+            return Activations(sum(p.each_layer(b, s, first_input_grad=False)), 0, 0.0)
+        return Activations(sum(each), 0, 0.0)
     if strategy == "every-layer":
         return Activations(n * ckpt, full - shared, n * last, n)
     if strategy == "two-layer":
@@ -250,7 +325,7 @@ def activations(p: PlannerInputs, strategy: str, batch: int | None = None,
         if k == n:
             return activations(p, "every-layer", b, s)
         # the first k layers checkpointed; their rebuild comes after the kept ones are freed
-        return Activations(k * ckpt + (n - k) * full, 0, k * last, k)
+        return Activations(k * ckpt + sum(each[k:]), 0, k * last, k)
     if strategy == "selective":
         # Recompute the attention scores only (Korthikanti et al.): what a fused attention
         # kernel (SDPA: flash / memory-efficient) does, keeping a log-sum-exp per head and
@@ -258,9 +333,20 @@ def activations(p: PlannerInputs, strategy: str, batch: int | None = None,
         # the step is to switch to it (the code the planner prints); with a fused kernel
         # there is nothing left to drop.
         if p.fused:
-            return Activations(n * full, 0, 0.0, 0)
-        fused = layer_bytes(p.with_(fused=True).tensors(b, s))
-        return Activations(n * fused, 0, n * attention_flops(p.arch, b, s) / 2, n)
+            return Activations(sum(each), 0, 0.0, 0)
+        fused = sum(p.with_(fused=True).each_layer(b, s))
+        if p.source is not None and fused >= sum(each):  # the class has no fused kernel
+            return Activations(sum(each), 0, 0.0, 0)
+        return Activations(fused, 0, n * attention_flops(p.arch, b, s) / 2, n)
+    if strategy == "budget" and p.source is not None:
+        # the compiler's choice by the course's layer (its tensors' recompute costs),
+        # scaled to the class's measured layer
+        course = p.with_(source=None)
+        formula = layer_bytes(course.tensors(b, s))
+        kept, flops = _budget_kept(course.tensors(b, s), p.budget, ckpt)
+        share = (kept - ckpt) / max(1, formula - ckpt)
+        kept = int(ckpt + share * max(0, full - ckpt))
+        return Activations(n * kept, full - kept, n * flops, n if flops else 0)
     if strategy == "budget":
         kept, flops = _budget_kept(tensors, p.budget, ckpt)
         return Activations(n * kept, full - kept, n * flops, n if flops else 0)
@@ -277,7 +363,21 @@ def logits_peak_bytes(p: PlannerInputs, batch: int | None = None, seq: int | Non
     if p.chunked_loss:
         tokens = min(tokens, CHUNK_TOKENS)
     e = p.act_bytes
-    return tokens * p.arch.vocab * (LOSS_FP32_TENSORS * 4 + (e if e < 4 else 0))
+    extra = logit_extra_bytes(p, b, s) * tokens / (b * s) if p.source is not None else 0
+    return tokens * p.arch.vocab * (LOSS_FP32_TENSORS * 4 + (e if e < 4 else 0)) + extra
+
+
+def logit_extra_bytes(p: PlannerInputs, batch: int | None = None, seq: int | None = None
+                      ) -> int:
+    """What a measured class keeps of b·s·V width around its loss beyond the log-softmax
+    the formula counts (Gemma 2's final logit soft-cap keeps its tanh's output); 0 for
+    the formula."""
+    fit = p.fit()
+    if fit is None:
+        return 0
+    b, s = _sizes(p, batch, seq)
+    kept = sum(fit.value(t, b, s) for t in fit.terms if t.slot == "outside" and t.kind == "loss")
+    return max(0, kept - 4 * b * s * p.arch.vocab)
 
 
 def step_flops(p: PlannerInputs, batch: int | None = None, seq: int | None = None) -> float:
@@ -386,7 +486,8 @@ def step_peak_range(p: PlannerInputs, strategy: str | None = None, batch: int | 
 
 def fits(p: PlannerInputs, strategy: str | None = None, batch: int | None = None,
          seq: int | None = None) -> bool:
-    return peak_bytes(p, strategy, batch, seq) <= p.gpu_bytes
+    """The step's peak within the GPU's memory less the headroom (usable_bytes)."""
+    return peak_bytes(p, strategy, batch, seq) <= p.usable_bytes
 
 
 def _largest(ok, hi: int) -> int:
@@ -420,7 +521,7 @@ class StrategyRow:
     strategy: str
     peak: float
     fits: bool
-    spare: float  # GPU bytes minus peak (negative: short by)
+    spare: float  # GPU bytes minus peak (negative: short by); fits keeps the headroom
     recompute_share: float  # recomputed FLOPs as a share of the step without checkpointing
     largest_batch: int
     longest_seq: int
@@ -432,7 +533,7 @@ def strategy_row(p: PlannerInputs, strategy: str) -> StrategyRow:
     bd = breakdown(p, strategy)
     act = activations(p, strategy)
     none = activations(p, "none")
-    return StrategyRow(strategy, bd.total, bd.total <= p.gpu_bytes, p.gpu_bytes - bd.total,
+    return StrategyRow(strategy, bd.total, bd.total <= p.usable_bytes, p.gpu_bytes - bd.total,
                        act.recompute_flops / step_flops(p), largest_batch(p, strategy),
                        longest_seq(p, strategy),
                        act.kept + act.rebuilt < none.kept, bd)

@@ -92,7 +92,7 @@ def _step(action: str, reason: str, q: PlannerInputs, value=None, choice: bool =
     """A step whose bar is the plan's own arithmetic (memory.footprint.breakdown, as the
     table's rows) for the settings `q` (its strategy included)."""
     peak = peak_bytes(q)
-    return Advice(action, reason, LESSONS[action], peak, peak <= q.gpu_bytes, value,
+    return Advice(action, reason, LESSONS[action], peak, peak <= q.usable_bytes, value,
                   q.strategy, q, choice)
 
 
@@ -293,6 +293,39 @@ class Plan:
     layer_bytes: int  # one plain layer's activations at this batch and sequence
     checkpoint_bytes: int  # one layer's input
     extra: dict = field(default_factory=dict)
+    # the layers the table's "only some layers" row checkpoints (table_layers), and the
+    # strategy of the row that is the recommendation (None when it also changes other
+    # settings: then no row is)
+    table_layers: int = 0
+    recommended_row: str | None = None
+
+    def row_is_yours(self, strategy: str) -> bool:
+        """Whether the table's row for `strategy` is the learner's own setting."""
+        return strategy == self.inputs.strategy and (
+            strategy != "some-layers" or self.table_layers == self.inputs.some_layers)
+
+
+def table_layers(p: PlannerInputs, rec: Recommendation) -> int:
+    """The k of the table's "only some layers" row: the recommendation's when it is that
+    row, else the learner's own when they chose it, else the fewest that fit (half the
+    layers when none do), so that the row marked recommended is the recommended plan."""
+    if recommended_row(p, rec) == "some-layers":
+        return rec.inputs.some_layers
+    if p.strategy == "some-layers":
+        return p.some_layers
+    return minimal_some_layers(p) or max(1, p.arch.layers // 2)
+
+
+def recommended_row(p: PlannerInputs, rec: Recommendation) -> str | None:
+    """The strategy of the table row that is the recommended plan: when the recommendation
+    changes only the checkpointing (and its layers); None when it changes more."""
+    same = rec.inputs == p.with_(strategy=rec.strategy, some_layers=rec.inputs.some_layers)
+    return rec.strategy if same else None
+
+
+# An approximation smaller than this is not worth a line: the page prints sizes in tenths
+# of a GiB, and "overstated by up to 0.0 GiB" says nothing.
+MIN_SHOWN_BYTES = 0.05 * 2**30
 
 
 def approximations(p: PlannerInputs, bd: Breakdown) -> tuple[Approximation, ...]:
@@ -312,18 +345,25 @@ def approximations(p: PlannerInputs, bd: Breakdown) -> tuple[Approximation, ...]
         out.append(Approximation("qlora-bits", share=QLORA_BITS))
     if p.shards > 1:
         out.append(Approximation("fsdp-gather", state["gathered"]))
+        out.append(Approximation("fsdp-root", state["root"]))
     if p.strategy == "budget":
         out.append(Approximation("compiler-budget", share=p.budget))
     if p.chunked_loss:
         out.append(Approximation("chunk-size", share=CHUNK_TOKENS))
-    return tuple(out)
+    out.append(Approximation("headroom", p.gpu_bytes - p.usable_bytes, p.headroom))
+    return tuple(a for a in out if a.bytes is None or a.bytes >= MIN_SHOWN_BYTES)
 
 
 def plan(p: PlannerInputs) -> Plan:
+    """The whole plan for the settings `p`: its memory, every strategy's row (the headroom
+    applied alike), the recommendation, the approximations."""
     bd = breakdown(p)
-    rows = tuple(strategy_row(p, s) for s in STRATEGIES)
+    rec = recommend(p)
+    k = table_layers(p, rec)
+    rows = tuple(strategy_row(p.with_(some_layers=k), s) for s in STRATEGIES)
     state = state_bytes(p)
-    return Plan(p, bd, bd.total <= p.gpu_bytes, p.gpu_bytes - bd.total, rows, recommend(p),
+    return Plan(p, bd, bd.total <= p.usable_bytes, p.gpu_bytes - bd.total, rows, rec,
                 approximations(p, bd), int(state["params"]), int(state["trainable"]),
                 p.batch * p.seq * p.accumulation * p.shards, layer_bytes(p.tensors()),
-                p.batch * p.seq * p.arch.hidden * p.residual_bytes)
+                p.batch * p.seq * p.arch.hidden * p.residual_bytes, table_layers=k,
+                recommended_row=recommended_row(p, rec))

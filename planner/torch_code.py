@@ -122,9 +122,48 @@ _STEP_DOC = {
 }
 
 
+LEFT_OUT = {  # the plan's other steps, which this code does not carry: id -> catalog text
+    "lora": N_("the LoRA adapters (peft's get_peft_model with a LoraConfig)"),
+    "qlora": N_("the 4-bit base and its LoRA adapters (transformers' BitsAndBytesConfig, "
+                "peft's prepare_model_for_kbit_training and get_peft_model)"),
+    "chunked-loss": N_("the chunked loss (here loss_fn gets the whole logits; the Hugging "
+                       "Face code's use_liger_kernel computes them a chunk at a time)"),
+    "adamw-8bit": N_("8-bit AdamW (bitsandbytes.optim.AdamW8bit)"),
+    "fsdp": N_("the sharding over the GPUs (FSDP)"),
+}
+
+
+def left_out(p: PlannerInputs) -> list[str]:
+    """The ids (LEFT_OUT) of what the plan `p` needs beside its checkpointing."""
+    out = [p.tuning] if p.tuning in ("lora", "qlora") else []
+    if p.chunked_loss:
+        out.append("chunked-loss")
+    if p.optimizer == "adamw-8bit":
+        out.append("adamw-8bit")
+    if p.shards > 1:
+        out.append("fsdp")
+    return out
+
+
+def left_out_note(p: PlannerInputs, code: str = DEFAULT) -> str:
+    """Comment lines that say what this code leaves out of the plan, or nothing."""
+    items = left_out(p)
+    if not items:
+        return ""
+    text = gettext(code, "This code is the plan's checkpointing only. It leaves out: "
+                         "{items}. The Hugging Face code sets them up.",
+                   items="; ".join(gettext(code, LEFT_OUT[item]) for item in items))
+    return "\n".join(comment(text)) + "\n"
+
+
 def torch_code(p: PlannerInputs, code: str = DEFAULT) -> str:
-    """Plain PyTorch for the strategy of `p`, commented in language `code`; the code
-    itself is the same in every language."""
+    """Plain PyTorch for the strategy of `p`, commented in language `code`, headed by what
+    it leaves out of the plan (left_out_note); the code itself is the same in every
+    language."""
+    return left_out_note(p, code) + _torch_code(p, code)
+
+
+def _torch_code(p: PlannerInputs, code: str) -> str:
     if p.strategy == "budget":
         return compiler_code(p, code)
     if p.strategy == "selective":

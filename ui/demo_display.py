@@ -24,7 +24,7 @@ from demos.engine.results import Comparison, StrategyResult
 from demos.reports import fits_and_loss_tables, peak_notes, report, timing
 from demos.reports.compare_table import gradient_badge, gradient_match, timing_note
 from demos.reports.report import baseline_and_best
-from i18n import N_
+from i18n import N_, format_percent, gettext
 from i18n.units import format_bytes, format_ms
 from memory.config import ModelConfig
 from ui.demo_runner import device, view_phase
@@ -90,7 +90,7 @@ def headline(results: Sequence[StrategyResult]) -> None:
     name = report.label(best, lang)
     saved = 1 - best.peak_bytes / base.peak_bytes
     cells = st.columns(4)
-    peak_label = t("Peak memory with {strategy}", strategy=name)
+    peak_label = t("Peak memory: {strategy}", strategy=name)
     if round(saved, 2) == 0:  # a tiny model: no saving worth a signed percentage
         cells[0].metric(peak_label, format_bytes(best.peak_bytes, locale=loc),
                         delta=t("same as without checkpointing ({size})",
@@ -112,48 +112,78 @@ PEAK_HELP = N_("The highest point of the step, counted above the parameters, whi
 
 
 def time_metric(cell: DeltaGenerator, result: StrategyResult, base: StrategyResult) -> None:
-    """The step time of `result` against none's: a red delta only when it is slower beyond
-    the spread of the runs, "within noise" (grey, no arrow) otherwise; never green."""
-    loc = babel_locale()
-    verdict, ratio = timing.time_verdict(result, base)
-    if verdict == "unknown":
+    """The cost in time of `result` against none's, by a measure the server's load does not
+    move (timing.time_verdict): on a CPU the CPU time, its median in bold, a red delta only
+    when it is slower beyond the spread of the runs, "within noise" (grey, no arrow)
+    otherwise, never green; on a GPU the counted FLOPs. The wall time stands under it, as
+    measured, with its spread."""
+    loc, lang = babel_locale(), current_language()
+    kind = device().kind
+    verdict = timing.time_verdict(result, base, kind)
+    if verdict.id == "unknown":
         return
-    label = t("Step time with {strategy}", strategy=report.label(result, current_language()))
-    value = timing.time_text(result, current_language())
-    if verdict == "slower" and ratio is not None:
-        cell.metric(label, value, delta=t("{change:.0%} vs no checkpointing ({time})",
-                                          change=ratio - 1,
-                                          time=format_ms(base.step_seconds, locale=loc)),
-                    delta_color="inverse", help=t(TIME_HELP))
-    elif verdict == "faster-noise":
-        cell.metric(label, value, delta=t("measured faster than without checkpointing ({time}): "
-                                          "timing noise",
-                                          time=format_ms(base.step_seconds, locale=loc)),
-                    delta_color="off", delta_arrow="off", help=t(TIME_HELP))
+    name = report.label(result, lang)
+    if verdict.measure == "cpu":
+        label = t("CPU time per step: {strategy}", strategy=name)
+        value = format_ms(result.cpu_seconds, locale=loc)
+        against = format_ms(base.cpu_seconds, locale=loc)
+        if verdict.id == "slower" and verdict.ratio is not None:
+            delta = t("{change:.0%} CPU time vs no checkpointing ({time})",
+                      change=verdict.ratio - 1, time=against)
+        elif verdict.id == "faster-noise":
+            delta = t("measured lower than without checkpointing ({time}): timing noise",
+                      time=against)
+        else:
+            delta = t("within noise of no checkpointing ({time})", time=against)
+        color = "inverse" if verdict.id == "slower" else "off"
+        cell.metric(label, value, delta=delta, delta_color=color,
+                    delta_arrow="auto" if verdict.id == "slower" else "off",
+                    help=t(CPU_TIME_HELP))
     else:
-        cell.metric(label, value, delta=t("within noise of no checkpointing ({time})",
-                                          time=format_ms(base.step_seconds, locale=loc)),
-                    delta_color="off", delta_arrow="off", help=t(TIME_HELP))
-    if result.cpu_seconds is not None and base.cpu_seconds is not None:
-        cell.caption(t("CPU time {time} (no checkpointing {base}); {course}",
-                       time=format_ms(result.cpu_seconds, locale=loc),
-                       base=format_ms(base.cpu_seconds, locale=loc),
-                       course=timing.course_rule_text(current_language())))
+        label = t("Step time: {strategy}", strategy=name)
+        delta = timing.time_vs_none_text(result, base, lang, kind)
+        cell.metric(label, timing.time_text(result, lang), delta=delta,
+                    delta_color="inverse" if verdict.id == "more-compute" else "off",
+                    delta_arrow="auto" if verdict.id == "more-compute" else "off",
+                    help=t(FLOPS_VERDICT_HELP))
+    cell.caption(t("Wall time {time} (no checkpointing {base}), as measured: it grows with "
+                   "the server's load; {course}",
+                   time=timing.time_text(result, lang), base=timing.time_text(base, lang),
+                   course=timing.course_rule_text(lang)))
+
+
+def uncounted_text(lang: str) -> str:
+    """Why torch's counter shows +0.0% for selective on a CPU, with the published figure
+    that lesson 4 teaches (timing.counter_misses says when)."""
+    from lessons.catalog import lesson
+    from lessons.facts import KORTHIKANTI_SELECTIVE_EXTRA_FLOPS
+
+    return gettext(lang, "not its real cost: on a CPU torch's FLOP counter skips the fused "
+                         "attention kernel and the element-wise ops, which are all that "
+                         "selective reruns here; Korthikanti et al. count {share} more FLOPs "
+                         "on GPT-3 (lesson 4, \"{lesson}\")",
+                   share=format_percent(KORTHIKANTI_SELECTIVE_EXTRA_FLOPS, lang, 1),
+                   lesson=lesson("language-models").title_in(lang))
 
 
 def compute_metric(cell: DeltaGenerator, result: StrategyResult, base: StrategyResult) -> None:
     """The extra compute of `result`'s whole step against none's, counted by torch's FLOP
-    counter on this run, with the prediction and the course's rule beside it."""
+    counter on this run, with the prediction and the course's rule beside it; for a
+    selective strategy the counter cannot see, why (uncounted_text)."""
     lang = current_language()
     counted, predicted = timing.extra_compute(result, base)
     if counted is None:
         return
-    cell.metric(t("Extra compute with {strategy}", strategy=report.label(result, lang)),
-                timing.signed_percent(counted, lang),
-                delta=t("predicted {predicted}; {course}",
-                        predicted=timing.signed_percent(predicted, lang)
-                        if predicted is not None else "–",
-                        course=timing.course_rule_text(lang)),
+    if timing.counter_misses(result, base, device().kind):
+        delta = t("counted {counted}: {why}", counted=timing.signed_percent(counted, lang),
+                  why=uncounted_text(lang))
+    else:
+        delta = t("predicted {predicted}; {course}",
+                  predicted=timing.signed_percent(predicted, lang)
+                  if predicted is not None else "–",
+                  course=timing.course_rule_text(lang))
+    cell.metric(t("Extra compute: {strategy}", strategy=report.label(result, lang)),
+                timing.signed_percent(counted, lang), delta=delta,
                 delta_color="off", delta_arrow="off", help=t(COMPUTE_HELP))
 
 
@@ -162,9 +192,13 @@ COMPUTE_HELP = N_("FLOPs of the whole step (forward, loss, backward and the reco
                   "the step without checkpointing. The same on any machine, however busy.")
 
 
-TIME_HELP = N_("Median of the timed steps; in brackets the middle half of the runs. A "
-               "difference is within the timing noise of a shared machine only when each "
-               "median lies inside the other's range.")
+CPU_TIME_HELP = N_("The CPU time this process spent on the step (all its threads), median of "
+                   "the timed steps. Unlike wall time it does not grow when other learners' "
+                   "runs take the cores, so the verdict is read from it: slower only when "
+                   "each median lies outside the other's range (the middle half of the runs).")
+FLOPS_VERDICT_HELP = N_("Median wall time of the timed steps, in brackets the middle half of "
+                        "the runs. The verdict beside it is read from the FLOPs torch counted, "
+                        "which no load moves.")
 
 
 def parameters_note(comparison: Comparison) -> None:
@@ -288,7 +322,8 @@ def comparison_caption(comparison: Comparison) -> None:
     compute beside the prediction and the course's rule."""
     lang = current_language()
     methods = [r.measured_by for r in comparison.results]
-    measured_caption(comparison.device.label(), methods, timing_note(comparison.results, lang))
+    measured_caption(comparison.device.label(), methods,
+                     timing_note(comparison.results, lang, comparison.device.kind))
     for text in (timing.wall_cpu_note(comparison.results, comparison.busy(), lang),
                  timing.overhead_note(comparison.results, lang, comparison.device.kind)):
         note(text)
@@ -325,6 +360,32 @@ def download(data: Comparison | pd.DataFrame, name: str) -> None:
     st.download_button(t("Download the results (CSV)"), csv,
                        file_name=f"{name}.csv", mime="text/csv", on_click="ignore",
                        icon=":material/download:", key=f"download-{name}")
+
+
+def download_snapshot(comparison: Comparison, name: str) -> None:
+    """This comparison as torch's memory snapshot, one step per strategy."""
+    from demos.reports.memory_snapshot import comparison_runs
+
+    snapshot_button(comparison_runs(comparison), comparison.parameter_bytes or 0, name,
+                    fingerprint(comparison))
+
+
+def snapshot_button(runs: list[tuple[str, list[list] | None]], parameter_bytes: int,
+                    name: str, key: Hashable) -> None:
+    """Measured runs as torch's memory snapshot (demos.reports.memory_snapshot), for
+    PyTorch's memory viewer; only finished runs with the tracker's event log are offered."""
+    from demos.reports.memory_snapshot import snapshot_pickle
+
+    if view_phase() is not None or not any(events for _, events in runs):
+        return
+    data = shared("snapshot", (name, key), lambda lang: snapshot_pickle(runs, parameter_bytes))
+    st.download_button(t("Download the memory snapshot (PyTorch's format)"), data,
+                       file_name=f"{name}-snapshot.pickle", mime="application/octet-stream",
+                       on_click="ignore", icon=":material/memory:", key=f"snapshot-{name}")
+    st.caption(t("Built from the tensors the lab tracked in these steps, one after another. "
+                 "Drop it on PyTorch's memory viewer (pytorch.org/memory_viz) beside a snapshot of "
+                 "your own run on a GPU: torch.cuda.memory._record_memory_history(), your "
+                 "step, then torch.cuda.memory._dump_snapshot(\"my_snapshot.pickle\")."))
 
 
 def theory_notes(config: ModelConfig) -> None:

@@ -18,15 +18,20 @@ from lessons.catalog import lesson
 from memory import footprint as P
 from memory import hardware, hf_config
 from memory.architectures import DEFAULT_PRESET, PRESETS, Architecture, ShapeError, custom
+from memory.class_layers import LayerSource
 from memory.hardware import GPUS
 from planner import hf_code as hf_module
 from planner import recommend as recommend_module
 from planner import torch_code as torch_module
+from planner.class_cache import from_config_json as class_config
+from planner.class_memory import ClassConfigError
 from ui import query
 from ui.i18n import babel_locale, current_language, fmt_percent, pt, t, tn
 from ui.navigation import page_link
+from ui.plan_class_view import measured_class
 from ui.plan_words import (
     APPROXIMATIONS,
+    CLASS_PROBLEMS,
     COLUMNS,
     CONFIG_PROBLEMS,
     PROBLEMS,
@@ -51,26 +56,36 @@ DEFAULT_GPU = "a10"
 # ---------------------------------------------------------------- inputs
 
 
-def _config_json() -> Architecture | str:
-    """The architecture of a pasted config.json (kept in the session, not in the link)."""
+Model = tuple[Architecture, LayerSource | None]
+
+
+def _config_json() -> Model | str:
+    """The architecture of a pasted config.json and its measured transformers class (kept
+    in the session, not in the link)."""
     text = st.text_area(t("config.json"), key="plan_config_json", height=200,
                         placeholder='{"model_type": "llama", "hidden_size": 4096, ...}',
-                        help=t("The config.json of a Hugging Face model (GPT-2, Llama, "
-                               "Mistral, Qwen2 or Gemma family), as on its Hub page."))
+                        help=t("The config.json of a Hugging Face decoder-only language "
+                               "model (Llama, Mistral, Mixtral, Qwen, Gemma, Phi, OLMo, "
+                               "GPT-2, GPT-NeoX, Falcon ...), as on its Hub page: each "
+                               "layer's memory is measured on its transformers class."))
     st.caption(t("A pasted config.json stays in this session; the link carries the other "
                  "settings."))
     if not text.strip():
         return t("Paste a config.json to plan for your own model.")
     try:
-        arch = hf_config.architecture(text)
+        with st.spinner(t("Measuring the model's transformers class ...")):
+            arch, source = class_config(text)
     except hf_config.ConfigJsonError as error:
         return t(CONFIG_PROBLEMS[error.problem], field=error.field, value=error.value)
+    except ClassConfigError as error:
+        return t(CLASS_PROBLEMS[error.problem], model_type=error.model_type)
     st.caption(preset_caption(arch))
-    return arch
+    return arch, source
 
 
-def _model_controls() -> Architecture | str:
-    """The architecture from the URL-bound controls, or an error message."""
+def _model_controls() -> Model | str:
+    """The architecture (and a pasted config's class) from the URL-bound controls, or an
+    error message."""
     key = query.choice("model", t("Model"), [*PRESETS, "custom", "config"], DEFAULT_PRESET,
                        format_func=lambda k: PRESETS[k].label if k in PRESETS else word(k))
     if key == "config":
@@ -78,7 +93,7 @@ def _model_controls() -> Architecture | str:
     if key != "custom":
         arch = PRESETS[key]
         st.caption(preset_caption(arch))
-        return arch
+        return arch, None
     base = PRESETS[DEFAULT_PRESET]
     rows = [st.columns(3) for _ in range(3)]
     cells = [cell for row in rows for cell in row]
@@ -106,13 +121,13 @@ def _model_controls() -> Architecture | str:
         tied = query.choice("tied", t("Tied embeddings"), ["no", "yes"], "no",
                             format_func=word) == "yes"
     try:
-        return custom(layers, hidden, heads, kv, mlp, mlp_kind, norm, vocab, tied)
+        return custom(layers, hidden, heads, kv, mlp, mlp_kind, norm, vocab, tied), None
     except ShapeError as error:
         return t("This model is not consistent: {problem}.",
                  problem=t(PROBLEMS[error.problem], **error.params))
 
 
-def _training_controls() -> dict:
+def _training_controls(source: LayerSource | None) -> dict:
     out: dict = {}
     row = st.columns(3)
     with row[0]:
@@ -152,6 +167,10 @@ def _training_controls() -> dict:
     with row[1]:
         out["fused"] = query.choice("attn", t("Attention kernel"), ["fused", "math"], "fused",
                                     format_func=word) == "fused"
+        if out["fused"] and source is not None and "sdpa" not in source.kernels:
+            out["fused"] = False
+            st.caption(t("The {family} class has no fused (SDPA) attention: planned with "
+                         "its eager attention.", family=source.family))
     with row[2]:
         out["chunked_loss"] = query.choice(
             "loss", pt("planner input", "Loss"), ["full", "chunked"], "full",
@@ -175,6 +194,20 @@ def _checkpoint_controls(arch: Architecture) -> dict:
     return out
 
 
+HEADROOM_RANGE = (0, 30, 1)  # percent of the GPU kept free
+
+
+def _headroom_control() -> float:
+    """The share of the GPU a plan keeps free, a percentage bound to the URL."""
+    percent = query.int_slider(
+        "free", t("Keep free (percent of GPU memory)"), *HEADROOM_RANGE,
+        round(P.DEFAULT_HEADROOM * 100),
+        help=t("A plan fits only if its peak leaves this much of the GPU free: a margin for "
+               "what the planner leaves out and for longer batches than planned. The table "
+               "and the recommendation apply it alike."))
+    return percent / 100
+
+
 def _gpu_control() -> int:
     options = [*hardware.GPUS, "custom"]
     key = query.choice("gpu", t("GPU"), options, DEFAULT_GPU,
@@ -189,15 +222,21 @@ def _gpu_control() -> int:
 def inputs() -> P.PlannerInputs | str:
     """The planner inputs from the URL-bound controls, or an error message."""
     st.subheader(t("Model"))
-    arch = _model_controls()
-    if isinstance(arch, str):
-        return arch
+    model = _model_controls()
+    if isinstance(model, str):
+        return model
+    arch, source = model
     st.subheader(t("Training"))
-    training = _training_controls()
+    training = _training_controls(source)
     st.subheader(t("Checkpointing and GPU"))
     checkpointing = _checkpoint_controls(arch)
-    gpu = _gpu_control()
-    return P.PlannerInputs(arch, gpu_bytes=gpu, **training, **checkpointing)
+    left, right = st.columns(2)
+    with left:
+        gpu = _gpu_control()
+    with right:
+        headroom = _headroom_control()
+    return P.PlannerInputs(arch, gpu_bytes=gpu, headroom=headroom, source=source,
+                           **training, **checkpointing)
 
 
 # ---------------------------------------------------------------- outputs
@@ -221,6 +260,10 @@ def memory_figure(plan: recommend_module.Plan) -> go.Figure:
     gpu = plan.inputs.gpu_bytes
     fig.add_vline(x=gpu / GiB, line_dash="dash", line_color="#c00000",
                   annotation_text=t("GPU {size}", size=gib(gpu)), annotation_position="top")
+    if plan.inputs.headroom:
+        fig.add_vline(x=plan.inputs.usable_bytes / GiB, line_dash="dot", line_color="#c00000",
+                      annotation_text=t("{share} kept free", share=fmt_percent(
+                          plan.inputs.headroom)), annotation_position="bottom left")
     fig.update_layout(barmode="stack", height=180 + 60 * len(bars),
                       title=t("Memory per GPU at the step's peak"),
                       separators=separators(current_language()),
@@ -238,7 +281,8 @@ def strategy_table(plan: recommend_module.Plan) -> pd.DataFrame:
         rows.append({
             "strategy": row_name(plan, row.strategy, row.saves),
             "peak": gib(row.peak),
-            "fits": ("✓ " if row.fits else "✗ ") + verdict(row.spare),
+            "fits": ("✓ " if row.fits else "✗ ") + verdict(row.spare, row.fits,
+                                                             plan.inputs.headroom),
             "extra": "+" + fmt_percent(row.recompute_share),
             "batch": units.number(row.largest_batch, locale=code) if row.largest_batch
             else units.MISSING,
@@ -252,8 +296,10 @@ def _steps(rec: recommend_module.Recommendation, gpu: int) -> None:
     code = current_language()
     for number, step in enumerate(rec.steps, start=1):
         assert step.inputs is not None
-        verdict = (t("fits") if step.fits else
-                   t("still short by {size}", size=gib(step.peak - gpu)))
+        verdict = (t("fits, {size} to spare", size=gib(gpu - step.peak)) if step.fits else
+                   t("still short by {size}", size=gib(step.peak - gpu)) if step.peak > gpu
+                   else t("only {size} to spare, less than the {share} kept free",
+                          size=gib(gpu - step.peak), share=fmt_percent(step.inputs.headroom)))
         strategy = step.with_strategy or "none"
         then = (t("Then {peak} per GPU without checkpointing: {verdict}.",
                   peak=gib(step.peak), verdict=verdict) if strategy == "none" else
@@ -274,7 +320,7 @@ def recommendation(plan: recommend_module.Plan) -> None:
     gpu = plan.inputs.gpu_bytes
     st.subheader(t("Recommendation"))
     yours = t("Your setting ({strategy}): {verdict}.", strategy=word(plan.inputs.strategy),
-              verdict=verdict(plan.spare))
+              verdict=verdict(plan.spare, plan.fits, plan.inputs.headroom))
     gpus = tn("{count} GPU", "{count} GPUs", rec.gpus)
     lead = (t("Recommended: **{plan}** ({gpus}, {peak} per GPU)", plan=plan_title(rec),
               gpus=gpus, peak=gib(rec.peak)) if rec.fits else
@@ -333,7 +379,8 @@ def render() -> None:
                      "counts {seq:,} as if it had more.", model=settings.arch.label,
                      positions=positions, seq=settings.seq), icon=":material/warning:")
     st.divider()
-    st.metric(t("Peak memory per GPU"), gib(plan.breakdown.total), verdict(plan.spare),
+    st.metric(t("Peak memory per GPU"), gib(plan.breakdown.total),
+              verdict(plan.spare, plan.fits, plan.inputs.headroom),
               delta_color="normal" if plan.fits else "inverse",
               help=t("Weights, gradients and optimizer state (divided by the GPUs sharing "
                      "them), activations, the loss peak and an allowance for workspace."))
@@ -342,7 +389,13 @@ def render() -> None:
                  tokens=plan.tokens_per_step))
     st.plotly_chart(memory_figure(plan))
     st.subheader(t("Every checkpointing choice"))
-    st.dataframe(strategy_table(plan), hide_index=True)
+    # The names column pinned and of medium width: the German table is wider than a laptop's
+    # page and far wider than a phone's, and scrolled sideways it kept no row's name in view
+    # (Streamlit's table has no wrapping cells).
+    st.dataframe(strategy_table(plan), hide_index=True, column_config={
+        t(COLUMNS["strategy"]): st.column_config.TextColumn(pinned=True, width="medium")})
+    if settings.source is not None:
+        measured_class(settings)
     recommendation(plan)
     code(plan)
     approximations(plan)

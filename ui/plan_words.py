@@ -10,7 +10,7 @@ from i18n import N_, units
 from memory import hardware
 from memory.architectures import Architecture
 from planner import recommend as recommend_module
-from ui.i18n import babel_locale, t, tn
+from ui.i18n import babel_locale, fmt_percent, t, tn
 
 GiB = hardware.GiB
 NAMES: dict[str, str] = {  # ids whose words are names, the same in every language
@@ -123,6 +123,14 @@ APPROXIMATIONS: dict[str, str] = {
         "prepare_model_for_kbit_training)."),
     "fsdp-gather": N_(
         "Sharding: two whole layers gathered in the compute dtype at a time ({size})."),
+    "fsdp-root": N_(
+        "Sharding: the output head and the final norm stay whole on every GPU from the loss "
+        "through backward, one unit that accelerate never reshards after forward ({size} "
+        "more than their shard); the input embedding is gathered only while it runs."),
+    "headroom": N_(
+        "Headroom: a plan fits only if it keeps {share:.0%} of the GPU free ({size}), for "
+        "what the model leaves out and for longer batches than planned; the table and the "
+        "recommendation apply it alike."),
     "compiler-budget": N_(
         "Compiler budget {share:.0%}, an approximation: torch.compile's partitioner saves "
         "only a graph's inputs at 0 and its default choice at 1, and interpolates between "
@@ -147,6 +155,20 @@ CONFIG_PROBLEMS: dict[str, str] = {  # memory.hf_config.ConfigJsonError's proble
     "missing": N_("The config.json has no field {field}."),
     "bad-value": N_("The field {field} must be a positive whole number."),
     "shape": N_("The sizes in this config.json are not consistent."),
+}
+CLASS_PROBLEMS: dict[str, str] = {  # planner.class_memory.ClassConfigError's problems
+    "no-model-type": N_("The config.json has no field model_type."),
+    "unknown": N_("transformers has no model of type {model_type}."),
+    "encoder": N_("{model_type} is an encoder model, not a decoder-only language model."),
+    "not-causal": N_("{model_type} is not a decoder-only language model: transformers has "
+                     "no causal-LM class for it."),
+    "cannot-build": N_("transformers cannot build a {model_type} model from this "
+                       "config.json."),
+    "encoder-decoder": N_("{model_type} is an encoder-decoder model, not a decoder-only "
+                          "language model."),
+    "multimodal": N_("This {model_type} config.json describes a multimodal model; paste "
+                     "its language model's config (its text_config)."),
+    "window": N_("Its sliding window is too small to plan."),
 }
 COLUMNS = {  # the strategy table's columns: id -> header
     "strategy": N_("Checkpointing"), "peak": N_("Peak per GPU"), "fits": N_("Fits"),
@@ -178,21 +200,29 @@ def preset_caption(arch: Architecture) -> str:
              vocab=arch.vocab, params=arch.params() / 1e9, url=arch.source.split()[0])
 
 
-def verdict(spare: float) -> str:
-    if spare >= 0:
-        return t("fits, {size} to spare", size=gib(spare))
-    return t("short by {size}", size=gib(-spare))
+def verdict(spare: float, fits: bool = True, headroom: float = 0.0) -> str:
+    """'fits, 2.8 GiB to spare'; 'only 0.2 GiB to spare, less than the 5% kept free' (within
+    the GPU but not its headroom: it does not fit); 'short by 9.7 GiB'. `spare`: the GPU's
+    bytes less the peak; `fits`: whether the peak keeps the headroom (the plan's own
+    verdict, memory.footprint.fits)."""
+    if spare < 0:
+        return t("short by {size}", size=gib(-spare))
+    if not fits:
+        return t("only {size} to spare, less than the {share} kept free", size=gib(spare),
+                 share=fmt_percent(headroom))
+    return t("fits, {size} to spare", size=gib(spare))
 
 
 def row_name(plan: recommend_module.Plan, strategy: str, saves: bool) -> str:
     marks = [word(strategy)]
+    if strategy == "some-layers":
+        marks = [tn("{name} (the first layer)", "{name} (the first {count} layers)",
+                    plan.table_layers, name=word(strategy))]
     if not saves and strategy != "none":
         marks.append(t("(saves nothing here)"))
-    if strategy == plan.inputs.strategy:
+    if plan.row_is_yours(strategy):
         marks.append(t("· yours"))
-    rec = plan.recommendation
-    if strategy == rec.strategy and rec.inputs == plan.inputs.with_(
-            strategy=strategy, some_layers=rec.inputs.some_layers):
+    if strategy == plan.recommended_row:
         marks.append(t("· recommended"))
     return " ".join(marks)
 

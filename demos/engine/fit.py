@@ -17,10 +17,9 @@ def predicted_total(cfg: ModelConfig, strategy: str, device: str = "cpu") -> int
 
 
 # Timed steps at the confirmed size: the throughput is their median (demos.engine.measure.compare;
-# a size measured over the budget is not timed). One always; up to FIT_REPEATS within
-# FIT_TIME_CAP_SECONDS, so a long step (a large batch) costs the search no more than before.
+# a size measured over the budget is not timed). Every size gets the same timed steps, a
+# large batch as many as a small one, so the throughputs compare like with like.
 FIT_REPEATS = 3
-FIT_TIME_CAP_SECONDS = 2.0
 
 
 def largest_fitting(base: ModelConfig, strategy: str, vary: str, budget_bytes: int,
@@ -63,7 +62,7 @@ def largest_fitting(base: ModelConfig, strategy: str, vary: str, budget_bytes: i
         # no plain reference step: a fit shows no gradient agreement, and the plain step of
         # a batch that fits only checkpointed holds several budgets
         comp = compare(cfg, [spec], device=device, repeats=repeats, time_within=budget_bytes,
-                       min_repeats=1, time_cap_s=FIT_TIME_CAP_SECONDS, check_gradients=False)
+                       min_repeats=repeats, check_gradients=False)
         r = comp.results[0]
         total = (comp.parameter_bytes or 0) + (r.peak_bytes or 0)
         if r.fits and total <= budget_bytes:

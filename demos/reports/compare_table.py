@@ -11,6 +11,7 @@ import pandas as pd
 from demos.engine.results import StrategyResult
 from demos.reports.report import babel, baseline_and_best, header, label
 from demos.reports.timing import (
+    counter_misses,
     cpu_text,
     extra_compute,
     signed_percent,
@@ -37,10 +38,11 @@ COMPARE_COLUMNS: dict[str, str] = {
 }
 
 
-def results_table(results: Sequence[StrategyResult], lang: str = "en") -> pd.DataFrame:
+def results_table(results: Sequence[StrategyResult], lang: str = "en",
+                  device_kind: str = "cpu") -> pd.DataFrame:
     """One row per strategy, formatted for reading in `lang` (the CSV keeps raw numbers):
-    the step time with its spread and the CPU time and, against none, "1.25× slower" or
-    "within noise"; the step's FLOPs counted by torch beside the prediction."""
+    the step time with its spread and the CPU time and, against none, "1.25× slower by
+    CPU time" or "within noise by CPU time" (time_verdict)."""
     base = next((r for r in results if r.strategy == "none" and r.fits), None)
     loc = babel(lang)
     # One unit per column (the largest value's), so sizes compare at a glance.
@@ -61,24 +63,25 @@ def results_table(results: Sequence[StrategyResult], lang: str = "en") -> pd.Dat
                        measured=format_bytes_in(r.activation_bytes, held_unit, locale=loc),
                        predicted=format_bytes_in(r.predicted_activation_bytes, held_unit,
                                                  locale=loc))
-        rows.append([label(r, lang), peak, held, step_time_text(r, base, lang),
+        rows.append([label(r, lang), peak, held, step_time_text(r, base, lang, device_kind),
                      gradient_match(r, lang)])
     columns = [header(lang, text) for text in COMPARE_COLUMNS.values()]
     return pd.DataFrame(rows, columns=columns)
 
 
 def step_time_text(result: StrategyResult, base: StrategyResult | None,
-                   lang: str = "en") -> str:
-    """'104 ms (101–106), CPU 98 ms, 1.25× slower': the wall time's median and middle
-    half, the CPU time beside it and, against none, the verdict (time_verdict); "–" before
-    the first timed run."""
+                   lang: str = "en", device_kind: str = "cpu") -> str:
+    """'104 ms (101–106), CPU 98 ms (97–99), 1.25× slower by CPU time': the wall time's
+    median and middle half, the CPU time's beside it and, against none, the verdict
+    (time_verdict, which names its measure); "–" before the first timed run."""
     if time_spread(result) is None:
         return MISSING
     step = time_text(result, lang)
-    if result.cpu_seconds is not None:
-        step += ", " + cpu_text(result, lang)
+    cpu = cpu_text(result, lang)
+    if cpu:
+        step += ", " + cpu
     if result is not base:
-        step += ", " + time_vs_none_text(result, base, lang)
+        step += ", " + time_vs_none_text(result, base, lang, device_kind)
     return step
 
 
@@ -90,10 +93,12 @@ COST_COLUMNS: dict[str, str] = {
 }
 
 
-def cost_table(results: Sequence[StrategyResult], lang: str = "en") -> pd.DataFrame:
+def cost_table(results: Sequence[StrategyResult], lang: str = "en",
+               device_kind: str = "cpu", uncounted: str = "") -> pd.DataFrame:
     """One row per strategy that ran: what checkpointing costs. The step's extra FLOPs
-    against none's, counted by torch beside the prediction, and the step time, wall with
-    its spread beside CPU time (step_time_text)."""
+    against none's, counted by torch beside the prediction (with `uncounted`, why,
+    where the counter cannot see a selective strategy's recomputation: counter_misses),
+    and the step time, wall with its spread beside CPU time (step_time_text)."""
     base = next((r for r in results if r.strategy == "none" and r.fits), None)
     rows = []
     for r in results:
@@ -109,7 +114,9 @@ def cost_table(results: Sequence[StrategyResult], lang: str = "en") -> pd.DataFr
                               counted=signed_percent(counted, lang),
                               predicted=signed_percent(predicted, lang)
                               if predicted is not None else MISSING)
-        rows.append([label(r, lang), compute, step_time_text(r, base, lang)])
+            if uncounted and counter_misses(r, base, device_kind):
+                compute += ": " + uncounted
+        rows.append([label(r, lang), compute, step_time_text(r, base, lang, device_kind)])
     columns = [header(lang, text) for text in COST_COLUMNS.values()]
     return pd.DataFrame(rows, columns=columns)
 
@@ -137,8 +144,10 @@ def _gradient_verdict(result: StrategyResult, identical: str, template: str) -> 
     return template.format(mark=mark, diff=result.max_grad_diff)
 
 
-def timing_note(results: Sequence[StrategyResult], lang: str = "en") -> str:
-    """How the step times were taken, and what a difference within the spread means."""
+def timing_note(results: Sequence[StrategyResult], lang: str = "en",
+                device_kind: str = "cpu") -> str:
+    """How the step times were taken, what the verdicts rest on, and what a difference
+    within the spread means."""
     spreads = [s for s in (time_spread(r) for r in results) if s is not None]
     if not spreads:
         return ""
@@ -146,16 +155,27 @@ def timing_note(results: Sequence[StrategyResult], lang: str = "en") -> str:
     note = gettext(lang, "Step times: median of {count} timed steps per strategy, strategies "
                          "interleaved; the range is the middle half of the runs.", count=count)
     base, _ = baseline_and_best(results)
-    noisy = [label(r, lang) for r in results
-             if r is not base and time_verdict(r, base)[0] == "noise"]
-    if noisy:
-        note += " " + gettext(lang, "{names}: within noise, each median lies inside the other's "
-                                    "range; on a shared machine that is no measurable "
-                                    "difference.", names=", ".join(noisy))
-    faster = [label(r, lang) for r in results
-              if r is not base and time_verdict(r, base)[0] == "faster-noise"]
-    if faster:
-        note += " " + gettext(lang, "{names}: measured faster than without checkpointing, "
-                                    "which is timing noise (checkpointing only adds work).",
-                              names=", ".join(faster))
+    verdicts = {id(r): time_verdict(r, base, device_kind) for r in results if r is not base}
+    measures = {v.measure for v in verdicts.values()}
+    if "cpu" in measures:
+        note += " " + gettext(lang, "The verdicts against no checkpointing are read from CPU "
+                                    "time, which other learners' load hardly moves; wall "
+                                    "time is shown with its spread, as measured.")
+    elif "flops" in measures:
+        note += " " + gettext(lang, "The verdicts against no checkpointing are read from the "
+                                    "FLOPs torch counted, which no load moves; wall time is "
+                                    "shown with its spread, as measured.")
+
+    def named(verdict: str) -> str:
+        return ", ".join(label(r, lang) for r in results
+                         if r is not base and verdicts[id(r)].id == verdict)
+
+    if noisy := named("noise"):
+        note += " " + gettext(lang, "{names}: within noise by CPU time, each median lies "
+                                    "inside the other's range; that is no measurable "
+                                    "difference.", names=noisy)
+    if faster := named("faster-noise"):
+        note += " " + gettext(lang, "{names}: CPU time measured lower than without "
+                                    "checkpointing, which is timing noise (checkpointing only "
+                                    "adds work).", names=faster)
     return note

@@ -153,12 +153,56 @@ def fits_timing_note(frame: pd.DataFrame, lang: str = "en") -> str:
     runs = [n for n in runs if n]
     if not runs:
         return ""
-    note = gettext(lang, "Tokens per second from the median of the timed steps at the "
-                         "confirmed size ({low} to {high} per strategy here: more while they "
-                         "take little time), in brackets the range of the runs; each strategy "
-                         "at its own size, so on a busy server compare them with care: CPU "
-                         "time beside wall time shows the load (the gap is other learners' "
-                         "work).", low=min(runs), high=max(runs))
+    note = gettext(lang, "Tokens per second from the median of {count} timed steps at the "
+                         "confirmed size, as many at a large size as at a small one, in "
+                         "brackets the range of the runs. Wall time grows with other learners' "
+                         "load (the gap to CPU time is their work): the verdict compares CPU "
+                         "time per token.", count=min(runs))
     return note + " " + gettext(lang, "The extra compute of checkpointing is set by the "
                                       "model, not the batch; {course}.",
                                 course=course_rule_text(lang))
+
+
+def cpu_per_token(row: pd.Series) -> float | None:
+    """CPU seconds per token at the confirmed size: the median CPU time of its timed steps
+    over the tokens of one step. Work, not waiting: other learners' load hardly moves it."""
+    cpu = _runs(row, "cpu_seconds_runs")
+    tokens, seconds = row.get("tokens_per_second"), row.get("step_seconds")
+    if not cpu or tokens is None or seconds is None or pd.isna(tokens) or pd.isna(seconds):
+        return None
+    per_step = float(tokens) * float(seconds)
+    return statistics.median(cpu) / per_step if per_step else None
+
+
+def equal_work_verdict(frame: pd.DataFrame, field: str, lang: str = "en") -> str:
+    """Each strategy at its largest size against no checkpointing at its own, at equal
+    work: CPU time per token (cpu_per_token), so a busy server does not decide it. Then
+    what that means for the advice to spend the freed memory on a larger batch."""
+    rows = {row["strategy"]: row for _, row in frame.iterrows()}
+    base = rows.get("none")
+    base_cost = cpu_per_token(base) if base is not None else None
+    if base is None or not base_cost:
+        return ""
+    name = field_name(field, lang)
+    parts, ratios = [], []
+    for strategy, row in rows.items():
+        cost = cpu_per_token(row)
+        if strategy == "none" or cost is None:
+            continue
+        ratios.append(cost / base_cost)
+        parts.append(gettext(lang, "{strategy} at {name} {value}: {ratio:.2f}× the CPU time per "
+                                   "token of no checkpointing at {name} {base}",
+                             strategy=strategy_title(strategy, lang), name=name,
+                             value=_whole(row["value_confirmed"], lang), ratio=cost / base_cost,
+                             base=_whole(base["value_confirmed"], lang)))
+    if not parts:
+        return ""
+    text = gettext(lang, "At equal work (CPU time per token, which other learners' load "
+                         "does not move): {parts}.", parts="; ".join(parts))
+    if min(ratios) >= 1:
+        return text + " " + gettext(lang, "On this CPU the larger {name} did not win back "
+                                          "the recomputation: a CPU's cores are already busy "
+                                          "at the smaller size, so each token costs about the "
+                                          "same work, plus the rerun forward.", name=name)
+    return text + " " + gettext(lang, "Here the larger {name} more than paid for the "
+                                      "recomputation.", name=name)

@@ -1,6 +1,7 @@
-"""Step times and compute, in words: the median and middle half of the timed runs, when
-two step times read "within noise" (time_verdict), CPU against wall time, and the FLOPs
-counted by torch beside the prediction and the course's rule. Pure functions, no
+"""Step times and compute, in words: the median and middle half of the timed runs, the
+verdict against no checkpointing (time_verdict: by CPU time or counted FLOPs, never by
+wall time), CPU against wall time, and the FLOPs counted by torch beside the prediction
+and the course's rule. Pure functions, no
 Streamlit; texts in the language `lang`."""
 
 from __future__ import annotations
@@ -33,45 +34,82 @@ class TimeSpread:
 
 
 def time_spread(result: StrategyResult) -> TimeSpread | None:
-    runs = result.step_seconds_runs or []
-    spread = step_range(runs) if result.fits else None
+    """The wall-time spread of the timed runs (None before the first, or without a fit)."""
+    return _spread(result.step_seconds_runs or [], result.fits)
+
+
+def cpu_spread(result: StrategyResult) -> TimeSpread | None:
+    """The same for the process's CPU time of the timed runs: what the step computed,
+    whatever else the machine ran meanwhile."""
+    return _spread(result.cpu_seconds_runs or [], result.fits)
+
+
+def _spread(runs: Sequence[float], fits: bool) -> TimeSpread | None:
+    spread = step_range(runs) if fits else None
     if spread is None:
         return None
     return TimeSpread(statistics.median(runs), spread[0], spread[1], len(runs))
 
 
-def time_verdict(result: StrategyResult, base: StrategyResult | None
-                 ) -> tuple[str, float | None]:
-    """(id, ratio to none): 'baseline'; 'slower' when one median lies outside the other's
-    range on the slow side (its median above none's range, or none's median below its
-    range); 'faster-noise' the same on the fast side (checkpointing only adds work: noise,
-    never shown as a gain); 'noise' only when each median lies inside the other's range
-    (the ranges then overlap); 'unknown' without times."""
+# Counted FLOPs are exact: a difference under this share is the same work.
+SAME_FLOPS = 0.001
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A strategy's cost against none's, from a load-independent measure.
+
+    id: 'baseline'; by CPU time (measure 'cpu') 'slower' when one median lies outside
+    the other's range on the slow side, 'faster-noise' the same on the fast side
+    (checkpointing only adds work: noise, never shown as a gain), 'noise' when each
+    median lies inside the other's range; by counted FLOPs (measure 'flops') 'more-compute'
+    or 'same-compute'; 'unknown' without either. ratio: against none's, by that measure.
+    Wall time never decides: on a shared server it grows with other learners' load."""
+
+    id: str
+    ratio: float | None
+    measure: str | None  # "cpu" | "flops"
+
+
+def time_verdict(result: StrategyResult, base: StrategyResult | None,
+                 device_kind: str = "cpu") -> Verdict:
+    """The verdict by CPU time where it measures the step (on a CPU), else by the FLOPs
+    torch counted (on a GPU the host's CPU time is only launching and waiting)."""
     if base is not None and result is base:
-        return "baseline", 1.0
-    mine, theirs = time_spread(result), time_spread(base) if base is not None else None
-    if mine is None or theirs is None or not theirs.median:
-        return "unknown", None
-    ratio = mine.median / theirs.median
-    if mine.median > theirs.high or theirs.median < mine.low:
-        return "slower", ratio
-    if mine.median < theirs.low or theirs.median > mine.high:
-        return "faster-noise", ratio
-    return "noise", ratio
+        return Verdict("baseline", 1.0, None)
+    if base is None:
+        return Verdict("unknown", None, None)
+    mine, theirs = cpu_spread(result), cpu_spread(base)
+    if device_kind == "cpu" and mine is not None and theirs is not None and theirs.median:
+        ratio = mine.median / theirs.median
+        if mine.median > theirs.high or theirs.median < mine.low:
+            return Verdict("slower", ratio, "cpu")
+        if mine.median < theirs.low or theirs.median > mine.high:
+            return Verdict("faster-noise", ratio, "cpu")
+        return Verdict("noise", ratio, "cpu")
+    counted, _ = extra_compute(result, base)
+    if counted is None:
+        return Verdict("unknown", None, None)
+    if counted > SAME_FLOPS:
+        return Verdict("more-compute", 1 + counted, "flops")
+    return Verdict("same-compute", 1 + counted, "flops")
 
 
 def time_vs_none_text(result: StrategyResult, base: StrategyResult | None,
-                      lang: str = "en") -> str:
-    verdict, ratio = time_verdict(result, base)
-    if verdict == "baseline":
-        return pgettext(lang, "time vs none", "baseline")
-    if verdict == "slower" and ratio is not None:
-        return gettext(lang, "{ratio:.2f}× slower", ratio=ratio)
-    if verdict == "noise":
-        return gettext(lang, "within noise")
-    if verdict == "faster-noise":
-        return gettext(lang, "measured faster: timing noise")
-    return MISSING
+                      lang: str = "en", device_kind: str = "cpu") -> str:
+    """The verdict in words, naming the measure it rests on."""
+    verdict = time_verdict(result, base, device_kind)
+    ratio = verdict.ratio or 1.0
+    texts = {
+        "baseline": lambda: pgettext(lang, "time vs none", "baseline"),
+        "slower": lambda: gettext(lang, "{ratio:.2f}× slower by CPU time", ratio=ratio),
+        "noise": lambda: gettext(lang, "within noise by CPU time"),
+        "faster-noise": lambda: gettext(lang, "CPU time measured lower: timing noise"),
+        "more-compute": lambda: gettext(lang, "{ratio:.2f}× the compute (counted FLOPs)",
+                                        ratio=ratio),
+        "same-compute": lambda: gettext(lang, "the same compute (counted FLOPs)"),
+    }
+    return texts[verdict.id]() if verdict.id in texts else MISSING
 
 
 def time_text(result: StrategyResult, lang: str = "en") -> str:
@@ -79,6 +117,10 @@ def time_text(result: StrategyResult, lang: str = "en") -> str:
     spread = time_spread(result)
     if spread is None:
         return format_ms(result.step_seconds, locale=babel(lang))
+    return _spread_text(spread, lang)
+
+
+def _spread_text(spread: TimeSpread, lang: str) -> str:
     loc = babel(lang)
     return gettext(lang, "{median} ({low}–{high})", median=format_ms(spread.median, locale=loc),
                    low=format_ms(spread.low, locale=loc).removesuffix(" ms"),
@@ -86,10 +128,12 @@ def time_text(result: StrategyResult, lang: str = "en") -> str:
 
 
 def cpu_text(result: StrategyResult, lang: str = "en") -> str:
-    """'CPU 110 ms': the median CPU time (this process, all threads) of the timed runs."""
-    if result.cpu_seconds is None:
+    """'CPU 110 ms (105–118)': the median CPU time (this process, all threads) of the timed
+    runs and their middle half, the range the verdict reads."""
+    spread = cpu_spread(result)
+    if spread is None:
         return ""
-    return gettext(lang, "CPU {time}", time=format_ms(result.cpu_seconds, locale=babel(lang)))
+    return gettext(lang, "CPU {time}", time=_spread_text(spread, lang))
 
 
 def signed_percent(share: float, lang: str = "en", digits: int = 1) -> str:
@@ -160,20 +204,34 @@ def overhead_note(results: Sequence[StrategyResult], lang: str = "en",
     return note
 
 
+def counter_misses(result: StrategyResult, base: StrategyResult | None,
+                   device_kind: str = "cpu") -> bool:
+    """A selective strategy whose recomputation torch's FLOP counter cannot see: on a CPU
+    where it has no formula for the fused attention kernel (counter_counts_attention) it
+    counts no op that selective reruns (element-wise ops are never counted), so +0.0%."""
+    counted, _ = extra_compute(result, base)
+    return (device_kind == "cpu" and not counter_counts_attention("cpu")
+            and result.strategy.startswith("selective")
+            and counted is not None and abs(counted) < SAME_FLOPS)
+
+
 def wall_cpu_note(results: Sequence[StrategyResult], busy: bool, lang: str = "en") -> str:
-    """Why wall time and CPU time differ, and whether these times are representative."""
-    timed = [r for r in results if r.fits and r.cpu_seconds is not None and r.step_seconds]
+    """Why wall time and CPU time differ, and whether these times are representative. The
+    share is of the medians shown beside it (CPU over wall × threads)."""
+    timed = [r for r in results if cpu_spread(r) is not None and time_spread(r) is not None]
     if not timed:
         return ""
     threads = max(r.threads or 1 for r in timed)
-    share = (sum(sum(r.cpu_seconds_runs) for r in timed)
-             / (threads * sum(sum(r.step_seconds_runs) for r in timed)))
+    cpu = sum(statistics.median(r.cpu_seconds_runs) for r in timed)
+    wall = sum(statistics.median(r.step_seconds_runs) for r in timed)
+    share = cpu / (threads * wall) if wall else 0.0
     note = gettext(lang, "Wall time is what the clock saw; CPU time is what this process "
-                         "computed on its {threads} threads, {share:.0%} of wall time × "
-                         "threads here. Other learners' runs on this shared server take the "
-                         "cores: wall time grows, CPU time does not, so the gap between them is "
-                         "their load, not checkpointing. The counted FLOPs do not depend on "
-                         "load.", threads=threads, share=share)
+                         "computed on its {threads} threads: the medians above, CPU is "
+                         "{share} of wall time × threads. Other learners' runs on this "
+                         "shared server take the cores: wall time grows, CPU time does not, "
+                         "so the verdicts are read from CPU time and wall time is shown with "
+                         "its spread. The counted FLOPs do not depend on load.",
+                   threads=threads, share=format_percent(share, lang, 0))
     if busy:
         note += " " + gettext(lang, "These times were taken while the server was busy (CPU "
                                     "time far below wall time, or a wide spread): they are "
@@ -181,10 +239,12 @@ def wall_cpu_note(results: Sequence[StrategyResult], busy: bool, lang: str = "en
     return note
 
 
-def sweep_compute_note(frame: pd.DataFrame, x: str, lang: str = "en") -> str:
+def sweep_compute_note(frame: pd.DataFrame, x: str, lang: str = "en",
+                       x_title: str | None = None) -> str:
     """The curves' caption: at the sweep's largest value, each strategy's step FLOPs
     counted by torch beside the prediction (against none's where it ran), the course's
-    rule, and what the dotted CPU-time lines mean."""
+    rule, and what the dotted CPU-time lines mean. `x_title`: the axis as the chart names
+    it in `lang` (the frame's column name, such as seq_len, is no word for a reader)."""
     if frame.empty or "flops_counted" not in frame or x not in frame:
         return ""
     data = frame[frame["flops_counted"].notna()]
@@ -210,7 +270,7 @@ def sweep_compute_note(frame: pd.DataFrame, x: str, lang: str = "en") -> str:
     if not parts:
         return ""
     note = gettext(lang, "Compute of one step at {x} = {value}, counted by torch's FLOP counter: "
-                         "{parts}; {course}.", x=x, value=int(last[x].iloc[0]),
+                         "{parts}; {course}.", x=x_title or x, value=int(last[x].iloc[0]),
                    parts=", ".join(parts), course=course_rule_text(lang))
     if "cpu_seconds" in frame and frame["cpu_seconds"].notna().any():
         note += " " + gettext(lang, "Time panel: solid lines wall time (the median, bars the "

@@ -31,7 +31,7 @@ KINDS = ("compare", "sweep", "fits", "train", "mistakes", "budget")
 MEMORY_SLACK_BYTES = 512 * 2**20
 MEMORY_FACTOR = 2.0
 FIT_TRIES = 2  # confirm runs a fits step typically makes (the search steps down ~10%)
-FIT_REPEATS = 3  # timed steps at the confirmed size, the first always (demos.engine.fit)
+FIT_REPEATS = 3  # timed steps at the confirmed size, whatever its size (demos.engine.fit)
 # demos.engine.measure's timing may add rounds beyond the asked ones while the spread is
 # wide, but within TIME_CAP_SECONDS of wall time: a constant, not work, so the estimates
 # count the asked runs only
@@ -141,7 +141,8 @@ class Job:
         strategy = self.strategies[index]
         if self.kind == "fits":
             return [(self._fit_config(strategy, device_kind), strategy,
-                     FIT_TRIES * theory.TRACKED_STEP_COST + theory.COUNTED_STEP_COST + 1)]
+                     FIT_TRIES * theory.TRACKED_STEP_COST + theory.COUNTED_STEP_COST
+                     + FIT_REPEATS)]
         return [(self.config, strategy, int(self.option("steps", 1)))]
 
     def step_work(self, index: int, device_kind: str = "cpu") -> float:

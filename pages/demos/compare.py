@@ -38,7 +38,8 @@ def compare_demo() -> None:
         display.show_refusals(results)
         display.headline(results)
         display.table(display.shared("results-table", key,
-                                     lambda lang: compare_table.results_table(results, lang)))
+                                     lambda lang: compare_table.results_table(
+                                         results, lang, comparison.device.kind)))
         display.parameters_note(comparison)
         display.peak_explanations(results)
         display.paint_numbers_first()
@@ -58,6 +59,7 @@ def compare_demo() -> None:
         display.theory_notes(config)
         display.comparison_caption(comparison)
         display.download(comparison, f"compare-{report.config_slug(config)}")
+        display.download_snapshot(comparison, f"compare-{report.config_slug(config)}")
 
     runner.run_compare(config, strategies, show=show)
 

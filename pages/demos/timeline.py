@@ -46,9 +46,10 @@ def timeline_demo() -> None:
                       lambda lang: timeline_figure(frame, facet=layout == "faceted", lang=lang))
         # What the checkpointing drawn above costs: counted compute, wall and CPU time.
         display.table(display.shared("cost-table", key, lambda lang: compare_table.cost_table(
-            comparison.results, lang)))
+            comparison.results, lang, comparison.device.kind, display.uncounted_text(lang))))
         display.comparison_caption(comparison)
         display.download(frame, f"timeline-{report.config_slug(config)}")
+        display.download_snapshot(comparison, f"timeline-{report.config_slug(config)}")
 
     # The memory first (the tracked steps draw the timeline), then TIMELINE_REPEATS rounds of
     # timed steps, strategies interleaved as on Compare: the times fill in as they come.

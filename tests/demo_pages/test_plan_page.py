@@ -102,6 +102,32 @@ def test_changing_the_strategy_updates_bar_table_and_advice(app_test: Callable) 
     assert at.query_params["k"] == "4"
 
 
+def test_the_headroom_setting_moves_table_and_advice_alike(app_test: Callable) -> None:
+    """A pasted-size plan once recommended 0.2 GiB to spare; a plan now keeps the share set
+    under "Keep free" (5% by default), in its table and its recommendation alike, and the
+    row marked recommended is the recommended plan."""
+    at = app_test(PAGE, query={"model": "llama-3.1-8b", "tuning": "qlora"})
+    no_errors(at)
+    assert at.slider(key="free").value == 5
+    rows = table(at)
+    marked = [r for r in rows if "recommended" in r["Checkpointing"]]
+    assert len(marked) == 1 and marked[0]["Fits"].startswith("✓ fits")
+    assert marked[0]["Peak per GPU"] in lead(at)  # the headline's peak is the row's
+    text = "\n".join(m.value for m in at.markdown)
+    assert "Headroom: a plan fits only if it keeps 5% of the GPU free" in text
+    assert "up to 0.0 GiB" not in text
+    at.slider(key="free").set_value(30).run()
+    no_errors(at)
+    assert at.query_params["free"] == "30"
+    tight = table(at)
+    assert tight != rows
+    assert any(r["Fits"].startswith("✗ only") and "less than the 30% kept free" in r["Fits"]
+               for r in tight)
+    assert "30% kept free" in json.dumps(chart(at)["layout"])
+    marked = [r for r in tight if "recommended" in r["Checkpointing"]]
+    assert all(r["Fits"].startswith("✓") for r in marked)
+
+
 def test_a_shared_link_reproduces_the_plan(app_test: Callable) -> None:
     at = app_test(PAGE, query={"model": "qwen2.5-7b", "seq": "8192", "mb": "2",
                                "tuning": "qlora", "rank": "32", "gpu": "l40s", "ckpt": "two-layer",
@@ -142,6 +168,26 @@ def test_a_pasted_config_json_plans_and_a_bad_one_names_the_field(app_test: Call
     assert at.error and "hidden_size" in at.error[0].value
     at.text_area(key="plan_config_json").set_value('{"model_type": "t5"}').run()
     assert at.error and "t5" in at.error[0].value
+
+
+@pytest.mark.parametrize("code", ["en", "de", "vi"])
+def test_a_pasted_gemma2_config_is_planned_on_its_class_with_eager_attention(
+        app_test: Callable, code: str) -> None:
+    """The class's section: the family, the kernel it supports, the modules it keeps
+    beyond the course's formula; the code loads it with eager attention, never SDPA."""
+    from tests.demos.class_fixtures import load, tiny
+
+    at = app_test(PAGE, query={"model": "config", "gpu": "h100", "tuning": "full",
+                               "lang": code})
+    text = json.dumps(tiny(load("gemma-2-9b")))  # its keys at a tiny size: quick to measure
+    at.text_area(key="plan_config_json").set_value(text).run()
+    no_errors(at)
+    shown = page_text(at)
+    assert "gemma2" in shown and "attn_implementation=\"eager\"" in shown
+    modules = {str(v) for frame in at.dataframe for v in frame.value.to_numpy().ravel()}
+    assert {"post_feedforward_layernorm", "pre_feedforward_layernorm"} <= modules
+    assert all("sdpa" not in c.value for c in at.code)
+    assert code == "en" or not untranslated_on_page(shown, code)
 
 
 PLANS = {  # every part of the page: a recommendation with remedies, adapters, sharding...
@@ -186,3 +232,13 @@ def test_home_and_lesson_7_point_to_the_planner(app_test: Callable) -> None:
     links = [link.proto for link in at.get("page_link")
              if link.proto.label.startswith("Das eigene Training planen: die Checkpointing")]
     assert len(links) == 1 and links[0].page.rstrip("/").endswith("plan"), links
+
+
+def test_the_choices_table_keeps_each_rows_name_in_view(app_test: Callable) -> None:
+    """The German table is wider than the page: its names column is pinned (it stays
+    while the rest scrolls sideways) and of medium width."""
+    at = app_test(PAGE, query={"lang": "de"})
+    no_errors(at)
+    config = json.loads(at.dataframe[0].proto.columns)
+    (name,) = [key for key in config if key.startswith("Checkpointing")]
+    assert config[name]["pinned"] is True and config[name]["width"] == "medium"

@@ -1,19 +1,23 @@
 """Runs the planner's printed FSDP script in each process of a real multi-process launch
 (`accelerate launch --num_processes 2 --cpu tests/demos/fsdp_plan_child.py FAMILY PLAN OUT`
-on the CPU, gloo): the printed file is run as it is (`runpy`), with two things replaced
-before it starts: `AutoModelForCausalLM.from_pretrained` returns a tiny random-init model
-of the family (nothing is downloaded) and `train_dataset` is a few random token rows.
+on the CPU, gloo): the printed file is run as it is (`runpy`), with these replaced before
+it starts: `AutoModelForCausalLM.from_pretrained` returns a tiny random-init model of the
+family (nothing is downloaded), `AutoConfig.from_pretrained` its config, `train_dataset`
+is a few random token rows; `AutoModelForCausalLM.from_config` (what the processes that
+do not load build, under accelerate's init_empty_weights) is the library's, recorded.
 
 After `trainer.train()` rank 0 writes what it measured to OUT (JSON): the class of each
 decoder layer as the Trainer holds it (the checkpoint wrapper, the FSDP unit inside it),
 each rank's local parameter count beside the full one, the MLP calls per layer and the
-micro-batches run forward, the losses, and how far the parameters moved.
+micro-batches run forward, the losses, how far the parameters moved from the weights
+process 0 loaded, and which process loaded weights and which built the model empty.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import runpy
 import sys
 import warnings
@@ -71,10 +75,10 @@ def _holds(layer: torch.nn.Module) -> bool:
 def main(family: str, plan: str, out: str) -> None:
     seen: dict = {"mlp_calls": [], "forwards": 0, "losses": []}
 
-    def from_pretrained(name, dtype=None, attn_implementation=None, **kwargs):
-        torch.manual_seed(0)
-        model = transformers.AutoModelForCausalLM.from_config(
-            TINY[family](), dtype=dtype, attn_implementation=attn_implementation)
+    from_config = transformers.AutoModelForCausalLM.from_config
+
+    def recorded(model):
+        """The model with its MLP calls, forwards and losses counted."""
         layers = decoder_layers(model)
         seen["mlp_calls"] = [0] * len(layers)
         for index, layer in enumerate(layers):
@@ -85,10 +89,26 @@ def main(family: str, plan: str, out: str) -> None:
             lambda module, args: seen.__setitem__("forwards", seen["forwards"] + 1))
         model.register_forward_hook(
             lambda module, args, output: seen["losses"].append(float(output.loss)))
-        seen["before"] = {n: q.detach().clone() for n, q in model.named_parameters()}
-        seen["loaded"] = {"name": name, "dtype": str(dtype), "attn": attn_implementation}
         return model
 
+    def from_pretrained(name, dtype=None, attn_implementation=None, **kwargs):
+        """The checkpoint's weights: a tiny random-init model of the family (seeded)."""
+        torch.manual_seed(0)
+        model = from_config(TINY[family](), dtype=dtype, attn_implementation=attn_implementation)
+        seen["loaded_weights"] = True
+        seen["before"] = {n: q.detach().clone() for n, q in model.named_parameters()}
+        seen["loaded"] = {"name": name, "dtype": str(dtype), "attn": attn_implementation}
+        return recorded(model)
+
+    def empty_model(config, dtype=None, attn_implementation=None, **kwargs):
+        """What the printed script builds without weights (under init_empty_weights)."""
+        model = from_config(config, dtype=dtype, attn_implementation=attn_implementation)
+        seen["built_empty"] = all(q.is_meta for q in model.parameters())
+        seen["real_buffers"] = not any(b.is_meta for b in model.buffers())
+        return recorded(model)
+
+    transformers.AutoModelForCausalLM.from_config = empty_model
+    transformers.AutoConfig.from_pretrained = lambda name, **kwargs: TINY[family]()
     transformers.AutoModelForCausalLM.from_pretrained = from_pretrained
     _fsdp_on_cpu(seen)
     # bf16=True is refused without a bf16 GPU; the CPU runs bf16 autocast all the same
@@ -110,12 +130,13 @@ def main(family: str, plan: str, out: str) -> None:
     local = sum(q.to_local().numel() if isinstance(q, DTensor) else q.numel()
                 for q in model.parameters())
     full = sum(q.numel() for q in model.parameters())
-    moved = 0.0
+    moved = 0.0  # on the process that loaded the weights, against them
     for name, q in model.named_parameters():
-        whole = q.full_tensor() if isinstance(q, DTensor) else q
+        whole = q.full_tensor() if isinstance(q, DTensor) else q  # collective: every rank
         key = name.replace("._checkpoint_wrapped_module", "")
-        moved = max(moved, float((whole.detach().float()
-                                  - seen["before"][key].float()).abs().max()))
+        if "before" in seen:
+            moved = max(moved, float((whole.detach().float()
+                                      - seen["before"][key].float()).abs().max()))
     rank = {
         "rank": dist.get_rank(),
         "world": dist.get_world_size(),
@@ -123,9 +144,12 @@ def main(family: str, plan: str, out: str) -> None:
         "layer_classes": [type(layer).__name__ for layer in layers],
         "fsdp_units": len(units),
         "layer_unit_holds_its_params": [_holds(layer) for layer in layers],
-        "layer_compute_dtype": sorted({str(group.mp_policy.param_dtype or "as stored")
+        # each parameter's compute dtype (None: as stored); the group's own policy moved
+        # to the parameters in torch 2.15 (FSDPParamGroup.mp_policy is gone)
+        "layer_compute_dtype": sorted({str(param.param_dtype or "as stored")
                                        for layer in layers for group in
-                                       layer._get_fsdp_state()._fsdp_param_groups}),
+                                       layer._get_fsdp_state()._fsdp_param_groups
+                                       for param in group.fsdp_params}),
         "sharded_dtypes": sorted({str(q.dtype) for q in model.parameters()}),
         "root_is_fsdp": isinstance(model, FSDPModule),
         "layer_holders": [type(holder).__name__ for holder in holders],
@@ -149,8 +173,13 @@ def main(family: str, plan: str, out: str) -> None:
         "rows": ROWS,
         "train_loss": [entry["train_loss"] for entry in trainer.state.log_history
                        if "train_loss" in entry],
-        "max_param_change": moved,
-        "loaded": seen["loaded"],
+        "max_param_change": moved if "before" in seen else None,
+        "loaded": seen.get("loaded"),
+        "loaded_weights": seen.get("loaded_weights", False),
+        "built_empty": seen.get("built_empty", False),
+        "real_buffers": seen.get("real_buffers", True),
+        "node_rank": int(os.environ.get("GROUP_RANK", os.environ.get("NODE_RANK", "0"))),
+        "local_rank": int(os.environ.get("LOCAL_RANK", "0")),
         "accelerate_dropped_fsdp_on_cpu": seen.get("accelerate_dropped_fsdp_on_cpu", False),
     }
     everyone: list = [None] * dist.get_world_size()

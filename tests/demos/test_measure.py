@@ -165,6 +165,9 @@ def test_times_are_medians_of_interleaved_untracked_runs():
     frame = comp.to_frame()
     assert list(frame["strategy"]) == ["none", "every-layer"]
     assert frame.loc[0, "time_vs_none"] == 1.0
+    assert frame.loc[0, "cpu_vs_none"] == 1.0
+    assert frame.loc[1, "cpu_vs_none"] == pytest.approx(
+        comp.results[1].cpu_seconds / comp.results[0].cpu_seconds)
 
 
 # ---------------------------------------------------------------- the demos' defaults

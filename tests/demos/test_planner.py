@@ -81,13 +81,15 @@ def test_lora_trains_peft_s_count_for_llama_8b_rank_16() -> None:
     assert lora["gradients"] == 41_943_040 * 4
 
 
-def test_sharding_divides_the_state_and_gathers_two_layers() -> None:
-    p = P.PlannerInputs(PRESETS["llama-3.1-70b"])
+def test_sharding_divides_the_state_and_gathers_two_layers_and_the_head() -> None:
+    arch = PRESETS["llama-3.1-70b"]
+    p = P.PlannerInputs(arch)
     one, eight = P.state_bytes(p), P.state_bytes(p.with_(shards=8))
     assert eight["optimizer"] == one["optimizer"] / 8
     assert eight["gradients"] == one["gradients"] / 8
-    layer = PRESETS["llama-3.1-70b"].block_params() * 2
-    assert eight["weights"] == pytest.approx(one["weights"] / 8 + 2 * layer * 7 / 8)
+    layer = arch.block_params() * 2
+    head = (arch.vocab * arch.hidden + arch.hidden) * 2  # bf16, whole from loss to backward
+    assert eight["weights"] == pytest.approx(one["weights"] / 8 + (2 * layer + head) * 7 / 8)
 
 
 def test_peak_grows_with_batch_and_sequence_and_falls_with_shards() -> None:
@@ -273,3 +275,25 @@ def test_the_planning_quiz_items_premises_hold() -> None:
     values = lesson_values()
     assert values["plan_some_layers"] == str(ex["lora_some_layers"])
     assert values["plan_none_gb"] == format_gb(ex["none_bytes"])
+
+
+def test_the_pytorch_code_says_what_of_the_plan_it_leaves_out() -> None:
+    """The PyTorch tab of a plan with a chunked loss or adapters showed only the
+    checkpointed loop and did not say so."""
+    from planner.torch_code import left_out, torch_code
+
+    arch = PRESETS["llama-3.1-8b"]
+    plain = P.PlannerInputs(arch, tuning="full")
+    assert left_out(plain) == [] and not torch_code(plain).startswith("# This code")
+    plan = P.PlannerInputs(arch, tuning="qlora", chunked_loss=True, optimizer="adamw-8bit",
+                           shards=2)
+    assert left_out(plan) == ["qlora", "chunked-loss", "adamw-8bit", "fsdp"]
+    text = torch_code(plan)
+    assert text.startswith("# This code is the plan's checkpointing only. It leaves out:")
+    for name in ("BitsAndBytesConfig", "use_liger_kernel", "AdamW8bit", "FSDP"):
+        assert name in text.split("class ")[0]
+    selective = torch_code(plan.with_(strategy="selective", tuning="lora"))
+    assert selective.startswith("# This code") and "LoraConfig" in selective
+    compiled = compile(torch_code(plan.with_(tuning="lora")), "<plan>", "exec")
+    assert compiled is not None
+    assert "Er lässt weg:" in torch_code(plan, "de")

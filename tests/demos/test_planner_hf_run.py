@@ -14,13 +14,14 @@ as printed; bitsandbytes' 8-bit AdamW does run here, on the CPU), Liger Kernel (
 only) and FSDP (it needs several processes: here its arguments are checked by building
 accelerate's plugin from them; tests/demos/test_planner_fsdp_run.py launches the printed
 FSDP script for real, two processes on the CPU over gloo, and checks that each decoder
-layer is its own FSDP unit, checkpointed through `fsdp_config`, with half the parameters
+layer is its own FSDP unit, checkpointed by its own switch, with half the parameters
 on each rank). `bf16=True` is allowed on the CPU (transformers refuses it without a bf16
 GPU; the CPU runs bf16 autocast).
 """
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import pytest
@@ -32,6 +33,7 @@ from transformers import trainer_optimizer as optimizers
 from memory import footprint as P
 from memory.architectures import PRESETS
 from planner import hf_code as hf_module
+from tests.demos.class_fixtures import FAMILIES
 from tests.demos.tiny_hf import SEQ, TINY, decoder_layers
 
 torch.set_num_threads(1)
@@ -274,9 +276,8 @@ def test_qlora_script_runs_with_the_quantisation_left_out(monkeypatch, tmp_path)
 
 @pytest.mark.parametrize("family,layer", [("llama", "LlamaDecoderLayer"),
                                           ("gpt2", "GPT2Block")])
-def test_fsdp_wraps_each_decoder_layer_and_checkpoints_through_fsdp(family, layer,
-                                                                     monkeypatch,
-                                                                     tmp_path) -> None:
+def test_fsdp_wraps_each_decoder_layer_and_checkpoints_with_the_models_switch(
+        family, layer, monkeypatch, tmp_path) -> None:
     from accelerate.utils import FullyShardedDataParallelPlugin
 
     p = _inputs(family, strategy="every-layer", shards=4, precision="mixed")
@@ -284,13 +285,16 @@ def test_fsdp_wraps_each_decoder_layer_and_checkpoints_through_fsdp(family, laye
     run = run_script(code, family, monkeypatch, tmp_path, 1, 2, fsdp=True)
     args = run.fsdp_args
     assert args is not None and args.fsdp
-    assert not args.activation_checkpointing  # FSDP's own, not the training argument
-    assert args.fsdp_config["activation_checkpointing"] is True
+    # the model's own switch (torch's checkpoint keeps the RNG state); neither the
+    # training argument nor FSDP's own (accelerate's wrapper drops the RNG state)
+    assert not args.activation_checkpointing
+    assert not args.fsdp_config.get("activation_checkpointing")
+    assert all(layer.gradient_checkpointing for layer in decoder_layers(run.model))
     assert args.fsdp_config["transformer_layer_cls_to_wrap"] == [layer]
     assert type(decoder_layers(run.model)[0]).__name__ == layer
     assert layer in run.model._no_split_modules
     plugin = FullyShardedDataParallelPlugin(**args.fsdp_plugin_args)
-    assert plugin.activation_checkpointing and plugin.fsdp_version == 2
+    assert not plugin.activation_checkpointing and plugin.fsdp_version == 2
     assert "--num_processes 4" in code
 
 
@@ -438,3 +442,40 @@ def test_the_printed_precision_keeps_the_plans_bytes(family, precision, tuning, 
     # gradients take the trained parameters' dtype: fp32 adapters under LoRA
     assert sum(q.element_size() * q.numel() for q in trained) == state["gradients"]
     assert _state_bytes_per_param(run.trainer) * n == state["optimizer"]
+
+
+# LoRA on the attention only, by the class's own names (fused qkv_proj, query_key_value)
+ATTENTION_LORA = ("mixtral-8x7b", "phi-3-mini-4k", "falcon-7b", "pythia-1b")
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_the_printed_script_runs_for_every_family(name, monkeypatch, tmp_path) -> None:
+    """A pasted config.json of each family (its keys at a tiny size), planned on its class:
+    the script it prints trains the tiny model of that class with every layer
+    checkpointed; Gemma 2 (no SDPA in its class) loads with eager attention; a
+    mixture-of-experts model gets LoRA on its linear layers (its experts, 3-D
+    parameters, stay frozen)."""
+    from planner.class_cache import from_config_json
+    from planner.class_memory import hf_config
+    from tests.demos.class_fixtures import load, tiny
+
+    cfg = tiny(load(name))
+    monkeypatch.setenv("DATA_DIR", str(tmp_path / "data"))
+    arch, source = from_config_json(json.dumps(cfg))
+    moe = any(key in cfg for key in ("num_experts", "num_local_experts"))
+    p = P.PlannerInputs(arch, batch=1, accumulation=2, strategy="every-layer",
+                        precision="fp32", source=source,
+                        fused="sdpa" in source.kernels,
+                        tuning="lora" if moe or name in ATTENTION_LORA else "full",
+                        lora_rank=4,
+                        lora_targets="attention" if name in ATTENTION_LORA else "all-linear")
+    code = hf_module.hf_code(p)
+    run = run_script(code, "", monkeypatch, tmp_path, 1, 2, config=hf_config(cfg))
+    assert all(layer.gradient_checkpointing for layer in decoder_layers(run.model))
+    assert _checkpointed(run) == [True] * len(decoder_layers(run.model))
+    assert run.loaded["attn"] == ("eager" if name == "gemma-2-9b" else "sdpa")
+    if p.tuning == "lora":
+        trained = {n for n, q in run.model.named_parameters() if q.requires_grad}
+        assert trained and all("lora_" in n for n in trained)
+        if name in ATTENTION_LORA:  # the class's own attention names (fused qkv ...)
+            assert all(any(part in n for part in ("attn", "attention")) for n in trained)

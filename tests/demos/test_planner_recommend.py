@@ -32,25 +32,71 @@ MARKERS = {  # what the script must contain for each step
 }
 
 
-@pytest.mark.parametrize("key,gpus,tuning,gpu,fused", [
-    *itertools.product(PRESETS, (1, 8), P.TUNINGS, ("a10", "h100"), (True,)),
-    *itertools.product(PRESETS, (1, 8), P.TUNINGS, ("h100",), (False,))])
-def test_every_plan_is_consistent(key, gpus, tuning, gpu, fused) -> None:
-    p = P.PlannerInputs(PRESETS[key], shards=gpus, tuning=tuning, batch=2, fused=fused,
-                        gpu_bytes=GPUS[gpu].bytes)
+def _config_json(family: str) -> str:
+    import transformers
+
+    cls = {"gpt2": transformers.GPT2Config, "llama": transformers.LlamaConfig,
+           "mistral": transformers.MistralConfig, "qwen2": transformers.Qwen2Config,
+           "gemma": transformers.GemmaConfig}[family]
+    return cls().to_json_string()
+
+
+# Pasted config.json files as their Hub pages give them (the fields the planner reads).
+MISTRAL_7B_V03 = json.dumps({
+    "model_type": "mistral", "architectures": ["MistralForCausalLM"], "hidden_size": 4096,
+    "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+    "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 32768,
+    "max_position_embeddings": 32768, "rms_norm_eps": 1e-05, "rope_theta": 1000000.0,
+    "tie_word_embeddings": False, "hidden_act": "silu", "torch_dtype": "bfloat16"})
+QWEN25_7B = json.dumps({
+    "model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"], "hidden_size": 3584,
+    "intermediate_size": 18944, "num_hidden_layers": 28, "num_attention_heads": 28,
+    "num_key_value_heads": 4, "vocab_size": 152064, "max_position_embeddings": 131072,
+    "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "tie_word_embeddings": False,
+    "hidden_act": "silu", "torch_dtype": "bfloat16"})
+
+
+def _pasted() -> dict[str, object]:
+    pasted = {"mistral-7b-v0.3": architecture(MISTRAL_7B_V03),
+              "qwen2.5-7b": architecture(QWEN25_7B)}
+    for family in ("gpt2", "llama", "mistral", "qwen2", "gemma"):
+        pasted[f"{family} (library defaults)"] = architecture(_config_json(family))
+    return pasted
+
+
+def _models() -> dict[str, object]:
+    return {**PRESETS, **_pasted()}
+
+
+def _check_plan(p: P.PlannerInputs) -> None:
+    """The plan the page shows for `p` is one plan: the table's row marked recommended is
+    the recommendation (same peak, same verdict), the headroom holds for what fits, and
+    each step changes only what it names."""
     plan = recommend_module.plan(p)
     rec = plan.recommendation
-    # the headline's numbers are the table's for the recommended settings
+    only_checkpointing = rec.inputs == p.with_(strategy=rec.strategy,
+                                               some_layers=rec.inputs.some_layers)
+    assert (plan.recommended_row is not None) == only_checkpointing
+    if plan.recommended_row is not None:
+        row = next(r for r in plan.rows if r.strategy == plan.recommended_row)
+        assert row.peak == rec.peak and row.fits == rec.fits, (row, rec.peak)
+        if rec.strategy == "some-layers":
+            assert plan.table_layers == rec.inputs.some_layers
+    # the headline's numbers are also the table's for the recommended settings
     final = recommend_module.plan(rec.inputs)
     row = next(r for r in final.rows if r.strategy == rec.strategy)
     assert rec.peak == row.peak and rec.fits == row.fits
     assert final.breakdown.total == rec.peak
+    usable = p.gpu_bytes * (1 - p.headroom)
+    for row in plan.rows:  # the table applies the headroom as the recommendation does
+        assert row.fits == (row.peak <= usable)
+    if rec.fits:
+        assert rec.peak <= usable
     for plans in (rec, *rec.alternatives):
         q = p
         for index, step in enumerate(plans.steps):
             assert step.inputs is not None
-            assert step.peak == P.peak_bytes(step.inputs) and step.fits == (
-                step.peak <= p.gpu_bytes)
+            assert step.peak == P.peak_bytes(step.inputs) and step.fits == (step.peak <= usable)
             # each step changes only what it names, on top of the ones before it
             assert step.inputs.strategy == plans.strategy
             if index == 0:
@@ -66,15 +112,86 @@ def test_every_plan_is_consistent(key, gpus, tuning, gpu, fused) -> None:
                 assert marker in code, (step.action, marker)
             if step.action == "more-gpus":
                 assert "fsdp=True" in code and f"--num_processes {step.value}" in code
-        assert plans.gpus == plans.inputs.shards >= gpus
+        assert plans.gpus == plans.inputs.shards >= p.shards
     # full fine-tunes consider more GPUs before a method change
-    if rec.choices and tuning == "full":
+    if rec.choices and p.tuning == "full":
         methods = [s for s in rec.choices if s.action in ("lora", "qlora")]
         more = [s for s in rec.choices if s.action == "more-gpus"]
         if methods and not more:
             assert all(not any(s.action == "more-gpus" for s in a.steps)
                        or any(s.action in ("lora", "qlora") for s in a.steps)
                        for a in rec.alternatives)
+
+
+@pytest.mark.parametrize("key", list(_models()))
+def test_every_plan_is_one_plan_with_its_headroom(key) -> None:
+    """Every preset and pasted config (each family's), GPU count, tuning and GPU: the
+    recommended plan is its table row and keeps the headroom."""
+    arch = _models()[key]
+    for gpus, tuning, gpu in itertools.product((1, 2, 8, 16), P.TUNINGS, ("a10", "h100")):
+        _check_plan(P.PlannerInputs(arch, shards=gpus, tuning=tuning, batch=2,
+                                    gpu_bytes=GPUS[gpu].bytes))
+    for tuning, strategy in itertools.product(P.TUNINGS, ("some-layers", "none")):
+        # eager attention, another headroom, the learner's own some-layers choice
+        _check_plan(P.PlannerInputs(arch, tuning=tuning, fused=False, strategy=strategy,
+                                    some_layers=max(1, arch.layers // 3), headroom=0.15,
+                                    gpu_bytes=GPUS["h100"].bytes))
+        _check_plan(P.PlannerInputs(arch, tuning=tuning, strategy=strategy, headroom=0.0,
+                                    gpu_bytes=GPUS["a10"].bytes))
+
+
+def test_the_pasted_mistral_lora_plan_is_the_row_marked_recommended() -> None:
+    """Mistral-7B-v0.3, LoRA r16 on an A10 (24 GB): the headline recommended "first 28
+    layers, 22.2 GiB, fits" while the row marked recommended said 32.2 GiB, short by
+    9.7 GiB (computed for 16 layers); it also preferred 0.2 GiB to spare over every layer
+    with 2.8 GiB, to recompute 4 fewer layers."""
+    p = P.PlannerInputs(architecture(MISTRAL_7B_V03), tuning="lora", lora_rank=16,
+                        gpu_bytes=GPUS["a10"].bytes)
+    plan = recommend_module.plan(p)
+    rec = plan.recommendation
+    assert rec.fits and rec.strategy == plan.recommended_row == "some-layers"
+    row = next(r for r in plan.rows if r.strategy == "some-layers")
+    assert row.peak == rec.peak and row.fits
+    assert plan.table_layers == rec.inputs.some_layers
+    assert p.gpu_bytes - rec.peak >= 0.05 * p.gpu_bytes  # 1.1 GiB kept free at least
+    # no headroom: the plan runs closer to the GPU, with fewer layers recomputed
+    tight = recommend_module.plan(p.with_(headroom=0.0)).recommendation
+    assert rec.peak < tight.peak <= p.gpu_bytes
+    assert tight.inputs.some_layers < rec.inputs.some_layers
+    # Qwen2.5-7B: its 152,064-token vocabulary's logits need the chunked loss too, so no
+    # row of checkpointing alone is the plan, and none is marked recommended
+    q = P.PlannerInputs(architecture(QWEN25_7B), tuning="lora", lora_rank=16,
+                        gpu_bytes=GPUS["a10"].bytes)
+    plan = recommend_module.plan(q)
+    assert [s.action for s in plan.recommendation.steps] == ["every-layer", "chunked-loss"]
+    assert plan.recommendation.fits and plan.recommended_row is None
+    assert not next(r for r in plan.rows if r.strategy == "every-layer").fits
+
+
+def test_no_approximation_of_no_size_is_printed() -> None:
+    """"the peak is overstated by up to 0.0 GiB" was printed beside no checkpointing."""
+    p = P.PlannerInputs(PRESETS["llama-3.1-8b"], tuning="lora", strategy="none",
+                        gpu_bytes=GPUS["h100"].bytes)
+    shown = recommend_module.plan(p).approximations
+    assert "peaks-added" not in {a.id for a in shown}
+    assert all(a.bytes is None or a.bytes >= recommend_module.MIN_SHOWN_BYTES for a in shown)
+    assert "headroom" in {a.id for a in shown}
+
+
+def test_fsdp_keeps_the_output_head_whole_on_every_gpu() -> None:
+    """The 2-GPU full fine-tune "fit" at 76.9 of 80 GiB without the unit accelerate never
+    reshards after forward: the output head and the final norm."""
+    arch = PRESETS["llama-3.1-8b"]
+    one = P.state_bytes(P.PlannerInputs(arch, shards=1))
+    two = P.state_bytes(P.PlannerInputs(arch, shards=2))
+    head = arch.vocab * arch.hidden + arch.hidden
+    assert one["root"] == 0
+    assert two["root"] == pytest.approx(head * 2 / 2)  # bf16 compute, half beyond the shard
+    assert two["root"] / 2**30 == pytest.approx(0.49, abs=0.01)
+    assert two["weights"] == pytest.approx(
+        arch.params() * 6 / 2 + two["gathered"] + two["root"])  # fp32 master + bf16 copy
+    shown = recommend_module.plan(P.PlannerInputs(arch, shards=2)).approximations
+    assert "fsdp-root" in {a.id for a in shown}
 
 
 def test_the_issue_case_full_8b_on_one_80gb_gpu_shards() -> None:
@@ -93,15 +210,6 @@ def test_only_some_layers_when_they_alone_fit() -> None:
     rec = recommend_module.recommend(p)
     assert [s.action for s in rec.steps] == ["some-layers"]
     assert P.fits(p.with_(some_layers=rec.steps[0].value), "some-layers")
-
-
-def _config_json(family: str) -> str:
-    import transformers
-
-    cls = {"gpt2": transformers.GPT2Config, "llama": transformers.LlamaConfig,
-           "mistral": transformers.MistralConfig, "qwen2": transformers.Qwen2Config,
-           "gemma": transformers.GemmaConfig}[family]
-    return cls().to_json_string()
 
 
 @pytest.mark.parametrize("family", ["gpt2", "llama", "mistral", "qwen2", "gemma"])
@@ -143,12 +251,21 @@ def test_the_command_line_plan(tmp_path, capsys) -> None:
             "--lora-targets", "attention", "--gpu-gb", "80", "--gpus", "1", "--json"]
     assert main(argv) == 0
     data = json.loads(capsys.readouterr().out)
-    p = P.PlannerInputs(architecture(path.read_text()), seq=4096, batch=1, precision="bf16",
+    from planner.class_cache import from_config_json
+
+    arch, source = from_config_json(path.read_text())
+    p = P.PlannerInputs(arch, seq=4096, batch=1, precision="bf16",
                         fused=False, tuning="lora", lora_rank=16, lora_targets="attention",
-                        gpu_bytes=80 * 2**30, shards=1)
+                        gpu_bytes=80 * 2**30, shards=1, source=source)
     from memory.layer import layer_bytes
 
     assert data["layer_activation_bytes"] == layer_bytes(p.tensors())
+    # Llama's class keeps what the course's Llama layer counts, to the byte
+    assert data["layer_activation_bytes"] == layer_bytes(
+        p.with_(source=None, arch=architecture(path.read_text())).tensors())
+    # the rows are for the table's some-layers count (the recommendation's when it is one)
+    assert data["settings"]["headroom"] == P.DEFAULT_HEADROOM
+    p = p.with_(some_layers=data["table_some_layers"])
     for strategy in P.STRATEGIES:
         row = data["strategies"][strategy]
         assert row["peak_bytes"] == P.peak_bytes(p, strategy)
@@ -158,6 +275,13 @@ def test_the_command_line_plan(tmp_path, capsys) -> None:
     assert [s["action"] for s in data["recommendation"]["steps"]] == [
         s.action for s in rec.steps]
     assert data["recommendation"]["code"]["huggingface"] == hf_code(rec.inputs)
+    # a headroom of 20%: nothing that leaves less than 16 GiB of the 80 free fits
+    assert main([*argv[:-1], "--headroom", "20", "--json"]) == 0
+    roomy = json.loads(capsys.readouterr().out)
+    assert all(row["fits"] == (row["spare_bytes"] >= 16 * 2**30)
+               for row in roomy["strategies"].values())
+    assert main([*argv[:-1], "--headroom", "100"]) == 2
+    assert "--headroom" in capsys.readouterr().err
     bad = tmp_path / "bert.json"
     bad.write_text('{"model_type": "bert"}')
     assert main(["plan", "--config", str(bad)]) == 2

@@ -11,11 +11,19 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from demos.reports.compare_table import gradient_badge, results_table, timing_note
+from demos.reports.compare_table import cost_table, gradient_badge, results_table, timing_note
 from demos.reports.fits_and_loss_tables import fits_table, loss_differences, loss_table
 from demos.reports.peak_notes import peak_sentence, shared_peak_notes
 from demos.reports.report import baseline_and_best, config_slug, csv_frame, korthikanti
-from demos.reports.timing import overhead_note, time_spread, time_text, time_verdict, wall_cpu_note
+from demos.reports.timing import (
+    counter_misses,
+    cpu_spread,
+    overhead_note,
+    time_spread,
+    time_text,
+    time_verdict,
+    wall_cpu_note,
+)
 from memory.config import ModelConfig
 
 DEMOS = Path(__file__).resolve().parents[2] / "demos"
@@ -38,17 +46,18 @@ def _result(strategy: str, peak: int, seconds: float, diff: float | None, equal:
 
 
 def test_results_table_reads_against_none() -> None:
-    results = [_result("none", 100 * 2**20, 0.2, None, None),
-               _result("every-layer", 40 * 2**20, 0.25, 0.0, True),
-               _result("sqrt", 60 * 2**20, 0.24, 3e-7, False),
+    results = [_result("none", 100 * 2**20, 0.2, None, None, cpu=[0.2] * 3),
+               _result("every-layer", 40 * 2**20, 0.25, 0.0, True, cpu=[0.25] * 3),
+               _result("sqrt", 60 * 2**20, 0.24, 3e-7, False, cpu=[0.24] * 3),
                _result("budget:dp:40%", 0, 0.0, None, None, fits=False)]
     table = results_table(results)
     assert list(table.columns) == ["Strategy", "Peak memory (vs baseline)",
                                    "Activations held (predicted)", TIME,
                                    "Same gradients"]  # five: a phone shows them all
     assert list(table[TIME]) == [
-        "200 ms (200–200)", "250 ms (250–250), 1.25× slower", "240 ms (240–240), 1.20× slower",
-        "–"]
+        "200 ms (200–200), CPU 200 ms (200–200)",
+        "250 ms (250–250), CPU 250 ms (250–250), 1.25× slower by CPU time",
+        "240 ms (240–240), CPU 240 ms (240–240), 1.20× slower by CPU time", "–"]
     assert list(table["Peak memory (vs baseline)"])[:3] == ["100.0 MiB", "40.0 MiB (40%)",
                                                         "60.0 MiB (60%)"]
     assert list(table["Same gradients"]) == ["baseline", "✓ bitwise equal (max diff 0)",
@@ -58,51 +67,103 @@ def test_results_table_reads_against_none() -> None:
     assert [gradient_badge(r) for r in results[1:3]] == ["✓ identical", "✓ 3e-07"]
     assert gradient_badge(_result("sqrt", 1, 0.1, 0.5, False)) == "✗ 5e-01"
     assert "median of 3 timed steps" in timing_note(results)
+    assert "read from CPU time" in timing_note(results)
     assert "noise" not in timing_note(results)
 
 
 def test_a_difference_within_the_spread_reads_within_noise_never_as_a_gain() -> None:
     """Every-layer once measured 16% faster than none (2 steps) was shown in green."""
-    none = _result("none", 100, 0.20, None, None, runs=[0.17, 0.19, 0.20, 0.22, 0.26])
-    faster = _result("every-layer", 40, 0.17, 0.0, True, runs=[0.15, 0.16, 0.17, 0.21, 0.22])
+    none = _result("none", 100, 0.20, None, None, cpu=[0.17, 0.19, 0.20, 0.22, 0.26])
+    faster = _result("every-layer", 40, 0.17, 0.0, True, cpu=[0.15, 0.16, 0.17, 0.21, 0.22])
     # 0.17 lies outside none's range (0.19-0.22): faster, which is noise, never a gain
-    assert time_verdict(faster, none)[0] == "faster-noise"
+    assert time_verdict(faster, none).id == "faster-noise"
     assert results_table([none, faster])[TIME].iloc[1].endswith(
-        ", measured faster: timing noise")
-    assert "every layer: measured faster than without checkpointing" in timing_note([none, faster])
-    clear = _result("every-layer", 40, 0.30, 0.0, True, runs=[0.28, 0.29, 0.30, 0.31, 0.32])
-    verdict, ratio = time_verdict(clear, none)
-    assert verdict == "slower" and ratio == pytest.approx(1.5)
-    odd = _result("sqrt", 40, 0.10, 0.0, True, runs=[0.09, 0.10, 0.10, 0.10, 0.11])
-    assert time_verdict(odd, none)[0] == "faster-noise"  # worded as noise, not a gain
+        ", CPU time measured lower: timing noise")
+    assert "every layer: CPU time measured lower than without checkpointing" in timing_note(
+        [none, faster])
+    clear = _result("every-layer", 40, 0.30, 0.0, True, cpu=[0.28, 0.29, 0.30, 0.31, 0.32])
+    verdict = time_verdict(clear, none)
+    assert (verdict.id, verdict.measure) == ("slower", "cpu")
+    assert verdict.ratio == pytest.approx(1.5)
+    odd = _result("sqrt", 40, 0.10, 0.0, True, cpu=[0.09, 0.10, 0.10, 0.10, 0.11])
+    assert time_verdict(odd, none).id == "faster-noise"  # worded as noise, not a gain
     assert results_table([none, odd])[TIME].iloc[1].endswith(
-        ", measured faster: timing noise")
-    spread = time_spread(none)
+        ", CPU time measured lower: timing noise")
+    spread = cpu_spread(none)
     assert (spread.median, spread.low, spread.high) == pytest.approx((0.20, 0.19, 0.22))
-    assert time_text(none) == "200 ms (190–220)"
+    walls = _result("none", 100, 0.20, None, None, runs=[0.17, 0.19, 0.20, 0.22, 0.26])
+    assert time_text(walls) == "200 ms (190–220)"
 
 
 def test_within_noise_only_when_each_median_lies_in_the_others_range() -> None:
     """The home page read "224 ms (207–258), within noise of none (170 ms)": the ranges
     touched, but 170 ms lies outside 207–258. Overlapping ranges are not enough."""
-    none = _result("none", 100, 0.170, None, None, runs=[0.150, 0.160, 0.170, 0.210, 0.230])
+    none = _result("none", 100, 0.170, None, None, cpu=[0.150, 0.160, 0.170, 0.210, 0.230])
     every = _result("every-layer", 40, 0.224, 0.0, True,
-                    runs=[0.200, 0.207, 0.224, 0.258, 0.270])
-    assert time_spread(none).high >= time_spread(every).low  # the ranges overlap
-    verdict, ratio = time_verdict(every, none)
-    assert verdict == "slower" and ratio == pytest.approx(0.224 / 0.170)
+                    cpu=[0.200, 0.207, 0.224, 0.258, 0.270])
+    assert cpu_spread(none).high >= cpu_spread(every).low  # the ranges overlap
+    verdict = time_verdict(every, none)
+    assert verdict.id == "slower" and verdict.ratio == pytest.approx(0.224 / 0.170)
     assert "within noise" not in results_table([none, every])[TIME].iloc[1]
     assert "within noise" not in timing_note([none, every])
     # none's median inside every's range, but every's median outside none's: still slower
     wide = _result("every-layer", 40, 0.200, 0.0, True,
-                   runs=[0.100, 0.150, 0.200, 0.250, 0.300])
-    narrow = _result("none", 100, 0.160, None, None, runs=[0.150, 0.155, 0.160, 0.165, 0.170])
-    assert time_verdict(wide, narrow)[0] == "slower"
+                   cpu=[0.100, 0.150, 0.200, 0.250, 0.300])
+    narrow = _result("none", 100, 0.160, None, None, cpu=[0.150, 0.155, 0.160, 0.165, 0.170])
+    assert time_verdict(wide, narrow).id == "slower"
     # each median inside the other's range: within noise
     close = _result("every-layer", 40, 0.180, 0.0, True,
-                    runs=[0.150, 0.160, 0.180, 0.200, 0.210])
-    assert time_verdict(close, none)[0] == "noise"
-    assert "every layer: within noise" in timing_note([none, close])
+                    cpu=[0.150, 0.160, 0.180, 0.200, 0.210])
+    assert time_verdict(close, none).id == "noise"
+    assert "every layer: within noise by CPU time" in timing_note([none, close])
+
+
+def _busy(strategy: str, wall: list[float], cpu: list[float], flops: int) -> SimpleNamespace:
+    return _result(strategy, 100, statistics.median(wall), 0.0, True, runs=wall, cpu=cpu,
+                   flops=(flops, float(flops)))
+
+
+def test_a_busy_server_inflates_wall_time_but_the_verdict_follows_cpu_time() -> None:
+    """On a busy server (2 cores, load up to 11) the wall-time verdicts contradicted the
+    CPU time and FLOPs beside them: every layer "within noise" at +36% CPU, "1.54× slower"
+    at equal CPU time. Fed such runs, the verdict follows CPU time and says so."""
+    # other learners' runs landed on none's and every-layer's steps: their wall times
+    # scatter over 2-3× the compute, while CPU time (what this process computed) does not
+    none = _busy("none", [0.31, 0.52, 0.44, 0.29, 0.61], [0.200, 0.202, 0.199, 0.201, 0.203],
+                 50_000_000_000)
+    every = _busy("every-layer", [0.38, 0.35, 0.72, 0.41, 0.50],
+                  [0.272, 0.274, 0.270, 0.273, 0.275], 68_000_000_000)
+    sqrt = _busy("sqrt", [0.80, 0.95, 0.77, 0.90, 1.10], [0.201, 0.199, 0.202, 0.200, 0.203],
+                 50_000_000_000)
+    # by wall time every-layer would read "within noise", sqrt "2× slower"
+    assert time_spread(none).low <= time_spread(every).median <= time_spread(none).high
+    assert time_spread(sqrt).median > 1.8 * time_spread(none).median
+    verdict = time_verdict(every, none)
+    assert (verdict.id, verdict.measure) == ("slower", "cpu")
+    assert verdict.ratio == pytest.approx(0.273 / 0.201)
+    assert time_verdict(sqrt, none).id == "noise"
+    table = results_table([none, every, sqrt])
+    assert table[TIME].iloc[1].endswith("1.36× slower by CPU time")
+    assert table[TIME].iloc[2].endswith("within noise by CPU time")
+    assert table[TIME].iloc[2].startswith("900 ms (800–950)")  # wall time stays, measured
+    assert "1,36× langsamer nach CPU-Zeit" in results_table([none, every], "de").iloc[1, 3]
+    # without CPU times (a GPU, whose host only launches and waits): the counted FLOPs
+    gpu = time_verdict(every, none, "cuda")
+    assert (gpu.id, gpu.measure) == ("more-compute", "flops")
+    assert gpu.ratio == pytest.approx(1.36)
+    assert time_verdict(sqrt, none, "cuda").id == "same-compute"
+    assert "read from the FLOPs" in timing_note([none, every], device_kind="cuda")
+    assert results_table([none, every], device_kind="cuda")[TIME].iloc[1].endswith(
+        "1.36× the compute (counted FLOPs)")
+
+
+def test_the_wall_cpu_share_is_of_the_medians_beside_it() -> None:
+    """The note once summed every run, so its share did not match the medians shown."""
+    none = _result("none", 0.2, 0.2, None, None, runs=[0.2, 0.2, 0.2, 2.0, 2.0],
+                   cpu=[0.1, 0.1, 0.1, 0.1, 0.1])
+    every = _result("every-layer", 40, 0.3, 0.0, True, runs=[0.3] * 5, cpu=[0.15] * 5)
+    # medians: CPU 0.1 + 0.15 over wall 0.2 + 0.3 = 50% (all runs: 0.25 / 0.86 = 29%)
+    assert "CPU is 50% of wall time × threads" in wall_cpu_note([none, every], busy=False)
 
 
 def test_cpu_time_and_counted_compute_stand_beside_the_wall_time() -> None:
@@ -111,16 +172,35 @@ def test_cpu_time_and_counted_compute_stand_beside_the_wall_time() -> None:
     every = _result("every-layer", 40, 0.30, 0.0, True, runs=[0.3] * 5, cpu=[0.15] * 5,
                     flops=(60_130_000_000, 60_130_000_000.0))
     table = results_table([none, every])
-    assert table[TIME].iloc[0] == "200 ms (200–200), CPU 100 ms"
-    assert table[TIME].iloc[1] == "300 ms (300–300), CPU 150 ms, 1.50× slower"
+    assert table[TIME].iloc[0] == "200 ms (200–200), CPU 100 ms (100–100)"
+    assert table[TIME].iloc[1] == ("300 ms (300–300), CPU 150 ms (150–150), "
+                                   "1.50× slower by CPU time")
     note = overhead_note([none, every])
     assert "every layer +16.7% (predicted +16.7%)" in note
     assert "course: +33% (+50% with frozen weights)" in note
     assert "early stop" in note
     gap = wall_cpu_note([none, every], busy=True)
-    assert "50%" in gap and "their load" in gap and "measured again" in gap
+    assert "50%" in gap and "read from CPU time" in gap and "measured again" in gap
     assert "measured again" not in wall_cpu_note([none, every], busy=False)
     assert "16,7" in overhead_note([none, every], "de")
+
+
+def test_selective_counted_as_nothing_says_why_in_its_verdict() -> None:
+    """Selective read "+0.0% extra compute" beside lesson 4's +2.7%, explained only in
+    small print."""
+    none = _busy("none", [0.2] * 3, [0.2] * 3, 50_000_000_000)
+    selective = _busy("selective:save-matmuls", [0.21] * 3, [0.21] * 3, 50_000_000_000)
+    every = _busy("every-layer", [0.3] * 3, [0.3] * 3, 60_000_000_000)
+    from demos.engine.installed_torch import counter_counts_attention
+
+    # on a CPU whose torch counts no fused attention (2.13; 2.15 does)
+    assert counter_misses(selective, none) is not counter_counts_attention("cpu")
+    assert not counter_misses(selective, none, "cuda")  # on a GPU the kernel is counted
+    assert not counter_misses(every, none)
+    table = cost_table([none, selective, every], uncounted="the counter skips it")
+    why = ": the counter skips it" if counter_misses(selective, none) else ""
+    assert list(table.iloc[:, 1]) == ["baseline", "+0.0% (predicted +0.0%)" + why,
+                                      "+20.0% (predicted +20.0%)"]
 
 
 def test_the_overhead_note_states_early_stop_as_torch_applies_it(monkeypatch) -> None:
@@ -238,3 +318,29 @@ def test_the_engine_never_imports_streamlit() -> None:
             names = ([a.name for a in node.names] if isinstance(node, ast.Import)
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             assert not any(n.split(".")[0] == "streamlit" for n in names), path.name
+
+
+def test_what_fits_compares_strategies_at_equal_work_by_cpu_time() -> None:
+    """At 128 MiB: none 3,884 tokens/s at batch 6, every layer 1,228 at batch 28 from one
+    step on a busy server, while the page said to spend the freed memory on a larger batch.
+    The verdict compares CPU time per token, from the same number of timed steps."""
+    from demos.reports.fits_and_loss_tables import cpu_per_token, equal_work_verdict
+
+    seq = 256
+    frame = pd.DataFrame({
+        "strategy": ["none", "every-layer"], "value_predicted": [6, 28],
+        "value_confirmed": [6, 28],
+        # none: 6 × 256 tokens in 0.40 s wall (CPU 0.60 s); every layer: 28 × 256 tokens in
+        # 5.8 s wall, busy (CPU 4.20 s): 1.50× the CPU time per token
+        "step_seconds": [0.40, 5.8], "tokens_per_second": [6 * seq / 0.40, 28 * seq / 5.8],
+        "step_seconds_runs": [[0.39, 0.40, 0.41], [5.0, 5.8, 7.1]],
+        "cpu_seconds_runs": [[0.59, 0.60, 0.61], [4.19, 4.20, 4.21]]})
+    assert cpu_per_token(frame.iloc[0]) == pytest.approx(0.60 / (6 * seq))
+    text = equal_work_verdict(frame, "batch")
+    assert "every layer at batch 28: 1.50× the CPU time per token of no checkpointing at " \
+           "batch 6" in text
+    assert "did not win back the recomputation" in text
+    cheap = frame.assign(cpu_seconds_runs=[[0.59, 0.60, 0.61], [2.0, 2.0, 2.0]])
+    assert "more than paid for the recomputation" in equal_work_verdict(cheap, "batch")
+    assert equal_work_verdict(frame[frame["strategy"] != "none"], "batch") == ""
+    assert "1,50×" in equal_work_verdict(frame, "batch", "de")

@@ -1,0 +1,120 @@
+"""What a model family's real decoder layers keep for backward, as exact formulas in the
+batch b and the sequence length s (pure arithmetic, no torch: planner.class_memory
+measures the transformers class and fits these; the memory model only evaluates them).
+
+Every saved tensor of a layer has a size that is a polynomial in b and s of degree one
+in b and at most two in s (b·s·h activations, b·a·s² attention scores, b·s² masks, s·d
+rotary tables): `Poly` holds b·(g0 + g1·s + g2·s²) + (h0 + h1·s + h2·s²) with exact
+rational coefficients (and its own quadratic at b = 1). A sliding window makes the size
+piecewise (at s ≥ window transformers builds a real mask): a `Term` holds one Poly per
+stretch of s, split at `ClassFit.breaks`. A term may be `padded`: the GPU's
+memory-efficient attention kernel pads its log-sum-exp to 32 tokens, so it is evaluated
+at s rounded up to 32.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+from typing import Protocol
+
+from memory.layer import Held
+
+
+@dataclass(frozen=True)
+class Poly:
+    """b·(g0 + g1·s + g2·s²) + (h0 + h1·s + h2·s²) for b ≥ 2, and `one` (o0 + o1·s +
+    o2·s²) at b = 1: one sequence can keep a view where several keep a copy (the loss's
+    shifted labels: b·(s + 1) numbers for one sequence, b·s for more)."""
+
+    g: tuple[Fraction, Fraction, Fraction]
+    h: tuple[Fraction, Fraction, Fraction]
+    one: tuple[Fraction, Fraction, Fraction]
+
+    def __post_init__(self) -> None:
+        # integers over one common denominator: plans evaluate a poly thousands of times
+        coeffs = (*self.g, *self.h, *self.one)
+        den = math.lcm(*(Fraction(c).denominator for c in coeffs))
+        object.__setattr__(self, "_den", den)
+        object.__setattr__(self, "_num", tuple(int(Fraction(c) * den) for c in coeffs))
+
+    def __call__(self, b: int, s: int) -> int:
+        g0, g1, g2, h0, h1, h2, o0, o1, o2 = self._num  # type: ignore[attr-defined]
+        if b == 1:
+            value = o0 + o1 * s + o2 * s * s
+        else:
+            value = b * (g0 + g1 * s + g2 * s * s) + h0 + h1 * s + h2 * s * s
+        return value // self._den  # type: ignore[attr-defined]
+
+    def text(self, e: str = "") -> str:
+        """The formula in b and s, e.g. "128·b·s + 4·s²"."""
+        parts = []
+        for coeffs, unit in ((self.g, "b"), (self.h, "")):
+            for power, c in enumerate(coeffs):
+                if not c:
+                    continue
+                factors = [unit] if unit else []
+                factors += [] if power == 0 else ["s" if power == 1 else "s²"]
+                number = str(c) if c.denominator != 1 else f"{c.numerator:,}"
+                parts.append("·".join([number, *factors]) if factors else number)
+        return " + ".join(parts) or "0"
+
+
+@dataclass(frozen=True)
+class Term:
+    """One named piece of what a layer (or the rest of the model) keeps: `slot` says whose
+    ("first": layer 0, else a layer type such as "full_attention", "sliding_attention", or
+    "outside": the embeddings, final norm, head and loss), `name` the module that saved it
+    (its path inside the layer), `kind` input | lora | lse | loss | other."""
+
+    slot: str
+    name: str
+    kind: str
+    polys: tuple[Poly, ...]  # one per stretch of s (ClassFit.breaks)
+    padded: bool = False
+
+
+@dataclass(frozen=True)
+class ClassFit:
+    """The fitted terms of one variant (precision, tuning, kernel, device) of a class."""
+
+    terms: tuple[Term, ...]
+    breaks: tuple[int, ...] = ()  # s at which a new stretch starts (a sliding window)
+    trainable: int = 0  # parameters trained in the whole model (LoRA: the adapters)
+
+    def stretch(self, s: int) -> int:
+        return bisect_right(self.breaks, s)
+
+    def value(self, term: Term, b: int, s: int) -> int:
+        at = math.ceil(s / 32) * 32 if term.padded else s
+        return term.polys[self.stretch(s)](b, at)
+
+    def held(self, slot: str, b: int, s: int) -> tuple[Held, ...]:
+        """A slot's terms as the memory model's Held records (kind input stays input)."""
+        return tuple(Held(t.name or "residual", self.value(t, b, s),
+                          "input" if t.kind == "input" else
+                          "lora" if t.kind == "lora" else "measured")
+                     for t in self.terms if t.slot == slot and self.value(t, b, s))
+
+    def slot_bytes(self, slot: str, b: int, s: int) -> int:
+        return _slot_bytes(self, slot, b, s)
+
+
+@lru_cache(maxsize=65536)
+def _slot_bytes(fit: ClassFit, slot: str, b: int, s: int) -> int:
+    return sum(fit.value(t, b, s) for t in fit.terms if t.slot == slot)
+
+
+class LayerSource(Protocol):
+    """Where a plan takes its layers from when not from the course's formula: a measured
+    class (planner.class_memory.MeasuredClass). `layer_types` lists every decoder
+    layer's type in order; `fit(key)` the fitted terms of a variant key (see
+    memory.footprint.PlannerInputs.variant)."""
+
+    family: str
+    layer_types: tuple[str, ...]
+
+    def fit(self, key: tuple) -> ClassFit: ...

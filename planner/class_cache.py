@@ -1,0 +1,169 @@
+"""A config.json's measured class for plans, kept: in the process and on disk.
+
+The first plan for a config measures its class (planner.class_memory: torch and
+transformers, fake tensors, a second or two); what it fitted is written to
+`DATA_DIR/planner-classes/<hash>.json` (the config, the versions of torch and transformers
+and the measuring code in the hash), so a config seen before, by this process or an
+earlier one, is planned from the file without importing torch. A variant not yet fitted
+(another precision, kernel or LoRA setting) is measured then and added.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from fractions import Fraction
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from memory import hf_config
+from memory.architectures import Architecture
+from memory.class_layers import ClassFit, Poly, Term
+from memory.hf_config import parse
+
+CODE = Path(__file__).with_name("class_memory.py")
+
+
+def cache_folder() -> Path:
+    return Path(os.environ.get("DATA_DIR", "data")) / "planner-classes"
+
+
+def _version(name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "none"
+
+
+def cache_key(cfg: dict[str, Any]) -> str:
+    text = json.dumps(cfg, sort_keys=True, default=str)
+    code = CODE.read_bytes() + Path(__file__).read_bytes()
+    parts = [text, _version("torch"), _version("transformers"), _version("peft")]
+    digest = hashlib.sha256("\0".join(parts).encode() + code)
+    return digest.hexdigest()[:32]
+
+
+def _fraction(text: str) -> Fraction:
+    return Fraction(text)
+
+
+def fit_to_json(fit: ClassFit) -> dict:
+    def poly(p: Poly) -> list[list[str]]:
+        return [[str(c) for c in p.g], [str(c) for c in p.h], [str(c) for c in p.one]]
+
+    return {"breaks": list(fit.breaks), "trainable": fit.trainable,
+            "terms": [{"slot": t.slot, "name": t.name, "kind": t.kind, "padded": t.padded,
+                       "polys": [poly(p) for p in t.polys]} for t in fit.terms]}
+
+
+def fit_from_json(data: dict) -> ClassFit:
+    def poly(rows: list[list[str]]) -> Poly:
+        g, h, one = (tuple(_fraction(c) for c in row) for row in rows)
+        return Poly(g, h, one)  # type: ignore[arg-type]
+
+    terms = tuple(Term(row["slot"], row["name"], row["kind"], tuple(poly(p) for p in row["polys"]),
+                       bool(row["padded"])) for row in data["terms"])
+    return ClassFit(terms, tuple(data["breaks"]), int(data["trainable"]))
+
+
+def _variant_text(key: tuple) -> str:
+    return "|".join(str(k) for k in key)
+
+
+class ClassSource:
+    """A config.json's class (memory.class_layers.LayerSource): its family, layer types,
+    supported kernels, window and Architecture from the cache or the class, and each
+    variant's fit, measured once."""
+
+    def __init__(self, cfg: dict[str, Any]) -> None:
+        self.cfg = cfg
+        self.key = cache_key(cfg)
+        self.path = cache_folder() / f"{self.key}.json"
+        self._lock = threading.Lock()
+        self._measured = None  # planner.class_memory.MeasuredClass, when needed
+        data = self._read()
+        if data is None:
+            measured = self._class()
+            arch = measured.architecture(str(cfg.get("_name_or_path") or ""))
+            data = {"family": measured.family, "layer_types": list(measured.layer_types),
+                    "kernels": list(measured.kernels), "window": measured.window,
+                    "attention_modules": measured.attention_modules(),
+                    "experts": measured.experts(),
+                    "architecture": {f: getattr(arch, f) for f in arch.__dataclass_fields__},
+                    "fits": {}}
+            self._write(data)
+        self.data = data
+        self.family: str = data["family"]
+        self.layer_types: tuple[str, ...] = tuple(data["layer_types"])
+        self.kernels: tuple[str, ...] = tuple(data["kernels"])
+        self.window: int | None = data["window"]
+        self.attention_modules: list[str] = list(data["attention_modules"])
+        experts = data["experts"]
+        self.experts: tuple[int, int] | None = tuple(experts) if experts else None  # type: ignore[assignment]
+        self.architecture = Architecture(**data["architecture"])
+        self._fits: dict[str, ClassFit] = {k: fit_from_json(v)
+                                           for k, v in data["fits"].items()}
+
+    def _read(self) -> dict | None:
+        try:
+            return json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+
+    def _write(self, data: dict) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+            tmp.write_text(json.dumps(data), encoding="utf-8")
+            tmp.replace(self.path)
+        except OSError:
+            pass  # a read-only data folder: the fits stay in this process
+
+    def _class(self):
+        if self._measured is None:
+            from planner.class_memory import MeasuredClass
+
+            self._measured = MeasuredClass(self.cfg)
+        return self._measured
+
+    def fit(self, key: tuple) -> ClassFit:
+        precision, kernel, rank, targets, device = key
+        if kernel not in self.kernels:
+            kernel = self.kernels[0]
+        key = (precision, kernel, rank, targets if rank else "all-linear", device)
+        text = _variant_text(key)
+        with self._lock:
+            found = self._fits.get(text)
+            if found is None:
+                found = self._fits[text] = self._class().fit(key)
+                self.data["fits"][text] = fit_to_json(found)
+                self._write(self.data)
+            return found
+
+
+_SOURCES: dict[str, ClassSource] = {}
+_SOURCES_LOCK = threading.Lock()
+
+
+def class_source(cfg: dict[str, Any]) -> ClassSource:
+    """The ClassSource of a config.json dict, one per distinct config in this process."""
+    key = cache_key(cfg)
+    with _SOURCES_LOCK:
+        found = _SOURCES.get(key)
+        if found is None:
+            found = _SOURCES[key] = ClassSource(cfg)
+        return found
+
+
+def from_config_json(text: str) -> tuple[Architecture, ClassSource]:
+    """A pasted config.json: its Architecture (counted on the class) and its class;
+    memory.hf_config.ConfigJsonError for text that is no JSON object,
+    planner.class_memory.ClassConfigError for a model this planner cannot build."""
+    cfg = parse(text)
+    if cfg.get("model_type") in hf_config.FAMILIES:
+        hf_config.architecture(cfg)  # the course's families: a missing size is named
+    source = class_source(cfg)
+    return source.architecture, source

@@ -1,0 +1,68 @@
+"""The planner page's account of a pasted config.json's class: the transformers family
+measured, the attention kernel planned, each layer type's bytes, and where the class's
+layer keeps more than the course's formula, module by module (planner.class_terms)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from i18n import units
+from memory import footprint as P
+from planner import class_terms
+from ui.i18n import babel_locale, t
+from ui.plan_words import gib
+
+KERNELS = {"sdpa": "SDPA (fused)", "eager": "eager"}
+
+
+def measured_class(p: P.PlannerInputs) -> None:
+    """The section: family, kernel, layer types, the terms beyond the course's formula."""
+    source = p.source
+    if source is None:
+        return
+    st.subheader(t("Where each layer's memory comes from"))
+    kernels = getattr(source, "kernels", ("sdpa",))
+    kernel = KERNELS.get(p.kernel, p.kernel)
+    lines = [t("Measured on transformers' **{family}** class, one training step's forward "
+               "at this batch and sequence length (fake tensors: shapes without data).",
+               family=source.family),
+             t("Attention kernel planned: **{kernel}**.", kernel=kernel)]
+    if "sdpa" not in kernels:
+        lines.append(t("This class supports eager attention only: the code below loads it "
+                       "with attn_implementation=\"eager\"."))
+    window = getattr(source, "window", None)
+    if window:
+        code = babel_locale()
+        lines.append(t("Sliding window of {window} tokens: from {window} tokens on, "
+                       "transformers builds the window's mask and the layers keep it.",
+                       window=units.number(window, locale=code)))
+    experts = getattr(source, "experts", None)
+    if experts:
+        lines.append(t("{count} experts, {top_k} per token: the experts keep one row per "
+                       "token and chosen expert (b·s·{top_k} rows) however the tokens are "
+                       "routed, so the figures hold for balanced routing and for the worst "
+                       "case (every token sent to the same experts) alike.",
+                       count=experts[0], top_k=experts[1]))
+    extra = P.logit_extra_bytes(p)
+    if extra:
+        lines.append(t("Around the loss the class keeps {size} more than the course's "
+                       "formula (the final logits' soft-cap).", size=gib(extra)))
+    st.markdown("\n".join(f"- {line}" for line in lines))
+    counts = class_terms.layer_counts(p)
+    sizes = class_terms.per_type_bytes(p)
+    st.dataframe(pd.DataFrame([{t("Layer type"): kind, t("Layers"): count,
+                                t("Kept per layer"): gib(sizes[kind])}
+                               for kind, count in counts.items()]), hide_index=True)
+    terms = class_terms.extra_terms(p)
+    course = class_terms.course_layer_bytes(p)
+    st.caption(t("The course's formula for one layer: {size}. Beyond it, module by module "
+                 "(b: micro-batch, s: sequence length; bytes):", size=gib(course)))
+    if terms:
+        st.dataframe(pd.DataFrame([{
+            t("Module"): term.module, t("Layer type"): term.slot,
+            t("Class"): gib(term.measured), t("Course"): gib(term.course),
+            t("More"): "+" + gib(term.extra), t("Formula"): term.formula}
+            for term in terms]), hide_index=True)
+    else:
+        st.caption(t("Nothing: this class keeps what the course's formula counts."))
