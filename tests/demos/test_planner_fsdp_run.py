@@ -106,6 +106,7 @@ def _loaded_once_and_broadcast(ranks: list[dict]) -> None:
 
 
 @pytest.mark.heavy
+@pytest.mark.timeout(LAUNCH_TIMEOUT_S + 120)  # the launch fails first, with its log
 @pytest.mark.parametrize("family,layer,precision,compute,some_layers", [
     # every layer: the model's own switch, inside the FSDP units
     ("llama", "LlamaDecoderLayer", "mixed", "torch.bfloat16", None),
@@ -169,6 +170,7 @@ def test_the_printed_fsdp_plan_shards_each_layer_and_checkpoints_the_plans_layer
 
 
 @pytest.mark.heavy
+@pytest.mark.timeout(LAUNCH_TIMEOUT_S + 120)  # the launch fails first, with its log
 def test_the_printed_two_node_plan_launches_on_two_machines_and_loads_once(tmp_path) -> None:
     """The 70B full fine-tune on 16 GPUs printed a single-node launch line and loaded the
     fp32 model in every process. Now its comment launches one `accelerate launch` per node
