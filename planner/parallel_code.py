@@ -53,11 +53,23 @@ def tensor_parallel(block: nn.Module, tp_mesh) -> None:
             "post_attention_layernorm": SequenceParallel(),
             "self_attn": PrepareModuleInput(
                 input_kwarg_layouts={{"hidden_states": Shard(1)}},
-                desired_input_kwarg_layouts={{"hidden_states": Replicate()}}),
+                desired_input_kwarg_layouts={{"hidden_states": Replicate()}},
+                use_local_output=True),
             "mlp": PrepareModuleInput(input_layouts=(Shard(1),),
-                                      desired_input_layouts=(Replicate(),)),
+                                      desired_input_layouts=(Replicate(),),
+                                      use_local_output=True),
         }})
     parallelize_module(block, tp_mesh, plan)
+
+
+def sequence_parallel_ends(model: nn.Module, tp_mesh) -> None:
+{sp_doc}
+    parallelize_module(model, tp_mesh, {{
+        "model.embed_tokens": RowwiseParallel(input_layouts=Replicate(),
+                                              output_layouts=Shard(1)),
+        "model.norm": SequenceParallel(),
+        "lm_head": ColwiseParallel(input_layouts=Shard(1), output_layouts=Replicate()),
+    }})
 '''
 
 _BLOCKS = '''
@@ -65,6 +77,8 @@ _BLOCKS = '''
 def parallelize(model: nn.Module, mesh) -> nn.Module:
 {doc}
     layers = model.model.layers
+    if TP > 1 and SEQUENCE_PARALLEL:
+        sequence_parallel_ends(model, mesh["tp"])
     for i, block in enumerate(layers):
         if TP > 1:
             tensor_parallel(block, mesh["tp"])
@@ -116,7 +130,12 @@ def parallel_code(p: PlannerInputs, layout: Layout, code: str = DEFAULT) -> str:
     out += _TP.format(doc=_doc(code, "Split the block's projections over the tensor-parallel "
                                      "GPUs: q, k, v and the MLP's first projections by "
                                      "columns, the output projections by rows; with sequence "
-                                     "parallelism the norms run on a slice of the tokens."))
+                                     "parallelism the norms run on a slice of the tokens."),
+                      sp_doc=_doc(code, "Sequence parallelism between the blocks: the "
+                                        "embedding's output split along the tokens, the "
+                                        "final norm on its slice, the head gathering them. "
+                                        "Pass position_ids (all the tokens' positions) to "
+                                        "the model: each GPU embeds only its slice."))
     out += _BLOCKS.format(
         checkpointed=_checkpointed(p),
         doc=_doc(code, "Tensor parallelism inside each block, then the block checkpointed "
