@@ -119,38 +119,39 @@ def _checkpointed(p: PlannerInputs) -> str:
     return ""
 
 
-def _doc(code: str, msgid: str, **params: object) -> str:
-    return "\n".join(comment(gettext(code, msgid, **params), "    "))
+def _doc(text: str) -> str:
+    return "\n".join(comment(text, "    "))
 
 
 def parallel_code(p: PlannerInputs, layout: Layout, code: str = DEFAULT) -> str:
     """The layout's PyTorch code, commented in language `code`."""
     out = _HEAD.format(tp=layout.tp, pp=layout.pp, dp=layout.dp * layout.cp,
                        sp=layout.sp and layout.tp > 1)
-    out += _TP.format(doc=_doc(code, "Split the block's projections over the tensor-parallel "
-                                     "GPUs: q, k, v and the MLP's first projections by "
-                                     "columns, the output projections by rows; with sequence "
-                                     "parallelism the norms run on a slice of the tokens."),
-                      sp_doc=_doc(code, "Sequence parallelism between the blocks: the "
-                                        "embedding's output split along the tokens, the "
-                                        "final norm on its slice, the head gathering them. "
-                                        "Pass position_ids (all the tokens' positions) to "
-                                        "the model: each GPU embeds only its slice."))
-    out += _BLOCKS.format(
-        checkpointed=_checkpointed(p),
-        doc=_doc(code, "Tensor parallelism inside each block, then the block checkpointed "
-                       "(its input kept, the rest recomputed in backward), then sharded "
-                       "with FSDP; the root last."))
+    tp_doc = gettext(code, "Split the block's projections over the tensor-parallel GPUs: "
+                           "q, k, v and the MLP's first projections by columns, the output "
+                           "projections by rows; with sequence parallelism the norms run "
+                           "on a slice of the tokens.")
+    sp_doc = gettext(code, "Sequence parallelism between the blocks: the embedding's output "
+                           "split along the tokens, the final norm on its slice, the head "
+                           "gathering them. Pass position_ids (all the tokens' positions) "
+                           "to the model: each GPU embeds only its slice.")
+    out += _TP.format(doc=_doc(tp_doc), sp_doc=_doc(sp_doc))
+    blocks_doc = gettext(code, "Tensor parallelism inside each block, then the block "
+                               "checkpointed (its input kept, the rest recomputed in "
+                               "backward), then sharded with FSDP; the root last.")
+    out += _BLOCKS.format(checkpointed=_checkpointed(p), doc=_doc(blocks_doc))
     out += _MESH
     if layout.pp > 1:
-        out += _PIPE.format(
-            schedule=_SCHEDULES[layout.schedule], microbatches=layout.microbatches,
-            doc=_doc(code, "One pipeline stage per GPU of the pp mesh: `stage_module` is "
-                           "this stage's share of the blocks (the first stage with the "
-                           "embedding, the last with the norm, the head and the loss)."))
+        pipe_doc = gettext(code, "One pipeline stage per GPU of the pp mesh: `stage_module` "
+                                 "is this stage's share of the blocks (the first stage with "
+                                 "the embedding, the last with the norm, the head and the "
+                                 "loss).")
+        out += _PIPE.format(schedule=_SCHEDULES[layout.schedule],
+                            microbatches=layout.microbatches, doc=_doc(pipe_doc))
     if layout.cp > 1:
-        out += "\n" + "\n".join(comment(gettext(
-            code, "Context parallelism: run each step inside "
-                  "torch.distributed.tensor.experimental.context_parallel(mesh, buffers=...) "
-                  "over a cp mesh dimension; here its GPUs are counted with DP for FSDP."))) + "\n"
+        cp_doc = gettext(code, "Context parallelism: run each step inside "
+                               "torch.distributed.tensor.experimental.context_parallel(mesh, "
+                               "buffers=...) over a cp mesh dimension; here its GPUs are "
+                               "counted with DP for FSDP.")
+        out += "\n" + "\n".join(comment(cp_doc)) + "\n"
     return out

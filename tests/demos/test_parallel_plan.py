@@ -134,3 +134,12 @@ def test_code_checkpoints_the_plans_blocks():
     some = parallel_code(P8.with_(strategy="some-layers", some_layers=5), layout)
     assert "if i < 5:" in some and "Schedule1F1B" in some
     assert "checkpoint_wrapper(block)" not in parallel_code(P8.with_(strategy="none"), layout)
+
+
+def test_code_comments_follow_the_language():
+    layout = M.Layout(tp=2, sp=True)
+    english = parallel_code(P8, layout, "en")
+    german = parallel_code(P8, layout, "de")
+    assert "Tensor parallelism inside each block" in english
+    assert "Tensorparallelität in jedem Block" in german
+    assert "Song song tensor trong mỗi khối" in parallel_code(P8, layout, "vi")
