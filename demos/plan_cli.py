@@ -50,8 +50,7 @@ def add_parser(sub) -> None:
     p.add_argument("--gpus", type=int, default=1, help="GPUs you have (FSDP when > 1)")
     p.add_argument("--headroom", type=float, default=P.DEFAULT_HEADROOM * 100,
                    help="percent of the GPU's memory a plan keeps free (default "
-                        f"{P.DEFAULT_HEADROOM:.0%}); the table and the recommendation "
-                        "apply it alike")
+                        "%(default)g); the table and the recommendation apply it alike")
     par = p.add_argument_group("many GPUs (a layout; without one, --gpus > 1 recommends one)")
     par.add_argument("--tp", type=int, default=None, help="tensor parallel size")
     par.add_argument("--sp", action="store_true", help="sequence parallelism (with --tp)")

@@ -389,7 +389,11 @@ def render() -> None:
                  tokens=plan.tokens_per_step))
     st.plotly_chart(memory_figure(plan))
     st.subheader(t("Every checkpointing choice"))
-    st.dataframe(strategy_table(plan), hide_index=True)
+    # The names column pinned and of medium width: the German table is wider than a laptop's
+    # page and far wider than a phone's, and scrolled sideways it kept no row's name in view
+    # (Streamlit's table has no wrapping cells).
+    st.dataframe(strategy_table(plan), hide_index=True, column_config={
+        t(COLUMNS["strategy"]): st.column_config.TextColumn(pinned=True, width="medium")})
     if settings.source is not None:
         measured_class(settings)
     recommendation(plan)

@@ -232,3 +232,13 @@ def test_home_and_lesson_7_point_to_the_planner(app_test: Callable) -> None:
     links = [link.proto for link in at.get("page_link")
              if link.proto.label.startswith("Das eigene Training planen: die Checkpointing")]
     assert len(links) == 1 and links[0].page.rstrip("/").endswith("plan"), links
+
+
+def test_the_choices_table_keeps_each_rows_name_in_view(app_test: Callable) -> None:
+    """The German table is wider than the page: its names column is pinned (it stays
+    while the rest scrolls sideways) and of medium width."""
+    at = app_test(PAGE, query={"lang": "de"})
+    no_errors(at)
+    config = json.loads(at.dataframe[0].proto.columns)
+    (name,) = [key for key in config if key.startswith("Checkpointing")]
+    assert config[name]["pinned"] is True and config[name]["width"] == "medium"
