@@ -29,6 +29,7 @@ from ui import query
 from ui.i18n import babel_locale, current_language, fmt_percent, pt, t, tn
 from ui.navigation import page_link
 from ui.plan_class_view import measured_class
+from ui.plan_gpus_view import across_gpus
 from ui.plan_words import (
     APPROXIMATIONS,
     CLASS_PROBLEMS,
@@ -398,4 +399,5 @@ def render() -> None:
         measured_class(settings)
     recommendation(plan)
     code(plan)
+    across_gpus(settings)
     approximations(plan)
