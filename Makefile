@@ -6,7 +6,7 @@ PORT ?= 8501
 ADDRESS ?= 0.0.0.0
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run dev chromium cjk-font test-packages test-setup test test-unit test-browser lint bench clean messages
+.PHONY: run dev chromium cjk-font test-packages test-setup test test-unit test-browser test-latest lint bench clean messages
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -105,6 +105,28 @@ test-unit: $(VENV)/.dev-installed $(OBVERIFY)/node_modules/.installed $(MO_FILES
 test-browser: $(VENV)/.dev-installed chromium $(MO_FILES)
 	$(BIN)/python -m pytest -m browser $(PYTEST_ARGS)
 
+# The newest releases, checked on demand (not part of `make test`: it downloads several GB,
+# torch's CUDA build among them). A second virtualenv gets the newest torch, transformers,
+# peft and accelerate the registry serves (PIP_CONFIG_FILE=/dev/null: no local pip caps for
+# this environment only) beside the project's other pins; the tests that rest on library
+# behaviour run in it and benchmarks/latest-releases.md records versions and what differs.
+LATEST_VENV := .venv-latest
+LATEST_LIBRARIES := torch transformers peft accelerate
+LATEST_INSTALL_TIMEOUT ?= 3600
+$(LATEST_VENV)/.installed: requirements.txt requirements-dev.txt
+	$(PYTHON) -m venv $(LATEST_VENV) || python3 -m venv $(LATEST_VENV)
+	grep -hvE '^(-r |($(subst $() ,|,$(LATEST_LIBRARIES)))==)' requirements.txt requirements-dev.txt \
+		> $(LATEST_VENV)/other-pins.txt
+	PIP_CONFIG_FILE=/dev/null timeout $(LATEST_INSTALL_TIMEOUT) $(LATEST_VENV)/bin/python -m pip install \
+		--quiet --upgrade --upgrade-strategy only-if-needed pip
+	PIP_CONFIG_FILE=/dev/null timeout $(LATEST_INSTALL_TIMEOUT) $(LATEST_VENV)/bin/python -m pip install \
+		--quiet --upgrade -r $(LATEST_VENV)/other-pins.txt $(LATEST_LIBRARIES)
+	touch $@
+
+test-latest: $(LATEST_VENV)/.installed $(VENV)/.dev-installed $(MO_FILES)
+	$(BIN)/python -m tools.latest_releases --python $(LATEST_VENV)/bin/python \
+		--report benchmarks/latest-releases.md -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check .
 
@@ -112,4 +134,4 @@ bench: $(VENV)/.runtime-installed
 	$(BIN)/python -m demos bench
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache tests/artifacts $(OBVERIFY)/node_modules
+	rm -rf $(VENV) $(LATEST_VENV) .pytest_cache .ruff_cache tests/artifacts $(OBVERIFY)/node_modules

@@ -19,13 +19,21 @@ to every demo page's defaults, each such view (one slider one step either way, a
 learner's first move) is opened once in a new session; the share served from the store
 (results without a wait notice) is recorded with its times.
 
+A class arriving at a freshly started server (`--fresh-class N`): a new server on an
+empty data folder, its warm-up just begun, and N learners opening the common views at
+once as soon as it answers its health check (learner i opens view i mod 10): the first
+numbers each learner sees, p50 / p95, then the same N again once the warm-up is done,
+for the warm figures of the same run.
+
     python -m benchmarks.load [--counts 5,10,20,40] [--rounds 3] [--data-dir DIR]
                               [--out-prefix PATH] [--first-moves-only]
+    python -m benchmarks.load --fresh-class 20
 
-writes benchmarks/load.json and load.md. --data-dir keeps the result store between runs
-(warming it is then quick); --out-prefix writes PATH.json / PATH.md instead. A view the
-server does not warm (the compiler budget page) is skipped once the server's warm-up has
-finished its defaults, and named in the report.
+writes benchmarks/load.json and load.md (--fresh-class: load-fresh-class.json and .md).
+--data-dir keeps the result store between runs (warming it is then quick); --out-prefix
+writes PATH.json / PATH.md instead. A view the server does not warm (the compiler budget
+page) is skipped once the server's warm-up has finished its defaults, and named in the
+report.
 """
 
 from __future__ import annotations
@@ -40,8 +48,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlencode
@@ -55,6 +63,7 @@ from ui.navigation import PAGES
 from ui.server import STATUS_ENV, warm_views
 
 OUT = Path(__file__).with_name("load")
+FRESH_OUT = Path(__file__).with_name("load-fresh-class")
 TIMEOUT_S = 60.0
 # The elements that show a result (the page's text, widgets and notices come before).
 RESULT_ELEMENTS = {"metric", "table", "dataframe", "plotly_chart", "vega_lite_chart"}
@@ -146,6 +155,11 @@ def summary(opened: list[Opened]) -> dict:
             "finished_p50_s": stat(finished, 0.5), "finished_p95_s": stat(finished, 0.95),
             "errors": sum(o.status == "error" for o in opened),
             "timeouts": sum(o.status == "timeout" for o in opened)}
+
+
+def _commit() -> str:
+    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                          capture_output=True, text=True).stdout.strip()
 
 
 def load_average() -> float:
@@ -248,6 +262,85 @@ def solo_round(port: int, views: list[View], repeats: int = 3) -> list[dict]:
     return rows
 
 
+@contextmanager
+def serving(data_dir: str) -> Iterator[tuple[subprocess.Popen, int]]:
+    """The app server (`python -m ui.server`, its warm-up on) on a free port with this
+    data folder, answering its health check, and its port; stopped afterwards."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ui.server", "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--server.headless", "true"],
+        cwd=ROOT, env={**os.environ, "DATA_DIR": data_dir}, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}", process)
+        print(f"server pid {process.pid} on port {port}", flush=True)
+        yield process, port
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(30)
+
+
+def first_numbers(opened: list[Opened]) -> dict:
+    """p50 / p95 of the first numbers over every learner, one who saw none within the
+    time-out counted at TIMEOUT_S (the pooled summary leaves such pages out)."""
+    times = [o.results_s if o.results_s is not None else TIMEOUT_S for o in opened]
+    return {"first_numbers_p50_s": round(percentile(times, 0.5), 2),
+            "first_numbers_p95_s": round(percentile(times, 0.95), 2),
+            "no_numbers_within_timeout": sum(o.results_s is None for o in opened)}
+
+
+def fresh_class(n: int, views: list[View], limit_s: float = 3600.0) -> dict:
+    """N learners at once on a server started a moment ago (empty store, warm-up just
+    begun), then N again once its warm-up of the common views is done."""
+    with tempfile.TemporaryDirectory() as data, serving(data) as (_, port):
+        started = time.monotonic()
+        load_before = load_average()
+        fresh = asyncio.run(round_of(port, n, views))
+        fresh_row = {**summary(fresh), **first_numbers(fresh), "load_before": load_before,
+                     "load_after": load_average(),
+                     "state_after": warm_state(Path(data) / "warm-up.json") or "",
+                     "waited": sum(o.waited for o in fresh)}
+        print("fresh", fresh_row, flush=True)
+        while (warm_state(Path(data) / "warm-up.json") not in PAST_DEFAULTS
+               and time.monotonic() - started < limit_s):
+            time.sleep(5)
+        warm_seconds = time.monotonic() - started
+        load_before = load_average()
+        warm = asyncio.run(round_of(port, n, views))
+        warm_row = {**summary(warm), **first_numbers(warm), "load_before": load_before,
+                    "load_after": load_average()}
+        print("warm", warm_row, flush=True)
+    return {"learners": n, "fresh": fresh_row, "warm": warm_row,
+            "defaults_warmed_after_s": round(warm_seconds, 1)}
+
+
+def fresh_markdown(report: dict) -> str:
+    fresh, warm = report["fresh"], report["warm"]
+
+    def row(name: str, r: dict) -> str:
+        return (f"| {name} | {r['first_numbers_p50_s']} / {r['first_numbers_p95_s']} | "
+                f"{r['no_numbers_within_timeout']} | {r['finished_p50_s']} / "
+                f"{r['finished_p95_s']} | {r['errors']} | {r['timeouts']} | "
+                f"{r['load_before']} → {r['load_after']} |")
+
+    lines = [
+        f"A class of {report['learners']} arriving at a freshly started server (learner i "
+        f"opens view i mod {len(report['views'])}, each in a new session, all at once):", "",
+        "| server | first numbers p50 / p95 (s) | no numbers within 60 s | page finished "
+        "p50 / p95 (s), finished pages | errors | time-outs | load avg before → after |",
+        "|---|---|---|---|---|---|---|",
+        row("fresh (health check just answered, store empty)", fresh),
+        row(f"the same server, its defaults warmed ({report['defaults_warmed_after_s']} s "
+            "after start)", warm), "",
+        f"First numbers count a learner who saw none within {TIMEOUT_S:.0f} s at "
+        f"{TIMEOUT_S:.0f} s. {fresh['waited']} of the fresh class's pages waited for a run "
+        f"(their Cancel button showed); the warm-up was at \"{fresh['state_after']}\" when "
+        f"the class had its pages. Commit {report['commit']}, {report['when']}, "
+        f"{report['cpus']} CPUs."]
+    return "\n".join(lines) + "\n"
+
+
 def markdown(report: dict) -> str:
     lines = ["| learners | results shown p50 / p95 (s) | page finished p50 / p95 (s) | "
              "errors | time-outs | load avg before → after |", "|---|---|---|---|---|---|"]
@@ -294,51 +387,49 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="rounds per N, pooled")
     parser.add_argument("--first-moves-only", action="store_true",
                         help="the warm-up and the first moves, no rounds of learners")
+    parser.add_argument("--fresh-class", type=int, metavar="N",
+                        help="only N learners arriving at a freshly started server")
     args = parser.parse_args(argv)
     counts = [] if args.first_moves_only else [int(c) for c in args.counts.split(",")]
     views = warm_views()
+    if args.fresh_class:
+        report = {"commit": _commit(), "when": time.strftime("%Y-%m-%d %H:%M"),
+                  "views": [view_text(v) for v in views], "cpus": os.cpu_count(),
+                  **fresh_class(args.fresh_class, views)}
+        FRESH_OUT.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
+        text = fresh_markdown(report)
+        FRESH_OUT.with_suffix(".md").write_text(text)
+        print(text)
+        return 0
     moves_views, expected_runs = neighbour_views()
-    port = free_port()
     load_start = load_average()
     with ExitStack() as stack:
         data = args.data_dir or stack.enter_context(tempfile.TemporaryDirectory())
-        process = subprocess.Popen(
-            [sys.executable, "-m", "ui.server", "--server.port", str(port),
-             "--server.address", "127.0.0.1", "--server.headless", "true"],
-            cwd=ROOT, env={**os.environ, "DATA_DIR": data}, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, start_new_session=True)
-        try:
-            wait_healthy(f"http://127.0.0.1:{port}", process)
-            print(f"server pid {process.pid} on port {port}", flush=True)
-            start_rss = tree_rss(process.pid)
-            warm_seconds, skipped = warm_up(
-                views, lambda view: asyncio.run(open_view(port, view)).results_s is not None,
-                Path(os.environ.get(STATUS_ENV) or Path(data) / "warm-up.json"))
-            views = [view for view in views if view not in skipped]
-            idle_seconds = wait_idle_runs(data, expected_runs)
-            moves = first_moves(port, moves_views)
-            print(moves, flush=True)
-            solo = solo_round(port, views)
-            for row in solo:
-                print(row, flush=True)
-            warm_rss = tree_rss(process.pid)
-            rows = []
-            for n in counts:
-                before = load_average()
-                opened = []
-                for _ in range(args.rounds):  # one p50 / p95 over every round's learners
-                    opened += asyncio.run(round_of(port, n, views))
-                rows.append({"learners": n, "rounds": args.rounds, **summary(opened),
-                             "load_before": before, "load_after": load_average()})
-                print(rows[-1], flush=True)
-            time.sleep(3)
-            after_rss = tree_rss(process.pid)
-        finally:
-            os.killpg(process.pid, signal.SIGTERM)
-            process.wait(30)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                            capture_output=True, text=True).stdout.strip()
-    report = {"commit": commit, "when": time.strftime("%Y-%m-%d %H:%M"),
+        process, port = stack.enter_context(serving(data))
+        start_rss = tree_rss(process.pid)
+        warm_seconds, skipped = warm_up(
+            views, lambda view: asyncio.run(open_view(port, view)).results_s is not None,
+            Path(os.environ.get(STATUS_ENV) or Path(data) / "warm-up.json"))
+        views = [view for view in views if view not in skipped]
+        idle_seconds = wait_idle_runs(data, expected_runs)
+        moves = first_moves(port, moves_views)
+        print(moves, flush=True)
+        solo = solo_round(port, views)
+        for row in solo:
+            print(row, flush=True)
+        warm_rss = tree_rss(process.pid)
+        rows = []
+        for n in counts:
+            before = load_average()
+            opened = []
+            for _ in range(args.rounds):  # one p50 / p95 over every round's learners
+                opened += asyncio.run(round_of(port, n, views))
+            rows.append({"learners": n, "rounds": args.rounds, **summary(opened),
+                         "load_before": before, "load_after": load_average()})
+            print(rows[-1], flush=True)
+        time.sleep(3)
+        after_rss = tree_rss(process.pid)
+    report = {"commit": _commit(), "when": time.strftime("%Y-%m-%d %H:%M"),
               "views": [view_text(v) for v in views], "cpus": os.cpu_count(),
               "not_warmed": [view_text(v) for v in skipped],
               "load_average_start": load_start, "warm_up_seconds": round(warm_seconds, 1),

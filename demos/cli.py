@@ -15,8 +15,38 @@ from memory.strategies import STRATEGIES
 DEFAULT = ModelConfig()
 
 
+def _unset(default: object) -> bool:
+    """A default that says nothing: none, a flag's False, argparse's SUPPRESS (0 is a
+    value: `--kv-heads 0`)."""
+    return default is None or default is False or default == argparse.SUPPRESS
+
+
+class _DefaultsShown(argparse.HelpFormatter):
+    """Every option's help ends with its default, where it has one worth showing (the
+    choices are in the option's own line)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (action.option_strings and not _unset(action.default)
+                and "default" not in text):
+            text += (" " if text else "") + "(default: %(default)s)"
+        return text
+
+
 class _Parser(argparse.ArgumentParser):
-    """Bad options end with one line on stderr and exit code 2, never a traceback."""
+    """Bad options end with one line on stderr and exit code 2, never a traceback; the
+    help shows each option's default."""
+
+    def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003
+        kwargs.setdefault("formatter_class", _DefaultsShown)
+        super().__init__(*args, **kwargs)
+
+    def _add_action(self, action: argparse.Action) -> argparse.Action:
+        if action.help is None:  # argparse prints no line for it, so no default either
+            action.help = ""
+            if action.option_strings and not _unset(action.default):
+                action.help = "(default: %(default)s)"
+        return super()._add_action(action)
 
     def error(self, message: str):  # type: ignore[override]
         self.exit(2, f"{self.prog}: error: {message}\n")
@@ -83,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _budget_parser(sub) -> None:
-    from demos.engine.compiler_budget import (
+    from demos.engine.budget_settings import (
         BASE,
         BUDGETS,
         COMPILED_STRATEGIES,
@@ -206,6 +236,9 @@ def _mistakes(args) -> int:
     if args.json:
         rows = [{"id": r.case, "symptoms": sorted(s.value for s in CASES[r.case].symptoms),
                  **r.to_json()} for r in results]
+        for row in rows:  # the tracker's event log is for the snapshot export, not here
+            for run in ("plain", "wrong", "fixed"):
+                row[run].pop("memory_events", None)
         print(json.dumps(_clean({"cases": rows})))
         return 0
     for r in results:

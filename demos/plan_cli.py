@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from memory import footprint as P
+from memory import parallel as M
 from memory.architectures import DEFAULT_PRESET, PRESETS
 from memory.hardware import GPUS, GiB
 from memory.hf_config import ConfigJsonError
@@ -49,8 +50,22 @@ def add_parser(sub) -> None:
     p.add_argument("--gpus", type=int, default=1, help="GPUs you have (FSDP when > 1)")
     p.add_argument("--headroom", type=float, default=P.DEFAULT_HEADROOM * 100,
                    help="percent of the GPU's memory a plan keeps free (default "
-                        f"{P.DEFAULT_HEADROOM:.0%}); the table and the recommendation "
-                        "apply it alike")
+                        "%(default)g); the table and the recommendation apply it alike")
+    par = p.add_argument_group("many GPUs (a layout; without one, --gpus > 1 recommends one)")
+    par.add_argument("--tp", type=int, default=None, help="tensor parallel size")
+    par.add_argument("--sp", action="store_true", help="sequence parallelism (with --tp)")
+    par.add_argument("--cp", type=int, default=None, help="context parallel size")
+    par.add_argument("--pp", type=int, default=None, help="pipeline parallel size")
+    par.add_argument("--schedule", choices=list(M.SCHEDULES), default=None,
+                     help="pipeline schedule (default 1f1b)")
+    par.add_argument("--microbatches", type=int, default=None,
+                     help="micro-batches per step through the pipeline (default "
+                          "--accumulation)")
+    par.add_argument("--chunks", type=int, default=None,
+                     help="model chunks per GPU under the interleaved schedule (default 2)")
+    par.add_argument("--ep", type=int, default=None, help="expert parallel size (MoE)")
+    par.add_argument("--gpus-per-node", dest="gpus_per_node", type=int, default=8,
+                     help="GPUs per node (tensor parallelism stays inside one)")
     p.add_argument("--language", default="en", help="comments of the code (en, de, vi)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -92,6 +107,80 @@ def inputs(args) -> P.PlannerInputs:
         source=source, chunked_loss=args.chunked_loss,
         strategy=args.strategy, some_layers=max(1, min(arch.layers, some)), gpu_bytes=gpu,
         headroom=args.headroom / 100)
+
+
+LAYOUT_FLAGS = ("tp", "cp", "pp", "schedule", "microbatches", "chunks", "ep")
+
+
+def layout(args) -> M.Layout | None:
+    """The layout the flags give, its data-parallel size filling --gpus; None when no
+    layout flag is given."""
+    given = [name for name in LAYOUT_FLAGS if getattr(args, name) is not None]
+    if not given and not args.sp:
+        return None
+    for name in ("tp", "cp", "pp", "microbatches", "chunks", "ep", "gpus_per_node"):
+        value = getattr(args, name)
+        if value is not None and not 1 <= value <= 4096:
+            raise PlanError(f"--{name.replace('_', '-')}={value} is out of range 1..4096")
+    if args.sp and not (args.tp or 1) > 1:
+        raise PlanError("--sp splits what tensor parallelism leaves whole: it needs --tp 2 "
+                        "or more")
+    if (args.ep or 1) > 1:
+        raise PlanError("--ep: the planner prices expert parallelism for mixture-of-experts "
+                        "models only, and its presets and the configs it reads are priced "
+                        "as dense layers; leave --ep out")
+    schedule = args.schedule or "1f1b"
+    pp = args.pp or 1
+    chunks = args.chunks or (2 if schedule == "interleaved" else 1)
+    micro = args.microbatches or max(args.accumulation, pp)
+    try:
+        from planner.parallel_plan import with_dp
+
+        return with_dp(M.Layout(tp=args.tp or 1, sp=args.sp, cp=args.cp or 1, pp=pp,
+                                schedule=schedule, microbatches=micro, chunks=chunks,
+                                ep=args.ep or 1), args.gpus)
+    except M.LayoutError as error:
+        raise PlanError(str(error)) from None
+
+
+def parallel_report(p: P.PlannerInputs, given: M.Layout | None, gpus: int, per_node: int,
+                    language: str = "en") -> dict:
+    """Memory on the most loaded GPU for every strategy under the layout given, or the
+    layout recommended (its steps in practitioners' order), and its PyTorch code."""
+    from planner import parallel_plan as PP
+    from planner.parallel_code import parallel_code
+
+    if given is not None:
+        steps: tuple = ()
+        chosen = given
+        best = PP.cheapest(PP.gpu_rows(p, chosen))
+    else:
+        steps = PP.recommend_layout(p, gpus, per_node)
+        chosen, best = steps[-1].layout, steps[-1].row
+    rows = PP.gpu_rows(p, chosen)
+    more = PP.gpus_needed(p, gpus, per_node) if given is None and not best.fits else None
+    return {
+        "layout": PP.layout_dict(chosen, per_node),
+        "chosen_by": "flags" if given is not None else "recommendation",
+        "strategy": best.strategy, "fits": best.fits, "peak_bytes": best.peak,
+        "gpus": chosen.gpus, "nodes": PP.nodes(chosen.gpus, per_node),
+        "steps": [{"action": s.action, "layout": PP.layout_dict(s.layout, per_node),
+                   "strategy": s.row.strategy, "peak_bytes": s.row.peak,
+                   "fits": s.row.fits} for s in steps],
+        "fits_on": (None if more is None else
+                    {"gpus": more[-1].layout.gpus,
+                     "nodes": PP.nodes(more[-1].layout.gpus, per_node),
+                     "layout": PP.layout_dict(more[-1].layout, per_node),
+                     "strategy": more[-1].row.strategy, "peak_bytes": more[-1].row.peak}),
+        "strategies": {
+            r.strategy: {"activations_kept_bytes": r.kept,
+                         "activations_rebuilt_bytes": r.rebuilt, "state_bytes": r.state,
+                         "logits_bytes": r.logits, "peak_bytes": r.peak, "fits": r.fits,
+                         "stage": r.stage, "layout": PP.layout_dict(chosen, per_node)}
+            for r in rows.values()},
+        "code": {"pytorch": parallel_code(p.with_(strategy=best.strategy), chosen,
+                                          language)},
+    }
 
 
 def _settings(p: P.PlannerInputs) -> dict:
@@ -206,7 +295,13 @@ def _verdict(spare: float, fits: bool, p: P.PlannerInputs) -> str:
 
 def run(args) -> int:
     p = inputs(args)
+    given = layout(args)
+    if not 1 <= args.gpus_per_node <= 4096:
+        raise PlanError(f"--gpus-per-node={args.gpus_per_node} is out of range 1..4096")
     data = report(p, args.language)
+    if given is not None or args.gpus > 1:
+        data["parallel"] = parallel_report(p, given, args.gpus, args.gpus_per_node,
+                                           args.language)
     if args.json:
         print(json.dumps(data))
         return 0
@@ -245,5 +340,39 @@ def run(args) -> int:
               f"{state}")
     for alt in rec["alternatives"]:
         print(f"   or: {alt['title']} (peak {_gib(alt['peak_bytes'])})")
-    print("\n" + rec["code"]["huggingface"])
+    par = data.get("parallel")
+    if par is None:
+        print("\n" + rec["code"]["huggingface"])
+        return 0
+    print_parallel(par, p)
+    print("\n" + par["code"]["pytorch"])
     return 0
+
+
+def _layout_text(lay: dict) -> str:
+    parts = [f"{name}={lay[name]}" for name in ("tp", "cp", "pp", "ep", "dp")
+             if lay[name] > 1]
+    if lay["sp"]:
+        parts.append("sp")
+    if lay["pp"] > 1:
+        parts.append(f"{lay['schedule']} x {lay['microbatches']} micro-batches")
+    return (", ".join(parts) or "one GPU") + f" ({lay['gpus']} GPUs, {lay['nodes']} nodes)"
+
+
+def print_parallel(par: dict, p: P.PlannerInputs) -> None:
+    """The many-GPU section: the steps to the layout, then each strategy on its most
+    loaded GPU."""
+    print(f"\nAcross GPUs ({par['chosen_by']}): {_layout_text(par['layout'])}, "
+          f"{par['strategy']}, peak {_gib(par['peak_bytes'])} per GPU, "
+          f"{'fits' if par['fits'] else 'does not fit'}")
+    for number, step in enumerate(par["steps"], start=1):
+        print(f"{number}. {step['action']}: {_layout_text(step['layout'])}, "
+              f"{step['strategy']} peak {_gib(step['peak_bytes'])}")
+    if par["fits_on"]:
+        more = par["fits_on"]
+        print(f"   fits on {more['gpus']} GPUs ({more['nodes']} nodes): "
+              f"{_layout_text(more['layout'])}, {more['strategy']}")
+    for strategy, row in par["strategies"].items():
+        print(f"{strategy:17} kept {_gib(row['activations_kept_bytes']):>11}  peak "
+              f"{_gib(row['peak_bytes']):>11}  {row['stage']} stage  "
+              f"{'fits' if row['fits'] else 'does not fit'}")

@@ -217,6 +217,9 @@ def tradeoff_figure(layers: int, ratio: float, code: str = DEFAULT) -> go.Figure
 # --------------------------------------------------------------------------------------
 
 
+MIN_VIEW_FACTOR = 3.0  # the k-curve's memory axis shows up to this × its minimum
+
+
 def k_curve_figure(layers: int, boundary: float = 1.0, layer: float = 1.0,
                    code: str = DEFAULT) -> go.Figure:
     """Activation memory over k, the number of layers per segment (as in the demos'
@@ -237,10 +240,15 @@ def k_curve_figure(layers: int, boundary: float = 1.0, layer: float = 1.0,
                     mode="lines", line={"dash": "dot", "color": "#54A24B"}, row=1, col=1)
     fig.add_scatter(x=ks, y=rebuilt, name=gettext(code, "one segment of k layers rebuilt"),
                     mode="lines", line={"dash": "dot", "color": "#F58518"}, row=1, col=1)
-    fig.add_scatter(x=[best_k], y=[memory[best_k - 1]], mode="markers+text",
+    fig.add_scatter(x=[best_k], y=[memory[best_k - 1]], mode="markers",
                     marker={"size": 13, "color": "#E45756"},
-                    text=[gettext(code, "minimum: k = {k}", k=best_k)],
-                    textposition="bottom right", name=gettext(code, "minimum"), row=1, col=1)
+                    name=gettext(code, "minimum"), row=1, col=1)
+    # The label on a white box above the point, with an arrow: written beside it, it sat
+    # on the dotted lines that cross there.
+    fig.add_annotation(x=best_k, y=memory[best_k - 1], row=1, col=1,
+                       text=gettext(code, "minimum: k = {k}", k=best_k), showarrow=True,
+                       arrowhead=2, ax=80, ay=-40, bgcolor="rgba(255,255,255,0.9)",
+                       bordercolor="#E45756", borderpad=3)
     if boundary == layer:
         root = math.sqrt(layers)
         fig.add_vline(x=root, line_dash="dash", line_color="#888888",
@@ -259,7 +267,11 @@ def k_curve_figure(layers: int, boundary: float = 1.0, layer: float = 1.0,
                     name=gettext(code, "forward computations keeping everything: N"),
                     line={"color": "#B279A2", "dash": "dot", "width": 1}, row=2, col=1)
     fig.update_xaxes(title_text=gettext(code, "k = layers per segment"), row=2, col=1)
-    fig.update_yaxes(title_text=gettext(code, "memory (layer inputs)"), rangemode="tozero",
+    # The memory axis ends at three times the minimum (at least the k = 1 value): up to
+    # k = N the rebuilt segment climbs to N layers and squeezed the minimum, the point of
+    # the chart, into the bottom tenth. The lines leave the panel at the top.
+    top = max(memory[0], MIN_VIEW_FACTOR * memory[best_k - 1]) * 1.05
+    fig.update_yaxes(title_text=gettext(code, "memory (layer inputs)"), range=[0, top],
                      automargin=True, row=1, col=1)
     fig.update_yaxes(title_text=gettext(code, "forward computations"), range=[0, 2.4 * layers],
                      automargin=True, tickvals=[0, layers, 2 * layers],
@@ -337,7 +349,9 @@ def layer_strategies_figure(rows: dict[str, dict[str, float]],
 
 def logits_figure(batch: int, seq: int, vocab: int, bytes_per_value: int,
                   marks: dict[str, int], code: str = DEFAULT) -> go.Figure:
-    """Logits (and logits + their gradient) in GB against vocabulary size."""
+    """Logits, logits + their gradient, and the peak at the loss (three tensors of the
+    logits' size alive at once: the log-probabilities, their gradient and the logits'
+    gradient, as lesson 5 explains) in GB against vocabulary size."""
     top = max([vocab, *marks.values()]) * 1.1
     vocabs = [int(top * i / 100) for i in range(1, 101)]
     values = [logits_bytes(batch, seq, v, bytes_per_value) / GB for v in vocabs]
@@ -346,6 +360,13 @@ def logits_figure(batch: int, seq: int, vocab: int, bytes_per_value: int,
     fig.add_scatter(x=vocabs, y=[2 * y for y in values],
                     name=gettext(code, "logits + their gradient"), mode="lines",
                     line={"dash": "dot"})
+    fig.add_scatter(x=vocabs, y=[3 * y for y in values],
+                    name=gettext(code, "peak at the loss (three such tensors)"), mode="lines",
+                    line={"dash": "dash"})
+    peak = 3 * logits_bytes(batch, seq, vocab, bytes_per_value) / GB
+    fig.add_scatter(x=[vocab], y=[peak], mode="markers+text", showlegend=False,
+                    text=[f"{format_decimal(peak, code, 1)} GB"], textposition="top left",
+                    marker={"size": 10, "color": "#E45756", "symbol": "diamond"})
     for label, mark in marks.items():
         fig.add_scatter(x=[mark], y=[logits_bytes(batch, seq, mark, bytes_per_value) / GB],
                         mode="markers+text", text=[label], textposition="top left",

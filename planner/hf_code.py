@@ -13,9 +13,13 @@ code on tiny random-init models of each family):
   `GradientCheckpointingLayer` (transformers/modeling_layers.py), switched off after the
   first k; never `checkpoint(layer, x)` on a decoder layer, which needs more arguments.
 * FSDP: `fsdp=True` with `fsdp_config` wrapping each decoder layer
-  (`auto_wrap_policy="TRANSFORMER_BASED_WRAP"`, `transformer_layer_cls_to_wrap`) and
-  checkpointing through `fsdp_config["activation_checkpointing"]`, which transformers
-  prefers over the training argument (training_args.py, _process_fsdp_args).
+  (`auto_wrap_policy="TRANSFORMER_BASED_WRAP"`, `transformer_layer_cls_to_wrap`), and the
+  model's own checkpointing (`activation_checkpointing_enable()`, inside each FSDP unit;
+  FSDP2's pre-forward hook leaves the unshard to the pre-backward one while a layer is
+  recomputed, torch/distributed/fsdp/_fully_shard/_fsdp_state.py), not
+  `fsdp_config["activation_checkpointing"]`: accelerate 1.15 applies that as
+  `checkpoint_wrapper(layer, preserve_rng_state=False)` (utils/fsdp_utils.py,
+  fsdp2_apply_ac), so a dropout draws other masks when backward recomputes it.
 * SGD with momentum: `optim="sgd"` with `optim_args="momentum=0.9"`
   (transformers/trainer_optimizer.py, _get_sgd; without it torch's SGD has no momentum).
 * Precision: `bf16=True` is autocast (training_args.py: mixed_precision="bf16", which
@@ -127,7 +131,8 @@ def hf_code(p: PlannerInputs, code: str = DEFAULT) -> str:
     strategy = p.strategy
     if strategy == "some-layers" and k >= p.arch.layers:
         strategy = "every-layer"
-    model_level = strategy == "some-layers"
+    # FSDP plans switch the model's own checkpointing on too (see the module docstring)
+    model_level = strategy == "some-layers" or (fsdp and strategy == "every-layer")
     trainer_level = strategy == "every-layer" and not fsdp
     sixteen = p.precision == "bf16" or (lora and p.precision != "fp32")
     # The Trainer's bf16=True is autocast (training_args.py: mixed_precision="bf16", which
@@ -219,8 +224,15 @@ def hf_code(p: PlannerInputs, code: str = DEFAULT) -> str:
                   f"    r={p.lora_rank},", f"    lora_alpha={2 * p.lora_rank},",
                   f"    target_modules={targets},", '    task_type="CAUSAL_LM",', "))"]
     if model_level:
-        lines += ["", *comment(gettext(code, "Checkpointing on the model itself "
-                                             "(use_reentrant=False is the default):")),
+        lines.append("")
+        if fsdp:
+            lines += comment(gettext(
+                code, "With FSDP too, and not fsdp_config's activation_checkpointing: "
+                      "accelerate applies that as checkpoint_wrapper(layer, "
+                      "preserve_rng_state=False), and a dropout would draw other masks when "
+                      "backward recomputes a layer."))
+        lines += [*comment(gettext(code, "Checkpointing on the model itself "
+                                         "(use_reentrant=False is the default):")),
                   "model.activation_checkpointing_enable()"]
         if strategy == "some-layers":
             lines += [*comment(gettext(code, "only the first {count} decoder layers: switch "
@@ -245,7 +257,7 @@ def hf_code(p: PlannerInputs, code: str = DEFAULT) -> str:
     if trainer_level:
         lines += ["    activation_checkpointing=True,",
                   '    activation_checkpointing_kwargs={"use_reentrant": False},']
-    elif not (fsdp and strategy == "every-layer"):
+    else:
         lines.append("    activation_checkpointing=False,  # " + (
             (gettext(code, "set on the model below") if first_loads else
              gettext(code, "set on the model above")) if model_level else
@@ -266,8 +278,6 @@ def hf_code(p: PlannerInputs, code: str = DEFAULT) -> str:
                   '        "auto_wrap_policy": "TRANSFORMER_BASED_WRAP",']
         if layer:
             lines.append(f'        "transformer_layer_cls_to_wrap": ["{layer}"],')
-        if strategy == "every-layer":
-            lines.append('        "activation_checkpointing": True,')
         if p.offload:
             lines.append('        "cpu_offload": True,')
         if first_loads:

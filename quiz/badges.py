@@ -13,6 +13,7 @@ from typing import Any
 
 from quiz import config
 from quiz.certificate_records import Certificate, Status
+from quiz.ids import file_name_part
 from quiz.open_badge import credential
 from quiz.service import QuizService
 from quiz.status_list import (
@@ -45,7 +46,7 @@ class Badge:
 
     @property
     def filename(self) -> str:
-        return f"open-badge-{self.certificate.id.replace('=', '').replace('$', '')}.json"
+        return f"open-badge-{file_name_part(self.certificate.id)}.json"
 
 
 def badge_for(service: QuizService, text: str, reached: str | None = None) -> Badge:

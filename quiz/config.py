@@ -74,6 +74,8 @@ def signing_key_env() -> str | None:
 
 
 def verify_url(certificate_id: str, reached: str | None = None) -> str:
-    """The public link that checks a certificate (a check symbol such as `=` or `$` is
-    percent-encoded); `reached`: see base_url."""
-    return f"{base_url(reached)}/verify?id={quote(certificate_id, safe='-')}"
+    """The public link that checks a certificate; `reached`: see base_url. The check
+    symbols `*`, `$` and `~` are legal in a query and stay as printed on the certificate
+    (a reader typing the link saw "%2A"); `=`, the query's own separator, is
+    percent-encoded."""
+    return f"{base_url(reached)}/verify?id={quote(certificate_id, safe='-*$')}"

@@ -61,12 +61,14 @@ class DrawnQuestion:
 
 def draw(
     bank: Sequence[Question], count: int, rng: random.Random | None = None,
-    min_apply: int = MIN_APPLY_PER_DRAW,
+    min_apply: int = MIN_APPLY_PER_DRAW, avoid: frozenset[str] = frozenset(),
 ) -> tuple[DrawnQuestion, ...]:
     """`count` questions: first `min_apply` "apply it to a new shape" items (tag `apply`,
     from different lessons while it can), then the lessons take turns, the least asked
     first, so every lesson is asked about before any is asked twice; then the questions and
-    each one's options are shuffled. A bank with fewer apply items gives what it has."""
+    each one's options are shuffled. A bank with fewer apply items gives what it has.
+    Questions whose ids are in `avoid` (the learner's previous attempt) come only where
+    a lesson has no other left."""
     rng = rng or random.Random(secrets.randbits(64))
     by_topic: dict[str, list[Question]] = defaultdict(list)
     for question in bank:
@@ -75,6 +77,8 @@ def draw(
     rng.shuffle(topics)
     for topic in topics:
         rng.shuffle(by_topic[topic])
+        # each lesson's turn takes from the end: the avoided ones wait at the front
+        by_topic[topic].sort(key=lambda question: question.id not in avoid)
     asked: dict[str, int] = dict.fromkeys(topics, 0)
     chosen: list[Question] = []
 
@@ -86,12 +90,14 @@ def draw(
     wanted = min(min_apply, count)
     appliers = [q for topic in topics for q in by_topic[topic] if q.applies]
     rng.shuffle(appliers)
-    for question in appliers:  # one lesson each first, so the turns below stay even
-        if len(chosen) < wanted and not asked[question.topic]:
-            take(question)
-    for question in appliers:
-        if len(chosen) < wanted and question not in chosen:
-            take(question)
+    fresh = [question for question in appliers if question.id not in avoid]
+    for pool in (fresh, appliers):  # the avoided ones only if the others are too few
+        for question in pool:  # one lesson each first, so the turns below stay even
+            if len(chosen) < wanted and not asked[question.topic] and question not in chosen:
+                take(question)
+        for question in pool:
+            if len(chosen) < wanted and question not in chosen:
+                take(question)
     while len(chosen) < count:
         open_topics = [topic for topic in topics if by_topic[topic]]
         if not open_topics:

@@ -74,6 +74,18 @@ def format_id(value: int) -> str:
     return "-".join([*groups, CHECK_SYMBOLS[_check_value(value)]])
 
 
+# Check symbols spelled out in a file name: "*" is refused by file systems (Windows; a
+# browser saves it as "_", which reads as part of the ID), "$" and "=" mean something to a
+# shell. Spelled, not dropped: the name still carries the whole ID.
+_FILE_SPELLING = {"*": "star", "$": "dollar", "=": "equals"}
+
+
+def file_name_part(certificate_id: str) -> str:
+    """The ID as a downloaded file's name may hold it: the same text, the check symbols a
+    file system or a shell minds spelled out."""
+    return "".join(_FILE_SPELLING.get(ch, ch) for ch in certificate_id)
+
+
 def new_id() -> str:
     """A fresh ID from 100 bits of `secrets`."""
     return format_id(secrets.randbits(BITS))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import sys
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from i18n.languages import DEFAULT
 from quiz import config
-from quiz.attempts import Attempt, AttemptStore
+from quiz.attempts import Attempt, AttemptExpired, AttemptStore
 from quiz.bank import BANK_PATH, Question, default_bank
 from quiz.certificate_records import Certificate, Verification
 from quiz.certificates import ISSUED_MARKER, CertificateStore, StorageCheck, StorageError
@@ -59,10 +60,17 @@ class QuizService:
         learner_id: str | None = None,
         client: str | None = None,
     ) -> Attempt:
-        """A fresh draw; raises CooldownActive after a failed attempt of this learner or from
-        this address."""
+        """A fresh draw, without the previous attempt's questions where the bank has
+        others; raises CooldownActive after a failed attempt of this learner or from this
+        address."""
+        avoid: frozenset[str] = frozenset()
+        if previous_id:
+            with contextlib.suppress(AttemptExpired):
+                previous = self.attempts.get(previous_id)
+                avoid = frozenset(drawn.question.id for drawn in previous.questions)
         return self.attempts.start(
-            draw(self.bank(), self.questions_per_attempt), previous_id, learner_id, client
+            draw(self.bank(), self.questions_per_attempt, avoid=avoid), previous_id,
+            learner_id, client
         )
 
     def wait_left(self, learner_id: str | None, client: str | None = None) -> int:

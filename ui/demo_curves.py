@@ -69,8 +69,10 @@ CURVES: dict[str, Curve] = {
             "layer's input, about 1/16 of a layer's internals, so its line is nearly flat, "
             "and in backward it rebuilds **one layer's worth** at a time (the grey dotted "
             "line). The *peak* view rises with depth for every strategy: it also holds the "
-            "parameters' gradients, which checkpointing does not shrink. Time grows linearly "
-            "for all three; the checkpointed lines are steeper by the extra forward."),
+            "parameters' gradients, which checkpointing does not shrink. The counted compute "
+            "grows in step with depth for all three, the checkpointed lines steeper by the "
+            "extra forward; measured times follow it only roughly on a shared server (one "
+            "busy moment lifts a point)."),
     ),
     "segment": Curve(
         title=N_("Layers per segment k at a fixed depth"),
@@ -142,9 +144,11 @@ def curve_caption(name: str, frame: pd.DataFrame, config: ModelConfig, lang: str
 
         return " ".join(filter(None, (
             segment_verdict(frame, config.layers, x=_x_column(frame, curve), lang=lang),
-            sweep_compute_note(frame, _x_column(frame, curve), lang))))
+            sweep_compute_note(frame, _x_column(frame, curve), lang,
+                               gettext(lang, curve.x_title)))))
     return " ".join(filter(None, (gettext(lang, "Dots: measured · dashed lines: theory."),
-                                  sweep_compute_note(frame, _x_column(frame, curve), lang))))
+                                  sweep_compute_note(frame, _x_column(frame, curve), lang,
+                                                     gettext(lang, curve.x_title)))))
 
 
 def _x_column(frame: pd.DataFrame, curve: Curve) -> str:

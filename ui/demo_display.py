@@ -90,7 +90,7 @@ def headline(results: Sequence[StrategyResult]) -> None:
     name = report.label(best, lang)
     saved = 1 - best.peak_bytes / base.peak_bytes
     cells = st.columns(4)
-    peak_label = t("Peak memory with {strategy}", strategy=name)
+    peak_label = t("Peak memory: {strategy}", strategy=name)
     if round(saved, 2) == 0:  # a tiny model: no saving worth a signed percentage
         cells[0].metric(peak_label, format_bytes(best.peak_bytes, locale=loc),
                         delta=t("same as without checkpointing ({size})",
@@ -124,7 +124,7 @@ def time_metric(cell: DeltaGenerator, result: StrategyResult, base: StrategyResu
         return
     name = report.label(result, lang)
     if verdict.measure == "cpu":
-        label = t("CPU time per step with {strategy}", strategy=name)
+        label = t("CPU time per step: {strategy}", strategy=name)
         value = format_ms(result.cpu_seconds, locale=loc)
         against = format_ms(base.cpu_seconds, locale=loc)
         if verdict.id == "slower" and verdict.ratio is not None:
@@ -140,7 +140,7 @@ def time_metric(cell: DeltaGenerator, result: StrategyResult, base: StrategyResu
                     delta_arrow="auto" if verdict.id == "slower" else "off",
                     help=t(CPU_TIME_HELP))
     else:
-        label = t("Step time with {strategy}", strategy=name)
+        label = t("Step time: {strategy}", strategy=name)
         delta = timing.time_vs_none_text(result, base, lang, kind)
         cell.metric(label, timing.time_text(result, lang), delta=delta,
                     delta_color="inverse" if verdict.id == "more-compute" else "off",
@@ -182,7 +182,7 @@ def compute_metric(cell: DeltaGenerator, result: StrategyResult, base: StrategyR
                   predicted=timing.signed_percent(predicted, lang)
                   if predicted is not None else "–",
                   course=timing.course_rule_text(lang))
-    cell.metric(t("Extra compute with {strategy}", strategy=report.label(result, lang)),
+    cell.metric(t("Extra compute: {strategy}", strategy=report.label(result, lang)),
                 timing.signed_percent(counted, lang), delta=delta,
                 delta_color="off", delta_arrow="off", help=t(COMPUTE_HELP))
 
@@ -360,6 +360,32 @@ def download(data: Comparison | pd.DataFrame, name: str) -> None:
     st.download_button(t("Download the results (CSV)"), csv,
                        file_name=f"{name}.csv", mime="text/csv", on_click="ignore",
                        icon=":material/download:", key=f"download-{name}")
+
+
+def download_snapshot(comparison: Comparison, name: str) -> None:
+    """This comparison as torch's memory snapshot, one step per strategy."""
+    from demos.reports.memory_snapshot import comparison_runs
+
+    snapshot_button(comparison_runs(comparison), comparison.parameter_bytes or 0, name,
+                    fingerprint(comparison))
+
+
+def snapshot_button(runs: list[tuple[str, list[list] | None]], parameter_bytes: int,
+                    name: str, key: Hashable) -> None:
+    """Measured runs as torch's memory snapshot (demos.reports.memory_snapshot), for
+    PyTorch's memory viewer; only finished runs with the tracker's event log are offered."""
+    from demos.reports.memory_snapshot import snapshot_pickle
+
+    if view_phase() is not None or not any(events for _, events in runs):
+        return
+    data = shared("snapshot", (name, key), lambda lang: snapshot_pickle(runs, parameter_bytes))
+    st.download_button(t("Download the memory snapshot (PyTorch's format)"), data,
+                       file_name=f"{name}-snapshot.pickle", mime="application/octet-stream",
+                       on_click="ignore", icon=":material/memory:", key=f"snapshot-{name}")
+    st.caption(t("Built from the tensors the lab tracked in these steps, one after another. "
+                 "Drop it on PyTorch's memory viewer (pytorch.org/memory_viz) beside a snapshot of "
+                 "your own run on a GPU: torch.cuda.memory._record_memory_history(), your "
+                 "step, then torch.cuda.memory._dump_snapshot(\"my_snapshot.pickle\")."))
 
 
 def theory_notes(config: ModelConfig) -> None:

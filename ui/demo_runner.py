@@ -41,6 +41,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from demos.engine.device import DeviceInfo
 from demos.engine.measure import PAGE_REPEATS
 from demos.engine.results import Comparison
+from demos.runtime.budget_example import BudgetExample, stored_example
 from demos.runtime.jobs import Job
 from demos.runtime.service import DemoService, get_service
 from demos.runtime.tickets import RunRefused, Ticket
@@ -497,6 +498,13 @@ def budget_result(job: Job) -> pd.DataFrame | None:
     if os.environ.get(COLLECT_ENV):
         return None
     return service().cached(job)
+
+
+def budget_example(job: Job) -> BudgetExample | None:
+    """The stored example of a compiler-budget sweep (the benchmark's own figures) when
+    `job` asks what the benchmark measured, else None: shown, marked, until this server
+    measured it (demos.runtime.budget_example)."""
+    return stored_example(job)
 
 
 def run_budget(job: Job) -> pd.DataFrame | None:

@@ -80,6 +80,12 @@ def slider_format() -> str | None:
     return None
 
 
+def enter_hint() -> None:
+    """Under a form's text field, in the session's language: Streamlit's own hint ("Press
+    Enter to submit form") has no translations and is hidden (ui.sidebar's CSS)."""
+    st.caption(t("Press Enter or the button below to send."))
+
+
 def babel_locale() -> str:
     """The session's Babel locale ("de_DE"), for formatters that take one."""
     return language(current_language()).babel_locale

@@ -102,16 +102,18 @@ def memory_calculator() -> None:
     st.selectbox(t("Preset"), list(PRESETS), key="mem_preset", on_change=_apply_preset,
                  format_func=option_words(code, {k: p.label for k, p in PRESETS.items()}))
     caption = st.empty()  # filled below, from the values actually used
-    first = st.columns(3)
-    with first[0]:
+    # The two choices get half the width each: their options are sentences (German's
+    # longest, 80 characters, was cut at a third of the width).
+    first = st.columns(2)
+    first[0].selectbox(t("Precision"), list(PRECISIONS), key="mem_precision",
+                       format_func=option_words(code, {k: p.label for k, p in PRECISIONS.items()}))
+    first[1].selectbox(t("Optimizer"), list(OPTIMIZERS), key="mem_optimizer",
+                       format_func=option_words(code, {k: o.label for k, o in OPTIMIZERS.items()}))
+    second = st.columns(6)
+    with second[0]:
         low, high = _PARAMS_LIMITS
         bounded_number(t("Parameters (millions)"), "mem_params_m", low, high, format="%d")
-    first[1].selectbox(t("Precision"), list(PRECISIONS), key="mem_precision",
-                       format_func=option_words(code, {k: p.label for k, p in PRECISIONS.items()}))
-    first[2].selectbox(t("Optimizer"), list(OPTIMIZERS), key="mem_optimizer",
-                       format_func=option_words(code, {k: o.label for k, o in OPTIMIZERS.items()}))
-    second = st.columns(5)
-    for column, name in zip(second, _MEM_FIELDS, strict=True):
+    for column, name in zip(second[1:], _MEM_FIELDS, strict=True):
         low, high = _MEM_LIMITS[name]
         with column:
             bounded_number(t(_MEM_LABELS[name]), f"mem_{name}", low, high,
@@ -280,7 +282,8 @@ def logits_calculator() -> None:
     size = logits_bytes(batch, seq, vocab, int(width))
     metrics = st.columns(3)
     metrics[0].metric(t("Logits"), gb(size))
-    metrics[1].metric(t("With their gradient"), gb(2 * size))
+    # the number the lesson stresses: three tensors of this size at the loss
+    metrics[1].metric(t("Peak at the loss (three such tensors)"), gb(3 * size))
     chunk = st.select_slider(t("Loss computed in chunks of … positions"), _CHUNKS,
                              key="logits_chunk", format_func=lambda n: format_number(n, code))
     metrics[2].metric(t("Largest logits tensor with a chunked loss"),

@@ -31,7 +31,12 @@ PHASES = {"forward": N_("forward"), "recompute": N_("recomputation"),
           "backward": N_("backward"), "loss": N_("loss"), "optimizer": N_("optimizer step")}
 STATISTICS = {Statistic.BATCHNORM_UPDATES: N_("Running-statistic updates (all batch norms)"),
               Statistic.SIDE_EFFECTS: N_("Side effects counted (calls and losses appended)"),
-              Statistic.CACHED_TOKENS: N_("Tokens held in the key/value cache")}
+              Statistic.CACHED_TOKENS: N_("Tokens held in the key/value cache"),
+              Statistic.REENTRANT_CHECKPOINTS: N_("Reentrant checkpoints in the step's graph")}
+# The cases whose symptom is a gradient difference to the plain run.
+GRADIENT_CASES = ("dropout-without-rng", "fsdp-checkpoint-wrapper-rng")
+OFFLOADED = N_("Saved for backward through the hooks (to host memory)")
+KEPT_ON_DEVICE = N_("Saved for backward past the hooks (left on the device)")
 
 
 def _bytes(value: int | None) -> str:
@@ -74,13 +79,17 @@ def _rows(case: Case, r: CaseResult) -> list[tuple[str, Callable[[Measured], str
                      lambda m: _bytes(m.state_bytes)))
     rows.append((t("Peak, live bytes above the parameters"), lambda m: _bytes(m.peak_bytes)))
     rows.append((t("Where the peak is"), _phase))
+    if measured("kept_on_device_bytes"):
+        rows.append((t(OFFLOADED), lambda m: _bytes(m.offloaded_bytes)))
+        rows.append((t(KEPT_ON_DEVICE), lambda m: _bytes(m.kept_on_device_bytes)))
     if measured("flops"):
         rows.append((t("Arithmetic of one step"),
                      lambda m: t("{value} GFLOP", value=fmt_decimal((m.flops or 0) / 1e9, 3))))
     if case.id == "reentrant-frozen-inputs":
         rows.append((t("Parameters without a gradient"),
                      lambda m: fmt_number(len(m.none_grads))))
-    if measured("max_grad_diff") and case.statistic is Statistic.NONE:
+    if measured("max_grad_diff") and (case.statistic is Statistic.NONE
+                                       or case.statistic is Statistic.REENTRANT_CHECKPOINTS):
         rows.append((t("Largest gradient difference to the plain run"),
                      lambda m: _diff(m.max_grad_diff)))
     if case.statistic in STATISTICS:
@@ -98,11 +107,13 @@ def _headline(case: Case, r: CaseResult, m: Measured) -> tuple[str, str, str | N
     """(label, value, delta against the plain run) of the number that shows the symptom."""
     if case.id == "reentrant-frozen-inputs":
         return t("Parameters without a gradient"), fmt_number(len(m.none_grads)), None
-    if case.id == "dropout-without-rng":
+    if case.id in GRADIENT_CASES:
         return t("Largest gradient difference to the plain run"), _diff(m.max_grad_diff), None
     if case.statistic in STATISTICS:
         value = fmt_number(int(m.statistic or 0))
         return t(STATISTICS[case.statistic]), value, None
+    if case.id == "selective-under-save-on-cpu":
+        return t(KEPT_ON_DEVICE), _bytes(m.kept_on_device_bytes), None
     if case.id == "recompute-mismatch":
         text = (t("stopped: {error}", error=m.error_type) if m.error_type
                 else t("finished"))
@@ -142,9 +153,12 @@ def pick_case() -> Case:
 def _side(title: str, code: str, case: Case, r: CaseResult, m: Measured, shows: bool) -> None:
     with st.container(border=True):
         st.markdown(f"**{title}**")
-        st.code(code, language="python")
+        # Wrapped: two columns side by side cut a long line of code off at its right edge.
+        st.code(code, language="python", wrap_lines=True)
         label, value, delta = _headline(case, r, m)
-        st.metric(label, value, delta, delta_color="off")
+        # No arrow: the delta is a share of the plain run ("41.1% of the plain run" is a
+        # reduction), which Streamlit would draw as a rise for being positive.
+        st.metric(label, value, delta, delta_color="off", delta_arrow="off")
         if shows:
             label = t("Symptom shown")
             st.markdown(f":red-badge[:material/report: {label}]")
@@ -186,4 +200,9 @@ def show_case(case: Case) -> None:
           "{hidden}, batch {batch} × {seq} tokens, vocabulary {vocab}) from the same "
           "weights and data.", layers=config.get("layers"), hidden=config.get("hidden"),
           batch=config.get("batch"), seq=config.get("seq_len"), vocab=config.get("vocab")))
+    display.snapshot_button(
+        [(t("Plain run"), result.plain.memory_events),
+         (t("Wrong way"), result.wrong.memory_events),
+         (t("Fixed way"), result.fixed.memory_events)],
+        result.plain.parameter_bytes or 0, f"mistake-{case.id}", case.id)
     page_link(case.lesson, label=t("Where the idea is taught"), icon=":material/school:")

@@ -29,6 +29,7 @@ from ui import query
 from ui.i18n import babel_locale, current_language, fmt_percent, pt, t, tn
 from ui.navigation import page_link
 from ui.plan_class_view import measured_class
+from ui.plan_gpus_view import across_gpus
 from ui.plan_words import (
     APPROXIMATIONS,
     CLASS_PROBLEMS,
@@ -389,9 +390,14 @@ def render() -> None:
                  tokens=plan.tokens_per_step))
     st.plotly_chart(memory_figure(plan))
     st.subheader(t("Every checkpointing choice"))
-    st.dataframe(strategy_table(plan), hide_index=True)
+    # The names column pinned and of medium width: the German table is wider than a laptop's
+    # page and far wider than a phone's, and scrolled sideways it kept no row's name in view
+    # (Streamlit's table has no wrapping cells).
+    st.dataframe(strategy_table(plan), hide_index=True, column_config={
+        t(COLUMNS["strategy"]): st.column_config.TextColumn(pinned=True, width="medium")})
     if settings.source is not None:
         measured_class(settings)
     recommendation(plan)
     code(plan)
+    across_gpus(settings)
     approximations(plan)

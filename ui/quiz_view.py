@@ -24,12 +24,13 @@ from quiz.bank import BankError
 from quiz.certificate_records import Certificate
 from quiz.certificates import StorageError
 from quiz.grading import Feedback
+from quiz.ids import file_name_part
 from quiz.markdown import escape_markdown
 from quiz.names import MAX_NAME_LENGTH, NameError_, NameProblem, normalise_name
 from quiz.service import QuizService, certificate_pdf, certificate_png, shared_service
 from storage.database import StorageBusy, StorageUnavailable
 from ui.badge_download import badge_button
-from ui.i18n import current_language, fmt_percent, t, tn, with_lang
+from ui.i18n import current_language, enter_hint, fmt_percent, t, tn, with_lang
 from ui.learner import client_address, learner_id
 from ui.navigation import page_link
 from ui.progress import store as progress_store
@@ -322,7 +323,7 @@ def show_certificate(service: QuizService, certificate: Certificate) -> None:
     left.download_button(
         t("Download the PDF"),
         data=pdf,
-        file_name=f"certificate-{certificate.id}.pdf",
+        file_name=f"certificate-{file_name_part(certificate.id)}.pdf",
         mime="application/pdf",
         type="primary",
         icon=":material/download:",
@@ -363,7 +364,9 @@ def show_issue_form(service: QuizService, attempt: Attempt) -> None:
                    limit=MAX_NAME_LENGTH),
             key="quiz-name",
         )
-        st.checkbox(t("Show my score on the public verify page"), key="quiz-show-score")
+        enter_hint()
+        st.checkbox(t("Show my score and how many attempts I took on the public verify page"),
+                    key="quiz-show-score")
         st.form_submit_button(t("Check the name"), type="primary", on_click=preview_name,
                               args=(attempt.id,))
     show_notice()
@@ -386,7 +389,8 @@ def show_confirmation(service: QuizService, attempt: Attempt, name: str) -> None
     with st.container(border=True, key="quiz-confirm"):
         st.caption(t("Name, exactly as it will be printed"))
         st.markdown(f"#### {escape_markdown(name)}")
-        st.checkbox(t("Show my score on the public verify page"), key="quiz-show-score")
+        st.checkbox(t("Show my score and how many attempts I took on the public verify page"),
+                    key="quiz-show-score")
         st.caption(
             t("Your score ({score}) will be printed on the certificate and shown on the "
               "verify page.", score=fmt_percent(attempt.score.percent / 100))

@@ -139,12 +139,20 @@ def collect_warm_jobs(neighbours: bool = True) -> dict[str, list]:
     return {"jobs": requests, "idle_jobs": moves, "neighbour_views": neighbour_views}
 
 
+def lowest_priority() -> None:
+    """Give the calling process the lowest share of the CPU (nice 19: about 1.5% of a core
+    beside a busy normal process). Not SCHED_IDLE: on a machine busy with other work that
+    never runs it, and the warm-up would never end."""
+    os.nice(19 - os.nice(0))
+
+
 def _collected(flag: str) -> dict[str, list] | None:
-    """What a child process lists (niced: it shares the CPU with the first learners)."""
+    """What a child process lists (at the lowest priority: it shares the CPU with the
+    first learners, whose page runs must not wait for it)."""
     try:
         out = subprocess.run([sys.executable, "-m", "ui.server", flag],
                              cwd=ROOT, capture_output=True, text=True, timeout=900,
-                             check=True, preexec_fn=lambda: os.nice(10)).stdout
+                             check=True, preexec_fn=lowest_priority).stdout
         return json.loads(out.strip().splitlines()[-1])
     except (subprocess.SubprocessError, ValueError, IndexError, OSError):
         log.exception("warm-up: could not list the views' runs (%s)", flag)

@@ -34,6 +34,14 @@ def device_text(device: DeviceInfo) -> str:
 # and the Markdown box inside it, which Streamlit 1.67 keeps on one line with an ellipsis.
 # On a phone a table's cells take a smaller font and less padding, so a five-column table
 # fits its 390 px (German headers break their long words at soft hyphens in the catalog).
+# A metric's label, value and delta wrap instead of ending in "..." (Streamlit 1.67 keeps
+# each on one line: four German metrics in a row at 1,400 px lost half their text), the
+# value a little smaller so that it wraps less. Streamlit's "Press Enter to submit form"
+# under a form's text field is English in every language (it has no translations): it is
+# hidden, and the forms say it themselves (ui.i18n.enter_hint). A select box's chosen
+# option wraps too (a lesson calculator's German precision was cut). On a phone Plotly's
+# tool bar and Streamlit's table tool bar are hidden: with no hover they showed on a tap
+# over the chart's title and over the heading above a table.
 SIDEBAR_CSS = """<style>
 [data-testid="stSidebarContent"] { display: flex; flex-direction: column; }
 [data-testid="stSidebarHeader"] { order: 0; }
@@ -44,7 +52,21 @@ SIDEBAR_CSS = """<style>
 [data-testid="stSidebarNavLink"] span[label] * {
     white-space: normal; overflow: visible; text-overflow: clip; overflow-wrap: break-word;
 }
+[data-testid="stMetric"] label, [data-testid="stMetric"] label *,
+[data-testid="stMetricValue"], [data-testid="stMetricValue"] *,
+[data-testid="stMetricDelta"], [data-testid="stMetricDelta"] * {
+    white-space: normal !important; overflow: visible !important;
+    text-overflow: clip !important; overflow-wrap: break-word; height: auto !important;
+}
+[data-testid="stMetricValue"] { font-size: 1.875rem; line-height: 1.25; }
+[data-testid="InputInstructions"] { display: none; }
+[data-testid="stSelectbox"] [data-baseweb="select"] > div > div:first-child,
+[data-testid="stSelectbox"] [data-baseweb="select"] > div > div:first-child * {
+    white-space: normal !important; overflow: visible !important;
+    text-overflow: clip !important; height: auto !important;
+}
 @media (max-width: 640px) {
+    .modebar-container, [data-testid="stElementToolbar"] { display: none !important; }
     [data-testid="stTable"] th, [data-testid="stTable"] td {
         padding-left: 0.15rem; padding-right: 0.15rem; font-size: 0.8rem;
     }

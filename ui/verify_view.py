@@ -18,7 +18,7 @@ from quiz.service import shared_service
 from quiz.signing import OPTIONAL_SIGNED_FIELDS, SIGNED_FIELDS
 from storage.database import StorageBusy, StorageUnavailable
 from ui.badge_download import badge_button
-from ui.i18n import current_language, fmt_percent, pt, t
+from ui.i18n import current_language, enter_hint, fmt_percent, pt, t
 from ui.quiz_view import app_base_url
 
 PLACEHOLDER = "XXXXX-XXXXX-XXXXX-XXXXX-C"
@@ -117,7 +117,10 @@ def details(result: Verification) -> None:
         issued = long_date(certificate.date, current_language())
         score = (fmt_percent(certificate.score / 100) if certificate.show_score
                  else t("not shown by the holder"))
-        attempts = str(certificate.attempts) if certificate.attempts else t("not recorded")
+        # The number of attempts is the learner's to show, with the score (one consent)
+        attempts = (t("not recorded") if not certificate.attempts
+                    else str(certificate.attempts) if certificate.show_score
+                    else t("not shown by the holder"))
         key = key_label(certificate.key_id, result.key_current)
     rows = [
         (pt("certificate field", "Name"), name),
@@ -165,6 +168,7 @@ def show_verify() -> None:
                    "pasted verify link works too."),
             key="verify-id",
         )
+        enter_hint()
         submitted = st.form_submit_button(t("Verify"), type="primary")
     target = typed if submitted else from_link
     if submitted:

@@ -61,6 +61,7 @@ from torch.utils.flop_counter import (
     shape_wrapper,
 )
 
+from demos.engine.budget_settings import BASE, BUDGETS, COMPILED_STRATEGIES, EAGER_STRATEGIES
 from demos.engine.model import GPT, MATMUL_OPS, build_model, make_batch, policy_fn
 from demos.engine.tracker import LiveTracker
 from memory.config import ConfigError, ModelConfig
@@ -69,18 +70,7 @@ __all__ = ["BASE", "BUDGETS", "COMPILED_STRATEGIES", "COMPILER_BYTES", "EAGER_ST
            "BudgetPoint", "compile_seconds", "from_frame", "measure_point", "point_names",
            "sweep_budget", "to_frame"]
 
-# The budgets the page and the benchmark sweep: both end points and two between.
-BUDGETS: tuple[float, ...] = (1.0, 0.5, 0.2, 0.0)
-# The manual strategies run eagerly on the same model and batch.
-EAGER_STRATEGIES: tuple[str, ...] = (
-    "none", "every-layer", "every-k:2", "selective:save-matmuls",
-    "selective:save-every-other-matmul", "selective:save-attention")
-# Manual strategies also run under torch.compile (at the default budget 1.0).
-COMPILED_STRATEGIES: tuple[str, ...] = ("every-layer", "selective:save-matmuls")
 EVERY_OTHER_MATMUL = "save-every-other-matmul"
-# The page's model: small, because every point compiles (tens of seconds each on a small
-# CPU; the compile time grows with the graph, that is with the layers).
-BASE = ModelConfig(layers=4, hidden=128, heads=4, seq_len=128, batch=2, vocab=1024)
 # One compile's CPU-estimate seconds (memory.theory.cpu_seconds' unit; the service scales
 # it by this device's measured speed). Measured on a shared 2-core machine: 10-30 s for a
 # 1-2 layer model when lightly loaded, 120-400 s for 4 layers at a load average of 13-17.

@@ -194,7 +194,7 @@ class Step:
         """A step under the live tracker: (tracker, held bytes at end of forward, loss)."""
         model = self.model
         model.zero_grad(set_to_none=True)
-        tracker = LiveTracker(self.dev.type, timeline=timeline)
+        tracker = LiveTracker(self.dev.type, timeline=timeline, events=True)
         params = list(model.parameters())
         tracker.ignore(params + [self.idx, self.tgt])
         hooks = [p.register_post_accumulate_grad_hook(lambda p: tracker.mark_gradient(p.grad))
@@ -424,6 +424,7 @@ def _measure(step: Step, spec, plan, result: StrategyResult, ref, timeline, info
     result.loss_held_bytes = held["logits"]
     result.breakdown = breakdown
     result.timeline = tracker.points
+    result.memory_events = tracker.events
     result.loss = loss
     grads = None
     if spec.name == "none":

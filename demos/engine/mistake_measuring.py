@@ -65,6 +65,7 @@ class TrackedStep:
     error: str | None = None
     error_type: str | None = None
     seconds: float = 0.0
+    events: list[list] | None = None
 
 
 def tracked(model: nn.Module, step: Callable[[LiveTracker], torch.Tensor | None],
@@ -72,7 +73,7 @@ def tracked(model: nn.Module, step: Callable[[LiveTracker], torch.Tensor | None]
     """Run step(tracker) under the live tracker, capturing warnings and a checkpoint
     error; parameters and inputs are not counted."""
     out = TrackedStep()
-    tracker = LiveTracker("cpu")
+    tracker = LiveTracker("cpu", events=True)
     tracker.ignore(list(model.parameters()) + list(inputs))
     started = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
@@ -85,6 +86,7 @@ def tracked(model: nn.Module, step: Callable[[LiveTracker], torch.Tensor | None]
             out.error, out.error_type = first_line(str(error)), type(error).__name__
     out.seconds = time.perf_counter() - started
     out.peak, out.phase = tracker.peak_bytes, (tracker.peak_at or (None, None, None))[1]
+    out.events = tracker.events
     tracker.close()
     torch_warnings = [w for w in caught if "torch" in (w.filename or "")
                       or "checkpoint" in str(w.message)]
@@ -103,7 +105,8 @@ def count_flops(step: Callable[[], object]) -> int:
 
 def measured(s: TrackedStep, **more: Any) -> Measured:
     return Measured(peak_bytes=s.peak, peak_phase=s.phase, loss=s.loss, warning=s.warning,
-                    error=s.error, error_type=s.error_type, seconds=s.seconds, **more)
+                    error=s.error, error_type=s.error_type, seconds=s.seconds,
+                    memory_events=s.events, **more)
 
 
 def case_model(cfg: ModelConfig = CASE_CONFIG) -> GPT:

@@ -47,6 +47,7 @@ class Statistic(enum.Enum):
     BATCHNORM_UPDATES = "batchnorm-updates"
     SIDE_EFFECTS = "side-effects"
     CACHED_TOKENS = "cached-tokens"
+    REENTRANT_CHECKPOINTS = "reentrant-checkpoints"
 
 
 @dataclass(frozen=True)
@@ -64,10 +65,13 @@ class Measured:
     statistic_diff: float | None = None  # largest |running statistic - plain run's|
     state_bytes: int | None = None  # parameters + gradients + optimizer state, after the step
     parameter_bytes: int | None = None  # the weights (not counted in peak_bytes)
+    offloaded_bytes: int | None = None  # saved for backward through the saved-tensor hooks
+    kept_on_device_bytes: int | None = None  # saved for backward past those hooks
     warning: str | None = None  # the first warning torch raised
     error: str | None = None  # the error torch raised (first line)
     error_type: str | None = None
     seconds: float = 0.0
+    memory_events: list[list] | None = None  # the tracker's event log (LiveTracker.events)
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> Measured:

@@ -42,6 +42,13 @@ from demos.engine.mistake_cases import (
     warning_shows,
     whole_model_shows,
 )
+from demos.engine.mistake_library_cases import (
+    device_shows,
+    reentrant_shows,
+    run_fsdp_wrapper_rng,
+    run_kbit_reentrant,
+    run_selective_offload,
+)
 from demos.engine.mistake_records import (
     CASE_CONFIG,
     PEAK_TOLERANCE,
@@ -151,6 +158,53 @@ CASES: dict[str, Case] = {c.id: c for c in [
          "model.config.use_cache = False\nmodel.activation_checkpointing_enable()\n"
          "model(input_ids, labels=labels)",
          "in-practice", run_hf_cache, warning_shows, Statistic.CACHED_TOKENS, estimate_s=0.4),
+    Case("peft-kbit-reentrant", frozenset({S.WARNING}),
+         N_("PEFT's 4-bit helper turns on the reentrant mode"),
+         N_("prepare_model_for_kbit_training(model) passes gradient_checkpointing_kwargs={} "
+            "to the model, and transformers adds use_reentrant=False only when it gets "
+            "none at all, so torch's checkpoint runs its older reentrant variant and warns."),
+         N_("Pass gradient_checkpointing_kwargs={\"use_reentrant\": False} to "
+            "prepare_model_for_kbit_training (or use_gradient_checkpointing=False, and "
+            "switch checkpointing on yourself)."),
+         "model = AutoModelForCausalLM.from_pretrained(\n    name, quantization_config="
+         "BitsAndBytesConfig(load_in_4bit=True))\n"
+         "model = prepare_model_for_kbit_training(model)\n"
+         "model = get_peft_model(model, lora_config)",
+         "model = AutoModelForCausalLM.from_pretrained(\n    name, quantization_config="
+         "BitsAndBytesConfig(load_in_4bit=True))\n"
+         "model = prepare_model_for_kbit_training(\n"
+         "    model, gradient_checkpointing_kwargs={\"use_reentrant\": False})\n"
+         "model = get_peft_model(model, lora_config)",
+         "in-practice", run_kbit_reentrant, reentrant_shows, Statistic.REENTRANT_CHECKPOINTS,
+         estimate_s=1.5),
+    Case("fsdp-checkpoint-wrapper-rng", frozenset({S.RESULTS_DIFFER}),
+         N_("FSDP's activation checkpointing without the RNG state"),
+         N_("With fsdp_config's activation_checkpointing, accelerate wraps each layer as "
+            "checkpoint_wrapper(layer, preserve_rng_state=False), so dropout draws new "
+            "masks in the recomputation and the gradients differ from the plain run. "
+            "Measured here in one process, on the lab's model with dropout 0.1, with "
+            "torch's own checkpoint_wrapper, which runs without FSDP."),
+         N_("Leave fsdp_config's activation_checkpointing off and switch on the model's "
+            "own (model.activation_checkpointing_enable() keeps the RNG state), or wrap "
+            "the layers yourself with checkpoint_wrapper(layer)."),
+         "# what accelerate does for fsdp_config={\"activation_checkpointing\": True}\n"
+         "layer = checkpoint_wrapper(layer, preserve_rng_state=False)",
+         "layer = checkpoint_wrapper(layer)  # preserve_rng_state=True by default\n"
+         "# with the Trainer: model.activation_checkpointing_enable()",
+         "in-practice", run_fsdp_wrapper_rng, differ_shows, estimate_s=0.18),
+    Case("selective-under-save-on-cpu", frozenset({S.PEAK_DID_NOT_DROP}),
+         N_("A selective policy under save_on_cpu"),
+         N_("A selective policy keeps the outputs it saves in its own cache, which does not "
+            "go through saved_tensors_hooks: save_on_cpu never sees them, and they stay in "
+            "device memory. Only the checkpoint's inputs reach the host."),
+         N_("Under save_on_cpu, checkpoint whole layers (their inputs go through the "
+            "hooks), or count what the policy saves as device memory; from torch 2.15, "
+            "checkpoint(..., respect_saved_tensors_hooks=True) sends it through the hooks."),
+         "with save_on_cpu():\n    x = checkpoint(block, x, use_reentrant=False,\n"
+         "                   context_fn=partial(create_selective_checkpoint_contexts,\n"
+         "                                      save_matmuls))",
+         "with save_on_cpu():\n    x = checkpoint(block, x, use_reentrant=False)",
+         "in-practice", run_selective_offload, device_shows, estimate_s=0.15),
 ]}
 del S
 

@@ -83,6 +83,9 @@ class StrategyResult:
     # process waited for the cores (other work on the machine)
     cpu_seconds_runs: list[float] = field(default_factory=list)
     threads: int | None = None
+    # the tracker's storage births and deaths in the measured step (LiveTracker.events),
+    # which demos.reports.memory_snapshot exports in torch's memory-snapshot format
+    memory_events: list[list] | None = None
 
     @property
     def cpu_seconds(self) -> float | None:
@@ -124,6 +127,8 @@ class StrategyResult:
         d["cpu_seconds"] = self.cpu_seconds
         d["timeline"] = ([asdict(p) for p in self.timeline]
                          if timeline and self.timeline is not None else None)
+        if not timeline:  # the timeline and the event log travel only to the store
+            del d["memory_events"]
         return d
 
 

@@ -36,18 +36,24 @@ def _aliases(func) -> bool:
 class LiveTracker(TorchDispatchMode):
     """Use as a context manager around a training step:
 
-        tracker = LiveTracker("cpu", timeline=True)
+        tracker = LiveTracker("cpu", timeline=True, events=True)
         tracker.ignore(model.parameters())
         with tracker:
             ...
-        tracker.peak_bytes, tracker.peak_by_category, tracker.points
+        tracker.peak_bytes, tracker.peak_by_category, tracker.points, tracker.events
+
+    `events` keeps every storage's birth and death, in order: [op index, storage id, bytes
+    (negative when it dies), op, phase, layer] (the op, phase and layer that made it);
+    demos.reports.memory_snapshot turns them into torch's memory snapshot.
     """
 
-    def __init__(self, device_type: str | None = None, timeline: bool = False) -> None:
+    def __init__(self, device_type: str | None = None, timeline: bool = False,
+                 events: bool = False) -> None:
         super().__init__()
         self.device_type = device_type
-        # data_ptr -> [nbytes, category, op, phase, layer, weakref to the storage]
+        # data_ptr -> [nbytes, category, op, phase, layer, weakref to the storage, id]
         self.live: dict[int, list] = {}
+        self.events: list[list] | None = [] if events else None
         self.by_category = dict.fromkeys(CATEGORIES, 0)
         self.live_bytes = 0
         self.peak_bytes = 0
@@ -81,8 +87,11 @@ class LiveTracker(TorchDispatchMode):
         key, nbytes = storage.data_ptr(), storage.nbytes()
         if nbytes == 0 or key in self.live or key in self._ignored:
             return
-        entry = [nbytes, self._category(), op, self.phase, self.layer, None]
+        entry = [nbytes, self._category(), op, self.phase, self.layer, None, 0]
         self.live[key] = entry
+        if self.events is not None:
+            entry[6] = len(self.events)  # the index of its birth: a storage id
+            self.events.append([self._count, entry[6], nbytes, op, self.phase, self.layer])
         self.live_bytes += nbytes
         self.by_category[entry[1]] += nbytes
         # A plain weakref (lighter than weakref.finalize): its callback runs when the
@@ -94,6 +103,8 @@ class LiveTracker(TorchDispatchMode):
             del self.live[key]
             self.live_bytes -= entry[0]
             self.by_category[entry[1]] -= entry[0]
+            if self.events is not None:
+                self.events.append([self._count, entry[6], -entry[0], *entry[2:5]])
 
     def mark_gradient(self, t: torch.Tensor) -> None:
         """Reattribute a tensor's storage (a parameter's .grad) to 'gradients'."""

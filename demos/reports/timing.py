@@ -239,10 +239,12 @@ def wall_cpu_note(results: Sequence[StrategyResult], busy: bool, lang: str = "en
     return note
 
 
-def sweep_compute_note(frame: pd.DataFrame, x: str, lang: str = "en") -> str:
+def sweep_compute_note(frame: pd.DataFrame, x: str, lang: str = "en",
+                       x_title: str | None = None) -> str:
     """The curves' caption: at the sweep's largest value, each strategy's step FLOPs
     counted by torch beside the prediction (against none's where it ran), the course's
-    rule, and what the dotted CPU-time lines mean."""
+    rule, and what the dotted CPU-time lines mean. `x_title`: the axis as the chart names
+    it in `lang` (the frame's column name, such as seq_len, is no word for a reader)."""
     if frame.empty or "flops_counted" not in frame or x not in frame:
         return ""
     data = frame[frame["flops_counted"].notna()]
@@ -268,7 +270,7 @@ def sweep_compute_note(frame: pd.DataFrame, x: str, lang: str = "en") -> str:
     if not parts:
         return ""
     note = gettext(lang, "Compute of one step at {x} = {value}, counted by torch's FLOP counter: "
-                         "{parts}; {course}.", x=x, value=int(last[x].iloc[0]),
+                         "{parts}; {course}.", x=x_title or x, value=int(last[x].iloc[0]),
                    parts=", ".join(parts), course=course_rule_text(lang))
     if "cpu_seconds" in frame and frame["cpu_seconds"].notna().any():
         note += " " + gettext(lang, "Time panel: solid lines wall time (the median, bars the "

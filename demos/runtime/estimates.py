@@ -118,6 +118,8 @@ class RunEstimates:
             ahead = order[:order.index(run)] if run in order else []
             start_in = 0.0
             current = self._current
+            if current is not None and current.background and not run.background:
+                current = None  # a background step yields to a learner at once
             # The run on the device may be past its last step (storing its result) while
             # it is still current: then nothing of it is left to wait for.
             if current is not None and current.next_step < current.steps:
@@ -128,6 +130,6 @@ class RunEstimates:
             # A cancel (or a time-out, a crash) killed the worker: nothing is ahead, but the
             # fresh process takes seconds to start (it said "0 ahead, about 0 s" meanwhile).
             start_in += restart
-            return RunStatus("queued", ahead=len(ahead) + (self._current is not None),
+            return RunStatus("queued", ahead=len(ahead) + (current is not None),
                              start_in=start_in, run_seconds=total, left=start_in + total,
                              restart=restart)

@@ -10,7 +10,10 @@ client message can clear them), each behind a lock.
   step, so a short run that arrives meanwhile runs after at most one step of it. New runs
   keep their arrival order; warm-up runs (background) go only when no learner waits, and
   idle-time runs (the neighbours of the pages' defaults: `warm(jobs, idle=True)`) only
-  once no learner has asked for a run for IDLE_AFTER_S.
+  once no learner has asked for a run for IDLE_AFTER_S. A learner never waits behind a
+  background step: when one arrives, the background step on the device is interrupted in
+  place (the worker process lives on, demos.runtime.worker) and runs again, from its
+  start, once no learner waits.
 * A run every requester has left (released its ticket, or stopped sending heartbeats) is
   cancelled: the worker is killed and restarted, the device is free. A run is capped in
   time; a finished result is always stored, whoever still waits for it.
@@ -293,7 +296,7 @@ class DemoService(RunEstimates, BusyRemeasuring, Housekeeping):
         index = run.next_step
         if not run.claimed and not self._claim_at_start(run):
             return
-        if run.next_step == 0 and not run.parts:
+        if run.next_step == 0 and not run.parts and not run.preemptions:
             self.runs_started += 1
         cap = min(self.time_cap_s, max(MIN_CAP_SECONDS, CAP_FACTOR * self._seconds(
             run.step_work, self.speed())))
@@ -312,14 +315,20 @@ class DemoService(RunEstimates, BusyRemeasuring, Housekeeping):
         def on_partial(part: Any) -> None:
             self._set_partial(run, run.job.merge([*run.parts, part]))
 
+        preempted = False
         try:
             part = self.worker.call(
                 run.job, index, limit_bytes=self.memory_limit, memory_bound=run.memory_bound,
                 deadline=started + cap - run.used_seconds,
                 should_stop=lambda: not run.wanted(time.monotonic()),
+                should_yield=lambda: run.background and self.learner_waiting(),
                 on_progress=on_progress, on_tick=lambda: self._renew(run),
                 on_partial=on_partial)
         except StepFailed as failure:
+            if failure.reason == "preempted":
+                preempted = True
+                self._requeue_preempted(run)
+                return
             if failure.reason == "time-limit":
                 failure.numbers.setdefault("cap", cap)
             # Ended first: until then the run is active, and a learner asking for the same
@@ -331,7 +340,8 @@ class DemoService(RunEstimates, BusyRemeasuring, Housekeeping):
         finally:
             seconds = time.monotonic() - started
             with self._cond:
-                run.used_seconds += seconds
+                if not preempted:  # an interrupted step's time is not the run's
+                    run.used_seconds += seconds
                 run.step_started = None
         # Under the lock, in one go: status() (a page) reads next_step, inner and the
         # history while this thread ends a step. Counting the step and clearing its progress
@@ -363,6 +373,22 @@ class DemoService(RunEstimates, BusyRemeasuring, Housekeeping):
         self._remember(run.key, result)
         self._note_busy(run.key, run.job, result)
         self._end(run, result=result)
+
+    def learner_waiting(self) -> bool:
+        """A learner's run is queued in this process (a background step then yields)."""
+        with self._cond:
+            return any(not r.background for r in self._queue)
+
+    def _requeue_preempted(self, run: Run) -> None:
+        """A background step interrupted for a learner: the run goes back to the head of
+        the queue (first of the background runs once no learner waits), its step to be
+        run again from its start; its parts so far are kept."""
+        with self._cond:
+            run.preemptions += 1
+            run.inner = 0.0
+            run.state = "queued"
+            self._queue.appendleft(run)
+            self._cond.notify_all()
 
     def _claim_at_start(self, run: Run) -> bool:
         """Claim an idle-time run's key as it starts: False when another process has the

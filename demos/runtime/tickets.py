@@ -71,6 +71,7 @@ class Run:
     last_renew: float = 0.0
     partial: Any = None  # what is measured so far, shown while the rest runs
     partial_version: int = 0  # counts the partial results
+    preemptions: int = 0  # steps of this (background) run interrupted for a learner
 
     @property
     def steps(self) -> int:

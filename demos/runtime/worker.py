@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import sys
 import threading
 import time
 import types
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -60,13 +62,99 @@ def rss_bytes(pid: int) -> int | None:
     return None
 
 
+PREEMPT_SIGNAL = getattr(signal, "SIGUSR1", None)  # None: no pre-emption (not POSIX)
+
+
+class Preempted(BaseException):
+    """Raised inside a worker's step when the server wants the device for a learner.
+    A BaseException: the engine's own `except Exception` handlers let it through."""
+
+
+@dataclass
+class _Preemption:
+    """The worker process's side of a pre-emption: raise `Preempted` in a running step,
+    never between steps or while a message is being written to the pipe (a torn message
+    would break the pipe): one that comes then is raised right after the write."""
+
+    in_step: bool = False
+    sending: bool = False
+    pending: bool = False
+    fired: bool = False
+
+    def handler(self, signum: int, frame: Any) -> None:
+        if not self.in_step or self.fired:
+            return
+        if self.sending:
+            self.pending = True
+            return
+        self.fired = True
+        raise Preempted
+
+    @contextmanager
+    def step(self) -> Iterator[None]:
+        self.fired = self.pending = False
+        self.in_step = True
+        try:
+            yield
+        finally:
+            self.in_step = False
+
+    def send(self, conn: Connection, message: tuple) -> None:
+        self.sending = True
+        try:
+            conn.send(message)
+        finally:
+            self.sending = False
+        if self.pending and self.in_step and not self.fired:
+            self.fired = True
+            raise Preempted
+
+
+def _engine_state() -> dict[str, Any]:
+    """What a step may leave behind when it is interrupted: torch's thread count and the
+    compiler's memory budget (put back), and what must be empty again (checked)."""
+    import torch
+
+    state: dict[str, Any] = {
+        "threads": torch.get_num_threads(),
+        "grad": torch.is_grad_enabled(),
+        "inference": torch.is_inference_mode_enabled(),
+        "autocast": torch.is_autocast_enabled("cpu"),
+        "dispatch_modes": torch._C._len_torch_dispatch_stack(),
+        "function_modes": torch._C._len_torch_function_stack(),
+        "saved_tensor_hooks": torch._C._autograd._top_saved_tensors_default_hooks(False),
+    }
+    if "torch._functorch.config" in sys.modules:
+        state["budget"] = sys.modules["torch._functorch.config"].activation_memory_budget
+    return state
+
+
+def _restore_after_preemption(baseline: dict[str, Any]) -> bool:
+    """Put back what an interrupted step may have changed; False when the process is no
+    longer as a fresh one would be (then it exits and a fresh one serves the next step)."""
+    import torch
+
+    torch.set_num_threads(baseline["threads"])
+    if "torch._functorch.config" in sys.modules:
+        sys.modules["torch._functorch.config"].activation_memory_budget = baseline.get(
+            "budget", 1.0)
+    if "torch._dynamo" in sys.modules:
+        sys.modules["torch._dynamo"].reset()  # a compile cut short leaves no cache entry
+    now = _engine_state()
+    return all(now[key] == value for key, value in baseline.items() if key != "budget")
+
+
 def _serve(conn: Connection, device_kind: str) -> None:
     """The worker process: warm the engine, then run steps until the pipe closes."""
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     from demos.engine.measure import warm_up
     from memory.config import ConfigError
 
+    preemption = _Preemption()
+    if PREEMPT_SIGNAL is not None:
+        signal.signal(PREEMPT_SIGNAL, preemption.handler)
     warm_up()
+    baseline = _engine_state()
     conn.send(("ready", os.getpid()))
     while True:
         try:
@@ -78,16 +166,29 @@ def _serve(conn: Connection, device_kind: str) -> None:
         job, index, limit_bytes = message
 
         def progress(done: int, total: int) -> None:
-            conn.send(("progress", done, total))
+            preemption.send(conn, ("progress", done, total))
 
         def partial(result: Any) -> None:
-            conn.send(("partial", result))  # pickled now: a snapshot of what is measured
+            # pickled now: a snapshot of what is measured
+            preemption.send(conn, ("partial", result))
 
         try:
-            part = job.run_step(index, device_kind, limit_bytes, progress, partial)
+            with preemption.step():
+                part = job.run_step(index, device_kind, limit_bytes, progress, partial)
+        except Preempted:
+            clean = _restore_after_preemption(baseline)
+            conn.send(("error", "preempted", ""))
+            if not clean:
+                return  # the next step starts a fresh process
         except ConfigError as error:
             conn.send(("error", "config", str(error)))
         except Exception as error:  # noqa: BLE001 - reported to the page, worker lives on
+            if preemption.fired:  # raised inside torch's C++ (a backward hook), re-wrapped
+                clean = _restore_after_preemption(baseline)
+                conn.send(("error", "preempted", ""))
+                if not clean:
+                    return
+                continue
             conn.send(("error", "error", f"{type(error).__name__}: {error}"))
         else:
             conn.send(("done", part))
@@ -202,16 +303,20 @@ class DeviceWorker:
     def call(self, job: Job, index: int, *, limit_bytes: int | None = None,
              memory_bound: int | None = None, deadline: float | None = None,
              should_stop: Callable[[], bool] = lambda: False,
+             should_yield: Callable[[], bool] | None = None,
              on_progress: Callable[[int, int], None] | None = None,
              on_tick: Callable[[], None] | None = None,
              on_partial: Callable[[Any], None] | None = None) -> Any:
         """Run step `index` of `job`; its partial result, or StepFailed (the process is
-        killed for cancelled / time-limit / memory-limit, and restarted next time)."""
+        killed for cancelled / time-limit / memory-limit, and restarted next time).
+        `should_yield` true: the step is interrupted in place (StepFailed "preempted",
+        the process lives on), unless it ends first."""
         self.start()
         assert self._conn is not None and self._process is not None
         conn, pid = self._conn, self._process.pid
         base = self._idle_rss or rss_bytes(pid) or 0
         conn.send((job, index, limit_bytes))
+        yielding = False
         while True:
             try:
                 ready = conn.poll(POLL_SECONDS)
@@ -241,6 +346,8 @@ class DeviceWorker:
             if should_stop():
                 self.stop()
                 raise StepFailed("cancelled")
+            if not yielding and should_yield is not None and should_yield():
+                yielding = self.preempt(pid)
             if deadline is not None and time.monotonic() > deadline:
                 self.stop()
                 raise StepFailed("time-limit")
@@ -251,6 +358,17 @@ class DeviceWorker:
                     raise StepFailed("memory-limit", used=rss - base, bound=memory_bound)
             if on_tick is not None:
                 on_tick()
+
+    def preempt(self, pid: int) -> bool:
+        """Ask the process to interrupt its step (its answer is StepFailed "preempted",
+        or the step's result when it ended first). False where signals are missing."""
+        if PREEMPT_SIGNAL is None:
+            return False
+        try:
+            os.kill(pid, PREEMPT_SIGNAL)
+        except OSError:  # it just ended: the loop sees that
+            return False
+        return True
 
     def _after_step(self) -> None:
         """Replace a worker that kept what a large run took."""

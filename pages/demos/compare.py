@@ -59,6 +59,7 @@ def compare_demo() -> None:
         display.theory_notes(config)
         display.comparison_caption(comparison)
         display.download(comparison, f"compare-{report.config_slug(config)}")
+        display.download_snapshot(comparison, f"compare-{report.config_slug(config)}")
 
     runner.run_compare(config, strategies, show=show)
 

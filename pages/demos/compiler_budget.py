@@ -51,6 +51,7 @@ def budget_demo() -> None:
     frame = runner.budget_result(job)
     if frame is None and runner.collecting():
         return  # never warmed at start-up: each budget compiles the model
+    example = None
     if frame is None:
         seconds = runner.estimated_seconds(job)
         if seconds > runner.MAX_SECONDS:
@@ -62,20 +63,38 @@ def budget_demo() -> None:
                      icon=":material/block:")
             return
         if st.session_state.get(_MEASURE) != repr(job):
-            st.info(t("Not measured yet for these settings. Each budget compiles the model "
-                      "first; all together take roughly {duration} on this {device}, and "
-                      "other learners' demos take turns with it meanwhile. The result is kept "
-                      "for everyone who asks next.",
-                      duration=runner.duration_text(seconds), device=runner.device_noun()),
-                    icon=":material/timer:")
+            example = runner.budget_example(job)
+            if example is None:
+                st.info(t("Not measured yet for these settings. Each budget compiles the "
+                          "model first; all together take roughly {duration} on this "
+                          "{device}, and other learners' demos take turns with it meanwhile. "
+                          "The result is kept for everyone who asks next.",
+                          duration=runner.duration_text(seconds),
+                          device=runner.device_noun()),
+                        icon=":material/timer:")
+            else:
+                st.warning(t("**Stored example, not measured on this server**: these are the "
+                             "project's benchmark figures for these settings, measured on "
+                             "{date} on an {machine} CPU (torch {torch}, threads: {threads}). "
+                             "Each budget compiles the model first; measuring here takes "
+                             "roughly {duration} on this {device}, and other learners' demos "
+                             "take turns with it meanwhile.",
+                             date=example.date, machine=example.machine,
+                             threads=example.threads, torch=example.torch,
+                             duration=runner.duration_text(seconds),
+                             device=runner.device_noun()),
+                           icon=":material/inventory_2:")
             if st.button(t("Measure now (~{duration})",
                            duration=runner.duration_text(seconds)), key="measure-budget"):
                 st.session_state[_MEASURE] = repr(job)
                 st.rerun(scope="fragment")
-            return
-        frame = runner.run_budget(job)
-        if frame is None:
-            return
+            if example is None:
+                return
+            frame = example.frame
+        else:
+            frame = runner.run_budget(job)
+            if frame is None:
+                return
     lang = current_language()
     display.chart("compiler-budget", (repr(job), display.fingerprint(frame)),
                   lambda lang: figures.pareto_figure(frame, lang))
@@ -97,7 +116,13 @@ def budget_demo() -> None:
         "see an eager one: Dynamo does not compile under a dispatch mode). Recomputed FLOPs: "
         "a step's FLOPs above the eager step without checkpointing. Compiled points are "
         "timed right after their compile, not interleaved."))
-    display.measured_caption(runner.device().label(), figures.methods(frame, lang))
+    if example is None:
+        display.measured_caption(runner.device().label(), figures.methods(frame, lang))
+    else:
+        st.caption(":material/inventory_2: " + t(
+            "Stored example from the project's benchmark (`python -m benchmarks."
+            "compiler_budget`), measured on {date} on an {machine} CPU, not on this run.",
+            date=example.date, machine=example.machine))
     display.download(frame, f"compiler-budget-{report.config_slug(config)}")
 
 

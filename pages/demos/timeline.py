@@ -49,6 +49,7 @@ def timeline_demo() -> None:
             comparison.results, lang, comparison.device.kind, display.uncounted_text(lang))))
         display.comparison_caption(comparison)
         display.download(frame, f"timeline-{report.config_slug(config)}")
+        display.download_snapshot(comparison, f"timeline-{report.config_slug(config)}")
 
     # The memory first (the tracked steps draw the timeline), then TIMELINE_REPEATS rounds of
     # timed steps, strategies interleaved as on Compare: the times fill in as they come.

@@ -41,3 +41,26 @@ def test_german_then_vietnamese_across_a_page_change(page, app_url: str) -> None
     wait_for_app(page)
     assert lang_of(page.url) == "vi"
     assert nav.get_by_text("Trắc nghiệm & chứng chỉ", exact=True).first.is_visible()
+
+
+# A metric's label, value or delta whose text is wider than its box (Streamlit ends it in
+# "..."): ui.sidebar's CSS lets them wrap.
+_CUT_METRICS = """() => [...document.querySelectorAll(
+        '[data-testid="stMetricLabel"], [data-testid="stMetricValue"], '
+        + '[data-testid="stMetricDelta"]')]
+    .flatMap(el => [el, ...el.querySelectorAll('*')])
+    .filter(el => el.scrollWidth > el.clientWidth + 1)
+    .map(el => el.textContent.slice(0, 80))"""
+
+
+def test_german_metrics_are_not_cut_on_a_laptop(page, app_url: str) -> None:
+    """Four metrics side by side at 1,400 px, in German (the longest labels): every label,
+    value and delta whole, and a strategy's title after a colon, not a preposition."""
+    goto(page, app_url, "compare?lang=de")
+    page.locator("[data-testid='stMetricDelta']").first.wait_for(timeout=120_000)
+    page.wait_for_timeout(500)  # the fonts and the last delta settle
+    screenshot(page, "i18n-de-compare-metrics")
+    assert page.evaluate(_CUT_METRICS) == []
+    labels = page.locator("[data-testid='stMetricLabel']").all_inner_texts()
+    assert any(label.startswith("Spitzenspeicher: ") for label in labels), labels
+    assert not any(" mit jede" in label for label in labels), labels

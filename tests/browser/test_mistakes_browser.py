@@ -53,3 +53,36 @@ def test_a_case_fits_a_phone(phone: Page, app_url: str) -> None:
     for metric in phone.locator('[data-testid="stMetric"]').all():
         box = metric.bounding_box()
         assert box is not None and within_width(box)
+
+
+@pytest.mark.parametrize("code,case,row", [
+    ("en", "peft-kbit-reentrant", "Reentrant checkpoints in the step's graph"),
+    ("de", "fsdp-checkpoint-wrapper-rng", "Largest gradient difference to the plain run"),
+    ("vi", "selective-under-save-on-cpu",
+     "Saved for backward past the hooks (left on the device)"),
+])
+def test_the_library_traps_run_live_and_download_as_a_snapshot(page: Page, app_url: str,
+                                                               code: str, case: str,
+                                                               row: str) -> None:
+    """A trap of today's libraries, measured live in the learner's language; the three runs
+    download as a memory snapshot that torch's own viewer functions read."""
+    import pickle
+    from pathlib import Path
+
+    from torch.cuda import _memory_viz
+
+    goto(page, app_url, f"mistakes?case={case}&lang={code}", timeout_ms=180_000)
+    table = page.locator('[data-testid="stTable"]').first
+    expect(table).to_contain_text(gettext(code, row))
+    expect(page.get_by_text(gettext(code, "Symptom shown"))).to_be_visible()
+    if code != "en":
+        text = page.locator('[data-testid="stMain"]').inner_text()
+        assert untranslated_on_page(text, code) == []
+    label = gettext(code, "Download the memory snapshot (PyTorch's format)")
+    with page.expect_download() as download:
+        page.get_by_role("button", name=label).click()
+    assert download.value.suggested_filename == f"mistake-{case}-snapshot.pickle"
+    data = pickle.loads(Path(download.value.path()).read_bytes())
+    assert "total_allocated" in _memory_viz.segsum(data)
+    assert "Active Memory Timeline" in _memory_viz.trace_plot(data)
+    screenshot(page, f"mistakes-{case}-{code}")

@@ -49,3 +49,24 @@ def test_plan_opens_and_follows_the_gpu(sized_page: tuple[str, Page], app_url: s
                            ("advice", '[data-testid="stPageLink"]')):
         page.locator(selector).first.scroll_into_view_if_needed()
         screenshot(page, f"plan-{name}-{part}")
+
+
+def test_on_a_phone_no_tool_bar_covers_a_title(phone: Page, app_url: str) -> None:
+    """Plotly's mode bar over the plan chart's title and the table's tool bar over the
+    heading "Every checkpointing choice" (both shown on a tap): hidden on a phone."""
+    from tests.browser.layout import assert_chart_parts_apart, chart_boxes
+
+    goto(phone, app_url, "plan?lang=de")
+    table = phone.locator('[data-testid="stDataFrame"]').first
+    table.scroll_into_view_if_needed()
+    table.tap()  # a tap is a phone's hover: it showed the tool bar
+    toolbars = phone.locator('[data-testid="stElementToolbar"]')
+    assert all(not toolbars.nth(i).is_visible() for i in range(toolbars.count()))
+    for index in range(phone.locator(".js-plotly-plot").count()):
+        phone.locator(".js-plotly-plot").nth(index).tap()
+    for index, chart in enumerate(chart_boxes(phone)):
+        assert not chart["modebar"], f"plan chart {index}: the mode bar shows"
+        assert_chart_parts_apart(chart, f"plan chart {index}", titles_off_ticks=False)
+    modebars = phone.locator(".modebar-container")
+    assert all(not modebars.nth(i).is_visible() for i in range(modebars.count()))
+    screenshot(phone, "plan-phone-de-toolbars")

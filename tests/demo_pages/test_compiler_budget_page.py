@@ -112,3 +112,29 @@ def test_the_start_up_warm_up_never_lists_it(monkeypatch: pytest.MonkeyPatch,
         assert service_module._service is None
     finally:
         service_module.set_service(old)
+
+
+@pytest.mark.parametrize("code", ["en", "de", "vi"])
+def test_the_defaults_show_the_stored_example_marked_as_such(app_test: Callable,
+                                                             code: str) -> None:
+    """A fresh server has not compiled anything: at its defaults the page shows the
+    benchmark's own sweep, says where and when it was measured, and still offers to
+    measure here; nothing is started."""
+    from demos.runtime.budget_example import _examples
+
+    (config, meta, points), *_ = _examples()
+    started = get_service().runs_started
+    at = app_test(SCRIPT, query={"lang": code})
+    no_errors(at)
+    assert get_service().runs_started == started
+    warning = texts(at, "warning")
+    assert meta["date"] in warning and meta["torch"] in warning
+    assert len(at.get("plotly_chart")) == 1
+    assert len(at.dataframe[0].value) == len(points)
+    assert at.button(key="measure-budget").label
+    if code == "en":
+        assert "Stored example, not measured on this server" in warning
+        assert "Stored example from the project's benchmark" in texts(at, "caption")
+        assert "Measured on this run" not in texts(at, "caption")
+    else:
+        assert untranslated_on_page(page_text(at), code) == []

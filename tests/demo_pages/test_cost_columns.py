@@ -18,8 +18,8 @@ def test_compare_shows_counted_compute_cpu_time_and_the_course_rule(app_test: Ca
     table = at.table[0].value
     assert ", CPU " in table["Step time (vs baseline)"].iloc[1]
     labels = [m.label for m in at.metric]
-    assert "Extra compute with every layer" in labels
-    extra = at.metric[labels.index("Extra compute with every layer")]
+    assert "Extra compute: every layer" in labels
+    extra = at.metric[labels.index("Extra compute: every layer")]
     counted = extra.value
     assert counted.startswith("+") and COURSE in extra.proto.delta
     assert f"predicted {counted}" in extra.proto.delta  # equal within 0.1%
@@ -31,8 +31,8 @@ def test_compare_shows_counted_compute_cpu_time_and_the_course_rule(app_test: Ca
     assert "the verdicts are read from CPU time" in captions
     assert "read from CPU time, which other learners' load hardly moves" in captions
     assert "by CPU time" in table["Step time (vs baseline)"].iloc[1]
-    assert "CPU time per step with every layer" in labels
-    cpu = at.metric[labels.index("CPU time per step with every layer")]
+    assert "CPU time per step: every layer" in labels
+    cpu = at.metric[labels.index("CPU time per step: every layer")]
     assert cpu.value.endswith(" ms") and "Wall time " in captions
 
 
@@ -66,6 +66,8 @@ def test_curves_say_the_counted_compute_and_draw_cpu_time(app_test: Callable) ->
     figure = at.get("plotly_chart")[0].proto.spec
     assert "CPU time" in figure
     assert "bars the range of the timed runs" in captions
+    # the swept value named as the chart's axis names it, not by the frame's column
+    assert "Compute of one step at batch b = " in captions
     # the wall time's median with the range of its timed runs, as on Compare
     timed = [trace for trace in json.loads(figure)["data"]
              if trace.get("yaxis") == "y2" and trace.get("mode") == "lines+markers"]
@@ -97,7 +99,7 @@ def test_selective_counted_at_nothing_says_why_in_its_metric(app_test: Callable)
     at = app_test("pages/demos/compare.py",
                   query={**TINY, "strategy": "selective:save-matmuls"})
     no_errors(at)
-    extra = [m for m in at.metric if m.label.startswith("Extra compute with selective")]
+    extra = [m for m in at.metric if m.label.startswith("Extra compute: selective")]
     assert len(extra) == 1, [m.label for m in at.metric]
     extra = extra[0]
     delta = extra.proto.delta
@@ -108,3 +110,14 @@ def test_selective_counted_at_nothing_says_why_in_its_metric(app_test: Callable)
     assert delta.startswith("counted +0.0%: not its real cost")
     assert "skips the fused attention kernel and the element-wise ops" in delta
     assert "2.7% more FLOPs on GPT-3 (lesson 4" in delta
+
+
+def test_the_compute_note_names_the_axis_in_the_readers_language() -> None:
+    import pandas as pd
+
+    from demos.reports.timing import sweep_compute_note
+
+    frame = pd.DataFrame({"seq_len": [64, 64], "strategy": ["none", "every-layer"],
+                          "flops_counted": [100.0, 133.0], "flops_predicted": [100.0, 133.0]})
+    note = sweep_compute_note(frame, "seq_len", "de", "Sequenzlänge s (Tokens)")
+    assert "Sequenzlänge s (Tokens) = 64" in note and "seq_len" not in note

@@ -70,6 +70,19 @@ def test_lesson_three_counts_forward_computations_on_their_own_axis() -> None:
     assert bottom[1] < top[0]  # below the memory plot, apart
 
 
+@pytest.mark.parametrize("layers,layer", [(16, 1.0), (16, 17.0), (100, 17.0), (4, 1.0)])
+def test_lesson_three_shows_its_minimum_well_above_the_floor(layers: int,
+                                                             layer: float) -> None:
+    """The minimum is the point of the chart: it stands in the panel's lower two thirds,
+    not squeezed into its bottom tenth, and its label is a boxed note with an arrow."""
+    fig = k_curve_figure(layers, 1.0, layer)
+    (minimum,) = [t for t in fig.data if t.name == "minimum"]
+    low, high = fig.layout.yaxis.range
+    assert low == 0 and minimum.y[0] / high >= 0.25
+    (note,) = [a for a in fig.layout.annotations if a.text.startswith("minimum: k =")]
+    assert note.showarrow and note.bgcolor and note.ay < 0  # above the point, on white
+
+
 def _points() -> list[SimpleNamespace]:
     phases = [("forward", 0)] * 3 + [("forward", 1)] * 3 + [("loss", None)] * 2 + [
         ("recompute", 1)] * 2 + [("backward", 1)] * 3 + [("backward", 0)] * 3

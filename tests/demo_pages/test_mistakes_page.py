@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
+from i18n import gettext
+from i18n.units import format_bytes
 from tests.demo_pages.test_pages import no_errors, texts
+from ui.mistakes_view import KEPT_ON_DEVICE
 
 PAGE = "pages/demos/mistakes.py"
 
@@ -33,7 +38,7 @@ def test_the_symptom_picker_leads_to_the_cases(app_test: Callable) -> None:
     assert at.radio[1].options == ["Reentrant checkpoint with inputs that need no gradient"]
     at.radio[0].set_value("results-differ").run(timeout=120)
     no_errors(at)
-    assert len(at.radio[1].options) == 3
+    assert len(at.radio[1].options) == 4
     assert at.query_params["case"] == "dropout-without-rng"
     diff = at.table[0].value
     row = diff[diff["Measured"] == "Largest gradient difference to the plain run"].iloc[0]
@@ -43,5 +48,48 @@ def test_the_symptom_picker_leads_to_the_cases(app_test: Callable) -> None:
 def test_an_unknown_case_warns_and_shows_the_first(app_test: Callable) -> None:
     at = app_test(PAGE, query={"case": "nope"}, timeout=120)
     no_errors(at)
-    assert "There is no case nope" in texts(at, "warning")
+    assert "There is no case 'nope'" in texts(at, "warning")  # the link's text, quoted
     assert at.radio[1].value == "whole-model-one-segment"
+
+
+def test_a_share_of_the_plain_run_has_no_arrow_and_the_code_wraps(app_test: Callable) -> None:
+    """'41.1 % of the plain run' is a reduction: no rising arrow (Streamlit draws one for
+    any positive delta); the wrong and the fixed code wrap inside their half column."""
+    from streamlit.proto.Metric_pb2 import Metric
+
+    at = app_test(PAGE, query={"case": "whole-model-one-segment"}, timeout=120)
+    no_errors(at)
+    shares = [m for m in at.metric if "of the plain run" in (m.proto.delta or "")]
+    assert len(shares) == 2  # the wrong and the fixed way
+    assert all(m.proto.direction == Metric.MetricDirection.NONE for m in shares)
+    assert len(at.code) >= 2 and all(c.proto.wrap_lines for c in at.code[:2])
+
+
+@pytest.mark.parametrize("code", ["en", "de", "vi"])
+def test_the_library_cases_run_live_in_each_language(app_test: Callable, code: str) -> None:
+    """The three traps of today's libraries, each measured on this run and worded in the
+    session's language; the library's own words stay as the library said them."""
+    at = app_test(PAGE, query={"case": "selective-under-save-on-cpu", "lang": code},
+                  timeout=180)
+    no_errors(at)
+    table = at.table[0].value
+    kept = table[table.iloc[:, 0] == gettext(code, KEPT_ON_DEVICE)].iloc[0]
+    assert kept.iloc[1] == kept.iloc[3] == format_bytes(0, locale=code)
+    assert kept.iloc[2] != kept.iloc[3]  # measured: the policy's cache, on the device
+
+    at = app_test(PAGE, query={"case": "peft-kbit-reentrant", "lang": code}, timeout=180)
+    no_errors(at)
+    table = at.table[0].value
+    said = table[table.iloc[:, 0] == gettext(code, "What the library said")].iloc[0]
+    assert "use_reentrant parameter should be passed explicitly" in said.iloc[2]
+    assert "use_reentrant parameter" not in said.iloc[3]
+    assert gettext(code, "Symptom shown") in texts(at, "markdown")
+    assert '"use_reentrant": False' in texts(at, "success")
+
+    at = app_test(PAGE, query={"case": "fsdp-checkpoint-wrapper-rng", "lang": code},
+                  timeout=180)
+    no_errors(at)
+    table = at.table[0].value
+    diff = table[table.iloc[:, 0] == gettext(
+        code, "Largest gradient difference to the plain run")].iloc[0]
+    assert diff.iloc[3] == gettext(code, "0 (bitwise equal)") and diff.iloc[2] != diff.iloc[3]

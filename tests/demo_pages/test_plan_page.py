@@ -232,3 +232,51 @@ def test_home_and_lesson_7_point_to_the_planner(app_test: Callable) -> None:
     links = [link.proto for link in at.get("page_link")
              if link.proto.label.startswith("Das eigene Training planen: die Checkpointing")]
     assert len(links) == 1 and links[0].page.rstrip("/").endswith("plan"), links
+
+
+def test_the_choices_table_keeps_each_rows_name_in_view(app_test: Callable) -> None:
+    """The German table is wider than the page: its names column is pinned (it stays
+    while the rest scrolls sideways) and of medium width."""
+    at = app_test(PAGE, query={"lang": "de"})
+    no_errors(at)
+    config = json.loads(at.dataframe[0].proto.columns)
+    (name,) = [key for key in config if key.startswith("Checkpointing")]
+    assert config[name]["pinned"] is True and config[name]["width"] == "medium"
+
+
+def test_many_gpus_section_recommends_a_layout_and_prices_your_own(app_test: Callable
+                                                                   ) -> None:
+    from memory import parallel as M
+    from memory.architectures import PRESETS
+    from memory.footprint import PlannerInputs
+    from memory.hardware import GPUS
+    from planner import parallel_plan as PP
+    from ui.plan_words import gib
+
+    query = {"model": "llama-3.1-70b", "seq": "8192", "gpu": "h100", "shards": "16",
+             "tuning": "full", "ckpt": "every-layer", "free": "5"}
+    at = app_test(PAGE, query=query)
+    no_errors(at)
+    shown = page_text(at)
+    assert "Across 16 GPUs" in shown and "16 GPUs on 2 nodes" in shown
+    assert len(at.dataframe[-1].value) == 6
+    assert any("fully_shard" in c.value and "parallelize_module" in c.value for c in at.code)
+    own = app_test(PAGE, query={**query, "layout": "own", "tp": "4", "sp": "on", "pp": "2"})
+    no_errors(own)
+    p = PlannerInputs(PRESETS["llama-3.1-70b"], seq=8192, accumulation=8, shards=16,
+                      gpu_bytes=GPUS["h100"].bytes, headroom=0.05)
+    rows = PP.gpu_rows(p, PP.with_dp(M.Layout(tp=4, sp=True, pp=2, microbatches=8), 16))
+    assert list(own.dataframe[-1].value.iloc[:, 2]) == [gib(r.peak) for r in rows.values()]
+    assert any("Schedule1F1B" in c.value for c in own.code)
+    bad = app_test(PAGE, query={**query, "layout": "own", "tp": "8", "cp": "4", "pp": "4"})
+    assert any("cannot be split" in e.value for e in bad.error)
+
+
+@pytest.mark.parametrize("code", ["de", "vi"])
+def test_many_gpus_section_speaks_the_language(app_test: Callable, code: str) -> None:
+    at = app_test(PAGE, query={"model": "llama-3.1-70b", "seq": "8192", "shards": "16",
+                               "layout": "own", "tp": "2", "pp": "2", "lang": code})
+    no_errors(at)
+    shown = page_text(at)
+    assert ("Über 16 GPUs" if code == "de" else "Trên 16 GPU") in shown
+    assert not untranslated_on_page(shown, code)

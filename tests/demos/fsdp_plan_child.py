@@ -144,9 +144,12 @@ def main(family: str, plan: str, out: str) -> None:
         "layer_classes": [type(layer).__name__ for layer in layers],
         "fsdp_units": len(units),
         "layer_unit_holds_its_params": [_holds(layer) for layer in layers],
-        "layer_compute_dtype": sorted({str(group.mp_policy.param_dtype or "as stored")
+        # each parameter's compute dtype (None: as stored); the group's own policy moved
+        # to the parameters in torch 2.15 (FSDPParamGroup.mp_policy is gone)
+        "layer_compute_dtype": sorted({str(param.param_dtype or "as stored")
                                        for layer in layers for group in
-                                       layer._get_fsdp_state()._fsdp_param_groups}),
+                                       layer._get_fsdp_state()._fsdp_param_groups
+                                       for param in group.fsdp_params}),
         "sharded_dtypes": sorted({str(q.dtype) for q in model.parameters()}),
         "root_is_fsdp": isinstance(model, FSDPModule),
         "layer_holders": [type(holder).__name__ for holder in holders],

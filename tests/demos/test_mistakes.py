@@ -108,6 +108,55 @@ def test_use_cache_with_checkpointing_is_switched_off_with_a_warning(results) ->
     assert r.fixed.statistic == 0 and r.fixed.warning is None
 
 
+def test_peft_kbit_helper_turns_on_the_reentrant_mode(results) -> None:
+    r = results["peft-kbit-reentrant"]
+    layers = r.config["layers"]
+    # counted in the step's autograd graph: one reentrant checkpoint per decoder layer
+    assert (r.plain.statistic, r.wrong.statistic, r.fixed.statistic) == (0, layers, 0)
+    assert "use_reentrant parameter should be passed explicitly" in r.wrong.warning
+    assert "use_reentrant" not in r.fixed.warning  # transformers' deprecation notes remain
+    assert r.wrong.max_grad_diff == r.fixed.max_grad_diff == 0.0  # LoRA still trains
+
+
+def test_peft_passes_empty_kwargs_and_transformers_fills_only_none() -> None:
+    """The two lines the case rests on, read in the installed libraries."""
+    import inspect
+
+    from peft.utils import other
+    from transformers import modeling_utils
+
+    peft_source = inspect.getsource(other.prepare_model_for_kbit_training)
+    assert "gradient_checkpointing_kwargs = {}" in peft_source
+    hf_source = inspect.getsource(modeling_utils.PreTrainedModel._activation_checkpointing_enable)
+    assert "if activation_checkpointing_kwargs is None:" in hf_source
+
+
+def test_fsdp_wrapper_without_rng_changes_gradients(results) -> None:
+    r = results["fsdp-checkpoint-wrapper-rng"]
+    assert r.config["dropout"] == 0.1
+    assert r.config["accelerate_wraps_without_rng"] is True  # read in accelerate's source
+    assert r.wrong.max_grad_diff > 1e-3
+    assert r.fixed.max_grad_diff == 0.0
+    assert r.wrong.loss == r.plain.loss == r.fixed.loss  # the forward is the same
+    assert r.fixed.peak_bytes < 0.7 * r.plain.peak_bytes  # and it still checkpoints
+
+
+def test_selective_policy_under_save_on_cpu_keeps_its_outputs_on_the_device(results) -> None:
+    r = results["selective-under-save-on-cpu"]
+    # what the memory model says the policy caches: its block tensors but the input, which
+    # is the checkpoint's own and goes through the hooks
+    from memory.theory import held_in_block
+
+    cached = [t for t in held_in_block(CASE_CONFIG, "save-matmuls") if t.name != "input"]
+    per_layer = sum(t.bytes for t in cached)
+    assert per_layer == 9 * CASE_CONFIG.batch * CASE_CONFIG.seq_len * CASE_CONFIG.hidden * 4
+    assert r.plain.kept_on_device_bytes == 0 and r.fixed.kept_on_device_bytes == 0
+    assert r.wrong.kept_on_device_bytes == CASE_CONFIG.layers * per_layer
+    # the checkpoints' inputs still went through the hooks, in both checkpointed runs
+    assert r.wrong.offloaded_bytes == r.fixed.offloaded_bytes < r.plain.offloaded_bytes
+    assert r.wrong.peak_bytes > r.fixed.peak_bytes
+
+
 def test_symptoms_lead_to_cases() -> None:
     assert set(SYMPTOM_TITLES) == set(Symptom)
     for symptom in Symptom:

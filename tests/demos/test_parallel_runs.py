@@ -34,10 +34,13 @@ from memory.parallel import Layout, expert_bytes, in_flight, input_bytes, split_
 from tests.demos import parallel_child as child
 from tests.demos.launch import ROOT, environment, run_processes
 
-# one launch serves every test here: keep them on one xdist worker
-pytestmark = pytest.mark.xdist_group("parallel-runs")
-FP32 = 4
 LAUNCH_TIMEOUT_S = 240
+# one launch serves every test here: keep them on one xdist worker. The launch runs in a
+# fixture that counts against the first test's time limit: give it room beyond the
+# launch's own limit, so a slow launch fails with its log, not a bare timeout
+pytestmark = [pytest.mark.xdist_group("parallel-runs"),
+              pytest.mark.timeout(LAUNCH_TIMEOUT_S + 120)]
+FP32 = 4
 BETWEEN = FP32 * 2 * (child.HIDDEN + 2)
 GATHERED = FP32 * 2 * child.HIDDEN
 INSIDE = FP32 * (4 * child.HIDDEN + child.HEADS + 4 * child.MLP)

@@ -197,3 +197,67 @@ def test_torch_train_step_runs_the_plans_precision(precision, tuning) -> None:
     assert autocast and set(autocast) == {p.autocast}
     assert {q.dtype for q in model.parameters()} == {dtype}
     assert all(q.grad is None for q in model.parameters())
+
+
+@pytest.mark.parametrize("strategy, tuning, shards", list(itertools.product(
+    P.STRATEGIES, P.TUNINGS, (1, 4))))
+def test_printed_code_avoids_the_library_traps(strategy, tuning, shards) -> None:
+    """The traps of the lab of mistakes, absent from every plan's code: PEFT's 4-bit helper
+    never switches checkpointing on itself (its default runs the reentrant mode), FSDP's
+    own activation checkpointing (accelerate's wrapper without the RNG state) is never
+    asked for, and no selective policy runs under save_on_cpu."""
+    p = _inputs(strategy=strategy, tuning=tuning, shards=shards, offload=shards > 1)
+    hf = hf_module.hf_code(p)
+    calls = {_name(c): c for c in _calls(hf)}
+    if tuning == "qlora":
+        kbit = {k.arg: ast.literal_eval(k.value)
+                for k in calls["prepare_model_for_kbit_training"].keywords}
+        assert kbit.get("use_gradient_checkpointing") is False or kbit.get(
+            "gradient_checkpointing_kwargs", {}).get("use_reentrant") is False
+    args = {k.arg: k.value for k in calls["TrainingArguments"].keywords}
+    if "fsdp_config" in args:
+        config = ast.literal_eval(args["fsdp_config"])
+        assert not config.get("activation_checkpointing"), config
+        if strategy == "every-layer":
+            assert "activation_checkpointing_enable" in calls
+    for code in (hf, torch_module.torch_code(p)):
+        assert not ("save_on_cpu" in code and "create_selective_checkpoint_contexts" in code)
+        assert "offload=True" not in code or "create_selective" not in code
+
+
+def test_the_fsdp_plans_checkpointing_keeps_the_dropout_masks() -> None:
+    """What the FSDP plan prints keeps the plain run's gradients on GPT-2 with its dropout
+    (0.1), where accelerate's wrapper (checkpoint_wrapper(layer, preserve_rng_state=False),
+    the lab's "fsdp-checkpoint-wrapper-rng" case) does not. One process: the checkpointing
+    runs inside each FSDP unit the same way (tests/demos/test_planner_fsdp_run.py)."""
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+
+    code = hf_module.hf_code(P.PlannerInputs(PRESETS["gpt2"], strategy="every-layer",
+                                             shards=2, batch=1))
+    assert "model.activation_checkpointing_enable()" in code
+    config = transformers.GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=64,
+                                     n_positions=32)
+    assert config.resid_pdrop == config.attn_pdrop == 0.1
+    ids = torch.randint(0, 64, (2, 16), generator=torch.Generator().manual_seed(0))
+
+    def grads(setup) -> dict[str, torch.Tensor]:
+        torch.manual_seed(0)
+        model = transformers.GPT2LMHeadModel(config).train()
+        setup(model)
+        torch.manual_seed(1)
+        model(input_ids=ids, labels=ids, use_cache=False).loss.backward()
+        return {n: q.grad for n, q in model.named_parameters()
+                if q.grad is not None and "_checkpoint_wrapped_module" not in n} | {
+            n.replace("_checkpoint_wrapped_module.", ""): q.grad
+            for n, q in model.named_parameters() if "_checkpoint_wrapped_module" in n}
+
+    def accelerate_way(model) -> None:
+        for i, block in enumerate(model.transformer.h):
+            model.transformer.h[i] = checkpoint_wrapper(block, preserve_rng_state=False)
+
+    plain = grads(lambda model: None)
+    printed = grads(lambda model: model.activation_checkpointing_enable())
+    wrapped = grads(accelerate_way)
+    assert plain.keys() == printed.keys() == wrapped.keys()
+    assert all(torch.equal(plain[n], printed[n]) for n in plain)
+    assert max(float((plain[n] - wrapped[n]).abs().max()) for n in plain) > 1e-3

@@ -14,7 +14,7 @@ as printed; bitsandbytes' 8-bit AdamW does run here, on the CPU), Liger Kernel (
 only) and FSDP (it needs several processes: here its arguments are checked by building
 accelerate's plugin from them; tests/demos/test_planner_fsdp_run.py launches the printed
 FSDP script for real, two processes on the CPU over gloo, and checks that each decoder
-layer is its own FSDP unit, checkpointed through `fsdp_config`, with half the parameters
+layer is its own FSDP unit, checkpointed by its own switch, with half the parameters
 on each rank). `bf16=True` is allowed on the CPU (transformers refuses it without a bf16
 GPU; the CPU runs bf16 autocast).
 """
@@ -276,9 +276,8 @@ def test_qlora_script_runs_with_the_quantisation_left_out(monkeypatch, tmp_path)
 
 @pytest.mark.parametrize("family,layer", [("llama", "LlamaDecoderLayer"),
                                           ("gpt2", "GPT2Block")])
-def test_fsdp_wraps_each_decoder_layer_and_checkpoints_through_fsdp(family, layer,
-                                                                     monkeypatch,
-                                                                     tmp_path) -> None:
+def test_fsdp_wraps_each_decoder_layer_and_checkpoints_with_the_models_switch(
+        family, layer, monkeypatch, tmp_path) -> None:
     from accelerate.utils import FullyShardedDataParallelPlugin
 
     p = _inputs(family, strategy="every-layer", shards=4, precision="mixed")
@@ -286,13 +285,16 @@ def test_fsdp_wraps_each_decoder_layer_and_checkpoints_through_fsdp(family, laye
     run = run_script(code, family, monkeypatch, tmp_path, 1, 2, fsdp=True)
     args = run.fsdp_args
     assert args is not None and args.fsdp
-    assert not args.activation_checkpointing  # FSDP's own, not the training argument
-    assert args.fsdp_config["activation_checkpointing"] is True
+    # the model's own switch (torch's checkpoint keeps the RNG state); neither the
+    # training argument nor FSDP's own (accelerate's wrapper drops the RNG state)
+    assert not args.activation_checkpointing
+    assert not args.fsdp_config.get("activation_checkpointing")
+    assert all(layer.gradient_checkpointing for layer in decoder_layers(run.model))
     assert args.fsdp_config["transformer_layer_cls_to_wrap"] == [layer]
     assert type(decoder_layers(run.model)[0]).__name__ == layer
     assert layer in run.model._no_split_modules
     plugin = FullyShardedDataParallelPlugin(**args.fsdp_plugin_args)
-    assert plugin.activation_checkpointing and plugin.fsdp_version == 2
+    assert not plugin.activation_checkpointing and plugin.fsdp_version == 2
     assert "--num_processes 4" in code
 
 

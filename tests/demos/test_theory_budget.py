@@ -120,8 +120,8 @@ def test_dp_scales_to_the_largest_model():
     import time
 
     full, inputs = [16] * 96, [1] * 96
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: the same on a busy machine (0.07 s here)
     plan = dp_plan(full, inputs, 700)
-    assert time.perf_counter() - start < 5
+    assert time.process_time() - start < 5
     assert plan_need(plan, full, inputs) <= 700
     assert sum(s.size for s in plan if s.mode == "keep") > 0  # keeps what fits

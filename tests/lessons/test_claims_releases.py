@@ -212,7 +212,7 @@ def test_german_gqa_shares_and_vietnamese_names_the_layer_kind():
     assert "teilen sich mehrere Query-Heads jeden K/V-Head" in german
     vietnamese = text("language-models", "vi")
     assert "ở kích thước của GPT-3" not in vietnamese
-    assert "của layer kiểu GPT-3" in vietnamese
+    assert "của lớp kiểu GPT-3" in vietnamese
 
 
 def test_decision_offers_selective_recomputation_only_with_its_condition():

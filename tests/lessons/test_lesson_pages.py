@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from urllib.parse import urlencode
 
 import pytest
@@ -136,7 +137,14 @@ def test_layer_calculator_reproduces_the_worked_example(app_test):
 def test_logits_calculator(app_test):
     at = app_test("pages/lessons/large_vocabularies.py")
     assert metrics(at)["Logits"] == "2.0 GB"
-    assert metrics(at)["With their gradient"] == "4.1 GB"
+    # the peak the lesson's text stresses ("about 6.1 GB"): three tensors of this size
+    assert metrics(at)["Peak at the loss (three such tensors)"] == "6.1 GB"
+    assert "about **6.1 GB**" in " ".join(m.value for m in at.markdown)
+    figure = json.loads(at.get("plotly_chart")[0].proto.spec)
+    peak = next(tr for tr in figure["data"] if tr.get("name", "").startswith("peak at the loss"))
+    logits = next(tr for tr in figure["data"] if tr.get("name") == "logits")
+    assert peak["y"][-1] == pytest.approx(3 * logits["y"][-1])  # lists: plain Python values
+    assert any(trace.get("text") == ["6.1 GB"] for trace in figure["data"])  # the learner's
     at.number_input(key="logits_vocab").set_value(50_257).run()
     assert metrics(at)["Logits"] == "0.41 GB"
     assert not at.exception

@@ -93,7 +93,7 @@ def test_stepper_words_its_steps_in_the_language(app_test, code):
     at.button(key="step_next").click().run()
     info = at.info[0].value
     assert {"de": "Schritt 2 von 16", "vi": "Bước 2 / 16"}[code] in info
-    assert {"de": "Forward durch Schicht 2", "vi": "Forward qua layer 2"}[code] in info
+    assert {"de": "Forward durch Schicht 2", "vi": "Forward qua lớp 2"}[code] in info
     assert untranslated_on_page(page_text(at), code) == []
 
 

@@ -76,3 +76,39 @@ def test_a_bank_without_apply_items_still_draws() -> None:
     drawn = draw(bank, QUESTIONS_PER_ATTEMPT, random.Random(3))
     assert len(drawn) == QUESTIONS_PER_ATTEMPT
     assert {d.question.topic for d in drawn} == set(TOPICS)
+
+
+def test_a_new_attempt_asks_none_of_the_previous_attempts_questions() -> None:
+    bank = load_bank()
+    for seed in range(50):
+        first = draw(bank, QUESTIONS_PER_ATTEMPT, random.Random(seed))
+        seen = frozenset(d.question.id for d in first)
+        second = draw(bank, QUESTIONS_PER_ATTEMPT, random.Random(seed + 1000), avoid=seen)
+        again = {d.question.id for d in second} & seen
+        # only an apply item, and only when the bank's other apply items are too few
+        fresh_apply = sum(q.applies and q.id not in seen for q in bank)
+        assert len(again) <= max(0, MIN_APPLY_PER_DRAW - fresh_apply)
+        assert {d.question.topic for d in second} == set(TOPICS)  # the rules still hold
+        assert sum(d.question.applies for d in second) >= MIN_APPLY_PER_DRAW
+
+
+def test_a_small_bank_repeats_only_what_it_must() -> None:
+    bank = load_bank()
+    small = [q for q in bank if q.topic == bank[0].topic][:3]
+    first = draw(small, 2, random.Random(1), min_apply=0)
+    seen = frozenset(d.question.id for d in first)
+    second = draw(small, 2, random.Random(2), min_apply=0, avoid=seen)
+    assert len({d.question.id for d in second} & seen) == 1  # one new one left, then one again
+
+
+def test_the_service_avoids_the_previous_attempts_questions(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("DATA_DIR", str(tmp_path))
+    from quiz.service import open_service
+
+    service = open_service()
+    first = service.start_attempt(learner_id="learner")
+    second = service.start_attempt(first.id, learner_id="learner")
+    ids = {d.question.id for d in first.questions}
+    fresh_apply = sum(q.applies and q.id not in ids for q in service.bank())
+    again = ids & {d.question.id for d in second.questions}
+    assert len(again) <= max(0, MIN_APPLY_PER_DRAW - fresh_apply)

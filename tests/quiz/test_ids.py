@@ -139,3 +139,16 @@ def test_a_pasted_verify_link_is_read_for_its_id() -> None:
         assert parse_id(link).value == value, link
     assert problem_of("https://lab.example/verify?page=2") is IdProblem.BAD_SYMBOL
     assert problem_of("https://lab.example/verify?id=" + "A" * 5_000) is IdProblem.TOO_LONG
+
+
+def test_every_id_is_a_safe_file_name_part() -> None:
+    """Browsers replace a character file systems refuse ("*" on Windows) with "_", which
+    reads as part of the ID: the download's name spells it out."""
+    from quiz.ids import CHECK_SYMBOLS, file_name_part
+
+    for symbol in CHECK_SYMBOLS:
+        value = next(v for v in range(1, 10_000) if format_id(v)[-1] == symbol)
+        name = file_name_part(format_id(value))
+        assert not set(name) & set('<>:"/\\|?*$='), name
+    star = next(v for v in range(1, 10_000) if format_id(v)[-1] == "*")
+    assert file_name_part(format_id(star)) == format_id(star)[:-1] + "star"

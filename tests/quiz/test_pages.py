@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from urllib.parse import parse_qs
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from lessons.catalog import lesson
@@ -291,3 +292,22 @@ def test_a_lost_signing_key_is_a_clear_notice_not_a_traceback(app_test: RunPage)
     assert any("certificate storage needs the operator" in e.value for e in at.error)
     at = app_test("pages/verify.py", query={"id": certificate_id})  # public keys suffice
     assert "VALID" in _status(at)
+
+
+@pytest.mark.parametrize("show_score", [False, True])
+def test_the_number_of_attempts_is_shown_only_with_the_holders_consent(
+        app_test: RunPage, show_score: bool) -> None:
+    service = open_service()
+    attempt = service.start_attempt(learner_id=f"learner-{show_score}")
+    for position, drawn in enumerate(attempt.questions):
+        service.answer(attempt.id, position, sorted(drawn.correct))
+    certificate = service.issue(attempt.id, "Ada Lovelace", show_score=show_score)
+    assert certificate.attempts  # recorded (and signed) either way
+    at = app_test("pages/verify.py", query={"id": certificate.id})
+    rows = dict(zip([m.value.strip("*") for m in at.markdown if m.value.startswith("**")],
+                    [t.value for t in at.text], strict=False))
+    if show_score:
+        assert rows["Attempts"] == str(certificate.attempts)
+    else:
+        assert rows["Attempts"] == "not shown by the holder"
+        assert rows["Score"] == "not shown by the holder"

@@ -102,9 +102,18 @@ def test_the_page_carries_every_fact_and_the_verify_link(issue) -> None:  # noqa
     assert len(qr.matrix) == len(reference.matrix)
 
 
-def test_check_symbols_are_escaped_in_the_link() -> None:
+def test_only_the_query_separator_is_escaped_in_the_link() -> None:
     assert verify_url("AAAAA-AAAAA-AAAAA-AAAAA-=").endswith("?id=AAAAA-AAAAA-AAAAA-AAAAA-%3D")
-    assert verify_url("AAAAA-AAAAA-AAAAA-AAAAA-$").endswith("-%24")
+    for symbol in "*$~":  # as printed on the certificate, never "%2A"
+        assert verify_url(f"AAAAA-AAAAA-AAAAA-AAAAA-{symbol}").endswith(f"-{symbol}")
+
+
+@pytest.mark.parametrize("symbol", list("*~$=U"))
+def test_a_link_with_any_check_symbol_finds_its_certificate(symbol: str) -> None:
+    from quiz.ids import format_id, parse_id
+
+    value = next(v for v in range(1, 10_000) if format_id(v)[-1] == symbol)
+    assert parse_id(verify_url(format_id(value))).text == format_id(value)
 
 
 def test_the_preview_is_a_png_of_the_page(issue) -> None:  # noqa: ANN001

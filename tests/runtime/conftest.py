@@ -34,10 +34,12 @@ def long_training(steps: int = 1000) -> Job:
 
 class FakeWorker:
     """Runs no engine: each step sleeps `seconds(job, index)` and returns a marker; the
-    order of the steps it ran is in `log`."""
+    order of the steps it ran is in `log`, the steps interrupted for a learner (as the
+    real worker does when `should_yield` turns true) in `preempted`."""
 
     def __init__(self, seconds: Callable[[Job, int], float]) -> None:
         self.seconds, self.log, self.starts = seconds, [], 0
+        self.preempted: list[tuple[int, int]] = []
 
     def start(self) -> None:
         self.starts = self.starts or 1
@@ -45,11 +47,15 @@ class FakeWorker:
     def stop(self) -> None:
         pass
 
-    def call(self, job, index, *, should_stop=lambda: False, deadline=None, **_):
+    def call(self, job, index, *, should_stop=lambda: False, should_yield=None,
+             deadline=None, **_):
         end = time.monotonic() + self.seconds(job, index)
         while time.monotonic() < end:
             if should_stop():
                 raise StepFailed("cancelled")
+            if should_yield is not None and should_yield():
+                self.preempted.append((job.config.seed, index))
+                raise StepFailed("preempted")
             if deadline is not None and time.monotonic() > deadline:
                 raise StepFailed("time-limit")
             time.sleep(0.01)

@@ -38,8 +38,10 @@ def test_a_learner_asking_meanwhile_goes_first_and_restarts_the_pause(make_servi
     wait_for(lambda: idle[0].status().state == "running", timeout=10)
     learner = svc.submit(tiny_compare(seed=1), "learner")  # while an idle run holds it
     assert learner.wait(10)
-    assert idle[1].wait(10)
-    assert [seed for seed, _ in worker.log] == [10, 1, 11]
+    assert idle[1].wait(10) and idle[0].wait(10)
+    # the idle run's step yielded to the learner and ran again once the pause was over
+    assert worker.preempted == [(10, 0)]
+    assert [seed for seed, _ in worker.log] == [1, 10, 11]
 
 
 def test_a_learner_asking_for_an_idle_run_makes_it_theirs(make_service, monkeypatch):
@@ -198,3 +200,17 @@ def test_the_warm_up_logs_each_failed_run_with_its_job_and_reason(caplog) -> Non
     assert len(caplog.records) == 1
     message = caplog.records[0].getMessage()
     assert "kind='fits'" in message and "memory-limit" in message and "806395904" in message
+
+
+def test_the_warm_up_lists_its_runs_at_the_lowest_priority() -> None:
+    """The child that opens every page to list the warm-up's runs takes the smallest share
+    of the CPU beside a learner's page run (and still ends on a busy machine)."""
+    import subprocess
+    import sys
+
+    from ui.server import lowest_priority
+
+    out = subprocess.run([sys.executable, "-c", "import os; print(os.nice(0))"],
+                         capture_output=True, text=True, check=True,
+                         preexec_fn=lowest_priority).stdout
+    assert int(out) == 19

@@ -1,0 +1,211 @@
+"""The planner across many GPUs: memory on the most loaded GPU for every checkpointing
+strategy under a layout (tensor, sequence, context, pipeline, data/FSDP parallelism), and
+the layout a practitioner would reach for, added in their order: shard the training state
+(FSDP) over every GPU, then tensor parallelism (with sequence parallelism) inside a node,
+then pipeline parallelism across nodes, or context parallelism first for long sequences.
+
+The per-layer bytes are the planner's own (memory.footprint: the course's formula or the
+measured transformers class), split by memory.parallel: what a checkpoint keeps (a
+layer's input) is divided by t only under sequence parallelism; the rest of a layer by
+Korthikanti et al.'s ratio layer_bytes(t, sp) / layer_bytes(1). Context parallelism runs
+the planner's layer over s/cp tokens with a fused attention kernel. The first pipeline
+stage keeps its L/p layers for the micro-batches in flight (memory.parallel.in_flight);
+the last stage holds the loss. Pure arithmetic; no torch.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from memory import parallel as M
+from memory.footprint import (
+    STRATEGIES,
+    PlannerInputs,
+    activations,
+    logits_peak_bytes,
+    state_bytes,
+)
+from memory.hardware import FRAGMENTATION, WORKSPACE_BYTES
+
+LONG_SEQ = 32_768  # from here on context parallelism comes before pipeline parallelism
+# least recomputation first (what the recommendation prefers when several fit)
+RECOMMENDABLE = ("none", "selective", "some-layers", "two-layer", "every-layer")
+
+
+@dataclass(frozen=True)
+class GpuRow:
+    """One strategy on the most loaded GPU of a layout."""
+
+    strategy: str
+    kept: float  # activations kept for backward on that GPU at its peak
+    rebuilt: float  # the layers rebuilt at once in backward
+    state: float  # weights + gradients + optimizer state (and FSDP's gathered layers)
+    logits: float
+    peak: float
+    fits: bool
+    stage: str  # "first" | "last" | "only": the pipeline stage with that peak
+    recompute_flops: float
+
+
+def local_inputs(p: PlannerInputs, layout: M.Layout) -> PlannerInputs:
+    """The planner's settings for one GPU's share of a micro-batch: s/cp tokens (context
+    parallelism runs a fused attention kernel, so no s x s scores), no sharding of its own."""
+    if layout.cp == 1:
+        return p.with_(shards=1)
+    return p.with_(seq=math.ceil(p.seq / layout.cp), fused=True, shards=1)
+
+
+def checkpoints(p: PlannerInputs, strategy: str) -> int:
+    """How many layer inputs a strategy keeps as checkpoints (memory.footprint.activations)."""
+    n = p.arch.layers
+    if strategy == "every-layer":
+        return n
+    if strategy == "two-layer":
+        return math.ceil(n / 2)
+    if strategy == "some-layers":
+        return max(0, min(n, p.some_layers))
+    return 0
+
+
+def tp_ratio(p: PlannerInputs, layout: M.Layout, strategy: str) -> float:
+    """The share of a plain layer's bytes one tensor-parallel GPU keeps (Korthikanti et
+    al.'s Table 2 over their no-parallelism row)."""
+    arch, q = p.arch, local_inputs(p, layout)
+    recompute = "selective" if strategy == "selective" else "none"
+    args = dict(s=p.seq, b=p.batch, h=arch.hidden, a=arch.heads, recompute=recompute,
+                cp=layout.cp, fused=q.fused)
+    return (M.layer_bytes(**args, tp=layout.tp, sp=layout.sp)
+            / M.layer_bytes(**args, tp=1, sp=False))
+
+
+def gpu_row(p: PlannerInputs, layout: M.Layout, strategy: str) -> GpuRow:
+    """Memory on the most loaded GPU of `layout` for `strategy`: the first and the last
+    pipeline stage are both priced (the first holds the most micro-batches, the last the
+    loss) and the larger is the row's."""
+    q = local_inputs(p, layout)
+    act = activations(q, strategy)
+    ckpt = q.batch * q.seq * q.arch.hidden * q.residual_bytes
+    ckpt_part = checkpoints(q, strategy) * ckpt
+    plain = tp_ratio(p, layout, strategy)
+    per_step = (ckpt_part / (layout.tp if layout.sp else 1)
+                + (act.kept - ckpt_part) * plain)
+    share = M.stage_layers(q.arch.layers, layout.pp) / q.arch.layers
+    rebuilt = act.rebuilt * plain
+    shards = layout.dp * layout.cp
+    st = state_bytes(q.with_(shards=shards))
+    base = st["weights"] - st["gathered"] - st["root"] + st["gradients"] + st["optimizer"]
+    state = base / (layout.tp * layout.pp) + (st["gathered"] + st["root"]) / layout.tp
+    logits = logits_peak_bytes(q) / layout.tp  # vocabulary-parallel loss under t > 1
+
+    def stage_peak(stage: int, with_logits: bool) -> tuple[float, float]:
+        kept = per_step * share * M.in_flight(layout, stage)
+        loss = logits if with_logits else 0.0
+        subtotal = state + kept + rebuilt + loss
+        return kept, subtotal + WORKSPACE_BYTES + FRAGMENTATION * subtotal
+
+    if layout.pp == 1:
+        kept, peak = stage_peak(0, True)
+        where = "only"
+    else:
+        first, last = stage_peak(0, False), stage_peak(layout.pp - 1, True)
+        (kept, peak), where = (first, "first") if first[1] >= last[1] else (last, "last")
+    return GpuRow(strategy, kept, rebuilt, state, logits if where != "first" else 0.0,
+                  peak, peak <= p.usable_bytes, where, act.recompute_flops)
+
+
+def gpu_rows(p: PlannerInputs, layout: M.Layout) -> dict[str, GpuRow]:
+    return {s: gpu_row(p, layout, s) for s in STRATEGIES}
+
+
+def cheapest(rows: dict[str, GpuRow]) -> GpuRow:
+    """The strategy that fits with the least recomputation (then the least memory); if
+    none fits, the one with the least memory."""
+    fitting = [rows[s] for s in RECOMMENDABLE if rows[s].fits]
+    if fitting:
+        return min(fitting, key=lambda r: (r.recompute_flops, r.peak))
+    return min(rows.values(), key=lambda r: r.peak)
+
+
+@dataclass(frozen=True)
+class LayoutStep:
+    action: str  # fsdp | tp | pp | cp
+    layout: M.Layout
+    row: GpuRow
+
+
+def _powers(limit: int) -> list[int]:
+    out, k = [], 2
+    while k <= limit:
+        out.append(k)
+        k *= 2
+    return out
+
+
+def candidates(p: PlannerInputs, gpus: int, per_node: int) -> list[tuple[str, M.Layout]]:
+    """Layouts in the order practitioners add parallelism: FSDP over every GPU; tensor
+    (with sequence) parallelism inside a node, t dividing the heads and the node; then,
+    with the widest t, pipeline stages across nodes (1F1B, at least p micro-batches) or,
+    for sequences of LONG_SEQ tokens or more, context parallelism first."""
+    out: list[tuple[str, M.Layout]] = [("fsdp", M.Layout(dp=gpus))]
+    tp = 1
+    for t in _powers(min(per_node, gpus)):
+        if gpus % t or p.arch.heads % t or p.arch.kv_heads % t:
+            break
+        tp = t
+        out.append(("tp", M.Layout(tp=t, sp=True, dp=gpus // t)))
+    m = max(p.accumulation, 1)
+    across = ("cp", "pp") if p.seq >= LONG_SEQ else ("pp", "cp")
+    for kind in across:
+        for k in _powers(gpus // tp):
+            if (gpus // tp) % k or (kind == "pp" and k > p.arch.layers):
+                continue
+            dp = gpus // (tp * k)
+            layout = (M.Layout(tp=tp, sp=tp > 1, pp=k, microbatches=max(m, k), dp=dp)
+                      if kind == "pp" else M.Layout(tp=tp, sp=tp > 1, cp=k, dp=dp))
+            out.append((kind, layout))
+    return out
+
+
+def recommend_layout(p: PlannerInputs, gpus: int, per_node: int) -> tuple[LayoutStep, ...]:
+    """The steps up to the first layout where a strategy fits (or all of them)."""
+    steps: list[LayoutStep] = []
+    for action, layout in candidates(p, gpus, per_node):
+        row = cheapest(gpu_rows(p, layout))
+        steps.append(LayoutStep(action, layout, row))
+        if row.fits:
+            break
+    return tuple(steps)
+
+
+def gpus_needed(p: PlannerInputs, gpus: int, per_node: int, limit: int = 4096
+                ) -> tuple[LayoutStep, ...] | None:
+    """When nothing fits on `gpus`: the recommendation on twice, four times ... as many
+    GPUs, the first where it fits, or None up to `limit` GPUs."""
+    n = gpus * 2
+    while n <= limit:
+        steps = recommend_layout(p, n, per_node)
+        if steps[-1].row.fits:
+            return steps
+        n *= 2
+    return None
+
+
+def nodes(gpus: int, per_node: int) -> int:
+    return math.ceil(gpus / per_node)
+
+
+def layout_dict(layout: M.Layout, per_node: int) -> dict:
+    return {"tp": layout.tp, "sp": layout.sp, "cp": layout.cp, "pp": layout.pp,
+            "schedule": layout.schedule, "microbatches": layout.microbatches,
+            "chunks": layout.chunks, "ep": layout.ep, "dp": layout.dp,
+            "gpus": layout.gpus, "gpus_per_node": per_node,
+            "nodes": nodes(layout.gpus, per_node)}
+
+
+def with_dp(layout: M.Layout, gpus: int) -> M.Layout:
+    """`layout` with the data-parallel (FSDP) size that fills `gpus`."""
+    inner = layout.tp * layout.cp * layout.pp
+    if gpus % inner:
+        raise M.LayoutError(f"--gpus {gpus} is not a multiple of tp x cp x pp = {inner}")
+    return replace(layout, dp=gpus // inner)

@@ -1,0 +1,145 @@
+"""The planner across GPUs (planner.parallel_plan, `python -m demos plan --tp ...`): its
+per-GPU bytes agree with memory.parallel for given layouts, the single-GPU planner for
+FSDP alone, and the recommendation adds parallelism in practitioners' order."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from demos.cli import main
+from memory import parallel as M
+from memory.architectures import PRESETS
+from memory.footprint import STRATEGIES, PlannerInputs, activations, peak_bytes
+from planner import parallel_plan as PP
+from planner.parallel_code import parallel_code
+
+P8 = PlannerInputs(PRESETS["llama-3.1-8b"], seq=8192, batch=1, accumulation=8)
+
+
+def _cli(capsys, *flags: str) -> dict:
+    assert main(["plan", "--model", "llama-3.1-8b", "--seq", "8192", "--json", *flags]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_fsdp_alone_is_the_single_gpu_planners_sharding():
+    for strategy in STRATEGIES:
+        row = PP.gpu_row(P8, M.Layout(dp=8), strategy)
+        assert row.peak == pytest.approx(peak_bytes(P8.with_(shards=8), strategy), rel=1e-9)
+
+
+def test_checkpoints_split_as_memory_parallel_says():
+    arch = P8.arch
+    layout = M.Layout(tp=4, sp=True, pp=4, microbatches=8, dp=1)
+    p = P8.with_(chunked_loss=True)  # a small loss: the first stage is the most loaded
+    row = PP.gpu_row(p, layout, "every-layer")
+    per_layer = M.input_bytes(8192, arch.hidden, tp=4, sp=True, act_bytes=P8.residual_bytes)
+    expected = per_layer * M.stage_layers(arch.layers, 4) * M.in_flight(layout)
+    assert row.kept == pytest.approx(expected, rel=1e-9)
+    assert row.stage == "first"
+    # without sequence parallelism the layer inputs stay whole on every GPU
+    plain_tp = PP.gpu_row(p, M.Layout(tp=4, pp=4, microbatches=8), "every-layer")
+    assert plain_tp.kept == pytest.approx(4 * row.kept, rel=1e-9)
+    # the whole loss on the last stage makes it the most loaded, with one micro-batch
+    last = PP.gpu_row(P8, layout, "every-layer")
+    assert last.stage == "last"
+    assert last.kept == pytest.approx(per_layer * M.stage_layers(arch.layers, 4), rel=1e-9)
+
+
+@pytest.mark.parametrize("sp", [False, True])
+def test_plain_layers_split_by_korthikanti_ratio(sp):
+    one = PP.gpu_row(P8, M.Layout(), "none").kept
+    four = PP.gpu_row(P8, M.Layout(tp=4, sp=sp), "none").kept
+    # fused attention: no scores; Table 2 without them: sbh(10 + 24/t), or 34/t with sp
+    assert four / one == pytest.approx((34 / 4 if sp else 10 + 24 / 4) / 34, rel=1e-9)
+
+
+def test_schedules_and_context_parallelism():
+    p = P8.with_(chunked_loss=True)
+    one_f = PP.gpu_row(p, M.Layout(pp=4, microbatches=8), "every-layer")
+    gpipe = PP.gpu_row(p, M.Layout(pp=4, schedule="gpipe", microbatches=8), "every-layer")
+    assert gpipe.kept == pytest.approx(one_f.kept * 8 / 4, rel=1e-9)
+    single = activations(P8, "every-layer").kept
+    cp = PP.gpu_row(P8, M.Layout(cp=2), "every-layer")
+    assert cp.kept == pytest.approx(single / 2, rel=1e-9)
+
+
+def test_cli_json_agrees_with_the_layout(capsys):
+    data = _cli(capsys, "--gpus", "16", "--tp", "4", "--sp", "--pp", "2",
+                "--schedule", "gpipe", "--microbatches", "4")
+    par = data["parallel"]
+    assert par["chosen_by"] == "flags"
+    assert par["layout"]["dp"] == 2 and par["layout"]["nodes"] == 2
+    layout = M.Layout(tp=4, sp=True, pp=2, schedule="gpipe", microbatches=4, dp=2)
+    p = P8.with_(shards=16)
+    for strategy, row in par["strategies"].items():
+        expected = PP.gpu_row(p, layout, strategy)
+        assert row["activations_kept_bytes"] == pytest.approx(expected.kept, rel=1e-12)
+        assert row["peak_bytes"] == pytest.approx(expected.peak, rel=1e-12)
+        assert row["fits"] == expected.fits
+        assert row["layout"]["tp"] == 4 and row["layout"]["pp"] == 2
+    compile(par["code"]["pytorch"], "<plan>", "exec")
+    assert "ScheduleGPipe" in par["code"]["pytorch"]
+
+
+@pytest.mark.parametrize("flags, message", [
+    (("--sp",), "--sp"), (("--gpus", "6", "--tp", "4"), "multiple of"),
+    (("--tp", "0"), "out of range"), (("--ep", "2"), "--ep"),
+    (("--pp", "2", "--schedule", "interleaved", "--microbatches", "3"), "divisible"),
+])
+def test_bad_layouts_get_one_line(capsys, flags, message):
+    assert main(["plan", "--model", "llama-3.1-8b", *flags]) != 0
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_recommendation_adds_parallelism_in_practitioners_order():
+    p70 = PlannerInputs(PRESETS["llama-3.1-70b"], seq=8192, batch=1, accumulation=8)
+    steps = PP.recommend_layout(p70, 16, 8)
+    actions = [s.action for s in steps]
+    assert actions[0] == "fsdp" and steps[0].layout.dp == 16
+    tps = [s.layout.tp for s in steps if s.action == "tp"]
+    assert tps == sorted(tps) and max(tps) <= 8
+    first_across = next(a for a in actions if a in ("pp", "cp"))
+    assert first_across == "pp" and actions.index("pp") > actions.index("tp")
+    # each step holds no more per GPU than the one before
+    peaks = [s.row.peak for s in steps]
+    assert peaks == sorted(peaks, reverse=True)
+    # long sequences: context parallelism before pipelining
+    long = PP.candidates(p70.with_(seq=65536), 16, 8)
+    kinds = [k for k, _ in long if k in ("pp", "cp")]
+    assert kinds[0] == "cp"
+    # a model that fits with FSDP alone stops there
+    small = PP.recommend_layout(P8, 16, 8)
+    assert [s.action for s in small] == ["fsdp"] and small[0].row.fits
+
+
+def test_done_when_command(capsys):
+    assert main(["plan", "--model", "llama-3.1-70b", "--seq", "8192", "--gpu", "h100",
+                 "--gpus", "16", "--gpus-per-node", "8", "--json"]) == 0
+    par = json.loads(capsys.readouterr().out)["parallel"]
+    assert par["gpus"] == 16 and par["nodes"] == 2
+    assert set(par["strategies"]) == set(STRATEGIES)
+    if not par["fits"]:
+        assert par["fits_on"]["gpus"] > 16
+    code = par["code"]["pytorch"]
+    compile(code, "<plan>", "exec")
+    for name in ("fully_shard", "parallelize_module", "checkpoint_wrapper"):
+        assert name in code
+
+
+def test_code_checkpoints_the_plans_blocks():
+    layout = M.Layout(tp=2, sp=True, pp=2, microbatches=4)
+    some = parallel_code(P8.with_(strategy="some-layers", some_layers=5), layout)
+    assert "if i < 5:" in some and "Schedule1F1B" in some
+    assert "checkpoint_wrapper(block)" not in parallel_code(P8.with_(strategy="none"), layout)
+
+
+def test_code_comments_follow_the_language():
+    layout = M.Layout(tp=2, sp=True)
+    english = parallel_code(P8, layout, "en")
+    german = parallel_code(P8, layout, "de")
+    assert "Tensor parallelism inside each block" in english
+    assert "Tensorparallelität in jedem Block" in german
+    assert "Song song tensor trong mỗi khối" in parallel_code(P8, layout, "vi")

@@ -1,0 +1,78 @@
+"""make test-latest's report (tools.latest_releases): the versions on each side, why a
+newer release did not install, and each failing test with the line that names its cause."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tools.latest_releases import (
+    LIBRARY_TESTS,
+    NOT_HERE,
+    Failure,
+    cause,
+    changes,
+    probe,
+    report,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_cause_is_the_error_a_child_raised_not_the_log_noise_before_it() -> None:
+    launch = ("AssertionError: Failed to load CPU gemm_4bit_forward from kernels-community\n"
+              "  100%|███| 3/3\n"
+              "[rank0]: AttributeError: 'FSDPParamGroup' object has no attribute 'mp_policy'\n"
+              "[rank1]: AttributeError: 'FSDPParamGroup' object has no attribute 'mp_policy'")
+    assert cause(launch) == ("[rank0]: AttributeError: 'FSDPParamGroup' object has no "
+                             "attribute 'mp_policy'")
+    assert cause("assert 214958080 == 196608000.0 ± 2.0e+06") == (
+        "assert 214958080 == 196608000.0 ± 2.0e+06")
+    assert cause("") == ""
+
+
+def test_the_report_names_versions_reasons_and_failures() -> None:
+    text = report({"torch": "2.15.0", "transformers": "5.24.0"},
+                  {"torch": "2.13.0+cpu", "transformers": "5.24.0"},
+                  {"transformers": ("5.25.0", "No matching distribution found for kernels")},
+                  {"tests": 10, "failures": 1, "errors": 0, "skipped": 1},
+                  [Failure("tests/demos/test_x.py::test_y", "failure", "assert 1 | 2")], 90)
+    assert "| torch | 2.13.0+cpu | 2.15.0 |" in text
+    assert "| peft | — | — |" in text
+    assert "- transformers 5.25.0: No matching distribution found for kernels" in text
+    assert "Tests: 8 passed, 1 failed, 1 skipped, of 10" in text
+    assert "| `tests/demos/test_x.py::test_y` | assert 1 \\| 2 |" in text
+    assert all(f"`{t}`" in text for t in NOT_HERE)
+    clean = report({}, {}, {}, {"tests": 3, "failures": 0, "errors": 0, "skipped": 0}, [], 1)
+    assert "Nothing differs." in clean
+
+
+def test_the_listed_tests_exist() -> None:
+    for path in LIBRARY_TESTS:
+        assert (ROOT / path).exists(), path
+    for test in NOT_HERE:
+        file, name = test.split("::")
+        assert f"def {name}(" in (ROOT / file).read_text()
+
+
+def test_changes_name_what_the_newest_releases_add_and_drop() -> None:
+    pinned = {"formulas": ["mm", "bmm"], "keywords": ["use_reentrant"], "same": ["a"],
+              "gone": ["x"]}
+    latest = {"formulas": ["mm", "bmm", "sdpa_cpu"], "keywords": ["use_reentrant", "new"],
+              "same": ["a"], "wraps": ["True"]}
+    assert changes(pinned, latest) == [
+        "formulas: adds `sdpa_cpu`",
+        "gone: only in the pinned releases",
+        "keywords: adds `new`",
+        "wraps: only in the newest releases",
+    ]
+
+
+def test_the_probe_reads_this_environment() -> None:
+    import sys
+
+    found = probe(sys.executable)
+    assert "aten.mm" in found[
+        "FLOP counter formulas (torch.utils.flop_counter.flop_registry)"]
+    assert "use_reentrant" in found["torch.utils.checkpoint.checkpoint keywords"]
+    assert found["accelerate's FSDP2 checkpointing wraps layers without the RNG state"] == [
+        "True"]
