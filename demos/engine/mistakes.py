@@ -198,7 +198,7 @@ CASES: dict[str, Case] = {c.id: c for c in [
             "go through saved_tensors_hooks: save_on_cpu never sees them, and they stay in "
             "device memory. Only the checkpoint's inputs reach the host."),
          N_("Under save_on_cpu, checkpoint whole layers (their inputs go through the "
-            "hooks), or count what the policy saves as device memory; from torch 2.15, "
+            "hooks), or count what the policy saves as device memory; from torch 2.14, "
             "checkpoint(..., respect_saved_tensors_hooks=True) sends it through the hooks."),
          "with save_on_cpu():\n    x = checkpoint(block, x, use_reentrant=False,\n"
          "                   context_fn=partial(create_selective_checkpoint_contexts,\n"

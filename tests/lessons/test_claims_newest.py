@@ -145,6 +145,25 @@ def test_a_selective_policy_under_save_on_cpu_is_not_wrapped_to_host(code):
     assert "respect_saved_tensors_hooks" in practice and "torch 2.14" in practice
 
 
+@pytest.mark.parametrize("code", CODES)
+def test_every_text_dates_respect_saved_tensors_hooks_to_torch_2_14(code):
+    """`checkpoint(..., respect_saved_tensors_hooks=...)` is in torch 2.14.1's
+    torch/utils/checkpoint.py (the wheel this machine's pip serves), not only in 2.15:
+    the mistakes lab's fix and the quiz say "torch 2.14" wherever they date it."""
+    import yaml
+
+    from demos.engine.mistakes import CASES
+    from i18n import gettext
+
+    quiz = ROOT / "quiz" / ("questions.yaml" if code == "en" else f"i18n/{code}.yaml")
+    texts = [gettext(code, case.fix) for case in CASES.values()]
+    texts.append(str(yaml.safe_load(quiz.read_text())))
+    dated = [version for found in texts
+             for version in re.findall(r"torch (2\.\d+)[^.]{0,20}?checkpoint\(\.\.\., "
+                                       r"respect_saved_tensors_hooks", found)]
+    assert dated and set(dated) == {"2.14"}, dated
+
+
 def test_peft_4bit_helper_passes_empty_kwargs_and_gets_the_reentrant_mode():
     """peft 0.21.2 turns {} into the kwargs; transformers adds use_reentrant=False only for
     None: a layer checkpointed by the helper runs torch's checkpoint without use_reentrant,
