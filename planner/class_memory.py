@@ -48,6 +48,7 @@ from unittest import mock
 import torch
 
 from memory.class_layers import ClassFit, Poly, Term
+from memory.saved_weights import VIEW_NODES, is_weight_copy
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 KERNELS = ("sdpa", "eager")
@@ -264,20 +265,8 @@ def _gpu_rules(root) -> dict[int, tuple[str, tuple[int, ...], int]]:
     return rules
 
 
-_VIEWS = {"TBackward0", "ViewBackward0", "TransposeBackward0", "PermuteBackward0",
-          "UnsafeViewBackward0", "ExpandBackward0", "SelectBackward0"}
-
-
-def _weight_copy(t: torch.Tensor) -> bool:
-    """Whether a saved tensor is (a view of) a cast of a trainable parameter: autocast's
-    16-bit weight copy, a ToCopyBackward0 straight from the parameter's AccumulateGrad."""
-    fn = t.grad_fn
-    while fn is not None and type(fn).__name__ in _VIEWS:
-        fn = fn.next_functions[0][0] if fn.next_functions else None
-    if fn is None or type(fn).__name__ != "ToCopyBackward0" or not fn.next_functions:
-        return False
-    source = fn.next_functions[0][0]
-    return source is not None and type(source).__name__ == "AccumulateGrad"
+# a select of a weight copy (a fused projection's slice) is the copy too
+_VIEWS = VIEW_NODES | {"SelectBackward0"}
 
 
 def measure_step(model: torch.nn.Module, batch: int, seq: int, autocast: bool = False,
@@ -347,7 +336,7 @@ def measure_step(model: torch.nn.Module, batch: int, seq: int, autocast: bool = 
         key = _storage_key(t)
         if key in params or key in seen:
             return t
-        if _weight_copy(t):  # autocast's 16-bit weight copy: the plan counts it with the
+        if is_weight_copy(t, _VIEWS):  # autocast's 16-bit weight copy: the plan counts it with the
             params.add(key)  # weights (mixed precision's 6 bytes per parameter)
             return t
         nbytes = t.untyped_storage().nbytes()

@@ -32,6 +32,7 @@ import torch
 
 from demos.engine.tracker import LiveTracker
 from memory.architectures import PRESETS, Architecture
+from memory.saved_weights import is_weight_copy
 
 ATTENTIONS = ("sdpa", "eager")
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
@@ -278,22 +279,6 @@ def _layer_marks(layers: list[torch.nn.Module], state: dict) -> Iterator[None]:
             h.remove()
 
 
-_VIEWS = {"TBackward0", "ViewBackward0", "TransposeBackward0", "PermuteBackward0",
-          "UnsafeViewBackward0", "ExpandBackward0"}
-
-
-def _weight_copy(t: torch.Tensor) -> bool:
-    """Whether a saved tensor is (a view of) a cast of a trainable parameter: autocast's
-    16-bit weight copy (ToCopyBackward0 straight from the parameter's AccumulateGrad)."""
-    fn = t.grad_fn
-    while fn is not None and type(fn).__name__ in _VIEWS:
-        fn = fn.next_functions[0][0] if fn.next_functions else None
-    if fn is None or type(fn).__name__ != "ToCopyBackward0" or not fn.next_functions:
-        return False
-    source = fn.next_functions[0][0]
-    return source is not None and type(source).__name__ == "AccumulateGrad"
-
-
 def uses_autocast(setup: Setup) -> bool:
     """Mixed precision, and QLoRA in 16-bit: the planner's code sets the Trainer's bf16=True,
     which runs forward and loss under torch.autocast."""
@@ -315,7 +300,7 @@ def measure(setup: Setup, peak: bool = False) -> Measurement:
     def pack(t: torch.Tensor) -> torch.Tensor:
         storage = t.untyped_storage()
         key = storage.data_ptr()
-        if key in copies or (key not in seen and _weight_copy(t)):
+        if key in copies or (key not in seen and is_weight_copy(t)):
             copies[key] = (state["layer"], storage.nbytes())
         elif key not in seen and storage.nbytes() and not any(
                 c.untyped_storage().data_ptr() == key for c in constant):

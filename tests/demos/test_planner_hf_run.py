@@ -363,7 +363,7 @@ def _kept_in_the_trainer_step(run: Run) -> list[int]:
     once, attributed to the layer running when it was first saved; parameters, autocast's
     16-bit copies of trainable weights (the planner counts them with the weights) and what
     is made outside the layers and passed to each (rotary cos/sin, masks) left out."""
-    from demos.engine.real_models import _weight_copy
+    from memory.saved_weights import is_weight_copy
 
     layers = decoder_layers(run.model)
     state: dict = {"layer": None, "shared": set()}
@@ -388,7 +388,7 @@ def _kept_in_the_trainer_step(run: Run) -> list[int]:
         storage = t.untyped_storage()
         key = storage.data_ptr()
         if (state["layer"] is not None and key not in kept and key not in params
-                and key not in state["shared"] and storage.nbytes() and not _weight_copy(t)):
+                and key not in state["shared"] and storage.nbytes() and not is_weight_copy(t)):
             kept[key] = (state["layer"], storage.nbytes())
         return t
 
