@@ -14,7 +14,8 @@ VIEW_NODES = frozenset({"TBackward0", "ViewBackward0", "TransposeBackward0",
 
 def is_weight_copy(t: Any, views: Collection[str] = VIEW_NODES) -> bool:
     """Whether a saved tensor (a torch.Tensor) is (a view of) a cast of a trainable
-    parameter: autocast's 16-bit weight copy, a ToCopyBackward0 straight from the parameter's AccumulateGrad."""
+    parameter: autocast's 16-bit weight copy, a ToCopyBackward0 straight from the
+    parameter's AccumulateGrad."""
     fn = t.grad_fn
     while fn is not None and type(fn).__name__ in views:
         fn = fn.next_functions[0][0] if fn.next_functions else None
