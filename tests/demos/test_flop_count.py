@@ -116,11 +116,28 @@ def test_the_default_demo_model_counts_sixteen_point_seven_percent():
     assert every["overhead"] == pytest.approx(1.167, abs=0.001)
 
 
+def _hf_step_flops(model, ids) -> tuple[int, int]:  # noqa: ANN001 - a transformers model
+    """torch's FLOP count of one training step of a Hugging Face causal LM, plain and then
+    with its own checkpointing on every layer."""
+    import warnings
+
+    def count() -> int:
+        model.zero_grad(set_to_none=True)
+        with FlopCounterMode(display=False) as counter:
+            model(input_ids=ids, labels=ids).loss.backward()
+        return counter.get_total_flops()
+
+    none = count()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.activation_checkpointing_enable()
+    return none, count()
+
+
 def test_the_planner_counts_what_torch_counts_for_a_hugging_face_llama():
     """A tiny Llama from transformers (its own decoder layers, SDPA, full fine-tune, fp32):
     the planner's step FLOPs and its every-layer recomputation (early stop: no down
     projection rerun) equal torch's counter around one step."""
-    import warnings
 
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -135,17 +152,7 @@ def test_the_planner_counts_what_torch_counts_for_a_hugging_face_llama():
     model = LlamaForCausalLM(config).train()
     ids = torch.randint(0, 300, (2, 16))
 
-    def count() -> int:
-        model.zero_grad(set_to_none=True)
-        with FlopCounterMode(display=False) as counter:
-            model(input_ids=ids, labels=ids).loss.backward()
-        return counter.get_total_flops()
-
-    none = count()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model.activation_checkpointing_enable()
-    every = count()
+    none, every = _hf_step_flops(model, ids)
     arch = custom(3, 64, 4, 2, 160, "swiglu", "rmsnorm", 300, False)
     p = footprint.PlannerInputs(arch, seq=16, batch=2, precision="fp32", tuning="full",
                                 device="cpu")
@@ -204,7 +211,6 @@ def test_the_planner_counts_what_torch_counts_for_a_hugging_face_gpt2(dropout):
     checkpointed: at GPT-2's dropout 0.1 the rebuild reruns each whole layer (the dropout
     after c_proj saves its mask after that matmul), at 0 it skips c_proj, and the planner's
     recomputation (memory.layer.rerun_flops) says so."""
-    import warnings
 
     from transformers import GPT2Config, GPT2LMHeadModel
 
@@ -218,17 +224,7 @@ def test_the_planner_counts_what_torch_counts_for_a_hugging_face_gpt2(dropout):
     model = GPT2LMHeadModel(config).train()
     ids = torch.randint(0, 300, (2, 16))
 
-    def count() -> int:
-        model.zero_grad(set_to_none=True)
-        with FlopCounterMode(display=False) as counter:
-            model(input_ids=ids, labels=ids).loss.backward()
-        return counter.get_total_flops()
-
-    none = count()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model.activation_checkpointing_enable()
-    every = count()
+    none, every = _hf_step_flops(model, ids)
     arch = custom(3, 64, 4, 4, 256, "gelu", "layernorm", 300, True).with_(
         dropout=dropout > 0, positions=64)
     p = footprint.PlannerInputs(arch, seq=16, batch=2, precision="fp32", tuning="full",
