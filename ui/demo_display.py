@@ -362,6 +362,15 @@ def download(data: Comparison | pd.DataFrame, name: str) -> None:
                        icon=":material/download:", key=f"download-{name}")
 
 
+def downloads(frame: pd.DataFrame, name: str,
+              snapshot: tuple[list[tuple[str, list[list] | None]], int], what: str) -> None:
+    """A results table as CSV and, for its runs that kept the tracker's event log
+    (`snapshot`: the runs and the parameter bytes, from demos.reports.memory_snapshot), as
+    torch's memory snapshot; `what` says which runs the snapshot holds."""
+    download(frame, name)
+    snapshot_button(*snapshot, name, fingerprint(frame), what)
+
+
 def download_snapshot(comparison: Comparison, name: str) -> None:
     """This comparison as torch's memory snapshot, one step per strategy."""
     from demos.reports.memory_snapshot import comparison_runs

@@ -124,14 +124,13 @@ def budget_demo() -> None:
             "compiler_budget`), measured on {date} on an {machine} CPU, not on this run.",
             date=example.date, machine=example.machine))
     name = f"compiler-budget-{report.config_slug(config)}"
-    display.download(frame, name)
     if example is not None:
+        display.download(frame, name)
         st.caption(t("The stored example keeps no tracked steps: measure it on this server "
                      "to download its memory snapshot."))
         return
-    runs, parameters = memory_snapshot.budget_runs(frame, config)
-    display.snapshot_button(
-        runs, parameters, name, display.fingerprint(frame),
+    display.downloads(
+        frame, name, memory_snapshot.budget_runs(frame, config),
         t("The memory snapshot holds the eager points' steps only. A compiled step cannot be "
           "tracked: under a dispatch mode such as the lab's tracker, Dynamo leaves the frame "
           "uncompiled and runs it eagerly, so the tracker would see an eager step."))

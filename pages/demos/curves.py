@@ -45,11 +45,9 @@ def curves_demo() -> None:
         display.note(curves.curve_caption(name, frame, config, lang))
         st.markdown(t(curve.explanation))
         display.measured_caption(runner.device().label(), curves.methods_of(frame))
-        display.download(frame, f"curves-{name}-{report.config_slug(config)}")
-        runs, parameters = memory_snapshot.sweep_runs(frame, config, curve.vary)
-        display.snapshot_button(
-            runs, parameters, f"curves-{name}-{report.config_slug(config)}",
-            display.fingerprint(frame),
+        display.downloads(
+            frame, f"curves-{name}-{report.config_slug(config)}",
+            memory_snapshot.sweep_runs(frame, config, curve.vary),
             t("The memory snapshot holds one tracked step per strategy, at the largest "
               "value it ran in this sweep; the steps at the other values are not kept, so "
               "that a stored sweep stays small."))

@@ -50,11 +50,9 @@ def same_result_demo() -> None:
         display.measured_caption(runner.device().label(), [N_("training for real")],
                                  t("{steps} steps, dropout {dropout}.", steps=steps,
                                    dropout=fmt_decimal(dropout)))
-        name = f"same-result-{report.config_slug(config)}-{steps}steps"
-        display.download(losses, name)
-        runs, parameters = memory_snapshot.training_runs(losses, config)
-        display.snapshot_button(
-            runs, parameters, name, display.fingerprint(losses),
+        display.downloads(
+            losses, f"same-result-{report.config_slug(config)}-{steps}steps",
+            memory_snapshot.training_runs(losses, config),
             t("The memory snapshot holds each strategy's first training step (forward, loss "
               "and backward; the optimizer's update after it is not tracked); the later "
               "steps repeat it on other data and are not kept."))

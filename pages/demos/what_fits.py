@@ -89,11 +89,9 @@ def what_fits_demo() -> None:
         when_a_larger_batch_pays()
         display.measured_caption(runner.device().label(), list(frame["measured_by"]),
                                  fits_and_loss_tables.fits_timing_note(frame, lang))
-        name = f"what-fits-{field}-{budget_mib}MiB-{report.config_slug(config)}"
-        display.download(frame, name)
-        runs, parameters = memory_snapshot.fits_runs(frame, config)
-        display.snapshot_button(
-            runs, parameters, name, display.fingerprint(frame),
+        display.downloads(
+            frame, f"what-fits-{field}-{budget_mib}MiB-{report.config_slug(config)}",
+            memory_snapshot.fits_runs(frame, config),
             t("The memory snapshot holds each strategy's confirmed step, at the largest size "
               "that fit the budget; the search's other tries are not kept."))
 
