@@ -144,6 +144,16 @@ def parallel_code(p: PlannerInputs, layout: Layout, code: str = DEFAULT) -> str:
                   gettext(code, "Tensor parallelism inside each block, then sharded with "
                                 "FSDP; the root last. This plan checkpoints no block: "
                                 "every block keeps its activations for backward."))
+    if p.strategy == "two-layer":
+        blocks_doc += " " + gettext(code, "The plan's two-layer segments are checkpointed here "
+                                          "block by block, their nearest form inside the FSDP "
+                                          "units (a checkpoint around two units would gather "
+                                          "both at once): this code keeps what the table's "
+                                          "every-layer row counts.")
+    elif p.strategy == "budget":
+        blocks_doc += " " + gettext(code, "The plan's compiler budget is replaced here by a "
+                                          "checkpoint on every block: this code keeps what "
+                                          "the table's every-layer row counts.")
     out += _BLOCKS.format(checkpointed=checkpointed, doc=_doc(blocks_doc))
     out += _MESH
     if layout.pp > 1:

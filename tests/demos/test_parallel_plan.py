@@ -140,7 +140,8 @@ def test_code_checkpoints_the_plans_blocks():
 def test_code_comments_say_checkpointed_only_when_the_plan_checkpoints(code):
     """The comment over the loop over blocks says they are checkpointed only when the code
     under it wraps them in checkpoint_wrapper; a plan without checkpointing says it keeps
-    every block's activations."""
+    every block's activations, and a plan of two-layer segments or a compiler budget, which
+    the code checkpoints block by block, says that the code keeps the every-layer row."""
     from i18n import gettext
 
     layout = M.Layout(tp=2, sp=True)
@@ -157,6 +158,19 @@ def test_code_comments_say_checkpointed_only_when_the_plan_checkpoints(code):
                                                      code).splitlines())
         wraps = "checkpoint_wrapper(block)" in printed
         assert (said in printed) == wraps and (plain in printed) == (not wraps), strategy
+        # a plan the code can only approximate block by block says what the code keeps
+        for approximated, note in NEAREST.items():
+            assert (gettext(code, note) in printed) == (strategy == approximated), strategy
+
+
+NEAREST = {
+    "two-layer": "The plan's two-layer segments are checkpointed here block by block, their "
+                 "nearest form inside the FSDP units (a checkpoint around two units would "
+                 "gather both at once): this code keeps what the table's every-layer row "
+                 "counts.",
+    "budget": "The plan's compiler budget is replaced here by a checkpoint on every block: "
+              "this code keeps what the table's every-layer row counts.",
+}
 
 
 def test_code_comments_follow_the_language():
