@@ -132,7 +132,12 @@ def test_done_when_command(capsys):
 def test_code_checkpoints_the_plans_blocks():
     layout = M.Layout(tp=2, sp=True, pp=2, microbatches=4)
     some = parallel_code(P8.with_(strategy="some-layers", some_layers=5), layout)
-    assert "if i < 5:" in some and "Schedule1F1B" in some
+    # 5 of 32 layers priced as 2.5 in each of the two stages: 3 checkpointed in each
+    assert "if i < 3:" in some and "Schedule1F1B(runs[0]" in some
+    alone = parallel_code(P8.with_(strategy="some-layers", some_layers=5), M.Layout(tp=2))
+    assert "if i < 5:" in alone and "class Stage" not in alone
+    interleaved = M.Layout(pp=2, microbatches=4, schedule="interleaved", chunks=2)
+    assert "ScheduleInterleaved1F1B(runs," in parallel_code(P8, interleaved)
     assert "checkpoint_wrapper(block)" not in parallel_code(P8.with_(strategy="none"), layout)
 
 
