@@ -7,6 +7,7 @@ per GPU."""
 
 from __future__ import annotations
 
+import functools
 import math
 
 from i18n import DEFAULT, gettext
@@ -147,6 +148,18 @@ def pipeline(model: nn.Module, mesh, loss_fn, device: torch.device):
     return modules, {schedule}({runs}, n_microbatches={microbatches}, loss_fn=loss_fn)
 '''
 
+_TRANSFORMERS_TP = '''
+
+def load_with_transformers_tp(path: str) -> nn.Module:
+{doc}
+    from transformers import AutoModelForCausalLM
+    from transformers.distributed.configuration_utils import DistributedConfig
+
+    model = AutoModelForCausalLM.from_pretrained(
+        path, distributed_config=DistributedConfig(tp_size=TP, fsdp_size=DP))
+{checkpointing}    return model
+'''
+
 _CP = '''
 
 def context_parallel_step(model: nn.Module, input_ids: torch.Tensor, labels: torch.Tensor,
@@ -164,6 +177,29 @@ def context_parallel_step(model: nn.Module, input_ids: torch.Tensor, labels: tor
         loss.backward()
     return loss
 '''
+
+
+@functools.lru_cache(maxsize=64)
+def has_tp_plan(family: str) -> bool:
+    """Whether transformers' config class of `family` (a model_type) holds a tensor
+    parallel plan (base_model_tp_plan), which its from_pretrained applies."""
+    import transformers
+
+    try:
+        config = transformers.AutoConfig.for_model(family)
+    except ValueError:
+        return False
+    return bool(getattr(config, "base_model_tp_plan", None))
+
+
+def transformers_route(p: PlannerInputs, layout: Layout) -> bool:
+    """Whether the code also prints transformers' own tensor parallelism: a family whose
+    class has a plan, tensor parallelism alone with FSDP (no pipeline or context
+    parallelism, which this route does not take here) and a checkpointing it can apply
+    (none, or every layer: gradient_checkpointing_enable checkpoints each layer)."""
+    return (layout.tp > 1 and layout.pp == 1 and layout.cp == 1 and layout.ep == 1
+            and p.strategy in ("none", "every-layer", "two-layer", "budget")
+            and bool(p.arch.family) and has_tp_plan(p.arch.family))
 
 
 def checkpointed_per_stage(p: PlannerInputs, layout: Layout) -> int:
@@ -231,6 +267,17 @@ def parallel_code(p: PlannerInputs, layout: Layout, code: str = DEFAULT) -> str:
         out += _PIPE.format(schedule=_SCHEDULES[layout.schedule],
                             chunks=layout.chunks, runs="runs" if interleaved else "runs[0]",
                             microbatches=layout.microbatches, doc=_doc(pipe_doc))
+    if transformers_route(p, layout):
+        hf_doc = gettext(code, "Or transformers' own route: from_pretrained splits the "
+                               "weights by the model class's tensor-parallel plan "
+                               "(base_model_tp_plan) over TP GPUs and shards them with "
+                               "FSDP over DP; transformers 5.24 does not wire sequence "
+                               "parallelism into it, so the norms' activations stay whole. "
+                               "Run under torchrun with the process group initialized.")
+        ckpt = ("" if p.strategy == "none" else
+                "    model.gradient_checkpointing_enable(\n"
+                "        gradient_checkpointing_kwargs={\"use_reentrant\": False})\n")
+        out += _TRANSFORMERS_TP.format(doc=_doc(hf_doc), checkpointing=ckpt)
     if layout.cp > 1:
         cp_doc = gettext(code, "Context parallelism: each GPU of the cp mesh runs its slice "
                                "of the sequence, ring attention passing the keys and values "

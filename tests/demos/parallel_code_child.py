@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import sys
 import tempfile
 
@@ -55,9 +56,11 @@ def _run(rank: int, store: str, out: str) -> None:
             ranks: list = [None] * WORLD
             dist.all_gather_object(ranks, _pipeline_step(rank, schedule, strategy))
             piped.append({"schedule": schedule, "strategy": strategy, "ranks": ranks})
+        transformers_tp = _transformers_step(rank, os.path.dirname(store))
         if rank == 0:
             with open(out, "w", encoding="utf-8") as handle:
-                json.dump({"tp": results, "pp": piped}, handle)
+                json.dump({"tp": results, "pp": piped, "transformers": transformers_tp},
+                          handle)
     finally:
         dist.destroy_process_group()
 
@@ -87,6 +90,36 @@ def _step(sp: bool, strategy: str) -> dict:
     return {"loss": _full(loss).item(), "reference": ref_loss.item(),
             "grad_max_diff": grad_diff, "grad_max": grad_scale,
             "checkpointed": wrapped}
+
+
+def _transformers_step(rank: int, folder: str) -> dict:
+    """The printed alternative, transformers' own tensor parallelism (from_pretrained with
+    a DistributedConfig), on a tiny Llama saved by rank 0: one step beside the same
+    checkpoint loaded in one process."""
+    path = os.path.join(folder, "tiny-llama")
+    if rank == 0:
+        torch.manual_seed(0)
+        LlamaForCausalLM(TINY["llama"]()).save_pretrained(path)
+    dist.barrier()
+    namespace: dict = {}
+    exec(printed("every-layer", Layout(tp=WORLD)), namespace)  # noqa: S102 - under test
+    model = namespace["load_with_transformers_tp"](path)
+    model.train()
+    reference = LlamaForCausalLM.from_pretrained(path)
+    ids = torch.randint(0, model.config.vocab_size, (2, SEQ),
+                        generator=torch.Generator().manual_seed(1))
+    loss = model(input_ids=ids, labels=ids).loss
+    loss.backward()
+    ref_loss = reference(input_ids=ids, labels=ids).loss
+    ref_loss.backward()
+    references = dict(reference.named_parameters())
+    diffs = [(_full(p.grad) - references[name].grad).abs().max().item()
+             for name, p in model.named_parameters()]
+    return {"loss": _full(loss).item(), "reference": ref_loss.item(),
+            "grad_max_diff": max(diffs),
+            "grad_max": max(r.grad.abs().max().item() for r in references.values()),
+            "split": type(model.model.layers[0].self_attn.q_proj.weight).__name__,
+            "checkpointed": [layer.gradient_checkpointing for layer in model.model.layers]}
 
 
 def shifted(ids: torch.Tensor) -> torch.Tensor:

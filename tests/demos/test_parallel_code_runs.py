@@ -2,10 +2,11 @@
 (tests/demos/parallel_code_child.py), a tiny transformers Llama tensor parallel over both,
 with and without sequence parallelism, then split into two pipeline stages over 4
 micro-batches (torch.distributed.pipelining, GPipe and 1F1B), its blocks checkpointed as
-the plan names them and sharded with fully_shard; the loss and every gradient equal the
-one-process step. The printed context-parallel step is compiled, its imports resolved,
-not run: torch 2.13 runs context parallelism with CUDA's attention kernels only
-(tests/demos/test_parallel_runs.py records what it says on a CPU)."""
+the plan names them and sharded with fully_shard, and transformers' own tensor-parallel
+route it prints beside; the loss and every gradient equal the one-process step. The
+printed context-parallel step is compiled, its imports resolved, not run: torch 2.13 runs
+context parallelism with CUDA's attention kernels only (tests/demos/test_parallel_runs.py
+records what it says on a CPU)."""
 
 from __future__ import annotations
 
@@ -80,6 +81,17 @@ def test_printed_pipeline_checkpoints_the_blocks_it_names(runs):
     assert [rank["checkpointed"] for rank in every["ranks"]] == [[True, True]] * 2
     assert [rank["checkpointed"] for rank in some["ranks"]] == [[True, False]] * 2
     assert "if i < 1:" in child.printed("some-layers", Layout(pp=2, microbatches=4))
+
+
+@pytest.mark.heavy
+def test_the_printed_transformers_route_trains_as_one_process(runs):
+    """transformers' own tensor parallelism (the class's base_model_tp_plan through
+    from_pretrained's DistributedConfig), printed beside torch's: its weights are split
+    (DTensor), every layer checkpointed, and the loss and gradients are one process's."""
+    run = runs["transformers"]
+    assert run["split"] == "DTensor" and run["checkpointed"] == [True] * 4
+    assert run["loss"] == pytest.approx(run["reference"], rel=1e-5)
+    assert run["grad_max_diff"] <= 1e-5 * max(1.0, run["grad_max"])
 
 
 def test_printed_context_parallel_code_compiles_and_its_imports_resolve():

@@ -141,6 +141,23 @@ def test_code_checkpoints_the_plans_blocks():
     assert "checkpoint_wrapper(block)" not in parallel_code(P8.with_(strategy="none"), layout)
 
 
+def test_code_offers_transformers_route_where_the_class_has_a_plan():
+    """transformers' tensor parallelism is printed for a family whose config class holds
+    a base_model_tp_plan (Llama; GPT-2 has none), with tensor parallelism alone and a
+    checkpointing gradient_checkpointing_enable applies."""
+
+    tp = M.Layout(tp=2)
+    assert "DistributedConfig(tp_size=TP, fsdp_size=DP)" in parallel_code(P8, tp)
+    assert "gradient_checkpointing_enable" in parallel_code(P8, tp)
+    assert "gradient_checkpointing_enable" not in parallel_code(P8.with_(strategy="none"), tp)
+    gpt2 = PlannerInputs(PRESETS["gpt2"], strategy="every-layer")
+    assert "load_with_transformers_tp" not in parallel_code(gpt2, tp)
+    assert "load_with_transformers_tp" not in parallel_code(
+        P8.with_(strategy="some-layers"), tp)
+    assert "load_with_transformers_tp" not in parallel_code(
+        P8, M.Layout(tp=2, pp=2, microbatches=4))
+
+
 def test_code_comments_follow_the_language():
     layout = M.Layout(tp=2, sp=True)
     english = parallel_code(P8, layout, "en")
