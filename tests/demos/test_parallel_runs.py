@@ -172,6 +172,7 @@ def test_expert_parallel_ranks_keep_top_k_times_their_own_tokens(measured):
     torch.testing.assert_close(whole, torch.tensor(single["x_grad"]), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.heavy  # with the others on the launch: a test ordered later would launch again
 def test_context_parallel_does_not_run_on_a_cpu(measured):
     """torch 2.13's ring attention (torch/distributed/tensor/experimental/_attention.py)
     handles only the flash, memory-efficient and cuDNN attention kernels, which are CUDA's;
