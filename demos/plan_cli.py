@@ -4,6 +4,7 @@ or a script (--json for one JSON object)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from memory import footprint as P
@@ -112,9 +113,10 @@ def inputs(args) -> P.PlannerInputs:
 LAYOUT_FLAGS = ("tp", "cp", "pp", "schedule", "microbatches", "chunks", "ep")
 
 
-def layout(args) -> M.Layout | None:
+def layout(args, experts: tuple[int, int] | None = None) -> M.Layout | None:
     """The layout the flags give, its data-parallel size filling --gpus; None when no
-    layout flag is given."""
+    layout flag is given. `experts`: (experts per layer, per token) of a mixture-of-experts
+    model, which --ep needs."""
     given = [name for name in LAYOUT_FLAGS if getattr(args, name) is not None]
     if not given and not args.sp:
         return None
@@ -125,10 +127,11 @@ def layout(args) -> M.Layout | None:
     if args.sp and not (args.tp or 1) > 1:
         raise PlanError("--sp splits what tensor parallelism leaves whole: it needs --tp 2 "
                         "or more")
-    if (args.ep or 1) > 1:
-        raise PlanError("--ep: the planner prices expert parallelism for mixture-of-experts "
-                        "models only, and its presets and the configs it reads are priced "
-                        "as dense layers; leave --ep out")
+    if (args.ep or 1) > 1 and experts is None:
+        raise PlanError("--ep splits the experts of a mixture-of-experts model: give its "
+                        "config.json with --config (the presets are dense)")
+    if (args.ep or 1) > 1 and experts is not None and experts[0] % args.ep:
+        raise PlanError(f"--ep={args.ep} must divide the model's {experts[0]} experts")
     schedule = args.schedule or "1f1b"
     pp = args.pp or 1
     chunks = args.chunks or (2 if schedule == "interleaved" else 1)
@@ -136,9 +139,10 @@ def layout(args) -> M.Layout | None:
     try:
         from planner.parallel_plan import with_dp
 
-        return with_dp(M.Layout(tp=args.tp or 1, sp=args.sp, cp=args.cp or 1, pp=pp,
-                                schedule=schedule, microbatches=micro, chunks=chunks,
-                                ep=args.ep or 1), args.gpus)
+        filled = with_dp(M.Layout(tp=args.tp or 1, sp=args.sp, cp=args.cp or 1, pp=pp,
+                                  schedule=schedule, microbatches=micro, chunks=chunks),
+                         args.gpus)
+        return replace(filled, ep=args.ep or 1)  # checked against the dp x cp it filled
     except M.LayoutError as error:
         raise PlanError(str(error)) from None
 
@@ -180,7 +184,25 @@ def parallel_report(p: P.PlannerInputs, given: M.Layout | None, gpus: int, per_n
             for r in rows.values()},
         "code": {"pytorch": parallel_code(p.with_(strategy=best.strategy), chosen,
                                           language)},
+        "experts": experts_report(p, chosen),
     }
+
+
+def experts_report(p: P.PlannerInputs, chosen: M.Layout) -> dict | None:
+    """A mixture-of-experts model's experts on one GPU of the layout (None: dense)."""
+    from planner.parallel_plan import expert_split
+
+    experts = getattr(p.source, "experts", None)
+    if not experts:
+        return None
+    split = expert_split(p, chosen, experts)
+    return {"ep": split.ep, "experts": split.experts, "experts_per_gpu": split.per_gpu,
+            "top_k": split.top_k, "expert_params": p.arch.expert_params,
+            "state_bytes": split.state, "sharded_over_gpus": split.sharded_over,
+            "gathered_layer_bytes": split.gathered,
+            "layer_activation_bytes": split.layer_activations,
+            "routing": "balanced: each GPU's experts process top_k times its own tokens, "
+                       "whatever ep is"}
 
 
 def _settings(p: P.PlannerInputs) -> dict:
@@ -295,7 +317,7 @@ def _verdict(spare: float, fits: bool, p: P.PlannerInputs) -> str:
 
 def run(args) -> int:
     p = inputs(args)
-    given = layout(args)
+    given = layout(args, getattr(p.source, "experts", None))
     if not 1 <= args.gpus_per_node <= 4096:
         raise PlanError(f"--gpus-per-node={args.gpus_per_node} is out of range 1..4096")
     data = report(p, args.language)
@@ -372,6 +394,12 @@ def print_parallel(par: dict, p: P.PlannerInputs) -> None:
         more = par["fits_on"]
         print(f"   fits on {more['gpus']} GPUs ({more['nodes']} nodes): "
               f"{_layout_text(more['layout'])}, {more['strategy']}")
+    if par.get("experts"):
+        ex = par["experts"]
+        print(f"experts: {ex['experts_per_gpu']} of {ex['experts']} per GPU (ep={ex['ep']}), "
+              f"their state {_gib(ex['state_bytes'])}, one layer's gathered "
+              f"{_gib(ex['gathered_layer_bytes'])}, kept per layer and micro-batch "
+              f"{_gib(ex['layer_activation_bytes'])} (balanced routing)")
     for strategy, row in par["strategies"].items():
         print(f"{strategy:17} kept {_gib(row['activations_kept_bytes']):>11}  peak "
               f"{_gib(row['peak_bytes']):>11}  {row['stage']} stage  "

@@ -613,6 +613,7 @@ class MeasuredClass:
         width = int(getattr(c, "intermediate_size", None) or getattr(c, "n_inner", None)
                     or getattr(c, "ffn_hidden_size", None) or 4 * hidden)
         total, block = self._params()
+        expert_block = self._expert_block()
         rms = "layernorm" not in " ".join(type(m).__name__.lower()
                                            for m in self._meta().modules())
         return Architecture(
@@ -621,7 +622,23 @@ class MeasuredClass:
             mlp="swiglu" if rms else "gelu", norm="rmsnorm" if rms else "layernorm",
             vocab=int(c.vocab_size), tied=bool(getattr(c, "tie_word_embeddings", False)),
             family=self.family, head_size=head_dim if head_dim * heads != hidden else 0,
-            counted_params=total, counted_block=block)
+            counted_params=total, counted_block=block,
+            expert_params=expert_block * self._moe_layers(), expert_block=expert_block)
+
+    def _expert_block(self) -> int:
+        """The experts' parameters in the largest decoder layer: those under a module
+        named `experts` (the router's gate and a shared expert are dense)."""
+        return max(sum(param.numel() for name, param in layer.named_parameters()
+                       if "experts" in name.split("."))
+                   for layer in decoder_layers(self._meta()))
+
+    def _moe_layers(self) -> int:
+        """Decoder layers with experts: all, but those a config keeps dense
+        (`mlp_only_layers`, or off the `decoder_sparse_step`, as Qwen's MoE classes read them)."""
+        c, n = self.config, len(self.layer_types)
+        dense = set(getattr(c, "mlp_only_layers", None) or ())
+        step = int(getattr(c, "decoder_sparse_step", None) or 1)
+        return sum(1 for i in range(n) if i not in dense and (i + 1) % step == 0)
 
     def experts(self) -> tuple[int, int] | None:
         """(experts per MoE layer, experts per token), None for a dense model."""

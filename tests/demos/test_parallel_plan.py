@@ -132,8 +132,29 @@ def test_done_when_command(capsys):
 def test_code_checkpoints_the_plans_blocks():
     layout = M.Layout(tp=2, sp=True, pp=2, microbatches=4)
     some = parallel_code(P8.with_(strategy="some-layers", some_layers=5), layout)
-    assert "if i < 5:" in some and "Schedule1F1B" in some
+    # 5 of 32 layers priced as 2.5 in each of the two stages: 3 checkpointed in each
+    assert "if i < 3:" in some and "Schedule1F1B(runs[0]" in some
+    alone = parallel_code(P8.with_(strategy="some-layers", some_layers=5), M.Layout(tp=2))
+    assert "if i < 5:" in alone and "class Stage" not in alone
+    interleaved = M.Layout(pp=2, microbatches=4, schedule="interleaved", chunks=2)
+    assert "ScheduleInterleaved1F1B(runs," in parallel_code(P8, interleaved)
     assert "checkpoint_wrapper(block)" not in parallel_code(P8.with_(strategy="none"), layout)
+
+
+def test_code_offers_transformers_route_where_the_class_has_a_plan():
+    """transformers' tensor parallelism is printed for a family whose config class holds
+    a base_model_tp_plan (Llama; GPT-2 has none), with tensor parallelism alone and a
+    checkpointing gradient_checkpointing_enable applies."""
+    tp = M.Layout(tp=2)
+    assert "DistributedConfig(tp_size=TP, fsdp_size=DP)" in parallel_code(P8, tp)
+    assert "gradient_checkpointing_enable" in parallel_code(P8, tp)
+    assert "gradient_checkpointing_enable" not in parallel_code(P8.with_(strategy="none"), tp)
+    gpt2 = PlannerInputs(PRESETS["gpt2"], strategy="every-layer")
+    assert "load_with_transformers_tp" not in parallel_code(gpt2, tp)
+    assert "load_with_transformers_tp" not in parallel_code(
+        P8.with_(strategy="some-layers"), tp)
+    assert "load_with_transformers_tp" not in parallel_code(
+        P8, M.Layout(tp=2, pp=2, microbatches=4))
 
 
 @pytest.mark.parametrize("code", ["en", "de", "vi"])
