@@ -43,6 +43,16 @@ def _median_seconds(fn, repeats: int) -> float:
     return statistics.median(times)
 
 
+def _median_cpu_seconds(fn, repeats: int) -> float:
+    """The median CPU time of fn (it does not grow with other processes' load)."""
+    times = []
+    for _ in range(repeats):
+        start = time.process_time()
+        fn()
+        times.append(time.process_time() - start)
+    return statistics.median(times)
+
+
 def _cold_plan(inputs: P.PlannerInputs) -> None:
     layer_model.layer_tensors.cache_clear()
     recommend_module.plan(inputs)
@@ -139,10 +149,15 @@ def main() -> dict:
     for key, arch in PRESETS.items():
         inputs = P.PlannerInputs(arch, gpu_bytes=24 * hardware.GiB, tuning="lora",
                                  source=preset_classes.preset_source(key))
+        formula = inputs.with_(source=None)  # the course's formula alone, as before
         results["presets"][key] = {
             "first_plan_fresh_process": fresh_process_seconds(key),
             "plan_cold_s": round(_median_seconds(lambda i=inputs: _cold_plan(i), 9), 5),
             "plan_warm_s": round(_median_seconds(lambda i=inputs: recommend_module.plan(i), 9), 5),
+            "plan_warm_cpu_s": round(_median_cpu_seconds(
+                lambda i=inputs: recommend_module.plan(i), 9), 5),
+            "formula_plan_warm_cpu_s": round(_median_cpu_seconds(
+                lambda i=formula: recommend_module.plan(i), 9), 5),
         }
     results["page_run_s"] = {
         key: round(page_seconds({"model": key}), 4) for key in ("llama-3.1-8b", "llama-3.1-70b")

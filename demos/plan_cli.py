@@ -255,14 +255,13 @@ def report(p: P.PlannerInputs, language: str = "en") -> dict:
 def class_report(p: P.PlannerInputs) -> dict | None:
     """Where the layers' bytes come from: the family, the kernel, the bytes per layer type
     and each module where the class keeps more or less than the course's formula
-    (beyond_course, `extra` negative: less); None for a custom model (the course's
-    formula)."""
+    (beyond_course, `extra` negative: less); None where the plan takes the course's
+    formula (a custom model; QLoRA on a preset: memory.footprint.PlannerInputs.fit)."""
     from planner import class_terms
 
-    if p.source is None:
-        return None
     fit = p.fit()
-    assert fit is not None
+    if fit is None:  # the course's formula: a custom model, or QLoRA on a preset
+        return None
     return {
         "family": p.source.family, "kernel": p.kernel,
         "kernels_supported": list(getattr(p.source, "kernels", ())),

@@ -23,6 +23,12 @@ def measured_class(p: P.PlannerInputs) -> None:
     if source is None:
         return
     st.subheader(t("Where each layer's memory comes from"))
+    if p.fit() is None:
+        st.markdown(t("QLoRA: each layer is priced by the course's formula, measured on "
+                      "bitsandbytes' real 4-bit layers (their fp32 norms and residual stream "
+                      "keep more than 16-bit LoRA); the {family} class cannot run 4-bit "
+                      "layers without their data.", family=source.family))
+        return
     kernels = getattr(source, "kernels", ("sdpa",))
     kernel = KERNELS.get(p.kernel, p.kernel)
     lines = [t("Measured on transformers' **{family}** class, one training step's forward "

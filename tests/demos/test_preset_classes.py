@@ -69,3 +69,24 @@ def test_a_rank_not_measured_is_derived_exactly() -> None:
     derived = S.preset_source("gpt2").fit(key)
     fresh = C.fit_variant(C.hf_config(S.config("gpt2")), C.Variant(*key))
     assert class_cache.fit_to_json(derived) == class_cache.fit_to_json(fresh)
+
+
+def test_qlora_on_a_preset_takes_the_course_formula(capsys) -> None:
+    """4-bit layers cannot run without data, and under them the residual stream is fp32
+    (prepare_model_for_kbit_training): a preset's QLoRA layers are the course's formula,
+    measured on real 4-bit layers; its LoRA layers the class's terms."""
+    import json
+
+    from demos.cli import main
+    from memory import footprint as P
+    from memory.layer import layer_bytes
+
+    def plan(tuning: str) -> dict:
+        assert main(["plan", "--model", "llama-3.1-8b", "--tuning", tuning, "--json"]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    qlora = plan("qlora")
+    formula = P.PlannerInputs(PRESETS["llama-3.1-8b"], tuning="qlora", precision="mixed")
+    assert qlora["class"] is None
+    assert qlora["layer_activation_bytes"] == layer_bytes(formula.tensors())
+    assert plan("lora")["class"]["family"] == "llama"
