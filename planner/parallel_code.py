@@ -136,10 +136,25 @@ def parallel_code(p: PlannerInputs, layout: Layout, code: str = DEFAULT) -> str:
                            "gathering them. Pass position_ids (all the tokens' positions) "
                            "to the model: each GPU embeds only its slice.")
     out += _TP.format(doc=_doc(tp_doc), sp_doc=_doc(sp_doc))
-    blocks_doc = gettext(code, "Tensor parallelism inside each block, then the block "
-                               "checkpointed (its input kept, the rest recomputed in "
-                               "backward), then sharded with FSDP; the root last.")
-    out += _BLOCKS.format(checkpointed=_checkpointed(p), doc=_doc(blocks_doc))
+    checkpointed = _checkpointed(p)
+    blocks_doc = (gettext(code, "Tensor parallelism inside each block, then the block "
+                                "checkpointed (its input kept, the rest recomputed in "
+                                "backward), then sharded with FSDP; the root last.")
+                  if checkpointed else
+                  gettext(code, "Tensor parallelism inside each block, then sharded with "
+                                "FSDP; the root last. This plan checkpoints no block: "
+                                "every block keeps its activations for backward."))
+    if p.strategy == "two-layer":
+        blocks_doc += " " + gettext(code, "The plan's two-layer segments are checkpointed here "
+                                          "block by block, their nearest form inside the FSDP "
+                                          "units (a checkpoint around two units would gather "
+                                          "both at once): this code keeps what the table's "
+                                          "every-layer row counts.")
+    elif p.strategy == "budget":
+        blocks_doc += " " + gettext(code, "The plan's compiler budget is replaced here by a "
+                                          "checkpoint on every block: this code keeps what "
+                                          "the table's every-layer row counts.")
+    out += _BLOCKS.format(checkpointed=checkpointed, doc=_doc(blocks_doc))
     out += _MESH
     if layout.pp > 1:
         pipe_doc = gettext(code, "One pipeline stage per GPU of the pp mesh: `stage_module` "

@@ -57,7 +57,10 @@ def test_a_mistake_case_downloads_its_three_runs(app_test: Callable, served,
     at = app_test("pages/demos/mistakes.py",
                   query={"case": "selective-under-save-on-cpu", "lang": code}, timeout=180)
     no_errors(at)
-    (button,) = [b for b in at.get("download_button") if b.proto.label == gettext(code, LABEL)]
+    buttons = [b for b in at.get("download_button") if b.proto.label == gettext(code, LABEL)]
+    assert len(buttons) == 1, [(kind, texts(at, kind)) for kind in
+                               ("warning", "info", "success", "caption", "markdown")]
+    (button,) = buttons
     data = pickle.loads(served[button.proto.url.rsplit("/", 1)[-1].split(".")[0]])
     runs = list(dict.fromkeys(e["frames"][-1]["name"] for e in data["device_traces"][0]))
     assert runs == [gettext(code, "Plain run"), gettext(code, "Wrong way"),

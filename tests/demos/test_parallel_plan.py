@@ -136,6 +136,43 @@ def test_code_checkpoints_the_plans_blocks():
     assert "checkpoint_wrapper(block)" not in parallel_code(P8.with_(strategy="none"), layout)
 
 
+@pytest.mark.parametrize("code", ["en", "de", "vi"])
+def test_code_comments_say_checkpointed_only_when_the_plan_checkpoints(code):
+    """The comment over the loop over blocks says they are checkpointed only when the code
+    under it wraps them in checkpoint_wrapper; a plan without checkpointing says it keeps
+    every block's activations, and a plan of two-layer segments or a compiler budget, which
+    the code checkpoints block by block, says that the code keeps the every-layer row."""
+    from i18n import gettext
+
+    layout = M.Layout(tp=2, sp=True)
+    said = gettext(code, "Tensor parallelism inside each block, then the block checkpointed "
+                         "(its input kept, the rest recomputed in backward), then sharded "
+                         "with FSDP; the root last.")
+    plain = gettext(code, "Tensor parallelism inside each block, then sharded with FSDP; the "
+                          "root last. This plan checkpoints no block: every block keeps its "
+                          "activations for backward.")
+    assert plain != said
+    for strategy in STRATEGIES:
+        printed = " ".join(line.strip().lstrip("#").strip()
+                           for line in parallel_code(P8.with_(strategy=strategy), layout,
+                                                     code).splitlines())
+        wraps = "checkpoint_wrapper(block)" in printed
+        assert (said in printed) == wraps and (plain in printed) == (not wraps), strategy
+        # a plan the code can only approximate block by block says what the code keeps
+        for approximated, note in NEAREST.items():
+            assert (gettext(code, note) in printed) == (strategy == approximated), strategy
+
+
+NEAREST = {
+    "two-layer": "The plan's two-layer segments are checkpointed here block by block, their "
+                 "nearest form inside the FSDP units (a checkpoint around two units would "
+                 "gather both at once): this code keeps what the table's every-layer row "
+                 "counts.",
+    "budget": "The plan's compiler budget is replaced here by a checkpoint on every block: "
+              "this code keeps what the table's every-layer row counts.",
+}
+
+
 def test_code_comments_follow_the_language():
     layout = M.Layout(tp=2, sp=True)
     english = parallel_code(P8, layout, "en")
