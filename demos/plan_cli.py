@@ -84,8 +84,11 @@ def inputs(args) -> P.PlannerInputs:
             arch, source = from_config_json(text)
         except (ConfigJsonError, ClassConfigError) as error:
             raise PlanError(f"{args.config}: {error}") from None
-    else:
-        arch, source = PRESETS[args.model or DEFAULT_PRESET], None
+    else:  # a preset: its class's terms, measured and shipped (planner.preset_classes)
+        from planner.preset_classes import preset_source
+
+        name = args.model or DEFAULT_PRESET
+        arch, source = PRESETS[name], preset_source(name)
     for name, low, high in (("seq", 1, P.MAX_SEQ), ("batch", 1, P.MAX_BATCH),
                             ("accumulation", 1, 4096), ("lora_rank", 1, 4096),
                             ("gpus", 1, 4096)):
@@ -273,13 +276,14 @@ def report(p: P.PlannerInputs, language: str = "en") -> dict:
 
 def class_report(p: P.PlannerInputs) -> dict | None:
     """Where the layers' bytes come from: the family, the kernel, the bytes per layer type
-    and the terms beyond the course's formula (None: a preset, the course's formula)."""
+    and each module where the class keeps more or less than the course's formula
+    (beyond_course, `extra` negative: less); None where the plan takes the course's
+    formula (a custom model; QLoRA on a preset: memory.footprint.PlannerInputs.fit)."""
     from planner import class_terms
 
-    if p.source is None:
-        return None
     fit = p.fit()
-    assert fit is not None
+    if fit is None:  # the course's formula: a custom model, or QLoRA on a preset
+        return None
     return {
         "family": p.source.family, "kernel": p.kernel,
         "kernels_supported": list(getattr(p.source, "kernels", ())),
@@ -339,9 +343,13 @@ def run(args) -> int:
         if cls["experts"]:
             print(f"#   {cls['experts']['count']} experts, {cls['experts']['top_k']} per "
                   "token: the same bytes for balanced routing and the worst case")
+        print(f"#   the class keeps {_gib(max(cls['layer_type_bytes'].values()))} per layer, "
+              f"the course's formula {_gib(cls['course_layer_bytes'])}")
         for term in cls["beyond_course"]:
-            print(f"#   beyond the course's formula: {term['module']} ({term['layer_type']}) "
-                  f"+{_gib(term['extra'])} = {term['formula']} bytes")
+            sign = "+" if term["extra"] > 0 else "-"
+            print(f"#   {'more' if term['extra'] > 0 else 'less'} than the course's formula: "
+                  f"{term['module']} ({term['layer_type']}) {sign}{_gib(abs(term['extra']))}"
+                  f" = {term['formula']} bytes")
         if cls["logit_extra_bytes"]:
             print(f"#   around the loss: +{_gib(cls['logit_extra_bytes'])} "
                   "(final logit soft-cap)")
