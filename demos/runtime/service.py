@@ -59,7 +59,9 @@ MAX_RUN_SECONDS = 900.0  # no run holds the device longer (its steps' time toget
 MIN_CAP_SECONDS = 60.0
 CAP_FACTOR = 6.0  # × the run's estimate: the cap of an estimated run
 MEMORY_CACHE = 256  # decoded results kept in this process
-PARTIAL_KINDS = ("sweep",)  # multi-step runs whose steps so far make a result to show
+# multi-step runs whose steps so far make a result to show (a comparison: its memory,
+# measured in its first step, while its steps are timed in the second)
+PARTIAL_KINDS = ("sweep", "compare")
 IDLE_AFTER_S = 5.0  # idle-time runs start this long after a learner's last run or request
 
 
