@@ -9,9 +9,10 @@ registered through st.navigation, so the legacy discovery is switched off before
 server starts.
 
 The demo service starts with the server: its worker process (the engine, warm; the
-server answers its health check, which a proxy waits for, once the worker is ready, or
-after ENGINE_WAIT_S, so that the first learners' demos do not wait behind the worker's
-start and its imports do not slow their pages down), and in
+server answers its health check, which a proxy waits for, once the worker is ready and
+the libraries of the real-model page are imported, or after ENGINE_WAIT_S, so that the
+first learners' demos do not wait behind the worker's start and these imports do not
+hold their pages), and in
 the background the result store is warmed for every demo page's defaults, the home page's
 teaser and every lesson's demo link, so the common views are instant from the first
 visitor. Which runs those views make is asked of the pages themselves: a child process
@@ -250,6 +251,7 @@ def main(argv: list[str]) -> None:
     from streamlit.runtime.pages_manager import PagesManager
     from streamlit.web import cli
 
+    from demos.engine.real_models import import_libraries
     from demos.runtime.service import get_service
     from quiz.service import startup_check
     from quiz.status_list import publish_forever
@@ -265,7 +267,13 @@ def main(argv: list[str]) -> None:
                      name="status-lists", daemon=True).start()  # revocations, served
     if os.environ.get(WARM_ENV, "1") != "0":
         threading.Thread(target=_warm_store, name="warm-store", daemon=True).start()
-    wait_for_engine(service)  # listen once a learner's first demo can run
+    # Listen once a learner's first demo can run, with the libraries the real-model page
+    # imports loaded meanwhile.
+    libraries = threading.Thread(target=import_libraries, name="import-libraries",
+                                 daemon=True)
+    libraries.start()
+    waited = wait_for_engine(service)
+    libraries.join(max(ENGINE_WAIT_S - (waited or ENGINE_WAIT_S), 1.0))
     sys.argv = ["streamlit", "run", str(APP), *argv]
     cli.main(prog_name="streamlit")
 
