@@ -175,6 +175,10 @@ def test_two_panel_figures_stack_for_a_phone() -> None:
                 activation_theory_figure(RESULTS)):
         title = fig.layout.title.text
         assert "<br>" not in title and len(title) <= 40, title
+    for lang in ("de", "vi"):  # a phone shows about 42 characters of a title at 390 px
+        for fig in (peak_and_time_figure(RESULTS, lang), breakdown_figure(RESULTS, lang),
+                    activation_theory_figure(RESULTS, lang=lang)):
+            assert len(fig.layout.title.text) <= 42, fig.layout.title.text
         legend = fig.layout.legend  # at the figure's foot, not over the titles
         assert (legend.yref, legend.y, legend.yanchor) == ("container", 0, "bottom")
         if "xaxis2" in fig.layout and fig.layout.xaxis2.domain is not None:
