@@ -72,6 +72,7 @@ class Run:
     partial: Any = None  # what is measured so far, shown while the rest runs
     partial_version: int = 0  # counts the partial results
     preemptions: int = 0  # steps of this (background) run interrupted for a learner
+    created: float = field(default_factory=time.monotonic)  # when it was asked for
 
     @property
     def steps(self) -> int:

@@ -8,6 +8,7 @@ import pytest
 
 from demos.engine.measure import compare
 from demos.runtime.jobs import Job
+from memory.config import ModelConfig
 from tests.runtime.conftest import TINY, FakeWorker, tiny_compare, wait_for
 
 
@@ -61,3 +62,37 @@ def test_the_two_steps_measure_what_one_comparison_does() -> None:
         assert len(two.cpu_seconds_runs) == len(two.step_seconds_runs)
         assert two.step_seconds is not None and two.threads == one.threads
     assert memory.results[0].step_seconds is None  # the parts are not changed by merging
+
+
+def _large(seed: int) -> Job:
+    """A comparison whose memory step is many times a tiny one's."""
+    return Job.make("compare", ModelConfig(layers=8, hidden=256, heads=4, seq_len=256,
+                                           batch=4, vocab=1024, seed=seed),
+                    ["none", "every-layer"], repeats=1, timeline=True, time_steps=False)
+
+
+def _class_behind_a_first_run(make_service, ahead: int) -> FakeWorker:
+    worker = FakeWorker(lambda job, index: 0.3 if job.config.seed == 0 else 0.05)
+    svc = make_service(worker=worker, use_store=False)
+    first = svc.submit(tiny_compare(seed=0), "first learner")  # on the device at once
+    wait_for(lambda: first.status().state == "running", timeout=10)
+    tickets = [first, svc.submit(_large(seed=7), "large"),
+               *(svc.submit(tiny_compare(seed=s), f"learner {s}") for s in (1, 2))]
+    assert tickets[-1].status().ahead == ahead  # the running run counted
+    for ticket in tickets:
+        assert ticket.wait(20) and ticket.error is None
+    return worker
+
+
+def test_a_class_sees_its_short_first_steps_before_one_long_one(make_service) -> None:
+    assert _large(7).step_work(0) > 10 * tiny_compare().step_work(0)
+    worker = _class_behind_a_first_run(make_service, ahead=2)  # not behind the large one
+    assert [seed for seed, _ in worker.log] == [0, 1, 2, 7]
+
+
+def test_a_run_waiting_past_its_due_keeps_its_place(make_service, monkeypatch) -> None:
+    from demos.runtime import service as service_module
+
+    monkeypatch.setattr(service_module, "OVERDUE_S", 0.0)  # every run is overdue at once
+    worker = _class_behind_a_first_run(make_service, ahead=3)
+    assert [seed for seed, _ in worker.log] == [0, 7, 1, 2]  # arrival order
