@@ -198,6 +198,7 @@ class DemoService(RunEstimates, BusyRemeasuring, Housekeeping):
                 self._last_foreground = time.monotonic()
             run = self._active.get(key)
             if run is not None:
+                run.kept = run.kept or (run.background and not background)
                 run.background = run.background and background
                 run.idle = run.idle and idle
                 return self._ticket(run, requester)
@@ -230,6 +231,7 @@ class DemoService(RunEstimates, BusyRemeasuring, Housekeeping):
         with self._cond:
             existing = self._active.get(key)  # another thread of ours got here first
             if existing is not None:
+                existing.kept = existing.kept or (existing.background and not background)
                 existing.background = existing.background and background
                 existing.idle = existing.idle and idle
                 return self._ticket(existing, requester)
