@@ -200,6 +200,8 @@ def test_a_warm_up_run_a_learner_joined_and_left_is_still_measured(make_service,
     from demos.runtime import tickets as tickets_module
 
     monkeypatch.setattr(tickets_module, "GRACE_S", 0.0)
+    # the warm-up waits without heartbeats (ui.server._finish): stale after this long
+    monkeypatch.setattr(tickets_module, "HEARTBEAT_TIMEOUT_S", 0.1)
     worker = FakeWorker(lambda job, index: 0.5)
     svc = make_service(worker=worker, use_store=False)
     warm = svc.warm([tiny_compare(seed=9)])[0]
