@@ -92,6 +92,7 @@ async def open_view(port: int, view: View) -> Opened:
     script, query = view
     start = time.monotonic()
     first: float | None = None
+    waited = False
     try:
         async with connect(f"ws://127.0.0.1:{port}/_stcore/stream", max_size=2**26,
                            subprotocols=["streamlit"]) as ws:
@@ -99,7 +100,7 @@ async def open_view(port: int, view: View) -> Opened:
             back.rerun_script.query_string = urlencode(query)
             back.rerun_script.page_name = _page_name(script)
             await ws.send(back.SerializeToString())
-            error = waited = False
+            error = False
             async with asyncio.timeout(TIMEOUT_S):
                 while True:
                     msg = ForwardMsg()
@@ -120,8 +121,8 @@ async def open_view(port: int, view: View) -> Opened:
                         return Opened(first, finished, "error" if error else "ok", waited)
                     if msg.script_finished == ForwardMsg.FINISHED_WITH_COMPILE_ERROR:
                         return Opened(first, finished, "error", waited)
-    except TimeoutError:
-        return Opened(first, time.monotonic() - start, "timeout")
+    except TimeoutError:  # still waiting for its run, or never got that far
+        return Opened(first, time.monotonic() - start, "timeout", waited)
     except OSError:
         return Opened(first, time.monotonic() - start, "error")
 
