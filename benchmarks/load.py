@@ -21,9 +21,10 @@ learner's first move) is opened once in a new session; the share served from the
 
 A class arriving at a freshly started server (`--fresh-class N`): a new server on an
 empty data folder, its warm-up just begun, and N learners opening the common views at
-once as soon as it answers its health check (learner i opens view i mod 10): the first
-numbers each learner sees, p50 / p95, then the same N again once the warm-up is done,
-for the warm figures of the same run.
+once as soon as it answers its health check (learner i opens view i mod the number of
+views): the first numbers each learner sees, p50 / p95, then the same N again once the
+warm-up is done, for the warm figures of the same run; the server's time to its health
+check (it waits for its engine's worker) and its processes' CPU time during each class.
 
     python -m benchmarks.load [--counts 5,10,20,40] [--rounds 3] [--data-dir DIR]
                               [--out-prefix PATH] [--first-moves-only]
