@@ -1,8 +1,10 @@
-"""Time the planner on the server: planner.recommend.plan() for each preset (cold: formula cache
-cleared; warm: cached), a whole run of the /plan page script under AppTest, and a plan for
-a pasted config.json measured on its transformers class (Llama 3.1 70B, Qwen3-235B-A22B):
-the first time (nothing cached: the class measured under fake tensors), seen before by an
-earlier process (its fits read from the data folder) and by this one.
+"""Time the planner on the server: planner.recommend.plan() for each preset (its class's
+terms shipped with the planner; cold: formula cache cleared; warm: cached), each preset's
+first plan in a fresh process (imports included), a whole run of the /plan page script
+under AppTest, and a plan for a pasted config.json measured on its transformers class
+(Llama 3.1 70B, Qwen3-235B-A22B): the first time (nothing cached: the class measured under
+fake tensors), seen before by an earlier process (its fits read from the data folder) and
+by this one.
 
     .venv/bin/python -m benchmarks.planner      # writes benchmarks/planner.json
 
@@ -24,6 +26,7 @@ from memory import footprint as P
 from memory import hardware
 from memory import layer as layer_model
 from memory.architectures import PRESETS
+from planner import preset_classes
 from planner import recommend as recommend_module
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,6 +40,16 @@ def _median_seconds(fn, repeats: int) -> float:
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _median_cpu_seconds(fn, repeats: int) -> float:
+    """The median CPU time of fn (it does not grow with other processes' load)."""
+    times = []
+    for _ in range(repeats):
+        start = time.process_time()
+        fn()
+        times.append(time.process_time() - start)
     return statistics.median(times)
 
 
@@ -61,6 +74,30 @@ def page_seconds(query: dict[str, str], repeats: int = 5) -> float:
 
 
 CLASS_CONFIGS = ("llama-3.1-70b", "qwen3-235b-a22b")
+FRESH = """
+import json, sys, time
+wall, cpu = time.perf_counter(), time.process_time()
+from memory import footprint as P
+from memory.architectures import PRESETS
+from planner import recommend
+from planner.preset_classes import preset_source
+recommend.plan(P.PlannerInputs(PRESETS[sys.argv[1]], source=preset_source(sys.argv[1]),
+                               tuning="lora"))
+print(json.dumps({"wall_s": round(time.perf_counter() - wall, 3),
+                  "cpu_s": round(time.process_time() - cpu, 3),
+                  "imported_torch": "torch" in sys.modules}))
+"""
+
+
+def fresh_process_seconds(preset: str) -> dict:
+    """A preset's first plan in a new Python process, its imports included (the
+    interpreter's own start-up apart)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", FRESH, preset], capture_output=True,
+                         text=True, check=True, cwd=ROOT).stdout
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def _timed(fn) -> dict:
@@ -80,7 +117,9 @@ def class_seconds(name: str) -> dict:
 
     from planner import class_cache
 
-    text = (ROOT / "tests/demos/hf_configs" / f"{name}.json").read_text(encoding="utf-8")
+    shipped = preset_classes.FOLDER / f"{name}.json"
+    path = shipped if shipped.exists() else ROOT / "tests/demos/hf_configs" / f"{name}.json"
+    text = path.read_text(encoding="utf-8")
 
     def run() -> None:
         arch, source = class_cache.from_config_json(text)
@@ -108,10 +147,17 @@ def main() -> dict:
     results: dict = {"target_s": TARGET_S, "python": platform.python_version(),
                      "machine": platform.machine(), "presets": {}}
     for key, arch in PRESETS.items():
-        inputs = P.PlannerInputs(arch, gpu_bytes=24 * hardware.GiB, tuning="lora")
+        inputs = P.PlannerInputs(arch, gpu_bytes=24 * hardware.GiB, tuning="lora",
+                                 source=preset_classes.preset_source(key))
+        formula = inputs.with_(source=None)  # the course's formula alone, as before
         results["presets"][key] = {
+            "first_plan_fresh_process": fresh_process_seconds(key),
             "plan_cold_s": round(_median_seconds(lambda i=inputs: _cold_plan(i), 9), 5),
             "plan_warm_s": round(_median_seconds(lambda i=inputs: recommend_module.plan(i), 9), 5),
+            "plan_warm_cpu_s": round(_median_cpu_seconds(
+                lambda i=inputs: recommend_module.plan(i), 9), 5),
+            "formula_plan_warm_cpu_s": round(_median_cpu_seconds(
+                lambda i=formula: recommend_module.plan(i), 9), 5),
         }
     results["page_run_s"] = {
         key: round(page_seconds({"model": key}), 4) for key in ("llama-3.1-8b", "llama-3.1-70b")

@@ -4,6 +4,7 @@ or a script (--json for one JSON object)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from memory import footprint as P
@@ -83,8 +84,11 @@ def inputs(args) -> P.PlannerInputs:
             arch, source = from_config_json(text)
         except (ConfigJsonError, ClassConfigError) as error:
             raise PlanError(f"{args.config}: {error}") from None
-    else:
-        arch, source = PRESETS[args.model or DEFAULT_PRESET], None
+    else:  # a preset: its class's terms, measured and shipped (planner.preset_classes)
+        from planner.preset_classes import preset_source
+
+        name = args.model or DEFAULT_PRESET
+        arch, source = PRESETS[name], preset_source(name)
     for name, low, high in (("seq", 1, P.MAX_SEQ), ("batch", 1, P.MAX_BATCH),
                             ("accumulation", 1, 4096), ("lora_rank", 1, 4096),
                             ("gpus", 1, 4096)):
@@ -112,9 +116,10 @@ def inputs(args) -> P.PlannerInputs:
 LAYOUT_FLAGS = ("tp", "cp", "pp", "schedule", "microbatches", "chunks", "ep")
 
 
-def layout(args) -> M.Layout | None:
+def layout(args, experts: tuple[int, int] | None = None) -> M.Layout | None:
     """The layout the flags give, its data-parallel size filling --gpus; None when no
-    layout flag is given."""
+    layout flag is given. `experts`: (experts per layer, per token) of a mixture-of-experts
+    model, which --ep needs."""
     given = [name for name in LAYOUT_FLAGS if getattr(args, name) is not None]
     if not given and not args.sp:
         return None
@@ -125,10 +130,11 @@ def layout(args) -> M.Layout | None:
     if args.sp and not (args.tp or 1) > 1:
         raise PlanError("--sp splits what tensor parallelism leaves whole: it needs --tp 2 "
                         "or more")
-    if (args.ep or 1) > 1:
-        raise PlanError("--ep: the planner prices expert parallelism for mixture-of-experts "
-                        "models only, and its presets and the configs it reads are priced "
-                        "as dense layers; leave --ep out")
+    if (args.ep or 1) > 1 and experts is None:
+        raise PlanError("--ep splits the experts of a mixture-of-experts model: give its "
+                        "config.json with --config (the presets are dense)")
+    if (args.ep or 1) > 1 and experts is not None and experts[0] % args.ep:
+        raise PlanError(f"--ep={args.ep} must divide the model's {experts[0]} experts")
     schedule = args.schedule or "1f1b"
     pp = args.pp or 1
     chunks = args.chunks or (2 if schedule == "interleaved" else 1)
@@ -136,9 +142,10 @@ def layout(args) -> M.Layout | None:
     try:
         from planner.parallel_plan import with_dp
 
-        return with_dp(M.Layout(tp=args.tp or 1, sp=args.sp, cp=args.cp or 1, pp=pp,
-                                schedule=schedule, microbatches=micro, chunks=chunks,
-                                ep=args.ep or 1), args.gpus)
+        filled = with_dp(M.Layout(tp=args.tp or 1, sp=args.sp, cp=args.cp or 1, pp=pp,
+                                  schedule=schedule, microbatches=micro, chunks=chunks),
+                         args.gpus)
+        return replace(filled, ep=args.ep or 1)  # checked against the dp x cp it filled
     except M.LayoutError as error:
         raise PlanError(str(error)) from None
 
@@ -180,7 +187,25 @@ def parallel_report(p: P.PlannerInputs, given: M.Layout | None, gpus: int, per_n
             for r in rows.values()},
         "code": {"pytorch": parallel_code(p.with_(strategy=best.strategy), chosen,
                                           language)},
+        "experts": experts_report(p, chosen),
     }
+
+
+def experts_report(p: P.PlannerInputs, chosen: M.Layout) -> dict | None:
+    """A mixture-of-experts model's experts on one GPU of the layout (None: dense)."""
+    from planner.parallel_plan import expert_split
+
+    experts = getattr(p.source, "experts", None)
+    if not experts:
+        return None
+    split = expert_split(p, chosen, experts)
+    return {"ep": split.ep, "experts": split.experts, "experts_per_gpu": split.per_gpu,
+            "top_k": split.top_k, "expert_params": p.arch.expert_params,
+            "state_bytes": split.state, "sharded_over_gpus": split.sharded_over,
+            "gathered_layer_bytes": split.gathered,
+            "layer_activation_bytes": split.layer_activations,
+            "routing": "balanced: each GPU's experts process top_k times its own tokens, "
+                       "whatever ep is"}
 
 
 def _settings(p: P.PlannerInputs) -> dict:
@@ -251,13 +276,14 @@ def report(p: P.PlannerInputs, language: str = "en") -> dict:
 
 def class_report(p: P.PlannerInputs) -> dict | None:
     """Where the layers' bytes come from: the family, the kernel, the bytes per layer type
-    and the terms beyond the course's formula (None: a preset, the course's formula)."""
+    and each module where the class keeps more or less than the course's formula
+    (beyond_course, `extra` negative: less); None where the plan takes the course's
+    formula (a custom model; QLoRA on a preset: memory.footprint.PlannerInputs.fit)."""
     from planner import class_terms
 
-    if p.source is None:
-        return None
     fit = p.fit()
-    assert fit is not None
+    if fit is None:  # the course's formula: a custom model, or QLoRA on a preset
+        return None
     return {
         "family": p.source.family, "kernel": p.kernel,
         "kernels_supported": list(getattr(p.source, "kernels", ())),
@@ -295,7 +321,7 @@ def _verdict(spare: float, fits: bool, p: P.PlannerInputs) -> str:
 
 def run(args) -> int:
     p = inputs(args)
-    given = layout(args)
+    given = layout(args, getattr(p.source, "experts", None))
     if not 1 <= args.gpus_per_node <= 4096:
         raise PlanError(f"--gpus-per-node={args.gpus_per_node} is out of range 1..4096")
     data = report(p, args.language)
@@ -317,9 +343,13 @@ def run(args) -> int:
         if cls["experts"]:
             print(f"#   {cls['experts']['count']} experts, {cls['experts']['top_k']} per "
                   "token: the same bytes for balanced routing and the worst case")
+        print(f"#   the class keeps {_gib(max(cls['layer_type_bytes'].values()))} per layer, "
+              f"the course's formula {_gib(cls['course_layer_bytes'])}")
         for term in cls["beyond_course"]:
-            print(f"#   beyond the course's formula: {term['module']} ({term['layer_type']}) "
-                  f"+{_gib(term['extra'])} = {term['formula']} bytes")
+            sign = "+" if term["extra"] > 0 else "-"
+            print(f"#   {'more' if term['extra'] > 0 else 'less'} than the course's formula: "
+                  f"{term['module']} ({term['layer_type']}) {sign}{_gib(abs(term['extra']))}"
+                  f" = {term['formula']} bytes")
         if cls["logit_extra_bytes"]:
             print(f"#   around the loss: +{_gib(cls['logit_extra_bytes'])} "
                   "(final logit soft-cap)")
@@ -372,6 +402,12 @@ def print_parallel(par: dict, p: P.PlannerInputs) -> None:
         more = par["fits_on"]
         print(f"   fits on {more['gpus']} GPUs ({more['nodes']} nodes): "
               f"{_layout_text(more['layout'])}, {more['strategy']}")
+    if par.get("experts"):
+        ex = par["experts"]
+        print(f"experts: {ex['experts_per_gpu']} of {ex['experts']} per GPU (ep={ex['ep']}), "
+              f"their state {_gib(ex['state_bytes'])}, one layer's gathered "
+              f"{_gib(ex['gathered_layer_bytes'])}, kept per layer and micro-batch "
+              f"{_gib(ex['layer_activation_bytes'])} (balanced routing)")
     for strategy, row in par["strategies"].items():
         print(f"{strategy:17} kept {_gib(row['activations_kept_bytes']):>11}  peak "
               f"{_gib(row['peak_bytes']):>11}  {row['stage']} stage  "

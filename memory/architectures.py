@@ -58,6 +58,10 @@ class Architecture:
     # do not say them all (experts, q/k norms, post-norms): every parameter, one layer's
     counted_params: int = 0
     counted_block: int = 0
+    # a mixture-of-experts model's expert weights (counted on the class): in the whole model
+    # and in its largest layer; 0 for a dense model
+    expert_params: int = 0
+    expert_block: int = 0
 
     @property
     def activation(self) -> str:

@@ -118,3 +118,38 @@ class LayerSource(Protocol):
     layer_types: tuple[str, ...]
 
     def fit(self, key: tuple) -> ClassFit: ...
+
+
+def at_rank(low: ClassFit, low_rank: int, high: ClassFit, high_rank: int, rank: int
+            ) -> ClassFit:
+    """A LoRA variant's fit at `rank` from the same variant's fits at two other ranks.
+    Every tensor a LoRA layer keeps is a rank-wide one (lora_A's output, b·s·r numbers) or
+    does not depend on the rank, and so are the adapters' parameters: each coefficient
+    is affine in the rank, and two ranks give it exactly (a term one fit has not is 0
+    there)."""
+    if low.breaks != high.breaks:
+        raise ValueError("the two fits split the sequence length differently")
+    span = Fraction(rank - low_rank, high_rank - low_rank)
+
+    def key(term: Term) -> tuple:
+        return (term.slot, term.name, term.kind, term.padded)
+
+    def line(a: tuple[Fraction, ...], b: tuple[Fraction, ...]) -> tuple[Fraction, ...]:
+        return tuple(x + (y - x) * span for x, y in zip(a, b, strict=True))
+
+    zero = Poly((Fraction(0),) * 3, (Fraction(0),) * 3, (Fraction(0),) * 3)  # type: ignore[arg-type]
+    stretches = len(low.breaks) + 1
+    lows = {key(t): t.polys for t in low.terms}
+    highs = {key(t): t.polys for t in high.terms}
+    terms = []
+    for k in dict.fromkeys([*lows, *highs]):
+        a = lows.get(k, (zero,) * stretches)
+        b = highs.get(k, (zero,) * stretches)
+        polys = tuple(Poly(line(p.g, q.g), line(p.h, q.h), line(p.one, q.one))  # type: ignore[arg-type]
+                      for p, q in zip(a, b, strict=True))
+        if any(any((*p.g, *p.h, *p.one)) for p in polys):
+            terms.append(Term(k[0], k[1], k[2], polys, k[3]))
+    trainable = low.trainable + (high.trainable - low.trainable) * span
+    if trainable.denominator != 1:
+        raise ValueError("the adapters' parameters are not affine in the rank")
+    return ClassFit(tuple(terms), low.breaks, int(trainable))

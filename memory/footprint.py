@@ -139,7 +139,16 @@ class PlannerInputs:
                 self.lora_targets if lora else "all-linear", self.device)
 
     def fit(self) -> ClassFit | None:
-        return self.source.fit(self.variant) if self.source is not None else None
+        """The measured class's terms for these settings; None: the course's formula. QLoRA
+        on a preset or a custom model takes the formula: bitsandbytes' 4-bit layers cannot
+        run without data, and under them the activations change (peft's
+        prepare_model_for_kbit_training makes the norms and embeddings fp32, so the residual
+        stream is fp32, and a 4-bit linear returns its input's dtype), which the formula
+        prices as measured on real 4-bit layers (tests/real_libraries). A pasted config's
+        QLoRA is priced as LoRA over its class in 16-bit."""
+        if self.source is None or (self.tuning == "qlora" and self.arch.key != "config"):
+            return None
+        return self.source.fit(self.variant)
 
     def _slot(self, fit: ClassFit, batch: int, seq: int) -> str:
         """The largest layer type's slot (the one a rebuild holds at most)."""
@@ -208,7 +217,8 @@ def state_bytes(p: PlannerInputs) -> dict[str, float]:
         trainable, frozen = total, 0.0
     else:
         trainable = adapter_params(p)
-        linear = p.arch.layers * (p.arch.block_params() if p.source is not None else
+        # a pasted config's layer as counted on its class; else the linears' weights
+        linear = p.arch.layers * (p.arch.block_params() if p.arch.key == "config" else
                                   sum(i * o for i, o in p.arch.linears().values()))
         if p.tuning == "qlora":  # the rest in fp32: peft's prepare_model_for_kbit_training
             frozen = linear * QLORA_BITS / 8 + (total - linear) * 4

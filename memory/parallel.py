@@ -195,6 +195,14 @@ def expert_bytes(tokens: float, top_k: int, per_token: float) -> float:
     return tokens * top_k * per_token
 
 
+def expert_token_bytes(hidden: int, width: int, act_bytes: int) -> float:
+    """What one SwiGLU expert keeps for backward per token it processes: the token's copy
+    grouped by expert (h), the gate and up projections' outputs, SiLU's output and their
+    product (4 x its width); measured on two gloo processes in
+    tests/demos/test_parallel_runs.py."""
+    return act_bytes * (hidden + 4 * width)
+
+
 def stage_output_bytes(s: int, b: int, h: int, in_flight_microbatches: int,
                        act_bytes: int = 2) -> float:
     """A pipeline stage's output tensors, s·b·h per micro-batch in flight, which Megatron

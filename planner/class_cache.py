@@ -21,7 +21,7 @@ from typing import Any
 
 from memory import hf_config
 from memory.architectures import Architecture
-from memory.class_layers import ClassFit, Poly, Term
+from memory.class_layers import ClassFit, Poly, Term, at_rank
 from memory.hf_config import parse
 
 CODE = Path(__file__).with_name("class_memory.py")
@@ -76,15 +76,18 @@ def _variant_text(key: tuple) -> str:
 class ClassSource:
     """A config.json's class (memory.class_layers.LayerSource): its family, layer types,
     supported kernels, window and Architecture from the cache or the class, and each
-    variant's fit, measured once."""
+    variant's fit, measured once. `shipped`: what was measured before and shipped with
+    the planner for this config (planner.preset_classes), used when it was measured by
+    the same code and library versions (its "key")."""
 
-    def __init__(self, cfg: dict[str, Any]) -> None:
+    def __init__(self, cfg: dict[str, Any], shipped: dict | None = None) -> None:
         self.cfg = cfg
         self.key = cache_key(cfg)
         self.path = cache_folder() / f"{self.key}.json"
         self._lock = threading.Lock()
         self._measured = None  # planner.class_memory.MeasuredClass, when needed
-        data = self._read()
+        current = shipped is not None and shipped.get("key") == self.key
+        data = shipped if current else self._read()
         if data is None:
             measured = self._class()
             arch = measured.architecture(str(cfg.get("_name_or_path") or ""))
@@ -138,10 +141,31 @@ class ClassSource:
         with self._lock:
             found = self._fits.get(text)
             if found is None:
-                found = self._fits[text] = self._class().fit(key)
+                found = self._other_ranks(key)
+            if found is None:
+                found = self._class().fit(key)
                 self.data["fits"][text] = fit_to_json(found)
                 self._write(self.data)
+            self._fits[text] = found
             return found
+
+    def _other_ranks(self, key: tuple) -> ClassFit | None:
+        """A LoRA variant from the same variant at two other ranks, where both are known
+        (memory.class_layers.at_rank: exact), else None."""
+        precision, kernel, rank, targets, device = key
+        if not rank:
+            return None
+        same = [precision, kernel, targets, device]
+        ranks = sorted(int(r) for p, k, r, t, d in (text.split("|") for text in self._fits)
+                       if [p, k, t, d] == same and r != "0")
+        if len(ranks) < 2:
+            return None
+        low, high = ranks[0], ranks[-1]
+
+        def known(r: int) -> ClassFit:
+            return self._fits[_variant_text((precision, kernel, r, targets, device))]
+
+        return at_rank(known(low), low, known(high), high, rank)
 
 
 _SOURCES: dict[str, ClassSource] = {}

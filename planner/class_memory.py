@@ -28,6 +28,11 @@ terms that differ are converted per saved tensor, read off the autograd graph:
   input's dtype on the CPU;
 * SDPA's log-sum-exp (fp32 per head and token on both): CUDA's memory-efficient kernel,
   used for fp32 inputs or with an attention mask, pads it to 32 tokens;
+* softmax under autocast: CUDA's autocast runs it in fp32 (its fp32 list,
+  torch/include/ATen/autocast_mode.h, AT_FORALL_FP32_SET_OPT_DTYPE), the CPU's in its
+  input's dtype: a 16-bit softmax output is kept in fp32 on CUDA, and where a later op
+  saves it too (GPT-2's eager attention without dropout: the matmul with v) that op keeps
+  the 16-bit cast of it (`.type(value.dtype)`) as well;
 * SDPA with attention dropout: the CPU has no fused kernel with dropout and runs the
   math kernel (s² probabilities); CUDA's flash kernel drops inside the kernel, so the GPU
   variant is measured with the attention dropout set to 0 (the kernel keeps its random
@@ -235,9 +240,10 @@ def decoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
     return [m for m in model.modules() if isinstance(m, GradientCheckpointingLayer)]
 
 
-def _gpu_rules(root) -> dict[int, tuple[str, tuple[int, ...], int]]:
+def _gpu_rules(root, autocast: bool = False) -> dict[int, tuple[str, tuple[int, ...], int]]:
     """Storage -> (rule, shape, element size) for the saved tensors CUDA keeps otherwise
-    (see the module's docstring), read off the autograd graph from `root`."""
+    (see the module's docstring), read off the autograd graph from `root`; `autocast`:
+    the step ran under autocast."""
     rules: dict[int, tuple[str, tuple[int, ...], int]] = {}
     seen: set[int] = set()
     stack = [root]
@@ -252,6 +258,8 @@ def _gpu_rules(root) -> dict[int, tuple[str, tuple[int, ...], int]]:
             picks = [("_saved_result1", "mask")]
         elif name == "NativeLayerNormBackward0":
             picks = [("_saved_result1", "stats"), ("_saved_result2", "stats")]
+        elif name == "SoftmaxBackward0" and autocast:
+            picks = [("_saved_result", "softmax")]
         elif name.startswith("ScaledDotProduct") and "Attention" in name:
             masked = getattr(node, "_saved_attn_mask", None) is not None
             query = getattr(node, "_saved_query", None)
@@ -259,6 +267,8 @@ def _gpu_rules(root) -> dict[int, tuple[str, tuple[int, ...], int]]:
             picks = [("_saved_logsumexp", "lse-pad" if masked or wide else "lse")]
         for attr, rule in picks:
             t = getattr(node, attr, None)
+            if rule == "softmax" and isinstance(t, torch.Tensor) and t.element_size() > 2:
+                continue  # softmax(dtype=float32): fp32 on both
             if isinstance(t, torch.Tensor):
                 rules[_storage_key(t)] = (rule, tuple(t.shape), t.element_size())
         stack.extend(fn for fn, _ in node.next_functions)
@@ -283,6 +293,7 @@ def measure_step(model: torch.nn.Module, batch: int, seq: int, autocast: bool = 
     state: dict[str, Any] = {"layer": None, "stack": [], "shared": set(), "input": set(),
                              "dropout": False, "alive": []}
     seen: dict[object, tuple] = {}
+    packs: dict[object, int] = defaultdict(int)  # how many saves of each storage
     masks: dict[object, int] = {}  # dropout masks the CPU keeps as floats: their numbers
     handles = []
     names = {}
@@ -334,6 +345,7 @@ def measure_step(model: torch.nn.Module, batch: int, seq: int, autocast: bool = 
 
     def pack(t: torch.Tensor) -> torch.Tensor:
         key = _storage_key(t)
+        packs[key] += 1
         if key in params or key in seen:
             return t
         if is_weight_copy(t, _VIEWS):  # autocast's 16-bit weight copy: the plan counts it with the
@@ -377,7 +389,7 @@ def measure_step(model: torch.nn.Module, batch: int, seq: int, autocast: bool = 
                 _as_real_batch(), mock.patch.object(torch.nn.functional, "dropout",
                                                     marked_dropout):
             out = model(input_ids=input_ids, labels=input_ids, use_cache=False)
-        rules = _gpu_rules(out.loss.grad_fn)
+        rules = _gpu_rules(out.loss.grad_fn, autocast)
     finally:
         for h in handles:
             h.remove()
@@ -394,6 +406,8 @@ def measure_step(model: torch.nn.Module, batch: int, seq: int, autocast: bool = 
                 gpu = numel
             elif name == "stats":
                 gpu = numel * 4
+            elif name == "softmax":  # fp32 on CUDA, and cast back for a later op that saves it
+                gpu = numel * 4 + (nbytes if packs[key] > 1 else 0)
             elif name == "lse-pad":
                 padded = True
             if name.startswith("lse"):
@@ -613,6 +627,7 @@ class MeasuredClass:
         width = int(getattr(c, "intermediate_size", None) or getattr(c, "n_inner", None)
                     or getattr(c, "ffn_hidden_size", None) or 4 * hidden)
         total, block = self._params()
+        expert_block = self._expert_block()
         rms = "layernorm" not in " ".join(type(m).__name__.lower()
                                            for m in self._meta().modules())
         return Architecture(
@@ -621,7 +636,23 @@ class MeasuredClass:
             mlp="swiglu" if rms else "gelu", norm="rmsnorm" if rms else "layernorm",
             vocab=int(c.vocab_size), tied=bool(getattr(c, "tie_word_embeddings", False)),
             family=self.family, head_size=head_dim if head_dim * heads != hidden else 0,
-            counted_params=total, counted_block=block)
+            counted_params=total, counted_block=block,
+            expert_params=expert_block * self._moe_layers(), expert_block=expert_block)
+
+    def _expert_block(self) -> int:
+        """The experts' parameters in the largest decoder layer: those under a module
+        named `experts` (the router's gate and a shared expert are dense)."""
+        return max(sum(param.numel() for name, param in layer.named_parameters()
+                       if "experts" in name.split("."))
+                   for layer in decoder_layers(self._meta()))
+
+    def _moe_layers(self) -> int:
+        """Decoder layers with experts: all, but those a config keeps dense
+        (`mlp_only_layers`, or off the `decoder_sparse_step`, as Qwen's MoE classes read them)."""
+        c, n = self.config, len(self.layer_types)
+        dense = set(getattr(c, "mlp_only_layers", None) or ())
+        step = int(getattr(c, "decoder_sparse_step", None) or 1)
+        return sum(1 for i in range(n) if i not in dense and (i + 1) % step == 0)
 
     def experts(self) -> tuple[int, int] | None:
         """(experts per MoE layer, experts per token), None for a dense model."""

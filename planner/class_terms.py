@@ -1,4 +1,5 @@
-"""Where a family's real decoder layer keeps more than the course's formula, term by term.
+"""Where a family's real decoder layer keeps more or less than the course's formula, term
+by term.
 
 The course's formula (memory.layer.layer_tensors) is the teaching model: a Llama-kind or
 GPT-2-kind layer written op by op. A measured class (planner.class_memory) keeps what its
@@ -78,7 +79,8 @@ def course_bytes(p: PlannerInputs, batch: int, seq: int) -> dict[str, int]:
 
 def extra_terms(p: PlannerInputs, batch: int | None = None, seq: int | None = None
                 ) -> tuple[ExtraTerm, ...]:
-    """Per layer type, each module whose class keeps more than the course's formula."""
+    """Per layer type, each module whose class keeps more or less than the course's
+    formula (`extra` negative: less)."""
     fit = p.fit()
     if fit is None or p.source is None:
         return ()
@@ -95,10 +97,11 @@ def extra_terms(p: PlannerInputs, batch: int | None = None, seq: int | None = No
             module = module_of(term.name)
             measured[module] = measured.get(module, 0) + fit.value(term, b, s)
             polys.setdefault(module, []).append(term.polys[fit.stretch(s)])
-        for module, value in measured.items():
-            base = course.get(module, 0)
-            if value > base:
-                out.append(ExtraTerm(module, slot, value, base, _sum(polys[module]).text()))
+        for module in dict.fromkeys([*measured, *course]):
+            value, base = measured.get(module, 0), course.get(module, 0)
+            if value != base:
+                formula = _sum(polys[module]).text() if module in polys else "0"
+                out.append(ExtraTerm(module, slot, value, base, formula))
     return tuple(out)
 
 

@@ -28,7 +28,10 @@ code on tiny random-init models of each family):
   in 16-bit. Pure bf16 loads `dtype=torch.bfloat16` without it. PEFT keeps the adapters
   fp32 either way (get_peft_model's autocast_adapter_dtype=True).
 * The chunked loss: `use_liger_kernel=True` (Liger Kernel's fused linear + cross-entropy;
-  the package `liger-kernel`, Triton kernels for a GPU).
+  the package `liger-kernel`, Triton kernels for a GPU), only for the model types Liger
+  patches (LIGER_MODEL_TYPES). For any other type liger-kernel leaves the model as it is
+  and says so only at the info log level (liger_kernel/transformers/monkey_patch.py,
+  _apply_liger_kernel_to_instance, 0.8.5), so the code says that instead.
 * Loading under FSDP: transformers 5.24's `from_pretrained` reads the whole checkpoint in
   every process that calls it (modeling_utils.py, _load_pretrained_model), about 282 GB of
   host memory per process for a 70B model in fp32. So only the first process calls it;
@@ -59,6 +62,18 @@ ACCELERATE_VERSION = "1.15.0"
 DECODER_LAYERS = {"gpt2": "GPT2Block", "llama": "LlamaDecoderLayer",
                   "mistral": "MistralDecoderLayer", "qwen2": "Qwen2DecoderLayer",
                   "gemma": "GemmaDecoderLayer", "gemma2": "Gemma2DecoderLayer"}
+# The model types Liger Kernel patches (liger-kernel 0.8.5, the keys of
+# MODEL_TYPE_TO_APPLY_LIGER_FN in liger_kernel/transformers/monkey_patch.py; among the
+# families above, gpt2 is not one of them)
+LIGER_MODEL_TYPES = frozenset({
+    "deepseek_v2", "deepseek_v3", "deepseek_v4", "exaone4", "falcon_h1", "gemma", "gemma2",
+    "gemma3", "gemma3_text", "gemma4", "gemma4_text", "glm4", "glm4v", "glm4v_moe", "gpt_oss",
+    "granite", "hunyuan_v1_dense", "hunyuan_v1_moe", "internvl", "llama", "llama4",
+    "llama4_text", "llava", "ministral", "mistral", "mixtral", "mllama", "mllama_text_model",
+    "muse_glimmer", "nemotron", "olmo2", "olmo3", "paligemma", "phi3", "pixtral", "qwen2",
+    "qwen2_5_vl", "qwen2_5_vl_text", "qwen2_vl", "qwen2_vl_text", "qwen3", "qwen3_5",
+    "qwen3_5_moe", "qwen3_5_moe_text", "qwen3_5_text", "qwen3_moe", "qwen3_next", "qwen3_vl",
+    "qwen3_vl_moe", "qwen3_vl_moe_text", "qwen3_vl_text", "smollm3", "smolvlm"})
 # LoRA targets by the module names of each layer kind (PEFT matches a name's last parts)
 LORA_MODULES = {
     ("gpt", "attention"): ["attn.c_attn", "attn.c_proj"],
@@ -109,7 +124,8 @@ def model_id(p: PlannerInputs) -> str:
     return "path/to/your-model"
 
 
-def _family(p: PlannerInputs) -> str:
+def model_type(p: PlannerInputs) -> str:
+    """The plan's Hugging Face model_type (its family, or the kind's reference family)."""
     return p.arch.family or ("gpt2" if p.arch.kind == "gpt" else "llama")
 
 
@@ -264,11 +280,17 @@ def hf_code(p: PlannerInputs, code: str = DEFAULT) -> str:
             gettext(code, "not in the Trainer: see the PyTorch code")
             if strategy in ("two-layer", "budget") else
             gettext(code, "not needed: it fits without")))
-    if p.chunked_loss:
+    if p.chunked_loss and model_type(p) in LIGER_MODEL_TYPES:
         lines.append("    use_liger_kernel=True,  # " + gettext(
             code, "fused linear + cross-entropy in chunks (pip install liger-kernel)"))
+    elif p.chunked_loss:
+        lines += comment(gettext(code, "The plan's chunked loss: Liger Kernel has no kernels "
+                                       "for {family} models, and use_liger_kernel=True would "
+                                       "leave the loss as it is. Compute the loss a slice of "
+                                       "positions at a time in your own training loop.",
+                                 family=model_type(p)), "    ")
     if fsdp:
-        layer = DECODER_LAYERS.get(_family(p))
+        layer = DECODER_LAYERS.get(model_type(p))
         lines += [*comment(gettext(code, "FSDP over {count} GPUs, each decoder layer its own "
                                          "unit;", count=p.shards), "    "),
                   *(out for line in launch_lines(p, code)

@@ -7,9 +7,12 @@ per GPU."""
 
 from __future__ import annotations
 
+import functools
+import math
+
 from i18n import DEFAULT, gettext
 from memory.footprint import PlannerInputs
-from memory.parallel import Layout
+from memory.parallel import Layout, stage_layers
 from planner.snippets import comment
 
 _SCHEDULES = {"1f1b": "Schedule1F1B", "gpipe": "ScheduleGPipe",
@@ -29,7 +32,7 @@ from torch.distributed.tensor.parallel import (
     parallelize_module,
 )
 
-TP, PP, DP = {tp}, {pp}, {dp}
+TP, CP, PP, DP = {tp}, {cp}, {pp}, {dp}
 SEQUENCE_PARALLEL = {sp}
 '''
 
@@ -64,12 +67,15 @@ def tensor_parallel(block: nn.Module, tp_mesh) -> None:
 
 def sequence_parallel_ends(model: nn.Module, tp_mesh) -> None:
 {sp_doc}
-    parallelize_module(model, tp_mesh, {{
-        "model.embed_tokens": RowwiseParallel(input_layouts=Replicate(),
-                                              output_layouts=Shard(1)),
-        "model.norm": SequenceParallel(),
-        "lm_head": ColwiseParallel(input_layouts=Shard(1), output_layouts=Replicate()),
-    }})
+    inner, plan = model.model, {{}}
+    if inner.embed_tokens is not None:
+        plan["model.embed_tokens"] = RowwiseParallel(input_layouts=Replicate(),
+                                                     output_layouts=Shard(1))
+    if inner.norm is not None:
+        plan["model.norm"] = SequenceParallel()
+    if model.lm_head is not None:
+        plan["lm_head"] = ColwiseParallel(input_layouts=Shard(1), output_layouts=Replicate())
+    parallelize_module(model, tp_mesh, plan)
 '''
 
 _BLOCKS = '''
@@ -82,31 +88,132 @@ def parallelize(model: nn.Module, mesh) -> nn.Module:
     for i, block in enumerate(layers):
         if TP > 1:
             tensor_parallel(block, mesh["tp"])
-{checkpointed}        fully_shard(block, mesh=mesh["dp"])
-    fully_shard(model, mesh=mesh["dp"])
+{checkpointed}        fully_shard(block, mesh=mesh["dp_cp"])
+    fully_shard(model, mesh=mesh["dp_cp"])
     return model
 '''
 
 _MESH = '''
 
 def build_mesh(device: str = "cuda"):
-    return init_device_mesh(device, (PP, DP, TP), mesh_dim_names=("pp", "dp", "tp"))
+{doc}
+    mesh = init_device_mesh(device, (PP, DP, CP, TP),
+                            mesh_dim_names=("pp", "dp", "cp", "tp"))
+    mesh["dp", "cp"]._flatten(mesh_dim_name="dp_cp")
+    return mesh
+'''
+
+_STAGE = '''
+
+class Stage(nn.Module):
+{doc}
+
+    def __init__(self, model: nn.Module, stage: int, stages: int) -> None:
+        super().__init__()
+        inner, first, last = model.model, stage == 0, stage == stages - 1
+        blocks = list(inner.layers)
+        start, end = (len(blocks) * k // stages for k in (stage, stage + 1))
+        self.model = nn.Module()
+        self.model.embed_tokens = inner.embed_tokens if first else None
+        self.model.layers = nn.ModuleList(blocks[start:end])
+        self.model.rotary_emb = inner.rotary_emb
+        self.model.norm = inner.norm if last else None
+        self.lm_head = model.lm_head if last else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        inner = self.model
+        h = inner.embed_tokens(x) if inner.embed_tokens is not None else x
+        tokens = h.shape[1] * (TP if TP > 1 and SEQUENCE_PARALLEL else 1)
+        positions = torch.arange(tokens, device=h.device).unsqueeze(0)
+        rope = inner.rotary_emb(h, positions)
+        for block in inner.layers:
+            h = block(h, position_embeddings=rope)
+        if self.lm_head is not None:
+            h = self.lm_head(inner.norm(h))
+        return h
 '''
 
 _PIPE = '''
 
-def pipeline(stage_module: nn.Module, mesh, loss_fn, device: torch.device):
+def pipeline(model: nn.Module, mesh, loss_fn, device: torch.device):
 {doc}
     from torch.distributed.pipelining import PipelineStage, {schedule}
 
-    pp_mesh = mesh["pp"]
-    stage = PipelineStage(stage_module, pp_mesh.get_local_rank(), PP, device,
-                          group=pp_mesh.get_group())
-    return {schedule}(stage, n_microbatches={microbatches}, loss_fn=loss_fn)
+    pp_mesh, chunks = mesh["pp"], {chunks}
+    stages = PP * chunks
+    indices = [pp_mesh.get_local_rank() + k * PP for k in range(chunks)]
+    modules = [parallelize(Stage(model, i, stages), mesh) for i in indices]
+    runs = [PipelineStage(module, i, stages, device, group=pp_mesh.get_group())
+            for i, module in zip(indices, modules)]
+    return modules, {schedule}({runs}, n_microbatches={microbatches}, loss_fn=loss_fn)
+'''
+
+_TRANSFORMERS_TP = '''
+
+def load_with_transformers_tp(path: str) -> nn.Module:
+{doc}
+    from transformers import AutoModelForCausalLM
+    from transformers.distributed.configuration_utils import DistributedConfig
+
+    model = AutoModelForCausalLM.from_pretrained(
+        path, distributed_config=DistributedConfig(tp_size=TP, fsdp_size=DP))
+{checkpointing}    return model
+'''
+
+_CP = '''
+
+def context_parallel_step(model: nn.Module, input_ids: torch.Tensor, labels: torch.Tensor,
+                          mesh) -> torch.Tensor:
+{doc}
+    from torch.distributed.tensor.experimental import context_parallel
+
+    positions = torch.arange(input_ids.shape[1], device=input_ids.device)
+    positions = positions.expand_as(input_ids).contiguous()
+    with context_parallel(mesh["cp"], buffers=[input_ids, labels, positions],
+                          buffer_seq_dims=[1, 1, 1]):
+        logits = model(input_ids=input_ids, position_ids=positions).logits
+        loss = nn.functional.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(),
+                                           ignore_index=-100)
+        loss.backward()
+    return loss
 '''
 
 
-def _checkpointed(p: PlannerInputs) -> str:
+@functools.lru_cache(maxsize=64)
+def has_tp_plan(family: str) -> bool:
+    """Whether transformers' config class of `family` (a model_type) holds a tensor
+    parallel plan (base_model_tp_plan), which its from_pretrained applies."""
+    import transformers
+
+    try:
+        config = transformers.AutoConfig.for_model(family)
+    except ValueError:
+        return False
+    return bool(getattr(config, "base_model_tp_plan", None))
+
+
+def transformers_route(p: PlannerInputs, layout: Layout) -> bool:
+    """Whether the code also prints transformers' own tensor parallelism: a family whose
+    class has a plan, tensor parallelism alone with FSDP (no pipeline or context
+    parallelism, which this route does not take here) and a checkpointing it can apply
+    (none, or every layer: gradient_checkpointing_enable checkpoints each layer)."""
+    return (layout.tp > 1 and layout.pp == 1 and layout.cp == 1 and layout.ep == 1
+            and p.strategy in ("none", "every-layer", "two-layer", "budget")
+            and bool(p.arch.family) and has_tp_plan(p.arch.family))
+
+
+def checkpointed_per_stage(p: PlannerInputs, layout: Layout) -> int:
+    """How many blocks "some-layers" checkpoints in each module the code builds: the plan's
+    count, or under pipelining its share of each stage (the planner prices each stage's
+    layers in proportion, memory.parallel / planner.parallel_plan), rounded up: never
+    less checkpointed than priced."""
+    stages = layout.pp * layout.chunks
+    if stages == 1:
+        return p.some_layers
+    return math.ceil(p.some_layers * stage_layers(p.arch.layers, stages) / p.arch.layers)
+
+
+def _checkpointed(p: PlannerInputs, layout: Layout) -> str:
     """The lines of the loop over blocks that checkpoint the plan's blocks (none for a
     plan without checkpointing; two-layer segments and the compiler's budget as every
     block, their nearest per-block form)."""
@@ -114,7 +221,7 @@ def _checkpointed(p: PlannerInputs) -> str:
     if p.strategy in ("every-layer", "two-layer", "budget"):
         return "        " + wrap.format(i="        ")
     if p.strategy == "some-layers":
-        return (f"        if i < {p.some_layers}:\n            "
+        return (f"        if i < {checkpointed_per_stage(p, layout)}:\n            "
                 + wrap.format(i="            "))
     return ""
 
@@ -125,7 +232,7 @@ def _doc(text: str) -> str:
 
 def parallel_code(p: PlannerInputs, layout: Layout, code: str = DEFAULT) -> str:
     """The layout's PyTorch code, commented in language `code`."""
-    out = _HEAD.format(tp=layout.tp, pp=layout.pp, dp=layout.dp * layout.cp,
+    out = _HEAD.format(tp=layout.tp, cp=layout.cp, pp=layout.pp, dp=layout.dp,
                        sp=layout.sp and layout.tp > 1)
     tp_doc = gettext(code, "Split the block's projections over the tensor-parallel GPUs: "
                            "q, k, v and the MLP's first projections by columns, the output "
@@ -136,22 +243,61 @@ def parallel_code(p: PlannerInputs, layout: Layout, code: str = DEFAULT) -> str:
                            "gathering them. Pass position_ids (all the tokens' positions) "
                            "to the model: each GPU embeds only its slice.")
     out += _TP.format(doc=_doc(tp_doc), sp_doc=_doc(sp_doc))
-    blocks_doc = gettext(code, "Tensor parallelism inside each block, then the block "
-                               "checkpointed (its input kept, the rest recomputed in "
-                               "backward), then sharded with FSDP; the root last.")
-    out += _BLOCKS.format(checkpointed=_checkpointed(p), doc=_doc(blocks_doc))
-    out += _MESH
+    checkpointed = _checkpointed(p, layout)
+    blocks_doc = (gettext(code, "Tensor parallelism inside each block, then the block "
+                                "checkpointed (its input kept, the rest recomputed in "
+                                "backward), then sharded with FSDP; the root last.")
+                  if checkpointed else
+                  gettext(code, "Tensor parallelism inside each block, then sharded with "
+                                "FSDP; the root last. This plan checkpoints no block: "
+                                "every block keeps its activations for backward."))
+    if p.strategy == "two-layer":
+        blocks_doc += " " + gettext(code, "The plan's two-layer segments are checkpointed here "
+                                          "block by block, their nearest form inside the FSDP "
+                                          "units (a checkpoint around two units would gather "
+                                          "both at once): this code keeps what the table's "
+                                          "every-layer row counts.")
+    elif p.strategy == "budget":
+        blocks_doc += " " + gettext(code, "The plan's compiler budget is replaced here by a "
+                                          "checkpoint on every block: this code keeps what "
+                                          "the table's every-layer row counts.")
+    out += _BLOCKS.format(checkpointed=checkpointed, doc=_doc(blocks_doc))
+    mesh_doc = gettext(code, "The GPUs as a grid: pipeline x data x context x tensor "
+                             "parallel. FSDP shards the training state over the data and "
+                             "context parallel GPUs together (dp_cp).")
+    out += _MESH.format(doc=_doc(mesh_doc))
     if layout.pp > 1:
-        pipe_doc = gettext(code, "One pipeline stage per GPU of the pp mesh: `stage_module` "
-                                 "is this stage's share of the blocks (the first stage with "
-                                 "the embedding, the last with the norm, the head and the "
-                                 "loss).")
+        stage_doc = gettext(code, "One pipeline stage's share of a transformers decoder: "
+                                  "its blocks in order, the embedding on the first stage, "
+                                  "the final norm and the head on the last.")
+        pipe_doc = gettext(code, "This GPU's pipeline stages (one, or `chunks` of them under "
+                                 "the interleaved schedule), each parallelized and "
+                                 "checkpointed as above, and the schedule that runs the "
+                                 "micro-batches through them. The first stage's step() "
+                                 "takes the input ids, the last's the labels (shifted by "
+                                 "one, -100 at the end) and a list that receives the "
+                                 "losses.")
+        interleaved = layout.schedule == "interleaved"
+        out += _STAGE.format(doc=_doc(stage_doc))
         out += _PIPE.format(schedule=_SCHEDULES[layout.schedule],
+                            chunks=layout.chunks, runs="runs" if interleaved else "runs[0]",
                             microbatches=layout.microbatches, doc=_doc(pipe_doc))
+    if transformers_route(p, layout):
+        hf_doc = gettext(code, "Or transformers' own route: from_pretrained splits the "
+                               "weights by the model class's tensor-parallel plan "
+                               "(base_model_tp_plan) over TP GPUs and shards them with "
+                               "FSDP over DP; transformers 5.24 does not wire sequence "
+                               "parallelism into it, so the norms' activations stay whole. "
+                               "Run under torchrun with the process group initialized.")
+        ckpt = ("" if p.strategy == "none" else
+                "    model.gradient_checkpointing_enable(\n"
+                "        gradient_checkpointing_kwargs={\"use_reentrant\": False})\n")
+        out += _TRANSFORMERS_TP.format(doc=_doc(hf_doc), checkpointing=ckpt)
     if layout.cp > 1:
-        cp_doc = gettext(code, "Context parallelism: run each step inside "
-                               "torch.distributed.tensor.experimental.context_parallel(mesh, "
-                               "buffers=...) over a cp mesh dimension; here its GPUs are "
-                               "counted with DP for FSDP.")
-        out += "\n" + "\n".join(comment(cp_doc)) + "\n"
+        cp_doc = gettext(code, "Context parallelism: each GPU of the cp mesh runs its slice "
+                               "of the sequence, ring attention passing the keys and values "
+                               "around. The labels come shifted by one (-100 at the end), "
+                               "since a slice cannot shift its own. torch runs it with "
+                               "CUDA's attention kernels only.")
+        out += _CP.format(doc=_doc(cp_doc))
     return out

@@ -95,7 +95,8 @@ def gpu_row(p: PlannerInputs, layout: M.Layout, strategy: str) -> GpuRow:
     shards = layout.dp * layout.cp
     st = state_bytes(q.with_(shards=shards))
     base = st["weights"] - st["gathered"] - st["root"] + st["gradients"] + st["optimizer"]
-    state = base / (layout.tp * layout.pp) + (st["gathered"] + st["root"]) / layout.tp
+    gathered = st["gathered"] - expert_gather_saving(p, layout, st["gathered"])
+    state = base / (layout.tp * layout.pp) + (gathered + st["root"]) / layout.tp
     logits = logits_peak_bytes(q) / layout.tp  # vocabulary-parallel loss under t > 1
 
     def stage_peak(stage: int, with_logits: bool) -> tuple[float, float]:
@@ -112,6 +113,61 @@ def gpu_row(p: PlannerInputs, layout: M.Layout, strategy: str) -> GpuRow:
         (kept, peak), where = (first, "first") if first[1] >= last[1] else (last, "last")
     return GpuRow(strategy, kept, rebuilt, state, logits if where != "first" else 0.0,
                   peak, peak <= p.usable_bytes, where, act.recompute_flops)
+
+
+def _gathered_share(ranks: int) -> float:
+    """The share of a layer FSDP gathers from the other ranks of a group of `ranks`."""
+    return (ranks - 1) / ranks if ranks > 1 else 0.0
+
+
+def expert_gather_saving(p: PlannerInputs, layout: M.Layout, gathered: float) -> float:
+    """How much less of a layer FSDP gathers on one GPU under expert parallelism: the
+    experts of a layer are split over the ep GPUs, so each gathers only its own experts
+    (from the dp·cp/ep GPUs that shard them) instead of all of them (from dp·cp)."""
+    arch, shards = p.arch, layout.dp * layout.cp
+    if layout.ep == 1 or not arch.expert_block or not gathered:
+        return 0.0
+    per_param = gathered / (arch.block_params() * _gathered_share(shards))
+    own = arch.expert_block / layout.ep * _gathered_share(shards // layout.ep)
+    return per_param * (arch.expert_block * _gathered_share(shards) - own)
+
+
+@dataclass(frozen=True)
+class ExpertSplit:
+    """A mixture-of-experts model's experts under expert parallelism, on one GPU."""
+
+    ep: int
+    experts: int  # experts per MoE layer
+    per_gpu: int  # experts of each MoE layer on one GPU
+    top_k: int
+    state: float  # the experts' weights, gradients and optimizer state on one GPU
+    sharded_over: int  # GPUs that shard one expert's state (FSDP): dp·cp / ep
+    gathered: float  # one layer's experts FSDP gathers on one GPU while it uses them
+    layer_activations: float  # what one GPU's experts keep per layer and micro-batch
+
+
+def expert_split(p: PlannerInputs, layout: M.Layout, experts: tuple[int, int]
+                 ) -> ExpertSplit:
+    """The experts' share of a GPU under `layout`: their parameters split over the ep
+    GPUs, each GPU's part sharded by FSDP over the dp·cp/ep GPUs that hold the same
+    experts (so the sharded state per GPU is what FSDP alone over dp·cp gives; the gathered
+    layer is what shrinks), and the activations of its experts with balanced routing:
+    top_k times the GPU's own tokens (memory.parallel.expert_bytes), whatever ep is."""
+    count, top_k = experts
+    arch, q = p.arch, local_inputs(p, layout)
+    shards = layout.dp * layout.cp
+    st = state_bytes(q.with_(shards=shards))
+    base = st["weights"] - st["gathered"] - st["root"] + st["gradients"] + st["optimizer"]
+    share = arch.expert_params / arch.params()
+    per_param = (st["gathered"] / (arch.block_params() * _gathered_share(shards))
+                 if st["gathered"] else 0.0)
+    gathered = per_param * arch.expert_block / layout.ep * _gathered_share(shards // layout.ep)
+    width = arch.expert_block // (count * 3 * arch.hidden)
+    tokens = q.batch * q.seq
+    return ExpertSplit(
+        layout.ep, count, count // layout.ep, top_k,
+        base * share / (layout.tp * layout.pp), shards // layout.ep, gathered / layout.tp,
+        M.expert_bytes(tokens, top_k, M.expert_token_bytes(arch.hidden, width, q.act_bytes)))
 
 
 def gpu_rows(p: PlannerInputs, layout: M.Layout) -> dict[str, GpuRow]:

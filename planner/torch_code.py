@@ -10,6 +10,7 @@ from __future__ import annotations
 from i18n import DEFAULT, N_, gettext, ngettext
 from memory.footprint import PlannerInputs
 from planner.compiler_code import compiler_code
+from planner.hf_code import LIGER_MODEL_TYPES, model_type
 from planner.snippets import comment, docstring
 
 _TORCH_HEAD = '''{imports}import torch
@@ -128,6 +129,11 @@ LEFT_OUT = {  # the plan's other steps, which this code does not carry: id -> ca
                 "peft's prepare_model_for_kbit_training and get_peft_model)"),
     "chunked-loss": N_("the chunked loss (here loss_fn gets the whole logits; the Hugging "
                        "Face code's use_liger_kernel computes them a chunk at a time)"),
+    # for a model type Liger Kernel does not patch (hf_code.LIGER_MODEL_TYPES)
+    "chunked-loss-no-liger": N_("the chunked loss (here loss_fn gets the whole logits, and "
+                                "Liger Kernel, which the Hugging Face code would use, has no "
+                                "kernels for this model type: compute the loss a slice of "
+                                "positions at a time)"),
     "adamw-8bit": N_("8-bit AdamW (bitsandbytes.optim.AdamW8bit)"),
     "fsdp": N_("the sharding over the GPUs (FSDP)"),
 }
@@ -145,6 +151,13 @@ def left_out(p: PlannerInputs) -> list[str]:
     return out
 
 
+def _left_out_text(p: PlannerInputs, item: str) -> str:
+    """The LEFT_OUT key that describes `item` for the plan `p`'s model type."""
+    if item == "chunked-loss" and model_type(p) not in LIGER_MODEL_TYPES:
+        return "chunked-loss-no-liger"
+    return item
+
+
 def left_out_note(p: PlannerInputs, code: str = DEFAULT) -> str:
     """Comment lines that say what this code leaves out of the plan, or nothing."""
     items = left_out(p)
@@ -152,7 +165,8 @@ def left_out_note(p: PlannerInputs, code: str = DEFAULT) -> str:
         return ""
     text = gettext(code, "This code is the plan's checkpointing only. It leaves out: "
                          "{items}. The Hugging Face code sets them up.",
-                   items="; ".join(gettext(code, LEFT_OUT[item]) for item in items))
+                   items="; ".join(gettext(code, LEFT_OUT[_left_out_text(p, item)])
+                                   for item in items))
     return "\n".join(comment(text)) + "\n"
 
 

@@ -7,13 +7,17 @@ import os
 from pathlib import Path
 from urllib.parse import quote
 
+from lessons.catalog import LESSON_PATHS
 from storage.location import REPO_ROOT as REPO_ROOT  # re-exported: the quiz's settings
 from storage.location import data_dir as data_dir
 
 COURSE_NAME = "Gradient Checkpointing Lab"
 COURSE_VERSION = "1.0"
 PASS_MARK = 0.8
-QUESTIONS_PER_ATTEMPT = 12
+# Every lesson is asked about this many times in each attempt (quiz.draw's turns), so an
+# attempt holds this many questions per lesson of the outline: 16 for eight lessons.
+QUESTIONS_PER_LESSON = 2
+QUESTIONS_PER_ATTEMPT = QUESTIONS_PER_LESSON * len(LESSON_PATHS)
 DEFAULT_COOLDOWN_SECONDS = 60
 DEFAULT_ATTEMPT_TTL_SECONDS = 6 * 3600
 DEFAULT_BASE_URL = "http://localhost:8501"

@@ -1,5 +1,7 @@
-"""Drawing an attempt: about a dozen questions spread over the lessons, at least two of them
-"apply it to a new shape" items, shuffled, frozen."""
+"""Drawing an attempt: questions spread evenly over the lessons (the service asks for
+`quiz.config.QUESTIONS_PER_LESSON` per lesson, so each lesson gets exactly that many), at
+least two of them "apply it to a new shape" items, shuffled, frozen. The draw is a function
+of its random generator: one seed, one draw."""
 
 from __future__ import annotations
 

@@ -100,6 +100,10 @@ def demo_runs_independent_of_the_load(request: pytest.FixtureRequest,
                                      DEFAULT_SPEED.get(kind, 1.0))
 
     monkeypatch.setattr(demo_runner, "estimated_seconds", at_the_theory_speed)
+    # The warm-up's listing (ui.server.collect_warm_jobs) sets the runner's collect mode
+    # for its whole process: left set, every later page here would list its runs, run
+    # nothing and draw no result, silently.
+    monkeypatch.delenv(demo_runner.COLLECT_ENV, raising=False)
     monkeypatch.setattr(service, "MIN_CAP_SECONDS",
                         max(service.MIN_CAP_SECONDS, TEST_MIN_CAP_SECONDS))
 

@@ -362,6 +362,15 @@ def download(data: Comparison | pd.DataFrame, name: str) -> None:
                        icon=":material/download:", key=f"download-{name}")
 
 
+def downloads(frame: pd.DataFrame, name: str,
+              snapshot: tuple[list[tuple[str, list[list] | None]], int], what: str) -> None:
+    """A results table as CSV and, for its runs that kept the tracker's event log
+    (`snapshot`: the runs and the parameter bytes, from demos.reports.memory_snapshot), as
+    torch's memory snapshot; `what` says which runs the snapshot holds."""
+    download(frame, name)
+    snapshot_button(*snapshot, name, fingerprint(frame), what)
+
+
 def download_snapshot(comparison: Comparison, name: str) -> None:
     """This comparison as torch's memory snapshot, one step per strategy."""
     from demos.reports.memory_snapshot import comparison_runs
@@ -371,9 +380,10 @@ def download_snapshot(comparison: Comparison, name: str) -> None:
 
 
 def snapshot_button(runs: list[tuple[str, list[list] | None]], parameter_bytes: int,
-                    name: str, key: Hashable) -> None:
+                    name: str, key: Hashable, what: str | None = None) -> None:
     """Measured runs as torch's memory snapshot (demos.reports.memory_snapshot), for
-    PyTorch's memory viewer; only finished runs with the tracker's event log are offered."""
+    PyTorch's memory viewer; only finished runs with the tracker's event log are offered.
+    `what`: a caption that says which of the page's runs the snapshot holds."""
     from demos.reports.memory_snapshot import snapshot_pickle
 
     if view_phase() is not None or not any(events for _, events in runs):
@@ -382,6 +392,8 @@ def snapshot_button(runs: list[tuple[str, list[list] | None]], parameter_bytes: 
     st.download_button(t("Download the memory snapshot (PyTorch's format)"), data,
                        file_name=f"{name}-snapshot.pickle", mime="application/octet-stream",
                        on_click="ignore", icon=":material/memory:", key=f"snapshot-{name}")
+    if what:
+        st.caption(what)
     st.caption(t("Built from the tensors the lab tracked in these steps, one after another. "
                  "Drop it on PyTorch's memory viewer (pytorch.org/memory_viz) beside a snapshot of "
                  "your own run on a GPU: torch.cuda.memory._record_memory_history(), your "

@@ -1,6 +1,7 @@
-"""The planner page's account of a pasted config.json's class: the transformers family
-measured, the attention kernel planned, each layer type's bytes, and where the class's
-layer keeps more than the course's formula, module by module (planner.class_terms)."""
+"""The planner page's account of a model's class (a preset's or a pasted config.json's):
+the transformers family measured, the attention kernel planned, each layer type's bytes,
+and where the class's layer keeps more or less than the course's formula, module by
+module (planner.class_terms)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,12 @@ def measured_class(p: P.PlannerInputs) -> None:
     if source is None:
         return
     st.subheader(t("Where each layer's memory comes from"))
+    if p.fit() is None:
+        st.markdown(t("QLoRA: each layer is priced by the course's formula, measured on "
+                      "bitsandbytes' real 4-bit layers (their fp32 norms and residual stream "
+                      "keep more than 16-bit LoRA); the {family} class cannot run 4-bit "
+                      "layers without their data.", family=source.family))
+        return
     kernels = getattr(source, "kernels", ("sdpa",))
     kernel = KERNELS.get(p.kernel, p.kernel)
     lines = [t("Measured on transformers' **{family}** class, one training step's forward "
@@ -56,13 +63,16 @@ def measured_class(p: P.PlannerInputs) -> None:
                                for kind, count in counts.items()]), hide_index=True)
     terms = class_terms.extra_terms(p)
     course = class_terms.course_layer_bytes(p)
-    st.caption(t("The course's formula for one layer: {size}. Beyond it, module by module "
-                 "(b: micro-batch, s: sequence length; bytes):", size=gib(course)))
+    st.caption(t("The class keeps {size} per layer (its largest layer type), the course's "
+                 "formula {course}. Where they differ, module by module (b: micro-batch, s: "
+                 "sequence length; the class's bytes):", size=gib(max(sizes.values())),
+                 course=gib(course)))
     if terms:
         st.dataframe(pd.DataFrame([{
             t("Module"): term.module, t("Layer type"): term.slot,
             t("Class"): gib(term.measured), t("Course"): gib(term.course),
-            t("More"): "+" + gib(term.extra), t("Formula"): term.formula}
+            t("Difference"): ("+" if term.extra > 0 else "−") + gib(abs(term.extra)),
+            t("Formula"): term.formula}
             for term in terms]), hide_index=True)
     else:
         st.caption(t("Nothing: this class keeps what the course's formula counts."))

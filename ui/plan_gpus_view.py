@@ -5,6 +5,8 @@ Numbers from planner.parallel_plan; this module keeps the widgets and the words.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 import streamlit as st
 
@@ -40,16 +42,44 @@ def _layout(settings: P.PlannerInputs, per_node: int) -> tuple[M.Layout, tuple] 
         cp = int(query.choice("cp", t("Context parallel"), SIZES, "1"))
     schedule = (query.choice("schedule", t("Pipeline schedule"), list(M.SCHEDULES), "1f1b")
                 if pp > 1 else "1f1b")
+    experts = _experts(settings)
+    ep = (int(query.choice("ep", t("Expert parallel"),
+                           [size for size in SIZES if experts[0] % int(size) == 0], "1"))
+          if experts else 1)
     try:
         layout = M.Layout(tp=tp, sp=sp and tp > 1, cp=cp, pp=pp, schedule=schedule,
                           microbatches=max(settings.accumulation, pp),
                           chunks=2 if schedule == "interleaved" else 1)
-        return PP.with_dp(layout, settings.shards), ()
+        return replace(PP.with_dp(layout, settings.shards), ep=ep), ()
     except M.LayoutError:
         return t("{gpus} GPUs cannot be split as tensor {tp} x context {cp} x pipeline "
                  "{pp} (with the interleaved schedule, micro-batches a multiple of the "
                  "stages): pick sizes whose product divides the GPUs.",
-                 gpus=settings.shards, tp=tp, cp=cp, pp=pp)
+                 gpus=settings.shards, tp=tp, cp=cp, pp=pp) + (
+            " " + t("Expert parallelism ({ep}) splits the data x context parallel GPUs: "
+                    "it must divide them.", ep=ep) if ep > 1 else "")
+
+
+def _experts(settings: P.PlannerInputs) -> tuple[int, int] | None:
+    """(experts per layer, per token) of a mixture-of-experts config; None when dense."""
+    return getattr(settings.source, "experts", None) or None
+
+
+def experts_text(settings: P.PlannerInputs, layout: M.Layout) -> str | None:
+    """What one GPU holds of the experts under the layout (None for a dense model)."""
+    experts = _experts(settings)
+    if experts is None:
+        return None
+    split = PP.expert_split(settings, layout, experts)
+    return t("Experts: {mine} of the {count} of each layer on every GPU (expert parallel "
+             "{ep}); their weights, gradients and optimizer state take {state} per GPU, "
+             "sharded over {sharded} GPUs, and FSDP gathers {gathered} of them at a time. "
+             "With balanced routing, as the planner assumes, each GPU's experts keep "
+             "{kept} per layer and micro-batch: {top_k} times its own tokens, whatever the "
+             "expert-parallel size.", mine=split.per_gpu, count=split.experts, ep=split.ep,
+             state=gib(split.state), sharded=split.sharded_over,
+             gathered=gib(split.gathered), kept=gib(split.layer_activations),
+             top_k=split.top_k)
 
 
 def describe(layout: M.Layout, per_node: int) -> str:
@@ -92,6 +122,17 @@ def across_gpus(settings: P.PlannerInputs) -> None:
                                       strategy=word(step.row.strategy),
                                       peak=gib(step.row.peak)))
     st.dataframe(table(settings, layout), hide_index=True)
+    if (words := experts_text(settings, layout)) is not None:
+        st.markdown(words)
     best = PP.cheapest(PP.gpu_rows(settings, layout))
     st.code(parallel_code(settings.with_(strategy=best.strategy), layout,
                           current_language()), language="python")
+    ran = t("This code, on a tiny Llama, ran on two CPU processes over gloo in the "
+            "course's tests: tensor parallel with and without sequence parallelism, and "
+            "two pipeline stages under GPipe and 1F1B, each giving one process's loss and "
+            "gradients and checkpointing the blocks it names.")
+    if layout.cp > 1:
+        ran += " " + t("The context-parallel step was not run: torch runs context "
+                       "parallelism with CUDA's attention kernels only; it is checked to "
+                       "compile and to import.")
+    st.caption(ran)

@@ -25,6 +25,7 @@ from planner import recommend as recommend_module
 from planner import torch_code as torch_module
 from planner.class_cache import from_config_json as class_config
 from planner.class_memory import ClassConfigError
+from planner.preset_classes import preset_source
 from ui import query
 from ui.i18n import babel_locale, current_language, fmt_percent, pt, t, tn
 from ui.navigation import page_link
@@ -91,10 +92,10 @@ def _model_controls() -> Model | str:
                        format_func=lambda k: PRESETS[k].label if k in PRESETS else word(k))
     if key == "config":
         return _config_json()
-    if key != "custom":
+    if key != "custom":  # a preset: its class's terms, measured and shipped
         arch = PRESETS[key]
         st.caption(preset_caption(arch))
-        return arch, None
+        return arch, preset_source(key)
     base = PRESETS[DEFAULT_PRESET]
     rows = [st.columns(3) for _ in range(3)]
     cells = [cell for row in rows for cell in row]

@@ -22,6 +22,7 @@ from i18n.units import format_bytes
 from memory.architectures import PRESETS
 from memory.footprint import PlannerInputs
 from memory.layer import layer_bytes
+from ui import demo_display as display
 from ui import query
 from ui.i18n import current_language, fmt_decimal, fmt_number, t
 
@@ -157,6 +158,12 @@ def show(setup: Setup) -> None:
     band = planner_peak_range(setup)
     if band is not None and m.peak:
         st.caption(peak_comparison(m.peak, band))
+    name = f"real-model-{setup.arch.key}-{setup.strategy}"
+    display.snapshot_button(
+        [(f"strategy {setup.strategy}", m.memory_events)], m.parameter_bytes, name, setup,
+        t("The memory snapshot holds this step. Each storage is named by the op and the "
+          "decoder layer that made it in forward; transformers checkpoints a layer's forward "
+          "below the hooks that name the layer, so its recomputation shows as backward."))
 
 
 def peak_comparison(peak: int, band) -> str:

@@ -63,7 +63,8 @@ from torch.utils.flop_counter import (
 
 from demos.engine.budget_settings import BASE, BUDGETS, COMPILED_STRATEGIES, EAGER_STRATEGIES
 from demos.engine.model import GPT, MATMUL_OPS, build_model, make_batch, policy_fn
-from demos.engine.tracker import LiveTracker
+from demos.engine.results import EVENTS_COLUMN
+from demos.engine.tracker import tracking
 from memory.config import ConfigError, ModelConfig
 
 __all__ = ["BASE", "BUDGETS", "COMPILED_STRATEGIES", "COMPILER_BYTES", "EAGER_STRATEGIES",
@@ -129,6 +130,10 @@ class BudgetPoint:
     measured_by: str  # "saved-tensors-hooks" or "live-tracker"
     flops_counted_by: str  # "compiled-graphs" or "flop-counter"
     runs: list[float] = field(default_factory=list)
+    # an eager point's tracked step (LiveTracker.events), for the memory snapshot; None for
+    # a compiled one: under a dispatch mode such as the tracker Dynamo skips the frame
+    # (torch/_dynamo/convert_frame.py), so a tracker would only see an eager step
+    memory_events: list[list] | None = None
 
     @property
     def label(self) -> str:
@@ -233,17 +238,19 @@ def saved_by_hooks(step: Callable[[], torch.Tensor], leave_out: set[int]
     return loss, sum(seen.values())
 
 
-def held_by_tracker(step: Callable[[], torch.Tensor], leave_out: Sequence[torch.Tensor]
-                    ) -> tuple[torch.Tensor, int]:
-    """Run a forward under the live tracker; the bytes it created that are still alive at
-    its end (everything backward holds on to, a selective policy's cache included)."""
-    tracker = LiveTracker("cpu")
-    tracker.ignore(leave_out)
-    with tracker:
+def held_by_tracker(model: GPT, step: Callable[[], torch.Tensor],
+                    inputs: Sequence[torch.Tensor]) -> tuple[torch.Tensor, int, list[list]]:
+    """Run a whole step (forward and backward) under the live tracker: the loss, the bytes
+    the forward created that are still alive at its end (everything backward holds on to,
+    a selective policy's cache included; the parameters and `inputs` left out) and the
+    tracker's event log."""
+    with tracking(model, inputs, "cpu") as tracker:
         loss = step()
-    held = tracker.live_bytes - loss.untyped_storage().nbytes()  # the loss itself
+        held = tracker.live_bytes - loss.untyped_storage().nbytes()  # the loss itself
+        tracker.start_backward()
+        loss.backward()
     tracker.close()
-    return loss, held
+    return loss, held, tracker.events or []
 
 
 class _GraphFlops:
@@ -367,12 +374,13 @@ def measure_point(cfg: ModelConfig, kind: str, strategy: str, repeats: int = 5,
         step().backward()  # compiles the forward and the backward graphs
         compile_seconds = time.perf_counter() - start if compiled else None
         model.zero_grad(set_to_none=True)
+        events = None
         if compiled:
             loss, saved = saved_by_hooks(step, leave_out)
             forward_flops, backward_flops = counter.forward, counter.backward
+            loss.backward()
         else:
-            loss, saved = held_by_tracker(step, [*params, idx, tgt])
-        loss.backward()
+            loss, saved, events = held_by_tracker(model, step, [idx, tgt])
         grads = _grads(model)
         if not compiled:
             model.zero_grad(set_to_none=True)
@@ -396,7 +404,8 @@ def measure_point(cfg: ModelConfig, kind: str, strategy: str, repeats: int = 5,
         step_seconds_high=high, compile_seconds=compile_seconds, loss=float(loss.detach()),
         max_grad_diff=_max_diff(grads, reference) if reference is not None else 0.0,
         measured_by="saved-tensors-hooks" if compiled else "live-tracker",
-        flops_counted_by="compiled-graphs" if compiled else "flop-counter", runs=runs)
+        flops_counted_by="compiled-graphs" if compiled else "flop-counter", runs=runs,
+        memory_events=events)
     return point, grads
 
 
@@ -434,17 +443,19 @@ COLUMNS = ["kind", "strategy", "budget", "saved_bytes", "flops", "forward_flops"
            "flops_counted_by"]
 
 
-def to_frame(points: Sequence[BudgetPoint]) -> pd.DataFrame:
+def to_frame(points: Sequence[BudgetPoint], events: bool = False) -> pd.DataFrame:
     """One row per point; recomputed_flops is each point's FLOPs above the plain eager
-    step's (or, without one, the least FLOPs measured)."""
+    step's (or, without one, the least FLOPs measured). `events`: the eager points'
+    tracker event logs in EVENTS_COLUMN (the demo's stored result; not the CLI's table)."""
+    columns = [*COLUMNS, EVENTS_COLUMN] if events else COLUMNS
     rows = [{k: v for k, v in asdict(p).items() if k != "runs"} for p in points]
     frame = pd.DataFrame(rows)
     if frame.empty:
-        return pd.DataFrame(columns=COLUMNS)
+        return pd.DataFrame(columns=columns)
     plain = frame[(frame["kind"] == "eager") & (frame["strategy"] == "none")]
     base = int(plain["flops"].iloc[0]) if len(plain) else int(frame["flops"].min())
     frame["recomputed_flops"] = frame["flops"] - base
-    return frame[COLUMNS]
+    return frame[columns]
 
 
 def from_frame(frame: pd.DataFrame) -> list[BudgetPoint]:

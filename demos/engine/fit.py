@@ -73,6 +73,7 @@ def largest_fitting(base: ModelConfig, strategy: str, vary: str, budget_bytes: i
             result.cpu_seconds_runs = list(r.cpu_seconds_runs)
             result.threads = r.threads
             result.flops_counted, result.flops_predicted = r.flops_counted, r.flops_predicted
+            result.memory_events = r.memory_events
             if r.step_seconds:
                 result.tokens_per_second = cfg.batch * cfg.seq_len / r.step_seconds
             return result

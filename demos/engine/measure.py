@@ -18,7 +18,7 @@ from demos.engine.device import DeviceInfo, detect_device
 from demos.engine.installed_torch import counter_counts_attention
 from demos.engine.model import GPT, Segment, build_model, make_batch
 from demos.engine.results import Comparison, StrategyResult
-from demos.engine.tracker import LiveTracker
+from demos.engine.tracker import LiveTracker, tracking
 from i18n import N_
 from i18n.units import format_bytes
 from memory import theory
@@ -192,25 +192,13 @@ class Step:
     def tracked(self, spec: StrategySpec, plan: list[Segment], timeline: bool
                 ) -> tuple[LiveTracker, dict[str, int], float]:
         """A step under the live tracker: (tracker, held bytes at end of forward, loss)."""
-        model = self.model
-        model.zero_grad(set_to_none=True)
-        tracker = LiveTracker(self.dev.type, timeline=timeline, events=True)
-        params = list(model.parameters())
-        tracker.ignore(params + [self.idx, self.tgt])
-        hooks = [p.register_post_accumulate_grad_hook(lambda p: tracker.mark_gradient(p.grad))
-                 for p in params]
-        model.set_probe(tracker)
-        try:
-            with tracker:
-                loss = self._forward(spec, plan)
-                held = tracker.snapshot()
-                tracker.start_backward()
-                loss.backward()
-            return tracker, held, loss.item()
-        finally:
-            model.set_probe(None)
-            for h in hooks:
-                h.remove()
+        self.model.zero_grad(set_to_none=True)
+        with tracking(self.model, [self.idx, self.tgt], self.dev.type, timeline) as tracker:
+            loss = self._forward(spec, plan)
+            held = tracker.snapshot()
+            tracker.start_backward()
+            loss.backward()
+        return tracker, held, loss.item()
 
 
 def saved_tensors_context(spec: StrategySpec) -> AbstractContextManager:

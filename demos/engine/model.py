@@ -22,7 +22,7 @@ from torch.utils.checkpoint import (
     create_selective_checkpoint_contexts,
 )
 
-from demos.engine.block import Probe, mark
+from demos.engine.block import Probe, ProbedBlock, mark
 from demos.engine.gpt import GPTBlock
 from demos.engine.llama import LlamaBlock, RMSNorm
 from memory.config import ModelConfig
@@ -111,9 +111,12 @@ class GPT(nn.Module):
             nn.init.zeros_(m.bias)
 
     def set_probe(self, probe: Probe | None) -> None:
+        """The probe of the model and of every layer, also inside a wrapper around
+        layers (demos.engine.compiler_budget's checkpointed segments)."""
         self.probe = probe
-        for block in self.blocks:
-            block.probe = probe
+        for module in self.modules():
+            if isinstance(module, ProbedBlock):
+                module.probe = probe
 
     def param_bytes(self) -> int:
         return sum(p.numel() * p.element_size() for p in self.parameters())

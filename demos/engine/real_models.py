@@ -186,6 +186,10 @@ class Measurement:
     # autocast's 16-bit copies of trainable weights kept for backward, per decoder layer
     # (not in per_layer: the planner counts them with the weights)
     weight_copies: tuple[int, ...] = ()
+    # the step under the live tracker (peak=True): its event log (LiveTracker.events, the
+    # decoder layer as the layer) for the memory snapshot, and the model's parameter bytes
+    memory_events: list[list] | None = field(default=None, compare=False, repr=False)
+    parameter_bytes: int = 0
 
     @property
     def layers_total(self) -> int:
@@ -251,11 +255,19 @@ def build(setup: Setup) -> tuple[torch.nn.Module, tuple[int, ...]]:
 
 
 @contextmanager
-def _layer_marks(layers: list[torch.nn.Module], state: dict) -> Iterator[None]:
+def _layer_marks(layers: list[torch.nn.Module], state: dict,
+                 tracker: LiveTracker | None = None) -> Iterator[None]:
+    """Hooks that mark which decoder layer runs in forward, in `state` and for the
+    tracker. transformers checkpoints a layer's `forward`, not its `__call__`, so the
+    hooks stay outside the checkpoint (transformers/modeling_layers.py) and a layer's
+    recomputation counts as backward."""
     handles = []
+    tokens: list[tuple] = []
     for i, layer in enumerate(layers):
         def pre(module, args, kwargs, i=i):
             state["layer"] = i
+            if tracker is not None:
+                tokens.append(tracker.enter_layer(i))
             # made outside the layers and passed to each (rotary cos/sin, the mask)
             for t in [*args[1:], *kwargs.values()]:
                 for u in (t if isinstance(t, tuple) else (t,)):
@@ -268,6 +280,8 @@ def _layer_marks(layers: list[torch.nn.Module], state: dict) -> Iterator[None]:
 
         def post(module, args, kwargs, output, i=i):
             state["layer"] = None
+            if tracker is not None and tokens:
+                tracker.restore(tokens.pop())
             return None
 
         handles.append(layer.register_forward_pre_hook(pre, with_kwargs=True))
@@ -312,8 +326,8 @@ def measure(setup: Setup, peak: bool = False) -> Measurement:
                 f"{tuple(t.shape)} {str(t.dtype).removeprefix('torch.')} {t.grad_fn}")
         return t
 
-    tracker = LiveTracker("cpu") if peak else None
-    with _layer_marks(layers, state), warnings.catch_warnings():
+    tracker = LiveTracker("cpu", events=True) if peak else None
+    with _layer_marks(layers, state, tracker), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if tracker is not None:
             tracker.ignore([*model.parameters(), ids, labels]
@@ -343,9 +357,13 @@ def measure(setup: Setup, peak: bool = False) -> Measurement:
     for layer, nbytes in copies.values():
         if layer is not None:
             weight_copies[layer] += nbytes
+    if tracker is not None:
+        tracker.close()
     return Measurement(setup, tuple(per_layer), outside, checkpointed,
                        tracker.peak_bytes if tracker is not None else None,
-                       float(loss.detach().float()), shapes, tuple(weight_copies))
+                       float(loss.detach().float()), shapes, tuple(weight_copies),
+                       tracker.events if tracker is not None else None,
+                       sum(p.nbytes for p in model.parameters()))
 
 
 @contextmanager

@@ -21,6 +21,10 @@ from memory.config import ModelConfig
 # cores more than it computed; a spread (quartiles over median) above WIDE_SPREAD is wide.
 BUSY_CPU_SHARE = 0.5
 WIDE_SPREAD = 0.25
+# The column of a results table (a sweep, a what-fits search, training losses, the
+# compiler's budget points) that holds a run's tracker event log (LiveTracker.events), for
+# demos.reports.memory_snapshot; None in the rows whose log is not kept. Never in a CSV.
+EVENTS_COLUMN = "memory_events"
 
 
 def step_range(runs: Sequence[float]) -> tuple[float, float] | None:
@@ -235,6 +239,8 @@ class FitResult:
     threads: int | None = None
     flops_counted: int | None = None
     flops_predicted: float | None = None
+    # the confirmed size's tracked step (LiveTracker.events), for the memory snapshot
+    memory_events: list[list] | None = None
 
 
 def timed_while_busy(result: object) -> bool:

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 import pandas as pd
 
 from demos.engine.measure import compare
+from demos.engine.results import EVENTS_COLUMN
 from memory.config import ConfigError, ModelConfig
 
 SWEEPABLE = ("layers", "seq_len", "batch", "vocab", "hidden", "k")
@@ -35,10 +36,11 @@ def parse_vary(text: str) -> tuple[str, list[int]]:
 def sweep(base: ModelConfig, vary: str, values: Sequence[int], strategies: Sequence[str],
           device: str = "auto", repeats: int = 3,
           progress: Callable[[int, int], None] | None = None,
-          limit_bytes: int | None = None) -> pd.DataFrame:
+          limit_bytes: int | None = None, events: bool = False) -> pd.DataFrame:
     """One row per (value, strategy), with a column named after `vary` (and 'value').
     vary='k' sweeps the segment length of every-k (strategies are then ignored).
-    progress(done, total) is called after each value."""
+    progress(done, total) is called after each value. `events`: the tracker's event log
+    of each strategy's last point in EVENTS_COLUMN (keep_last_events)."""
     if vary not in SWEEPABLE:
         raise ConfigError(f"vary={vary!r} cannot be swept; allowed {', '.join(SWEEPABLE)}")
     values = list(values)
@@ -53,13 +55,32 @@ def sweep(base: ModelConfig, vary: str, values: Sequence[int], strategies: Seque
     rows = []
     for n, (v, cfg) in enumerate(zip(values, configs, strict=True)):
         names = [f"every-k:{v}"] if vary == "k" else list(strategies)
-        frame = compare(cfg, names, device=device, repeats=repeats, limit_bytes=limit_bytes
-                        ).to_frame()
+        comparison = compare(cfg, names, device=device, repeats=repeats,
+                             limit_bytes=limit_bytes)
+        frame = comparison.to_frame()
+        if events:
+            frame[EVENTS_COLUMN] = [r.memory_events for r in comparison.results]
         frame.insert(0, "value", v)
         frame.insert(0, vary, v)
         rows.append(frame)
         if progress is not None:
             progress(n + 1, len(values))
     out = pd.concat(rows, ignore_index=True)
-    return out[[vary] + [c for c in COLUMNS if c in out.columns]
-               + [c for c in out.columns if c not in COLUMNS and c != vary]]
+    out = out[[vary] + [c for c in COLUMNS if c in out.columns]
+              + [c for c in out.columns if c not in COLUMNS and c != vary]]
+    return keep_last_events(out) if events else out
+
+
+def keep_last_events(frame: pd.DataFrame) -> pd.DataFrame:
+    """The event log of each strategy's last measured point only, the others set to None:
+    a stored sweep keeps one tracked step per strategy, not one per point. The curves run
+    their values in ascending order, so that is the largest model a strategy ran; in the
+    segment sweep each every-k:K runs once, all on the same model."""
+    if EVENTS_COLUMN not in frame:
+        return frame
+    tracked = frame[frame[EVENTS_COLUMN].notna()]
+    last = set(tracked.index.to_series().groupby(tracked["strategy"]).max())
+    frame = frame.copy()
+    frame[EVENTS_COLUMN] = [e if i in last else None
+                            for i, e in zip(frame.index, frame[EVENTS_COLUMN], strict=True)]
+    return frame

@@ -8,6 +8,8 @@ backward, loss) and the layer, so each byte is attributed and each op can be put
 from __future__ import annotations
 
 import weakref
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -185,3 +187,25 @@ class LiveTracker(TorchDispatchMode):
             self.phase, self.layer = "backward", layer
         elif event == "leave":
             self.phase, self.layer = "backward", None
+
+
+@contextmanager
+def tracking(model: torch.nn.Module, inputs: Iterable[torch.Tensor],
+             device_type: str | None, timeline: bool = False) -> Iterator[LiveTracker]:
+    """One step of the lab's model under the live tracker, its event log kept: the
+    parameters and `inputs` left out, each parameter's gradient counted as a gradient,
+    the tracker set as the model's probe (phase and layer). Call `start_backward()`
+    before the loss's backward."""
+    tracker = LiveTracker(device_type, timeline=timeline, events=True)
+    params = list(model.parameters())
+    tracker.ignore([*params, *inputs])
+    hooks = [p.register_post_accumulate_grad_hook(lambda p: tracker.mark_gradient(p.grad))
+             for p in params if p.requires_grad]
+    model.set_probe(tracker)
+    try:
+        with tracker:
+            yield tracker
+    finally:
+        model.set_probe(None)
+        for h in hooks:
+            h.remove()

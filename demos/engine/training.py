@@ -4,6 +4,7 @@ the result: the same seed, data and optimizer give the same loss curve."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 
 import pandas as pd
 import torch
@@ -11,6 +12,8 @@ import torch
 from demos.engine.device import detect_device
 from demos.engine.measure import saved_tensors_context, warm_up
 from demos.engine.model import build_model, make_batch
+from demos.engine.results import EVENTS_COLUMN
+from demos.engine.tracker import tracking
 from memory import theory
 from memory.config import ConfigError, ModelConfig
 from memory.strategies import device_refusal, parse_strategy
@@ -18,10 +21,12 @@ from memory.strategies import device_refusal, parse_strategy
 
 def train_losses(config: ModelConfig, strategies: Sequence[str], steps: int, lr: float = 3e-3,
                  progress: Callable[[int, int], None] | None = None,
-                 device: str = "auto") -> pd.DataFrame:
+                 device: str = "auto", events: bool = False) -> pd.DataFrame:
     """Columns step, strategy, loss. Each strategy starts from the same weights and sees
     the same batches (a counting task the model learns quickly) and dropout masks.
-    progress(done, total) is called after every step."""
+    progress(done, total) is called after every step. `events`: each strategy's first
+    step runs under the live tracker (it changes no number) and its event log is in
+    EVENTS_COLUMN of that step's row (None in the others)."""
     if not 1 <= steps <= 1000:
         raise ConfigError(f"steps={steps} is out of range; allowed 1..1000")
     if not 0 < lr <= 1:
@@ -42,15 +47,26 @@ def train_losses(config: ModelConfig, strategies: Sequence[str], steps: int, lr:
         torch.manual_seed(config.seed + 1)  # same dropout masks for every strategy
         for step in range(steps):
             idx, tgt = make_batch(config, step, dev)
-            with saved_tensors_context(spec):
-                loss = model(idx, tgt, plan)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
+            tracked = events and step == 0
+            with (tracking(model, [idx, tgt], info.kind) if tracked
+                  else nullcontext()) as tracker:
+                with saved_tensors_context(spec):
+                    loss = model(idx, tgt, plan)
+                opt.zero_grad(set_to_none=True)
+                if tracker is not None:
+                    tracker.start_backward()
+                loss.backward()
             opt.step()
-            rows.append({"step": step, "strategy": spec.label, "loss": loss.item()})
+            row = {"step": step, "strategy": spec.label, "loss": loss.item()}
+            if events:
+                row[EVENTS_COLUMN] = tracker.events if tracker is not None else None
+                if tracker is not None:
+                    tracker.close()
+            rows.append(row)
             done += 1
             if progress is not None:
                 progress(done, total)
         del model, opt
-    return pd.DataFrame(rows, columns=["step", "strategy", "loss"])
+    return pd.DataFrame(rows, columns=["step", "strategy", "loss",
+                                       *([EVENTS_COLUMN] if events else [])])
 

@@ -17,16 +17,23 @@ log, on the CPU as on a GPU):
 Addresses are the lab's own: a first-fit allocator that rounds each request up to
 512 bytes, as torch's CUDA caching allocator does (c10/cuda/CUDACachingAllocator.cpp,
 kMinBlockSize), so `requested_size` is the tracker's bytes and `size` the rounded block.
-No torch import: plain data and pickle."""
+Besides a comparison, a results table whose rows keep the tracker's event log
+(demos.engine.results.EVENTS_COLUMN: a sweep, a what-fits search, training, the compiler's
+eager points) gives its runs, each named by what it ran. No torch import: plain data and
+pickle."""
 
 from __future__ import annotations
 
 import bisect
 import pickle
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from demos.engine.results import Comparison
+import pandas as pd
+
+from demos.engine.results import EVENTS_COLUMN, Comparison
+from memory import theory
+from memory.config import ModelConfig
 
 BASE_ADDRESS = 0x7F0000000000  # where the lab's one segment starts (any address would do)
 ROUNDING = 512  # bytes: torch's CUDA caching allocator's smallest block
@@ -149,6 +156,48 @@ def comparison_runs(comparison: Comparison) -> list[Run]:
 
 def comparison_snapshot(comparison: Comparison) -> dict[str, Any]:
     return snapshot(comparison_runs(comparison), comparison.parameter_bytes or 0)
+
+
+def table_runs(frame: pd.DataFrame, name: Callable[[dict], str],
+               model: Callable[[dict], ModelConfig]) -> tuple[list[Run], int]:
+    """The runs of a results table whose rows keep their event log, in its order, each
+    named by `name(row)`, and the parameter bytes of the largest model among them
+    (`model(row)`: the configuration the row ran)."""
+    if EVENTS_COLUMN not in frame:
+        return [], 0
+    rows = [row for row in frame.to_dict(orient="records")
+            if isinstance(row[EVENTS_COLUMN], list) and row[EVENTS_COLUMN]]
+    return ([(name(row), row[EVENTS_COLUMN]) for row in rows],
+            max((theory.parameter_bytes(model(row)) for row in rows), default=0))
+
+
+def sweep_runs(frame: pd.DataFrame, config: ModelConfig, vary: str) -> tuple[list[Run], int]:
+    """A sweep's kept steps (demos.engine.sweep.keep_last_events): "strategy sqrt,
+    layers 32"; the segment sweep's "strategy every-k:4" all run `config`."""
+    if vary == "k":
+        return table_runs(frame, lambda row: f"strategy {row['strategy']}", lambda row: config)
+    return table_runs(frame, lambda row: f"strategy {row['strategy']}, {vary} {row[vary]}",
+                      lambda row: config.replace(**{vary: int(row[vary])}))
+
+
+def fits_runs(frame: pd.DataFrame, config: ModelConfig) -> tuple[list[Run], int]:
+    """What fits: each strategy's confirmed step, "strategy every-layer, batch 12"."""
+    return table_runs(
+        frame, lambda row: f"strategy {row['strategy']}, {row['vary']} "
+                           f"{int(row['value_confirmed'])}",
+        lambda row: config.replace(**{row["vary"]: int(row["value_confirmed"])}))
+
+
+def training_runs(frame: pd.DataFrame, config: ModelConfig) -> tuple[list[Run], int]:
+    """Training: each strategy's tracked step, "strategy every-layer, training step 1"."""
+    return table_runs(frame, lambda row: f"strategy {row['strategy']}, training step "
+                                         f"{int(row['step']) + 1}", lambda row: config)
+
+
+def budget_runs(frame: pd.DataFrame, config: ModelConfig) -> tuple[list[Run], int]:
+    """The compiler page's eager points, "strategy every-layer, eager"."""
+    return table_runs(frame, lambda row: f"strategy {row['strategy']}, {row['kind']}",
+                      lambda row: config)
 
 
 def snapshot_pickle(runs: list[Run], parameter_bytes: int = 0) -> bytes:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from demos.engine.results import StrategyResult
+from demos.engine.results import EVENTS_COLUMN, StrategyResult
 from i18n import N_, gettext, language
 from memory.config import ModelConfig
 from memory.strategies import title as strategy_title
@@ -83,7 +83,8 @@ CSV_HEADERS: dict[str, str] = {
 
 
 def csv_frame(frame: pd.DataFrame, lang: str = "en") -> pd.DataFrame:
-    """A frame for download with its known column names in `lang` (others kept)."""
-    return frame.rename(columns={c: gettext(lang, text)
-                                 for c, text in CSV_HEADERS.items() if c in frame})
+    """A frame for download with its known column names in `lang` (others kept; the
+    tracker's event logs left out: they are the memory snapshot's download)."""
+    return frame.drop(columns=[EVENTS_COLUMN], errors="ignore").rename(
+        columns={c: gettext(lang, text) for c, text in CSV_HEADERS.items() if c in frame})
 

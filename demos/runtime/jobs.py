@@ -232,7 +232,7 @@ class Job:
             value = self.option("values")[index]
             return sweep(self.config, self.option("vary"), [value], list(self.strategies),
                          device=device_kind, repeats=int(self.option("repeats", 1)),
-                         limit_bytes=limit_bytes)
+                         limit_bytes=limit_bytes, events=True)
         strategy = self.strategies[index]
         if self.kind == "fits":
             from demos.engine.fit import largest_fitting
@@ -246,10 +246,14 @@ class Job:
         from demos.engine.training import train_losses
 
         return train_losses(self.config, [strategy], int(self.option("steps", 1)),
-                            progress=progress, device=device_kind)
+                            progress=progress, device=device_kind, events=True)
 
     def merge(self, parts: Sequence[Any]) -> Any:
-        """The steps' partial results as the page's result."""
+        """The steps' partial results as the page's result. The tracker's event logs it
+        keeps for the memory snapshot (demos.engine.results.EVENTS_COLUMN): a compare's
+        every strategy; a sweep's last point per strategy (the others dropped); a fits
+        search's confirmed step per strategy; training's first step per strategy; the
+        budget sweep's eager points."""
         if self.kind == "compare":
             return parts[0].with_times(parts[1]) if len(parts) > 1 else parts[0]
         if self.kind == "budget":
@@ -257,12 +261,17 @@ class Job:
 
             names = set(BudgetPoint.__dataclass_fields__)
             return to_frame([BudgetPoint(**{k: v for k, v in part.items() if k in names})
-                             for part in parts])
+                             for part in parts], events=True)
         if self.kind == "fits":
             return pd.DataFrame(list(parts))
         if self.kind == "mistakes":
             return list(parts)
-        return pd.concat(list(parts), ignore_index=True)
+        frame = pd.concat(list(parts), ignore_index=True)
+        if self.kind == "sweep":
+            from demos.engine.sweep import keep_last_events
+
+            return keep_last_events(frame)
+        return frame
 
 
 # ---------------------------------------------------------------------- store keys

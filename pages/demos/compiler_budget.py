@@ -5,7 +5,7 @@ import streamlit as st
 
 from demos.engine.compiler_budget import BASE, BUDGETS, COMPILED_STRATEGIES, EAGER_STRATEGIES
 from demos.reports import budget_figures as figures
-from demos.reports import report
+from demos.reports import memory_snapshot, report
 from demos.runtime.jobs import Job
 from ui import demo_controls as controls
 from ui import demo_display as display
@@ -123,7 +123,17 @@ def budget_demo() -> None:
             "Stored example from the project's benchmark (`python -m benchmarks."
             "compiler_budget`), measured on {date} on an {machine} CPU, not on this run.",
             date=example.date, machine=example.machine))
-    display.download(frame, f"compiler-budget-{report.config_slug(config)}")
+    name = f"compiler-budget-{report.config_slug(config)}"
+    if example is not None:
+        display.download(frame, name)
+        st.caption(t("The stored example keeps no tracked steps: measure it on this server "
+                     "to download its memory snapshot."))
+        return
+    display.downloads(
+        frame, name, memory_snapshot.budget_runs(frame, config),
+        t("The memory snapshot holds the eager points' steps only. A compiled step cannot be "
+          "tracked: under a dispatch mode such as the lab's tracker, Dynamo leaves the frame "
+          "uncompiled and runs it eagerly, so the tracker would see an eager step."))
 
 
 budget_demo()

@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from demos.reports import report
+from demos.reports import memory_snapshot, report
 from ui import demo_controls as controls
 from ui import demo_curves as curves
 from ui import demo_display as display
@@ -45,7 +45,12 @@ def curves_demo() -> None:
         display.note(curves.curve_caption(name, frame, config, lang))
         st.markdown(t(curve.explanation))
         display.measured_caption(runner.device().label(), curves.methods_of(frame))
-        display.download(frame, f"curves-{name}-{report.config_slug(config)}")
+        display.downloads(
+            frame, f"curves-{name}-{report.config_slug(config)}",
+            memory_snapshot.sweep_runs(frame, config, curve.vary),
+            t("The memory snapshot holds one tracked step per strategy, at the largest "
+              "value it ran in this sweep; the steps at the other values are not kept, so "
+              "that a stored sweep stays small."))
 
     runner.run_sweep(config, curve.vary, curve.values(config), curve.strategies, show=show)
 

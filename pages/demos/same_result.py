@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from demos.reports import fits_and_loss_tables, report
+from demos.reports import fits_and_loss_tables, memory_snapshot, report
 from demos.reports.fits_and_loss_figures import loss_caption, loss_figure
 from i18n import N_
 from ui import demo_controls as controls
@@ -50,7 +50,12 @@ def same_result_demo() -> None:
         display.measured_caption(runner.device().label(), [N_("training for real")],
                                  t("{steps} steps, dropout {dropout}.", steps=steps,
                                    dropout=fmt_decimal(dropout)))
-        display.download(losses, f"same-result-{report.config_slug(config)}-{steps}steps")
+        display.downloads(
+            losses, f"same-result-{report.config_slug(config)}-{steps}steps",
+            memory_snapshot.training_runs(losses, config),
+            t("The memory snapshot holds each strategy's first training step (forward, loss "
+              "and backward; the optimizer's update after it is not tracked); the later "
+              "steps repeat it on other data and are not kept."))
 
     runner.run_training(config, strategies, steps, show=show)
 

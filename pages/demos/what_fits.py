@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from demos.reports import fits_and_loss_tables, report
+from demos.reports import fits_and_loss_tables, memory_snapshot, report
 from demos.reports.fits_and_loss_figures import fits_caption, fits_figure
 from i18n import N_
 from ui import demo_controls as controls
@@ -89,7 +89,11 @@ def what_fits_demo() -> None:
         when_a_larger_batch_pays()
         display.measured_caption(runner.device().label(), list(frame["measured_by"]),
                                  fits_and_loss_tables.fits_timing_note(frame, lang))
-        display.download(frame, f"what-fits-{field}-{budget_mib}MiB-{report.config_slug(config)}")
+        display.downloads(
+            frame, f"what-fits-{field}-{budget_mib}MiB-{report.config_slug(config)}",
+            memory_snapshot.fits_runs(frame, config),
+            t("The memory snapshot holds each strategy's confirmed step, at the largest size "
+              "that fit the budget; the search's other tries are not kept."))
 
     runner.run_fits(config, controls.FIT_STRATEGIES, field, budget_mib * 2**20, show=show)
 

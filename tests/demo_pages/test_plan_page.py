@@ -280,3 +280,22 @@ def test_many_gpus_section_speaks_the_language(app_test: Callable, code: str) ->
     shown = page_text(at)
     assert ("Über 16 GPUs" if code == "de" else "Trên 16 GPU") in shown
     assert not untranslated_on_page(shown, code)
+
+
+def test_a_mixture_of_experts_config_splits_its_experts_over_the_gpus(app_test: Callable
+                                                                     ) -> None:
+    """A pasted Mixtral config (its keys at a tiny size: 4 experts, top-2) on 4 GPUs with
+    expert parallel 2: each GPU holds 2 of the 4 experts of a layer, sharded over the other
+    2 GPUs (planner.parallel_plan.expert_split); a dense model offers no such control."""
+    from tests.demos.class_fixtures import load, tiny
+
+    at = app_test(PAGE, query={"model": "config", "gpu": "h100", "tuning": "full",
+                               "shards": "4", "layout": "own", "ep": "2"})
+    at.text_area(key="plan_config_json").set_value(json.dumps(tiny(load("mixtral-8x7b"))))
+    at = at.run()
+    no_errors(at)
+    shown = page_text(at)
+    assert "Experts: 2 of the 4 of each layer on every GPU (expert parallel 2)" in shown
+    assert "sharded over 2 GPUs" in shown and "balanced routing" in shown
+    dense = app_test(PAGE, query={"model": "llama-3.1-8b", "shards": "4", "layout": "own"})
+    assert not [box for box in dense.selectbox if box.label == "Expert parallel"]

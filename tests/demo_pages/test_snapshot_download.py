@@ -4,6 +4,7 @@ every language; the bytes the button serves are a pickle that torch's own
 
 from __future__ import annotations
 
+import os
 import pickle
 from collections.abc import Callable
 
@@ -13,6 +14,7 @@ from torch.cuda import _memory_viz
 
 from i18n import gettext
 from tests.demo_pages.test_pages import TINY, no_errors, texts
+from ui import demo_runner
 
 LABEL = "Download the memory snapshot (PyTorch's format)"
 
@@ -57,7 +59,12 @@ def test_a_mistake_case_downloads_its_three_runs(app_test: Callable, served,
     at = app_test("pages/demos/mistakes.py",
                   query={"case": "selective-under-save-on-cpu", "lang": code}, timeout=180)
     no_errors(at)
-    (button,) = [b for b in at.get("download_button") if b.proto.label == gettext(code, LABEL)]
+    buttons = [b for b in at.get("download_button") if b.proto.label == gettext(code, LABEL)]
+    assert len(buttons) == 1, (
+        [b.proto.label for b in at.get("download_button")], demo_runner.view_phase(),
+        os.environ.get(demo_runner.COLLECT_ENV),
+        [(kind, texts(at, kind)) for kind in ("warning", "info", "success", "caption")])
+    (button,) = buttons
     data = pickle.loads(served[button.proto.url.rsplit("/", 1)[-1].split(".")[0]])
     runs = list(dict.fromkeys(e["frames"][-1]["name"] for e in data["device_traces"][0]))
     assert runs == [gettext(code, "Plain run"), gettext(code, "Wrong way"),

@@ -1,5 +1,6 @@
-"""The families' config.json files (tests/demos/hf_configs: the keys and values of each
-family's public config.json, written out by hand) and tiny versions of them: every key
+"""The families' config.json files (tests/demos/hf_configs, and the planner's presets in
+planner/presets: the keys and values of each family's public config.json, written out by
+hand) and tiny versions of them: every key
 kept, the widths, layer counts, vocabulary and window shrunk so that one real CPU step
 takes milliseconds while each feature (window, soft-caps, q/k norms, experts, fused
 projections, one KV head) still runs."""
@@ -8,6 +9,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+
+from planner.preset_classes import FOLDER as PRESET_FOLDER
 
 FOLDER = Path(__file__).with_name("hf_configs")
 FAMILIES = ("llama-3.1-8b", "mistral-7b-v0.1", "mistral-7b-v0.3", "mixtral-8x7b",
@@ -18,8 +21,14 @@ TINY_WINDOW = 16  # a window the tests' sequences cross
 TINY_HIDDEN, TINY_HEADS, TINY_HEAD_DIM = 64, 4, 16
 
 
+def path(name: str) -> Path:
+    """A family's config.json: a preset's as the planner ships it, else the tests' own."""
+    shipped = PRESET_FOLDER / f"{name}.json"
+    return shipped if shipped.exists() else FOLDER / f"{name}.json"
+
+
 def load(name: str) -> dict:
-    return json.loads((FOLDER / f"{name}.json").read_text(encoding="utf-8"))
+    return json.loads(path(name).read_text(encoding="utf-8"))
 
 
 def tiny(cfg: dict, layers: int = 4) -> dict:

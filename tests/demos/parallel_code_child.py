@@ -1,12 +1,15 @@
 """Runs the planner's printed many-GPU code (planner.parallel_code) in two processes on
-the CPU over gloo: a tiny transformers Llama, tensor parallel over both ranks, every block
-checkpointed and sharded with fully_shard. Each rank writes its loss, the reference loss
-of the same weights in one process, and which blocks ran checkpointed."""
+the CPU over gloo: a tiny transformers Llama, tensor parallel over both ranks (without and
+with sequence parallelism), then in two pipeline stages over 4 micro-batches (GPipe and
+1F1B), its blocks checkpointed as the plan names them and sharded with fully_shard. Rank 0
+writes each run's loss, the reference loss of the same weights in one process, the
+largest gradient difference and which blocks ran checkpointed."""
 
 from __future__ import annotations
 
 import copy
 import json
+import os
 import sys
 import tempfile
 
@@ -25,9 +28,9 @@ from tests.demos.tiny_hf import SEQ, TINY
 WORLD = 2
 
 
-def printed(sp: bool, strategy: str) -> str:
+def printed(strategy: str, layout: Layout) -> str:
     p = PlannerInputs(PRESETS["llama-3.1-8b"], strategy=strategy, some_layers=2)
-    return parallel_code(p, Layout(tp=WORLD, sp=sp))
+    return parallel_code(p, layout)
 
 
 def _full(t: torch.Tensor) -> torch.Tensor:
@@ -36,6 +39,9 @@ def _full(t: torch.Tensor) -> torch.Tensor:
 
 
 RUNS = ((False, "every-layer"), (True, "some-layers"))  # some-layers: the first 2 of 4
+# pipeline: two stages; some-layers (2 of the preset's 32 layers) is 1 block per stage
+PIPE_RUNS = (("gpipe", "every-layer"), ("1f1b", "some-layers"))
+MICROBATCHES = 4
 
 
 def _run(rank: int, store: str, out: str) -> None:
@@ -45,9 +51,16 @@ def _run(rank: int, store: str, out: str) -> None:
     try:
         results = [{"sp": sp, "strategy": strategy, **_step(sp, strategy)}
                    for sp, strategy in RUNS]
+        piped = []
+        for schedule, strategy in PIPE_RUNS:
+            ranks: list = [None] * WORLD
+            dist.all_gather_object(ranks, _pipeline_step(rank, schedule, strategy))
+            piped.append({"schedule": schedule, "strategy": strategy, "ranks": ranks})
+        transformers_tp = _transformers_step(rank, os.path.dirname(store))
         if rank == 0:
             with open(out, "w", encoding="utf-8") as handle:
-                json.dump(results, handle)
+                json.dump({"tp": results, "pp": piped, "transformers": transformers_tp},
+                          handle)
     finally:
         dist.destroy_process_group()
 
@@ -65,7 +78,7 @@ def _step(sp: bool, strategy: str) -> dict:
     ref_loss = reference(input_ids=ids, labels=ids).loss
     ref_loss.backward()
     namespace: dict = {}
-    exec(printed(sp, strategy), namespace)  # noqa: S102 - the code under test
+    exec(printed(strategy, Layout(tp=WORLD, sp=sp)), namespace)  # noqa: S102 - under test
     mesh = namespace["build_mesh"]("cpu")
     namespace["parallelize"](model, mesh)
     loss = model(input_ids=ids, labels=ids, position_ids=positions).loss
@@ -77,6 +90,82 @@ def _step(sp: bool, strategy: str) -> dict:
     return {"loss": _full(loss).item(), "reference": ref_loss.item(),
             "grad_max_diff": grad_diff, "grad_max": grad_scale,
             "checkpointed": wrapped}
+
+
+def _transformers_step(rank: int, folder: str) -> dict:
+    """The printed alternative, transformers' own tensor parallelism (from_pretrained with
+    a DistributedConfig), on a tiny Llama saved by rank 0: one step beside the same
+    checkpoint loaded in one process."""
+    path = os.path.join(folder, "tiny-llama")
+    if rank == 0:
+        torch.manual_seed(0)
+        LlamaForCausalLM(TINY["llama"]()).save_pretrained(path)
+    dist.barrier()
+    namespace: dict = {}
+    exec(printed("every-layer", Layout(tp=WORLD)), namespace)  # noqa: S102 - under test
+    model = namespace["load_with_transformers_tp"](path)
+    model.train()
+    reference = LlamaForCausalLM.from_pretrained(path)
+    ids = torch.randint(0, model.config.vocab_size, (2, SEQ),
+                        generator=torch.Generator().manual_seed(1))
+    loss = model(input_ids=ids, labels=ids).loss
+    loss.backward()
+    ref_loss = reference(input_ids=ids, labels=ids).loss
+    ref_loss.backward()
+    references = dict(reference.named_parameters())
+    diffs = [(_full(p.grad) - references[name].grad).abs().max().item()
+             for name, p in model.named_parameters()]
+    return {"loss": _full(loss).item(), "reference": ref_loss.item(),
+            "grad_max_diff": max(diffs),
+            "grad_max": max(r.grad.abs().max().item() for r in references.values()),
+            "split": type(model.model.layers[0].self_attn.q_proj.weight).__name__,
+            "checkpointed": [layer.gradient_checkpointing for layer in model.model.layers]}
+
+
+def shifted(ids: torch.Tensor) -> torch.Tensor:
+    """The labels as the printed code takes them: the next token, -100 at the end."""
+    return torch.cat([ids[:, 1:], torch.full_like(ids[:, :1], -100)], dim=1)
+
+
+def _pipeline_step(rank: int, schedule: str, strategy: str) -> dict:
+    """One step of the printed pipeline code (this rank's stage) beside the same weights
+    in one process: the loss (on the last stage), the largest gradient difference of the
+    stage's parameters, and which of its blocks ran checkpointed."""
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+    config = TINY["llama"]()
+    config._attn_implementation = "sdpa"
+    model = LlamaForCausalLM(config)
+    ids = torch.randint(0, config.vocab_size, (MICROBATCHES, SEQ),
+                        generator=torch.Generator().manual_seed(1))
+    reference = copy.deepcopy(model)
+    ref_loss = reference(input_ids=ids, labels=ids).loss
+    ref_loss.backward()
+    namespace: dict = {}
+    layout = Layout(pp=WORLD, microbatches=MICROBATCHES, schedule=schedule)
+    exec(printed(strategy, layout), namespace)  # noqa: S102 - the code under test
+    mesh = namespace["build_mesh"]("cpu")
+
+    def loss_fn(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(),
+                               ignore_index=-100)
+
+    modules, runner = namespace["pipeline"](model, mesh, loss_fn, torch.device("cpu"))
+    losses: list[torch.Tensor] = []
+    if rank == 0:
+        runner.step(ids)
+    else:
+        runner.step(target=shifted(ids), losses=losses)
+    references = dict(reference.named_parameters())
+    diffs = {name: (_full(p.grad) - references[name].grad).abs().max().item()
+             for name, p in model.named_parameters() if p.grad is not None}
+    return {"loss": torch.stack(losses).mean().item() if losses else None,
+            "reference": ref_loss.item(), "grads": sorted(diffs),
+            "grad_max_diff": max(diffs.values()),
+            "grad_max": max(r.grad.abs().max().item() for r in references.values()),
+            "checkpointed": [isinstance(block, CheckpointWrapper)
+                             for module in modules for block in module.model.layers]}
 
 
 def main(out: str) -> None:

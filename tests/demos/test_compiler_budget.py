@@ -90,8 +90,9 @@ def test_tracker_and_hooks_agree_on_the_plain_model() -> None:
     params = list(model.parameters())
     leave_out = {t.untyped_storage().data_ptr() for t in [*params, idx, tgt]}
     _, hooked = saved_by_hooks(lambda: model(idx, tgt), leave_out)
-    _, tracked = held_by_tracker(lambda: model(idx, tgt), [*params, idx, tgt])
+    _, tracked, events = held_by_tracker(model, lambda: model(idx, tgt), [idx, tgt])
     assert hooked == tracked > 0
+    assert {e[4] for e in events} >= {"forward", "backward"}  # the whole step, tracked
 
 
 def test_every_other_matmul_saves_half_the_matmuls() -> None:

@@ -1,23 +1,35 @@
 """The planner's printed many-GPU code runs: two processes on the CPU over gloo
 (tests/demos/parallel_code_child.py), a tiny transformers Llama tensor parallel over both,
-with and without sequence parallelism, its blocks checkpointed as the plan names them and
-sharded with fully_shard; the loss and every gradient equal the one-process step."""
+with and without sequence parallelism, then split into two pipeline stages over 4
+micro-batches (torch.distributed.pipelining, GPipe and 1F1B), its blocks checkpointed as
+the plan names them and sharded with fully_shard, and transformers' own tensor-parallel
+route it prints beside; the loss and every gradient equal the one-process step. The
+printed context-parallel step is compiled, its imports resolved, not run: torch 2.13 runs
+context parallelism with CUDA's attention kernels only (tests/demos/test_parallel_runs.py
+records what it says on a CPU)."""
 
 from __future__ import annotations
 
+import ast
+import importlib
 import json
 import sys
 
 import pytest
 
+from memory.parallel import Layout
+from tests.demos import parallel_code_child as child
 from tests.demos.launch import ROOT, environment, run_processes
 
-pytestmark = pytest.mark.xdist_group("parallel-code-runs")
 LAUNCH_TIMEOUT_S = 240
+# one launch serves every test here (one xdist worker); the fixture's launch counts against
+# the first test's time limit, so it has room beyond the launch's own
+pytestmark = [pytest.mark.xdist_group("parallel-code-runs"),
+              pytest.mark.timeout(LAUNCH_TIMEOUT_S + 120)]
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> list[dict]:
+def runs(tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("parallel-code") / "runs.json"
     run_processes([sys.executable, "-m", "tests.demos.parallel_code_child", str(out)],
                   cwd=ROOT, env=environment(), timeout_s=LAUNCH_TIMEOUT_S,
@@ -27,9 +39,9 @@ def runs(tmp_path_factory) -> list[dict]:
 
 @pytest.mark.heavy
 def test_printed_code_trains_as_one_process(runs):
-    assert [(r["sp"], r["strategy"]) for r in runs] == [(False, "every-layer"),
-                                                       (True, "some-layers")]
-    for run in runs:
+    assert [(r["sp"], r["strategy"]) for r in runs["tp"]] == [(False, "every-layer"),
+                                                             (True, "some-layers")]
+    for run in runs["tp"]:
         assert run["loss"] == pytest.approx(run["reference"], rel=1e-5)
         assert run["grad_max"] > 0
         assert run["grad_max_diff"] <= 1e-5 * max(1.0, run["grad_max"])
@@ -37,6 +49,59 @@ def test_printed_code_trains_as_one_process(runs):
 
 @pytest.mark.heavy
 def test_printed_code_checkpoints_the_blocks_it_names(runs):
-    every, some = runs
+    every, some = runs["tp"]
     assert every["checkpointed"] == [True] * 4
     assert some["checkpointed"] == [True, True, False, False]
+
+
+@pytest.mark.heavy
+def test_printed_pipeline_trains_as_one_process(runs):
+    """Each stage's gradients equal the one-process run's for its own parameters (the
+    first stage: the embedding and blocks 0-1, the last: blocks 2-3, the norm and the
+    head), and the mean of the last stage's micro-batch losses is the whole batch's."""
+    assert [(r["schedule"], r["strategy"]) for r in runs["pp"]] == list(child.PIPE_RUNS)
+    for run in runs["pp"]:
+        first, last = run["ranks"]
+        assert first["loss"] is None
+        assert last["loss"] == pytest.approx(last["reference"], rel=1e-5)
+        assert all(name.startswith(("model.embed_tokens", "model.layers.0.",
+                                    "model.layers.1.")) for name in first["grads"])
+        assert all(name.startswith(("model.norm", "lm_head", "model.layers.2.",
+                                    "model.layers.3.")) for name in last["grads"])
+        assert len(first["grads"]) + len(last["grads"]) == 3 + 4 * 9  # every parameter
+        for rank in (first, last):
+            assert rank["grad_max_diff"] <= 1e-5 * max(1.0, rank["grad_max"])
+
+
+@pytest.mark.heavy
+def test_printed_pipeline_checkpoints_the_blocks_it_names(runs):
+    """Every block under every-layer; some-layers (2 of the 8B preset's 32 layers) is one
+    block in each of the two stages: `if i < 1` in the printed loop."""
+    every, some = runs["pp"]
+    assert [rank["checkpointed"] for rank in every["ranks"]] == [[True, True]] * 2
+    assert [rank["checkpointed"] for rank in some["ranks"]] == [[True, False]] * 2
+    assert "if i < 1:" in child.printed("some-layers", Layout(pp=2, microbatches=4))
+
+
+@pytest.mark.heavy
+def test_the_printed_transformers_route_trains_as_one_process(runs):
+    """transformers' own tensor parallelism (the class's base_model_tp_plan through
+    from_pretrained's DistributedConfig), printed beside torch's: its weights are split
+    (DTensor), every layer checkpointed, and the loss and gradients are one process's."""
+    run = runs["transformers"]
+    assert run["split"] == "DTensor" and run["checkpointed"] == [True] * 4
+    assert run["loss"] == pytest.approx(run["reference"], rel=1e-5)
+    assert run["grad_max_diff"] <= 1e-5 * max(1.0, run["grad_max"])
+
+
+def test_printed_context_parallel_code_compiles_and_its_imports_resolve():
+    code = child.printed("every-layer", Layout(tp=2, sp=True, cp=2, pp=2, microbatches=4))
+    tree = ast.parse(code)
+    namespace: dict = {}
+    exec(compile(tree, "<plan>", "exec"), namespace)  # noqa: S102 - defines functions only
+    assert callable(namespace["context_parallel_step"])
+    for node in ast.walk(tree):  # the imports inside the functions too
+        if isinstance(node, ast.ImportFrom):
+            module = importlib.import_module(node.module)
+            for alias in node.names:
+                assert hasattr(module, alias.name), f"{node.module}.{alias.name}"

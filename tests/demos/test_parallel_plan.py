@@ -132,8 +132,66 @@ def test_done_when_command(capsys):
 def test_code_checkpoints_the_plans_blocks():
     layout = M.Layout(tp=2, sp=True, pp=2, microbatches=4)
     some = parallel_code(P8.with_(strategy="some-layers", some_layers=5), layout)
-    assert "if i < 5:" in some and "Schedule1F1B" in some
+    # 5 of 32 layers priced as 2.5 in each of the two stages: 3 checkpointed in each
+    assert "if i < 3:" in some and "Schedule1F1B(runs[0]" in some
+    alone = parallel_code(P8.with_(strategy="some-layers", some_layers=5), M.Layout(tp=2))
+    assert "if i < 5:" in alone and "class Stage" not in alone
+    interleaved = M.Layout(pp=2, microbatches=4, schedule="interleaved", chunks=2)
+    assert "ScheduleInterleaved1F1B(runs," in parallel_code(P8, interleaved)
     assert "checkpoint_wrapper(block)" not in parallel_code(P8.with_(strategy="none"), layout)
+
+
+def test_code_offers_transformers_route_where_the_class_has_a_plan():
+    """transformers' tensor parallelism is printed for a family whose config class holds
+    a base_model_tp_plan (Llama; GPT-2 has none), with tensor parallelism alone and a
+    checkpointing gradient_checkpointing_enable applies."""
+    tp = M.Layout(tp=2)
+    assert "DistributedConfig(tp_size=TP, fsdp_size=DP)" in parallel_code(P8, tp)
+    assert "gradient_checkpointing_enable" in parallel_code(P8, tp)
+    assert "gradient_checkpointing_enable" not in parallel_code(P8.with_(strategy="none"), tp)
+    gpt2 = PlannerInputs(PRESETS["gpt2"], strategy="every-layer")
+    assert "load_with_transformers_tp" not in parallel_code(gpt2, tp)
+    assert "load_with_transformers_tp" not in parallel_code(
+        P8.with_(strategy="some-layers"), tp)
+    assert "load_with_transformers_tp" not in parallel_code(
+        P8, M.Layout(tp=2, pp=2, microbatches=4))
+
+
+@pytest.mark.parametrize("code", ["en", "de", "vi"])
+def test_code_comments_say_checkpointed_only_when_the_plan_checkpoints(code):
+    """The comment over the loop over blocks says they are checkpointed only when the code
+    under it wraps them in checkpoint_wrapper; a plan without checkpointing says it keeps
+    every block's activations, and a plan of two-layer segments or a compiler budget, which
+    the code checkpoints block by block, says that the code keeps the every-layer row."""
+    from i18n import gettext
+
+    layout = M.Layout(tp=2, sp=True)
+    said = gettext(code, "Tensor parallelism inside each block, then the block checkpointed "
+                         "(its input kept, the rest recomputed in backward), then sharded "
+                         "with FSDP; the root last.")
+    plain = gettext(code, "Tensor parallelism inside each block, then sharded with FSDP; the "
+                          "root last. This plan checkpoints no block: every block keeps its "
+                          "activations for backward.")
+    assert plain != said
+    for strategy in STRATEGIES:
+        printed = " ".join(line.strip().lstrip("#").strip()
+                           for line in parallel_code(P8.with_(strategy=strategy), layout,
+                                                     code).splitlines())
+        wraps = "checkpoint_wrapper(block)" in printed
+        assert (said in printed) == wraps and (plain in printed) == (not wraps), strategy
+        # a plan the code can only approximate block by block says what the code keeps
+        for approximated, note in NEAREST.items():
+            assert (gettext(code, note) in printed) == (strategy == approximated), strategy
+
+
+NEAREST = {
+    "two-layer": "The plan's two-layer segments are checkpointed here block by block, their "
+                 "nearest form inside the FSDP units (a checkpoint around two units would "
+                 "gather both at once): this code keeps what the table's every-layer row "
+                 "counts.",
+    "budget": "The plan's compiler budget is replaced here by a checkpoint on every block: "
+              "this code keeps what the table's every-layer row counts.",
+}
 
 
 def test_code_comments_follow_the_language():

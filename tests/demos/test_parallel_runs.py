@@ -30,7 +30,14 @@ import time
 import pytest
 import torch
 
-from memory.parallel import Layout, expert_bytes, in_flight, input_bytes, split_bytes
+from memory.parallel import (
+    Layout,
+    expert_bytes,
+    expert_token_bytes,
+    in_flight,
+    input_bytes,
+    split_bytes,
+)
 from tests.demos import parallel_child as child
 from tests.demos.launch import ROOT, environment, run_processes
 
@@ -145,8 +152,10 @@ def test_expert_parallel_ranks_keep_top_k_times_their_own_tokens(measured):
     """Each rank owns half the batch and holds half the experts; with balanced routing its
     experts process as many tokens as it owns (top-1), so it keeps what memory.parallel
     says: its tokens times one expert's bytes per token (the token's grouped copy, the
-    gate's and up projection's outputs, SiLU's output and the product: h + 4·i values)."""
-    per_token = FP32 * (child.HIDDEN + 4 * child.MLP)
+    gate's and up projection's outputs, SiLU's output and the product: h + 4·i values),
+    the per-token bytes the planner prices each GPU's experts with
+    (planner.parallel_plan.expert_split)."""
+    per_token = expert_token_bytes(child.HIDDEN, child.MLP, FP32)
     tokens = child.BATCH * child.SEQ
     single = measured["single"]["ep"]
     assert single["saved"] == pytest.approx(expert_bytes(tokens, 1, per_token), rel=0.01)
@@ -163,6 +172,7 @@ def test_expert_parallel_ranks_keep_top_k_times_their_own_tokens(measured):
     torch.testing.assert_close(whole, torch.tensor(single["x_grad"]), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.heavy  # with the others on the launch: a test ordered later would launch again
 def test_context_parallel_does_not_run_on_a_cpu(measured):
     """torch 2.13's ring attention (torch/distributed/tensor/experimental/_attention.py)
     handles only the flash, memory-efficient and cuDNN attention kernels, which are CUDA's;

@@ -137,7 +137,8 @@ def test_hf_snippet_uses_only_installed_names(strategy, tuning, optimizer, shard
     assert ("BitsAndBytesConfig" in calls) is (tuning == "qlora")
     assert ("get_peft_model" in calls) is (tuning != "full")
     assert ("fsdp" in keywords) is (shards > 1)
-    assert ("use_liger_kernel" in keywords) is chunked
+    assert ("use_liger_kernel" in keywords) is (chunked and hf_module.model_type(p)
+                                                in hf_module.LIGER_MODEL_TYPES)
     assert "checkpoint(" not in code.replace("activation_checkpointing_enable(", "")
 
 
@@ -261,3 +262,30 @@ def test_the_fsdp_plans_checkpointing_keeps_the_dropout_masks() -> None:
     assert plain.keys() == printed.keys() == wrapped.keys()
     assert all(torch.equal(plain[n], printed[n]) for n in plain)
     assert max(float((plain[n] - wrapped[n]).abs().max()) for n in plain) > 1e-3
+
+
+@pytest.mark.parametrize("lang", ["en", "de", "vi"])
+def test_the_chunked_loss_uses_liger_only_for_the_model_types_it_patches(lang) -> None:
+    """Liger Kernel (0.8.5) patches a fixed list of model types and leaves any other model
+    as it is, saying so only at the info log level: `use_liger_kernel=True` for GPT-2
+    would chunk nothing. The Hugging Face code prints it for Llama and says what to do
+    instead for GPT-2, and the PyTorch code does not send a GPT-2 plan's chunked loss to
+    the Hugging Face code."""
+    from i18n import gettext
+    from planner.torch_code import left_out_note
+
+    assert "llama" in hf_module.LIGER_MODEL_TYPES and "qwen2" in hf_module.LIGER_MODEL_TYPES
+    assert "gpt2" not in hf_module.LIGER_MODEL_TYPES
+    llama = P.PlannerInputs(PRESETS["llama-3.1-8b"], chunked_loss=True)
+    gpt2 = P.PlannerInputs(PRESETS["gpt2"], chunked_loss=True)
+    assert "use_liger_kernel=True" in hf_module.hf_code(llama, lang)
+    gpt2_code = hf_module.hf_code(gpt2, lang)
+    arguments = {_name(c): {k.arg for k in c.keywords} for c in _calls(gpt2_code)}
+    assert "use_liger_kernel" not in arguments["TrainingArguments"]
+    said = " ".join(line.strip().lstrip("#").strip() for line in gpt2_code.splitlines())
+    assert gettext(lang, "The plan's chunked loss: Liger Kernel has no kernels for {family} "
+                         "models, and use_liger_kernel=True would leave the loss as it is. "
+                         "Compute the loss a slice of positions at a time in your own "
+                         "training loop.", family="gpt2") in said
+    assert "use_liger_kernel computes" not in left_out_note(gpt2, "en")
+    assert "use_liger_kernel computes" in left_out_note(llama, "en")

@@ -15,7 +15,7 @@ from memory.architectures import PRESETS
 from memory.hardware import GPUS
 from memory.hf_config import ConfigJsonError, architecture
 from planner import recommend as recommend_module
-from planner.hf_code import hf_code
+from planner.hf_code import LIGER_MODEL_TYPES, hf_code, model_type
 
 TASK_CHANGES = {"more-gpus", "lora", "qlora"}
 MARKERS = {  # what the script must contain for each step
@@ -108,7 +108,11 @@ def _check_plan(p: P.PlannerInputs) -> None:
         assert q == plans.inputs
         code = hf_code(plans.inputs)
         for step in plans.steps:
-            for marker in MARKERS.get(step.action, ()):
+            markers = MARKERS.get(step.action, ())
+            if step.action == "chunked-loss" and (model_type(plans.inputs)
+                                                  not in LIGER_MODEL_TYPES):
+                markers = ("Liger Kernel has no kernels for",)  # and says what to do instead
+            for marker in markers:
                 assert marker in code, (step.action, marker)
             if step.action == "more-gpus":
                 assert "fsdp=True" in code and f"--num_processes {step.value}" in code

@@ -214,11 +214,38 @@ def test_the_compiler_budget_caption_says_checkpoint_inputs_pass_the_hooks():
         assert "respect_saved_tensors_hooks=True" in gettext(code, msgid)
 
 
+PARTIAL_BUDGET_WHOLE_GRAPH = {
+    "en": ("True by default", "applies to the whole graph"),
+    "de": ("standardmäßig True", "gilt dann für den ganzen Graphen"),
+    "vi": ("mặc định là True", "áp dụng cho cả graph"),
+}
+
+
 @pytest.mark.parametrize("code", CODES)
 def test_a_partial_region_budget_is_named_for_torch_2_15(code):
+    """torch 2.15's `activation_memory_budget_require_full_coverage` is True by default, and
+    set to False it lets a partial annotation select the budget for the whole graph
+    (torch/_functorch/config.py and partitioners.py, 2.15): the course says both, not only
+    that a partial annotation is accepted."""
     models = text("language-models", code)
-    assert "activation_memory_budget_require_full_coverage" in models
-    assert "torch 2.15" in models
+    sentence = next(part for part in models.split("torch 2.15")[1:]
+                    if "activation_memory_budget_require_full_coverage" in part)
+    default, scope = PARTIAL_BUDGET_WHOLE_GRAPH[code]
+    assert default in sentence and scope in sentence
+
+
+def test_a_partial_region_budget_selects_the_whole_graphs_budget_where_torch_has_it():
+    """On a torch that has the switch (2.15 and newer), it defaults to True and its comment
+    says a partial annotation then selects the budget for the whole graph; on 2.13 and 2.14
+    it does not exist, as the course says."""
+    import torch._functorch.config as functorch_config
+
+    config = library_source("torch", "_functorch/config.py")
+    if not hasattr(functorch_config, "activation_memory_budget_require_full_coverage"):
+        assert torch.__version__ < "2.15"
+        return
+    assert functorch_config.activation_memory_budget_require_full_coverage is True
+    assert "select the budget for the whole graph" in " ".join(config.split())
 
 
 # --- The generation cache, eval mode, autocast, the pins ---------------------------------

@@ -304,3 +304,17 @@ def test_many_gpus_states_table_2_and_the_measured_torch_accounting(code):
         assert api in body, (code, api)
     # torch's refusal on a CPU, as tests/demos/test_parallel_runs.py measures it
     assert "does not have a sharding strategy registered" in body
+
+
+@pytest.mark.parametrize("code,number", [("en", "4.5 billion"), ("de", "4,5 Milliarden"),
+                                         ("vi", "4,5 tỷ")])
+def test_many_gpus_opens_with_where_one_gpu_stops_holding_the_state(code, number):
+    """Lesson 8's first claim follows from the course's own bytes per parameter: mixed
+    precision with AdamW over an 80 GB GPU, and 2 bytes of 16-bit base weights for LoRA."""
+    from lessons.memory_calculator import bytes_per_parameter
+
+    full = 80e9 / bytes_per_parameter("mixed", "adamw")
+    assert round(full / 1e9 * 2) / 2 == 4.5  # billions, to the half
+    assert 80e9 / 2 > 35e9  # LoRA's 16-bit base alone: the adapters' state and activations
+    body = text("many-gpus", code)
+    assert number in body and "70 " not in body[:body.index(number)], code

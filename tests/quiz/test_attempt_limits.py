@@ -8,6 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from quiz.attempts import Attempt, AttemptStore, CooldownActive, TooManyStarts
+from quiz.config import QUESTIONS_PER_ATTEMPT
 from quiz.service import QuizService
 
 Finish = Callable[[QuizService, Attempt, int], Attempt]
@@ -33,7 +34,7 @@ def test_attempts_started_before_a_failure_wait_out_its_cooldown(
             service.answer(waiting.id, 0, sorted(drawn.correct))
         assert 50 <= wait.value.seconds_left <= 55
     now[0] += 60  # the cooldown is over: the attempt goes on
-    passed = finish(service, second, 12)
+    passed = finish(service, second, QUESTIONS_PER_ATTEMPT)
     assert passed.score.passed
 
 
@@ -44,7 +45,8 @@ def test_an_attempt_started_after_the_cooldown_is_not_held(
     _clocked(service, now)
     finish(service, service.start_attempt(learner_id="patient"), 0)
     now[0] += 61
-    assert finish(service, service.start_attempt(learner_id="patient"), 12).score.passed
+    attempt = service.start_attempt(learner_id="patient")
+    assert finish(service, attempt, QUESTIONS_PER_ATTEMPT).score.passed
 
 
 def test_attempts_without_a_learner_are_held_by_their_address(
@@ -58,7 +60,7 @@ def test_attempts_without_a_learner_are_held_by_their_address(
     finish(service, first, 0)
     with pytest.raises(CooldownActive):
         service.answer(second.id, 0, sorted(second.questions[0].correct))
-    assert finish(service, other, 12).score.passed  # another address is not held
+    assert finish(service, other, QUESTIONS_PER_ATTEMPT).score.passed  # another address is not held
 
 
 def test_unfinished_starts_are_limited_per_learner_and_per_address(
@@ -69,7 +71,7 @@ def test_unfinished_starts_are_limited_per_learner_and_per_address(
     held = [service.start_attempt(learner_id="hoarder", client="192.0.2.1") for _ in range(3)]
     with pytest.raises(TooManyStarts):
         service.start_attempt(learner_id="hoarder", client="192.0.2.1")
-    finish(service, held[0], 12)  # a finished attempt frees its place
+    finish(service, held[0], QUESTIONS_PER_ATTEMPT)  # a finished attempt frees its place
     service.start_attempt(learner_id="hoarder", client="192.0.2.1")
     # Fresh learner ids from one address (a script without the cookie) meet the address's.
     service.start_attempt(learner_id="new-1", client="192.0.2.1")

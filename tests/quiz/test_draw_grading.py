@@ -8,6 +8,7 @@ from collections import Counter
 import pytest
 
 from quiz.bank import TOPICS, default_bank
+from quiz.config import QUESTIONS_PER_ATTEMPT, QUESTIONS_PER_LESSON
 from quiz.draw import DrawnQuestion, draw
 from quiz.grading import Score, check_choice, feedback
 
@@ -20,6 +21,26 @@ def test_a_draw_spreads_over_every_lesson() -> None:
         counts = Counter(d.question.topic for d in drawn)
         assert set(counts) == set(TOPICS)
         assert max(counts.values()) <= 2
+
+
+def test_an_attempt_asks_every_lesson_twice() -> None:
+    """The service's count: each lesson, the last one (many GPUs) included, gets exactly
+    QUESTIONS_PER_LESSON questions, with the previous attempt avoided too."""
+    assert QUESTIONS_PER_LESSON == 2 and 2 * len(TOPICS) == QUESTIONS_PER_ATTEMPT
+    bank = default_bank()
+    for seed in range(200):
+        drawn = draw(bank, QUESTIONS_PER_ATTEMPT, random.Random(seed))
+        assert Counter(d.question.topic for d in drawn) == dict.fromkeys(TOPICS, 2), seed
+        seen = frozenset(d.question.id for d in drawn)
+        again = draw(bank, QUESTIONS_PER_ATTEMPT, random.Random(seed + 7), avoid=seen)
+        assert Counter(d.question.topic for d in again) == dict.fromkeys(TOPICS, 2), seed
+
+
+def test_one_seed_one_draw() -> None:
+    bank = default_bank()
+    first = draw(bank, QUESTIONS_PER_ATTEMPT, random.Random(11))
+    assert draw(bank, QUESTIONS_PER_ATTEMPT, random.Random(11)) == first
+    assert draw(bank, QUESTIONS_PER_ATTEMPT, random.Random(12)) != first
 
 
 def test_draws_differ_and_shuffle_the_options() -> None:

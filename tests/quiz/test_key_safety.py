@@ -13,6 +13,7 @@ from quiz.attempts import Attempt
 from quiz.certificate_records import Status
 from quiz.certificates import ISSUED_MARKER, StorageError
 from quiz.cli import main
+from quiz.config import QUESTIONS_PER_ATTEMPT
 from quiz.service import QuizService, open_service, startup_check
 from quiz.signing import KEY_FILE
 from storage.database import StorageUnavailable, db_path, dispose_all
@@ -52,7 +53,7 @@ def test_new_key_on_purpose_keeps_old_certificates_valid(
     old = rotated.verify(old_id)
     assert old.status is Status.VALID and not old.key_current
     assert old.certificate is not None and old.certificate.key_id == old_key
-    attempt = finish(rotated, rotated.start_attempt(), 12)
+    attempt = finish(rotated, rotated.start_attempt(), QUESTIONS_PER_ATTEMPT)
     new = rotated.verify(rotated.issue(attempt.id, "Grace Hopper", False).id)
     assert new.status is Status.VALID and new.key_current
     capsys.readouterr()

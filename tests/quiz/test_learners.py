@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from quiz.attempts import Attempt, CooldownActive
+from quiz.config import QUESTIONS_PER_ATTEMPT
 from quiz.progress import MAX_ITEMS, ProgressStore
 from quiz.service import QuizService, open_service
 from quiz.signing import canonical_payload
@@ -82,7 +83,7 @@ def test_the_certificate_records_and_signs_the_attempts_taken(
 ) -> None:
     for _ in range(2):
         finish(service, service.start_attempt(learner_id=LEARNER), 0)
-    third = finish(service, service.start_attempt(learner_id=LEARNER), 12)
+    third = finish(service, service.start_attempt(learner_id=LEARNER), QUESTIONS_PER_ATTEMPT)
     assert third.ordinal == 3
     certificate = service.issue(third.id, "Ada Lovelace", False)
     assert certificate.attempts == 3 and b'"attempts":3' in certificate.payload

@@ -12,7 +12,7 @@ from PIL import Image
 from i18n import gettext
 from quiz.attempts import Attempt
 from quiz.certificate_records import long_date
-from quiz.config import verify_url
+from quiz.config import QUESTIONS_PER_ATTEMPT, verify_url
 from quiz.fonts import BOLD, cjk_font, metrics
 from quiz.layout import (
     NAME_MAX_WIDTH,
@@ -38,7 +38,7 @@ needs_cjk_font = pytest.mark.skipif(
 @pytest.fixture
 def issue(service: QuizService, finish):  # noqa: ANN001, ANN201
     def make(name: str, lang: str = "en"):  # noqa: ANN202
-        attempt: Attempt = finish(service, service.start_attempt(), 12)
+        attempt: Attempt = finish(service, service.start_attempt(), QUESTIONS_PER_ATTEMPT)
         return service.issue(attempt.id, name, True, lang=lang)
 
     return make

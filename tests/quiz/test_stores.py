@@ -13,6 +13,7 @@ import pytest
 from quiz.attempts import AnswerOutOfTurn, Attempt, AttemptExpired, AttemptStore, CooldownActive
 from quiz.certificate_records import Status
 from quiz.certificates import CertificateStore
+from quiz.config import QUESTIONS_PER_ATTEMPT
 from quiz.names import NameError_
 from quiz.service import NotEligible, QuizService
 from storage.database import db_path, reading
@@ -25,7 +26,7 @@ def test_an_attempt_is_frozen_on_the_server(service: QuizService) -> None:
     again = service.attempt(attempt.id)
     assert again.questions == attempt.questions
     assert again.next_position == 0 and not again.finished
-    assert len(attempt.questions) == 12
+    assert len(attempt.questions) == QUESTIONS_PER_ATTEMPT == 16  # two from each of 8 lessons
 
 
 def test_answers_lock_and_a_changed_answer_is_ignored(service: QuizService) -> None:
@@ -48,15 +49,15 @@ def test_questions_are_answered_in_order(service: QuizService) -> None:
 
 
 def test_finishing_scores_and_passes_at_80_percent(service: QuizService, finish: Finish) -> None:
-    passed = finish(service, service.start_attempt(), 10)
-    assert passed.finished and passed.score.percent == 83 and passed.score.passed
-    failed = finish(service, service.start_attempt(), 9)
+    passed = finish(service, service.start_attempt(), 13)  # of 16
+    assert passed.finished and passed.score.percent == 81 and passed.score.passed
+    failed = finish(service, service.start_attempt(), 12)
     assert failed.finished and failed.score.percent == 75 and not failed.score.passed
     with sqlite3.connect(db_path(service.data_dir)) as raw:
         stored = raw.execute(
             "SELECT correct, total, passed FROM attempts WHERE id = ?", (failed.id,)
         ).fetchone()
-    assert stored == (9, 12, 0)
+    assert stored == (12, 16, 0)
 
 
 def test_attempts_expire(data_dir: Path) -> None:
@@ -86,7 +87,7 @@ def test_a_failed_attempt_has_a_cooldown(service: QuizService, finish: Finish) -
     retry = service.start_attempt(failed.id)
     assert retry.id != failed.id
     assert [q.question.id for q in retry.questions] != [q.question.id for q in failed.questions]
-    passed = finish(service, retry, 12)
+    passed = finish(service, retry, QUESTIONS_PER_ATTEMPT)
     assert service.cooldown_left(passed) == 0
 
 
@@ -94,7 +95,7 @@ def test_only_a_passed_attempt_earns_a_certificate(service: QuizService, finish:
     attempt = service.start_attempt()
     with pytest.raises(NotEligible):
         service.issue(attempt.id, "Ada", False)
-    failed = finish(service, attempt, 9)
+    failed = finish(service, attempt, 12)
     with pytest.raises(NotEligible):
         service.issue(failed.id, "Ada", False)
     with pytest.raises(AttemptExpired):
@@ -115,7 +116,7 @@ def test_issuing_twice_returns_the_same_certificate(
 
 
 def test_eight_threads_issuing_at_once(service: QuizService, finish: Finish) -> None:
-    attempts = [finish(service, service.start_attempt(), 12) for _ in range(8)]
+    attempts = [finish(service, service.start_attempt(), QUESTIONS_PER_ATTEMPT) for _ in range(8)]
     results: dict[int, str] = {}
     errors: list[BaseException] = []
     barrier = threading.Barrier(8)
