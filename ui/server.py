@@ -51,7 +51,7 @@ NEIGHBOURS_ENV = "DEMO_WARM_NEIGHBOURS"
 STATUS_ENV = "DEMO_WARM_STATUS"
 # How long the server waits for the engine's worker before it listens anyway (a worker
 # that does not start is started again by the first run, which says why it failed).
-ENGINE_WAIT_S = 90.0
+ENGINE_WAIT_S = 60.0
 log = logging.getLogger(__name__)
 
 
