@@ -21,9 +21,10 @@ learner's first move) is opened once in a new session; the share served from the
 
 A class arriving at a freshly started server (`--fresh-class N`): a new server on an
 empty data folder, its warm-up just begun, and N learners opening the common views at
-once as soon as it answers its health check (learner i opens view i mod 10): the first
-numbers each learner sees, p50 / p95, then the same N again once the warm-up is done,
-for the warm figures of the same run.
+once as soon as it answers its health check (learner i opens view i mod the number of
+views): the first numbers each learner sees, p50 / p95, then the same N again once the
+warm-up is done, for the warm figures of the same run; the server's time to its health
+check (it waits for its engine's worker) and its processes' CPU time during each class.
 
     python -m benchmarks.load [--counts 5,10,20,40] [--rounds 3] [--data-dir DIR]
                               [--out-prefix PATH] [--first-moves-only]
@@ -92,6 +93,7 @@ async def open_view(port: int, view: View) -> Opened:
     script, query = view
     start = time.monotonic()
     first: float | None = None
+    waited = False
     try:
         async with connect(f"ws://127.0.0.1:{port}/_stcore/stream", max_size=2**26,
                            subprotocols=["streamlit"]) as ws:
@@ -99,7 +101,7 @@ async def open_view(port: int, view: View) -> Opened:
             back.rerun_script.query_string = urlencode(query)
             back.rerun_script.page_name = _page_name(script)
             await ws.send(back.SerializeToString())
-            error = waited = False
+            error = False
             async with asyncio.timeout(TIMEOUT_S):
                 while True:
                     msg = ForwardMsg()
@@ -120,8 +122,8 @@ async def open_view(port: int, view: View) -> Opened:
                         return Opened(first, finished, "error" if error else "ok", waited)
                     if msg.script_finished == ForwardMsg.FINISHED_WITH_COMPILE_ERROR:
                         return Opened(first, finished, "error", waited)
-    except TimeoutError:
-        return Opened(first, time.monotonic() - start, "timeout")
+    except TimeoutError:  # still waiting for its run, or never got that far
+        return Opened(first, time.monotonic() - start, "timeout", waited)
     except OSError:
         return Opened(first, time.monotonic() - start, "error")
 
@@ -131,6 +133,14 @@ def tree_rss(pid: int) -> int:
     out = subprocess.run(["ps", "-o", "rss=", "--ppid", str(pid), "-p", str(pid)],
                          capture_output=True, text=True).stdout
     return sum(int(line) * 1024 for line in out.split())
+
+
+def tree_cpu_seconds(pid: int) -> int:
+    """CPU seconds a process and its children (the engine's worker, the warm-up's lister)
+    have used so far."""
+    out = subprocess.run(["ps", "-o", "times=", "--ppid", str(pid), "-p", str(pid)],
+                         capture_output=True, text=True).stdout
+    return sum(int(line) for line in out.split())
 
 
 async def round_of(port: int, n: int, views: list[View]) -> list[Opened]:
@@ -171,11 +181,18 @@ PAST_DEFAULTS = ("neighbours", "done", "failed")
 
 
 def warm_state(status: Path) -> str | None:
-    """The server's warm-up state from its status file (None: not written yet)."""
+    """The server's warm-up state from its status file (None: not written yet); its
+    second "listing" (the neighbours', once the defaults' runs are counted) reads
+    "neighbours"."""
     try:
-        return json.loads(status.read_text()).get("state")
-    except (OSError, ValueError, AttributeError):
+        data = json.loads(status.read_text())
+    except (OSError, ValueError):
         return None
+    if not isinstance(data, dict):
+        return None
+    if data.get("state") == "listing" and "runs" in data:
+        return "neighbours"
+    return data.get("state")
 
 
 def warm_up(views: list[View], shows_results: Callable[[View], bool], status: Path,
@@ -263,19 +280,23 @@ def solo_round(port: int, views: list[View], repeats: int = 3) -> list[dict]:
 
 
 @contextmanager
-def serving(data_dir: str) -> Iterator[tuple[subprocess.Popen, int]]:
+def serving(data_dir: str) -> Iterator[tuple[subprocess.Popen, int, float]]:
     """The app server (`python -m ui.server`, its warm-up on) on a free port with this
-    data folder, answering its health check, and its port; stopped afterwards."""
+    data folder, answering its health check, its port and the seconds it took to answer;
+    stopped afterwards."""
     port = free_port()
+    began = time.monotonic()
     process = subprocess.Popen(
         [sys.executable, "-m", "ui.server", "--server.port", str(port),
          "--server.address", "127.0.0.1", "--server.headless", "true"],
         cwd=ROOT, env={**os.environ, "DATA_DIR": data_dir}, stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        wait_healthy(f"http://127.0.0.1:{port}", process)
-        print(f"server pid {process.pid} on port {port}", flush=True)
-        yield process, port
+        wait_healthy(f"http://127.0.0.1:{port}", process, timeout=300)
+        healthy_after = round(time.monotonic() - began, 1)
+        print(f"server pid {process.pid} on port {port}, healthy after {healthy_after} s",
+              flush=True)
+        yield process, port, healthy_after
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(30)
@@ -293,12 +314,15 @@ def first_numbers(opened: list[Opened]) -> dict:
 def fresh_class(n: int, views: list[View], limit_s: float = 3600.0) -> dict:
     """N learners at once on a server started a moment ago (empty store, warm-up just
     begun), then N again once its warm-up of the common views is done."""
-    with tempfile.TemporaryDirectory() as data, serving(data) as (_, port):
+    with tempfile.TemporaryDirectory() as data, serving(data) as (server, port, healthy_after):
         started = time.monotonic()
-        load_before = load_average()
+        load_before, cpu_before = load_average(), tree_cpu_seconds(server.pid)
         fresh = asyncio.run(round_of(port, n, views))
         fresh_row = {**summary(fresh), **first_numbers(fresh), "load_before": load_before,
                      "load_after": load_average(),
+                     "healthy_after_s": healthy_after,
+                     "server_cpu_s_at_health": cpu_before,
+                     "server_cpu_s_after": tree_cpu_seconds(server.pid),
                      "state_after": warm_state(Path(data) / "warm-up.json") or "",
                      "waited": sum(o.waited for o in fresh)}
         print("fresh", fresh_row, flush=True)
@@ -306,10 +330,11 @@ def fresh_class(n: int, views: list[View], limit_s: float = 3600.0) -> dict:
                and time.monotonic() - started < limit_s):
             time.sleep(5)
         warm_seconds = time.monotonic() - started
-        load_before = load_average()
+        load_before, cpu_before = load_average(), tree_cpu_seconds(server.pid)
         warm = asyncio.run(round_of(port, n, views))
         warm_row = {**summary(warm), **first_numbers(warm), "load_before": load_before,
-                    "load_after": load_average()}
+                    "load_after": load_average(), "server_cpu_s_at_health": cpu_before,
+                    "server_cpu_s_after": tree_cpu_seconds(server.pid)}
         print("warm", warm_row, flush=True)
     return {"learners": n, "fresh": fresh_row, "warm": warm_row,
             "defaults_warmed_after_s": round(warm_seconds, 1)}
@@ -336,8 +361,12 @@ def fresh_markdown(report: dict) -> str:
         f"First numbers count a learner who saw none within {TIMEOUT_S:.0f} s at "
         f"{TIMEOUT_S:.0f} s. {fresh['waited']} of the fresh class's pages waited for a run "
         f"(their Cancel button showed); the warm-up was at \"{fresh['state_after']}\" when "
-        f"the class had its pages. Commit {report['commit']}, {report['when']}, "
-        f"{report['cpus']} CPUs."]
+        f"the class had its pages. The server answered its health check "
+        f"{fresh['healthy_after_s']} s after it was started (it waits for its engine's "
+        f"worker); its processes' CPU time went from {fresh['server_cpu_s_at_health']} to "
+        f"{fresh['server_cpu_s_after']} s during the fresh class and from "
+        f"{warm['server_cpu_s_at_health']} to {warm['server_cpu_s_after']} s during the warm "
+        f"one. Commit {report['commit']}, {report['when']}, {report['cpus']} CPUs."]
     return "\n".join(lines) + "\n"
 
 
@@ -405,7 +434,7 @@ def main(argv: list[str]) -> int:
     load_start = load_average()
     with ExitStack() as stack:
         data = args.data_dir or stack.enter_context(tempfile.TemporaryDirectory())
-        process, port = stack.enter_context(serving(data))
+        process, port, _ = stack.enter_context(serving(data))
         start_rss = tree_rss(process.pid)
         warm_seconds, skipped = warm_up(
             views, lambda view: asyncio.run(open_view(port, view)).results_s is not None,

@@ -117,8 +117,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 120) -> None:
-    """Wait until `url`/_stcore/health answers 200; fail early if the process exits."""
+def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 240) -> None:
+    """Wait until `url`/_stcore/health answers 200; fail early if the process exits. The
+    server answers once its engine's worker is ready (ui.server.ENGINE_WAIT_S at most):
+    on a busy machine that and its own start took over 120 s."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:

@@ -54,3 +54,15 @@ def test_the_report_names_the_views_it_did_not_measure() -> None:
               "load_average_start": 1.0, "views": ["/compare"],
               "not_warmed": ["/compiler-budget"]}
     assert "Not measured" in markdown(report) and "/compiler-budget" in markdown(report)
+
+
+def test_the_warm_ups_second_listing_is_past_its_defaults(tmp_path: Path) -> None:
+    from benchmarks.load import PAST_DEFAULTS, warm_state
+
+    status = tmp_path / "warm-up.json"
+    status.write_text(json.dumps({"state": "listing"}))  # the defaults' runs are listed
+    assert warm_state(status) not in PAST_DEFAULTS
+    status.write_text(json.dumps({"state": "listing", "runs": 10, "failed": 0}))
+    assert warm_state(status) in PAST_DEFAULTS  # the neighbours' runs are listed
+    status.write_text("[]")
+    assert warm_state(status) is None

@@ -80,6 +80,24 @@ def slider_format() -> str | None:
     return None
 
 
+GROUPED_FROM = 1000  # from here on a number's digits are grouped (1,024 / 1.024)
+
+
+def number_label(label: str, value: float | None, high: float, *,
+                 localized: bool = False) -> str:
+    """A number widget's label, with its value in the session's format where the widget
+    cannot show it so. Streamlit writes a slider's numbers in the browser's format
+    ("localized": only when that is the session's language, `slider_format`) or by a
+    printf-style string, which groups no digits, and a number input's by printf only: a
+    German session would read 8192 where it writes 8.192. A widget whose range reaches
+    GROUPED_FROM, and whose own numbers are not `localized`, so carries its value in its
+    label: "Vokabular · 8.192"."""
+    if localized or value is None or abs(high) < GROUPED_FROM:
+        return label
+    shown = fmt_number(int(value)) if float(value).is_integer() else fmt_decimal(value)
+    return f"{label} · {shown}"
+
+
 def enter_hint() -> None:
     """Under a form's text field, in the session's language: Streamlit's own hint ("Press
     Enter to submit form") has no translations and is hidden (ui.sidebar's CSS)."""

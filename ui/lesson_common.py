@@ -12,7 +12,7 @@ import streamlit as st
 
 from i18n import gettext
 from lessons.checkpoint_math import format_gb
-from ui.i18n import babel_locale, fmt_decimal, fmt_number, t
+from ui.i18n import babel_locale, fmt_decimal, fmt_number, number_label, t
 
 CHART = {"config": {"displayModeBar": False}}
 
@@ -57,8 +57,9 @@ def bounded_number(label: str, key: str, low: float, high: float, step: float = 
         if on_change is not None:
             on_change()
 
-    st.number_input(label, step=step if not integer else int(step), key=key,
-                    on_change=clamp, **kwargs)
+    st.number_input(number_label(label, st.session_state.get(key), high),
+                    step=step if not integer else int(step), key=key, on_change=clamp,
+                    **kwargs)
 
 
 def notices(keys: list[str]) -> None:

@@ -27,7 +27,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from i18n import DEFAULT, N_, gettext, ngettext
 from quiz.markdown import escape_markdown
-from ui.i18n import current_language, fmt_number, slider_format, t
+from ui.i18n import current_language, fmt_number, number_label, slider_format, t
 
 LOG = logging.getLogger(__name__)
 # Put in place of a query Streamlit drops for being over its limits (install_limit_notice).
@@ -271,8 +271,11 @@ def int_slider(name: str, label: str, lo: int, hi: int, step: int, default: int,
     default = int(min(max(default, lo), hi))
     _first_value(name, parse_int(_query_text(name), name=name, lo=lo, hi=hi, default=default,
                                  step=step, where=where, lang=current_language()))
+    shape = slider_format()
+    label = number_label(label, st.session_state.get(name), hi,
+                         localized=shape == "localized")
     value = int(st.slider(label, min_value=lo, max_value=hi, step=step, key=name, help=help,
-                          format=slider_format()))
+                          format=shape))
     _write_back(name, str(value))
     return value
 
@@ -281,8 +284,11 @@ def float_slider(name: str, label: str, lo: float, hi: float, step: float, defau
                  help: str | None = None, where: str | None = None) -> float:
     _first_value(name, parse_float(_query_text(name), name=name, lo=lo, hi=hi,
                                    default=default, where=where, lang=current_language()))
+    shape = slider_format()
+    label = number_label(label, st.session_state.get(name), hi,
+                         localized=shape == "localized")
     value = float(st.slider(label, min_value=lo, max_value=hi, step=step, key=name, help=help,
-                            format=slider_format()))
+                            format=shape))
     _write_back(name, f"{value:g}")
     return value
 

@@ -8,7 +8,11 @@ freshly started server who opens a deep link (/compare?layers=16, /verify?id=...
 registered through st.navigation, so the legacy discovery is switched off before the
 server starts.
 
-The demo service starts with the server: its worker process (the engine, warm), and in
+The demo service starts with the server: its worker process (the engine, warm; the
+server answers its health check, which a proxy waits for, once the worker is ready and
+the libraries of the real-model page are imported, or after ENGINE_WAIT_S, so that the
+first learners' demos do not wait behind the worker's start and these imports do not
+hold their pages), and in
 the background the result store is warmed for every demo page's defaults, the home page's
 teaser and every lesson's demo link, so the common views are instant from the first
 visitor. Which runs those views make is asked of the pages themselves: a child process
@@ -45,6 +49,9 @@ NEIGHBOURS_ENV = "DEMO_WARM_NEIGHBOURS"
 # Where the warm-up says how far it is (default: warm-up.json in DATA_DIR), for operators
 # and for benchmarks that measure a server once its start-up work is done.
 STATUS_ENV = "DEMO_WARM_STATUS"
+# How long the server waits for the engine's worker before it listens anyway (a worker
+# that does not start is started again by the first run, which says why it failed).
+ENGINE_WAIT_S = 60.0
 log = logging.getLogger(__name__)
 
 
@@ -224,6 +231,19 @@ def _warm_store() -> None:
     _report("done", **counts, idle_runs=len(idle), idle_failed=_finish(idle))
 
 
+def wait_for_engine(service: Any, limit_s: float = ENGINE_WAIT_S) -> float | None:
+    """Wait (at most `limit_s`) until the service's worker process is ready to run a
+    demo; the seconds waited, or None when it was not ready in time."""
+    began = time.monotonic()
+    while not service.worker.alive():
+        if time.monotonic() - began > limit_s:
+            log.warning("the demo engine was not ready after %.0f s; serving anyway",
+                        limit_s)
+            return None
+        time.sleep(0.1)
+    return time.monotonic() - began
+
+
 def main(argv: list[str]) -> None:
     if argv[:1] in (["--collect-warm-jobs"], ["--collect-neighbour-jobs"]):
         print(json.dumps(collect_warm_jobs(neighbours=argv[0] == "--collect-neighbour-jobs")))
@@ -231,6 +251,7 @@ def main(argv: list[str]) -> None:
     from streamlit.runtime.pages_manager import PagesManager
     from streamlit.web import cli
 
+    from demos.engine.real_models import import_libraries
     from demos.runtime.service import get_service
     from quiz.service import startup_check
     from quiz.status_list import publish_forever
@@ -241,11 +262,18 @@ def main(argv: list[str]) -> None:
         sys.exit(status)
     PagesManager.uses_pages_directory = False
     install_limit_notice()  # a link over Streamlit's limits is reported, not ignored
-    get_service()  # the scheduler, and the worker process warming its engine
+    service = get_service()  # the scheduler, and the worker process warming its engine
     threading.Thread(target=publish_forever, args=(data_dir, threading.Event()),
                      name="status-lists", daemon=True).start()  # revocations, served
     if os.environ.get(WARM_ENV, "1") != "0":
         threading.Thread(target=_warm_store, name="warm-store", daemon=True).start()
+    # Listen once a learner's first demo can run, with the libraries the real-model page
+    # imports loaded meanwhile.
+    libraries = threading.Thread(target=import_libraries, name="import-libraries",
+                                 daemon=True)
+    libraries.start()
+    waited = wait_for_engine(service)
+    libraries.join(max(ENGINE_WAIT_S - (waited or ENGINE_WAIT_S), 1.0))
     sys.argv = ["streamlit", "run", str(APP), *argv]
     cli.main(prog_name="streamlit")
 

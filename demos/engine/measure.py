@@ -233,7 +233,7 @@ def compare(config: ModelConfig, strategies: Sequence[str | StrategySpec], devic
             limit_bytes: int | None = None, time_cap_s: float = TIME_CAP_SECONDS,
             time_within: int | None = None, min_repeats: int | None = None,
             on_partial: Callable[[Comparison], None] | None = None,
-            check_gradients: bool = True) -> Comparison:
+            check_gradients: bool = True, memory: bool = True) -> Comparison:
     """Measure one training step per strategy on one model and batch: memory under the
     live tracker (with torch's FLOP counter around the same step), then `repeats` timed
     steps or more (NARROW_SPREAD, `time_cap_s`), wall and CPU time. `time_within`: time
@@ -246,6 +246,10 @@ def compare(config: ModelConfig, strategies: Sequence[str | StrategySpec], devic
     `check_gradients=False`: no plain reference step for the gradient agreement (a search
     that needs only the memory and time, whose plain step would hold several times the
     checkpointed step's memory).
+    `memory=False`: the timed steps only (no tracked step, FLOP count or gradient check;
+    an untimed round first, since no tracked step warmed the model): the second half of a
+    comparison measured in two parts, its memory by `compare(time_steps=False)` first
+    (merged by `with_times`).
 
     Never raises for a strategy that does not fit (predicted over the limit, a budget too
     small, CUDA-only on a CPU, out of memory): its result has fits=False and an error.
@@ -286,6 +290,13 @@ def compare(config: ModelConfig, strategies: Sequence[str | StrategySpec], devic
                                 f"{info.label()}")
         return comparison
     step = Step(config, model, idx, tgt, dev)
+    if not memory:
+        if time_steps and repeats > 0:
+            _time(step, specs, plans, results, repeats, time_cap_s, min_repeats,
+                  on_round=(lambda: on_partial(comparison)) if on_partial else None,
+                  warm=True)
+        del step, model
+        return comparison
     has_none = any(specs[i].name == "none" for i in plans)
     none_need = param_bytes + theory.predicted_peak_bytes(config, "none", kind)
     # The gradients every strategy is checked against: 'none''s own, else a plain step's
@@ -443,13 +454,16 @@ def _narrow(result: StrategyResult) -> bool:
 def _time(step: Step, specs, plans, results, repeats: int,
           time_cap_s: float = TIME_CAP_SECONDS, min_repeats: int | None = None,
           on_round: Callable[[], None] | None = None,
-          check: Callable[[int], None] | None = None) -> None:
+          check: Callable[[int], None] | None = None, warm: bool | None = None) -> None:
     """Step times without any tracker, strategies interleaved run by run: `repeats` rounds,
     then more while a spread is wide (NARROW_SPREAD), within MAX_REPEATS_FACTOR × repeats
     rounds and `time_cap_s` seconds in all; wall and CPU time of each run, the median wall
     time. `on_round()` after each round, with the medians so far; `check(i)` after
-    strategy i's first timed step, its gradients still on the model (outside the clock)."""
-    warm = step.dev.type == "cuda"  # the tracked run warmed the CPU; warm the GPU too
+    strategy i's first timed step, its gradients still on the model (outside the clock).
+    `warm`: an untimed round first (default: on a GPU only; on a CPU the tracked step
+    warmed the model)."""
+    if warm is None:
+        warm = step.dev.type == "cuda"
     most = repeats * MAX_REPEATS_FACTOR if repeats >= MIN_ADAPTIVE_RUNS else repeats
     least = repeats if min_repeats is None else max(1, min(min_repeats, repeats))
     began = time.perf_counter()

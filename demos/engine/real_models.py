@@ -449,6 +449,17 @@ def code(setup: Setup) -> str:
     return "\n".join(lines) or "# checkpointing off"
 
 
+def import_libraries() -> None:
+    """Import what a measurement builds its model with (transformers and peft: about 5 s
+    of CPU on a 2-core machine). The server does it before it listens: imported by the
+    first learner's page instead, it held every other page's run of a fresh server."""
+    import peft  # noqa: F401
+    import transformers
+    from transformers.modeling_layers import GradientCheckpointingLayer  # noqa: F401
+
+    transformers.AutoModelForCausalLM  # noqa: B018 - its lazy module, loaded now
+
+
 @functools.lru_cache(maxsize=64)
 def run_live(setup: Setup) -> Measurement:
     """measure(setup) with the step's peak, one at a time (the CPU is shared), cached."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 
 import pandas as pd
 
@@ -187,6 +187,25 @@ class Comparison:
                     spread is not None and spread > WIDE_SPREAD):
                 return True
         return False
+
+    def with_times(self, timed: Comparison) -> Comparison:
+        """This comparison's memory figures with the times of `timed` (the same strategies,
+        timed by `compare(memory=False)`): a strategy that fit here takes its timed runs
+        there, or that part's refusal when it ran out of memory while timing."""
+        results = []
+        for mine, theirs in zip(self.results, timed.results, strict=True):
+            if not mine.fits:
+                results.append(mine)
+            elif not theirs.fits and theirs.error_id == "oom-timing":
+                results.append(replace(mine, fits=False, error=theirs.error,
+                                       error_id=theirs.error_id,
+                                       error_args=dict(theirs.error_args)))
+            else:
+                results.append(replace(
+                    mine, step_seconds=theirs.step_seconds,
+                    step_seconds_runs=list(theirs.step_seconds_runs),
+                    cpu_seconds_runs=list(theirs.cpu_seconds_runs), threads=theirs.threads))
+        return replace(self, results=results)
 
     def to_json(self, timeline: bool = False) -> dict:
         return {

@@ -20,6 +20,7 @@ result); demos.reports.budget_figures for the compiler's budget.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable, Sequence
 
 import pandas as pd
@@ -82,9 +83,20 @@ def fitting(results: Sequence[StrategyResult]) -> list[StrategyResult]:
     return [r for r in results if r.fits and r.peak_bytes is not None]
 
 
+PANEL_TITLE_CHARS = 36  # a panel title's line: about 250 px at 13 px, a phone's plot
+
+
+def panel_title(text: str, width: int = PANEL_TITLE_CHARS) -> str:
+    """A panel's title in lines of at most `width` characters (words kept whole): Plotly
+    never wraps a subplot title, and a phone cut a long one at the screen's edges ("Step
+    time (ms), median and middle half of the runs", longer still in German)."""
+    return "<br>".join(textwrap.wrap(text, width, break_long_words=False,
+                                     break_on_hyphens=False)) or text
+
+
 def stacked_panels(titles: tuple[str, str], spacing: float = 0.2) -> go.Figure:
     """Two panels, one above the other: readable at 390 px as at 1400."""
     # one shared x axis: its tick labels only under the lower panel, so the upper panel's
     # (rotated strategy names on a phone) never run into the lower panel's title
     return make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=spacing,
-                         subplot_titles=titles)
+                         subplot_titles=[panel_title(title) for title in titles])

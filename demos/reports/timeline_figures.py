@@ -16,6 +16,7 @@ from demos.reports.figure_style import (
     apply_layout,
     empty_figure,
     largest,
+    panel_title,
 )
 from demos.reports.peak_notes import op_name
 from i18n import N_, gettext, pgettext
@@ -99,7 +100,8 @@ def timeline_figure(frame: pd.DataFrame, facet: bool = True, lang: str = "en") -
     # about 90 px between panels: the x tick labels above, then the next panel's title
     fig = make_subplots(rows=rows, cols=1, shared_xaxes=False,
                         vertical_spacing=min(0.3, 90 / max(height - 136, 1)) if rows > 1 else 0,
-                        subplot_titles=labels if facet else None)
+                        subplot_titles=[panel_title(label) for label in labels]
+                        if facet else None)
     layer_word = gettext(lang, "layer")
     phase_words = {p: gettext(lang, PHASE_NAMES.get(p, p)) for p in frame["phase"].unique()}
     peak_word = pgettext(lang, "chart legend", "peak")
@@ -154,7 +156,10 @@ def timeline_figure(frame: pd.DataFrame, facet: bool = True, lang: str = "en") -
     return apply_layout(fig, title, height, lang)
 
 
-BAND_TOP = 1.32  # × the highest point: the phase bands' top, where their labels hang
+# × the highest point: the phase bands' top, where their labels hang. Between the peak's
+# star and those labels: room for the peak's two-line label (about 34 px with the star)
+# in a panel of 150 px; at 1.32 a phone's timeline put the label over the F/B labels.
+BAND_TOP = 1.6
 
 
 def peak_label_position(x: float, xs: pd.Series) -> str:

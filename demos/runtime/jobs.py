@@ -92,7 +92,16 @@ class Job:
             return len(self.option("values", ()))
         if self.kind in ("fits", "train"):
             return len(self.strategies)
+        if self.kind == "compare" and self.timed_apart():
+            return 2
         return 1
+
+    def timed_apart(self) -> bool:
+        """A compare run measures its memory in one step and times its steps in the next,
+        so that a learner who arrives meanwhile gets memory numbers before anyone's steps
+        are timed (the scheduler takes turns step by step)."""
+        return (self.kind == "compare" and bool(self.option("time_steps", True))
+                and int(self.option("repeats", 1)) > 0)
 
     def _sweep_config(self, value: int) -> ModelConfig:
         vary = self.option("vary")
@@ -128,10 +137,9 @@ class Job:
                 "selective:save-matmuls" if strategy.startswith("selective:") else strategy)
             return [(self.config, known, theory.TRACKED_STEP_COST + 3
                      + int(self.option("repeats", 1)))]
-        if self.kind == "compare":
-            steps = theory.TRACKED_STEP_COST + theory.COUNTED_STEP_COST + (
-                int(self.option("repeats", 1))
-                if self.option("time_steps", True) else 0)
+        if self.kind == "compare":  # the memory (tracked, counted), then the timed steps
+            steps = (int(self.option("repeats", 1)) + 1 if index == 1  # and one untimed
+                     else theory.TRACKED_STEP_COST + theory.COUNTED_STEP_COST)
             return [(self.config, s, steps) for s in self.strategies]
         if self.kind == "sweep":
             value = self.option("values")[index]
@@ -204,10 +212,11 @@ class Job:
         if self.kind == "compare":
             from demos.engine.measure import compare
 
+            timing = index == 1
             return compare(self.config, list(self.strategies), device=device_kind,
                            repeats=int(self.option("repeats", 1)),
-                           timeline=bool(self.option("timeline", False)),
-                           time_steps=bool(self.option("time_steps", True)),
+                           timeline=bool(self.option("timeline", False)) and not timing,
+                           time_steps=timing, memory=not timing,
                            limit_bytes=limit_bytes, on_partial=partial)
         if self.kind == "budget":
             from demos.engine.compiler_budget import measure_point, reference_grads
@@ -246,7 +255,7 @@ class Job:
         search's confirmed step per strategy; training's first step per strategy; the
         budget sweep's eager points."""
         if self.kind == "compare":
-            return parts[0]
+            return parts[0].with_times(parts[1]) if len(parts) > 1 else parts[0]
         if self.kind == "budget":
             from demos.engine.compiler_budget import BudgetPoint, to_frame
 

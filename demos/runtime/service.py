@@ -7,13 +7,14 @@ client message can clear them), each behind a lock.
   process sharing the database) waits for that one run.
 * One scheduler thread runs the steps of the queued runs in the worker process, one step
   at a time, round-robin: a long search (what-fits, a sweep) yields the device after each
-  step, so a short run that arrives meanwhile runs after at most one step of it. New runs
-  keep their arrival order; warm-up runs (background) go only when no learner waits, and
-  idle-time runs (the neighbours of the pages' defaults: `warm(jobs, idle=True)`) only
-  once no learner has asked for a run for IDLE_AFTER_S. A learner never waits behind a
-  background step: when one arrives, the background step on the device is interrupted in
-  place (the worker process lives on, demos.runtime.worker) and runs again, from its
-  start, once no learner waits.
+  step, so a short run that arrives meanwhile runs after at most one step of it. Learners'
+  runs that have shown nothing yet go first, the shortest next step first (equal ones in
+  arrival order, one waiting OVERDUE_S first: `_first_numbers_first`); warm-up runs
+  (background) go only when no learner waits, and idle-time runs (the neighbours of the
+  pages' defaults: `warm(jobs, idle=True)`) only once no learner has asked for a run for
+  IDLE_AFTER_S. A learner never waits behind a background step: when one arrives, the
+  background step on the device is interrupted in place (the worker process lives on,
+  demos.runtime.worker) and runs again, from its start, once no learner waits.
 * A run every requester has left (released its ticket, or stopped sending heartbeats) is
   cancelled: the worker is killed and restarted, the device is free. A run is capped in
   time; a finished result is always stored, whoever still waits for it.
@@ -59,8 +60,13 @@ MAX_RUN_SECONDS = 900.0  # no run holds the device longer (its steps' time toget
 MIN_CAP_SECONDS = 60.0
 CAP_FACTOR = 6.0  # × the run's estimate: the cap of an estimated run
 MEMORY_CACHE = 256  # decoded results kept in this process
-PARTIAL_KINDS = ("sweep",)  # multi-step runs whose steps so far make a result to show
+# multi-step runs whose steps so far make a result to show (a comparison: its memory,
+# measured in its first step, while its steps are timed in the second)
+PARTIAL_KINDS = ("sweep", "compare")
 IDLE_AFTER_S = 5.0  # idle-time runs start this long after a learner's last run or request
+# A learner's run that has shown nothing this long after it was asked for goes before
+# every shorter first step (in arrival order): shortest first never starves it.
+OVERDUE_S = 30.0
 
 
 class DemoService(RunEstimates, BusyRemeasuring, Housekeeping):
@@ -132,8 +138,10 @@ class DemoService(RunEstimates, BusyRemeasuring, Housekeeping):
             thread.join(5)
 
     def _order(self) -> list[Run]:
-        """The queued runs in the order they will get the device next."""
-        fg = [r for r in self._queue if not r.background]
+        """The queued runs in the order they will get the device next: the learners' runs
+        (`_first_numbers_first`), then the warm-up's, then the idle-time runs."""
+        fg = _first_numbers_first([r for r in self._queue if not r.background],
+                                  time.monotonic())
         warm = [r for r in self._queue if r.background and not r.idle]
         idle = [r for r in self._queue if r.idle]
         if fg or time.monotonic() - self._last_foreground < IDLE_AFTER_S:
@@ -190,6 +198,7 @@ class DemoService(RunEstimates, BusyRemeasuring, Housekeeping):
                 self._last_foreground = time.monotonic()
             run = self._active.get(key)
             if run is not None:
+                run.kept = run.kept or (run.background and not background)
                 run.background = run.background and background
                 run.idle = run.idle and idle
                 return self._ticket(run, requester)
@@ -222,6 +231,7 @@ class DemoService(RunEstimates, BusyRemeasuring, Housekeeping):
         with self._cond:
             existing = self._active.get(key)  # another thread of ours got here first
             if existing is not None:
+                existing.kept = existing.kept or (existing.background and not background)
                 existing.background = existing.background and background
                 existing.idle = existing.idle and idle
                 return self._ticket(existing, requester)
@@ -436,6 +446,21 @@ class DemoService(RunEstimates, BusyRemeasuring, Housekeeping):
             except SQLAlchemyError:
                 log.exception("result store unavailable")
         run.event.set()
+
+
+def _first_numbers_first(runs: list[Run], now: float) -> list[Run]:
+    """Learners' runs in the order they get the device: a run that has shown nothing yet
+    before one that has (a comparison's timed steps, a sweep's later values), and among
+    them the shortest next step first, so a class arriving at once sees its first numbers
+    after the short steps rather than behind one long one (a lesson's large timeline held
+    twenty learners for minutes); equal steps keep their arrival order, and a run that has
+    shown nothing OVERDUE_S after it was asked for goes first."""
+    def key(run: Run) -> tuple[bool, bool, float]:
+        shown = run.next_step > 0 and run.job.kind in PARTIAL_KINDS
+        overdue = not shown and now - run.created > OVERDUE_S
+        return (not overdue, shown, 0.0 if overdue else run.step_work[run.next_step])
+
+    return sorted(runs, key=key)
 
 
 # ---------------------------------------------------------------------- the process's one

@@ -72,6 +72,9 @@ class Run:
     partial: Any = None  # what is measured so far, shown while the rest runs
     partial_version: int = 0  # counts the partial results
     preemptions: int = 0  # steps of this (background) run interrupted for a learner
+    created: float = field(default_factory=time.monotonic)  # when it was asked for
+    # a background run a learner joined: the warm-up still waits for it when they leave
+    kept: bool = False
 
     @property
     def steps(self) -> int:
@@ -79,7 +82,7 @@ class Run:
 
     def wanted(self, now: float) -> bool:
         """Someone still waits: the warm-up, or a ticket not released and heartbeating."""
-        if self.background:
+        if self.background or self.kept:
             return True
         live = any(not t.released and now - t.last_seen < HEARTBEAT_TIMEOUT_S
                    for t in self.tickets)

@@ -20,7 +20,8 @@ _CHART_BOXES = """chart => {
             title: [...boxes('.gtitle'), ...boxes('g.annotation-text-g text')],
             axis: [...boxes('.g-xtitle'), ...boxes('.g-ytitle'), ...boxes('.g-x2title'),
                    ...boxes('.g-y2title')],
-            ticks: boxes('.xtick text'), modebar: boxes('.modebar')};
+            ticks: boxes('.xtick text'), modebar: boxes('.modebar'),
+            labels: boxes('.textpoint text')};
 }"""
 
 
@@ -76,3 +77,15 @@ def assert_chart_parts_apart(chart: dict[str, list[Box]], where: str,
             assert not overlap(texts[first], texts[second]), (where, "titles overlap")
     for box in chart["legend"] + texts:
         assert within_width(box), (where, "cut off at the screen's edge", box)
+
+
+def assert_labels_apart(chart: dict[str, list[Box]], where: str) -> None:
+    """No two text labels of a chart's points (a timeline's peak and phase labels) on
+    each other, none cut off at the phone's edge."""
+    labels = chart["labels"]
+    for first in range(len(labels)):
+        for second in range(first + 1, len(labels)):
+            assert not overlap(labels[first], labels[second]), (
+                where, "labels overlap", labels[first], labels[second])
+    for box in labels:
+        assert within_width(box), (where, "label cut off at the screen's edge", box)

@@ -8,7 +8,12 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page
 
-from tests.browser.layout import assert_chart_parts_apart, chart_boxes, within_width
+from tests.browser.layout import (
+    assert_chart_parts_apart,
+    assert_labels_apart,
+    chart_boxes,
+    within_width,
+)
 from tests.helpers import ARTIFACTS, goto
 
 SMALL = "layers=4&hidden=64&heads=2&seq=64&batch=1&vocab=512"
@@ -31,6 +36,22 @@ def test_demo_charts_keep_titles_legends_and_axes_apart(phone: Page, app_url: st
         assert_chart_parts_apart(chart, f"{name}, chart {number + 1}")
     ARTIFACTS.mkdir(exist_ok=True)
     phone.screenshot(path=str(ARTIFACTS / f"demos-phone-{name}.png"), full_page=True)
+
+
+@pytest.mark.parametrize("lang", ["de", "vi"])
+def test_compare_panel_titles_and_the_timelines_peak_label_fit_a_phone(
+        phone: Page, app_url: str, lang: str) -> None:
+    """Compare's panel titles (longest in German) were cut at the screen's edges; the
+    timeline's peak label sat on its F/B labels."""
+    for name in ("compare", "timeline"):
+        goto(phone, app_url, f"{PAGES[name]}&lang={lang}", timeout_ms=180_000)
+        phone.locator(".js-plotly-plot").first.wait_for(timeout=180_000)
+        found = chart_boxes(phone, ARTIFACTS / f"demos-phone-{name}-{lang}")
+        for number, chart in enumerate(found):
+            assert_chart_parts_apart(chart, f"{name} ({lang}), chart {number + 1}")
+            if name == "timeline":
+                assert chart["labels"], "the timeline's labels were not found"
+                assert_labels_apart(chart, f"{name} ({lang}), chart {number + 1}")
 
 
 @pytest.mark.parametrize(("name", "lang"), [("compare", "en"), ("what-fits", "en"),

@@ -175,6 +175,10 @@ def test_two_panel_figures_stack_for_a_phone() -> None:
                 activation_theory_figure(RESULTS)):
         title = fig.layout.title.text
         assert "<br>" not in title and len(title) <= 40, title
+    for lang in ("de", "vi"):  # a phone shows about 42 characters of a title at 390 px
+        for fig in (peak_and_time_figure(RESULTS, lang), breakdown_figure(RESULTS, lang),
+                    activation_theory_figure(RESULTS, lang=lang)):
+            assert len(fig.layout.title.text) <= 42, fig.layout.title.text
         legend = fig.layout.legend  # at the figure's foot, not over the titles
         assert (legend.yref, legend.y, legend.yanchor) == ("container", 0, "bottom")
         if "xaxis2" in fig.layout and fig.layout.xaxis2.domain is not None:
@@ -286,3 +290,18 @@ def test_a_one_op_run_gets_no_label_beside_a_wide_one() -> None:
     fig = timeline_figure(timeline_frame({"every-layer": points}), facet=True)
     text = next(t for t in fig.data if t.mode == "text")
     assert list(text.text) == ["F0", "F1", "R1", "B1", "B0"]
+
+
+def test_long_panel_titles_wrap_in_every_language() -> None:
+    """A phone cut Compare's panel title "Step time (ms), median and middle half of the
+    runs" (longer in German) at the screen's edges: Plotly never wraps subplot titles."""
+    from demos.reports.compare_figures import peak_and_time_figure
+    from demos.reports.figure_style import PANEL_TITLE_CHARS, panel_title
+
+    assert panel_title("Step time (ms)") == "Step time (ms)"
+    for lang in ("en", "de", "vi"):
+        fig = peak_and_time_figure(RESULTS, lang)
+        titles = [a.text for a in fig.layout.annotations]
+        assert len(titles) == 2 and any("<br>" in title for title in titles), titles
+        for title in titles:
+            assert all(len(line) <= PANEL_TITLE_CHARS for line in title.split("<br>")), title

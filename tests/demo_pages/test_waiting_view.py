@@ -52,7 +52,7 @@ try:
     demo_runner._run(tiny_compare(seed=1), "a", show=show)
     new = demo_runner._run(tiny_compare(seed=2).__class__.make(
         "compare", tiny_compare(seed=2).config.replace(layers=3), ["none", "every-layer"],
-        repeats=1, timeline=False, time_steps=True), "b", show=show)
+        repeats=1, timeline=False, time_steps=False), "b", show=show)
 finally:
     service.set_service(None)
     svc.stop()

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from demos.engine.device import DeviceInfo
+from demos.engine.results import Comparison
 from demos.runtime.jobs import Job
 from demos.runtime.service import DemoService
 from demos.runtime.store import ResultStore
@@ -21,9 +22,11 @@ TINY = ModelConfig(layers=2, hidden=32, heads=1, seq_len=8, batch=1, vocab=64)
 CPU = DeviceInfo("cpu", "test cpu", 8 * 2**30, 4 * 2**30, 2, "test")
 
 
-def tiny_compare(seed: int = 0) -> Job:
+def tiny_compare(seed: int = 0, timed: bool = False) -> Job:
+    """A tiny comparison: one step (its memory), or `timed` two (the memory, then the
+    timed steps), as the pages' comparisons."""
     return Job.make("compare", TINY.replace(seed=seed), ["none", "every-layer"], repeats=1,
-                    timeline=False, time_steps=True)
+                    timeline=False, time_steps=timed)
 
 
 def long_training(steps: int = 1000) -> Job:
@@ -60,6 +63,8 @@ class FakeWorker:
                 raise StepFailed("time-limit")
             time.sleep(0.01)
         self.log.append((job.config.seed, index))
+        if job.timed_apart():  # its parts merge as comparisons (memory, then times)
+            return Comparison(job.config, CPU, [])
         return pd.DataFrame({"seed": [job.config.seed], "step": [index]})
 
 

@@ -191,3 +191,21 @@ def test_a_step_that_leaves_a_torch_mode_behind_is_found() -> None:
         assert torch.get_num_threads() == baseline["threads"]
     finally:
         torch.set_num_threads(threads)
+
+
+def test_a_warm_up_run_a_learner_joined_and_left_is_still_measured(make_service,
+                                                                   monkeypatch) -> None:
+    """A fresh class joins the warm-up's runs and leaves them (time-outs, closed tabs): the
+    runs were cancelled as nobody's, and the warm-up ended with its defaults unmeasured."""
+    from demos.runtime import tickets as tickets_module
+
+    monkeypatch.setattr(tickets_module, "GRACE_S", 0.0)
+    # the warm-up waits without heartbeats (ui.server._finish): stale after this long
+    monkeypatch.setattr(tickets_module, "HEARTBEAT_TIMEOUT_S", 0.1)
+    worker = FakeWorker(lambda job, index: 0.5)
+    svc = make_service(worker=worker, use_store=False)
+    warm = svc.warm([tiny_compare(seed=9)])[0]
+    mine = svc.submit(tiny_compare(seed=9), "learner")  # the same run: now theirs too
+    mine.release()  # the learner left before it ended
+    assert warm.wait(30) and warm.error is None and svc.cancelled == 0
+    assert worker.log == [(9, 0)]

@@ -68,12 +68,13 @@ def test_a_run_past_its_time_cap_is_stopped(make_service, worker) -> None:
 def test_a_finished_result_is_kept_and_served_to_the_next_visitor(make_service, worker,
                                                                    store_dir) -> None:
     svc = make_service(worker=worker)
-    job = tiny_compare(seed=11)
+    job = tiny_compare(seed=11, timed=True)  # two steps: memory, then the times
     first = svc.submit(job, "first")
     assert first.wait(60) and first.error is None
     again = svc.submit(job, "second")
     assert again.done and again.result.results[1].peak_bytes == \
         first.result.results[1].peak_bytes
+    assert first.result.results[1].step_seconds is not None
     restarted = make_service(worker=worker)  # a restarted server: only the database remains
     assert restarted.submit(job, "third").done
     assert svc.runs_started == 1 and restarted.runs_started == 0
