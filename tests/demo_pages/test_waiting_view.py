@@ -18,7 +18,6 @@ from demos.runtime import service
 from tests.runtime.conftest import CPU, FakeWorker, tiny_compare
 from ui import demo_runner
 
-demo_runner.SLOW_SECONDS = 20.0  # another test's script may have changed it in this process
 
 class PartialWorker(FakeWorker):
     \"\"\"Sends a result so far (after `before` seconds), then finishes a moment later.\"\"\"
