@@ -34,23 +34,19 @@ OUT = Path(__file__).with_name("planner.json")
 TARGET_S = 0.3
 
 
-def _median_seconds(fn, repeats: int) -> float:
+def _median_seconds(fn, repeats: int, clock=time.perf_counter) -> float:
+    """The median time of fn on `clock` (wall by default)."""
     times = []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = clock()
         fn()
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
     return statistics.median(times)
 
 
 def _median_cpu_seconds(fn, repeats: int) -> float:
     """The median CPU time of fn (it does not grow with other processes' load)."""
-    times = []
-    for _ in range(repeats):
-        start = time.process_time()
-        fn()
-        times.append(time.process_time() - start)
-    return statistics.median(times)
+    return _median_seconds(fn, repeats, clock=time.process_time)
 
 
 def _cold_plan(inputs: P.PlannerInputs) -> None:
