@@ -28,6 +28,7 @@ from i18n import N_, format_percent, gettext
 from i18n.units import format_bytes, format_ms
 from memory.config import ModelConfig
 from ui.demo_runner import device, view_phase
+from ui.device_words import device_text
 from ui.i18n import babel_locale, current_language, t
 
 NUMBERS_FIRST_PAUSE_S = 1.0
@@ -322,7 +323,7 @@ def comparison_caption(comparison: Comparison) -> None:
     compute beside the prediction and the course's rule."""
     lang = current_language()
     methods = [r.measured_by for r in comparison.results]
-    measured_caption(comparison.device.label(), methods,
+    measured_caption(device_text(comparison.device), methods,
                      timing_note(comparison.results, lang, comparison.device.kind))
     for text in (timing.wall_cpu_note(comparison.results, comparison.busy(), lang),
                  timing.overhead_note(comparison.results, lang, comparison.device.kind)):

@@ -6,27 +6,12 @@ import streamlit as st
 import torch
 from streamlit.delta_generator import DeltaGenerator
 
-from demos.engine.device import DeviceInfo
-from i18n import N_
 from lessons.catalog import LESSONS
 from ui.demo_runner import device as demo_device
-from ui.i18n import language_picker, t, tn
+from ui.device_words import device_text
+from ui.i18n import language_picker, t
 from ui.learner import keep_cookie
 from ui.progress import visited_lessons
-
-# The engine names a CPU run's reason in English (demos.engine.device.detect_device): worded here.
-_CPU_REASONS = (N_("no GPU found"), N_("CPU chosen"))
-
-
-def device_text(device: DeviceInfo) -> str:
-    """The device the demos run on, in the session's language."""
-    if device.kind == "cuda":
-        if not device.total_bytes:
-            return device.name
-        return t("{name} ({size:.1f} GiB)", name=device.name, size=device.total_bytes / 2**30)
-    return tn("CPU ({reason}), {count} core", "CPU ({reason}), {count} cores", device.cores,
-              reason=t(device.name))
-
 
 # The sidebar's own content (the language picker first) above the page list, so the
 # picker shows without scrolling on a laptop (the list of 16 pages ends near 850 px), and

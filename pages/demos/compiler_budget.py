@@ -11,6 +11,7 @@ from ui import demo_controls as controls
 from ui import demo_display as display
 from ui import demo_runner as runner
 from ui import query
+from ui.device_words import device_text
 from ui.i18n import current_language, t
 
 BUDGET_OPTIONS = ("1", "0.8", "0.5", "0.2", "0.1", "0")
@@ -117,7 +118,7 @@ def budget_demo() -> None:
         "a step's FLOPs above the eager step without checkpointing. Compiled points are "
         "timed right after their compile, not interleaved."))
     if example is None:
-        display.measured_caption(runner.device().label(), figures.methods(frame, lang))
+        display.measured_caption(device_text(runner.device()), figures.methods(frame, lang))
     else:
         st.caption(":material/inventory_2: " + t(
             "Stored example from the project's benchmark (`python -m benchmarks."

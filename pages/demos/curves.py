@@ -9,6 +9,7 @@ from ui import demo_curves as curves
 from ui import demo_display as display
 from ui import demo_runner as runner
 from ui import query
+from ui.device_words import device_text
 from ui.i18n import current_language, t
 
 st.title(t("Memory and time curves"))
@@ -44,7 +45,7 @@ def curves_demo() -> None:
                       lambda lang: curves.curve_figure(name, frame, config, metric, lang))
         display.note(curves.curve_caption(name, frame, config, lang))
         st.markdown(t(curve.explanation))
-        display.measured_caption(runner.device().label(), curves.methods_of(frame))
+        display.measured_caption(device_text(runner.device()), curves.methods_of(frame))
         display.downloads(
             frame, f"curves-{name}-{report.config_slug(config)}",
             memory_snapshot.sweep_runs(frame, config, curve.vary),

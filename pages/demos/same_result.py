@@ -10,6 +10,7 @@ from ui import demo_controls as controls
 from ui import demo_display as display
 from ui import demo_runner as runner
 from ui import query
+from ui.device_words import device_text
 from ui.i18n import current_language, fmt_decimal, t
 
 st.title(t("Same result with checkpointing"))
@@ -47,7 +48,7 @@ def same_result_demo() -> None:
         display.paint_numbers_first()
         display.chart("loss", key, lambda lang: loss_figure(losses, lang))
         display.note(loss_caption(largest, lang))
-        display.measured_caption(runner.device().label(), [N_("training for real")],
+        display.measured_caption(device_text(runner.device()), [N_("training for real")],
                                  t("{steps} steps, dropout {dropout}.", steps=steps,
                                    dropout=fmt_decimal(dropout)))
         display.downloads(

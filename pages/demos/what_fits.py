@@ -10,6 +10,7 @@ from ui import demo_controls as controls
 from ui import demo_display as display
 from ui import demo_runner as runner
 from ui import query
+from ui.device_words import device_text
 from ui.i18n import current_language, t
 
 st.title(t("What fits in memory"))
@@ -87,7 +88,7 @@ def what_fits_demo() -> None:
         if verdict:
             st.markdown(f"**{verdict}**")
         when_a_larger_batch_pays()
-        display.measured_caption(runner.device().label(), list(frame["measured_by"]),
+        display.measured_caption(device_text(runner.device()), list(frame["measured_by"]),
                                  fits_and_loss_tables.fits_timing_note(frame, lang))
         display.downloads(
             frame, f"what-fits-{field}-{budget_mib}MiB-{report.config_slug(config)}",

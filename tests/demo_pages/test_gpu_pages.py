@@ -9,6 +9,7 @@ import torch
 
 from demos.engine.device import detect_device
 from demos.engine.measure import CUDA_METHOD, TRACKER_METHOD
+from i18n import gettext
 from tests.demo_pages.test_pages import TINY, no_errors, texts
 from tests.demos.test_cuda import cuda
 
@@ -29,6 +30,19 @@ def test_compare_page_names_the_device_and_method_it_measured_with(app_test: Cal
     caption = measured_caption(at)
     assert info.label() in caption
     assert (CUDA_METHOD if info.kind == "cuda" else TRACKER_METHOD) in caption
+
+
+def test_the_measured_device_is_worded_in_the_sessions_language(app_test: Callable) -> None:
+    """The caption under a measured result names the device as the sidebar does: a CPU
+    run's reason in German, not the engine's English."""
+    info = detect_device()
+    query = GPU_TINY if info.kind == "cuda" else TINY
+    at = app_test("pages/demos/curves.py", query={**query, "lang": "de"})
+    no_errors(at)
+    caption = next(c for c in texts(at, "caption").splitlines() if "gemessen auf" in c)
+    if info.kind == "cpu":
+        assert gettext("de", info.name) in caption and info.name not in caption
+        assert f"{info.cores} Kerne" in caption or f"{info.cores} Kern" in caption
 
 
 @cuda
