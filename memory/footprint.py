@@ -381,7 +381,9 @@ def logits_peak_bytes(p: PlannerInputs, batch: int | None = None, seq: int | Non
 def logit_extra_bytes(p: PlannerInputs, batch: int | None = None, seq: int | None = None
                       ) -> int:
     """What a measured class keeps of b·s·V width around its loss beyond the log-softmax
-    the formula counts (Gemma 2's final logit soft-cap keeps its tanh's output); 0 for
+    the formula counts (Gemma 2's final logit soft-cap keeps its tanh's output; QLoRA under
+    autocast keeps the 16-bit cast of the fp32 output head, V·h numbers: peft makes the
+    frozen head fp32 and autocast casts it for the head's matmul); 0 for
     the formula."""
     fit = p.fit()
     if fit is None:

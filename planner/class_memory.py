@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import weakref
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -52,7 +53,7 @@ from unittest import mock
 
 import torch
 
-from memory.class_layers import ClassFit, Poly, Term
+from memory.class_layers import DENSE_MLP, ClassFit, Poly, Term
 from memory.saved_weights import VIEW_NODES, is_weight_copy
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
@@ -175,10 +176,6 @@ def kernels(config) -> tuple[str, ...]:
     return ("sdpa", "eager") if getattr(cls, "_supports_sdpa", False) else ("eager",)
 
 
-# a layer type's suffix for a dense decoder layer in a model that mixes dense and MoE ones
-DENSE_MLP = "+dense_mlp"
-
-
 def layer_types(config) -> tuple[str, ...]:
     """Each decoder layer's type in order: its attention (config.layer_types where the class
     has them: sliding_attention / full_attention ...; else one type) and, in a model that
@@ -260,21 +257,45 @@ class _Step:
     gpu: dict[tuple, int] = field(default_factory=lambda: defaultdict(int))
 
 
+class _GroupedMM(torch.autograd.Function):
+    """torch's grouped_mm for shapes only, keeping for backward what its derivative keeps
+    (torch 2.13, tools/autograd/derivatives.yaml, _grouped_mm: the input for the weight's
+    gradient, the weight for the input's, each only where that gradient is computed)."""
+
+    @staticmethod
+    def forward(ctx, input, weight, offs):  # type: ignore[override]
+        ctx.save_for_backward(input if ctx.needs_input_grad[1] else None,
+                              weight if ctx.needs_input_grad[0] else None)
+        return input.new_empty((input.shape[0], weight.shape[-1]))
+
+    @staticmethod
+    def backward(ctx, grad):  # type: ignore[override]
+        raise NotImplementedError("shapes only: a measured step runs no backward")
+
+
+def _fake_grouped_mm(input: torch.Tensor, weight: torch.Tensor, offs: torch.Tensor
+                     ) -> torch.Tensor:
+    """transformers.integrations.moe._grouped_mm as it runs on the CPU and on a GPU
+    (torch's grouped_mm of the input cast to the weight's dtype), for fake tensors."""
+    return _GroupedMM.apply(input.to(weight.dtype), weight, offs)
+
+
 @contextlib.contextmanager
 def _as_real_batch() -> Iterator[None]:
     """What transformers decides from values that fake tensors have not, decided as for a
     real batch. It looks for packed sequences in position_ids by reading them (unable, it
-    builds a mask as if the batch were packed; a real unpacked batch has none); and it
-    picks torch's grouped_mm for experts by device and dtype, whose shape function wants
-    bf16 where the CPU kernel takes fp32 too (its fallback, a custom op of the same shapes
-    that saves the same tensors, runs instead)."""
+    builds a mask as if the batch were packed; a real unpacked batch has none); and its
+    experts run torch's grouped_mm, whose shape function under fake tensors wants bf16
+    where the CPU and GPU kernels take fp32 too, and whose fallback (a custom op) keeps its
+    input and weight for backward even where the weight is frozen: under fake tensors a
+    stand-in of grouped_mm runs (_GroupedMM), keeping what grouped_mm keeps."""
     from torch._guards import detect_fake_mode
 
     fake = detect_fake_mode() is not None
     with mock.patch("transformers.masking_utils.find_packed_sequence_indices",
                     lambda position_ids: None), \
-            (mock.patch("transformers.integrations.moe._can_use_grouped_mm",
-                        lambda *args: False) if fake else contextlib.nullcontext()):
+            (mock.patch("transformers.integrations.moe._grouped_mm", _fake_grouped_mm)
+             if fake else contextlib.nullcontext()):
         yield
 
 
@@ -342,6 +363,13 @@ def measure_step(model: torch.nn.Module, batch: int, seq: int, autocast: bool = 
     seen: dict[object, tuple] = {}
     packs: dict[object, int] = defaultdict(int)  # how many saves of each storage
     masks: dict[object, int] = {}  # dropout masks the CPU keeps as floats: their numbers
+    # each storage's saved tensors, weakly: autograd holds what pack returns for as long as
+    # the node that saved it lives, so a storage is kept for backward while one is alive
+    refs: dict[object, list[weakref.ref]] = {}
+
+    def _alive(key: object) -> bool:
+        return any(ref() is not None for ref in refs.get(key, ()))
+
     handles = []
     names = {}
     for i, layer in enumerate(layers):
@@ -375,8 +403,8 @@ def measure_step(model: torch.nn.Module, batch: int, seq: int, autocast: bool = 
         if fake and isinstance(getattr(module, "num_experts", None), int) and hasattr(
                 module, "down_proj") and state["layer"] is not None:
             # torch's grouped_mm keeps the experts' offsets (int32, one per expert) for
-            # backward; the fallback that runs under fake tensors keeps them outside
-            # autograd's saved tensors (transformers/integrations/moe.py): count them
+            # backward; its stand-in under fake tensors (_GroupedMM) keeps no integer
+            # tensor: count them
             seen[("offsets", id(module), len(seen))] = (
                 state["layer"], state["stack"][-1], "other", 4 * module.num_experts)
         if state["stack"]:
@@ -392,8 +420,16 @@ def measure_step(model: torch.nn.Module, batch: int, seq: int, autocast: bool = 
 
     def pack(t: torch.Tensor) -> torch.Tensor:
         key = _storage_key(t)
+        if key in seen and not _alive(key):
+            # a storage saved by a branch of the graph that nothing used (a router's top-k
+            # values, a discarded output) was freed with it and lent this one its address
+            for table in (seen, masks, packs, refs):
+                table.pop(key, None)
         packs[key] += 1
-        if key in params or key in seen:
+        if key in params:
+            return t
+        if key in seen:
+            refs[key].append(weakref.ref(t))
             return t
         if is_weight_copy(t, _VIEWS):  # autocast's 16-bit weight copy: the plan counts it with the
             params.add(key)  # weights (mixed precision's 6 bytes per parameter)
@@ -413,6 +449,7 @@ def measure_step(model: torch.nn.Module, batch: int, seq: int, autocast: bool = 
             kind = ("input" if key in state["input"] else
                     "lora" if "lora_" in module else "other")
         seen[key] = (slot, module, kind, nbytes)
+        refs[key] = [weakref.ref(t)]
         if state["dropout"] and not t.requires_grad and t.is_floating_point():
             # the CPU's dropout keeps its mask in the input's dtype (input * mask / (1 - p))
             masks[key] = nbytes // t.element_size()
@@ -442,6 +479,8 @@ def measure_step(model: torch.nn.Module, batch: int, seq: int, autocast: bool = 
             h.remove()
     step = _Step()
     for key, (slot, module, kind, nbytes) in seen.items():
+        if key in refs and not _alive(key):
+            continue  # freed before backward: its graph branch died in forward
         gpu, padded = nbytes, False
         if key in masks:  # CUDA's native_dropout keeps a bool mask
             gpu = masks[key]
