@@ -13,7 +13,7 @@ from memory import parallel as M
 from memory.architectures import PRESETS
 from memory.footprint import STRATEGIES, PlannerInputs, activations, peak_bytes
 from planner import parallel_plan as PP
-from planner.parallel_code import parallel_code
+from planner.parallel_code import experts_words, parallel_code
 
 P8 = PlannerInputs(PRESETS["llama-3.1-8b"], seq=8192, batch=1, accumulation=8)
 
@@ -139,6 +139,30 @@ def test_code_checkpoints_the_plans_blocks():
     interleaved = M.Layout(pp=2, microbatches=4, schedule="interleaved", chunks=2)
     assert "ScheduleInterleaved1F1B(runs," in parallel_code(P8, interleaved)
     assert "checkpoint_wrapper(block)" not in parallel_code(P8.with_(strategy="none"), layout)
+
+
+def test_code_says_what_it_does_with_the_experts():
+    """The printed code keeps a mixture-of-experts block whole on every tensor-parallel
+    GPU (its experts are 3D parameters DTensor's styles do not split) and says so in every
+    plan; for a model with experts it says how that differs from the figures: t times the
+    experts' state, and FSDP gathering all of a layer's experts where expert parallelism
+    would gather 1/ep of them."""
+    moe = P8.with_(arch=P8.arch.with_(expert_params=10**9, expert_block=10**7))
+    whole = "stays whole on every tensor-parallel GPU"
+    assert whole in experts_words(P8, M.Layout(tp=2))
+    assert "planner's figures" not in experts_words(P8, M.Layout(tp=2))  # dense model
+    assert "planner's figures" not in experts_words(moe, M.Layout(dp=8))
+    assert "holds 4 times the experts'" in experts_words(moe, M.Layout(tp=4, dp=2))
+    both = experts_words(moe, M.Layout(tp=2, dp=4, ep=2))
+    assert "holds 2 times" in both and "gather the 1/2 of them" in both
+    assert "times the experts" not in experts_words(moe, M.Layout(dp=8, ep=4))
+    code = parallel_code(moe.with_(strategy="every-layer"), M.Layout(tp=2, dp=4, ep=2))
+    assert 'if hasattr(block.mlp, "experts"):' in code
+    comments = " ".join(line.strip().removeprefix("# ") for line in code.splitlines()
+                        if line.strip().startswith("#"))
+    assert both in comments
+    de = experts_words(moe, M.Layout(tp=2, dp=4, ep=2), "de")
+    assert "das 2-Fache" in de and "1/2" in de
 
 
 def test_code_offers_transformers_route_where_the_class_has_a_plan():
