@@ -55,9 +55,11 @@ def _full(t: torch.Tensor) -> torch.Tensor:
 
 
 RUNS = ((False, "every-layer"), (True, "some-layers"))  # some-layers: the first 2 of 4
-# mixture-of-experts models, tensor parallel with and without sequence parallelism
-MOE_RUNS = (("mixtral-8x7b", True, "some-layers"), ("qwen3-235b-a22b", False, "every-layer"),
-            ("qwen3-235b-a22b", True, "every-layer"))
+# mixture-of-experts models, tensor parallel with and without sequence parallelism ("tp",
+# "tp+sp"), and FSDP alone over both ranks ("dp": the experts sharded along their first dim)
+MOE_RUNS = (("mixtral-8x7b", "tp+sp", "some-layers"), ("mixtral-8x7b", "dp", "every-layer"),
+            ("qwen3-235b-a22b", "tp", "every-layer"), ("qwen3-235b-a22b", "tp+sp", "every-layer"))
+LAYOUTS = {"tp": Layout(tp=WORLD), "tp+sp": Layout(tp=WORLD, sp=True), "dp": Layout(dp=WORLD)}
 # pipeline: two stages; some-layers (2 of the preset's 32 layers) is 1 block per stage
 PIPE_RUNS = (("llama", "gpipe", "every-layer"), ("llama", "1f1b", "some-layers"),
              ("mixtral-8x7b", "1f1b", "some-layers"))
@@ -70,10 +72,12 @@ def _run(rank: int, store: str, out: str) -> None:
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank,
                             world_size=WORLD)
     try:
-        results = [{"sp": sp, "strategy": strategy, **_step("llama", sp, strategy)}
+        results = [{"sp": sp, "strategy": strategy,
+                    **_step("llama", Layout(tp=WORLD, sp=sp), strategy)}
                    for sp, strategy in RUNS]
-        experts = [{"family": family, "sp": sp, "strategy": strategy,
-                    **_step(family, sp, strategy)} for family, sp, strategy in MOE_RUNS]
+        experts = [{"family": family, "layout": layout, "strategy": strategy,
+                    **_step(family, LAYOUTS[layout], strategy)}
+                   for family, layout, strategy in MOE_RUNS]
         piped = []
         for family, schedule, strategy in PIPE_RUNS:
             ranks: list = [None] * WORLD
@@ -91,7 +95,7 @@ def _run(rank: int, store: str, out: str) -> None:
         dist.destroy_process_group()
 
 
-def _step(family: str, sp: bool, strategy: str) -> dict:
+def _step(family: str, layout: Layout, strategy: str) -> dict:
     """One training step of the printed code on the tiny model of `family` and of the same
     weights in one process."""
     model = tiny_model(family)
@@ -102,7 +106,7 @@ def _step(family: str, sp: bool, strategy: str) -> dict:
     ref_loss = reference(input_ids=ids, labels=ids).loss
     ref_loss.backward()
     namespace: dict = {}
-    exec(printed(strategy, Layout(tp=WORLD, sp=sp)), namespace)  # noqa: S102 - under test
+    exec(printed(strategy, layout), namespace)  # noqa: S102 - the code under test
     mesh = namespace["build_mesh"]("cpu")
     namespace["parallelize"](model, mesh)
     loss = model(input_ids=ids, labels=ids, position_ids=positions).loss

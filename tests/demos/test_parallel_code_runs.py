@@ -48,7 +48,7 @@ def test_printed_code_trains_as_one_process(runs):
     process's share: a difference of 6e-3 on this model)."""
     assert [(r["sp"], r["strategy"]) for r in runs["tp"]] == [(False, "every-layer"),
                                                              (True, "some-layers")]
-    assert [(r["family"], r["sp"], r["strategy"]) for r in runs["moe"]] == list(
+    assert [(r["family"], r["layout"], r["strategy"]) for r in runs["moe"]] == list(
         child.MOE_RUNS)
     for run in runs["tp"] + runs["moe"]:
         assert run["loss"] == pytest.approx(run["reference"], rel=1e-5)
@@ -65,9 +65,10 @@ def test_printed_code_checkpoints_the_blocks_it_names(runs):
 
 @pytest.mark.heavy
 def test_printed_code_checkpoints_the_decoder_layers_of_mixtures_of_experts(runs):
-    mixtral, qwen, qwen_sp = runs["moe"]
+    mixtral, mixtral_fsdp, qwen, qwen_sp = runs["moe"]
     assert mixtral["checkpointed"] == [True, True, False, False]  # some-layers: 2 of 4
-    assert qwen["checkpointed"] == qwen_sp["checkpointed"] == [True] * 4
+    assert mixtral_fsdp["checkpointed"] == qwen["checkpointed"] == [True] * 4
+    assert qwen_sp["checkpointed"] == [True] * 4
 
 
 @pytest.mark.heavy
