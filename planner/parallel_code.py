@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import functools
 import math
+import textwrap
 
 from i18n import DEFAULT, gettext
 from memory.footprint import PlannerInputs
 from memory.parallel import Layout, stage_layers
-from planner.snippets import comment
+from planner.snippets import COMMENT_WIDTH, comment
 
 _SCHEDULES = {"1f1b": "Schedule1F1B", "gpipe": "ScheduleGPipe",
               "interleaved": "ScheduleInterleaved1F1B"}
@@ -47,6 +48,10 @@ _TP = '''
 
 def tensor_parallel(block: nn.Module, tp_mesh) -> None:
 {doc}
+    attention = getattr(block, "self_attn", None)
+    if not all(hasattr(attention, name) for name in ("q_proj", "k_proj", "v_proj", "o_proj")):
+        raise NotImplementedError(f"{{type(block).__name__}}: "
+{unsupported})
     sp = SEQUENCE_PARALLEL
     out = Shard(1) if sp else Replicate()
     plan = {{
@@ -250,6 +255,13 @@ def _checkpointed(p: PlannerInputs, layout: Layout) -> str:
     return ""
 
 
+def _string(text: str, indent: str) -> str:
+    """`text` as adjacent Python string literals, one per line at `indent`, wrapped."""
+    lines = textwrap.wrap(text, COMMENT_WIDTH - len(indent) - 2, drop_whitespace=False,
+                          break_long_words=False, break_on_hyphens=False)
+    return "\n".join(indent + repr(line) for line in lines)
+
+
 def _doc(text: str, depth: int = 1) -> str:
     return "\n".join(comment(text, "    " * depth))
 
@@ -299,7 +311,12 @@ def parallel_code(p: PlannerInputs, layout: Layout, code: str = DEFAULT) -> str:
     head_norm_doc = gettext(code, "Norms over each head's dimensions (Qwen3's q_norm and "
                                   "k_norm) run on this GPU's heads: their weight whole on "
                                   "every tensor-parallel GPU, its gradient summed over them.")
+    unsupported = gettext(code, "this code splits the attention's q_proj, k_proj, v_proj "
+                                "and o_proj (Llama's names), which this block does not "
+                                "have; where its class has a tensor-parallel plan, "
+                                "transformers' own route applies it.")
     out += _TP.format(doc=_doc(tp_doc), sp_doc=_doc(sp_doc),
+                      unsupported=_string(unsupported, " " * 34),
                       head_norm_doc=_doc(head_norm_doc, 2),
                       experts_doc=_doc(experts_words(p, layout, code), 2))
     checkpointed = _checkpointed(p, layout)

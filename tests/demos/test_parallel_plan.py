@@ -165,6 +165,30 @@ def test_code_says_what_it_does_with_the_experts():
     assert "das 2-Fache" in de and "1/2" in de
 
 
+@pytest.mark.parametrize("code", ["en", "de"])
+def test_code_refuses_a_block_without_llamas_attention_names(code):
+    """A block whose attention has no q_proj, k_proj, v_proj and o_proj (GPT-2's c_attn,
+    DeepSeek's latent attention) is refused with one message naming its class, before
+    anything is split; a Llama block passes that check."""
+    import torch
+    from transformers import GPT2LMHeadModel
+
+    from tests.demos.tiny_hf import TINY
+
+    namespace: dict = {}
+    exec(parallel_code(P8.with_(strategy="every-layer"), M.Layout(tp=2), code), namespace)  # noqa: S102
+    block = GPT2LMHeadModel(TINY["gpt2"]()).transformer.h[0]
+    with pytest.raises(NotImplementedError, match="^GPT2Block: .*q_proj, k_proj, v_proj") as e:
+        namespace["tensor_parallel"](block, None)
+    assert ("dieser Code teilt" in str(e.value)) == (code == "de")
+    llama = torch.nn.Module()
+    llama.self_attn = torch.nn.Module()
+    for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
+        setattr(llama.self_attn, name, torch.nn.Linear(2, 2))
+    with pytest.raises(AttributeError):  # past the check: no mlp on this stand-in
+        namespace["tensor_parallel"](llama, None)
+
+
 def test_code_offers_transformers_route_where_the_class_has_a_plan():
     """transformers' tensor parallelism is printed for a family whose config class holds
     a base_model_tp_plan (Llama; GPT-2 has none), with tensor parallelism alone and a
