@@ -115,9 +115,11 @@ def _step(family: str, layout: Layout, strategy: str) -> dict:
     grad_diff = max((_full(p.grad) - r.grad).abs().max().item() for p, r in pairs)
     grad_scale = max(r.grad.abs().max().item() for _, r in pairs)
     wrapped = [isinstance(block, CheckpointWrapper) for block in model.model.layers]
+    blocks = [type(getattr(block, "_checkpoint_wrapped_module", block)).__name__
+              for block in model.model.layers]
     return {"loss": _full(loss).item(), "reference": ref_loss.item(),
             "grad_max_diff": grad_diff, "grad_max": grad_scale,
-            "checkpointed": wrapped}
+            "checkpointed": wrapped, "blocks": blocks}
 
 
 def _transformers_step(rank: int, folder: str, family: str) -> dict:

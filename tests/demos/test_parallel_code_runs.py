@@ -65,7 +65,12 @@ def test_printed_code_checkpoints_the_blocks_it_names(runs):
 
 @pytest.mark.heavy
 def test_printed_code_checkpoints_the_decoder_layers_of_mixtures_of_experts(runs):
+    """The blocks wrapped are the models' decoder layers (FSDP's class around each, the
+    transformers class inside)."""
     mixtral, mixtral_fsdp, qwen, qwen_sp = runs["moe"]
+    for run, layer in ((mixtral, "MixtralDecoderLayer"), (mixtral_fsdp, "MixtralDecoderLayer"),
+                       (qwen, "Qwen3MoeDecoderLayer"), (qwen_sp, "Qwen3MoeDecoderLayer")):
+        assert all(name.endswith(layer) for name in run["blocks"]), run["blocks"]
     assert mixtral["checkpointed"] == [True, True, False, False]  # some-layers: 2 of 4
     assert mixtral_fsdp["checkpointed"] == qwen["checkpointed"] == [True] * 4
     assert qwen_sp["checkpointed"] == [True] * 4
