@@ -207,7 +207,8 @@ def expert_token_bytes(hidden: int, width: int, act_bytes: int) -> float:
 def stage_output_bytes(s: int, b: int, h: int, in_flight_microbatches: int,
                        act_bytes: int = 2) -> float:
     """A pipeline stage's output tensors, s·b·h per micro-batch in flight, which Megatron
-    frees once sent (Korthikanti et al., Appendix B: sbh·r per rank, sbhp on the first)."""
+    frees once sent (Korthikanti et al., Appendix B, pp. 15-16: sbh·r per rank, sbhp on the
+    first)."""
     return act_bytes * s * b * h * in_flight_microbatches
 
 

@@ -82,7 +82,7 @@ def test_interleaved_schedule_scales_by_the_paper_factor():
 
 
 def test_reported_first_stage_output_tensors_of_mt_nlg():
-    """Appendix B (Figure 9's text): on the 530B model's first pipeline stage the output
+    """Appendix B (Figure 9's text, p. 16): on the 530B model's first pipeline stage the output
     tensors of its p micro-batches in flight take "sbhp = 2.73 GB" (2 bytes an element;
     binary GB). The first 1F1B stage holds p of them: within 1 %."""
     layout = Layout(tp=8, sp=True, pp=MTNLG["p"], microbatches=280)
