@@ -225,7 +225,7 @@ def transformers_route(p: PlannerInputs, layout: Layout) -> bool:
     """Whether the code also prints transformers' own tensor parallelism: a family whose
     class has a plan, tensor parallelism alone with FSDP (no pipeline or context
     parallelism, which this route does not take here) and a checkpointing it can apply
-    (none, or every layer: gradient_checkpointing_enable checkpoints each layer)."""
+    (none, or every layer: activation_checkpointing_enable checkpoints each layer)."""
     return (layout.tp > 1 and layout.pp == 1 and layout.cp == 1 and layout.ep == 1
             and p.strategy in ("none", "every-layer", "two-layer", "budget")
             and bool(p.arch.family) and has_tp_plan(p.arch.family))
@@ -366,8 +366,8 @@ def parallel_code(p: PlannerInputs, layout: Layout, code: str = DEFAULT) -> str:
                                "parallelism into it, so the norms' activations stay whole. "
                                "Run under torchrun with the process group initialized.")
         ckpt = ("" if p.strategy == "none" else
-                "    model.gradient_checkpointing_enable(\n"
-                "        gradient_checkpointing_kwargs={\"use_reentrant\": False})\n")
+                "    model.activation_checkpointing_enable(\n"
+                "        activation_checkpointing_kwargs={\"use_reentrant\": False})\n")
         out += _TRANSFORMERS_TP.format(doc=_doc(hf_doc), checkpointing=ckpt)
     if layout.cp > 1:
         cp_doc = gettext(code, "Context parallelism: each GPU of the cp mesh runs its slice "

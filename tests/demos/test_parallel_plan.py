@@ -192,11 +192,13 @@ def test_code_refuses_a_block_without_llamas_attention_names(code):
 def test_code_offers_transformers_route_where_the_class_has_a_plan():
     """transformers' tensor parallelism is printed for a family whose config class holds
     a base_model_tp_plan (Llama; GPT-2 has none), with tensor parallelism alone and a
-    checkpointing gradient_checkpointing_enable applies."""
+    checkpointing activation_checkpointing_enable applies (its deprecated alias
+    gradient_checkpointing_enable never)."""
     tp = M.Layout(tp=2)
     assert "DistributedConfig(tp_size=TP, fsdp_size=DP)" in parallel_code(P8, tp)
-    assert "gradient_checkpointing_enable" in parallel_code(P8, tp)
-    assert "gradient_checkpointing_enable" not in parallel_code(P8.with_(strategy="none"), tp)
+    assert "activation_checkpointing_enable" in parallel_code(P8, tp)
+    assert "gradient_checkpointing" not in parallel_code(P8, tp)
+    assert "activation_checkpointing_enable" not in parallel_code(P8.with_(strategy="none"), tp)
     gpt2 = PlannerInputs(PRESETS["gpt2"], strategy="every-layer")
     assert "load_with_transformers_tp" not in parallel_code(gpt2, tp)
     assert "load_with_transformers_tp" not in parallel_code(
