@@ -317,5 +317,9 @@ def test_a_mixture_of_experts_config_splits_its_experts_over_the_gpus(app_test: 
     shown = page_text(at)
     assert "Experts: 2 of the 4 of each layer on every GPU (expert parallel 2)" in shown
     assert "sharded over 2 GPUs" in shown and "balanced routing" in shown
+    # what the printed code does with the experts, and how that differs from the figures
+    assert "stays whole on every tensor-parallel GPU" in shown
+    assert "FSDP gathers all the experts of a layer at once" in shown and "1/2" in shown
     dense = app_test(PAGE, query={"model": "llama-3.1-8b", "shards": "4", "layout": "own"})
     assert not [box for box in dense.selectbox if box.label == "Expert parallel"]
+    assert "stays whole on every tensor-parallel GPU" not in page_text(dense)
