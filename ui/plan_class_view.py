@@ -64,10 +64,13 @@ def measured_class(p: P.PlannerInputs) -> None:
                        count=experts[0], top_k=experts[1]))
     extra = P.logit_extra_bytes(p)
     if extra:
+        causes = {"softcap": t("the output of the final logit soft-cap's tanh, as "
+                               "Gemma 2's"),
+                  "qlora-head": t("the 16-bit copy of the fp32 output head that autocast "
+                                  "makes under QLoRA, kept for the gradient of its input")}
         lines.append(t("Around the loss the class keeps {size} more than the course's "
-                       "formula (a final logit soft-cap's tanh, as Gemma 2's; under QLoRA with "
-                       "autocast the 16-bit copy of the fp32 output head, kept for the "
-                       "gradient of its input).", size=gib(extra)))
+                       "formula: {causes}.", size=gib(extra), causes="; ".join(
+                           causes[c] for c in class_terms.logit_extra_causes(p))))
     st.markdown("\n".join(f"- {line}" for line in lines))
     counts = class_terms.layer_counts(p)
     sizes = class_terms.per_type_bytes(p)

@@ -207,6 +207,8 @@ def test_a_pasted_deepseek_config_under_qlora_is_measured_by_layer_kind(
     assert "+dense_mlp" in shown
     kinds = {str(v) for frame in at.dataframe for v in frame.value.to_numpy().ravel()}
     assert {"full_attention+dense_mlp", "full_attention"} <= kinds
+    if code == "en":  # what it keeps around the loss, named by its cause alone
+        assert "16-bit copy of the fp32 output head" in shown and "soft-cap" not in shown
     assert code == "en" or not untranslated_on_page(shown, code)
 
 

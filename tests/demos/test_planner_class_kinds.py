@@ -126,3 +126,5 @@ def test_a_pasted_configs_qlora_plan_measures_the_4bit_class(capsys) -> None:
     # the gradient of the head's input: V·h·2 bytes beyond the course's loss
     assert qlora["class"]["logit_extra_bytes"] == cfg["vocab_size"] * cfg["hidden_size"] * 2
     assert lora["class"]["logit_extra_bytes"] == 0
+    assert qlora["class"]["logit_extra_causes"] == ["qlora-head"]
+    assert lora["class"]["logit_extra_causes"] == []
