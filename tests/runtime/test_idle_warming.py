@@ -26,11 +26,11 @@ def test_idle_runs_wait_until_no_learner_asked_for_a_while(make_service, monkeyp
     warm = svc.warm([tiny_compare(seed=3)])[0]
     assert learner.wait(10) and warm.wait(10) and idle.wait(20)
     assert [seed for seed, _ in worker.log] == [1, 3, 2]
-    served = worker.ended[1, 0]  # the learner's step ended (served just after)
+    served = worker.step_ended[1, 0]  # the learner's step ended (served just after)
     # the start-up warm-up goes as soon as no learner waits ...
-    assert worker.began[3, 0] - served < pause
+    assert worker.step_began[3, 0] - served < pause
     # ... the idle-time run only after a pause
-    assert worker.began[2, 0] - served >= pause
+    assert worker.step_began[2, 0] - served >= pause
 
 
 def test_a_learner_asking_meanwhile_goes_first_and_restarts_the_pause(make_service,
@@ -149,7 +149,7 @@ def test_a_learner_browsing_served_pages_holds_the_idle_runs(make_service, monke
     # Judged on when the worker began the step, not on what this thread sees between its
     # views (on a busy machine a 0.4 s sleep can overrun the pause): the idle run began a
     # full pause after the last view, so every view held it.
-    assert worker.began[30, 0] - last_view >= pause
+    assert worker.step_began[30, 0] - last_view >= pause
 
 
 def test_the_warm_up_reports_its_state_and_counts(make_service, monkeypatch, tmp_path):
