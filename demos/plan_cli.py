@@ -352,7 +352,8 @@ def run(args) -> int:
                   f" = {term['formula']} bytes")
         if cls["logit_extra_bytes"]:
             print(f"#   around the loss: +{_gib(cls['logit_extra_bytes'])} "
-                  "(final logit soft-cap)")
+                  "(a final logit soft-cap's tanh; under QLoRA with autocast the 16-bit copy "
+                  "of the fp32 output head)")
     for strategy, row in data["strategies"].items():
         name = (f"{strategy} ({data['table_some_layers']})" if strategy == "some-layers"
                 else strategy)
