@@ -9,8 +9,9 @@ import importlib.util
 from fpdf import FPDF
 
 from quiz.config import COURSE_NAME
-from quiz.fonts import BOLD, REGULAR, cjk_font
+from quiz.fonts import BOLD, REGULAR, cjk_font, needs_fallback
 from quiz.layout import PAGE_HEIGHT, PAGE_WIDTH, PT, Frame, Item, QrCode, Text, qr_runs
+from quiz.pdf_fonts import add_font, own_fonts
 
 FAMILY = "DejaVu"
 CJK_FAMILY = "CJK"
@@ -34,6 +35,12 @@ def _draw_text(pdf: FPDF, item: Text) -> None:
     pdf.cell(width, height, item.text, align=align)
 
 
+def _needs_fallback(items: list[Item]) -> bool:
+    """Whether a text has a character DejaVu lacks: only then is the CJK font embedded."""
+    texts = [item.text for item in items if isinstance(item, Text)]
+    return any(needs_fallback(text, face) for text in texts for face in (REGULAR, BOLD))
+
+
 def render_pdf(items: list[Item], title: str = COURSE_NAME) -> bytes:
     pdf = FPDF(orientation="L", unit="mm", format=(PAGE_HEIGHT, PAGE_WIDTH))
     pdf.set_auto_page_break(False)
@@ -41,12 +48,12 @@ def render_pdf(items: list[Item], title: str = COURSE_NAME) -> bytes:
     pdf.c_margin = 0
     pdf.set_title(title)
     pdf.set_creator(COURSE_NAME)
-    pdf.add_font(FAMILY, "", str(REGULAR))
-    pdf.add_font(FAMILY, "B", str(BOLD))
-    fallback = cjk_font()
+    add_font(pdf, FAMILY, "", REGULAR)
+    add_font(pdf, FAMILY, "B", BOLD)
+    fallback = cjk_font() if _needs_fallback(items) else None
     if fallback is not None:  # one weight: bold CJK names are drawn in its regular face
-        pdf.add_font(CJK_FAMILY, "", str(fallback))
-        pdf.add_font(CJK_FAMILY, "B", str(fallback))
+        add_font(pdf, CJK_FAMILY, "", fallback)
+        add_font(pdf, CJK_FAMILY, "B", fallback)
         pdf.set_fallback_fonts([CJK_FAMILY], exact_match=False)
     if importlib.util.find_spec("uharfbuzz") is not None:
         pdf.set_text_shaping(True)  # right-to-left scripts and joined letters
@@ -69,4 +76,5 @@ def render_pdf(items: list[Item], title: str = COURSE_NAME) -> bytes:
                     module,
                     style="F",
                 )
+    own_fonts(pdf)
     return bytes(pdf.output())
