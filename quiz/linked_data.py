@@ -17,8 +17,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from pyld import jsonld
-
 CREDENTIALS_V2 = "https://www.w3.org/ns/credentials/v2"
 OPEN_BADGES_V3 = "https://purl.imsglobal.org/spec/ob/v3p0/context-3.0.3.json"
 _FOLDER = Path(__file__).with_name("jsonld")
@@ -53,6 +51,8 @@ def load_document(url: str, options: dict[str, Any] | None = None) -> dict[str, 
 
 def canonize(document: dict[str, Any]) -> str:
     """The document's RDF dataset, canonicalized (RDFC-1.0) as N-Quads."""
+    from pyld import jsonld  # with requests and urllib3: 0.12 s that most commands never use
+
     with _PYLD_LOCK:
         try:
             return jsonld.normalize(document, {
