@@ -80,3 +80,19 @@ def test_listing_in_the_servers_process_leaves_its_pages_running_for_real(monkey
     assert [job["kind"] for job in found["jobs"]] == ["compare"]
     assert demo_runner.COLLECT_ENV not in os.environ
     assert not demo_runner.collecting()
+
+
+def test_the_warm_ups_first_numbers_come_before_its_timed_steps(make_service):
+    """The server waits for the warm-up's first numbers: a run that shows nothing until it
+    ends (what fits, two strategies) goes before another's timed steps."""
+    from demos.runtime.jobs import Job
+    from tests.runtime.conftest import TINY
+
+    worker = FakeWorker(lambda job, index: 0.05)
+    svc = make_service(worker=worker, use_store=False)
+    fits = Job.make("fits", TINY.replace(seed=2), ["none", "every-layer"], vary="batch",
+                    budget_bytes=128 * 2**20)
+    tickets = svc.warm([tiny_compare(seed=1, timed=True), fits])
+    assert wait_for_first_numbers(tickets, limit_s=20) is not None
+    assert all(ticket.wait(20) for ticket in tickets)
+    assert worker.log == [(1, 0), (2, 0), (2, 1), (1, 1)]
