@@ -348,7 +348,9 @@ def _run(job: Job, what: str | None = None, show: Show | None = None) -> Any:
     if result is not None:
         return _finished(job, result, show)
     what = what or repr(job)
-    if not confirm_long_run(estimated_seconds(job), what):
+    # A run already under way (the warm-up's, another learner's) is joined without the
+    # long run's click: it adds no work, and its numbers so far show at once.
+    if not svc.in_progress(job) and not confirm_long_run(estimated_seconds(job), what):
         _show_previous(show, job)
         return None
     if what in st.session_state.get(_CANCELLED, set()):

@@ -181,6 +181,13 @@ class DemoService(RunEstimates, BusyRemeasuring, Housekeeping):
             self._note_busy(key, job, result)
         return result
 
+    def in_progress(self, job: Job) -> bool:
+        """The job's run is queued or running (here, or on another server sharing the
+        store): a learner asking for it joins that run and adds no work."""
+        key = store_key(job, self.device)
+        with self._cond:
+            return key in self._active
+
     def _remember(self, key: str, result: Any) -> None:
         with self._cond:
             self._results[key] = result
