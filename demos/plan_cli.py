@@ -114,6 +114,11 @@ def inputs(args) -> P.PlannerInputs:
 
 
 LAYOUT_FLAGS = ("tp", "cp", "pp", "schedule", "microbatches", "chunks", "ep")
+# What a measured class keeps around its loss beyond the course's formula, by cause
+# (planner.class_terms.logit_extra_causes).
+LOGIT_EXTRA_WORDS = {"softcap": "the final logit soft-cap's tanh output",
+                     "qlora-head": "under QLoRA with autocast, the 16-bit copy of the fp32 "
+                                   "output head"}
 
 
 def layout(args, experts: tuple[int, int] | None = None) -> M.Layout | None:
@@ -299,6 +304,7 @@ def class_report(p: P.PlannerInputs) -> dict | None:
                                 for t in class_terms.layer_counts(p)},
         "course_layer_bytes": class_terms.course_layer_bytes(p),
         "logit_extra_bytes": P.logit_extra_bytes(p),
+        "logit_extra_causes": list(class_terms.logit_extra_causes(p)),
         "beyond_course": [{"module": t.module, "layer_type": t.slot, "measured": t.measured,
                            "course": t.course, "extra": t.extra, "formula": t.formula}
                           for t in class_terms.extra_terms(p)],
@@ -351,8 +357,8 @@ def run(args) -> int:
                   f"{term['module']} ({term['layer_type']}) {sign}{_gib(abs(term['extra']))}"
                   f" = {term['formula']} bytes")
         if cls["logit_extra_bytes"]:
-            print(f"#   around the loss: +{_gib(cls['logit_extra_bytes'])} "
-                  "(final logit soft-cap)")
+            print(f"#   around the loss: +{_gib(cls['logit_extra_bytes'])} ("
+                  + "; ".join(LOGIT_EXTRA_WORDS[c] for c in cls["logit_extra_causes"]) + ")")
     for strategy, row in data["strategies"].items():
         name = (f"{strategy} ({data['table_some_layers']})" if strategy == "some-layers"
                 else strategy)

@@ -82,16 +82,18 @@ CHEN_MEMORY_BEFORE_GB = 48.0
 CHEN_MEMORY_AFTER_GB = 7.0
 CHEN_EXTRA_RUNTIME = 0.30  # "about 30% more runtime"
 
-# Korthikanti et al. 2022: selective recomputation on GPT-3 (175B).
+# Korthikanti et al. 2022: selective recomputation on GPT-3 (175B). Pages as in
+# arXiv:2205.05198v1.
 GPT3 = {"hidden": 12_288, "heads": 96, "seq": 2_048, "layers": 96}
-KORTHIKANTI_SELECTIVE_EXTRA_FLOPS = 0.027  # reported: ~2.7% more FLOPs on GPT-3
-# Their stated reason for selective recomputation: full recomputation's 30-40% time overhead.
+KORTHIKANTI_SELECTIVE_EXTRA_FLOPS = 0.027  # reported: ~2.7% more FLOPs on GPT-3 (p. 9)
+# Their stated reason for selective recomputation: full recomputation's 30-40% time overhead
+# (Section 5, p. 9).
 KORTHIKANTI_FULL_RECOMPUTE_OVERHEAD = (0.30, 0.40)
-# Their Table 3 (Section 6): the GPT-3 175B run, tensor parallel 8, pipeline parallel 8,
+# Their Table 3 (Section 6, p. 10): the GPT-3 175B run, tensor parallel 8, pipeline parallel 8,
 # global batch 64 of micro-batches of 1 (so 64 micro-batches, no data parallelism), the
 # interleaved schedule with m = 3 chunks per GPU (Section 6), s = 2,048.
 GPT3_RUN = {"tp": 8, "pp": 8, "microbatches": 64, "chunks": 3, "micro_batch": 1}
-# One layer of their 22B model, forward + backward time in milliseconds.
+# One layer of their 22B model, forward + backward time in milliseconds (Table 4, p. 11).
 KORTHIKANTI_22B_MS = {"baseline": 19.6, "full": 27.2, "selective": 20.9}
 
 # openai/gradient-checkpointing (2018): ">10x larger models for ~20% more compute".

@@ -391,7 +391,7 @@ CP_SIZE = 8
 def _many_gpus(v: dict[str, str], code: str, number: Callable[[float], str],
                plain: Callable[[float], str], percent: Callable[..., str],
                gb: Callable[[float], str]) -> None:
-    """Lesson 8: Korthikanti et al.'s GPT-3 175B run (their Table 3) across GPUs, from
+    """Lesson 8: Korthikanti et al.'s GPT-3 175B run (their Table 3, p. 10) across GPUs, from
     memory.parallel."""
     g, run = facts.GPT3, facts.GPT3_RUN
     s, h, a, layers, b = g["seq"], g["hidden"], g["heads"], g["layers"], run["micro_batch"]

@@ -23,6 +23,10 @@ from typing import Protocol
 
 from memory.layer import Held
 
+# a layer type's suffix for a dense decoder layer in a model that mixes dense and MoE ones
+# ("full_attention+dense_mlp": DeepSeek's first layers; planner.class_memory.layer_types)
+DENSE_MLP = "+dense_mlp"
+
 
 @dataclass(frozen=True)
 class Poly:

@@ -130,22 +130,23 @@ class PlannerInputs:
     @property
     def variant(self) -> tuple:
         """What the measured class is fitted for: precision, kernel, LoRA rank and targets,
-        device. QLoRA is priced as LoRA over the same class (bitsandbytes' 4-bit layers
-        cannot run without data; their frozen base keeps nothing of its own, as a frozen
-        16-bit one)."""
+        device. QLoRA: the precision with "4bit-" before it (planner.class_memory.QUANTIZED:
+        the class with bitsandbytes' 4-bit linear layers and peft's fp32 casts)."""
         lora = self.tuning != "full"
         precision = "mixed" if self.autocast else self.precision
+        if self.tuning == "qlora":
+            precision = "4bit-" + precision
         return (precision, self.kernel, self.lora_rank if lora else 0,
                 self.lora_targets if lora else "all-linear", self.device)
 
     def fit(self) -> ClassFit | None:
-        """The measured class's terms for these settings; None: the course's formula. QLoRA
-        on a preset or a custom model takes the formula: bitsandbytes' 4-bit layers cannot
-        run without data, and under them the activations change (peft's
-        prepare_model_for_kbit_training makes the norms and embeddings fp32, so the residual
-        stream is fp32, and a 4-bit linear returns its input's dtype), which the formula
-        prices as measured on real 4-bit layers (tests/real_libraries). A pasted config's
-        QLoRA is priced as LoRA over its class in 16-bit."""
+        """The measured class's terms for these settings; None: the course's formula. A
+        pasted config's QLoRA is measured on its class with bitsandbytes' 4-bit linear
+        layers (planner.class_memory.quantized_base: peft's prepare_model_for_kbit_training
+        makes the norms and embeddings fp32, so the residual stream is fp32, and a 4-bit
+        linear returns its input's dtype). QLoRA on a preset or a custom model takes the
+        course's formula, which prices the same terms and is held to real 4-bit layers
+        (tests/real_libraries); the presets' shipped measurements hold no 4-bit variants."""
         if self.source is None or (self.tuning == "qlora" and self.arch.key != "config"):
             return None
         return self.source.fit(self.variant)
@@ -380,7 +381,9 @@ def logits_peak_bytes(p: PlannerInputs, batch: int | None = None, seq: int | Non
 def logit_extra_bytes(p: PlannerInputs, batch: int | None = None, seq: int | None = None
                       ) -> int:
     """What a measured class keeps of b·s·V width around its loss beyond the log-softmax
-    the formula counts (Gemma 2's final logit soft-cap keeps its tanh's output); 0 for
+    the formula counts (Gemma 2's final logit soft-cap keeps its tanh's output; QLoRA under
+    autocast keeps the 16-bit cast of the fp32 output head, V·h numbers: peft makes the
+    frozen head fp32 and autocast casts it for the head's matmul); 0 for
     the formula."""
     fit = p.fit()
     if fit is None:

@@ -3,21 +3,21 @@ sequence, context (cp), pipeline (p, with its schedule and micro-batches), exper
 data parallelism / FSDP, each with or without recomputation. Pure arithmetic, no torch.
 
 The per-layer bytes follow Korthikanti et al. 2022, "Reducing Activation Recomputation in
-Large Transformer Models" (arXiv:2205.05198): a GPT layer in 16-bit with 1-byte dropout
-masks keeps
+Large Transformer Models" (arXiv:2205.05198v1; pages as in that PDF): a GPT layer in
+16-bit with 1-byte dropout masks keeps
 
-* sbh(34 + 5as/h) with no parallelism (their Equation 1, Section 4.1);
-* sbh(10 + 24/t + 5as/(ht)) under t-way tensor parallelism (Equation 2, Section 4.2.1): the
+* sbh(34 + 5as/h) with no parallelism (their Equation 1, Section 4.1, p. 4);
+* sbh(10 + 24/t + 5as/(ht)) under t-way tensor parallelism (Equation 2, Section 4.2.1, p. 5): the
   10 is what stays whole on every rank (the two norms' inputs 4, the inputs of the QKV and
   the first MLP projection 4, the two dropout masks 2);
-* sbh(34 + 5as/h)/t with sequence parallelism added (Equation 4, Section 4.2.2);
+* sbh(34 + 5as/h)/t with sequence parallelism added (Equation 4, Section 4.2.2, p. 7);
 * sbh(10 + 24/t) and sbh·34/t with selective recomputation of the attention scores
-  (Table 2, Section 5; Equation 6);
-* 2sbh, a layer's input, under full recomputation (Table 2). Table 2 gives it without
+  (Table 2, p. 9, Section 5; Equation 6, p. 9);
+* 2sbh, a layer's input, under full recomputation (Table 2, p. 9). Table 2 gives it without
   sequence parallelism; with it the layer's input is already split along the sequence
   (Megatron keeps the residual stream [s/t, b, h]), so 2sbh/t.
 
-The pipeline's first stage holds the most (Section 4.2.3): under 1F1B it keeps p
+The pipeline's first stage holds the most (Section 4.2.3, p. 8): under 1F1B it keeps p
 micro-batches of its L/p layers, L layers' worth whatever p is (Equation 5); Megatron's
 interleaved schedule with v chunks per GPU keeps L(1 + (p-1)/(pv)) layers' worth; GPipe
 runs every micro-batch forward before any backward, so all m of them.
@@ -49,7 +49,7 @@ DIVIDED = 24
 GATHERED = 4
 BETWEEN = REPLICATED - GATHERED
 WHOLE = REPLICATED + DIVIDED  # 34
-SCORES = 5  # bytes per a·s²·b: QKᵀ (2), softmax (2), its dropout mask (1)... see Section 4.1
+SCORES = 5  # bytes per a·s²·b: QKᵀ (2), softmax (2), its dropout mask (1)... see Section 4.1 (p. 4)
 INPUT = 2  # a layer's input, 16-bit
 
 
@@ -170,7 +170,7 @@ def in_flight(layout: Layout, stage: int = 0) -> float:
 
 
 def interleave_factor(pp: int, chunks: int) -> float:
-    """Korthikanti et al.'s (1 + (p-1)/(pm)) for m interleaving stages (Section 4.2.3)."""
+    """Korthikanti et al.'s (1 + (p-1)/(pm)) for m interleaving stages (Section 4.2.3, p. 8)."""
     return 1 + (pp - 1) / (pp * chunks)
 
 
@@ -179,7 +179,8 @@ def activations_per_gpu(layout: Layout, *, layers: int, s: int, b: int, h: int, 
     """Activation bytes on the most loaded GPU (the first pipeline stage) at its peak:
     the layers of one stage, times the micro-batches it holds, times one layer's bytes;
     under full recomputation plus the one layer rebuilt in backward. Equation 5 of
-    Korthikanti et al. (and 6 for selective recomputation) when p divides L and m >= p."""
+    Korthikanti et al. (p. 8; and 6, p. 9, for selective recomputation) when p divides L
+    and m >= p."""
     per_layer = layer_bytes(s, b, h, a, layout.tp, layout.sp, recompute, layout.cp, fused)
     kept = per_layer * stage_layers(layers, layout.pp) * in_flight(layout)
     if recompute == "full":
@@ -206,7 +207,8 @@ def expert_token_bytes(hidden: int, width: int, act_bytes: int) -> float:
 def stage_output_bytes(s: int, b: int, h: int, in_flight_microbatches: int,
                        act_bytes: int = 2) -> float:
     """A pipeline stage's output tensors, s·b·h per micro-batch in flight, which Megatron
-    frees once sent (Korthikanti et al., Appendix B: sbh·r per rank, sbhp on the first)."""
+    frees once sent (Korthikanti et al., Appendix B, pp. 15-16: sbh·r per rank, sbhp on the
+    first)."""
     return act_bytes * s * b * h * in_flight_microbatches
 
 

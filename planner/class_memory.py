@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import weakref
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -52,7 +53,7 @@ from unittest import mock
 
 import torch
 
-from memory.class_layers import ClassFit, Poly, Term
+from memory.class_layers import DENSE_MLP, ClassFit, Poly, Term
 from memory.saved_weights import VIEW_NODES, is_weight_copy
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
@@ -73,18 +74,25 @@ class ClassConfigError(ValueError):
         self.model_type = model_type
 
 
+# a variant key's precision prefix for QLoRA: the base in 4-bit NF4 ("4bit-fp32": loaded
+# in fp32, no autocast; "4bit-mixed": loaded in bf16, under bf16 autocast)
+QUANTIZED = "4bit-"
+
+
 @dataclass(frozen=True)
 class Variant:
     """What changes what a layer keeps: the precision (fp32, bf16, mixed: autocast over
     fp32 weights, or over a bf16 base under LoRA), the attention kernel, LoRA (rank and
-    targets: "attention" or "all-linear"; rank 0: full fine-tuning) and the device
-    priced ("cpu": as measured, "cuda": converted)."""
+    targets: "attention" or "all-linear"; rank 0: full fine-tuning), the device priced
+    ("cpu": as measured, "cuda": converted) and `quantized`: QLoRA's base, every linear
+    layer transformers quantizes in bitsandbytes' 4-bit NF4 (quantized_base)."""
 
     precision: str = "fp32"
     kernel: str = "sdpa"
     lora_rank: int = 0
     lora_targets: str = "all-linear"
     device: str = "cpu"
+    quantized: bool = False
 
 
 def load_libraries() -> None:
@@ -169,13 +177,43 @@ def kernels(config) -> tuple[str, ...]:
 
 
 def layer_types(config) -> tuple[str, ...]:
-    """Each decoder layer's type in order (config.layer_types where the class has them:
-    sliding_attention / full_attention ...; else one type)."""
+    """Each decoder layer's type in order: its attention (config.layer_types where the class
+    has them: sliding_attention / full_attention ...; else one type) and, in a model that
+    mixes dense and MoE layers (dense_layers), DENSE_MLP after a dense layer's."""
     n = int(config.num_hidden_layers)
     types = getattr(config, "layer_types", None)
-    if isinstance(types, (list, tuple)) and len(types) == n:
-        return tuple(str(t) for t in types)
-    return ("full_attention",) * n
+    if not (isinstance(types, (list, tuple)) and len(types) == n):
+        types = ("full_attention",) * n
+    dense = dense_layers(config)
+    if 0 < len(dense) < n:
+        return tuple(str(t) + (DENSE_MLP if i in dense else "") for i, t in enumerate(types))
+    return tuple(str(t) for t in types)
+
+
+def _expert_count(config) -> int:
+    for key in ("num_experts", "num_local_experts", "n_routed_experts"):
+        value = getattr(config, key, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return 0
+
+
+def dense_layers(config) -> set[int]:
+    """The decoder layers of an MoE model that run a dense MLP, as the classes read their
+    configs: DeepSeek V2/V3 (and GLM-4-MoE) the first `first_k_dense_replace` (transformers
+    5.24 reads no `moe_layer_freq`); Qwen2/Qwen3-MoE those in `mlp_only_layers` and those
+    off the `decoder_sparse_step` (MoE where (i + 1) % step == 0). Empty for a dense model."""
+    n = int(config.num_hidden_layers)
+    if not _expert_count(config):
+        return set()
+    first = getattr(config, "first_k_dense_replace", None)
+    if isinstance(first, int):
+        return set(range(min(max(first, 0), n)))
+    if hasattr(config, "mlp_only_layers") or hasattr(config, "decoder_sparse_step"):
+        only = set(getattr(config, "mlp_only_layers", None) or ())
+        step = int(getattr(config, "decoder_sparse_step", None) or 1)
+        return {i for i in range(n) if i in only or (i + 1) % step != 0}
+    return set()
 
 
 def window(config) -> int | None:
@@ -189,16 +227,19 @@ def window(config) -> int | None:
     return w
 
 
-def reduced_layers(types: tuple[str, ...]) -> int:
-    """The fewest layers from the first that hold every type at an index ≥ 1 (layer 0
-    keeps less under LoRA without checkpointing: its input needs no gradient)."""
+def reduced_layers(types: tuple[str, ...]) -> tuple[str, ...]:
+    """The layer types of the reduced model that is measured: the model's first layers, as
+    few as hold every type met after layer 0 at an index ≥ 1 (layer 0 keeps less under
+    LoRA without checkpointing: its input needs no gradient), and layer 0's type again at
+    index 1 where no later layer has it (DeepSeek-V2-Lite's one dense layer)."""
     if len(types) <= 1:
-        return len(types)
-    need = set(types)
-    for n in range(2, len(types) + 1):
-        if set(types[1:n]) >= need:
-            return n
-    return len(types)
+        return types
+    need = set(types[1:])
+    n = next((n for n in range(2, len(types) + 1) if set(types[1:n]) >= need), len(types))
+    out = types[:n]
+    if types[0] not in out[1:]:
+        out = (types[0], *out)
+    return out
 
 
 # ---------------------------------------------------------------- one measured step
@@ -216,21 +257,45 @@ class _Step:
     gpu: dict[tuple, int] = field(default_factory=lambda: defaultdict(int))
 
 
+class _GroupedMM(torch.autograd.Function):
+    """torch's grouped_mm for shapes only, keeping for backward what its derivative keeps
+    (torch 2.13, tools/autograd/derivatives.yaml, _grouped_mm: the input for the weight's
+    gradient, the weight for the input's, each only where that gradient is computed)."""
+
+    @staticmethod
+    def forward(ctx, input, weight, offs):  # type: ignore[override]
+        ctx.save_for_backward(input if ctx.needs_input_grad[1] else None,
+                              weight if ctx.needs_input_grad[0] else None)
+        return input.new_empty((input.shape[0], weight.shape[-1]))
+
+    @staticmethod
+    def backward(ctx, grad):  # type: ignore[override]
+        raise NotImplementedError("shapes only: a measured step runs no backward")
+
+
+def _fake_grouped_mm(input: torch.Tensor, weight: torch.Tensor, offs: torch.Tensor
+                     ) -> torch.Tensor:
+    """transformers.integrations.moe._grouped_mm as it runs on the CPU and on a GPU
+    (torch's grouped_mm of the input cast to the weight's dtype), for fake tensors."""
+    return _GroupedMM.apply(input.to(weight.dtype), weight, offs)
+
+
 @contextlib.contextmanager
 def _as_real_batch() -> Iterator[None]:
     """What transformers decides from values that fake tensors have not, decided as for a
     real batch. It looks for packed sequences in position_ids by reading them (unable, it
-    builds a mask as if the batch were packed; a real unpacked batch has none); and it
-    picks torch's grouped_mm for experts by device and dtype, whose shape function wants
-    bf16 where the CPU kernel takes fp32 too (its fallback, a custom op of the same shapes
-    that saves the same tensors, runs instead)."""
+    builds a mask as if the batch were packed; a real unpacked batch has none); and its
+    experts run torch's grouped_mm, whose shape function under fake tensors wants bf16
+    where the CPU and GPU kernels take fp32 too, and whose fallback (a custom op) keeps its
+    input and weight for backward even where the weight is frozen: under fake tensors a
+    stand-in of grouped_mm runs (_GroupedMM), keeping what grouped_mm keeps."""
     from torch._guards import detect_fake_mode
 
     fake = detect_fake_mode() is not None
     with mock.patch("transformers.masking_utils.find_packed_sequence_indices",
                     lambda position_ids: None), \
-            (mock.patch("transformers.integrations.moe._can_use_grouped_mm",
-                        lambda *args: False) if fake else contextlib.nullcontext()):
+            (mock.patch("transformers.integrations.moe._grouped_mm", _fake_grouped_mm)
+             if fake else contextlib.nullcontext()):
         yield
 
 
@@ -287,7 +352,10 @@ def measure_step(model: torch.nn.Module, batch: int, seq: int, autocast: bool = 
 
     layers = decoder_layers(model)
     index = {id(m): i for i, m in enumerate(layers)}
-    params = {_storage_key(p) for p in [*model.parameters(), *model.buffers()]}
+    # the parameters' storages, held to the step's end: bitsandbytes' Linear4bit swaps a
+    # bias for a cast of it during the step, and a freed address goes to the next storage
+    held = [p.untyped_storage() for p in [*model.parameters(), *model.buffers()]]
+    params = {s._cdata for s in held}
     # "alive": the tensors whose storages "shared" and "input" name, held to the step's end:
     # a storage's key is its address, which a freed storage hands on to the next one
     state: dict[str, Any] = {"layer": None, "stack": [], "shared": set(), "input": set(),
@@ -295,6 +363,13 @@ def measure_step(model: torch.nn.Module, batch: int, seq: int, autocast: bool = 
     seen: dict[object, tuple] = {}
     packs: dict[object, int] = defaultdict(int)  # how many saves of each storage
     masks: dict[object, int] = {}  # dropout masks the CPU keeps as floats: their numbers
+    # each storage's saved tensors, weakly: autograd holds what pack returns for as long as
+    # the node that saved it lives, so a storage is kept for backward while one is alive
+    refs: dict[object, list[weakref.ref]] = {}
+
+    def _alive(key: object) -> bool:
+        return any(ref() is not None for ref in refs.get(key, ()))
+
     handles = []
     names = {}
     for i, layer in enumerate(layers):
@@ -328,8 +403,8 @@ def measure_step(model: torch.nn.Module, batch: int, seq: int, autocast: bool = 
         if fake and isinstance(getattr(module, "num_experts", None), int) and hasattr(
                 module, "down_proj") and state["layer"] is not None:
             # torch's grouped_mm keeps the experts' offsets (int32, one per expert) for
-            # backward; the fallback that runs under fake tensors keeps them outside
-            # autograd's saved tensors (transformers/integrations/moe.py): count them
+            # backward; its stand-in under fake tensors (_GroupedMM) keeps no integer
+            # tensor: count them
             seen[("offsets", id(module), len(seen))] = (
                 state["layer"], state["stack"][-1], "other", 4 * module.num_experts)
         if state["stack"]:
@@ -345,8 +420,16 @@ def measure_step(model: torch.nn.Module, batch: int, seq: int, autocast: bool = 
 
     def pack(t: torch.Tensor) -> torch.Tensor:
         key = _storage_key(t)
+        if key in seen and not _alive(key):
+            # a storage saved by a branch of the graph that nothing used (a router's top-k
+            # values, a discarded output) was freed with it and lent this one its address
+            for table in (seen, masks, packs, refs):
+                table.pop(key, None)
         packs[key] += 1
-        if key in params or key in seen:
+        if key in params:
+            return t
+        if key in seen:
+            refs[key].append(weakref.ref(t))
             return t
         if is_weight_copy(t, _VIEWS):  # autocast's 16-bit weight copy: the plan counts it with the
             params.add(key)  # weights (mixed precision's 6 bytes per parameter)
@@ -366,6 +449,7 @@ def measure_step(model: torch.nn.Module, batch: int, seq: int, autocast: bool = 
             kind = ("input" if key in state["input"] else
                     "lora" if "lora_" in module else "other")
         seen[key] = (slot, module, kind, nbytes)
+        refs[key] = [weakref.ref(t)]
         if state["dropout"] and not t.requires_grad and t.is_floating_point():
             # the CPU's dropout keeps its mask in the input's dtype (input * mask / (1 - p))
             masks[key] = nbytes // t.element_size()
@@ -395,6 +479,8 @@ def measure_step(model: torch.nn.Module, batch: int, seq: int, autocast: bool = 
             h.remove()
     step = _Step()
     for key, (slot, module, kind, nbytes) in seen.items():
+        if key in refs and not _alive(key):
+            continue  # freed before backward: its graph branch died in forward
         gpu, padded = nbytes, False
         if key in masks:  # CUDA's native_dropout keeps a bool mask
             gpu = masks[key]
@@ -420,14 +506,106 @@ def measure_step(model: torch.nn.Module, batch: int, seq: int, autocast: bool = 
 # ---------------------------------------------------------------- building the class
 
 
-def _reduced_config(config, n: int, variant: Variant):
+def nf4_config():
+    """QLoRA's quantization as the planner's code loads it: 4-bit NF4, double quantization,
+    bf16 compute (transformers' BitsAndBytesConfig)."""
+    from transformers import BitsAndBytesConfig
+
+    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
+                              bnb_4bit_use_double_quant=True,
+                              bnb_4bit_compute_dtype=torch.bfloat16)
+
+
+def quantized_base(model: torch.nn.Module) -> torch.nn.Module:
+    """QLoRA's base from a model built under FakeTensorMode: what `from_pretrained(...,
+    quantization_config=nf4_config())` and then peft's prepare_model_for_kbit_training do
+    to it, with the libraries' own code. transformers' bitsandbytes quantizer picks the
+    linear layers (all but the output head and what the class keeps in fp32) and puts
+    bitsandbytes' Linear4bit in their place (replace_with_bnb_linear); each weight is
+    quantized by bitsandbytes' quantize_4bit, whose kernels have fake implementations; the
+    packed weight is held as a plain parameter carrying its quant_state (bitsandbytes'
+    Params4bit is a tensor subclass, which cannot wrap a fake tensor; Linear4bit's forward
+    reads only the quant_state of it). So each frozen 4-bit linear runs Linear4bit.forward
+    and MatMul4Bit as on real data: the input cast to the compute dtype, the output cast
+    back to the input's dtype, nothing but the packed weight kept for backward; and PEFT
+    wraps it in its own 4-bit LoRA layer. prepare_model_for_kbit_training then casts every
+    other 16-bit parameter (embeddings, norms, the head) to fp32."""
+    import bitsandbytes as bnb
+    from peft import prepare_model_for_kbit_training
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+    from transformers.integrations.bitsandbytes import replace_with_bnb_linear
+    from transformers.quantizers.quantizer_bnb_4bit import Bnb4BitHfQuantizer
+
+    config = nf4_config()
+    with unset_fake_temporarily():  # on the meta device, as transformers makes them
+        # bitsandbytes' double quantization computes its 8-bit code book from data once
+        # (functional.name2qmap): made here on a real tensor, as its first real use does
+        bnb.functional.quantize_4bit(torch.zeros(64), compress_statistics=True)
+        before = dict(model.named_modules())
+        skip = Bnb4BitHfQuantizer.get_modules_to_not_convert(
+            model, config.llm_int8_skip_modules, model._keep_in_fp32_modules)
+        replace_with_bnb_linear(model, modules_to_not_convert=skip, quantization_config=config)
+    for name, module in model.named_modules():
+        if not isinstance(module, bnb.nn.Linear4bit):
+            continue
+        source = before[name]
+        weight = source.weight.T if module.source_cls.__name__ == "Conv1D" else source.weight
+        four = module.weight
+        packed, state = bnb.functional.quantize_4bit(
+            weight.data.contiguous(), blocksize=four.blocksize,
+            compress_statistics=four.compress_statistics, quant_type=four.quant_type,
+            quant_storage=four.quant_storage)
+        param = torch.nn.Parameter(packed, requires_grad=False)
+        for key in ("blocksize", "compress_statistics", "quant_type", "quant_storage"):
+            setattr(param, key, getattr(four, key))
+        param.quant_state = state
+        module.weight = param
+        module.quant_state = state
+        module.bias = source.bias
+    model.is_loaded_in_4bit = True
+    return prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
+
+
+def load_in_4bit(model: torch.nn.Module, dtype: torch.dtype, kernel: str) -> torch.nn.Module:
+    """QLoRA's base on real data, as the planner's code loads it: the model saved to a
+    temporary folder and loaded back in `dtype` with bitsandbytes' 4-bit NF4 (nf4_config),
+    then peft's prepare_model_for_kbit_training(use_gradient_checkpointing=False), which
+    casts every parameter that is not 4-bit (embeddings, norms, the head) to fp32
+    (peft/utils/other.py)."""
+    import tempfile
+    import warnings
+
+    from peft import prepare_model_for_kbit_training
+    from transformers import AutoModelForCausalLM
+
+    with tempfile.TemporaryDirectory() as folder, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.save_pretrained(folder)
+        model = AutoModelForCausalLM.from_pretrained(
+            folder, dtype=dtype, attn_implementation=kernel, quantization_config=nf4_config())
+        return prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
+
+
+def _reduced_config(config, layout: tuple[str, ...] | None, variant: Variant):
+    """The config with the decoder layers of `layout` (layer types, reduced_layers; None:
+    all of the model's): its attention types in layer_types where the class has them,
+    its dense MLPs where the model mixes dense and MoE layers."""
     import copy
 
     small = copy.deepcopy(config)
-    types = layer_types(config)
-    small.num_hidden_layers = n
-    if getattr(small, "layer_types", None) is not None and len(types) == config.num_hidden_layers:
-        small.layer_types = list(types[:n])
+    if layout is not None:
+        small.num_hidden_layers = len(layout)
+        if getattr(small, "layer_types", None) is not None and len(
+                config.layer_types) == config.num_hidden_layers:
+            small.layer_types = [t.removesuffix(DENSE_MLP) for t in layout]
+        dense = [i for i, t in enumerate(layout) if t.endswith(DENSE_MLP)]
+        if isinstance(getattr(small, "first_k_dense_replace", None), int):
+            if dense != list(range(len(dense))):
+                raise ValueError(f"dense layers {dense} are not the first ones")
+            small.first_k_dense_replace = len(dense)
+        elif dense_layers(config):
+            small.mlp_only_layers = dense
+            small.decoder_sparse_step = 1
     if variant.device == "cuda" and variant.kernel == "sdpa":
         for key in ATTENTION_DROPOUT:  # CUDA's flash kernel drops inside the kernel
             if getattr(small, key, 0):
@@ -455,23 +633,30 @@ def lora_modules(model: torch.nn.Module, targets: str) -> list[str] | str:
 
 def build(config, variant: Variant, layers: int | None = None, fake: bool = False
           ) -> torch.nn.Module:
-    """The class with `layers` decoder layers (default: reduced_layers), the variant's
+    """The class with its first `layers` decoder layers (default: those of reduced_layers),
+    the variant's
     dtype, kernel and LoRA, in training mode. `fake`: called under FakeTensorMode, for
     full size. PEFT then keeps its adapters where nn.Linear made them, fp32 on the CPU
     (fake parameters cannot be moved; PEFT's moves to the base layer's device and dtype
-    and its upcast to fp32, autocast_adapter_dtype, end there too)."""
+    and its upcast to fp32, autocast_adapter_dtype, end there too). `variant.quantized`:
+    QLoRA's 4-bit base, loaded in bf16 under autocast ("mixed") and in fp32 otherwise, as
+    the planner's code loads it (fake: quantized_base; real: load_in_4bit)."""
     import warnings
 
     from transformers import AutoModelForCausalLM
 
-    n = layers if layers is not None else reduced_layers(layer_types(config))
-    small = _reduced_config(config, n, variant)
+    layout = reduced_layers(layer_types(config)) if layers is None else (
+        None if layers == config.num_hidden_layers else layer_types(config)[:layers])
+    small = _reduced_config(config, layout, variant)
     base = "bf16" if variant.precision == "bf16" or (
         variant.precision == "mixed" and variant.lora_rank) else "fp32"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = AutoModelForCausalLM.from_config(small, attn_implementation=variant.kernel,
                                                  dtype=DTYPES[base])
+        if variant.quantized:
+            model = (quantized_base(model) if fake else
+                     load_in_4bit(model, DTYPES[base], variant.kernel))
         model.loss_type = "ForCausalLM"
         if variant.lora_rank:
             from peft import LoraConfig, get_peft_model
@@ -550,11 +735,12 @@ def fit_variant(config, variant: Variant, check: bool = False) -> ClassFit:
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     types = layer_types(config)
-    n = reduced_layers(types)
+    layout = reduced_layers(types)
+    n = len(layout)
     w = window(config)
     stretches = [(1, w), (w, None)] if w else [(1, None)]
     with FakeTensorMode(allow_non_fake_inputs=True):
-        model = build(config, variant, n, fake=True)
+        model = build(config, variant, fake=True)
         runs: dict[tuple[int, int], dict[tuple, int]] = {}
         points = [(b, s) for start, stop in stretches for s in _samples(start, stop)
                   for b in (1, 2, 3)]
@@ -568,8 +754,8 @@ def fit_variant(config, variant: Variant, check: bool = False) -> ClassFit:
     # each layer type once: its first layer after layer 0 (and layer 0 as "first")
     slot_names = {-1: "outside", 0: "first"}
     for i in range(1, n):
-        if types[i] not in slot_names.values():
-            slot_names[i] = types[i]
+        if layout[i] not in slot_names.values():
+            slot_names[i] = layout[i]
     keys = sorted({k for r in runs.values() for k in r if k[0] in slot_names})
     terms = []
     for key in keys:
@@ -649,16 +835,12 @@ class MeasuredClass:
     def _moe_layers(self) -> int:
         """Decoder layers with experts: all, but those a config keeps dense
         (`mlp_only_layers`, or off the `decoder_sparse_step`, as Qwen's MoE classes read them)."""
-        c, n = self.config, len(self.layer_types)
-        dense = set(getattr(c, "mlp_only_layers", None) or ())
-        step = int(getattr(c, "decoder_sparse_step", None) or 1)
-        return sum(1 for i in range(n) if i not in dense and (i + 1) % step == 0)
+        return len(self.layer_types) - len(dense_layers(self.config))
 
     def experts(self) -> tuple[int, int] | None:
         """(experts per MoE layer, experts per token), None for a dense model."""
-        c = self.config
-        count = getattr(c, "num_experts", None) or getattr(c, "num_local_experts", None)
-        top_k = getattr(c, "num_experts_per_tok", None)
+        count = _expert_count(self.config)
+        top_k = getattr(self.config, "num_experts_per_tok", None)
         return (int(count), int(top_k)) if count and top_k else None
 
     def attention_modules(self) -> list[str]:
@@ -672,30 +854,33 @@ class MeasuredClass:
 
             from transformers import AutoModelForCausalLM
 
-            n = reduced_layers(self.layer_types)
             with torch.device("meta"), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 self._meta_model = AutoModelForCausalLM.from_config(
-                    _reduced_config(self.config, n, Variant()),
+                    _reduced_config(self.config, reduced_layers(self.layer_types), Variant()),
                     attn_implementation=self.kernels[0])
         return self._meta_model
 
     def _params(self) -> tuple[int, int]:
         """Every parameter of the whole model, and the largest layer's."""
         model = self._meta()
-        n = len(decoder_layers(model))
-        names = {0: self.layer_types[0]}
-        for i in range(1, n):
-            names.setdefault(i, self.layer_types[i])
+        layout = reduced_layers(self.layer_types)
+        names = {0: layout[0]}
+        for i in range(1, len(layout)):
+            names.setdefault(i, layout[i])
         layers = decoder_layers(model)
         block = max(sum(p.numel() for p in layer.parameters()) for layer in layers)
         return _whole_model(model, self.layer_types, names), block
 
     def variant(self, key: tuple) -> Variant:
+        """The Variant of a key (memory.footprint.PlannerInputs.variant): precision (with
+        QUANTIZED before it for QLoRA), kernel, rank, targets, device."""
         precision, kernel, rank, targets, device = key
         if kernel not in self.kernels:
             kernel = self.kernels[0]
-        return Variant(precision, kernel, rank, targets if rank else "all-linear", device)
+        quantized = precision.startswith(QUANTIZED)
+        return Variant(precision.removeprefix(QUANTIZED), kernel, rank,
+                       targets if rank else "all-linear", device, quantized)
 
     def fit(self, key: tuple) -> ClassFit:
         variant = self.variant(key)

@@ -138,3 +138,18 @@ def layer_counts(p: PlannerInputs) -> dict[str, int]:
 def fitted_formula(fit: ClassFit, slot: str, s: int) -> str:
     """A slot's whole formula in b and s at sequence length s's stretch."""
     return _sum([t.polys[fit.stretch(s)] for t in fit.terms if t.slot == slot]).text()
+
+
+def logit_extra_causes(p: PlannerInputs) -> tuple[str, ...]:
+    """Why a measured class keeps more around its loss than the course's formula
+    (memory.footprint.logit_extra_bytes), as ids for the page to word: "softcap" (a final
+    logit soft-cap keeps its tanh's output, as Gemma 2's), "qlora-head" (QLoRA under
+    autocast keeps the 16-bit cast of the fp32 output head for its input's gradient)."""
+    cfg = getattr(p.source, "cfg", None) or {}  # a pasted config.json (a preset has none)
+    causes = []
+    if cfg.get("final_logit_softcapping") or (cfg.get("text_config") or {}).get(
+            "final_logit_softcapping"):
+        causes.append("softcap")
+    if p.tuning == "qlora" and p.autocast:
+        causes.append("qlora-head")
+    return tuple(causes)

@@ -3,17 +3,24 @@ model (its decoder layers at model.model.layers, Llama's module names): DTensor'
 parallelize_module for tensor (and sequence) parallelism inside each block, checkpointing
 applied per block (checkpoint_wrapper), fully_shard (FSDP2) per block and on the root,
 and torch.distributed.pipelining for the pipeline stages. Run under torchrun, one process
-per GPU."""
+per GPU.
+
+A mixture-of-experts block (a layer's mlp with `experts`: Mixtral, Qwen2-MoE, Qwen3-MoE
+in transformers 5.24) keeps its experts as 3D parameters indexed expert by expert, which
+DTensor's column and row styles do not split: the code splits the attention and runs the
+whole block on every tensor-parallel GPU, FSDP sharding it (experts_words says so in the
+code and on /plan, with how it differs from the planner's figures)."""
 
 from __future__ import annotations
 
 import functools
 import math
+import textwrap
 
 from i18n import DEFAULT, gettext
 from memory.footprint import PlannerInputs
 from memory.parallel import Layout, stage_layers
-from planner.snippets import comment
+from planner.snippets import COMMENT_WIDTH, comment
 
 _SCHEDULES = {"1f1b": "Schedule1F1B", "gpipe": "ScheduleGPipe",
               "interleaved": "ScheduleInterleaved1F1B"}
@@ -27,6 +34,7 @@ from torch.distributed.tensor import Replicate, Shard
 from torch.distributed.tensor.parallel import (
     ColwiseParallel,
     PrepareModuleInput,
+    PrepareModuleInputOutput,
     RowwiseParallel,
     SequenceParallel,
     parallelize_module,
@@ -40,16 +48,40 @@ _TP = '''
 
 def tensor_parallel(block: nn.Module, tp_mesh) -> None:
 {doc}
+    attention = getattr(block, "self_attn", None)
+    if not all(hasattr(attention, name) for name in ("q_proj", "k_proj", "v_proj", "o_proj")):
+        raise NotImplementedError(f"{{type(block).__name__}}: "
+{unsupported})
     sp = SEQUENCE_PARALLEL
+    out = Shard(1) if sp else Replicate()
     plan = {{
         "self_attn.q_proj": ColwiseParallel(),
         "self_attn.k_proj": ColwiseParallel(),
         "self_attn.v_proj": ColwiseParallel(),
-        "self_attn.o_proj": RowwiseParallel(output_layouts=Shard(1) if sp else Replicate()),
-        "mlp.gate_proj": ColwiseParallel(),
-        "mlp.up_proj": ColwiseParallel(),
-        "mlp.down_proj": RowwiseParallel(output_layouts=Shard(1) if sp else Replicate()),
+        "self_attn.o_proj": RowwiseParallel(output_layouts=out),
     }}
+    for norm in ("q_norm", "k_norm"):
+{head_norm_doc}
+        if getattr(block.self_attn, norm, None) is not None:
+            plan[f"self_attn.{{norm}}"] = SequenceParallel(sequence_dim=2,
+                                                          use_local_output=True)
+    if hasattr(block.mlp, "experts"):
+{experts_doc}
+        if sp:
+            plan["mlp"] = PrepareModuleInputOutput(
+                input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),),
+                use_local_input=True, output_layouts=(Replicate(),),
+                desired_output_layouts=(Shard(1),), use_local_output=True)
+    else:
+        plan.update({{
+            "mlp.gate_proj": ColwiseParallel(),
+            "mlp.up_proj": ColwiseParallel(),
+            "mlp.down_proj": RowwiseParallel(output_layouts=out),
+        }})
+        if sp:
+            plan["mlp"] = PrepareModuleInput(input_layouts=(Shard(1),),
+                                             desired_input_layouts=(Replicate(),),
+                                             use_local_output=True)
     if sp:
         plan.update({{
             "input_layernorm": SequenceParallel(),
@@ -58,9 +90,6 @@ def tensor_parallel(block: nn.Module, tp_mesh) -> None:
                 input_kwarg_layouts={{"hidden_states": Shard(1)}},
                 desired_input_kwarg_layouts={{"hidden_states": Replicate()}},
                 use_local_output=True),
-            "mlp": PrepareModuleInput(input_layouts=(Shard(1),),
-                                      desired_input_layouts=(Replicate(),),
-                                      use_local_output=True),
         }})
     parallelize_module(block, tp_mesh, plan)
 
@@ -196,7 +225,7 @@ def transformers_route(p: PlannerInputs, layout: Layout) -> bool:
     """Whether the code also prints transformers' own tensor parallelism: a family whose
     class has a plan, tensor parallelism alone with FSDP (no pipeline or context
     parallelism, which this route does not take here) and a checkpointing it can apply
-    (none, or every layer: gradient_checkpointing_enable checkpoints each layer)."""
+    (none, or every layer: activation_checkpointing_enable checkpoints each layer)."""
     return (layout.tp > 1 and layout.pp == 1 and layout.cp == 1 and layout.ep == 1
             and p.strategy in ("none", "every-layer", "two-layer", "budget")
             and bool(p.arch.family) and has_tp_plan(p.arch.family))
@@ -226,8 +255,45 @@ def _checkpointed(p: PlannerInputs, layout: Layout) -> str:
     return ""
 
 
-def _doc(text: str) -> str:
-    return "\n".join(comment(text, "    "))
+def _string(text: str, indent: str) -> str:
+    """`text` as adjacent Python string literals, one per line at `indent`, wrapped."""
+    lines = textwrap.wrap(text, COMMENT_WIDTH - len(indent) - 2, drop_whitespace=False,
+                          break_long_words=False, break_on_hyphens=False)
+    return "\n".join(indent + repr(line) for line in lines)
+
+
+def _doc(text: str, depth: int = 1) -> str:
+    return "\n".join(comment(text, "    " * depth))
+
+
+def experts_words(p: PlannerInputs, layout: Layout, code: str = DEFAULT) -> str:
+    """What the printed code does with a mixture-of-experts block, in language `code`:
+    kept whole on every tensor-parallel GPU and gathered whole by FSDP; for a model with
+    experts, how that differs from the planner's figures (which count the experts split
+    over the t GPUs of tensor parallelism and FSDP gathering the 1/ep of them a GPU holds
+    under expert parallelism)."""
+    words = gettext(code, "A mixture-of-experts block (its router, its experts, a shared "
+                          "expert) stays whole on every tensor-parallel GPU: its experts are "
+                          "3D parameters (experts x rows x columns) that the block indexes "
+                          "expert by expert, which DTensor's column and row styles do not "
+                          "split. Each tensor-parallel GPU runs the block on all the tokens "
+                          "(with sequence parallelism it gathers them and keeps its slice of "
+                          "the output); FSDP shards the experts over dp_cp.")
+    if p.arch.expert_params and layout.tp > 1:
+        words += " " + gettext(code, "The planner's figures count the experts split over "
+                                     "the tensor-parallel GPUs, as transformers' "
+                                     "from_pretrained with a DistributedConfig splits them "
+                                     "(the class's tp_plan): on each GPU this code holds "
+                                     "{times} times the experts' weights, gradients and "
+                                     "optimizer state those figures count.", times=layout.tp)
+    if p.arch.expert_params and layout.ep > 1:
+        words += " " + gettext(code, "Nor does it split the experts over the "
+                                     "expert-parallel GPUs (torch's parallelize_module has "
+                                     "no expert-parallel style): FSDP gathers all the "
+                                     "experts of a layer at once, where the planner's "
+                                     "figures gather the 1/{ep} of them a GPU holds.",
+                               ep=layout.ep)
+    return words
 
 
 def parallel_code(p: PlannerInputs, layout: Layout, code: str = DEFAULT) -> str:
@@ -242,7 +308,17 @@ def parallel_code(p: PlannerInputs, layout: Layout, code: str = DEFAULT) -> str:
                            "split along the tokens, the final norm on its slice, the head "
                            "gathering them. Pass position_ids (all the tokens' positions) "
                            "to the model: each GPU embeds only its slice.")
-    out += _TP.format(doc=_doc(tp_doc), sp_doc=_doc(sp_doc))
+    head_norm_doc = gettext(code, "Norms over each head's dimensions (Qwen3's q_norm and "
+                                  "k_norm) run on this GPU's heads: their weight whole on "
+                                  "every tensor-parallel GPU, its gradient summed over them.")
+    unsupported = gettext(code, "this code splits the attention's q_proj, k_proj, v_proj "
+                                "and o_proj (Llama's names), which this block does not "
+                                "have; where its class has a tensor-parallel plan, "
+                                "transformers' own route applies it.")
+    out += _TP.format(doc=_doc(tp_doc), sp_doc=_doc(sp_doc),
+                      unsupported=_string(unsupported, " " * 34),
+                      head_norm_doc=_doc(head_norm_doc, 2),
+                      experts_doc=_doc(experts_words(p, layout, code), 2))
     checkpointed = _checkpointed(p, layout)
     blocks_doc = (gettext(code, "Tensor parallelism inside each block, then the block "
                                 "checkpointed (its input kept, the rest recomputed in "
@@ -290,8 +366,8 @@ def parallel_code(p: PlannerInputs, layout: Layout, code: str = DEFAULT) -> str:
                                "parallelism into it, so the norms' activations stay whole. "
                                "Run under torchrun with the process group initialized.")
         ckpt = ("" if p.strategy == "none" else
-                "    model.gradient_checkpointing_enable(\n"
-                "        gradient_checkpointing_kwargs={\"use_reentrant\": False})\n")
+                "    model.activation_checkpointing_enable(\n"
+                "        activation_checkpointing_kwargs={\"use_reentrant\": False})\n")
         out += _TRANSFORMERS_TP.format(doc=_doc(hf_doc), checkpointing=ckpt)
     if layout.cp > 1:
         cp_doc = gettext(code, "Context parallelism: each GPU of the cp mesh runs its slice "

@@ -70,7 +70,7 @@ def checkpoints(p: PlannerInputs, strategy: str) -> int:
 
 def tp_ratio(p: PlannerInputs, layout: M.Layout, strategy: str) -> float:
     """The share of a plain layer's bytes one tensor-parallel GPU keeps (Korthikanti et
-    al.'s Table 2 over their no-parallelism row)."""
+    al.'s Table 2, p. 9 of arXiv:2205.05198v1, over their no-parallelism row)."""
     arch, q = p.arch, local_inputs(p, layout)
     recompute = "selective" if strategy == "selective" else "none"
     args = dict(s=p.seq, b=p.batch, h=arch.hidden, a=arch.heads, recompute=recompute,

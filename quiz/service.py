@@ -24,8 +24,6 @@ from quiz.draw import draw
 from quiz.grading import Feedback
 from quiz.layout import certificate_layout, certificate_title
 from quiz.names import normalise_name
-from quiz.pdf import render_pdf
-from quiz.preview import render_png
 from quiz.signing import KEY_FILE, Signer, SigningKeyError, create_key_file, read_signer
 from storage.database import StorageUnavailable, database_url, db_path, open_existing
 
@@ -146,11 +144,15 @@ class QuizService:
 def certificate_pdf(certificate: Certificate, reached: str | None = None) -> bytes:
     """The certificate's PDF, in the language the learner took the quiz in; its verify link
     on APP_BASE_URL, else on `reached` (the address the app was reached by)."""
+    from quiz.pdf import render_pdf  # fpdf and numpy: imported by what draws, not by every command
+
     layout = certificate_layout(certificate, verify_url(certificate.id, reached))
     return render_pdf(layout, title=certificate_title(certificate))
 
 
 def certificate_png(certificate: Certificate, reached: str | None = None) -> bytes:
+    from quiz.preview import render_png  # Pillow's drawing: imported by what draws
+
     return render_png(certificate_layout(certificate, verify_url(certificate.id, reached)))
 
 

@@ -19,6 +19,10 @@ PAGE_QUERY = {"layers": "1", "hidden": "64", "budgets": "1,0", "compiled": "no"}
 
 # The mark of every test module that uses the sweep: one test process runs them all, so
 # a run compiles the sweep once, and the other worker goes on with other tests meanwhile.
+# The planner's printed budget code (tests/real_libraries/test_compiler_snippet.py)
+# compiles there too: a process's first compile starts Inductor (its compile workers, its
+# C++ header), and the snippet's test took 82 s as a process's first compile, 32 s after
+# the sweep (load 5-9, an empty Inductor cache each time).
 SWEEP_GROUP = pytest.mark.xdist_group("compiler-sweep")
 
 

@@ -17,7 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ARTIFACTS, CHROMIUM, background_app, launch_chromium
+# Idle OpenMP threads sleep instead of spinning, in the test processes and every process
+# they start (the demo engine's worker, the CLI, the FSDP children), as the app server sets
+# for itself (ui/server.py): the unit tests run in two processes on two cores, and a
+# spinning thread of one took the CPU the other needed (a page test subset: 70 CPU-s with
+# spinning, 60 without). Set before torch is imported.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from tests.helpers import ARTIFACTS, CHROMIUM, background_app, launch_chromium  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 

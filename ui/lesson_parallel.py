@@ -80,7 +80,7 @@ def parallel_calculator() -> None:
                       gb(layer_bytes(s, b, h, a, tp, layout.sp, "none", cp)))
     st.plotly_chart(figures.layer_strategies_figure(rows, code), key="par_chart", **CHART)
     st.caption(t("GPT-3 175B: {layers} layers, hidden {hidden}, {heads} heads, micro-batches "
-                 "of {batch}, 16-bit (Korthikanti et al. 2022, Table 2 and Equation 5). "
-                 "Context parallelism runs a fused attention kernel, so no s×s scores are "
-                 "kept. 1 GB = 10⁹ bytes.", layers=fmt_number(layers), hidden=fmt_number(h),
+                 "of {batch}, 16-bit (Korthikanti et al. 2022, Table 2, p. 9, and Equation 5, "
+                 "p. 8). Context parallelism runs a fused attention kernel, so no s×s scores "
+                 "are kept. 1 GB = 10⁹ bytes.", layers=fmt_number(layers), hidden=fmt_number(h),
                  heads=fmt_number(a), batch=fmt_number(b)))

@@ -10,6 +10,7 @@ import streamlit as st
 
 from i18n import units
 from memory import footprint as P
+from memory.class_layers import DENSE_MLP
 from planner import class_terms
 from ui.i18n import babel_locale, t
 from ui.plan_words import gib
@@ -24,10 +25,11 @@ def measured_class(p: P.PlannerInputs) -> None:
         return
     st.subheader(t("Where each layer's memory comes from"))
     if p.fit() is None:
-        st.markdown(t("QLoRA: each layer is priced by the course's formula, measured on "
-                      "bitsandbytes' real 4-bit layers (their fp32 norms and residual stream "
-                      "keep more than 16-bit LoRA); the {family} class cannot run 4-bit "
-                      "layers without their data.", family=source.family))
+        st.markdown(t("QLoRA on a preset: each layer is priced by the course's formula, "
+                      "held to bitsandbytes' real 4-bit layers (their fp32 norms and residual "
+                      "stream keep more than 16-bit LoRA); the preset's shipped {family} "
+                      "measurements hold no 4-bit variant. A pasted config.json's QLoRA is "
+                      "measured on its class.", family=source.family))
         return
     kernels = getattr(source, "kernels", ("sdpa",))
     kernel = KERNELS.get(p.kernel, p.kernel)
@@ -35,6 +37,15 @@ def measured_class(p: P.PlannerInputs) -> None:
                "at this batch and sequence length (fake tensors: shapes without data).",
                family=source.family),
              t("Attention kernel planned: **{kernel}**.", kernel=kernel)]
+    if p.tuning == "qlora":
+        lines.append(t("QLoRA: measured with bitsandbytes' 4-bit layers in place of the "
+                       "linear layers transformers quantizes, and the norms, embeddings and "
+                       "head in fp32, as peft's prepare_model_for_kbit_training leaves them "
+                       "(the residual stream is then fp32)."))
+    if any(kind.endswith(DENSE_MLP) for kind in source.layer_types):
+        lines.append(t("Dense and MoE layers mixed: a layer type ending in \"{suffix}\" "
+                       "runs a dense MLP, the others the experts; each is priced by its "
+                       "kind.", suffix=DENSE_MLP))
     if "sdpa" not in kernels:
         lines.append(t("This class supports eager attention only: the code below loads it "
                        "with attn_implementation=\"eager\"."))
@@ -53,8 +64,13 @@ def measured_class(p: P.PlannerInputs) -> None:
                        count=experts[0], top_k=experts[1]))
     extra = P.logit_extra_bytes(p)
     if extra:
+        causes = {"softcap": t("the output of the final logit soft-cap's tanh, as "
+                               "Gemma 2's"),
+                  "qlora-head": t("the 16-bit copy of the fp32 output head that autocast "
+                                  "makes under QLoRA, kept for the gradient of its input")}
         lines.append(t("Around the loss the class keeps {size} more than the course's "
-                       "formula (the final logits' soft-cap).", size=gib(extra)))
+                       "formula: {causes}.", size=gib(extra), causes="; ".join(
+                           causes[c] for c in class_terms.logit_extra_causes(p))))
     st.markdown("\n".join(f"- {line}" for line in lines))
     counts = class_terms.layer_counts(p)
     sizes = class_terms.per_type_bytes(p)

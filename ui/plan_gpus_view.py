@@ -13,7 +13,7 @@ import streamlit as st
 from memory import footprint as P
 from memory import parallel as M
 from planner import parallel_plan as PP
-from planner.parallel_code import parallel_code
+from planner.parallel_code import experts_words, parallel_code
 from ui import query
 from ui.i18n import current_language, t
 from ui.plan_words import gib, word
@@ -127,10 +127,13 @@ def across_gpus(settings: P.PlannerInputs) -> None:
     best = PP.cheapest(PP.gpu_rows(settings, layout))
     st.code(parallel_code(settings.with_(strategy=best.strategy), layout,
                           current_language()), language="python")
-    ran = t("This code, on a tiny Llama, ran on two CPU processes over gloo in the "
-            "course's tests: tensor parallel with and without sequence parallelism, and "
-            "two pipeline stages under GPipe and 1F1B, each giving one process's loss and "
-            "gradients and checkpointing the blocks it names.")
+    if _experts(settings) is not None:
+        st.markdown(experts_words(settings, layout, current_language()))
+    ran = t("This code, on a tiny Llama and on two tiny mixtures of experts (Mixtral, "
+            "Qwen3-MoE), ran on two CPU processes over gloo in the course's tests: tensor "
+            "parallel with and without sequence parallelism, and two pipeline stages under "
+            "GPipe and 1F1B, each giving one process's loss and gradients and "
+            "checkpointing the blocks it names.")
     if layout.cp > 1:
         ran += " " + t("The context-parallel step was not run: torch runs context "
                        "parallelism with CUDA's attention kernels only; it is checked to "

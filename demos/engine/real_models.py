@@ -212,26 +212,11 @@ def _batch(setup: Setup) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | Non
 
 def quantized_model(arch: Architecture, dtype: str = "bf16", attention: str = "sdpa"
                     ) -> torch.nn.Module:
-    """QLoRA's base as the planner's code loads it: the random-init model saved to a
-    temporary folder and loaded back with bitsandbytes' 4-bit NF4 (double quantization,
-    bf16 compute), then peft's prepare_model_for_kbit_training(use_gradient_checkpointing=
-    False), which casts every parameter that is not 4-bit (embeddings, norms, the head)
-    to fp32 (peft/utils/other.py)."""
-    import tempfile
+    """QLoRA's base of a tiny preset, as the planner's code loads it
+    (planner.class_memory.load_in_4bit)."""
+    from planner.class_memory import load_in_4bit
 
-    import transformers
-    from peft import prepare_model_for_kbit_training
-
-    quantization = transformers.BitsAndBytesConfig(
-        load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
-        bnb_4bit_compute_dtype=torch.bfloat16)
-    with tempfile.TemporaryDirectory() as folder, warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        build_model(arch, dtype, attention).save_pretrained(folder)
-        model = transformers.AutoModelForCausalLM.from_pretrained(
-            folder, dtype=DTYPES[dtype], attn_implementation=attention,
-            quantization_config=quantization)
-        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
+    model = load_in_4bit(build_model(arch, dtype, attention), DTYPES[dtype], attention)
     model.loss_type = "ForCausalLM"
     return model.train()
 

@@ -113,13 +113,23 @@ def switch_keeps_the_pick(page: Page, service: QuizService, code: str, other: st
 @pytest.mark.parametrize(("code", "name", "verify_in"), RUNS, ids=[run[0] for run in RUNS])
 def test_quiz_to_a_pass_then_verify(page: Page, app_url: str, server_side: QuizService,
                                     code: str, name: str, verify_in: str) -> None:
-    """The whole quiz in one language to a certificate, its PDF in that language, and the
+    """The quiz in one language to a certificate (every question clicked in English; in
+    German and Vietnamese the first two and the last), its PDF in that language, and the
     certificate checked on another language's verify page."""
     goto(page, app_url, f"quiz?score=100&lang={code}")  # a score in the URL changes nothing
     page.get_by_role("button", name=gettext(code, "Start the quiz")).click()
     wait_for_app(page)
-    total = len(attempt_on_screen(page, server_side).questions)
+    attempt = attempt_on_screen(page, server_side)
+    total = len(attempt.questions)
     for index in range(total):
+        if code != "en" and 2 <= index < total - 1:
+            # In German and Vietnamese the browser answers the first two questions (the
+            # second across a language switch) and the last; the ones between, the same
+            # clicks the English run makes on every question, are answered on the server.
+            server_side.answer(attempt.id, index, sorted(attempt.questions[index].correct))
+            if index == total - 2:
+                goto(page, app_url, f"quiz?attempt={attempt.id}&lang={code}")
+            continue
         if index == 1 and code != "en":
             switch_keeps_the_pick(page, server_side, code, "vi" if code == "de" else "de")
         else:

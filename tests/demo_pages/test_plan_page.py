@@ -190,6 +190,28 @@ def test_a_pasted_gemma2_config_is_planned_on_its_class_with_eager_attention(
     assert code == "en" or not untranslated_on_page(shown, code)
 
 
+@pytest.mark.parametrize("code", ["en", "de", "vi"])
+def test_a_pasted_deepseek_config_under_qlora_is_measured_by_layer_kind(
+        app_test: Callable, code: str) -> None:
+    """QLoRA on a pasted config is measured on its class with 4-bit layers (said on the
+    page), and a model that mixes dense and MoE layers shows each kind as a layer type."""
+    from tests.demos.class_fixtures import load, tiny
+
+    at = app_test(PAGE, query={"model": "config", "gpu": "h100", "tuning": "qlora",
+                               "lang": code})
+    text = json.dumps(tiny(load("deepseek-v2-lite")))  # its keys at a tiny size
+    at.text_area(key="plan_config_json").set_value(text).run()
+    no_errors(at)
+    shown = page_text(at)
+    assert "deepseek_v2" in shown and "prepare_model_for_kbit_training" in shown
+    assert "+dense_mlp" in shown
+    kinds = {str(v) for frame in at.dataframe for v in frame.value.to_numpy().ravel()}
+    assert {"full_attention+dense_mlp", "full_attention"} <= kinds
+    if code == "en":  # what it keeps around the loss, named by its cause alone
+        assert "16-bit copy of the fp32 output head" in shown and "soft-cap" not in shown
+    assert code == "en" or not untranslated_on_page(shown, code)
+
+
 PLANS = {  # every part of the page: a recommendation with remedies, adapters, sharding...
     "default": {},
     "remedies": {"model": "llama-3.1-70b", "tuning": "full", "gpu": "t4", "mb": "4"},
@@ -297,5 +319,9 @@ def test_a_mixture_of_experts_config_splits_its_experts_over_the_gpus(app_test: 
     shown = page_text(at)
     assert "Experts: 2 of the 4 of each layer on every GPU (expert parallel 2)" in shown
     assert "sharded over 2 GPUs" in shown and "balanced routing" in shown
+    # what the printed code does with the experts, and how that differs from the figures
+    assert "stays whole on every tensor-parallel GPU" in shown
+    assert "FSDP gathers all the experts of a layer at once" in shown and "1/2" in shown
     dense = app_test(PAGE, query={"model": "llama-3.1-8b", "shards": "4", "layout": "own"})
     assert not [box for box in dense.selectbox if box.label == "Expert parallel"]
+    assert "stays whole on every tensor-parallel GPU" not in page_text(dense)

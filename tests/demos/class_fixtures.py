@@ -16,7 +16,7 @@ FOLDER = Path(__file__).with_name("hf_configs")
 FAMILIES = ("llama-3.1-8b", "mistral-7b-v0.1", "mistral-7b-v0.3", "mixtral-8x7b",
             "qwen2.5-7b", "qwen3-8b", "qwen3-235b-a22b", "gemma-7b", "gemma-2b",
             "gemma-2-9b", "gemma-3-1b", "phi-3-mini-4k", "phi-4", "olmo2-7b", "gpt2",
-            "pythia-1b", "falcon-7b")
+            "pythia-1b", "falcon-7b", "deepseek-v2-lite", "deepseek-v3")
 TINY_WINDOW = 16  # a window the tests' sequences cross
 TINY_HIDDEN, TINY_HEADS, TINY_HEAD_DIM = 64, 4, 16
 
@@ -63,9 +63,12 @@ def tiny(cfg: dict, layers: int = 4) -> dict:
         out["query_pre_attn_scalar"] = TINY_HEAD_DIM
     if cfg.get("sliding_window"):
         out["sliding_window"] = TINY_WINDOW
-    for key in ("num_experts", "num_local_experts"):
+    for key in ("num_experts", "num_local_experts", "n_routed_experts"):
         if key in cfg:
             out[key] = min(cfg[key], 4)
+    for key in ("n_group", "topk_group"):  # DeepSeek's expert groups: one of the 4
+        if key in cfg:
+            out[key] = 1
     if "num_experts_per_tok" in cfg:
         out["num_experts_per_tok"] = min(cfg["num_experts_per_tok"], 2)
     if cfg.get("sliding_window_pattern"):

@@ -1,8 +1,9 @@
 """Runs the planner's printed many-GPU code (planner.parallel_code) in two processes on
-the CPU over gloo: a tiny transformers Llama, tensor parallel over both ranks (without and
-with sequence parallelism), then in two pipeline stages over 4 micro-batches (GPipe and
-1F1B), its blocks checkpointed as the plan names them and sharded with fully_shard. Rank 0
-writes each run's loss, the reference loss of the same weights in one process, the
+the CPU over gloo: a tiny transformers Llama, tiny Mixtral and tiny Qwen3-MoE (mixtures of
+experts), tensor parallel over both ranks (without and with sequence parallelism), then in
+two pipeline stages over 4 micro-batches (GPipe and 1F1B), their blocks checkpointed as the
+plan names them and sharded with fully_shard, and transformers' own tensor-parallel route.
+Rank 0 writes each run's loss, the reference loss of the same weights in one process, the
 largest gradient difference and which blocks ran checkpointed."""
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointWrapper
-from transformers import LlamaForCausalLM
+from transformers import AutoModelForCausalLM, LlamaForCausalLM
 
 from memory.architectures import PRESETS
 from memory.footprint import PlannerInputs
 from memory.parallel import Layout
+from planner.class_memory import hf_config
 from planner.parallel_code import parallel_code
+from tests.demos.class_fixtures import load, tiny
 from tests.demos.tiny_hf import SEQ, TINY
 
 WORLD = 2
@@ -33,14 +36,34 @@ def printed(strategy: str, layout: Layout) -> str:
     return parallel_code(p, layout)
 
 
+def tiny_model(family: str) -> torch.nn.Module:
+    """The tiny model of `family` ("llama", or a config of tests/demos/class_fixtures:
+    "mixtral-8x7b", "qwen3-235b-a22b", 4 experts, top-2), its weights drawn from seed 0,
+    SDPA attention."""
+    torch.manual_seed(0)
+    if family == "llama":
+        config = TINY["llama"]()
+        config._attn_implementation = "sdpa"
+        return LlamaForCausalLM(config)
+    return AutoModelForCausalLM.from_config(hf_config(tiny(load(family))),
+                                            attn_implementation="sdpa")
+
+
 def _full(t: torch.Tensor) -> torch.Tensor:
     """A DTensor's whole value (a plain tensor as it is), detached."""
     return (t.full_tensor() if hasattr(t, "full_tensor") else t).detach()
 
 
 RUNS = ((False, "every-layer"), (True, "some-layers"))  # some-layers: the first 2 of 4
+# mixture-of-experts models, tensor parallel with and without sequence parallelism ("tp",
+# "tp+sp"), and FSDP alone over both ranks ("dp": the experts sharded along their first dim)
+MOE_RUNS = (("mixtral-8x7b", "tp+sp", "some-layers"), ("mixtral-8x7b", "dp", "every-layer"),
+            ("qwen3-235b-a22b", "tp", "every-layer"), ("qwen3-235b-a22b", "tp+sp", "every-layer"))
+LAYOUTS = {"tp": Layout(tp=WORLD), "tp+sp": Layout(tp=WORLD, sp=True), "dp": Layout(dp=WORLD)}
 # pipeline: two stages; some-layers (2 of the preset's 32 layers) is 1 block per stage
-PIPE_RUNS = (("gpipe", "every-layer"), ("1f1b", "some-layers"))
+PIPE_RUNS = (("llama", "gpipe", "every-layer"), ("llama", "1f1b", "some-layers"),
+             ("mixtral-8x7b", "1f1b", "some-layers"))
+TRANSFORMERS_RUNS = ("llama", "mixtral-8x7b", "qwen3-235b-a22b")
 MICROBATCHES = 4
 
 
@@ -49,36 +72,41 @@ def _run(rank: int, store: str, out: str) -> None:
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank,
                             world_size=WORLD)
     try:
-        results = [{"sp": sp, "strategy": strategy, **_step(sp, strategy)}
+        results = [{"sp": sp, "strategy": strategy,
+                    **_step("llama", Layout(tp=WORLD, sp=sp), strategy)}
                    for sp, strategy in RUNS]
+        experts = [{"family": family, "layout": layout, "strategy": strategy,
+                    **_step(family, LAYOUTS[layout], strategy)}
+                   for family, layout, strategy in MOE_RUNS]
         piped = []
-        for schedule, strategy in PIPE_RUNS:
+        for family, schedule, strategy in PIPE_RUNS:
             ranks: list = [None] * WORLD
-            dist.all_gather_object(ranks, _pipeline_step(rank, schedule, strategy))
-            piped.append({"schedule": schedule, "strategy": strategy, "ranks": ranks})
-        transformers_tp = _transformers_step(rank, os.path.dirname(store))
+            dist.all_gather_object(ranks, _pipeline_step(rank, family, schedule, strategy))
+            piped.append({"family": family, "schedule": schedule, "strategy": strategy,
+                          "ranks": ranks})
+        transformers_tp = [{"family": family,
+                            **_transformers_step(rank, os.path.dirname(store), family)}
+                           for family in TRANSFORMERS_RUNS]
         if rank == 0:
             with open(out, "w", encoding="utf-8") as handle:
-                json.dump({"tp": results, "pp": piped, "transformers": transformers_tp},
-                          handle)
+                json.dump({"tp": results, "moe": experts, "pp": piped,
+                           "transformers": transformers_tp}, handle)
     finally:
         dist.destroy_process_group()
 
 
-def _step(sp: bool, strategy: str) -> dict:
-    """One training step of the printed code and of the same weights in one process."""
-    torch.manual_seed(0)
-    config = TINY["llama"]()
-    config._attn_implementation = "sdpa"
-    model = LlamaForCausalLM(config)
-    ids = torch.randint(0, config.vocab_size, (2, SEQ), generator=torch.Generator()
+def _step(family: str, layout: Layout, strategy: str) -> dict:
+    """One training step of the printed code on the tiny model of `family` and of the same
+    weights in one process."""
+    model = tiny_model(family)
+    ids = torch.randint(0, model.config.vocab_size, (2, SEQ), generator=torch.Generator()
                         .manual_seed(1))
     reference = copy.deepcopy(model)
     positions = torch.arange(SEQ).expand(2, SEQ)
     ref_loss = reference(input_ids=ids, labels=ids).loss
     ref_loss.backward()
     namespace: dict = {}
-    exec(printed(strategy, Layout(tp=WORLD, sp=sp)), namespace)  # noqa: S102 - under test
+    exec(printed(strategy, layout), namespace)  # noqa: S102 - the code under test
     mesh = namespace["build_mesh"]("cpu")
     namespace["parallelize"](model, mesh)
     loss = model(input_ids=ids, labels=ids, position_ids=positions).loss
@@ -87,25 +115,27 @@ def _step(sp: bool, strategy: str) -> dict:
     grad_diff = max((_full(p.grad) - r.grad).abs().max().item() for p, r in pairs)
     grad_scale = max(r.grad.abs().max().item() for _, r in pairs)
     wrapped = [isinstance(block, CheckpointWrapper) for block in model.model.layers]
+    blocks = [type(getattr(block, "_checkpoint_wrapped_module", block)).__name__
+              for block in model.model.layers]
     return {"loss": _full(loss).item(), "reference": ref_loss.item(),
             "grad_max_diff": grad_diff, "grad_max": grad_scale,
-            "checkpointed": wrapped}
+            "checkpointed": wrapped, "blocks": blocks}
 
 
-def _transformers_step(rank: int, folder: str) -> dict:
+def _transformers_step(rank: int, folder: str, family: str) -> dict:
     """The printed alternative, transformers' own tensor parallelism (from_pretrained with
-    a DistributedConfig), on a tiny Llama saved by rank 0: one step beside the same
-    checkpoint loaded in one process."""
-    path = os.path.join(folder, "tiny-llama")
+    a DistributedConfig), on the tiny model of `family` saved by rank 0: one step beside the
+    same checkpoint loaded in one process; for a mixture-of-experts model, also the rows of
+    the first layer's experts' gate_up_proj this rank holds (of all of them)."""
+    path = os.path.join(folder, f"tiny-{family}")
     if rank == 0:
-        torch.manual_seed(0)
-        LlamaForCausalLM(TINY["llama"]()).save_pretrained(path)
+        tiny_model(family).save_pretrained(path)
     dist.barrier()
     namespace: dict = {}
     exec(printed("every-layer", Layout(tp=WORLD)), namespace)  # noqa: S102 - under test
     model = namespace["load_with_transformers_tp"](path)
     model.train()
-    reference = LlamaForCausalLM.from_pretrained(path)
+    reference = AutoModelForCausalLM.from_pretrained(path)
     ids = torch.randint(0, model.config.vocab_size, (2, SEQ),
                         generator=torch.Generator().manual_seed(1))
     loss = model(input_ids=ids, labels=ids).loss
@@ -119,7 +149,19 @@ def _transformers_step(rank: int, folder: str) -> dict:
             "grad_max_diff": max(diffs),
             "grad_max": max(r.grad.abs().max().item() for r in references.values()),
             "split": type(model.model.layers[0].self_attn.q_proj.weight).__name__,
+            "expert_rows": _expert_rows(model, reference),
             "checkpointed": [layer.gradient_checkpointing for layer in model.model.layers]}
+
+
+def _expert_rows(model: torch.nn.Module, reference: torch.nn.Module) -> list[int] | None:
+    """The rows of the first layer's experts' gate_up_proj (experts x rows x columns) on
+    this rank and in the whole model; None for a model without experts."""
+    experts = getattr(model.model.layers[0].mlp, "experts", None)
+    if experts is None:
+        return None
+    mine = experts.gate_up_proj
+    mine = mine.to_local() if hasattr(mine, "to_local") else mine
+    return [mine.shape[1], reference.model.layers[0].mlp.experts.gate_up_proj.shape[1]]
 
 
 def shifted(ids: torch.Tensor) -> torch.Tensor:
@@ -127,17 +169,15 @@ def shifted(ids: torch.Tensor) -> torch.Tensor:
     return torch.cat([ids[:, 1:], torch.full_like(ids[:, :1], -100)], dim=1)
 
 
-def _pipeline_step(rank: int, schedule: str, strategy: str) -> dict:
-    """One step of the printed pipeline code (this rank's stage) beside the same weights
-    in one process: the loss (on the last stage), the largest gradient difference of the
-    stage's parameters, and which of its blocks ran checkpointed."""
+def _pipeline_step(rank: int, family: str, schedule: str, strategy: str) -> dict:
+    """One step of the printed pipeline code (this rank's stage) on the tiny model of
+    `family` beside the same weights in one process: the loss (on the last stage), the
+    largest gradient difference of the stage's parameters, and which of its blocks ran
+    checkpointed."""
     import torch.nn.functional as F
 
-    torch.manual_seed(0)
-    config = TINY["llama"]()
-    config._attn_implementation = "sdpa"
-    model = LlamaForCausalLM(config)
-    ids = torch.randint(0, config.vocab_size, (MICROBATCHES, SEQ),
+    model = tiny_model(family)
+    ids = torch.randint(0, model.config.vocab_size, (MICROBATCHES, SEQ),
                         generator=torch.Generator().manual_seed(1))
     reference = copy.deepcopy(model)
     ref_loss = reference(input_ids=ids, labels=ids).loss
@@ -162,6 +202,7 @@ def _pipeline_step(rank: int, schedule: str, strategy: str) -> dict:
              for name, p in model.named_parameters() if p.grad is not None}
     return {"loss": torch.stack(losses).mean().item() if losses else None,
             "reference": ref_loss.item(), "grads": sorted(diffs),
+            "parameters": len(references),
             "grad_max_diff": max(diffs.values()),
             "grad_max": max(r.grad.abs().max().item() for r in references.values()),
             "checkpointed": [isinstance(block, CheckpointWrapper)

@@ -3,7 +3,9 @@
 with and without sequence parallelism, then split into two pipeline stages over 4
 micro-batches (torch.distributed.pipelining, GPipe and 1F1B), its blocks checkpointed as
 the plan names them and sharded with fully_shard, and transformers' own tensor-parallel
-route it prints beside; the loss and every gradient equal the one-process step. The
+route it prints beside; the same for two mixtures of experts, a tiny Mixtral and a tiny
+Qwen3-MoE (4 experts, top-2, stored as 3D parameters); the loss and every gradient equal
+the one-process step. The
 printed context-parallel step is compiled, its imports resolved, not run: torch 2.13 runs
 context parallelism with CUDA's attention kernels only (tests/demos/test_parallel_runs.py
 records what it says on a CPU)."""
@@ -39,9 +41,16 @@ def runs(tmp_path_factory) -> dict:
 
 @pytest.mark.heavy
 def test_printed_code_trains_as_one_process(runs):
+    """A tiny Llama, and two mixtures of experts: their attention split over both
+    processes, each MoE block (router and 3D experts) whole on both, gathering the tokens
+    and keeping its slice under sequence parallelism; Qwen3's per-head q/k norms on each
+    process's heads, their gradient summed (without that, their gradients are one
+    process's share: a difference of 6e-3 on this model)."""
     assert [(r["sp"], r["strategy"]) for r in runs["tp"]] == [(False, "every-layer"),
                                                              (True, "some-layers")]
-    for run in runs["tp"]:
+    assert [(r["family"], r["layout"], r["strategy"]) for r in runs["moe"]] == list(
+        child.MOE_RUNS)
+    for run in runs["tp"] + runs["moe"]:
         assert run["loss"] == pytest.approx(run["reference"], rel=1e-5)
         assert run["grad_max"] > 0
         assert run["grad_max_diff"] <= 1e-5 * max(1.0, run["grad_max"])
@@ -55,11 +64,25 @@ def test_printed_code_checkpoints_the_blocks_it_names(runs):
 
 
 @pytest.mark.heavy
+def test_printed_code_checkpoints_the_decoder_layers_of_mixtures_of_experts(runs):
+    """The blocks wrapped are the models' decoder layers (FSDP's class around each, the
+    transformers class inside)."""
+    mixtral, mixtral_fsdp, qwen, qwen_sp = runs["moe"]
+    for run, layer in ((mixtral, "MixtralDecoderLayer"), (mixtral_fsdp, "MixtralDecoderLayer"),
+                       (qwen, "Qwen3MoeDecoderLayer"), (qwen_sp, "Qwen3MoeDecoderLayer")):
+        assert all(name.endswith(layer) for name in run["blocks"]), run["blocks"]
+    assert mixtral["checkpointed"] == [True, True, False, False]  # some-layers: 2 of 4
+    assert mixtral_fsdp["checkpointed"] == qwen["checkpointed"] == [True] * 4
+    assert qwen_sp["checkpointed"] == [True] * 4
+
+
+@pytest.mark.heavy
 def test_printed_pipeline_trains_as_one_process(runs):
     """Each stage's gradients equal the one-process run's for its own parameters (the
     first stage: the embedding and blocks 0-1, the last: blocks 2-3, the norm and the
     head), and the mean of the last stage's micro-batch losses is the whole batch's."""
-    assert [(r["schedule"], r["strategy"]) for r in runs["pp"]] == list(child.PIPE_RUNS)
+    assert [(r["family"], r["schedule"], r["strategy"]) for r in runs["pp"]] == list(
+        child.PIPE_RUNS)
     for run in runs["pp"]:
         first, last = run["ranks"]
         assert first["loss"] is None
@@ -68,18 +91,23 @@ def test_printed_pipeline_trains_as_one_process(runs):
                                     "model.layers.1.")) for name in first["grads"])
         assert all(name.startswith(("model.norm", "lm_head", "model.layers.2.",
                                     "model.layers.3.")) for name in last["grads"])
-        assert len(first["grads"]) + len(last["grads"]) == 3 + 4 * 9  # every parameter
+        # every parameter has its gradient on one stage (Llama: 3 + 4 x 9)
+        assert len(first["grads"]) + len(last["grads"]) == first["parameters"]
         for rank in (first, last):
             assert rank["grad_max_diff"] <= 1e-5 * max(1.0, rank["grad_max"])
+    assert runs["pp"][0]["ranks"][0]["parameters"] == 3 + 4 * 9
+    # Mixtral's stages hold its experts (3D parameters) and routers
+    assert "model.layers.0.mlp.experts.gate_up_proj" in runs["pp"][2]["ranks"][0]["grads"]
 
 
 @pytest.mark.heavy
 def test_printed_pipeline_checkpoints_the_blocks_it_names(runs):
     """Every block under every-layer; some-layers (2 of the 8B preset's 32 layers) is one
-    block in each of the two stages: `if i < 1` in the printed loop."""
-    every, some = runs["pp"]
+    block in each of the two stages: `if i < 1` in the printed loop (Llama and Mixtral)."""
+    every, some, mixtral = runs["pp"]
     assert [rank["checkpointed"] for rank in every["ranks"]] == [[True, True]] * 2
     assert [rank["checkpointed"] for rank in some["ranks"]] == [[True, False]] * 2
+    assert [rank["checkpointed"] for rank in mixtral["ranks"]] == [[True, False]] * 2
     assert "if i < 1:" in child.printed("some-layers", Layout(pp=2, microbatches=4))
 
 
@@ -87,11 +115,19 @@ def test_printed_pipeline_checkpoints_the_blocks_it_names(runs):
 def test_the_printed_transformers_route_trains_as_one_process(runs):
     """transformers' own tensor parallelism (the class's base_model_tp_plan through
     from_pretrained's DistributedConfig), printed beside torch's: its weights are split
-    (DTensor), every layer checkpointed, and the loss and gradients are one process's."""
-    run = runs["transformers"]
-    assert run["split"] == "DTensor" and run["checkpointed"] == [True] * 4
-    assert run["loss"] == pytest.approx(run["reference"], rel=1e-5)
-    assert run["grad_max_diff"] <= 1e-5 * max(1.0, run["grad_max"])
+    (DTensor), every layer checkpointed, and the loss and gradients are one process's; for
+    Mixtral and Qwen3-MoE it splits the experts too (half of each expert's gate and up
+    rows on each process), as the printed code's comment on the experts says."""
+    assert [run["family"] for run in runs["transformers"]] == list(child.TRANSFORMERS_RUNS)
+    for run in runs["transformers"]:
+        assert run["split"] == "DTensor" and run["checkpointed"] == [True] * 4
+        assert run["loss"] == pytest.approx(run["reference"], rel=1e-5)
+        assert run["grad_max_diff"] <= 1e-5 * max(1.0, run["grad_max"])
+    llama, mixtral, qwen = runs["transformers"]
+    assert llama["expert_rows"] is None
+    for run in (mixtral, qwen):
+        mine, whole = run["expert_rows"]
+        assert mine * 2 == whole
 
 
 def test_printed_context_parallel_code_compiles_and_its_imports_resolve():

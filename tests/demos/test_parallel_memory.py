@@ -1,8 +1,9 @@
 """The memory model across GPUs (memory.parallel) against Korthikanti et al. 2022,
-"Reducing Activation Recomputation in Large Transformer Models", arXiv:2205.05198: its
-Table 2 formulas, Equations 5 and 6, and the per-GPU figures it reports for its GPT-3
-175B and MT-NLG 530B configurations (Table 3: s = 2,048, micro-batch 1, t = 8, p = 8 and
-35, interleaving with m = 3 chunks, Section 6)."""
+"Reducing Activation Recomputation in Large Transformer Models", arXiv:2205.05198v1 (pages
+as in that PDF): its Table 2 formulas (p. 9), Equations 5 (p. 8) and 6 (p. 9), and the
+per-GPU figures it reports for its GPT-3 175B and MT-NLG 530B configurations (Table 3,
+p. 10: s = 2,048, micro-batch 1, t = 8, p = 8 and 35, interleaving with m = 3 chunks,
+Section 6, p. 10)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from memory.parallel import (
 )
 
 GiB = 2**30
-# Table 3 of the paper (Section 6).
+# Table 3 of the paper (Section 6, p. 10).
 GPT3 = {"a": 96, "h": 12_288, "layers": 96, "t": 8, "p": 8, "b": 1}
 MTNLG = {"a": 128, "h": 20_480, "layers": 105, "t": 8, "p": 35, "b": 1}
 S = 2_048
@@ -81,7 +82,7 @@ def test_interleaved_schedule_scales_by_the_paper_factor():
 
 
 def test_reported_first_stage_output_tensors_of_mt_nlg():
-    """Appendix B (Figure 9's text): on the 530B model's first pipeline stage the output
+    """Appendix B (Figure 9's text, p. 16): on the 530B model's first pipeline stage the output
     tensors of its p micro-batches in flight take "sbhp = 2.73 GB" (2 bytes an element;
     binary GB). The first 1F1B stage holds p of them: within 1 %."""
     layout = Layout(tp=8, sp=True, pp=MTNLG["p"], microbatches=280)
@@ -92,7 +93,7 @@ def test_reported_first_stage_output_tensors_of_mt_nlg():
 @pytest.mark.parametrize("config,reported", [(GPT3, 0.70), (MTNLG, 0.65)],
                          ids=["gpt3-175b", "mt-nlg-530b"])
 def test_reported_selective_saving(config, reported):
-    """Section 5: selective recomputation saves "70% and 65% of the required memory for
+    """Section 5, p. 9: selective recomputation saves "70% and 65% of the required memory for
     activations for the GPT-3 and MT-NLG models" (5as/h = 80 and 64 against 34), on the
     GPU that holds the most: the first stage of their Table 3 layouts."""
     a, h, layers, t, p, b = (config[k] for k in ("a", "h", "layers", "t", "p", "b"))
@@ -106,7 +107,8 @@ def test_reported_selective_saving(config, reported):
 
 @pytest.mark.parametrize("config", [GPT3, MTNLG], ids=["gpt3-175b", "mt-nlg-530b"])
 def test_figure_7_shares_of_the_tensor_parallel_baseline(config):
-    """Section 6.1, Figure 7: against the tensor-parallel baseline (Equation 2), sequence
+    """Section 6.1 (p. 10), Figure 7 (p. 11): against the tensor-parallel baseline
+    (Equation 2, p. 5), sequence
     parallelism with selective recomputation needs about a fifth ("a 5x reduction bringing
     the memory requirements to under 20%", 530B at 20.2 % by the formula), full
     recomputation about a tenth ("at 10% of the baseline")."""

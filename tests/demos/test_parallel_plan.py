@@ -13,7 +13,7 @@ from memory import parallel as M
 from memory.architectures import PRESETS
 from memory.footprint import STRATEGIES, PlannerInputs, activations, peak_bytes
 from planner import parallel_plan as PP
-from planner.parallel_code import parallel_code
+from planner.parallel_code import experts_words, parallel_code
 
 P8 = PlannerInputs(PRESETS["llama-3.1-8b"], seq=8192, batch=1, accumulation=8)
 
@@ -141,14 +141,64 @@ def test_code_checkpoints_the_plans_blocks():
     assert "checkpoint_wrapper(block)" not in parallel_code(P8.with_(strategy="none"), layout)
 
 
+def test_code_says_what_it_does_with_the_experts():
+    """The printed code keeps a mixture-of-experts block whole on every tensor-parallel
+    GPU (its experts are 3D parameters DTensor's styles do not split) and says so in every
+    plan; for a model with experts it says how that differs from the figures: t times the
+    experts' state, and FSDP gathering all of a layer's experts where expert parallelism
+    would gather 1/ep of them."""
+    moe = P8.with_(arch=P8.arch.with_(expert_params=10**9, expert_block=10**7))
+    whole = "stays whole on every tensor-parallel GPU"
+    assert whole in experts_words(P8, M.Layout(tp=2))
+    assert "planner's figures" not in experts_words(P8, M.Layout(tp=2))  # dense model
+    assert "planner's figures" not in experts_words(moe, M.Layout(dp=8))
+    assert "holds 4 times the experts'" in experts_words(moe, M.Layout(tp=4, dp=2))
+    both = experts_words(moe, M.Layout(tp=2, dp=4, ep=2))
+    assert "holds 2 times" in both and "gather the 1/2 of them" in both
+    assert "times the experts" not in experts_words(moe, M.Layout(dp=8, ep=4))
+    code = parallel_code(moe.with_(strategy="every-layer"), M.Layout(tp=2, dp=4, ep=2))
+    assert 'if hasattr(block.mlp, "experts"):' in code
+    comments = " ".join(line.strip().removeprefix("# ") for line in code.splitlines()
+                        if line.strip().startswith("#"))
+    assert both in comments
+    de = experts_words(moe, M.Layout(tp=2, dp=4, ep=2), "de")
+    assert "das 2-Fache" in de and "1/2" in de
+
+
+@pytest.mark.parametrize("code", ["en", "de"])
+def test_code_refuses_a_block_without_llamas_attention_names(code):
+    """A block whose attention has no q_proj, k_proj, v_proj and o_proj (GPT-2's c_attn,
+    DeepSeek's latent attention) is refused with one message naming its class, before
+    anything is split; a Llama block passes that check."""
+    import torch
+    from transformers import GPT2LMHeadModel
+
+    from tests.demos.tiny_hf import TINY
+
+    namespace: dict = {}
+    exec(parallel_code(P8.with_(strategy="every-layer"), M.Layout(tp=2), code), namespace)  # noqa: S102
+    block = GPT2LMHeadModel(TINY["gpt2"]()).transformer.h[0]
+    with pytest.raises(NotImplementedError, match="^GPT2Block: .*q_proj, k_proj, v_proj") as e:
+        namespace["tensor_parallel"](block, None)
+    assert ("dieser Code teilt" in str(e.value)) == (code == "de")
+    llama = torch.nn.Module()
+    llama.self_attn = torch.nn.Module()
+    for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
+        setattr(llama.self_attn, name, torch.nn.Linear(2, 2))
+    with pytest.raises(AttributeError):  # past the check: no mlp on this stand-in
+        namespace["tensor_parallel"](llama, None)
+
+
 def test_code_offers_transformers_route_where_the_class_has_a_plan():
     """transformers' tensor parallelism is printed for a family whose config class holds
     a base_model_tp_plan (Llama; GPT-2 has none), with tensor parallelism alone and a
-    checkpointing gradient_checkpointing_enable applies."""
+    checkpointing activation_checkpointing_enable applies (its deprecated alias
+    gradient_checkpointing_enable never)."""
     tp = M.Layout(tp=2)
     assert "DistributedConfig(tp_size=TP, fsdp_size=DP)" in parallel_code(P8, tp)
-    assert "gradient_checkpointing_enable" in parallel_code(P8, tp)
-    assert "gradient_checkpointing_enable" not in parallel_code(P8.with_(strategy="none"), tp)
+    assert "activation_checkpointing_enable" in parallel_code(P8, tp)
+    assert "gradient_checkpointing" not in parallel_code(P8, tp)
+    assert "activation_checkpointing_enable" not in parallel_code(P8.with_(strategy="none"), tp)
     gpt2 = PlannerInputs(PRESETS["gpt2"], strategy="every-layer")
     assert "load_with_transformers_tp" not in parallel_code(gpt2, tp)
     assert "load_with_transformers_tp" not in parallel_code(

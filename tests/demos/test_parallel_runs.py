@@ -174,11 +174,35 @@ def test_expert_parallel_ranks_keep_top_k_times_their_own_tokens(measured):
 
 @pytest.mark.heavy  # with the others on the launch: a test ordered later would launch again
 def test_context_parallel_does_not_run_on_a_cpu(measured):
-    """torch 2.13's ring attention (torch/distributed/tensor/experimental/_attention.py)
-    handles only the flash, memory-efficient and cuDNN attention kernels, which are CUDA's;
+    """torch 2.13's ring attention (torch/distributed/tensor/experimental/_context_parallel/
+    _attention.py; _attention.py beside it only re-exports it) handles only the flash,
+    memory-efficient and cuDNN attention kernels, which have no CPU kernel;
     on a CPU scaled_dot_product_attention runs _scaled_dot_product_flash_attention_for_cpu,
     for which DTensor has no sharding rule. Lesson 8 says so; its context-parallel figures
     rest on the formulas alone."""
     for ranks in measured["ranks"]:
         assert ("aten._scaled_dot_product_flash_attention_for_cpu.default does not have a "
                 "sharding strategy registered") in ranks["cp_error"]
+
+
+def test_the_ring_dispatches_only_kernels_that_have_no_cpu_implementation():
+    """What lesson 8 cites: the ops torch 2.13's context parallelism routes to its ring
+    (the custom_ops table of torch/distributed/tensor/experimental/_context_parallel/
+    _attention.py) are the flash, memory-efficient and cuDNN attention kernels and their
+    backwards, and none of the three forwards runs on a CPU tensor."""
+    from torch.distributed.tensor.experimental._context_parallel import _attention
+
+    aten = torch.ops.aten
+    kernels = {"flash": aten._scaled_dot_product_flash_attention,
+               "efficient": aten._scaled_dot_product_efficient_attention,
+               "cudnn": aten._scaled_dot_product_cudnn_attention}
+    names = {str(op) for op in _attention.custom_ops}
+    assert names == {f"aten._scaled_dot_product_{kind}_attention{tail}.default"
+                     for kind in kernels for tail in ("", "_backward")}
+    q = torch.randn(1, 2, 8, 16)
+    calls = {"flash": lambda op: op(q, q, q),
+             "efficient": lambda op: op(q, q, q, None, True),
+             "cudnn": lambda op: op(q, q, q, None, True, False)}
+    for kind, op in kernels.items():
+        with pytest.raises(NotImplementedError, match="'CPU' backend"):
+            calls[kind](op)

@@ -183,6 +183,7 @@ def test_gemma2_is_planned_with_eager_attention_and_prints_no_sdpa(capsys) -> No
     assert data["class"]["kernel"] == "eager"
     assert data["class"]["kernels_supported"] == ["eager"]
     assert data["class"]["logit_extra_bytes"] == 4096 * 256000 * 2  # the soft-cap's tanh
+    assert data["class"]["logit_extra_causes"] == ["softcap"]  # and so the CLI words it
     codes = [data["recommendation"]["code"]["huggingface"]] + [
         a["code"]["huggingface"] for a in data["recommendation"]["alternatives"]]
     assert all('attn_implementation="eager"' in c and "sdpa" not in c for c in codes)

@@ -72,9 +72,10 @@ def test_a_rank_not_measured_is_derived_exactly() -> None:
 
 
 def test_qlora_on_a_preset_takes_the_course_formula(capsys) -> None:
-    """4-bit layers cannot run without data, and under them the residual stream is fp32
-    (prepare_model_for_kbit_training): a preset's QLoRA layers are the course's formula,
-    measured on real 4-bit layers; its LoRA layers the class's terms."""
+    """The shipped measurements hold no 4-bit variants: a preset's QLoRA layers are the
+    course's formula (held to real 4-bit layers by tests/real_libraries: under them the
+    residual stream is fp32, prepare_model_for_kbit_training); its LoRA layers the
+    class's terms."""
     import json
 
     from demos.cli import main

@@ -13,6 +13,7 @@ import torch._functorch.config
 from demos.engine.real_models import build_model, tiny_architecture
 from memory.footprint import PlannerInputs
 from planner.torch_code import torch_code
+from tests.compiler_budget_data import SWEEP_GROUP
 
 ARCH = tiny_architecture("llama-3.1-8b", layers=2).with_(hidden=32, heads=2, kv_heads=1,
                                                          mlp_width=64)
@@ -49,6 +50,7 @@ def compiled_as_printed(budget: float) -> tuple[str, tuple[float, int, list[torc
     return code, step(model)
 
 
+@SWEEP_GROUP  # in the process that compiles the sweep: Inductor started once
 @pytest.mark.compile
 def test_the_printed_budget_code_runs_and_saves_less() -> None:
     before = torch._functorch.config.activation_memory_budget

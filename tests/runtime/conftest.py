@@ -38,11 +38,14 @@ def long_training(steps: int = 1000) -> Job:
 class FakeWorker:
     """Runs no engine: each step sleeps `seconds(job, index)` and returns a marker; the
     order of the steps it ran is in `log`, the steps interrupted for a learner (as the
-    real worker does when `should_yield` turns true) in `preempted`."""
+    real worker does when `should_yield` turns true) in `preempted`; `step_began` and
+    `step_ended` hold each finished step's monotonic start and end by (seed, index)."""
 
     def __init__(self, seconds: Callable[[Job, int], float]) -> None:
         self.seconds, self.log, self.starts = seconds, [], 0
         self.preempted: list[tuple[int, int]] = []
+        self.step_began: dict[tuple[int, int], float] = {}
+        self.step_ended: dict[tuple[int, int], float] = {}
 
     def start(self) -> None:
         self.starts = self.starts or 1
@@ -52,7 +55,8 @@ class FakeWorker:
 
     def call(self, job, index, *, should_stop=lambda: False, should_yield=None,
              deadline=None, **_):
-        end = time.monotonic() + self.seconds(job, index)
+        began = time.monotonic()
+        end = began + self.seconds(job, index)
         while time.monotonic() < end:
             if should_stop():
                 raise StepFailed("cancelled")
@@ -63,6 +67,8 @@ class FakeWorker:
                 raise StepFailed("time-limit")
             time.sleep(0.01)
         self.log.append((job.config.seed, index))
+        self.step_began[job.config.seed, index] = began
+        self.step_ended[job.config.seed, index] = time.monotonic()
         if job.timed_apart():  # its parts merge as comparisons (memory, then times)
             return Comparison(job.config, CPU, [])
         return pd.DataFrame({"seed": [job.config.seed], "step": [index]})

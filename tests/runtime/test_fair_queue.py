@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 from demos.runtime.jobs import Job
 from tests.runtime.conftest import TINY, FakeWorker, SlowPutStore, tiny_compare, wait_for
@@ -15,19 +14,29 @@ def _search(seed: int, steps: int = 4) -> Job:
 
 
 def test_a_short_run_passes_a_long_search_after_one_of_its_steps(make_service) -> None:
-    worker = FakeWorker(lambda job, index: 0.5 if job.kind == "sweep" else 0.05)
+    # The search's first step lasts until the short run has arrived (a fixed 0.5 s step
+    # could end first on a busy machine, and a 'waited < 1 s' fail); the order of the
+    # steps, not a wall-clock wait, says the short run went after that one step, not
+    # after the whole search.
+    arrived = threading.Event()
+
+    def seconds(job: Job, index: int) -> float:
+        if job.kind != "sweep":
+            return 0.05
+        if index == 0:
+            assert arrived.wait(30)
+        return 0.1
+
+    worker = FakeWorker(seconds)
     svc = make_service(worker=worker, use_store=False)
     search = svc.submit(_search(seed=1), "a")
-    wait_for(lambda: worker.log or search.status().state == "running")
-    start = time.monotonic()
+    wait_for(lambda: search.status().state == "running")
     short = svc.submit(tiny_compare(seed=2), "b")
     assert short.status().state == "queued" and short.status().ahead == 1
     assert short.status().start_in > 0
-    short.wait(10)
-    waited = time.monotonic() - start
-    assert short.done and waited < 1.0  # at most one 0.5 s step of the search
-    search.wait(10)
-    assert worker.log.index((2, 0)) <= 1  # the short run went after the search's first step
+    arrived.set()
+    assert short.wait(10) and search.wait(10)
+    assert [seed for seed, _ in worker.log] == [1, 2, 1, 1, 1]  # after one of four steps
 
 
 def test_new_runs_keep_their_arrival_order_and_the_warm_up_waits(make_service) -> None:
