@@ -256,8 +256,15 @@ def has_first_numbers(ticket: Any) -> bool:
 
 def wait_for_first_numbers(tickets: list[Any], limit_s: float) -> float | None:
     """Wait (at most `limit_s`) until every ticket's run has its first numbers; the
-    seconds waited, or None when some had none in time."""
+    seconds waited, or None when some had none in time. The operator is told on stderr
+    why the server does not answer yet, and when it does (the terminal of `make run`)."""
     began = time.monotonic()
+    missing = sum(not has_first_numbers(ticket) for ticket in tickets)
+    if missing and limit_s > 0:
+        print(f"Measuring the first numbers of {missing} demo views before the server "
+              f"opens (an empty result store: a first start or a new engine), at most "
+              f"{limit_s:.0f} s; {FIRST_NUMBERS_ENV}=0 opens at once.", file=sys.stderr,
+              flush=True)
     while not all(has_first_numbers(ticket) for ticket in tickets):
         if time.monotonic() - began >= limit_s:
             missing = sum(not has_first_numbers(ticket) for ticket in tickets)
@@ -265,7 +272,11 @@ def wait_for_first_numbers(tickets: list[Any], limit_s: float) -> float | None:
                         "anyway", missing, limit_s)
             return None
         time.sleep(0.1)
-    return time.monotonic() - began
+    waited = time.monotonic() - began
+    if missing:
+        print(f"First numbers measured in {waited:.0f} s; the server opens.",
+              file=sys.stderr, flush=True)
+    return waited
 
 
 def _warm_store(tickets: list[Any] | None = None) -> None:

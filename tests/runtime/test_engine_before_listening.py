@@ -37,9 +37,11 @@ def test_a_worker_that_does_not_start_holds_the_server_for_a_bounded_time() -> N
     assert time.monotonic() - began < 30
 
 
-def test_the_server_listens_once_every_common_view_has_its_first_numbers(make_service):
+def test_the_server_listens_once_every_common_view_has_its_first_numbers(make_service,
+                                                                         capsys):
     """A comparison's memory is enough (its timed steps go on after the server listens);
-    another run needs its result."""
+    another run needs its result. The operator's terminal says why it waits, and when it
+    opens."""
     svc = make_service(worker=FakeWorker(lambda job, index: 0.3 if index == 0 else 2.5),
                        use_store=False)
     tickets = svc.warm([tiny_compare(seed=1, timed=True), tiny_compare(seed=2, timed=True),
@@ -49,6 +51,9 @@ def test_the_server_listens_once_every_common_view_has_its_first_numbers(make_se
     assert waited is not None and 0.8 <= waited < 20  # three memory steps of 0.3 s
     assert all(has_first_numbers(ticket) for ticket in tickets)
     assert not tickets[0].done and not tickets[1].done  # their times are still to come
+    said = capsys.readouterr().err
+    assert "Measuring the first numbers of 3 demo views" in said
+    assert "DEMO_WARM_BEFORE_LISTEN=0 opens at once" in said and "the server opens." in said
 
 
 def test_views_without_numbers_hold_the_server_for_a_bounded_time(make_service):
