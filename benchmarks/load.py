@@ -61,7 +61,7 @@ from websockets.asyncio.client import connect
 
 from tests.helpers import ROOT, free_port, wait_healthy
 from ui.navigation import PAGES
-from ui.server import STATUS_ENV, warm_views
+from ui.server import STATUS_ENV, first_numbers_wait_s, warm_views
 
 OUT = Path(__file__).with_name("load")
 FRESH_OUT = Path(__file__).with_name("load-fresh-class")
@@ -77,6 +77,7 @@ class Opened:
     finished_s: float
     status: str  # "ok", "error" or "timeout"
     waited: bool = False  # a run was waited for (its Cancel button showed)
+    error: str = ""  # the page's exception, if it showed one
 
 
 def _page_name(script: str) -> str:
@@ -101,7 +102,7 @@ async def open_view(port: int, view: View) -> Opened:
             back.rerun_script.query_string = urlencode(query)
             back.rerun_script.page_name = _page_name(script)
             await ws.send(back.SerializeToString())
-            error = False
+            error = ""
             async with asyncio.timeout(TIMEOUT_S):
                 while True:
                     msg = ForwardMsg()
@@ -109,7 +110,9 @@ async def open_view(port: int, view: View) -> Opened:
                     kind = msg.WhichOneof("type")
                     if kind == "delta":
                         element = msg.delta.new_element.WhichOneof("type")
-                        error |= element == "exception"
+                        if element == "exception" and not error:
+                            shown = msg.delta.new_element.exception
+                            error = f"{shown.type}: {shown.message}"[:300]
                         waited |= (element == "button"
                                    and msg.delta.new_element.button.label == "Cancel")
                         if first is None and element in RESULT_ELEMENTS:
@@ -119,9 +122,10 @@ async def open_view(port: int, view: View) -> Opened:
                         continue
                     finished = time.monotonic() - start
                     if msg.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY:
-                        return Opened(first, finished, "error" if error else "ok", waited)
+                        return Opened(first, finished, "error" if error else "ok", waited,
+                                      error)
                     if msg.script_finished == ForwardMsg.FINISHED_WITH_COMPILE_ERROR:
-                        return Opened(first, finished, "error", waited)
+                        return Opened(first, finished, "error", waited, error)
     except TimeoutError:  # still waiting for its run, or never got that far
         return Opened(first, time.monotonic() - start, "timeout", waited)
     except OSError:
@@ -164,7 +168,8 @@ def summary(opened: list[Opened]) -> dict:
     return {"results_p50_s": stat(shown, 0.5), "results_p95_s": stat(shown, 0.95),
             "finished_p50_s": stat(finished, 0.5), "finished_p95_s": stat(finished, 0.95),
             "errors": sum(o.status == "error" for o in opened),
-            "timeouts": sum(o.status == "timeout" for o in opened)}
+            "timeouts": sum(o.status == "timeout" for o in opened),
+            "error_texts": sorted({o.error for o in opened if o.error})}
 
 
 def _commit() -> str:
@@ -311,6 +316,15 @@ def first_numbers(opened: list[Opened]) -> dict:
             "no_numbers_within_timeout": sum(o.results_s is None for o in opened)}
 
 
+def by_view(opened: list[Opened], views: list[View]) -> dict[str, list[float | None]]:
+    """Each view's first numbers (seconds, None: none within the time-out), learner i
+    having opened view i mod the number of views."""
+    times: dict[str, list[float | None]] = {}
+    for i, o in enumerate(opened):
+        times.setdefault(view_text(views[i % len(views)]), []).append(o.results_s)
+    return times
+
+
 def fresh_class(n: int, views: list[View], limit_s: float = 3600.0) -> dict:
     """N learners at once on a server started a moment ago (empty store, warm-up just
     begun), then N again once its warm-up of the common views is done."""
@@ -324,7 +338,8 @@ def fresh_class(n: int, views: list[View], limit_s: float = 3600.0) -> dict:
                      "server_cpu_s_at_health": cpu_before,
                      "server_cpu_s_after": tree_cpu_seconds(server.pid),
                      "state_after": warm_state(Path(data) / "warm-up.json") or "",
-                     "waited": sum(o.waited for o in fresh)}
+                     "waited": sum(o.waited for o in fresh),
+                     "by_view": by_view(fresh, views)}
         print("fresh", fresh_row, flush=True)
         while (warm_state(Path(data) / "warm-up.json") not in PAST_DEFAULTS
                and time.monotonic() - started < limit_s):
@@ -334,7 +349,8 @@ def fresh_class(n: int, views: list[View], limit_s: float = 3600.0) -> dict:
         warm = asyncio.run(round_of(port, n, views))
         warm_row = {**summary(warm), **first_numbers(warm), "load_before": load_before,
                     "load_after": load_average(), "server_cpu_s_at_health": cpu_before,
-                    "server_cpu_s_after": tree_cpu_seconds(server.pid)}
+                    "server_cpu_s_after": tree_cpu_seconds(server.pid),
+                    "by_view": by_view(warm, views)}
         print("warm", warm_row, flush=True)
     return {"learners": n, "fresh": fresh_row, "warm": warm_row,
             "defaults_warmed_after_s": round(warm_seconds, 1)}
@@ -357,16 +373,24 @@ def fresh_markdown(report: dict) -> str:
         "|---|---|---|---|---|---|---|",
         row("fresh (health check just answered, store empty)", fresh),
         row(f"the same server, its defaults warmed ({report['defaults_warmed_after_s']} s "
-            "after start)", warm), "",
+            "after its health check)", warm), "",
         f"First numbers count a learner who saw none within {TIMEOUT_S:.0f} s at "
         f"{TIMEOUT_S:.0f} s. {fresh['waited']} of the fresh class's pages waited for a run "
         f"(their Cancel button showed); the warm-up was at \"{fresh['state_after']}\" when "
         f"the class had its pages. The server answered its health check "
-        f"{fresh['healthy_after_s']} s after it was started (it waits for its engine's "
-        f"worker); its processes' CPU time went from {fresh['server_cpu_s_at_health']} to "
+        f"{fresh['healthy_after_s']} s after it was started, at a load average of "
+        f"{report.get('load_at_start', '?')} (it waits for its engine's worker and the "
+        f"common views' first numbers, at most {report.get('wait_before_listen_s', '?')} "
+        f"s); its processes' CPU time went from {fresh['server_cpu_s_at_health']} to "
         f"{fresh['server_cpu_s_after']} s during the fresh class and from "
         f"{warm['server_cpu_s_at_health']} to {warm['server_cpu_s_after']} s during the warm "
         f"one. Commit {report['commit']}, {report['when']}, {report['cpus']} CPUs."]
+    slowest = sorted(((max(t if t is not None else TIMEOUT_S for t in times), view)
+                      for view, times in fresh.get("by_view", {}).items()), reverse=True)
+    if slowest:
+        lines.append("\nThe fresh class's slowest views (first numbers, the slowest learner "
+                     "of each): " + ", ".join(f"`{view}` {seconds:.1f} s"
+                                             for seconds, view in slowest[:4]) + ".")
     return "\n".join(lines) + "\n"
 
 
@@ -424,6 +448,8 @@ def main(argv: list[str]) -> int:
     if args.fresh_class:
         report = {"commit": _commit(), "when": time.strftime("%Y-%m-%d %H:%M"),
                   "views": [view_text(v) for v in views], "cpus": os.cpu_count(),
+                  "load_at_start": load_average(),
+                  "wait_before_listen_s": first_numbers_wait_s(),
                   **fresh_class(args.fresh_class, views)}
         FRESH_OUT.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
         text = fresh_markdown(report)

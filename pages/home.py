@@ -3,7 +3,7 @@
 import streamlit as st
 
 from lessons.catalog import LESSONS, count_in_words
-from quiz.config import PASS_MARK, QUESTIONS_PER_ATTEMPT
+from quiz.config import PASS_MARK, QUESTIONS_PER_ATTEMPT, attempt_minutes
 from ui.home_teaser import home_teaser
 from ui.i18n import current_language, t, tn
 from ui.navigation import page_link
@@ -34,7 +34,8 @@ with steps[1]:
     st.caption(t("Real forward and backward passes, measured memory and time beside theory."))
     page_link("compare", icon=":material/bar_chart:")
 with steps[2]:
-    st.markdown(t("##### 3. Quiz\n~{minutes} min", minutes=10))
+    st.markdown(t("##### 3. Quiz\n~{minutes} min",
+                  minutes=attempt_minutes(QUESTIONS_PER_ATTEMPT)))
     st.caption(t("About {count} questions with instant feedback; {mark:.0%} passes.",
                  count=QUESTIONS_PER_ATTEMPT, mark=PASS_MARK))
     page_link("quiz", label=t("Take the quiz"))

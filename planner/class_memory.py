@@ -506,35 +506,28 @@ def measure_step(model: torch.nn.Module, batch: int, seq: int, autocast: bool = 
 # ---------------------------------------------------------------- building the class
 
 
-def nf4_config():
-    """QLoRA's quantization as the planner's code loads it: 4-bit NF4, double quantization,
-    bf16 compute (transformers' BitsAndBytesConfig)."""
-    from transformers import BitsAndBytesConfig
-
-    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
-                              bnb_4bit_use_double_quant=True,
-                              bnb_4bit_compute_dtype=torch.bfloat16)
-
-
 def quantized_base(model: torch.nn.Module) -> torch.nn.Module:
     """QLoRA's base from a model built under FakeTensorMode: what `from_pretrained(...,
-    quantization_config=nf4_config())` and then peft's prepare_model_for_kbit_training do
-    to it, with the libraries' own code. transformers' bitsandbytes quantizer picks the
-    linear layers (all but the output head and what the class keeps in fp32) and puts
-    bitsandbytes' Linear4bit in their place (replace_with_bnb_linear); each weight is
-    quantized by bitsandbytes' quantize_4bit, whose kernels have fake implementations; the
-    packed weight is held as a plain parameter carrying its quant_state (bitsandbytes'
-    Params4bit is a tensor subclass, which cannot wrap a fake tensor; Linear4bit's forward
-    reads only the quant_state of it). So each frozen 4-bit linear runs Linear4bit.forward
-    and MatMul4Bit as on real data: the input cast to the compute dtype, the output cast
-    back to the input's dtype, nothing but the packed weight kept for backward; and PEFT
-    wraps it in its own 4-bit LoRA layer. prepare_model_for_kbit_training then casts every
-    other 16-bit parameter (embeddings, norms, the head) to fp32."""
+    quantization_config=nf4_config())` (demos.engine.real_models) and then peft's
+    prepare_model_for_kbit_training do to it, with the libraries' own code. transformers'
+    bitsandbytes quantizer picks the linear layers (all but the output head and what the
+    class keeps in fp32) and puts bitsandbytes' Linear4bit in their place
+    (replace_with_bnb_linear); each weight is quantized by bitsandbytes' quantize_4bit,
+    whose kernels have fake implementations; the packed weight is held as a plain parameter
+    carrying its quant_state (bitsandbytes' Params4bit is a tensor subclass, which cannot
+    wrap a fake tensor; Linear4bit's forward reads only the quant_state of it). So each
+    frozen 4-bit linear runs Linear4bit.forward and MatMul4Bit as on real data: the input
+    cast to the compute dtype, the output cast back to the input's dtype, nothing but the
+    packed weight kept for backward; and PEFT wraps it in its own 4-bit LoRA layer.
+    prepare_model_for_kbit_training then casts every other 16-bit parameter (embeddings,
+    norms, the head) to fp32."""
     import bitsandbytes as bnb
     from peft import prepare_model_for_kbit_training
     from torch._subclasses.fake_tensor import unset_fake_temporarily
     from transformers.integrations.bitsandbytes import replace_with_bnb_linear
     from transformers.quantizers.quantizer_bnb_4bit import Bnb4BitHfQuantizer
+
+    from demos.engine.real_models import nf4_config
 
     config = nf4_config()
     with unset_fake_temporarily():  # on the meta device, as transformers makes them
@@ -564,26 +557,6 @@ def quantized_base(model: torch.nn.Module) -> torch.nn.Module:
         module.bias = source.bias
     model.is_loaded_in_4bit = True
     return prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
-
-
-def load_in_4bit(model: torch.nn.Module, dtype: torch.dtype, kernel: str) -> torch.nn.Module:
-    """QLoRA's base on real data, as the planner's code loads it: the model saved to a
-    temporary folder and loaded back in `dtype` with bitsandbytes' 4-bit NF4 (nf4_config),
-    then peft's prepare_model_for_kbit_training(use_gradient_checkpointing=False), which
-    casts every parameter that is not 4-bit (embeddings, norms, the head) to fp32
-    (peft/utils/other.py)."""
-    import tempfile
-    import warnings
-
-    from peft import prepare_model_for_kbit_training
-    from transformers import AutoModelForCausalLM
-
-    with tempfile.TemporaryDirectory() as folder, warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model.save_pretrained(folder)
-        model = AutoModelForCausalLM.from_pretrained(
-            folder, dtype=dtype, attn_implementation=kernel, quantization_config=nf4_config())
-        return prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
 
 
 def _reduced_config(config, layout: tuple[str, ...] | None, variant: Variant):
@@ -640,10 +613,12 @@ def build(config, variant: Variant, layers: int | None = None, fake: bool = Fals
     (fake parameters cannot be moved; PEFT's moves to the base layer's device and dtype
     and its upcast to fp32, autocast_adapter_dtype, end there too). `variant.quantized`:
     QLoRA's 4-bit base, loaded in bf16 under autocast ("mixed") and in fp32 otherwise, as
-    the planner's code loads it (fake: quantized_base; real: load_in_4bit)."""
+    the planner's code loads it (fake: quantized_base; real: the engine's load_in_4bit)."""
     import warnings
 
     from transformers import AutoModelForCausalLM
+
+    from demos.engine.real_models import load_in_4bit
 
     layout = reduced_layers(layer_types(config)) if layers is None else (
         None if layers == config.num_hidden_layers else layer_types(config)[:layers])

@@ -3,6 +3,7 @@ folder (`data_dir`) is the storage layer's."""
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from urllib.parse import quote
@@ -18,9 +19,20 @@ PASS_MARK = 0.8
 # attempt holds this many questions per lesson of the outline: 16 for eight lessons.
 QUESTIONS_PER_LESSON = 2
 QUESTIONS_PER_ATTEMPT = QUESTIONS_PER_LESSON * len(LESSON_PATHS)
+# A question's time: the bank's questions hold 128 words on average (prompt, options and
+# the explanations shown after answering; 69-247), about 40 s at 200 words a minute, and
+# the choice itself: 45 s, an estimate the home page's figure follows from.
+SECONDS_PER_QUESTION = 45
 DEFAULT_COOLDOWN_SECONDS = 60
 DEFAULT_ATTEMPT_TTL_SECONDS = 6 * 3600
 DEFAULT_BASE_URL = "http://localhost:8501"
+
+
+def attempt_minutes(questions: int | None = None) -> int:
+    """Minutes an attempt of `questions` (default: QUESTIONS_PER_ATTEMPT) takes, rounded
+    up: what the home page announces."""
+    count = QUESTIONS_PER_ATTEMPT if questions is None else questions
+    return max(1, math.ceil(count * SECONDS_PER_QUESTION / 60))
 
 
 def bank_path() -> Path:

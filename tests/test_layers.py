@@ -34,7 +34,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "demos.engine": frozenset({"i18n", "memory"}),
     "lessons": frozenset({"i18n", "memory"}),
     "quiz": frozenset({"i18n", "memory", "storage", "lessons"}),
-    "planner": frozenset({"i18n", "memory"}),
+    "planner": frozenset({"i18n", "memory", "demos.engine"}),
     "demos.runtime": frozenset({"i18n", "memory", "storage", "demos.engine"}),
     "demos.reports": frozenset({"i18n", "memory", "demos.engine"}),
     "demos": frozenset({"i18n", "memory", "storage", "planner", "demos.engine",

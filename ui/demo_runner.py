@@ -348,7 +348,9 @@ def _run(job: Job, what: str | None = None, show: Show | None = None) -> Any:
     if result is not None:
         return _finished(job, result, show)
     what = what or repr(job)
-    if not confirm_long_run(estimated_seconds(job), what):
+    # A run already under way (the warm-up's, another learner's) is joined without the
+    # long run's click: it adds no work, and its numbers so far show at once.
+    if not svc.in_progress(job) and not confirm_long_run(estimated_seconds(job), what):
         _show_previous(show, job)
         return None
     if what in st.session_state.get(_CANCELLED, set()):
@@ -425,7 +427,10 @@ def _wait(ticket: Ticket, what: str, show: Show | None = None, job: Job | None =
             notice = st.empty()
             st.button(t("Cancel"), key=f"cancel-{what}", icon=":material/cancel:",
                       on_click=_mark_cancelled, args=(what,))
-        quick = ticket.wait(QUICK_SECONDS) or ticket.partial[1] is not None
+        # Numbers so far (a run under way, joined) draw at once; else the result or the
+        # first numbers within QUICK_SECONDS replace the previous result directly.
+        quick = (ticket.partial[1] is not None or ticket.wait(QUICK_SECONDS)
+                 or ticket.partial[1] is not None)
         if show is not None and job is not None and not quick:
             with view.next():
                 _show_previous(show, job)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from demos.engine.results import Comparison
 from demos.reports.report import baseline_and_best
 from i18n.units import format_bytes
 from ui.demo_controls import default_config
@@ -20,11 +21,19 @@ from ui.i18n import babel_locale, fmt_percent, t
 
 def home_teaser() -> None:
     """One real measurement at the default config (none against every-layer), cached after
-    the first visit: the memory checkpointing saves and the time it costs, on this server."""
+    the first visit: the memory checkpointing saves and the time it costs, on this server.
+    The memory shows as soon as it is measured, the time once the steps are timed."""
     config = default_config()
-    comparison = run_compare(config, ("none", "every-layer"))
-    if comparison is None:
+    if run_compare(config, ("none", "every-layer"), show=_teaser_numbers) is None:
         return
+    st.caption(t("Model: {layers} layers, hidden {hidden}, {heads} heads, {seq:,} tokens × "
+                 "batch {batch}, vocabulary {vocab:,}, {dtype}.", layers=config.layers,
+                 hidden=config.hidden, heads=config.heads, seq=config.seq_len,
+                 batch=config.batch, vocab=config.vocab, dtype=config.dtype))
+
+
+def _teaser_numbers(comparison: Comparison) -> None:
+    """The teaser's numbers for a comparison, finished or measured so far."""
     base, best = baseline_and_best(comparison.results)
     if base is None or best is None:
         show_refusals(comparison.results)
@@ -39,7 +48,3 @@ def home_teaser() -> None:
     compute_metric(cells[2], best, base)
     gradient_metric(cells[3], best)
     comparison_caption(comparison)
-    st.caption(t("Model: {layers} layers, hidden {hidden}, {heads} heads, {seq:,} tokens × "
-                 "batch {batch}, vocabulary {vocab:,}, {dtype}.", layers=config.layers,
-                 hidden=config.hidden, heads=config.heads, seq=config.seq_len,
-                 batch=config.batch, vocab=config.vocab, dtype=config.dtype))

@@ -8,19 +8,21 @@ freshly started server who opens a deep link (/compare?layers=16, /verify?id=...
 registered through st.navigation, so the legacy discovery is switched off before the
 server starts.
 
-The demo service starts with the server: its worker process (the engine, warm; the
-server answers its health check, which a proxy waits for, once the worker is ready and
-the libraries of the real-model page are imported, or after ENGINE_WAIT_S, so that the
-first learners' demos do not wait behind the worker's start and these imports do not
-hold their pages), and in
-the background the result store is warmed for every demo page's defaults, the home page's
-teaser and every lesson's demo link, so the common views are instant from the first
-visitor. Which runs those views make is asked of the pages themselves: a child process
-runs each page under AppTest with the runner in collect mode (`--collect-warm-jobs`), and
-the jobs it lists are queued behind any learner's. Then, whenever no learner has asked
-for a run for a few seconds, the server measures the neighbours of every demo page's
-defaults (each slider one step either way) at the lowest priority, so that a learner's
-first move from the defaults is served from the store.
+The demo service starts with the server: its worker process (the engine, warm), and the
+warm-up of the result store for the common views: every demo page's defaults, the home
+page's teaser and every lesson's demo link. Which runs those views make is asked of the
+pages themselves: this process runs each page once under AppTest with the runner in
+collect mode, which also imports every page's modules and draws each page once, so the
+first learners' pages do not pay for that; the jobs it lists are queued behind any
+learner's. The server answers its health check, which a proxy waits for, once the worker
+is ready, the libraries of the real-model page are imported (or after ENGINE_WAIT_S) and
+every common view has its first numbers measured (a comparison's memory, another run's
+whole result; at most DEMO_WARM_BEFORE_LISTEN seconds): a class that arrives with the
+health check then sees numbers as it would on a warm server, instead of twenty pages
+waiting for a dozen first runs. Then, whenever no learner has asked for a run for a few
+seconds, the server measures the neighbours of every demo page's defaults (each slider
+one step either way, listed by a child process at the lowest priority), so that a
+learner's first move from the defaults is served from the store.
 """
 
 from __future__ import annotations
@@ -52,6 +54,11 @@ STATUS_ENV = "DEMO_WARM_STATUS"
 # How long the server waits for the engine's worker before it listens anyway (a worker
 # that does not start is started again by the first run, which says why it failed).
 ENGINE_WAIT_S = 60.0
+# Seconds the server waits at most, once its engine is ready, for the common views' first
+# numbers before it listens; "0" listens at once (a replica whose store another server
+# warms, or a test server).
+FIRST_NUMBERS_ENV = "DEMO_WARM_BEFORE_LISTEN"
+FIRST_NUMBERS_WAIT_S = 240.0
 log = logging.getLogger(__name__)
 
 
@@ -119,10 +126,25 @@ def slider_neighbours(at: Any, keys: set[str] | None = None) -> list[dict[str, s
 def collect_warm_jobs(neighbours: bool = True) -> dict[str, list]:
     """The jobs the common views run (their requests), and (`neighbours`) those of every
     slider step next to each demo page's defaults (with those views), found by running
-    each page under AppTest with the runner collecting instead of running. Call in a
-    child process."""
-    os.environ["DEMO_RUNNER_COLLECT"] = "1"
+    each page under AppTest with the runner collecting instead of running. The collect
+    mode is process-wide while it runs: call it in a child process, or in the server's
+    before it listens."""
     from streamlit.testing.v1 import AppTest
+
+    from ui.demo_runner import COLLECT_ENV
+
+    before = os.environ.get(COLLECT_ENV)
+    os.environ[COLLECT_ENV] = "1"
+    try:
+        return _collect_views(AppTest, neighbours)
+    finally:  # the server's own pages run for real once it listens
+        if before is None:
+            del os.environ[COLLECT_ENV]
+        else:
+            os.environ[COLLECT_ENV] = before
+
+
+def _collect_views(AppTest: Any, neighbours: bool) -> dict[str, list]:
 
     def at_of(script: str, query: dict[str, str]) -> AppTest:
         at = AppTest.from_file(str(ROOT / script), default_timeout=60)
@@ -199,19 +221,79 @@ def _finish(tickets: list[Any]) -> int:
     return failed
 
 
-def _warm_store() -> None:
-    """The common views first; the slider steps next to the defaults are listed (a
-    minute of AppTest runs) only once those are measured and no learner is waiting."""
+def prime_pages(service: Any) -> list[Any] | None:
+    """In the server's process before it listens: run every common view once (AppTest,
+    collect mode), which imports the pages' modules and draws each page's frame, and queue
+    the runs they list for the warm-up. Their tickets, or None when listing failed (a
+    child process lists them then)."""
+    from demos.runtime.jobs import Job
+
+    _report("listing")
+    try:
+        found = collect_warm_jobs(neighbours=False)
+        return service.warm(Job.from_request(request) for request in found["jobs"])
+    except Exception:  # noqa: BLE001 - the warm-up lists them again in a child process
+        log.exception("warm-up: could not list the views' runs in the server's process")
+        return None
+
+
+def first_numbers_wait_s() -> float:
+    """DEMO_WARM_BEFORE_LISTEN: seconds at most to wait for the common views' first
+    numbers before listening (FIRST_NUMBERS_WAIT_S when unset or not a number)."""
+    try:
+        return max(0.0, float(os.environ.get(FIRST_NUMBERS_ENV, FIRST_NUMBERS_WAIT_S)))
+    except ValueError:
+        log.warning("%s is not a number of seconds; waiting %.0f s", FIRST_NUMBERS_ENV,
+                    FIRST_NUMBERS_WAIT_S)
+        return FIRST_NUMBERS_WAIT_S
+
+
+def has_first_numbers(ticket: Any) -> bool:
+    """The run has something a page shows: its result, its failure, or what it measured
+    so far (a comparison's memory before its times, a sweep's first sizes)."""
+    return ticket.done or ticket.partial[1] is not None
+
+
+def wait_for_first_numbers(tickets: list[Any], limit_s: float) -> float | None:
+    """Wait (at most `limit_s`) until every ticket's run has its first numbers; the
+    seconds waited, or None when some had none in time. The operator is told on stderr
+    why the server does not answer yet, and when it does (the terminal of `make run`)."""
+    began = time.monotonic()
+    missing = sum(not has_first_numbers(ticket) for ticket in tickets)
+    if missing and limit_s > 0:
+        print(f"Measuring the first numbers of {missing} demo views before the server "
+              f"opens (an empty result store: a first start or a new engine), at most "
+              f"{limit_s:.0f} s; {FIRST_NUMBERS_ENV}=0 opens at once.", file=sys.stderr,
+              flush=True)
+    while not all(has_first_numbers(ticket) for ticket in tickets):
+        if time.monotonic() - began >= limit_s:
+            missing = sum(not has_first_numbers(ticket) for ticket in tickets)
+            log.warning("%d of the common views had no numbers after %.0f s; serving "
+                        "anyway", missing, limit_s)
+            return None
+        time.sleep(0.1)
+    waited = time.monotonic() - began
+    if missing:
+        print(f"First numbers measured in {waited:.0f} s; the server opens.",
+              file=sys.stderr, flush=True)
+    return waited
+
+
+def _warm_store(tickets: list[Any] | None = None) -> None:
+    """The common views first (their runs queued before the server listened, or listed
+    here by a child process); the slider steps next to the defaults are listed (a minute
+    of AppTest runs) only once those are measured and no learner is waiting."""
     from demos.runtime.jobs import Job
     from demos.runtime.service import get_service
 
     service = get_service()
-    _report("listing")
-    found = _collected("--collect-warm-jobs")
-    if found is None:
-        _report("failed")
-        return
-    tickets = service.warm(Job.from_request(request) for request in found["jobs"])
+    if tickets is None:
+        _report("listing")
+        found = _collected("--collect-warm-jobs")
+        if found is None:
+            _report("failed")
+            return
+        tickets = service.warm(Job.from_request(request) for request in found["jobs"])
     _report("defaults", runs=len(tickets))
     failed = _finish(tickets)
     counts = {"runs": len(tickets), "failed": failed}
@@ -260,20 +342,26 @@ def main(argv: list[str]) -> None:
 
     if status := startup_check():  # a lost signing key or database: refuse, and say why
         sys.exit(status)
-    PagesManager.uses_pages_directory = False
     install_limit_notice()  # a link over Streamlit's limits is reported, not ignored
     service = get_service()  # the scheduler, and the worker process warming its engine
     threading.Thread(target=publish_forever, args=(data_dir, threading.Event()),
                      name="status-lists", daemon=True).start()  # revocations, served
-    if os.environ.get(WARM_ENV, "1") != "0":
-        threading.Thread(target=_warm_store, name="warm-store", daemon=True).start()
     # Listen once a learner's first demo can run, with the libraries the real-model page
-    # imports loaded meanwhile.
+    # imports loaded meanwhile, the pages drawn once and the common views' first numbers
+    # measured.
     libraries = threading.Thread(target=import_libraries, name="import-libraries",
                                  daemon=True)
     libraries.start()
+    tickets = None
+    if os.environ.get(WARM_ENV, "1") != "0":
+        tickets = prime_pages(service)
+        threading.Thread(target=_warm_store, args=(tickets,), name="warm-store",
+                         daemon=True).start()
     waited = wait_for_engine(service)
     libraries.join(max(ENGINE_WAIT_S - (waited or ENGINE_WAIT_S), 1.0))
+    if tickets and waited is not None:
+        wait_for_first_numbers(tickets, first_numbers_wait_s())
+    PagesManager.uses_pages_directory = False  # after the AppTest runs, which reset it
     sys.argv = ["streamlit", "run", str(APP), *argv]
     cli.main(prog_name="streamlit")
 

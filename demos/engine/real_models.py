@@ -210,12 +210,40 @@ def _batch(setup: Setup) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | Non
     return ids, ids.clone(), mask
 
 
+def nf4_config():
+    """QLoRA's quantization as the planner's code loads it: 4-bit NF4, double quantization,
+    bf16 compute (transformers' BitsAndBytesConfig)."""
+    from transformers import BitsAndBytesConfig
+
+    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
+                              bnb_4bit_use_double_quant=True,
+                              bnb_4bit_compute_dtype=torch.bfloat16)
+
+
+def load_in_4bit(model: torch.nn.Module, dtype: torch.dtype, kernel: str) -> torch.nn.Module:
+    """QLoRA's base on real data, as the planner's code loads it: the model saved to a
+    temporary folder and loaded back in `dtype` with bitsandbytes' 4-bit NF4 (nf4_config),
+    then peft's prepare_model_for_kbit_training(use_gradient_checkpointing=False), which
+    casts every parameter that is not 4-bit (embeddings, norms, the head) to fp32
+    (peft/utils/other.py)."""
+    import tempfile
+    import warnings
+
+    from peft import prepare_model_for_kbit_training
+    from transformers import AutoModelForCausalLM
+
+    with tempfile.TemporaryDirectory() as folder, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.save_pretrained(folder)
+        model = AutoModelForCausalLM.from_pretrained(
+            folder, dtype=dtype, attn_implementation=kernel, quantization_config=nf4_config())
+        return prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
+
+
 def quantized_model(arch: Architecture, dtype: str = "bf16", attention: str = "sdpa"
                     ) -> torch.nn.Module:
     """QLoRA's base of a tiny preset, as the planner's code loads it
-    (planner.class_memory.load_in_4bit)."""
-    from planner.class_memory import load_in_4bit
-
+    (load_in_4bit)."""
     model = load_in_4bit(build_model(arch, dtype, attention), DTYPES[dtype], attention)
     model.loss_type = "ForCausalLM"
     return model.train()

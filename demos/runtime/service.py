@@ -138,11 +138,14 @@ class DemoService(RunEstimates, BusyRemeasuring, Housekeeping):
             thread.join(5)
 
     def _order(self) -> list[Run]:
-        """The queued runs in the order they will get the device next: the learners' runs
-        (`_first_numbers_first`), then the warm-up's, then the idle-time runs."""
-        fg = _first_numbers_first([r for r in self._queue if not r.background],
-                                  time.monotonic())
-        warm = [r for r in self._queue if r.background and not r.idle]
+        """The queued runs in the order they will get the device next: the learners' runs,
+        then the warm-up's (each `_first_numbers_first`: the server listens once the
+        warm-up's runs have their first numbers, and their timed steps wait behind every
+        first step), then the idle-time runs."""
+        now = time.monotonic()
+        fg = _first_numbers_first([r for r in self._queue if not r.background], now)
+        warm = _first_numbers_first([r for r in self._queue if r.background and not r.idle],
+                                    now)
         idle = [r for r in self._queue if r.idle]
         if fg or time.monotonic() - self._last_foreground < IDLE_AFTER_S:
             idle = []  # not yet: a learner is (or was just) waiting for the device
@@ -177,6 +180,13 @@ class DemoService(RunEstimates, BusyRemeasuring, Housekeeping):
             self._remember(key, result)
             self._note_busy(key, job, result)
         return result
+
+    def in_progress(self, job: Job) -> bool:
+        """The job's run is queued or running (here, or on another server sharing the
+        store): a learner asking for it joins that run and adds no work."""
+        key = store_key(job, self.device)
+        with self._cond:
+            return key in self._active
 
     def _remember(self, key: str, result: Any) -> None:
         with self._cond:

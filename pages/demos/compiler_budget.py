@@ -55,17 +55,19 @@ def budget_demo() -> None:
     example = None
     if frame is None:
         seconds = runner.estimated_seconds(job)
-        if seconds > runner.MAX_SECONDS:
+        # Too long to measure here (the estimate follows this server's measured speed, so
+        # a busy server may say so at the defaults): refused, the stored example still shown.
+        refused = seconds > runner.MAX_SECONDS
+        if refused:
             st.error(t("This would take roughly {duration} on this {device}, longer than a "
                        "demo may hold a shared server (at most {limit}). Make the model "
                        "smaller or pick fewer budgets.",
                        duration=runner.duration_text(seconds), device=runner.device_noun(),
                        limit=runner.duration_text(runner.MAX_SECONDS)),
                      icon=":material/block:")
-            return
-        if st.session_state.get(_MEASURE) != repr(job):
+        if refused or st.session_state.get(_MEASURE) != repr(job):
             example = runner.budget_example(job)
-            if example is None:
+            if example is None and not refused:
                 st.info(t("Not measured yet for these settings. Each budget compiles the "
                           "model first; all together take roughly {duration} on this "
                           "{device}, and other learners' demos take turns with it meanwhile. "
@@ -73,7 +75,7 @@ def budget_demo() -> None:
                           duration=runner.duration_text(seconds),
                           device=runner.device_noun()),
                         icon=":material/timer:")
-            else:
+            elif example is not None:
                 st.warning(t("**Stored example, not measured on this server**: these are the "
                              "project's benchmark figures for these settings, measured on "
                              "{date} on an {machine} CPU (torch {torch}, threads: {threads}). "
@@ -85,8 +87,9 @@ def budget_demo() -> None:
                              duration=runner.duration_text(seconds),
                              device=runner.device_noun()),
                            icon=":material/inventory_2:")
-            if st.button(t("Measure now (~{duration})",
-                           duration=runner.duration_text(seconds)), key="measure-budget"):
+            if not refused and st.button(t("Measure now (~{duration})",
+                                           duration=runner.duration_text(seconds)),
+                                         key="measure-budget"):
                 st.session_state[_MEASURE] = repr(job)
                 st.rerun(scope="fragment")
             if example is None:

@@ -138,3 +138,18 @@ def test_the_defaults_show_the_stored_example_marked_as_such(app_test: Callable,
         assert "Measured on this run" not in texts(at, "caption")
     else:
         assert untranslated_on_page(page_text(at), code) == []
+
+
+def test_a_busy_server_still_shows_the_stored_example(app_test: Callable, monkeypatch) -> None:
+    """The estimate follows this server's measured speed: on a busy one the defaults are
+    over the longest run a demo may make. Measuring is refused, the example still shown."""
+    from ui import demo_runner
+
+    monkeypatch.setattr(demo_runner, "estimated_seconds",
+                        lambda job: demo_runner.MAX_SECONDS + 60)
+    at = app_test(SCRIPT)
+    assert not at.exception
+    assert "longer than a demo may hold a shared server" in texts(at, "error")
+    assert "Stored example, not measured on this server" in texts(at, "warning")
+    assert len(at.get("plotly_chart")) == 1
+    assert not [button for button in at.button if button.key == "measure-budget"]

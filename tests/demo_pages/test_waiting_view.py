@@ -115,3 +115,24 @@ st.write(f"result: {waiting}; calls: " + repr(calls) + " captions: " + " | ".joi
     assert text.startswith("result: None;")
     assert "('previous', 1, '0')" in text
     assert "Previous result (" in text
+
+
+def test_a_long_run_already_under_way_is_joined_without_a_click(tmp_path):
+    """The warm-up measures a lesson link's large comparison: a learner opening it while
+    it runs sees its numbers so far, not a "Run it anyway" button (a fresh class did)."""
+    at = _app(tmp_path, """
+try:
+    svc.estimate = lambda job: 300.0  # past SLOW_SECONDS: a new run asks for a click
+    svc.warm([tiny_compare(seed=6)])
+    joined = demo_runner._run(tiny_compare(seed=6), "c", show=show)
+finally:
+    service.set_service(None)
+    svc.stop()
+    st.caption = _caption
+st.write(f"result: {joined is not None}; calls: " + repr(calls))
+""", before=0.5)
+    assert not at.exception
+    assert not [b for b in at.button if b.label.startswith("Run it anyway")]
+    text = at.markdown[-1].value
+    assert text.startswith("result: True;")
+    assert "(None, 6, '0')" in text

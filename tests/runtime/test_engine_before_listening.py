@@ -1,12 +1,21 @@
-"""The server listens once its engine's worker can run a learner's first demo, and after
-a bounded wait when the worker does not start."""
+"""The server listens once its engine's worker can run a learner's first demo and the
+common views have their first numbers, and after a bounded wait when they do not."""
 
 from __future__ import annotations
 
+import os
 import time
 from types import SimpleNamespace
 
-from ui.server import wait_for_engine
+from tests.runtime.conftest import FakeWorker, tiny_compare
+from ui.server import (
+    FIRST_NUMBERS_ENV,
+    FIRST_NUMBERS_WAIT_S,
+    first_numbers_wait_s,
+    has_first_numbers,
+    wait_for_engine,
+    wait_for_first_numbers,
+)
 
 
 class _Worker:
@@ -26,3 +35,69 @@ def test_a_worker_that_does_not_start_holds_the_server_for_a_bounded_time() -> N
     began = time.monotonic()
     assert wait_for_engine(SimpleNamespace(worker=_Worker(3600)), limit_s=0.3) is None
     assert time.monotonic() - began < 30
+
+
+def test_the_server_listens_once_every_common_view_has_its_first_numbers(make_service,
+                                                                         capsys):
+    """A comparison's memory is enough (its timed steps go on after the server listens);
+    another run needs its result. The operator's terminal says why it waits, and when it
+    opens."""
+    svc = make_service(worker=FakeWorker(lambda job, index: 0.3 if index == 0 else 2.5),
+                       use_store=False)
+    tickets = svc.warm([tiny_compare(seed=1, timed=True), tiny_compare(seed=2, timed=True),
+                        tiny_compare(seed=3)])
+    assert not any(has_first_numbers(ticket) for ticket in tickets)
+    waited = wait_for_first_numbers(tickets, limit_s=20)
+    assert waited is not None and 0.8 <= waited < 20  # three memory steps of 0.3 s
+    assert all(has_first_numbers(ticket) for ticket in tickets)
+    assert not tickets[0].done and not tickets[1].done  # their times are still to come
+    said = capsys.readouterr().err
+    assert "Measuring the first numbers of 3 demo views" in said
+    assert "DEMO_WARM_BEFORE_LISTEN=0 opens at once" in said and "the server opens." in said
+
+
+def test_views_without_numbers_hold_the_server_for_a_bounded_time(make_service):
+    svc = make_service(worker=FakeWorker(lambda job, index: 1.0), use_store=False)
+    tickets = svc.warm([tiny_compare(seed=4, timed=True)])
+    began = time.monotonic()
+    assert wait_for_first_numbers(tickets, limit_s=0.3) is None
+    assert time.monotonic() - began < 10
+
+
+def test_the_wait_before_listening_is_a_setting(monkeypatch):
+    monkeypatch.delenv(FIRST_NUMBERS_ENV, raising=False)
+    assert first_numbers_wait_s() == FIRST_NUMBERS_WAIT_S
+    monkeypatch.setenv(FIRST_NUMBERS_ENV, "0")
+    assert first_numbers_wait_s() == 0
+    monkeypatch.setenv(FIRST_NUMBERS_ENV, "soon")
+    assert first_numbers_wait_s() == FIRST_NUMBERS_WAIT_S
+
+
+def test_listing_in_the_servers_process_leaves_its_pages_running_for_real(monkeypatch):
+    """The server lists the common views' runs in its own process before it listens: the
+    runner's collect mode is on for the listing only, or every learner's page would list
+    its runs and draw no result."""
+    from ui import demo_runner, server
+
+    monkeypatch.delenv(demo_runner.COLLECT_ENV, raising=False)
+    monkeypatch.setattr(server, "warm_views", lambda: [("pages/demos/compare.py", {})])
+    found = server.collect_warm_jobs(neighbours=False)
+    assert [job["kind"] for job in found["jobs"]] == ["compare"]
+    assert demo_runner.COLLECT_ENV not in os.environ
+    assert not demo_runner.collecting()
+
+
+def test_the_warm_ups_first_numbers_come_before_its_timed_steps(make_service):
+    """The server waits for the warm-up's first numbers: a run that shows nothing until it
+    ends (what fits, two strategies) goes before another's timed steps."""
+    from demos.runtime.jobs import Job
+    from tests.runtime.conftest import TINY
+
+    worker = FakeWorker(lambda job, index: 0.05)
+    svc = make_service(worker=worker, use_store=False)
+    fits = Job.make("fits", TINY.replace(seed=2), ["none", "every-layer"], vary="batch",
+                    budget_bytes=128 * 2**20)
+    tickets = svc.warm([tiny_compare(seed=1, timed=True), fits])
+    assert wait_for_first_numbers(tickets, limit_s=20) is not None
+    assert all(ticket.wait(20) for ticket in tickets)
+    assert worker.log == [(1, 0), (2, 0), (2, 1), (1, 1)]
