@@ -3,11 +3,12 @@
 fpdf2's `add_font` reads and parses the whole font file (the character widths, glyph ids and
 names of every glyph: DejaVu has 6,000, the CJK fallback 30,000), and its output subsets the
 parsed font in place, so a parsed font serves one document. Here each font file is parsed
-once, under a lock, and kept read-only; every document gets its own `TTFFont` that shares
-what is only read while drawing (widths, glyph ids, the character map, the descriptor, the
-parsed font HarfBuzz's shaping looks glyph names up in) and gets, just before output, a
-fresh lazily read font over the cached file bytes for the subsetting to rewrite. The PDF is
-byte for byte the one `add_font` would give."""
+once, under a lock, and kept read-only. Every document gets its own `TTFFont`: it shares
+what is only read (the character map, the parsed font HarfBuzz's shaping looks glyph names
+up in), copies what drawing or output changes (widths, glyph ids, the font descriptor the
+output numbers), and gets, just before output, a fresh lazily read font over the cached
+file bytes for the subsetting to rewrite. The PDF is byte for byte the one `add_font`
+would give."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from fpdf.fonts import SubsetMap, TTFFont
 
 # What a document changes in its TTFFont (the rest is shared with the parsed one).
 _PER_DOCUMENT = {"i", "fontkey", "cw", "glyph_ids", "missing_glyphs", "subset",
-                 "biggest_size_pt", "_hbfont", "ttfont"}
+                 "biggest_size_pt", "_hbfont", "ttfont", "desc"}
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,7 @@ def add_font(pdf: FPDF, family: str, style: str, path: Path) -> None:
     font.fontkey = f"{family.lower()}{style}"
     font.cw = copy.copy(template.cw)  # a defaultdict: reading a missing width adds it
     font.glyph_ids = dict(template.glyph_ids)
+    font.desc = copy.copy(template.desc)  # the output numbers it and links the font file
     font.missing_glyphs = []
     font.biggest_size_pt = 0
     font._hbfont = None  # HarfBuzz's font: one per document, created when first shaped
