@@ -86,16 +86,21 @@ test-setup:
 	@$(MAKE) --no-print-directory -j2 test-packages $(VENV)/.dev-installed
 	@$(MAKE) --no-print-directory $(OBVERIFY)/node_modules/.installed
 
-# Every test: the unit and AppTest tests in TEST_WORKERS processes (pytest-xdist), then the
-# browser tests in one (they share one app server and one Chromium, and time what a learner
-# waits). Both parts always run; "no tests selected" (exit 5) in one part is no failure.
+# Every test: the browser tests in one process (they share one app server and one Chromium)
+# beside the unit and AppTest tests in TEST_WORKERS processes (pytest-xdist). The browser
+# part leaves most of a core idle while a page draws, so the two run at once; its report
+# follows the unit part's. Both parts always run; "no tests selected" (exit 5) in one part
+# is no failure.
 TEST_WORKERS ?= 2
+BROWSER_LOG := tests/artifacts/browser-part.log
 test: test-setup $(MO_FILES)
-	@status=0; \
+	@status=0; mkdir -p $(dir $(BROWSER_LOG)); \
+	$(BIN)/python -m pytest -m browser -p no:cacheprovider $(PYTEST_ARGS) > $(BROWSER_LOG) 2>&1 & \
+	browser=$$!; \
 	$(BIN)/python -m pytest -m "not browser" -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS); \
 	s=$$?; [ $$s -eq 0 ] || [ $$s -eq 5 ] || status=$$s; \
-	$(BIN)/python -m pytest -m browser $(PYTEST_ARGS); \
-	s=$$?; [ $$s -eq 0 ] || [ $$s -eq 5 ] || status=$$s; \
+	wait $$browser; s=$$?; cat $(BROWSER_LOG); \
+	[ $$s -eq 0 ] || [ $$s -eq 5 ] || status=$$s; \
 	exit $$status
 
 # One layer at a time: unit tests (engine, quiz, lessons), or the browser tests alone.
