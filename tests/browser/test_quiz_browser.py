@@ -65,22 +65,29 @@ def option_labels(page: Page, multiple: bool):  # noqa: ANN201
     return form.locator('[data-testid="stRadio"] [role="radiogroup"] label')
 
 
-def pick_right(page: Page, service: QuizService) -> tuple[Attempt, int]:
-    """Click the right option(s) of the question on screen (not checked yet)."""
+def pick_right(page: Page, service: QuizService, code: str = "en") -> tuple[Attempt, int]:
+    """Click the right option(s) of the question on screen (not checked yet), once the page
+    shows that question (after a reload it may still be drawing), each pick confirmed
+    checked before the next; then exactly the right ones are checked."""
     attempt = attempt_on_screen(page, service)
     position = attempt.next_position
     assert position is not None
     drawn = attempt.questions[position]
+    expect(page.get_by_text(gettext(code, "Question {number} of {total}", number=position + 1,
+                                    total=len(attempt.questions)))).to_be_visible()
+    wait_for_app(page)
+    inputs = page.locator(f"{QUESTION} input")
     for index in sorted(drawn.correct):
-        option_labels(page, drawn.question.multiple).nth(index).click()
+        option_labels(page, drawn.question.multiple).nth(index).check()
         wait_for_app(page)  # each pick reruns the page (it is kept on the server)
+        expect(inputs.nth(index)).to_be_checked()
+    for index in range(len(drawn.order)):
+        assert inputs.nth(index).is_checked() == (index in drawn.correct), index
     return attempt, position
 
 
 def answer_correctly(page: Page, service: QuizService, code: str = "en") -> None:
-    attempt, position = pick_right(page, service)
-    expect(page.get_by_text(gettext(code, "Question {number} of {total}", number=position + 1,
-                                    total=len(attempt.questions)))).to_be_visible()
+    pick_right(page, service, code)
     page.get_by_role("button", name=gettext(code, "Check answer")).click()
     wait_for_app(page)
     expect(page.get_by_text(gettext(code, "Correct."), exact=True)).to_be_visible()
@@ -94,7 +101,7 @@ def shown_text(markdown: str) -> str:
 def switch_keeps_the_pick(page: Page, service: QuizService, code: str, other: str) -> None:
     """A pick not yet checked survives a language switch there and back; the question
     keeps its place and its option order."""
-    attempt, position = pick_right(page, service)
+    attempt, position = pick_right(page, service, code)
     drawn = attempt.questions[position]
     pick_language(page, other)
     assert attempt_on_screen(page, service).id == attempt.id
