@@ -429,8 +429,7 @@ def _wait(ticket: Ticket, what: str, show: Show | None = None, job: Job | None =
                       on_click=_mark_cancelled, args=(what,))
         # Numbers so far (a run under way, joined) draw at once; else the result or the
         # first numbers within QUICK_SECONDS replace the previous result directly.
-        quick = (ticket.partial[1] is not None or ticket.wait(QUICK_SECONDS)
-                 or ticket.partial[1] is not None)
+        quick = ticket.has_numbers or ticket.wait(QUICK_SECONDS) or ticket.has_numbers
         if show is not None and job is not None and not quick:
             with view.next():
                 _show_previous(show, job)

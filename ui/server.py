@@ -221,17 +221,22 @@ def _finish(tickets: list[Any]) -> int:
     return failed
 
 
+def _queue_views(service: Any, found: dict[str, list]) -> list[Any]:
+    """Queue the common views' runs (collect_warm_jobs' "jobs") for the warm-up; their
+    tickets."""
+    from demos.runtime.jobs import Job
+
+    return service.warm(Job.from_request(request) for request in found["jobs"])
+
+
 def prime_pages(service: Any) -> list[Any] | None:
     """In the server's process before it listens: run every common view once (AppTest,
     collect mode), which imports the pages' modules and draws each page's frame, and queue
     the runs they list for the warm-up. Their tickets, or None when listing failed (a
     child process lists them then)."""
-    from demos.runtime.jobs import Job
-
     _report("listing")
     try:
-        found = collect_warm_jobs(neighbours=False)
-        return service.warm(Job.from_request(request) for request in found["jobs"])
+        return _queue_views(service, collect_warm_jobs(neighbours=False))
     except Exception:  # noqa: BLE001 - the warm-up lists them again in a child process
         log.exception("warm-up: could not list the views' runs in the server's process")
         return None
@@ -248,26 +253,20 @@ def first_numbers_wait_s() -> float:
         return FIRST_NUMBERS_WAIT_S
 
 
-def has_first_numbers(ticket: Any) -> bool:
-    """The run has something a page shows: its result, its failure, or what it measured
-    so far (a comparison's memory before its times, a sweep's first sizes)."""
-    return ticket.done or ticket.partial[1] is not None
-
-
 def wait_for_first_numbers(tickets: list[Any], limit_s: float) -> float | None:
     """Wait (at most `limit_s`) until every ticket's run has its first numbers; the
     seconds waited, or None when some had none in time. The operator is told on stderr
     why the server does not answer yet, and when it does (the terminal of `make run`)."""
     began = time.monotonic()
-    missing = sum(not has_first_numbers(ticket) for ticket in tickets)
+    missing = sum(not ticket.has_numbers for ticket in tickets)
     if missing and limit_s > 0:
         print(f"Measuring the first numbers of {missing} demo views before the server "
               f"opens (an empty result store: a first start or a new engine), at most "
               f"{limit_s:.0f} s; {FIRST_NUMBERS_ENV}=0 opens at once.", file=sys.stderr,
               flush=True)
-    while not all(has_first_numbers(ticket) for ticket in tickets):
+    while not all(ticket.has_numbers for ticket in tickets):
         if time.monotonic() - began >= limit_s:
-            missing = sum(not has_first_numbers(ticket) for ticket in tickets)
+            missing = sum(not ticket.has_numbers for ticket in tickets)
             log.warning("%d of the common views had no numbers after %.0f s; serving "
                         "anyway", missing, limit_s)
             return None
@@ -293,7 +292,7 @@ def _warm_store(tickets: list[Any] | None = None) -> None:
         if found is None:
             _report("failed")
             return
-        tickets = service.warm(Job.from_request(request) for request in found["jobs"])
+        tickets = _queue_views(service, found)
     _report("defaults", runs=len(tickets))
     failed = _finish(tickets)
     counts = {"runs": len(tickets), "failed": failed}

@@ -139,6 +139,12 @@ class Ticket:
         with self._service._cond:
             return run.partial_version, run.partial
 
+    @property
+    def has_numbers(self) -> bool:
+        """The run has something a page shows: its result, its failure, or what it
+        measured so far (a comparison's memory before its times, a sweep's first sizes)."""
+        return self.done or self.partial[1] is not None
+
     def wait(self, timeout: float | None = None) -> bool:
         """Wait until the run ends (True) or the timeout passes (False); a heartbeat."""
         self.heartbeat()

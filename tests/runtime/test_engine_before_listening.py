@@ -12,7 +12,6 @@ from ui.server import (
     FIRST_NUMBERS_ENV,
     FIRST_NUMBERS_WAIT_S,
     first_numbers_wait_s,
-    has_first_numbers,
     wait_for_engine,
     wait_for_first_numbers,
 )
@@ -46,10 +45,10 @@ def test_the_server_listens_once_every_common_view_has_its_first_numbers(make_se
                        use_store=False)
     tickets = svc.warm([tiny_compare(seed=1, timed=True), tiny_compare(seed=2, timed=True),
                         tiny_compare(seed=3)])
-    assert not any(has_first_numbers(ticket) for ticket in tickets)
+    assert not any(ticket.has_numbers for ticket in tickets)
     waited = wait_for_first_numbers(tickets, limit_s=20)
     assert waited is not None and 0.8 <= waited < 20  # three memory steps of 0.3 s
-    assert all(has_first_numbers(ticket) for ticket in tickets)
+    assert all(ticket.has_numbers for ticket in tickets)
     assert not tickets[0].done and not tickets[1].done  # their times are still to come
     said = capsys.readouterr().err
     assert "Measuring the first numbers of 3 demo views" in said
