@@ -61,7 +61,7 @@ from websockets.asyncio.client import connect
 
 from tests.helpers import ROOT, free_port, wait_healthy
 from ui.navigation import PAGES
-from ui.server import STATUS_ENV, first_numbers_wait_s, warm_views
+from ui.server import STATUS_ENV, listen_wait_s, warm_views
 
 OUT = Path(__file__).with_name("load")
 FRESH_OUT = Path(__file__).with_name("load-fresh-class")
@@ -449,7 +449,7 @@ def main(argv: list[str]) -> int:
         report = {"commit": _commit(), "when": time.strftime("%Y-%m-%d %H:%M"),
                   "views": [view_text(v) for v in views], "cpus": os.cpu_count(),
                   "load_at_start": load_average(),
-                  "wait_before_listen_s": first_numbers_wait_s(),
+                  "wait_before_listen_s": listen_wait_s(),
                   **fresh_class(args.fresh_class, views)}
         FRESH_OUT.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
         text = fresh_markdown(report)

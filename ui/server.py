@@ -16,13 +16,15 @@ collect mode, which also imports every page's modules and draws each page once, 
 first learners' pages do not pay for that; the jobs it lists are queued behind any
 learner's. The server answers its health check, which a proxy waits for, once the worker
 is ready, the libraries of the real-model page are imported (or after ENGINE_WAIT_S) and
-every common view has its first numbers measured (a comparison's memory, another run's
-whole result; at most DEMO_WARM_BEFORE_LISTEN seconds): a class that arrives with the
-health check then sees numbers as it would on a warm server, instead of twenty pages
-waiting for a dozen first runs. Then, whenever no learner has asked for a run for a few
-seconds, the server measures the neighbours of every demo page's defaults (each slider
-one step either way, listed by a child process at the lowest priority), so that a
-learner's first move from the defaults is served from the store.
+every common view is measured, its times too (at most DEMO_WARM_BEFORE_LISTEN seconds;
+the runs go first numbers first, so a cut-short wait leaves each view its memory at
+least): a class that arrives with the health check then finds its numbers in the store
+as on a warm server, with none of the server's own runs taking the CPU while its pages
+draw, instead of twenty pages waiting for a dozen first runs. Then, whenever no learner
+has asked for a run for a few seconds, the server measures the neighbours of every demo
+page's defaults (each slider one step either way, listed by a child process at the
+lowest priority), so that a learner's first move from the defaults is served from the
+store.
 """
 
 from __future__ import annotations
@@ -54,11 +56,11 @@ STATUS_ENV = "DEMO_WARM_STATUS"
 # How long the server waits for the engine's worker before it listens anyway (a worker
 # that does not start is started again by the first run, which says why it failed).
 ENGINE_WAIT_S = 60.0
-# Seconds the server waits at most, once its engine is ready, for the common views' first
-# numbers before it listens; "0" listens at once (a replica whose store another server
+# Seconds the server waits at most, once its engine is ready, for the common views to be
+# measured before it listens; "0" listens at once (a replica whose store another server
 # warms, or a test server).
-FIRST_NUMBERS_ENV = "DEMO_WARM_BEFORE_LISTEN"
-FIRST_NUMBERS_WAIT_S = 240.0
+LISTEN_WAIT_ENV = "DEMO_WARM_BEFORE_LISTEN"
+LISTEN_WAIT_S = 240.0
 log = logging.getLogger(__name__)
 
 
@@ -242,38 +244,42 @@ def prime_pages(service: Any) -> list[Any] | None:
         return None
 
 
-def first_numbers_wait_s() -> float:
-    """DEMO_WARM_BEFORE_LISTEN: seconds at most to wait for the common views' first
-    numbers before listening (FIRST_NUMBERS_WAIT_S when unset or not a number)."""
+def listen_wait_s() -> float:
+    """DEMO_WARM_BEFORE_LISTEN: seconds at most to wait for the common views to be
+    measured before listening (LISTEN_WAIT_S when unset or not a number)."""
     try:
-        return max(0.0, float(os.environ.get(FIRST_NUMBERS_ENV, FIRST_NUMBERS_WAIT_S)))
+        return max(0.0, float(os.environ.get(LISTEN_WAIT_ENV, LISTEN_WAIT_S)))
     except ValueError:
-        log.warning("%s is not a number of seconds; waiting %.0f s", FIRST_NUMBERS_ENV,
-                    FIRST_NUMBERS_WAIT_S)
-        return FIRST_NUMBERS_WAIT_S
+        log.warning("%s is not a number of seconds; waiting %.0f s", LISTEN_WAIT_ENV,
+                    LISTEN_WAIT_S)
+        return LISTEN_WAIT_S
 
 
-def wait_for_first_numbers(tickets: list[Any], limit_s: float) -> float | None:
-    """Wait (at most `limit_s`) until every ticket's run has its first numbers; the
-    seconds waited, or None when some had none in time. The operator is told on stderr
-    why the server does not answer yet, and when it does (the terminal of `make run`)."""
+def wait_for_common_views(tickets: list[Any], limit_s: float) -> float | None:
+    """Wait (at most `limit_s`) until every ticket's run has ended (measured, or failed):
+    a class that comes with the health check then finds each common view in the store,
+    its times too, with no run of the server's own under way while its pages draw. The
+    runs still go first numbers first (the scheduler's order), so a wait cut short by the
+    limit leaves each view with its memory at least. The seconds waited, or None when
+    some were not measured in time. The operator is told on stderr why the server does
+    not answer yet, and when it does (the terminal of `make run`)."""
     began = time.monotonic()
-    missing = sum(not ticket.has_numbers for ticket in tickets)
+    missing = sum(not ticket.done for ticket in tickets)
     if missing and limit_s > 0:
-        print(f"Measuring the first numbers of {missing} demo views before the server "
+        print(f"Measuring the {missing} demo views a class opens first before the server "
               f"opens (an empty result store: a first start or a new engine), at most "
-              f"{limit_s:.0f} s; {FIRST_NUMBERS_ENV}=0 opens at once.", file=sys.stderr,
+              f"{limit_s:.0f} s; {LISTEN_WAIT_ENV}=0 opens at once.", file=sys.stderr,
               flush=True)
-    while not all(ticket.has_numbers for ticket in tickets):
+    while not all(ticket.done for ticket in tickets):
         if time.monotonic() - began >= limit_s:
-            missing = sum(not ticket.has_numbers for ticket in tickets)
-            log.warning("%d of the common views had no numbers after %.0f s; serving "
+            missing = sum(not ticket.done for ticket in tickets)
+            log.warning("%d of the common views were not measured after %.0f s; serving "
                         "anyway", missing, limit_s)
             return None
         time.sleep(0.1)
     waited = time.monotonic() - began
     if missing:
-        print(f"First numbers measured in {waited:.0f} s; the server opens.",
+        print(f"The common views measured in {waited:.0f} s; the server opens.",
               file=sys.stderr, flush=True)
     return waited
 
@@ -346,8 +352,7 @@ def main(argv: list[str]) -> None:
     threading.Thread(target=publish_forever, args=(data_dir, threading.Event()),
                      name="status-lists", daemon=True).start()  # revocations, served
     # Listen once a learner's first demo can run, with the libraries the real-model page
-    # imports loaded meanwhile, the pages drawn once and the common views' first numbers
-    # measured.
+    # imports loaded meanwhile, the pages drawn once and the common views measured.
     libraries = threading.Thread(target=import_libraries, name="import-libraries",
                                  daemon=True)
     libraries.start()
@@ -359,7 +364,7 @@ def main(argv: list[str]) -> None:
     waited = wait_for_engine(service)
     libraries.join(max(ENGINE_WAIT_S - (waited or ENGINE_WAIT_S), 1.0))
     if tickets and waited is not None:
-        wait_for_first_numbers(tickets, first_numbers_wait_s())
+        wait_for_common_views(tickets, listen_wait_s())
     PagesManager.uses_pages_directory = False  # after the AppTest runs, which reset it
     sys.argv = ["streamlit", "run", str(APP), *argv]
     cli.main(prog_name="streamlit")

@@ -1,5 +1,5 @@
 """The server listens once its engine's worker can run a learner's first demo and the
-common views have their first numbers, and after a bounded wait when they do not."""
+common views are measured, and after a bounded wait when they are not."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from types import SimpleNamespace
 
 from tests.runtime.conftest import FakeWorker, tiny_compare
 from ui.server import (
-    FIRST_NUMBERS_ENV,
-    FIRST_NUMBERS_WAIT_S,
-    first_numbers_wait_s,
+    LISTEN_WAIT_ENV,
+    LISTEN_WAIT_S,
+    listen_wait_s,
+    wait_for_common_views,
     wait_for_engine,
-    wait_for_first_numbers,
 )
 
 
@@ -36,22 +36,22 @@ def test_a_worker_that_does_not_start_holds_the_server_for_a_bounded_time() -> N
     assert time.monotonic() - began < 30
 
 
-def test_the_server_listens_once_every_common_view_has_its_first_numbers(make_service,
-                                                                         capsys):
-    """A comparison's memory is enough (its timed steps go on after the server listens);
-    another run needs its result. The operator's terminal says why it waits, and when it
-    opens."""
-    svc = make_service(worker=FakeWorker(lambda job, index: 0.3 if index == 0 else 2.5),
-                       use_store=False)
+def test_the_server_listens_once_every_common_view_is_measured(make_service, capsys):
+    """Each view's whole result, a comparison's timed steps too: a class that comes with
+    the health check finds them in the store, and no run of the server's own takes the
+    CPU while its pages draw. The runs still go first numbers first (every memory step
+    before any timed one). The operator's terminal says why it waits, and when it opens."""
+    worker = FakeWorker(lambda job, index: 0.3 if index == 0 else 0.5)
+    svc = make_service(worker=worker, use_store=False)
     tickets = svc.warm([tiny_compare(seed=1, timed=True), tiny_compare(seed=2, timed=True),
                         tiny_compare(seed=3)])
     assert not any(ticket.has_numbers for ticket in tickets)
-    waited = wait_for_first_numbers(tickets, limit_s=20)
-    assert waited is not None and 0.8 <= waited < 20  # three memory steps of 0.3 s
-    assert all(ticket.has_numbers for ticket in tickets)
-    assert not tickets[0].done and not tickets[1].done  # their times are still to come
+    waited = wait_for_common_views(tickets, limit_s=20)
+    assert waited is not None and 1.8 <= waited < 20  # three memory steps, two timed ones
+    assert all(ticket.done for ticket in tickets)
+    assert worker.log[:3] == [(1, 0), (2, 0), (3, 0)]  # the memory steps first
     said = capsys.readouterr().err
-    assert "Measuring the first numbers of 3 demo views" in said
+    assert "Measuring the 3 demo views a class opens first" in said
     assert "DEMO_WARM_BEFORE_LISTEN=0 opens at once" in said and "the server opens." in said
 
 
@@ -59,17 +59,17 @@ def test_views_without_numbers_hold_the_server_for_a_bounded_time(make_service):
     svc = make_service(worker=FakeWorker(lambda job, index: 1.0), use_store=False)
     tickets = svc.warm([tiny_compare(seed=4, timed=True)])
     began = time.monotonic()
-    assert wait_for_first_numbers(tickets, limit_s=0.3) is None
+    assert wait_for_common_views(tickets, limit_s=0.3) is None
     assert time.monotonic() - began < 10
 
 
 def test_the_wait_before_listening_is_a_setting(monkeypatch):
-    monkeypatch.delenv(FIRST_NUMBERS_ENV, raising=False)
-    assert first_numbers_wait_s() == FIRST_NUMBERS_WAIT_S
-    monkeypatch.setenv(FIRST_NUMBERS_ENV, "0")
-    assert first_numbers_wait_s() == 0
-    monkeypatch.setenv(FIRST_NUMBERS_ENV, "soon")
-    assert first_numbers_wait_s() == FIRST_NUMBERS_WAIT_S
+    monkeypatch.delenv(LISTEN_WAIT_ENV, raising=False)
+    assert listen_wait_s() == LISTEN_WAIT_S
+    monkeypatch.setenv(LISTEN_WAIT_ENV, "0")
+    assert listen_wait_s() == 0
+    monkeypatch.setenv(LISTEN_WAIT_ENV, "soon")
+    assert listen_wait_s() == LISTEN_WAIT_S
 
 
 def test_listing_in_the_servers_process_leaves_its_pages_running_for_real(monkeypatch):
@@ -97,6 +97,6 @@ def test_the_warm_ups_first_numbers_come_before_its_timed_steps(make_service):
     fits = Job.make("fits", TINY.replace(seed=2), ["none", "every-layer"], vary="batch",
                     budget_bytes=128 * 2**20)
     tickets = svc.warm([tiny_compare(seed=1, timed=True), fits])
-    assert wait_for_first_numbers(tickets, limit_s=20) is not None
+    assert wait_for_common_views(tickets, limit_s=20) is not None
     assert all(ticket.wait(20) for ticket in tickets)
     assert worker.log == [(1, 0), (2, 0), (2, 1), (1, 1)]
