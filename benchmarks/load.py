@@ -371,7 +371,7 @@ def fresh_markdown(report: dict) -> str:
         "| server | first numbers p50 / p95 (s) | no numbers within 60 s | page finished "
         "p50 / p95 (s), finished pages | errors | time-outs | load avg before → after |",
         "|---|---|---|---|---|---|---|",
-        row("fresh (health check just answered, store empty)", fresh),
+        row("fresh (started on an empty store, health check just answered)", fresh),
         row(f"the same server, its defaults warmed ({report['defaults_warmed_after_s']} s "
             "after its health check)", warm), "",
         f"First numbers count a learner who saw none within {TIMEOUT_S:.0f} s at "
@@ -379,9 +379,10 @@ def fresh_markdown(report: dict) -> str:
         f"(their Cancel button showed); the warm-up was at \"{fresh['state_after']}\" when "
         f"the class had its pages. The server answered its health check "
         f"{fresh['healthy_after_s']} s after it was started, at a load average of "
-        f"{report.get('load_at_start', '?')} (it waits for its engine's worker and the "
-        f"common views' first numbers, at most {report.get('wait_before_listen_s', '?')} "
-        f"s); its processes' CPU time went from {fresh['server_cpu_s_at_health']} to "
+        f"{report.get('load_at_start', '?')} (it waits for its engine's worker and for the "
+        f"common views to be measured and drawn once, at most "
+        f"{report.get('wait_before_listen_s', '?')} s); its processes' CPU time went from "
+        f"{fresh['server_cpu_s_at_health']} to "
         f"{fresh['server_cpu_s_after']} s during the fresh class and from "
         f"{warm['server_cpu_s_at_health']} to {warm['server_cpu_s_after']} s during the warm "
         f"one. Commit {report['commit']}, {report['when']}, {report['cpus']} CPUs."]

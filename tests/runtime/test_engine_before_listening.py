@@ -100,3 +100,29 @@ def test_the_warm_ups_first_numbers_come_before_its_timed_steps(make_service):
     assert wait_for_common_views(tickets, limit_s=20) is not None
     assert all(ticket.wait(20) for ticket in tickets)
     assert worker.log == [(1, 0), (2, 0), (2, 1), (1, 1)]
+
+
+def test_the_server_draws_every_common_view_once_before_it_listens(monkeypatch):
+    """Once the common views are measured, each is drawn once for real (the runner not
+    collecting: its results come from the store), so that a fresh class's chart pages do
+    not pay for the first drawing of their charts; a view that fails is logged and the
+    others are still drawn."""
+    from ui import demo_runner, server
+
+    drawn = []
+
+    class _Page:
+        def __init__(self, script: str, query: dict[str, str]) -> None:
+            self.script, self.query = script, query
+
+        def run(self) -> None:
+            drawn.append((self.script, self.query, demo_runner.collecting()))
+            if self.script == "pages/broken.py":
+                raise RuntimeError("a page's own error")
+
+    views = [("pages/broken.py", {}), ("pages/demos/timeline.py", {"vocab": "32768"})]
+    monkeypatch.delenv(demo_runner.COLLECT_ENV, raising=False)
+    monkeypatch.setattr(server, "warm_views", lambda: views)
+    monkeypatch.setattr(server, "_app_test", _Page)
+    server.draw_views()
+    assert drawn == [(script, query, False) for script, query in views]
