@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
 from typing import Protocol
@@ -83,28 +84,48 @@ class Term:
 
 @dataclass(frozen=True)
 class ClassFit:
-    """The fitted terms of one variant (precision, tuning, kernel, device) of a class."""
+    """The fitted terms of one variant (precision, tuning, kernel, device) of a class.
+
+    A fit may be measured at a batch of one sequence only (`one_only`: each term's `one`
+    quadratic; its g and h are not known): the first plan of a config that fits nowhere
+    evaluates no other batch, and measuring one batch size takes a third of the steps.
+    Asked for b ≥ 2, such a fit answers from `whole()`, the whole fit measured then."""
 
     terms: tuple[Term, ...]
     breaks: tuple[int, ...] = ()  # s at which a new stretch starts (a sliding window)
     trainable: int = 0  # parameters trained in the whole model (LoRA: the adapters)
+    one_only: bool = False
+    whole: Callable[[], ClassFit] | None = field(default=None, compare=False, repr=False)
+
+    def at(self, b: int) -> ClassFit:
+        """The fit that answers for a batch of b sequences: this one, or the whole fit
+        where this one was measured at b = 1 only."""
+        if b == 1 or not self.one_only:
+            return self
+        if self.whole is None:
+            raise ValueError("this fit was measured at a batch of one sequence only")
+        return self.whole()
 
     def stretch(self, s: int) -> int:
         return bisect_right(self.breaks, s)
 
     def value(self, term: Term, b: int, s: int) -> int:
+        """One of this fit's terms at (b, s); b ≥ 2 needs a whole fit (`at(b)`)."""
+        if b != 1 and self.one_only:
+            raise ValueError("this fit was measured at a batch of one sequence only")
         at = math.ceil(s / 32) * 32 if term.padded else s
         return term.polys[self.stretch(s)](b, at)
 
     def held(self, slot: str, b: int, s: int) -> tuple[Held, ...]:
         """A slot's terms as the memory model's Held records (kind input stays input)."""
-        return tuple(Held(t.name or "residual", self.value(t, b, s),
+        fit = self.at(b)
+        return tuple(Held(t.name or "residual", fit.value(t, b, s),
                           "input" if t.kind == "input" else
                           "lora" if t.kind == "lora" else "measured")
-                     for t in self.terms if t.slot == slot and self.value(t, b, s))
+                     for t in fit.terms if t.slot == slot and fit.value(t, b, s))
 
     def slot_bytes(self, slot: str, b: int, s: int) -> int:
-        return _slot_bytes(self, slot, b, s)
+        return _slot_bytes(self.at(b), slot, b, s)
 
 
 @lru_cache(maxsize=65536)

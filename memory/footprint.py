@@ -389,6 +389,7 @@ def logit_extra_bytes(p: PlannerInputs, batch: int | None = None, seq: int | Non
     if fit is None:
         return 0
     b, s = _sizes(p, batch, seq)
+    fit = fit.at(b)
     kept = sum(fit.value(t, b, s) for t in fit.terms if t.slot == "outside" and t.kind == "loss")
     return max(0, kept - 4 * b * s * p.arch.vocab)
 

@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import threading
+from dataclasses import replace
 from fractions import Fraction
 from importlib import metadata
 from pathlib import Path
@@ -54,9 +55,12 @@ def fit_to_json(fit: ClassFit) -> dict:
     def poly(p: Poly) -> list[list[str]]:
         return [[str(c) for c in p.g], [str(c) for c in p.h], [str(c) for c in p.one]]
 
-    return {"breaks": list(fit.breaks), "trainable": fit.trainable,
-            "terms": [{"slot": t.slot, "name": t.name, "kind": t.kind, "padded": t.padded,
-                       "polys": [poly(p) for p in t.polys]} for t in fit.terms]}
+    out = {"breaks": list(fit.breaks), "trainable": fit.trainable,
+           "terms": [{"slot": t.slot, "name": t.name, "kind": t.kind, "padded": t.padded,
+                      "polys": [poly(p) for p in t.polys]} for t in fit.terms]}
+    if fit.one_only:
+        out["one_only"] = True
+    return out
 
 
 def fit_from_json(data: dict) -> ClassFit:
@@ -66,7 +70,8 @@ def fit_from_json(data: dict) -> ClassFit:
 
     terms = tuple(Term(row["slot"], row["name"], row["kind"], tuple(poly(p) for p in row["polys"]),
                        bool(row["padded"])) for row in data["terms"])
-    return ClassFit(terms, tuple(data["breaks"]), int(data["trainable"]))
+    return ClassFit(terms, tuple(data["breaks"]), int(data["trainable"]),
+                    one_only=bool(data.get("one_only", False)))
 
 
 def _variant_text(key: tuple) -> str:
@@ -132,7 +137,11 @@ class ClassSource:
             self._measured = MeasuredClass(self.cfg)
         return self._measured
 
-    def fit(self, key: tuple) -> ClassFit:
+    def fit(self, key: tuple, whole: bool = False) -> ClassFit:
+        """A variant's fit: kept, or from two other ranks, or measured now. A first
+        measurement is at one sequence (ClassFit.one_only: a third of the steps); a plan
+        that asks for more sequences gets the whole fit then (`whole`, or through the
+        fit's `whole`), which replaces it here and on disk."""
         precision, kernel, rank, targets, device = key
         if kernel not in self.kernels:
             kernel = self.kernels[0]
@@ -142,10 +151,12 @@ class ClassSource:
             found = self._fits.get(text)
             if found is None:
                 found = self._other_ranks(key)
-            if found is None:
-                found = self._class().fit(key)
+            if found is None or (whole and found.one_only):
+                found = self._class().fit(key, one_only=not whole)
                 self.data["fits"][text] = fit_to_json(found)
                 self._write(self.data)
+            if found.one_only and found.whole is None:
+                found = replace(found, whole=lambda: self.fit(key, whole=True))
             self._fits[text] = found
             return found
 
@@ -156,7 +167,8 @@ class ClassSource:
         if not rank:
             return None
         same = [precision, kernel, targets, device]
-        ranks = sorted(int(r) for p, k, r, t, d in (text.split("|") for text in self._fits)
+        ranks = sorted(int(r) for p, k, r, t, d in (text.split("|") for text in self._fits
+                                                     if not self._fits[text].one_only)
                        if [p, k, t, d] == same and r != "0")
         if len(ranks) < 2:
             return None

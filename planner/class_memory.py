@@ -705,10 +705,20 @@ class FitMissed(AssertionError):
     """A fitted term missed a measured check point."""
 
 
-def fit_variant(config, variant: Variant, check: bool = False) -> ClassFit:
-    """Measure the class under FakeTensorMode at sampled sizes and fit every term."""
+ALL_BATCHES = (1, 2, 3)
+
+
+def fit_variant(config, variant: Variant, check: bool = False,
+                batches: tuple[int, ...] = ALL_BATCHES, one: ClassFit | None = None
+                ) -> ClassFit:
+    """Measure the class under FakeTensorMode at sampled sizes and fit every term.
+    `batches` (1,): the fit at one sequence only (ClassFit.one_only: a third of the
+    steps); (2, 3) with `one`, that fit: the whole fit, its b = 1 quadratics taken from
+    `one` (the same as measuring all three batch sizes)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
+    if 1 not in batches and (one is None or tuple(batches) != (2, 3)):
+        raise ValueError("a fit without b = 1 needs the fit at b = 1 (`one`)")
     types = layer_types(config)
     layout = reduced_layers(types)
     n = len(layout)
@@ -718,7 +728,7 @@ def fit_variant(config, variant: Variant, check: bool = False) -> ClassFit:
         model = build(config, variant, fake=True)
         runs: dict[tuple[int, int], dict[tuple, int]] = {}
         points = [(b, s) for start, stop in stretches for s in _samples(start, stop)
-                  for b in (1, 2, 3)]
+                  for b in batches]
         if check:
             points += [(4, _samples(start, stop)[-1] + 7 if stop is None else
                         min(stop - 1, _samples(start, stop)[-1] + 1))
@@ -731,21 +741,33 @@ def fit_variant(config, variant: Variant, check: bool = False) -> ClassFit:
     for i in range(1, n):
         if layout[i] not in slot_names.values():
             slot_names[i] = layout[i]
-    keys = sorted({k for r in runs.values() for k in r if k[0] in slot_names})
+    slots = {name: i for i, name in slot_names.items()}
+    at_one = {(slots[t.slot], t.name, t.kind, t.padded): t.polys for t in one.terms
+              } if one is not None and 1 not in batches else {}
+    keys = sorted({k for r in runs.values() for k in r if k[0] in slot_names} | set(at_one))
+    zero = (Fraction(0),) * 3
     terms = []
     for key in keys:
         slot, module, kind, padded = key
         polys = []
-        for start, stop in stretches:
+        for index, (start, stop) in enumerate(stretches):
             xs = _samples(start, stop)
-            one, two, three = ([runs[(b, s)].get(key, 0) for s in xs] for b in (1, 2, 3))
+            if 1 in batches:
+                first = _quadratic(xs, [runs[(1, s)].get(key, 0) for s in xs])
+            else:
+                first = at_one[key][index].one if key in at_one else zero
+            if tuple(batches) == (1,):
+                polys.append(Poly(zero, zero, first))  # type: ignore[arg-type]
+                continue
+            two, three = ([runs[(b, s)].get(key, 0) for s in xs] for b in (2, 3))
             per = [c - t for t, c in zip(two, three, strict=True)]
             g = _quadratic(xs, per)
             h = _quadratic(xs, [t - 2 * p for t, p in zip(two, per, strict=True)])
-            polys.append(Poly(g, h, _quadratic(xs, one)))
+            polys.append(Poly(g, h, first))
         terms.append(Term(slot_names[slot], module, kind, tuple(polys), padded))
     fit = ClassFit(tuple(terms), (w,) if w else (),
-                   trainable=_whole_model(model, types, slot_names, trainable=True))
+                   trainable=_whole_model(model, types, slot_names, trainable=True),
+                   one_only=tuple(batches) == (1,))
     if check:
         for (b, s), run in runs.items():
             for term, key in zip(terms, keys, strict=True):
@@ -857,11 +879,18 @@ class MeasuredClass:
         return Variant(precision.removeprefix(QUANTIZED), kernel, rank,
                        targets if rank else "all-linear", device, quantized)
 
-    def fit(self, key: tuple) -> ClassFit:
+    def fit(self, key: tuple, one_only: bool = False) -> ClassFit:
+        """A variant's fit, measured on first use: at one sequence only (`one_only`), or
+        whole (from the fit at one sequence where this class has it: two more batch sizes
+        measured)."""
         variant = self.variant(key)
         with self._lock:
             found = self._fits.get(variant)
             if found is None:
-                found = self._fits[variant] = fit_variant(self.config, variant)
+                found = fit_variant(self.config, variant,
+                                    batches=(1,) if one_only else ALL_BATCHES)
+            elif found.one_only and not one_only:
+                found = fit_variant(self.config, variant, batches=(2, 3), one=found)
+            self._fits[variant] = found
             return found
 

@@ -86,6 +86,7 @@ def extra_terms(p: PlannerInputs, batch: int | None = None, seq: int | None = No
         return ()
     b = p.batch if batch is None else batch
     s = p.seq if seq is None else seq
+    fit = fit.at(2)  # the formulas in b: the whole fit (a first plan's may be at b = 1 only)
     course = course_bytes(p, b, s)
     out = []
     for slot in dict.fromkeys(p.source.layer_types):
@@ -137,6 +138,7 @@ def layer_counts(p: PlannerInputs) -> dict[str, int]:
 
 def fitted_formula(fit: ClassFit, slot: str, s: int) -> str:
     """A slot's whole formula in b and s at sequence length s's stretch."""
+    fit = fit.at(2)  # the formula in b: the whole fit
     return _sum([t.polys[fit.stretch(s)] for t in fit.terms if t.slot == slot]).text()
 
 

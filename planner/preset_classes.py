@@ -98,7 +98,7 @@ def measure(preset: str) -> dict:
         try:
             source = ClassSource(config(preset))
             for key in variants(source.kernels):
-                source.fit(key)
+                source.fit(key, whole=True)
         finally:
             if old is None:
                 os.environ.pop("DATA_DIR", None)

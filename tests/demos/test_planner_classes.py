@@ -269,3 +269,57 @@ def test_the_layer_input_term_is_the_layer_input_at_every_size() -> None:
             kept = [h for h in fit.held("full_attention", b, s) if h.kind == "input"]
             assert sum(h.bytes for h in kept) == b * s * hidden * 4, (b, s, kept)
             assert all(h.bytes > 0 for h in fit.held("full_attention", b, s)), (b, s)
+
+
+@pytest.mark.parametrize("name,dtype,rank", [("mistral-7b-v0.1", "bf16", 8),
+                                             ("qwen3-235b-a22b", "mixed", 0)])
+def test_a_first_fit_at_one_sequence_completes_to_the_whole_fit(name, dtype, rank,
+                                                                monkeypatch) -> None:
+    """A config's first fit is measured at b = 1 only (a third of the steps: a first plan
+    that fits nowhere evaluates no other batch); it answers b = 1 as the whole fit does,
+    refuses b ≥ 2, and two more batch sizes measured then make it the whole fit, term by
+    term (Mistral: two stretches of s around the window; Qwen3-MoE: experts)."""
+    conf = C.hf_config(tiny(load(name)))
+    variant = C.Variant(dtype, "sdpa", rank)
+    whole = C.fit_variant(conf, variant)
+    steps = []
+    measure = C.measure_step
+    monkeypatch.setattr(C, "measure_step", lambda *a, **k: steps.append(a[1:3]) or
+                        measure(*a, **k))
+    one = C.fit_variant(conf, variant, batches=(1,))
+    stretches = len(whole.breaks) + 1
+    assert one.one_only and len(steps) == 3 * stretches and {b for b, _ in steps} == {1}
+    slots = {t.slot for t in whole.terms}
+    for s in (5, 12, 16, 31, 64):
+        assert {x: one.slot_bytes(x, 1, s) for x in slots} == {
+            x: whole.slot_bytes(x, 1, s) for x in slots}, s
+    with pytest.raises(ValueError, match="one sequence"):
+        one.slot_bytes("outside", 2, 12)
+    steps.clear()
+    assert C.fit_variant(conf, variant, batches=(2, 3), one=one) == whole
+    assert len(steps) == 6 * stretches and {b for b, _ in steps} == {2, 3}
+
+
+def test_a_configs_first_plan_measures_one_sequence_and_more_when_asked(monkeypatch) -> None:
+    """The kept class (planner.class_cache): the first fit of a variant is at b = 1 and
+    is written so; a plan at b = 2 measures the whole fit, which replaces it in the
+    process and on disk, and equals the fit measured whole at once."""
+    from planner import class_cache
+
+    text = json.dumps(tiny(load("llama-3.1-8b")))
+    arch, source = class_cache.from_config_json(text)
+    p = P.PlannerInputs(arch, source=source, precision="bf16", tuning="full", seq=24)
+    key = p.variant
+    fit = source.fit(key)
+    assert fit.one_only
+    saved = json.loads(source.path.read_text(encoding="utf-8"))["fits"]
+    assert saved[class_cache._variant_text(key)]["one_only"] is True
+    assert P.fits(p, batch=1) and P.peak_bytes(p, batch=1) > 0
+    assert source.fit(key).one_only  # b = 1 asked nothing more
+    assert P.peak_bytes(p, batch=2) > P.peak_bytes(p, batch=1)  # measures the whole fit
+    whole = source.fit(key)
+    assert not whole.one_only and whole == C.fit_variant(source._class().config,
+                                                         source._class().variant(key))
+    saved = json.loads(source.path.read_text(encoding="utf-8"))["fits"]
+    assert "one_only" not in saved[class_cache._variant_text(key)]
+    assert fit.slot_bytes("outside", 2, 24) == whole.slot_bytes("outside", 2, 24)
