@@ -29,18 +29,26 @@ ROOT = Path(__file__).resolve().parents[1]
 LIBRARIES = ("torch", "transformers", "peft", "accelerate", "bitsandbytes")
 UPGRADED = ("torch", "transformers", "peft", "accelerate")  # what make test-latest lifts
 # The tests whose outcome rests on library behaviour: the real Hugging Face models against
-# the memory model, FLOP counts, the code the planner prints (run for real), the lab of
-# mistakes, the snapshot export, the measured comparisons, and the claims the lessons
-# make about library source.
+# the memory model, the planner's measured classes (transformers' classes and PEFT under
+# torch's fake tensors, against real steps), FLOP counts, the code the planner prints (run
+# for real), the many-GPU runs over gloo (tensor, sequence, pipeline, context and expert
+# parallelism, and the code the planner prints for them), the lab of mistakes, the
+# snapshot export, the measured comparisons, and the claims the lessons make about
+# library source.
 LIBRARY_TESTS = (
     "tests/real_libraries",
     "tests/demos/test_flop_count.py",
     "tests/demos/test_flops.py",
     "tests/demos/test_measure.py",
     "tests/demos/test_cli_sweep_fit_training.py",
+    "tests/demos/test_planner_classes.py",
+    "tests/demos/test_planner_class_kinds.py",
     "tests/demos/test_planner_code.py",
     "tests/demos/test_planner_hf_run.py",
     "tests/demos/test_planner_fsdp_run.py",
+    "tests/demos/test_parallel_runs.py",
+    "tests/demos/test_parallel_experts.py",
+    "tests/demos/test_parallel_code_runs.py",
     "tests/demos/test_mistakes.py",
     "tests/demos/test_memory_snapshot.py",
     "tests/lessons/test_claims_releases.py",
@@ -50,6 +58,9 @@ LIBRARY_TESTS = (
 NOT_HERE = {
     "tests/demos/test_planner_code.py::test_the_pinned_versions_are_the_installed_ones":
         "checks that the installed versions are the pinned ones",
+    "tests/lessons/test_claims_releases.py::"
+    "test_the_lessons_name_the_installed_transformers_release":
+        "checks that the lessons name the pinned transformers release",
 }
 PIP_ENV = {"PIP_CONFIG_FILE": os.devnull}  # the registry itself, no local caps
 ERROR_LINE = re.compile(r"\b\w+(Error|Exception): ")

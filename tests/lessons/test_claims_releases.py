@@ -98,8 +98,13 @@ def test_in_practice_says_policies_cannot_offload(code, cannot):
 # --- transformers 5 --------------------------------------------------------------------
 
 
-def test_the_taught_transformers_names_are_the_installed_ones():
+def test_the_lessons_name_the_installed_transformers_release():
     assert version("transformers") == facts.HF_TRANSFORMERS_VERSION
+
+
+def test_the_taught_transformers_names_are_the_installed_ones():
+    """The names the lessons teach, read in the installed source (on the newest release
+    too, by make test-latest)."""
     modeling = library_source("transformers", "modeling_utils.py")
     assert re.search(r"def activation_checkpointing_enable\(\s*self, "
                      r"activation_checkpointing_kwargs=None, every_n_layers: int = 1, "
