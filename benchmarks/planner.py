@@ -16,12 +16,9 @@ first config and timed apart: `import_planner_libraries`."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import platform
 import statistics
-import tempfile
 import time
 from pathlib import Path
 
@@ -107,27 +104,10 @@ def _timed(fn) -> dict:
 
 
 def _config_text(name: str) -> str:
-    shipped = preset_classes.FOLDER / f"{name}.json"
-    path = shipped if shipped.exists() else ROOT / "tests/demos/hf_configs" / f"{name}.json"
-    return path.read_text(encoding="utf-8")
+    """A family's config.json as the tests plan it (a preset's as shipped)."""
+    from tests.demos.class_fixtures import path
 
-
-@contextlib.contextmanager
-def _empty_data_dir():
-    """An empty data folder, and no class kept in this process: a config's first plan."""
-    from planner import class_cache
-
-    with tempfile.TemporaryDirectory() as folder:
-        old = os.environ.get("DATA_DIR")
-        os.environ["DATA_DIR"] = folder
-        class_cache._SOURCES.clear()
-        try:
-            yield
-        finally:
-            if old is None:
-                os.environ.pop("DATA_DIR", None)
-            else:
-                os.environ["DATA_DIR"] = old
+    return path(name).read_text(encoding="utf-8")
 
 
 def class_seconds(name: str) -> dict:
@@ -144,7 +124,7 @@ def class_seconds(name: str) -> dict:
         recommend_module.plan(P.PlannerInputs(arch, source=source, tuning="lora"))
 
     out: dict = {}
-    with _empty_data_dir():
+    with preset_classes.fresh_data_dir():
         out["first"] = _timed(run)
         class_cache._SOURCES.clear()
         out["seen_before_from_disk"] = _timed(run)
@@ -158,7 +138,7 @@ def pasted_page_seconds(name: str) -> dict:
     from streamlit.testing.v1 import AppTest
 
     out: dict = {}
-    with _empty_data_dir():
+    with preset_classes.fresh_data_dir():
         at = AppTest.from_file(str(ROOT / "pages/plan.py"), default_timeout=120)
         at.query_params["model"] = "config"
         at.query_params["tuning"] = "lora"

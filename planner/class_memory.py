@@ -705,20 +705,15 @@ class FitMissed(AssertionError):
     """A fitted term missed a measured check point."""
 
 
-ALL_BATCHES = (1, 2, 3)
-
-
-def fit_variant(config, variant: Variant, check: bool = False,
-                batches: tuple[int, ...] = ALL_BATCHES, one: ClassFit | None = None
-                ) -> ClassFit:
-    """Measure the class under FakeTensorMode at sampled sizes and fit every term.
-    `batches` (1,): the fit at one sequence only (ClassFit.one_only: a third of the
-    steps); (2, 3) with `one`, that fit: the whole fit, its b = 1 quadratics taken from
-    `one` (the same as measuring all three batch sizes)."""
+def fit_variant(config, variant: Variant, check: bool = False, one_only: bool = False,
+                one: ClassFit | None = None) -> ClassFit:
+    """Measure the class under FakeTensorMode at sampled sizes (b = 1, 2 and 3) and fit
+    every term. `one_only`: at b = 1 only (ClassFit.one_only: a third of the steps);
+    `one`, such a fit: b = 2 and 3 only, its b = 1 quadratics taken from `one` (the whole
+    fit, the same as measuring all three batch sizes)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    if 1 not in batches and (one is None or tuple(batches) != (2, 3)):
-        raise ValueError("a fit without b = 1 needs the fit at b = 1 (`one`)")
+    batches = (1,) if one_only else (2, 3) if one is not None else (1, 2, 3)
     types = layer_types(config)
     layout = reduced_layers(types)
     n = len(layout)
@@ -742,8 +737,8 @@ def fit_variant(config, variant: Variant, check: bool = False,
         if layout[i] not in slot_names.values():
             slot_names[i] = layout[i]
     slots = {name: i for i, name in slot_names.items()}
-    at_one = {(slots[t.slot], t.name, t.kind, t.padded): t.polys for t in one.terms
-              } if one is not None and 1 not in batches else {}
+    at_one = ({(slots[t.slot], t.name, t.kind, t.padded): t.polys for t in one.terms}
+              if one is not None else {})
     keys = sorted({k for r in runs.values() for k in r if k[0] in slot_names} | set(at_one))
     zero = (Fraction(0),) * 3
     terms = []
@@ -752,11 +747,11 @@ def fit_variant(config, variant: Variant, check: bool = False,
         polys = []
         for index, (start, stop) in enumerate(stretches):
             xs = _samples(start, stop)
-            if 1 in batches:
+            if one is None:
                 first = _quadratic(xs, [runs[(1, s)].get(key, 0) for s in xs])
             else:
                 first = at_one[key][index].one if key in at_one else zero
-            if tuple(batches) == (1,):
+            if one_only:
                 polys.append(Poly(zero, zero, first))  # type: ignore[arg-type]
                 continue
             two, three = ([runs[(b, s)].get(key, 0) for s in xs] for b in (2, 3))
@@ -767,7 +762,7 @@ def fit_variant(config, variant: Variant, check: bool = False,
         terms.append(Term(slot_names[slot], module, kind, tuple(polys), padded))
     fit = ClassFit(tuple(terms), (w,) if w else (),
                    trainable=_whole_model(model, types, slot_names, trainable=True),
-                   one_only=tuple(batches) == (1,))
+                   one_only=one_only)
     if check:
         for (b, s), run in runs.items():
             for term, key in zip(terms, keys, strict=True):
@@ -887,10 +882,9 @@ class MeasuredClass:
         with self._lock:
             found = self._fits.get(variant)
             if found is None:
-                found = fit_variant(self.config, variant,
-                                    batches=(1,) if one_only else ALL_BATCHES)
+                found = fit_variant(self.config, variant, one_only=one_only)
             elif found.one_only and not one_only:
-                found = fit_variant(self.config, variant, batches=(2, 3), one=found)
+                found = fit_variant(self.config, variant, one=found)
             self._fits[variant] = found
             return found
 

@@ -22,10 +22,12 @@ variants), each variant a list of them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -87,23 +89,34 @@ def unpack(data: dict) -> dict:
     return {**{k: v for k, v in data.items() if k != "terms"}, "fits": fits}
 
 
-def measure(preset: str) -> dict:
-    """A preset's class and every variant's fit, measured now (fake tensors; about a
-    second of CPU per variant), as ClassSource data with its cache key."""
+@contextlib.contextmanager
+def fresh_data_dir() -> Iterator[None]:
+    """A new empty DATA_DIR for the block, and no config's class kept in this process:
+    what is planned inside is measured afresh, not read from a cache."""
     from planner import class_cache
 
     old = os.environ.get("DATA_DIR")
     with tempfile.TemporaryDirectory() as folder:
-        os.environ["DATA_DIR"] = folder  # measured afresh, not read from a cache
+        os.environ["DATA_DIR"] = folder
+        class_cache._SOURCES.clear()
         try:
-            source = ClassSource(config(preset))
-            for key in variants(source.kernels):
-                source.fit(key, whole=True)
+            yield
         finally:
             if old is None:
                 os.environ.pop("DATA_DIR", None)
             else:
                 os.environ["DATA_DIR"] = old
+
+
+def measure(preset: str) -> dict:
+    """A preset's class and every variant's fit, measured now (fake tensors; about a
+    second of CPU per variant), as ClassSource data with its cache key."""
+    from planner import class_cache
+
+    with fresh_data_dir():
+        source = ClassSource(config(preset))
+        for key in variants(source.kernels):
+            source.fit(key, whole=True)
     assert {_variant_text(k) for k in variants(source.kernels)} == set(source.data["fits"])
     return {"key": class_cache.cache_key(config(preset)), **source.data}
 

@@ -36,7 +36,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -84,12 +83,11 @@ def warm_views() -> list[tuple[str, dict[str, str]]]:
     return views
 
 
-def _collect(at_of: Callable[[str, dict[str, str]], Any], script: str,
-             query: dict[str, str]) -> tuple[list[dict], Any]:
+def _collect(script: str, query: dict[str, str]) -> tuple[list[dict], Any]:
     """The requests of the jobs one view runs (in collect mode), and its AppTest."""
     from ui import demo_runner
 
-    at = at_of(script, query)
+    at = _app_test(script, query)
     demo_runner.collected.clear()
     try:
         at.run()
@@ -171,12 +169,12 @@ def _collect_views(neighbours: bool) -> dict[str, list]:
     moves: list[dict] = []
     neighbour_views: list[list] = []
     for script, query in warm_views():
-        found, at = _collect(_app_test, script, query)
+        found, at = _collect(script, query)
         requests += [r for r in found if r not in requests]
         if not neighbours or not script.startswith("pages/demos/") or query:
             continue
         for move in slider_neighbours(at, neighbour_keys()):
-            moved, _ = _collect(_app_test, script, move)
+            moved, _ = _collect(script, move)
             if moved:  # an invalid combination (hidden 128 with 3 heads) runs nothing
                 neighbour_views.append([script, move])
             moves += [r for r in moved if r not in requests and r not in moves]

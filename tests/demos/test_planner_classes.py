@@ -286,7 +286,7 @@ def test_a_first_fit_at_one_sequence_completes_to_the_whole_fit(name, dtype, ran
     measure = C.measure_step
     monkeypatch.setattr(C, "measure_step", lambda *a, **k: steps.append(a[1:3]) or
                         measure(*a, **k))
-    one = C.fit_variant(conf, variant, batches=(1,))
+    one = C.fit_variant(conf, variant, one_only=True)
     stretches = len(whole.breaks) + 1
     assert one.one_only and len(steps) == 3 * stretches and {b for b, _ in steps} == {1}
     slots = {t.slot for t in whole.terms}
@@ -296,7 +296,7 @@ def test_a_first_fit_at_one_sequence_completes_to_the_whole_fit(name, dtype, ran
     with pytest.raises(ValueError, match="one sequence"):
         one.slot_bytes("outside", 2, 12)
     steps.clear()
-    assert C.fit_variant(conf, variant, batches=(2, 3), one=one) == whole
+    assert C.fit_variant(conf, variant, one=one) == whole
     assert len(steps) == 6 * stretches and {b for b, _ in steps} == {2, 3}
 
 
