@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,16 +36,17 @@ CHROMIUM_ARGS = [
 
 
 # Counts the script's finished runs in the page: `running` then `notRunning` on stApp's
-# script-state attribute. Installed by `wait_for_app`, it sees the runs that the next
-# interaction starts; a page just opened or reloaded starts without it.
-_WATCH_RUNS = """() => {
+# script-state attribute (childList too: stApp may be drawn already running). `goto`
+# installs it before the document's own scripts run, so the page's first run is counted;
+# `wait_for_app` installs it when a tab it opened some other way lacks it.
+_WATCH_BODY = """
     const now = performance.now();
     if (!window.__gclRuns) {
-        const runs = window.__gclRuns = {finished: 0, seen: 0, running: false, changed: now};
+        const runs = window.__gclRuns = {finished: 0, seen: 0, running: false, changed: now,
+                                         waitFrom: now};
         const state = () => document.querySelector('[data-testid="stApp"]')
             ?.getAttribute('data-test-script-state');
-        runs.running = state() === 'running';
-        new MutationObserver(() => {
+        const look = () => {
             const value = state();
             if (value === 'running' && !runs.running) {
                 runs.running = true;
@@ -54,37 +56,50 @@ _WATCH_RUNS = """() => {
                 runs.finished += 1;
                 runs.changed = performance.now();
             }
-        }).observe(document.documentElement, {attributes: true, subtree: true,
-                                              attributeFilter: ['data-test-script-state']});
+        };
+        look();
+        new MutationObserver(look).observe(document, {
+            attributes: true, childList: true, subtree: true,
+            attributeFilter: ['data-test-script-state']});
+        return true;
     }
-    window.__gclRuns.waitFrom = now;
-}"""
+    return false;
+"""
+_WATCH_FROM_START = f"(() => {{{_WATCH_BODY}}})();"
+_WATCH_RUNS = f"""() => {{
+    const installed = (() => {{{_WATCH_BODY}}})();
+    if (!installed) {{
+        window.__gclRuns.waitFrom = performance.now();
+    }}
+}}"""
 # Done: the script is idle and either a run has finished since the last wait and nothing
 # started for QUIET_MS after it, or GRACE_MS have passed since this wait began (a rerun
-# can start a moment after an interaction, or the interaction started none). A document
-# that replaced the watched one (a reload) counts its GRACE_MS from its own start.
-_RUN_DONE = """([graceMs, quietMs]) => {
+# can start a moment after an interaction, or the interaction started none). With
+# `first`, a page just opened: its first run must have finished, however long it took to
+# start (on a busy machine a click before it ended landed in a page still being drawn).
+_RUN_DONE = """([graceMs, quietMs, first]) => {
     const app = document.querySelector('[data-testid="stApp"]');
     if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') {
         return false;
     }
     const runs = window.__gclRuns;
     const now = performance.now();
-    if (!runs) {
-        return now >= graceMs;
+    const quiet = runs && runs.finished > runs.seen && now - runs.changed >= quietMs;
+    if (first) {
+        return quiet;
     }
-    return (runs.finished > runs.seen && now - runs.changed >= quietMs)
-        || now - runs.waitFrom >= graceMs;
+    return quiet || now - runs.waitFrom >= graceMs;
 }"""
 GRACE_MS = 300
 QUIET_MS = 100
+_WATCHED: weakref.WeakSet = weakref.WeakSet()  # the tabs whose documents get the counter
 
 
-def wait_for_app(page: Page, timeout_ms: int = 60_000) -> None:
-    """Wait until the Streamlit script (or fragment) has finished its run."""
+def _wait_for_run(page: Page, timeout_ms: int, *, first: bool) -> None:
     page.wait_for_selector('[data-testid="stApp"]', state="attached", timeout=timeout_ms)
-    page.evaluate(_WATCH_RUNS)
-    page.wait_for_function(_RUN_DONE, arg=[GRACE_MS, QUIET_MS], polling=20,
+    if not first:
+        page.evaluate(_WATCH_RUNS)
+    page.wait_for_function(_RUN_DONE, arg=[GRACE_MS, QUIET_MS, first], polling=20,
                            timeout=timeout_ms)
     page.wait_for_selector('[data-testid="stStatusWidget"] >> text=Running', state="detached",
                            timeout=timeout_ms)
@@ -92,10 +107,19 @@ def wait_for_app(page: Page, timeout_ms: int = 60_000) -> None:
                   "window.__gclRuns.finished; }")
 
 
+def wait_for_app(page: Page, timeout_ms: int = 60_000) -> None:
+    """Wait until the Streamlit script (or fragment) has finished its run."""
+    _wait_for_run(page, timeout_ms, first=False)
+
+
 def goto(page: Page, app_url: str, path: str = "", timeout_ms: int = 60_000) -> None:
-    """Open `path` (for example "compare?layers=4") and wait for the script to finish."""
+    """Open `path` (for example "compare?layers=4") and wait until the page's first run
+    has finished."""
+    if page not in _WATCHED:
+        page.add_init_script(_WATCH_FROM_START)
+        _WATCHED.add(page)
     page.goto(f"{app_url}/{path.lstrip('/')}", wait_until="domcontentloaded")
-    wait_for_app(page, timeout_ms)
+    _wait_for_run(page, timeout_ms, first=True)
 
 
 def screenshot(page: Page, name: str) -> Path:

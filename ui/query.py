@@ -260,6 +260,15 @@ def _write_back(name: str, text: str) -> None:
         st.query_params[name] = text
 
 
+def _shown(name: str, fallback: T) -> T:
+    """The widget's value this run, passed to Streamlit as its default too. A widget whose
+    value was set through the Session State API otherwise carries its bare default (a
+    slider's minimum, a radio's first option) in the page; a browser that draws it again
+    before it took the set value (a busy tab, its row re-created in the next run) showed
+    that default and sent it back on the next click."""
+    return st.session_state.get(name, fallback)
+
+
 def _query_text(name: str) -> str | None:
     """The query's text for `name` when the widget is about to be seeded, else None."""
     return st.query_params.get(name) if _needs_seed(name) else None
@@ -274,8 +283,8 @@ def int_slider(name: str, label: str, lo: int, hi: int, step: int, default: int,
     shape = slider_format()
     label = number_label(label, st.session_state.get(name), hi,
                          localized=shape == "localized")
-    value = int(st.slider(label, min_value=lo, max_value=hi, step=step, key=name, help=help,
-                          format=shape))
+    value = int(st.slider(label, min_value=lo, max_value=hi, value=_shown(name, default),
+                          step=step, key=name, help=help, format=shape))
     _write_back(name, str(value))
     return value
 
@@ -287,8 +296,8 @@ def float_slider(name: str, label: str, lo: float, hi: float, step: float, defau
     shape = slider_format()
     label = number_label(label, st.session_state.get(name), hi,
                          localized=shape == "localized")
-    value = float(st.slider(label, min_value=lo, max_value=hi, step=step, key=name, help=help,
-                            format=shape))
+    value = float(st.slider(label, min_value=lo, max_value=hi, value=_shown(name, default),
+                            step=step, key=name, help=help, format=shape))
     _write_back(name, f"{value:g}")
     return value
 
@@ -305,7 +314,9 @@ def choice(name: str, label: str, options: Sequence[str], default: str, *,
     # The labels are made now, in this run's language: Streamlit (and AppTest) may call
     # format_func later, outside the run, where the session's language is unknown.
     labels = {option: format_func(option) for option in options}
+    shown = _shown(name, default)
     value = st.radio(label, options, key=name, help=help, horizontal=horizontal,
+                     index=options.index(shown if shown in options else default),
                      format_func=lambda option: labels.get(option, str(option)))
     if value not in options:  # a value the radio never offered (a forged message)
         LOG.info("refused a value that is not an option of %s: %.40r", name, value)
@@ -326,7 +337,8 @@ def multi_choice(name: str, label: str, options: Sequence[str], default: Sequenc
                         lang=current_language())
     _first_value(name, Parsed(list(parsed.value), parsed.warning))
     labels = {option: format_func(option) for option in options}  # in this run's language
-    values = tuple(st.multiselect(label, options, key=name, help=help,
+    shown = [o for o in _shown(name, parsed.value) if o in options]
+    values = tuple(st.multiselect(label, options, default=shown, key=name, help=help,
                                   format_func=labels.__getitem__))
     ordered = tuple(o for o in options if o in values)
     _write_back(name, format_list(ordered))

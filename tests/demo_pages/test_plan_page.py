@@ -325,3 +325,31 @@ def test_a_mixture_of_experts_config_splits_its_experts_over_the_gpus(app_test: 
     dense = app_test(PAGE, query={"model": "llama-3.1-8b", "shards": "4", "layout": "own"})
     assert not [box for box in dense.selectbox if box.label == "Expert parallel"]
     assert "stays whole on every tensor-parallel GPU" not in page_text(dense)
+
+
+def test_each_widget_carries_its_current_value_as_its_default(app_test: Callable) -> None:
+    """A widget seeded from the link (through Session State) and drawn again in a later run
+    carries its value as the page's default too, not a slider's minimum or a radio's
+    first option: a browser that draws it afresh shows the value it had."""
+    at = app_test(PAGE, query={"model": "llama-3.1-70b", "seq": "8192", "gpu": "h100",
+                               "tuning": "full", "accum": "16"})
+    at.radio(key="shards").set_value("16").run()
+    no_errors(at)
+    for key, value in {"seq": 8192, "accum": 16, "mb": 1, "free": 5}.items():
+        assert at.slider(key=key).value == value
+        assert list(at.slider(key=key).proto.default) == [value], key
+    for key, value in {"gpu": "h100", "tuning": "full", "shards": "16"}.items():
+        radio = at.radio(key=key)
+        assert radio.value == value
+        assert radio.options[radio.proto.default] == radio.format_func(value), key
+
+
+def test_a_multiselect_carries_its_current_value_as_its_default(app_test: Callable) -> None:
+    at = app_test("pages/demos/compare.py",
+                  query={"strategy": "every-layer", "layers": "2", "hidden": "64", "heads": "2",
+                         "seq": "64", "batch": "1", "vocab": "256"})
+    no_errors(at)
+    picker = at.multiselect(key="strategy")
+    assert picker.value == ["every-layer"]
+    assert [picker.options[i] for i in picker.proto.default] == [
+        picker.format_func("every-layer")]
