@@ -209,16 +209,33 @@ def context_parallel_step(model: nn.Module, input_ids: torch.Tensor, labels: tor
 
 
 @functools.lru_cache(maxsize=64)
-def has_tp_plan(family: str) -> bool:
-    """Whether transformers' config class of `family` (a model_type) holds a tensor
-    parallel plan (base_model_tp_plan), which its from_pretrained applies."""
+def tp_plan(family: str) -> tuple[str, ...]:
+    """The module names in the tensor parallel plan (base_model_tp_plan) of the installed
+    transformers' config class of `family` (a model_type), which its from_pretrained
+    applies; () for none."""
     import transformers
 
     try:
         config = transformers.AutoConfig.for_model(family)
     except ValueError:
-        return False
-    return bool(getattr(config, "base_model_tp_plan", None))
+        return ()
+    return tuple(getattr(config, "base_model_tp_plan", None) or ())
+
+
+def has_tp_plan(family: str) -> bool:
+    return bool(tp_plan(family))
+
+
+def tp_plan_splits_experts(family: str) -> bool:
+    """Whether that plan splits a mixture-of-experts block's experts (transformers 5.24:
+    `packed_colwise` / `moe_tp_experts`; 5.25 leaves them to its expert-parallel plan)."""
+    return any(".experts" in name for name in tp_plan(family))
+
+
+def _transformers_version() -> str:
+    import transformers
+
+    return transformers.__version__
 
 
 def transformers_route(p: PlannerInputs, layout: Layout) -> bool:
@@ -279,13 +296,24 @@ def experts_words(p: PlannerInputs, layout: Layout, code: str = DEFAULT) -> str:
                           "split. Each tensor-parallel GPU runs the block on all the tokens "
                           "(with sequence parallelism it gathers them and keeps its slice of "
                           "the output); FSDP shards the experts over dp_cp.")
-    if p.arch.expert_params and layout.tp > 1:
+    family = p.arch.family
+    if p.arch.expert_params and layout.tp > 1 and family and tp_plan_splits_experts(family):
         words += " " + gettext(code, "The planner's figures count the experts split over "
                                      "the tensor-parallel GPUs, as transformers' "
                                      "from_pretrained with a DistributedConfig splits them "
                                      "(the class's tp_plan): on each GPU this code holds "
                                      "{times} times the experts' weights, gradients and "
                                      "optimizer state those figures count.", times=layout.tp)
+    elif p.arch.expert_params and layout.tp > 1:
+        words += " " + gettext(code, "The planner's figures count the experts split over "
+                                     "the tensor-parallel GPUs: on each GPU this code holds "
+                                     "{times} times the experts' weights, gradients and "
+                                     "optimizer state those figures count.", times=layout.tp)
+        if family and has_tp_plan(family):
+            words += " " + gettext(code, "transformers {version}'s own route keeps them whole "
+                                         "as well: the class's tensor-parallel plan "
+                                         "(tp_plan) leaves the experts out.",
+                                   version=_transformers_version())
     if p.arch.expert_params and layout.ep > 1:
         words += " " + gettext(code, "Nor does it split the experts over the "
                                      "expert-parallel GPUs (torch's parallelize_module has "

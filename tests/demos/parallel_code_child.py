@@ -150,6 +150,7 @@ def _transformers_step(rank: int, folder: str, family: str) -> dict:
             "grad_max": max(r.grad.abs().max().item() for r in references.values()),
             "split": type(model.model.layers[0].self_attn.q_proj.weight).__name__,
             "expert_rows": _expert_rows(model, reference),
+            "model_type": model.config.model_type,
             "checkpointed": [layer.gradient_checkpointing for layer in model.model.layers]}
 
 

@@ -19,7 +19,10 @@ import sys
 
 import pytest
 
+from memory.architectures import PRESETS
+from memory.footprint import PlannerInputs
 from memory.parallel import Layout
+from planner.parallel_code import experts_words, tp_plan_splits_experts
 from tests.demos import parallel_code_child as child
 from tests.demos.launch import ROOT, environment, run_processes
 
@@ -28,6 +31,14 @@ LAUNCH_TIMEOUT_S = 240
 # the first test's time limit, so it has room beyond the launch's own
 pytestmark = [pytest.mark.xdist_group("parallel-code-runs"),
               pytest.mark.timeout(LAUNCH_TIMEOUT_S + 120)]
+
+
+def moe_plan(model_type: str) -> PlannerInputs:
+    """A plan of a model with experts of transformers' class `model_type` (the words on
+    the experts follow its class, not its sizes)."""
+    arch = PRESETS["llama-3.1-8b"].with_(family=model_type, expert_params=10**9,
+                                         expert_block=10**7)
+    return PlannerInputs(arch, seq=4096)
 
 
 @pytest.fixture(scope="module")
@@ -116,8 +127,9 @@ def test_the_printed_transformers_route_trains_as_one_process(runs):
     """transformers' own tensor parallelism (the class's base_model_tp_plan through
     from_pretrained's DistributedConfig), printed beside torch's: its weights are split
     (DTensor), every layer checkpointed, and the loss and gradients are one process's; for
-    Mixtral and Qwen3-MoE it splits the experts too (half of each expert's gate and up
-    rows on each process), as the printed code's comment on the experts says."""
+    Mixtral and Qwen3-MoE it splits the experts (half of each expert's gate and up rows on
+    each process) where the installed class's plan names them (transformers 5.24) and
+    keeps them whole where it does not (5.25), as the words on the experts say."""
     assert [run["family"] for run in runs["transformers"]] == list(child.TRANSFORMERS_RUNS)
     for run in runs["transformers"]:
         assert run["split"] == "DTensor" and run["checkpointed"] == [True] * 4
@@ -127,8 +139,14 @@ def test_the_printed_transformers_route_trains_as_one_process(runs):
     assert llama["expert_rows"] is None
     for run in (mixtral, qwen):
         mine, whole = run["expert_rows"]
-        assert mine * 2 == whole, (f"{run['family']}: the class's tp_plan left the experts "
-                                   f"whole ({mine} of {whole} rows on each process)")
+        words = experts_words(moe_plan(run["model_type"]), Layout(tp=2))
+        if tp_plan_splits_experts(run["model_type"]):
+            assert mine * 2 == whole, (f"{run['family']}: the class's tp_plan left the "
+                                       f"experts whole ({mine} of {whole} rows on each process)")
+            assert "as transformers' from_pretrained with a DistributedConfig splits" in words
+        else:
+            assert mine == whole, f"{run['family']}: {mine} of {whole} rows on each process"
+            assert "own route keeps them whole as well" in words
 
 
 def test_printed_context_parallel_code_compiles_and_its_imports_resolve():

@@ -251,3 +251,30 @@ def test_code_comments_follow_the_language():
     assert "Tensor parallelism inside each block" in english
     assert "Tensorparallelität in jedem Block" in german
     assert "Song song tensor trong mỗi khối" in parallel_code(P8, layout, "vi")
+
+
+def test_the_words_on_the_experts_follow_the_installed_class_s_plan(monkeypatch):
+    """Where the class's tensor-parallel plan names the experts (transformers 5.24's
+    Mixtral), transformers' own route splits them as the figures do; where it leaves them
+    out (5.25), the words say that route keeps them whole too; a class without a plan is
+    not named."""
+    import transformers
+
+    from planner import parallel_code
+
+    moe = P8.with_(arch=P8.arch.with_(family="mixtral", expert_params=10**9,
+                                      expert_block=10**7))
+    layout = M.Layout(tp=2, dp=4)
+    monkeypatch.setattr(parallel_code, "tp_plan", lambda family: (
+        "layers.*.self_attn.q_proj", "layers.*.mlp.experts.gate_up_proj"))
+    words = experts_words(moe, layout)
+    assert "as transformers' from_pretrained with a DistributedConfig splits them" in words
+    assert "own route" not in words
+    monkeypatch.setattr(parallel_code, "tp_plan", lambda family: ("layers.*.self_attn.q_proj",))
+    words = experts_words(moe, layout)
+    assert (f"transformers {transformers.__version__}'s own route keeps them whole as well"
+            in words and "holds 2 times the experts'" in words)
+    assert "splits them" not in words
+    assert "transformers 5" in experts_words(moe, layout, "de")
+    monkeypatch.setattr(parallel_code, "tp_plan", lambda family: ())
+    assert "own route" not in experts_words(moe, layout)
