@@ -28,9 +28,11 @@ check (it waits for its engine's worker) and its processes' CPU time during each
 
     python -m benchmarks.load [--counts 5,10,20,40] [--rounds 3] [--data-dir DIR]
                               [--out-prefix PATH] [--first-moves-only]
-    python -m benchmarks.load --fresh-class 20
+    python -m benchmarks.load --fresh-class 20 [--busy 2] [--out-prefix PATH]
 
 writes benchmarks/load.json and load.md (--fresh-class: load-fresh-class.json and .md).
+--busy N runs N busy processes (a Python loop each) beside the server the whole time, as
+other work on the machine would, and says so in the report.
 --data-dir keeps the result store between runs (warming it is then quick); --out-prefix
 writes PATH.json / PATH.md instead. A view the server does not warm (the compiler budget
 page) is skipped once the server's warm-up has finished its defaults, and named in the
@@ -285,6 +287,18 @@ def solo_round(port: int, views: list[View], repeats: int = 3) -> list[dict]:
 
 
 @contextmanager
+def busy_processes(n: int) -> Iterator[None]:
+    """N processes that keep a core busy each until the block ends."""
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        yield
+    finally:
+        for process in busy:
+            process.kill()
+            process.wait(30)
+
+
+@contextmanager
 def serving(data_dir: str) -> Iterator[tuple[subprocess.Popen, int, float]]:
     """The app server (`python -m ui.server`, its warm-up on) on a free port with this
     data folder, answering its health check, its port and the seconds it took to answer;
@@ -358,6 +372,9 @@ def fresh_class(n: int, views: list[View], limit_s: float = 3600.0) -> dict:
 
 def fresh_markdown(report: dict) -> str:
     fresh, warm = report["fresh"], report["warm"]
+    busy = report.get("busy_processes", 0)
+    beside = (f", beside {busy} busy processes (a Python loop each) the whole time"
+              if busy else "")
 
     def row(name: str, r: dict) -> str:
         return (f"| {name} | {r['first_numbers_p50_s']} / {r['first_numbers_p95_s']} | "
@@ -367,7 +384,8 @@ def fresh_markdown(report: dict) -> str:
 
     lines = [
         f"A class of {report['learners']} arriving at a freshly started server (learner i "
-        f"opens view i mod {len(report['views'])}, each in a new session, all at once):", "",
+        f"opens view i mod {len(report['views'])}, each in a new session, all at once)"
+        f"{beside}:", "",
         "| server | first numbers p50 / p95 (s) | no numbers within 60 s | page finished "
         "p50 / p95 (s), finished pages | errors | time-outs | load avg before → after |",
         "|---|---|---|---|---|---|---|",
@@ -377,9 +395,9 @@ def fresh_markdown(report: dict) -> str:
         f"First numbers count a learner who saw none within {TIMEOUT_S:.0f} s at "
         f"{TIMEOUT_S:.0f} s. {fresh['waited']} of the fresh class's pages waited for a run "
         f"(their Cancel button showed); the warm-up was at \"{fresh['state_after']}\" when "
-        f"the class had its pages. The server answered its health check "
-        f"{fresh['healthy_after_s']} s after it was started, at a load average of "
-        f"{report.get('load_at_start', '?')} (it waits for its engine's worker and for the "
+        f"the class had its pages. The server was started at a load average of "
+        f"{report.get('load_at_start', '?')} and answered its health check "
+        f"{fresh['healthy_after_s']} s later (it waits for its engine's worker and for the "
         f"common views to be measured and drawn once, at most "
         f"{report.get('wait_before_listen_s', '?')} s); its processes' CPU time went from "
         f"{fresh['server_cpu_s_at_health']} to "
@@ -437,7 +455,9 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--counts", default="5,10,20,40")
     parser.add_argument("--data-dir", help="keep the result store here between runs")
-    parser.add_argument("--out-prefix", default=str(OUT))
+    parser.add_argument("--out-prefix")
+    parser.add_argument("--busy", type=int, default=0, metavar="N",
+                        help="N busy processes beside the server the whole time")
     parser.add_argument("--rounds", type=int, default=3, help="rounds per N, pooled")
     parser.add_argument("--first-moves-only", action="store_true",
                         help="the warm-up and the first moves, no rounds of learners")
@@ -447,14 +467,18 @@ def main(argv: list[str]) -> int:
     counts = [] if args.first_moves_only else [int(c) for c in args.counts.split(",")]
     views = warm_views()
     if args.fresh_class:
-        report = {"commit": _commit(), "when": time.strftime("%Y-%m-%d %H:%M"),
-                  "views": [view_text(v) for v in views], "cpus": os.cpu_count(),
-                  "load_at_start": load_average(),
-                  "wait_before_listen_s": listen_wait_s(),
-                  **fresh_class(args.fresh_class, views)}
-        FRESH_OUT.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
+        with busy_processes(args.busy):
+            if args.busy:
+                time.sleep(60)  # the load average follows the busy processes first
+            report = {"commit": _commit(), "when": time.strftime("%Y-%m-%d %H:%M"),
+                      "views": [view_text(v) for v in views], "cpus": os.cpu_count(),
+                      "busy_processes": args.busy, "load_at_start": load_average(),
+                      "wait_before_listen_s": listen_wait_s(),
+                      **fresh_class(args.fresh_class, views)}
+        out = args.out_prefix or str(FRESH_OUT)
+        Path(out + ".json").write_text(json.dumps(report, indent=2) + "\n")
         text = fresh_markdown(report)
-        FRESH_OUT.with_suffix(".md").write_text(text)
+        Path(out + ".md").write_text(text)
         print(text)
         return 0
     moves_views, expected_runs = neighbour_views()
@@ -494,9 +518,10 @@ def main(argv: list[str]) -> int:
                                     "warm": round(warm_rss / 2**20),
                                     "after": round(after_rss / 2**20)},
               "solo": solo, "rounds": rows}
-    Path(args.out_prefix + ".json").write_text(json.dumps(report, indent=2) + "\n")
+    out_prefix = args.out_prefix or str(OUT)
+    Path(out_prefix + ".json").write_text(json.dumps(report, indent=2) + "\n")
     text = markdown(report)
-    Path(args.out_prefix + ".md").write_text(text)
+    Path(out_prefix + ".md").write_text(text)
     print(text)
     return 0
 

@@ -66,3 +66,34 @@ def test_the_warm_ups_second_listing_is_past_its_defaults(tmp_path: Path) -> Non
     assert warm_state(status) in PAST_DEFAULTS  # the neighbours' runs are listed
     status.write_text("[]")
     assert warm_state(status) is None
+
+
+def test_the_fresh_class_report_says_what_ran_beside_the_server() -> None:
+    from benchmarks.load import fresh_markdown
+
+    saved = json.loads((Path(__file__).parents[1] / "benchmarks"
+                        / "load-fresh-class.json").read_text())
+    assert "busy processes" not in fresh_markdown({**saved, "busy_processes": 0})
+    text = fresh_markdown({**saved, "busy_processes": 2, "load_at_start": 2.4})
+    assert "beside 2 busy processes" in text
+    assert "started at a load average of 2.4 and answered its health check" in text
+
+
+def test_the_busy_processes_run_during_the_block_and_end_with_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import subprocess
+
+    from benchmarks import load
+
+    started: list[subprocess.Popen] = []
+    real_popen = subprocess.Popen
+
+    def popen(*args, **kwargs) -> subprocess.Popen:
+        started.append(real_popen(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(load.subprocess, "Popen", popen)
+    with load.busy_processes(2):
+        assert len(started) == 2 and all(p.poll() is None for p in started)
+    assert all(p.returncode is not None for p in started)
