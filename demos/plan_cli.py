@@ -7,6 +7,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+from i18n.units import format_bytes
 from memory import footprint as P
 from memory import parallel as M
 from memory.architectures import DEFAULT_PRESET, PRESETS
@@ -354,8 +355,11 @@ def run(args) -> int:
         for term in cls["beyond_course"]:
             sign = "+" if term["extra"] > 0 else "-"
             print(f"#   {'more' if term['extra'] > 0 else 'less'} than the course's formula: "
-                  f"{term['module']} ({term['layer_type']}) {sign}{_gib(abs(term['extra']))}"
-                  f" = {term['formula']} bytes")
+                  f"{term['module']} ({term['layer_type']}) "
+                  f"{sign}{format_bytes(abs(term['extra']))}: the class keeps "
+                  f"{format_bytes(term['measured'])} ({term['formula']} bytes), "
+                  + (f"the course's formula {format_bytes(term['course'])}" if term["course"]
+                     else "none in the course's formula"))
         if cls["logit_extra_bytes"]:
             print(f"#   around the loss: +{_gib(cls['logit_extra_bytes'])} ("
                   + "; ".join(LOGIT_EXTRA_WORDS[c] for c in cls["logit_extra_causes"]) + ")")

@@ -84,10 +84,15 @@ def measured_class(p: P.PlannerInputs) -> None:
                  "sequence length; the class's bytes):", size=gib(max(sizes.values())),
                  course=gib(course)))
     if terms:
+        code = babel_locale()
+
+        def size(n: int) -> str:  # a unit per size: a norm's extra 14 KiB is not "0.0 GiB"
+            return units.format_bytes(n, locale=code)
+
         st.dataframe(pd.DataFrame([{
             t("Module"): term.module, t("Layer type"): term.slot,
-            t("Class"): gib(term.measured), t("Course"): gib(term.course),
-            t("Difference"): ("+" if term.extra > 0 else "−") + gib(abs(term.extra)),
+            t("Class"): size(term.measured), t("Course"): size(term.course),
+            t("Difference"): ("+" if term.extra > 0 else "−") + size(abs(term.extra)),
             t("Formula"): term.formula}
             for term in terms]), hide_index=True)
     else:

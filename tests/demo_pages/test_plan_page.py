@@ -4,6 +4,7 @@ the table and the recommendation, and the URL it writes reproduces the plan."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 
 import pytest
@@ -186,6 +187,10 @@ def test_a_pasted_gemma2_config_is_planned_on_its_class_with_eager_attention(
     assert "gemma2" in shown and "attn_implementation=\"eager\"" in shown
     modules = {str(v) for frame in at.dataframe for v in frame.value.to_numpy().ravel()}
     assert {"post_feedforward_layernorm", "pre_feedforward_layernorm"} <= modules
+    terms = next(f.value for f in at.dataframe
+                 if "pre_feedforward_layernorm" in f.value.to_numpy().ravel())
+    sizes = [str(v) for v in terms.iloc[:, 2:5].to_numpy().ravel()]  # class, course, diff.
+    assert sizes and not any(re.fullmatch(r"[+−]?0[.,]0 GiB", s) for s in sizes), sizes
     assert all("sdpa" not in c.value for c in at.code)
     assert code == "en" or not untranslated_on_page(shown, code)
 

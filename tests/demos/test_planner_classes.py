@@ -191,6 +191,24 @@ def test_gemma2_is_planned_with_eager_attention_and_prints_no_sdpa(capsys) -> No
     assert {"pre_feedforward_layernorm", "post_feedforward_layernorm"} <= modules
 
 
+def test_the_cli_words_each_term_beyond_the_course_in_a_size_that_is_not_zero(
+    capsys,
+) -> None:
+    """Gemma 2's input norm keeps 14,336 bytes more than the course's (its fp32 weight
+    copy): printed as "+14.0 KiB", never "+0.0 GiB"; a module the course has not reads as
+    such, not as "0 B"."""
+    from demos.cli import main
+
+    assert main(["plan", "--config", str(path("gemma-2-9b")), "--seq", "4096"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines()
+             if "than the course's formula:" in line]
+    assert lines and not any("+0.0 GiB" in line or " 0 B" in line for line in lines)
+    norm = next(line for line in lines if "input_layernorm (sliding_attention)" in line)
+    assert "+14.0 KiB: the class keeps 112.0 MiB (28,676·b·s + 14,336 bytes)" in norm
+    added = next(line for line in lines if "pre_feedforward_layernorm" in line)
+    assert "+112.0 MiB" in added and "none in the course's formula" in added
+
+
 @pytest.mark.parametrize("name", ["qwen3-8b", "qwen3-235b-a22b", "gemma-3-1b",
                                   "phi-3-mini-4k", "mixtral-8x7b"])
 def test_the_headline_families_are_planned(capsys, name: str) -> None:
