@@ -357,7 +357,8 @@ def run(args) -> int:
             print(f"#   {'more' if term['extra'] > 0 else 'less'} than the course's formula: "
                   f"{term['module']} ({term['layer_type']}) "
                   f"{sign}{format_bytes(abs(term['extra']))}: the class keeps "
-                  f"{format_bytes(term['measured'])} ({term['formula']} bytes), "
+                  + (f"{format_bytes(term['measured'])} ({term['formula']} bytes), "
+                     if term["measured"] else "none, ")
                   + (f"the course's formula {format_bytes(term['course'])}" if term["course"]
                      else "none in the course's formula"))
         if cls["logit_extra_bytes"]:

@@ -209,6 +209,16 @@ def test_the_cli_words_each_term_beyond_the_course_in_a_size_that_is_not_zero(
     assert "+112.0 MiB" in added and "none in the course's formula" in added
 
 
+def test_the_cli_says_when_the_class_keeps_none_of_a_course_module(capsys) -> None:
+    """Qwen3-MoE's MLP is its experts: the course's dense MLP is kept by none."""
+    from demos.cli import main
+
+    assert main(["plan", "--config", str(path("qwen3-235b-a22b")), "--seq", "2048"]) == 0
+    mlp = next(line for line in capsys.readouterr().out.splitlines()
+               if "less than the course's formula: mlp (full_attention)" in line)
+    assert "the class keeps none, the course's formula" in mlp and " 0 B" not in mlp
+
+
 @pytest.mark.parametrize("name", ["qwen3-8b", "qwen3-235b-a22b", "gemma-3-1b",
                                   "phi-3-mini-4k", "mixtral-8x7b"])
 def test_the_headline_families_are_planned(capsys, name: str) -> None:
