@@ -307,7 +307,7 @@ def class_report(p: P.PlannerInputs) -> dict | None:
         "logit_extra_bytes": P.logit_extra_bytes(p),
         "logit_extra_causes": list(class_terms.logit_extra_causes(p)),
         "beyond_course": [{"module": t.module, "layer_type": t.slot, "measured": t.measured,
-                           "course": t.course, "extra": t.extra, "formula": t.formula}
+                           "course": t.course, "extra": t.extra, "formula": t.formula()}
                           for t in class_terms.extra_terms(p)],
     }
 

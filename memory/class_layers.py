@@ -22,6 +22,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Protocol
 
+from i18n import units
 from memory.layer import Held
 
 # a layer type's suffix for a dense decoder layer in a model that mixes dense and MoE ones
@@ -54,8 +55,9 @@ class Poly:
             value = b * (g0 + g1 * s + g2 * s * s) + h0 + h1 * s + h2 * s * s
         return value // self._den  # type: ignore[attr-defined]
 
-    def text(self, e: str = "") -> str:
-        """The formula in b and s, e.g. "128·b·s + 4·s²"."""
+    def text(self, locale: str = "en") -> str:
+        """The formula in b and s, e.g. "128·b·s + 4·s²" (its integers grouped as the
+        locale writes them: German "14.340·b·s")."""
         parts = []
         for coeffs, unit in ((self.g, "b"), (self.h, "")):
             for power, c in enumerate(coeffs):
@@ -63,7 +65,8 @@ class Poly:
                     continue
                 factors = [unit] if unit else []
                 factors += [] if power == 0 else ["s" if power == 1 else "s²"]
-                number = str(c) if c.denominator != 1 else f"{c.numerator:,}"
+                number = (str(c) if c.denominator != 1
+                          else units.number(c.numerator, locale=locale))
                 parts.append("·".join([number, *factors]) if factors else number)
         return " + ".join(parts) or "0"
 

@@ -42,7 +42,10 @@ class ExtraTerm:
     slot: str  # the layer type
     measured: int
     course: int
-    formula: str
+    poly: Poly | None  # the class's bytes in b and s (None: it keeps none)
+
+    def formula(self, locale: str = "en") -> str:
+        return self.poly.text(locale) if self.poly is not None else "0"
 
     @property
     def extra(self) -> int:
@@ -101,8 +104,8 @@ def extra_terms(p: PlannerInputs, batch: int | None = None, seq: int | None = No
         for module in dict.fromkeys([*measured, *course]):
             value, base = measured.get(module, 0), course.get(module, 0)
             if value != base:
-                formula = _sum(polys[module]).text() if module in polys else "0"
-                out.append(ExtraTerm(module, slot, value, base, formula))
+                out.append(ExtraTerm(module, slot, value, base,
+                                     _sum(polys[module]) if module in polys else None))
     return tuple(out)
 
 

@@ -93,7 +93,7 @@ def measured_class(p: P.PlannerInputs) -> None:
             t("Module"): term.module, t("Layer type"): term.slot,
             t("Class"): size(term.measured), t("Course"): size(term.course),
             t("Difference"): ("+" if term.extra > 0 else "−") + size(abs(term.extra)),
-            t("Formula"): term.formula}
+            t("Formula"): term.formula(code)}
             for term in terms]), hide_index=True)
     else:
         st.caption(t("Nothing: this class keeps what the course's formula counts."))

@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
+from i18n import units
 from tests.lessons.test_lesson_pages_i18n import page_text
 from tools.translations import untranslated_on_page
 
@@ -180,7 +181,8 @@ def test_a_pasted_gemma2_config_is_planned_on_its_class_with_eager_attention(
 
     at = app_test(PAGE, query={"model": "config", "gpu": "h100", "tuning": "full",
                                "lang": code})
-    text = json.dumps(tiny(load("gemma-2-9b")))  # its keys at a tiny size: quick to measure
+    # its keys at a small size (quick to measure), wide enough for 4-digit formula terms
+    text = json.dumps({**tiny(load("gemma-2-9b")), "hidden_size": 512})
     at.text_area(key="plan_config_json").set_value(text).run()
     no_errors(at)
     shown = page_text(at)
@@ -191,6 +193,10 @@ def test_a_pasted_gemma2_config_is_planned_on_its_class_with_eager_attention(
                  if "pre_feedforward_layernorm" in f.value.to_numpy().ravel())
     sizes = [str(v) for v in terms.iloc[:, 2:5].to_numpy().ravel()]  # class, course, diff.
     assert sizes and not any(re.fullmatch(r"[+−]?0[.,]0 GiB", s) for s in sizes), sizes
+    formulas = " ".join(str(v) for v in terms.iloc[:, 5])  # "4,100·b·s" in en, "4.100" in de
+    grouped = re.findall(r"\d[.,]\d{3}(?!\d)", formulas)
+    mark = units.number(1000, locale=code)[1]
+    assert grouped and all(g[1] == mark for g in grouped), formulas
     assert all("sdpa" not in c.value for c in at.code)
     assert code == "en" or not untranslated_on_page(shown, code)
 

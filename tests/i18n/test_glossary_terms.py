@@ -40,6 +40,17 @@ def test_vietnamese_messages_say_lop() -> None:
     assert stray == []
 
 
+def test_vietnamese_says_lop_mo_hinh_for_a_model_class() -> None:
+    """Bare "lớp" is a layer: transformers' model class is "lớp mô hình", so "the class
+    keeps 3.1 GiB per layer" never reads "the layer keeps 3.1 GiB per layer"."""
+    with open(LOCALE_DIR / "vi" / "LC_MESSAGES" / "messages.po", "rb") as f:
+        catalog = read_po(f)
+    about_class = [m for m in catalog if m.id and isinstance(m.id, str)
+                   and re.search(r"(?<!-)\bclass(es|'s)?\b", NOT_TEXT.sub(" ", m.id))]
+    assert len(about_class) >= 10
+    assert [m.id for m in about_class if "lớp mô hình" not in m.string.lower()] == []
+
+
 def test_the_check_finds_a_stray_term() -> None:
     assert _stray("mỗi layer giữ input") == ["layer"]
     assert _stray("các lớp (layer), `every-layer`, {layers} lớp") == []
