@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import math
 import textwrap
+from importlib import metadata
 
 from i18n import DEFAULT, gettext
 from memory.footprint import PlannerInputs
@@ -232,12 +233,6 @@ def tp_plan_splits_experts(family: str) -> bool:
     return any(".experts" in name for name in tp_plan(family))
 
 
-def _transformers_version() -> str:
-    import transformers
-
-    return transformers.__version__
-
-
 def transformers_route(p: PlannerInputs, layout: Layout) -> bool:
     """Whether the code also prints transformers' own tensor parallelism: a family whose
     class has a plan, tensor parallelism alone with FSDP (no pipeline or context
@@ -297,23 +292,26 @@ def experts_words(p: PlannerInputs, layout: Layout, code: str = DEFAULT) -> str:
                           "(with sequence parallelism it gathers them and keeps its slice of "
                           "the output); FSDP shards the experts over dp_cp.")
     family = p.arch.family
-    if p.arch.expert_params and layout.tp > 1 and family and tp_plan_splits_experts(family):
-        words += " " + gettext(code, "The planner's figures count the experts split over "
-                                     "the tensor-parallel GPUs, as transformers' "
-                                     "from_pretrained with a DistributedConfig splits them "
-                                     "(the class's tp_plan): on each GPU this code holds "
-                                     "{times} times the experts' weights, gradients and "
-                                     "optimizer state those figures count.", times=layout.tp)
-    elif p.arch.expert_params and layout.tp > 1:
-        words += " " + gettext(code, "The planner's figures count the experts split over "
-                                     "the tensor-parallel GPUs: on each GPU this code holds "
-                                     "{times} times the experts' weights, gradients and "
-                                     "optimizer state those figures count.", times=layout.tp)
-        if family and has_tp_plan(family):
+    if p.arch.expert_params and layout.tp > 1:
+        if family and tp_plan_splits_experts(family):
+            words += " " + gettext(code, "The planner's figures count the experts split over "
+                                         "the tensor-parallel GPUs, as transformers' "
+                                         "from_pretrained with a DistributedConfig splits "
+                                         "them (the class's tp_plan): on each GPU this code "
+                                         "holds {times} times the experts' weights, "
+                                         "gradients and optimizer state those figures "
+                                         "count.", times=layout.tp)
+        else:
+            words += " " + gettext(code, "The planner's figures count the experts split over "
+                                         "the tensor-parallel GPUs: on each GPU this code "
+                                         "holds {times} times the experts' weights, "
+                                         "gradients and optimizer state those figures "
+                                         "count.", times=layout.tp)
+        if family and has_tp_plan(family) and not tp_plan_splits_experts(family):
             words += " " + gettext(code, "transformers {version}'s own route keeps them whole "
                                          "as well: the class's tensor-parallel plan "
                                          "(tp_plan) leaves the experts out.",
-                                   version=_transformers_version())
+                                   version=metadata.version("transformers"))
     if p.arch.expert_params and layout.ep > 1:
         words += " " + gettext(code, "Nor does it split the experts over the "
                                      "expert-parallel GPUs (torch's parallelize_module has "

@@ -24,6 +24,7 @@ def measured_class(p: P.PlannerInputs) -> None:
     if source is None:
         return
     st.subheader(t("Where each layer's memory comes from"))
+    code = babel_locale()
     if p.fit() is None:
         st.markdown(t("QLoRA on a preset: each layer is priced by the course's formula, "
                       "held to bitsandbytes' real 4-bit layers (their fp32 norms and residual "
@@ -51,7 +52,6 @@ def measured_class(p: P.PlannerInputs) -> None:
                        "with attn_implementation=\"eager\"."))
     window = getattr(source, "window", None)
     if window:
-        code = babel_locale()
         lines.append(t("Sliding window of {window} tokens: from {window} tokens on, "
                        "transformers builds the window's mask and the layers keep it.",
                        window=units.number(window, locale=code)))
@@ -84,8 +84,6 @@ def measured_class(p: P.PlannerInputs) -> None:
                  "sequence length; the class's bytes):", size=gib(max(sizes.values())),
                  course=gib(course)))
     if terms:
-        code = babel_locale()
-
         def size(n: int) -> str:  # a unit per size: a norm's extra 14 KiB is not "0.0 GiB"
             return units.format_bytes(n, locale=code)
 
