@@ -194,9 +194,9 @@ def test_gemma2_is_planned_with_eager_attention_and_prints_no_sdpa(capsys) -> No
 def test_the_cli_words_each_term_beyond_the_course_in_a_size_that_is_not_zero(
     capsys,
 ) -> None:
-    """Gemma 2's input norm keeps 14,336 bytes more than the course's (its fp32 weight
-    copy): printed as "+14.0 KiB", never "+0.0 GiB"; a module the course has not reads as
-    such, not as "0 B"."""
+    """Gemma 2's input norm keeps 14,336 bytes more than the course's (1 + its
+    weight, in fp32: 3,584 × 4 bytes): printed as "+14.0 KiB", never "+0.0 GiB"; a
+    module the course has not reads as such, not as "0 B"."""
     from demos.cli import main
 
     assert main(["plan", "--config", str(path("gemma-2-9b")), "--seq", "4096"]) == 0
