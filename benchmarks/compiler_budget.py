@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from demos.engine.compiler_budget import BASE, BUDGETS, sweep_budget, to_frame
+from demos.compiler_budget import BASE, BUDGETS, sweep_budget, to_frame
 from memory.config import ARCHS
 
 OUT = Path(__file__).with_name("compiler-budget.json")

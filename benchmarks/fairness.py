@@ -14,11 +14,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from demos.engine.device import detect_device
-from demos.runtime.jobs import Job
-from demos.runtime.service import DemoService
-from demos.runtime.store import ResultStore
+from demos.device import detect_device
 from memory.config import ModelConfig
+from serving.jobs import Job
+from serving.service import DemoService
+from serving.store import ResultStore
 
 OUT = Path(__file__).with_name("fairness.json")
 LONG = Job.make("fits", ModelConfig(layers=8, hidden=256, heads=4, seq_len=256, batch=4,

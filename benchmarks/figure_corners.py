@@ -28,14 +28,14 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from demos.engine.device import detect_device
-from demos.engine.fit import largest_fitting
-from demos.engine.measure import PAGE_REPEATS, compare
-from demos.engine.sweep import sweep
-from demos.engine.training import train_losses
-from demos.reports import compare_figures, fits_and_loss_figures, sweep_figures, timeline_figures
+from demos.device import detect_device
+from demos.fit import largest_fitting
+from demos.measure import PAGE_REPEATS, compare
+from demos.sweep import sweep
+from demos.training import train_losses
 from memory.config import ModelConfig, demo_default, slider_ranges
 from memory.strategies import examples
+from reports import compare_figures, fits_and_loss_figures, sweep_figures, timeline_figures
 
 OUT = Path(__file__).with_name("figure-corners.json")
 FIGURE_LIMIT_S = 1.0  # a figure must build in well under a second

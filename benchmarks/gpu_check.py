@@ -1,6 +1,6 @@
 """The GPU checks that `python -m demos bench` does not make, and the helpers
 benchmarks/gpu_check.sh needs. Uses only the engine's public functions
-(demos.engine.measure.compare, memory.theory, demos.engine.device.DeviceQueue).
+(demos.measure.compare, memory.theory, demos.device.DeviceQueue).
 See docs/GPU_CHECK.md.
 
     python benchmarks/gpu_check.py wheels                 # name==version to carry to the GPU
@@ -110,7 +110,7 @@ def verify_bench(path: Path) -> dict:
 
 # --- the measuring checks -------------------------------------------------------------------
 def _kind() -> str:
-    from demos.engine.device import detect_device
+    from demos.device import detect_device
 
     return detect_device("auto").kind
 
@@ -118,7 +118,7 @@ def _kind() -> str:
 def dtypes_and_offload(repeats: int = 7) -> dict:
     """The GPU demo's default model in float32 and bfloat16: none, every-layer, selective and
     offload, timed interleaved (median of `repeats`)."""
-    from demos.engine.measure import compare
+    from demos.measure import compare
     from memory.config import demo_default
 
     out = {"problems": [], "warnings": [], "dtypes": {}}
@@ -144,7 +144,7 @@ def layer_shape(base=None, layers: tuple[int, int] = (2, 4)) -> dict:
     """Bytes one layer holds, measured two ways: (held by none at `layers[1]` minus at
     `layers[0]`) per extra layer, and (none minus every-layer) per layer plus the input
     each checkpoint keeps; against 34·b·s·h and this model's own formula."""
-    from demos.engine.measure import compare
+    from demos.measure import compare
     from memory import theory, worked_examples
     from memory.config import ModelConfig
 
@@ -190,7 +190,7 @@ def _allocated() -> int | None:
 def limit_fault(small=None) -> dict:
     """A config over the limit is refused as 'does not fit' (no exception), device memory is
     back at its baseline, and the next run works. Any device."""
-    from demos.engine.measure import compare
+    from demos.measure import compare
     from memory.config import ModelConfig
 
     small = small or ModelConfig(layers=2, hidden=64, heads=2, seq_len=32, batch=1, vocab=256)
@@ -217,7 +217,7 @@ def oom_fault(headroom: int = 2 * 2**30) -> dict:
     torch.OutOfMemoryError as a full card, without filling 141 GB first)."""
     import torch
 
-    from demos.engine.measure import compare
+    from demos.measure import compare
     from memory.config import ModelConfig, demo_default
 
     mid_step = demo_default("cuda").replace(batch=64)  # logits alone: 4 GiB
@@ -253,8 +253,8 @@ def oom_fault(headroom: int = 2 * 2**30) -> dict:
 def take_turns(cfg=None, runs: int = 2) -> dict:
     """`runs` compares asked for at once from threads, through one DeviceQueue, as the demo
     pages do: they must run one after the other, in arrival order, and each must fit."""
-    from demos.engine.device import DeviceQueue
-    from demos.engine.measure import compare
+    from demos.device import DeviceQueue
+    from demos.measure import compare
     from memory.config import ModelConfig
 
     cfg = cfg or ModelConfig(layers=2, hidden=128, heads=2, seq_len=64, batch=1, vocab=1024)

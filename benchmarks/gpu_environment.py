@@ -114,7 +114,7 @@ def write_playwright_stub(folder: Path) -> Path:
 # Import names of what the app and its tests need there, carried or the image's own.
 NEEDED_MODULES = ("torch", "pandas", "yaml", "pytest", "pytest_timeout", "streamlit", "plotly",
                   "fpdf", "segno", "cryptography", "sqlalchemy", "babel", "uharfbuzz",
-                  "demos.engine.measure", "lessons", "quiz", "ui", "i18n")
+                  "demos.measure", "lessons", "quiz", "ui", "i18n")
 
 
 def environment() -> list[str]:

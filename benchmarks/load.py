@@ -244,7 +244,7 @@ def wait_idle_runs(data_dir: str, expected: int, limit_s: float = 3600.0,
     """Wait while the idle server measures: until the store holds `expected` results, or
     its count has not grown for `settle_s` (a run refused or failed), or `limit_s`
     passed. Seconds waited."""
-    from demos.runtime.store import ResultStore
+    from serving.store import ResultStore
 
     store = ResultStore(Path(data_dir))
     start = last_change = time.monotonic()

@@ -187,9 +187,9 @@ def _import_libraries() -> None:
 
 
 def _load_planner_libraries() -> None:
-    from planner import class_memory
+    from model_classes.causal_lm import load_libraries
 
-    class_memory.load_libraries()
+    load_libraries()
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The planner against tiny real Hugging Face models (demos.engine.real_models), per family,
+"""The planner against tiny real Hugging Face models (demos.real_models), per family,
 attention kernel, precision and tuning: bytes one plain decoder layer keeps for backward,
 measured ÷ predicted, with the planner as it is and with the planner of an earlier
 revision (--before, read with `git show`: the formula before it knew what transformers
@@ -19,7 +19,8 @@ from pathlib import Path
 
 import torch
 
-from demos.engine.real_models import Setup, measure, predicted_layers, sdpa_fused, tiny_architecture
+from demos.real_models import Setup, measure, predicted_layers, sdpa_fused
+from model_classes.tiny import tiny_architecture
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = Path(__file__).with_name("real-libraries.json")
@@ -142,7 +143,7 @@ def main() -> None:
                      "peft": peft.__version__, "python": platform.python_version()},
         "rows": rows,
         "step_peaks": {
-            "what": "the step's peak live bytes above the parameters (demos.engine.tracker) ÷ the "
+            "what": "the step's peak live bytes above the parameters (demos.tracker) ÷ the "
                     "planner's pieces added as if at once (gradients + activations kept + "
                     "the layer rebuilt + the loss peak); the planner leaves out what lies "
                     "outside the layers (embedding output, final norm) and the workspace "

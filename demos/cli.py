@@ -1,6 +1,6 @@
-"""python -m demos compare | sweep | budget | bench | plan | mistakes: figures in bytes and
-seconds, the compiler's memory budget, the planner for a real fine-tuning run, and the
-classic checkpointing mistakes."""
+"""python -m demos compare | sweep | budget | bench | mistakes: the lab's own command, its
+figures in bytes and seconds, the compiler's memory budget and the classic checkpointing
+mistakes. The planner is `python -m planner` (planner.cli)."""
 
 from __future__ import annotations
 
@@ -9,47 +9,12 @@ import json
 import math
 import sys
 
+from command_line import CourseParser
 from memory.config import ARCHS, ConfigError, ModelConfig, parse_bytes
 from memory.strategies import STRATEGIES
 
 DEFAULT = ModelConfig()
-
-
-def _unset(default: object) -> bool:
-    """A default that says nothing: none, a flag's False, argparse's SUPPRESS (0 is a
-    value: `--kv-heads 0`)."""
-    return default is None or default is False or default == argparse.SUPPRESS
-
-
-class _DefaultsShown(argparse.HelpFormatter):
-    """Every option's help ends with its default, where it has one worth showing (the
-    choices are in the option's own line)."""
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        if (action.option_strings and not _unset(action.default)
-                and "default" not in text):
-            text += (" " if text else "") + "(default: %(default)s)"
-        return text
-
-
-class _Parser(argparse.ArgumentParser):
-    """Bad options end with one line on stderr and exit code 2, never a traceback; the
-    help shows each option's default."""
-
-    def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003
-        kwargs.setdefault("formatter_class", _DefaultsShown)
-        super().__init__(*args, **kwargs)
-
-    def _add_action(self, action: argparse.Action) -> argparse.Action:
-        if action.help is None:  # argparse prints no line for it, so no default either
-            action.help = ""
-            if action.option_strings and not _unset(action.default):
-                action.help = "(default: %(default)s)"
-        return super()._add_action(action)
-
-    def error(self, message: str):  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message}\n")
+MOVED_PLAN = "the planner is its own command: python -m planner, with the same flags"
 
 
 def _config_options(p: argparse.ArgumentParser) -> None:
@@ -79,9 +44,9 @@ def _config_options(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m demos",
+    parser = CourseParser(prog="python -m demos",
                      description="Measure gradient checkpointing on a small GPT.")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=CourseParser)
     p = sub.add_parser("compare", help="one training step per strategy, measured")
     _config_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -106,14 +71,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--case", action="append", default=None,
                    help="a case id (repeatable); default: every case")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    from demos.plan_cli import add_parser
-
-    add_parser(sub)
+    sub.add_parser("plan", help=f"moved: {MOVED_PLAN}", add_help=False)
     return parser
 
 
 def _budget_parser(sub) -> None:
-    from demos.engine.budget_settings import (
+    from demos.budget_settings import (
         BASE,
         BUDGETS,
         COMPILED_STRATEGIES,
@@ -138,7 +101,7 @@ def _budget_parser(sub) -> None:
 
 
 def _budget(args) -> int:
-    from demos.engine.compiler_budget import sweep_budget, to_frame
+    from demos.compiler_budget import sweep_budget, to_frame
 
     cfg = ModelConfig(layers=args.layers, hidden=args.hidden, heads=args.heads,
                       seq_len=args.seq_len, batch=args.batch, vocab=args.vocab,
@@ -214,6 +177,10 @@ def _print_table(frame, extra: list[str] | None = None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["plan"]:  # the planner has its own command now
+        print(f"python -m demos plan: {MOVED_PLAN}", file=sys.stderr)
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -226,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _mistakes(args) -> int:
-    from demos.engine.mistakes import CASES, run_cases
+    from demos.mistakes import CASES, run_cases
 
     unknown = [c for c in args.case or [] if c not in CASES]
     if unknown:
@@ -261,19 +228,12 @@ def _mistakes(args) -> int:
 def _run(args) -> int:
     if args.command == "mistakes":
         return _mistakes(args)
-    if args.command == "plan":
-        from demos.plan_cli import PlanError, run
-
-        try:
-            return run(args)
-        except PlanError as exc:
-            raise ConfigError(str(exc)) from None
-    from demos.engine.measure import compare
+    from demos.measure import compare
 
     if args.command == "budget":
         return _budget(args)
     if args.command == "bench":
-        from demos.engine.bench import run_bench
+        from demos.bench import run_bench
 
         paths = run_bench(out=args.out, device=args.device, quick=args.quick,
                           arch=args.arch)
@@ -301,7 +261,7 @@ def _run(args) -> int:
                       "or a wide spread): the times are not representative")
             _print_table(comp.to_frame())
         return 0
-    from demos.engine.sweep import parse_vary, sweep
+    from demos.sweep import parse_vary, sweep
 
     name, values = parse_vary(args.vary)
     frame = sweep(cfg, name, values, [s.label for s in specs], device=args.device,

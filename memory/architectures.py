@@ -194,7 +194,7 @@ def custom(layers: int, hidden: int, heads: int, kv_heads: int, mlp_width: int, 
 
 
 def of_config(cfg: ModelConfig) -> Architecture:
-    """The architecture of the demo engine's model for a config (demos.engine.model.GPT): its
+    """The architecture of the demo engine's model for a config (demos.model.GPT): its
     layers (cfg.arch), an untied head, learned positions for gpt, dropout if cfg has it."""
     h, a = cfg.hidden, cfg.heads
     if cfg.arch == "llama":

@@ -26,7 +26,7 @@ from i18n import units
 from memory.layer import Held
 
 # a layer type's suffix for a dense decoder layer in a model that mixes dense and MoE ones
-# ("full_attention+dense_mlp": DeepSeek's first layers; planner.class_memory.layer_types)
+# ("full_attention+dense_mlp": DeepSeek's first layers; model_classes.causal_lm_config.layer_types)
 DENSE_MLP = "+dense_mlp"
 
 

@@ -68,7 +68,7 @@ LIMITS: dict[str, tuple[int | float, int | float]] = {
     "seed": (0, 2**31 - 1),
     "kv_heads": (0, 128),
 }
-# the layer a model stacks (demos.engine.model.BLOCKS): GPT-2-style, or Llama-style (RMSNorm,
+# the layer a model stacks (demos.model.BLOCKS): GPT-2-style, or Llama-style (RMSNorm,
 # rotary positions, grouped-query attention, SwiGLU)
 ARCHS = ("gpt", "llama")
 

@@ -130,7 +130,7 @@ class PlannerInputs:
     @property
     def variant(self) -> tuple:
         """What the measured class is fitted for: precision, kernel, LoRA rank and targets,
-        device. QLoRA: the precision with "4bit-" before it (planner.class_memory.QUANTIZED:
+        device. QLoRA: the precision with "4bit-" before it (model_classes.variant.QUANTIZED:
         the class with bitsandbytes' 4-bit linear layers and peft's fp32 casts)."""
         lora = self.tuning != "full"
         precision = "mixed" if self.autocast else self.precision
@@ -142,7 +142,7 @@ class PlannerInputs:
     def fit(self) -> ClassFit | None:
         """The measured class's terms for these settings; None: the course's formula. A
         pasted config's QLoRA is measured on its class with bitsandbytes' 4-bit linear
-        layers (planner.class_memory.quantized_base: peft's prepare_model_for_kbit_training
+        layers (model_classes.quantized.quantized_base: peft's prepare_model_for_kbit_training
         makes the norms and embeddings fp32, so the residual stream is fp32, and a 4-bit
         linear returns its input's dtype). QLoRA on a preset or a custom model takes the
         course's formula, which prices the same terms and is held to real 4-bit layers

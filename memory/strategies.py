@@ -41,7 +41,7 @@ class SelectivePolicy(StrEnum):
 
 
 class SavedOps(StrEnum):
-    """Which ops' outputs a policy caches (demos.engine.model maps these to aten ops)."""
+    """Which ops' outputs a policy caches (demos.model maps these to aten ops)."""
 
     MATMULS = "matmuls"
     ATTENTION = "attention"
@@ -101,7 +101,7 @@ DEFAULT_POLICY = SelectivePolicy.SAVE_MATMULS
 SELECTIVE_POLICIES: dict[str, str] = {p.value: r.description for p, r in POLICIES.items()}
 
 
-# The same policies on a llama layer (demos.engine.llama): the op lists still fit (its seven
+# The same policies on a llama layer (demos.llama): the op lists still fit (its seven
 # linear layers have no bias, so each is one aten.mm; attention is the same fused kernel);
 # what they keep differs. Names: memory.layer.layer_tensors and cached_only_tensors for
 # that kind (16-bit adds "input", "x2" and the norms' fp32 copies; names absent at a dtype

@@ -41,7 +41,7 @@ from memory.worked_examples import korthikanti_layer_bytes
 # formula is memory.layer's (one source for the planner and this engine's predictions).
 HeldTensor = Held
 
-# The matmuls of the engine's gpt block (demos.engine.model) by the planner's linear layers of a
+# The matmuls of the engine's gpt block (demos.model) by the planner's linear layers of a
 # gpt layer (memory.architectures, linears()): its fused QKV, the attention's output
 # projection and the MLP's two; a llama block's matmuls are its linear layers by name.
 GPT_MATMULS = {"qkv": ("q", "k", "v"), "proj": ("o",), "fc": ("fc",), "out": ("proj",)}
@@ -345,7 +345,7 @@ COURSE_OVERHEAD = {"full": 1 / 3, "frozen": 1 / 2}
 # (_scaled_dot_product_flash/efficient/cudnn_attention and their backward), not the CPU's
 # (_scaled_dot_product_flash_attention_for_cpu), so on a CPU it counts no attention;
 # torch 2.15 registers the CPU kernel too. The engine reads which from the installed
-# counter's registry (demos.engine.installed_torch) and passes `attention_counted`. The
+# counter's registry (demos.installed_torch) and passes `attention_counted`. The
 # attention formulas ignore the causal mask: 2 matmuls of b·a·s²·d forward, 5 backward
 # (the scores recomputed, then the gradients of scores, v, q and k).
 COUNTER_ATTENTION_FORWARD = 4  # × b·a·s²·d
@@ -360,7 +360,7 @@ def counted_flops(cfg: ModelConfig, spec: StrategySpec | str | None = None,
     twice that backward, the recomputation (step_flops' rule: early stop, reentrant,
     selective), and the attention when the counter counts it (`attention_counted`: whether
     the installed counter has a formula for the fused kernel on `device`, which
-    demos.engine.installed_torch reads; unset: torch 2.13's registry, on a GPU only).
+    demos.installed_torch reads; unset: torch 2.13's registry, on a GPU only).
     Keys: total, recompute, base (the step without checkpointing), overhead."""
     arch = of_config(cfg)
     b, s, n = cfg.batch, cfg.seq_len, cfg.layers
@@ -382,7 +382,7 @@ def counted_flops(cfg: ModelConfig, spec: StrategySpec | str | None = None,
 # on 2 cores; lower under load). Used only to warn before a long run.
 CPU_FLOPS_PER_SECOND = 8e10
 TRACKED_STEP_COST = 3  # a step under the live-bytes tracker costs about 2-3 plain steps
-COUNTED_STEP_COST = 1  # the step under torch's FLOP counter (demos.engine.measure.Step.counted)
+COUNTED_STEP_COST = 1  # the step under torch's FLOP counter (demos.measure.Step.counted)
 
 
 def cpu_seconds(runs: Sequence[tuple[ModelConfig, StrategySpec | str, int]]) -> float:
@@ -472,7 +472,7 @@ def peak_where(phase: str | None, layer: int | None, op: str | None) -> str:
 
 
 def peak_cause(result) -> PeakCause | None:
-    """What set a measured result's peak (a demos.engine.results.StrategyResult), from the
+    """What set a measured result's peak (a demos.results.StrategyResult), from the
     tracker's breakdown at the peak and the op there; None when it did not run."""
     if not result.fits or result.peak_bytes is None or not result.breakdown:
         return None

@@ -1,11 +1,12 @@
 """A config.json's measured class for plans, kept: in the process and on disk.
 
-The first plan for a config measures its class (planner.class_memory: torch and
-transformers, fake tensors, a second or two); what it fitted is written to
-`DATA_DIR/planner-classes/<hash>.json` (the config, the versions of torch and transformers
-and the measuring code in the hash), so a config seen before, by this process or an
-earlier one, is planned from the file without importing torch. A variant not yet fitted
-(another precision, kernel or LoRA setting) is measured then and added.
+The first plan for a config measures its class (planner.class_memory, through its model
+kind in model_classes: torch and transformers, fake tensors, a second or two); what it
+fitted is written to `DATA_DIR/planner-classes/<hash>.json` (the config, the versions of
+torch and transformers and the measuring code in the hash), so a config seen before, by
+this process or an earlier one, is planned from the file without importing torch. A
+variant not yet fitted (another precision, kernel or LoRA setting) is measured then and
+added.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from memory.architectures import Architecture
 from memory.class_layers import ClassFit, Poly, Term, at_rank
 from memory.hf_config import parse
 
-CODE = Path(__file__).with_name("class_memory.py")
+# the code that measures a class: the model kinds and the fit (a change measures again)
+CODE = (*sorted((Path(__file__).parent.parent / "model_classes").glob("*.py")),
+        Path(__file__).with_name("class_fit.py"), Path(__file__).with_name("class_memory.py"))
 
 
 def cache_folder() -> Path:
@@ -41,7 +44,7 @@ def _version(name: str) -> str:
 
 def cache_key(cfg: dict[str, Any]) -> str:
     text = json.dumps(cfg, sort_keys=True, default=str)
-    code = CODE.read_bytes() + Path(__file__).read_bytes()
+    code = b"".join(path.read_bytes() for path in CODE) + Path(__file__).read_bytes()
     parts = [text, _version("torch"), _version("transformers"), _version("peft")]
     digest = hashlib.sha256("\0".join(parts).encode() + code)
     return digest.hexdigest()[:32]
@@ -197,7 +200,7 @@ def class_source(cfg: dict[str, Any]) -> ClassSource:
 def from_config_json(text: str) -> tuple[Architecture, ClassSource]:
     """A pasted config.json: its Architecture (counted on the class) and its class;
     memory.hf_config.ConfigJsonError for text that is no JSON object,
-    planner.class_memory.ClassConfigError for a model this planner cannot build."""
+    model_classes.causal_lm_config.ClassConfigError for a model this planner cannot build."""
     cfg = parse(text)
     if cfg.get("model_type") in hf_config.FAMILIES:
         hf_config.architecture(cfg)  # the course's families: a missing size is named

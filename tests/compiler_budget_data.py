@@ -8,8 +8,8 @@ import functools
 import pandas as pd
 import pytest
 
-from demos.engine.compiler_budget import BASE, EAGER_STRATEGIES
-from demos.runtime.jobs import Job
+from demos.compiler_budget import BASE, EAGER_STRATEGIES
+from serving.jobs import Job
 
 # The page's model at one layer of width 64: the page shows this job for
 # ?layers=1&hidden=64&budgets=1,0&compiled=no.

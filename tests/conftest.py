@@ -94,8 +94,8 @@ def demo_runs_independent_of_the_load(request: pytest.FixtureRequest,
     tests/runtime/, which keep both."""
     if "/runtime/" in str(request.path).replace(os.sep, "/"):
         return
-    from demos.runtime import service
-    from demos.runtime.estimates import DEFAULT_SPEED, RunEstimates
+    from serving import service
+    from serving.estimates import DEFAULT_SPEED, RunEstimates
     from ui import demo_runner
 
     def at_the_theory_speed(job) -> float:  # noqa: ANN001

@@ -1,19 +1,24 @@
-"""The rooms of the code and the one direction their imports point.
+"""The floors of the code and the one direction their imports point.
 
-Bottom to top:
+Each top-level package is one floor, named for what it holds. Bottom to top:
 
-    i18n                          languages, catalogs, numbers and units as text
+    i18n, command_line            languages, numbers and units as text; the commands' parser
     memory, storage               the memory model (pure arithmetic, no torch), the database
-    demos.engine, lessons         the lab's model and its measurement; the course's content
+    model_classes                 real library classes (transformers, PEFT, bitsandbytes) built
+                                  and measured, one adapter per model kind
+    demos, lessons                the lab's model and its measurement (and its command,
+                                  python -m demos); the course's content
     quiz, planner                 questions, certificates; advice and code for a real run
-    demos.runtime, demos.reports  serving many learners; tables and figures of results
-    demos                         the command line (python -m demos)
+                                  (and its command, python -m planner)
+    serving, reports              serving many learners; tables and figures of results
     tools                         developer checks (translations), never imported by the app
     ui, pages                     Streamlit
 
 Every import statement of every module is read from its syntax tree (nothing is imported),
-so a lazy import inside a function counts too. A room may import only the rooms listed for
-it; no two modules, anywhere, import each other through a cycle.
+so a lazy import inside a function counts too. A package may import only the packages
+listed for it; no two packages import each other, directly or through others, and no two
+modules, anywhere, import each other through a cycle. No module is longer than
+MAX_LINES lines.
 """
 
 from __future__ import annotations
@@ -26,36 +31,33 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# room -> the rooms it may import (besides itself and third-party packages)
+# package -> the packages it may import (besides itself and third-party packages)
+BELOW_UI = frozenset({"i18n", "command_line", "memory", "storage", "model_classes", "demos",
+                      "lessons", "quiz", "planner", "serving", "reports"})
 ALLOWED: dict[str, frozenset[str]] = {
     "i18n": frozenset(),
+    "command_line": frozenset(),
     "memory": frozenset({"i18n"}),
     "storage": frozenset(),
-    "demos.engine": frozenset({"i18n", "memory"}),
+    "model_classes": frozenset({"i18n", "memory"}),
+    "demos": frozenset({"i18n", "command_line", "memory", "model_classes"}),
     "lessons": frozenset({"i18n", "memory"}),
     "quiz": frozenset({"i18n", "memory", "storage", "lessons"}),
-    "planner": frozenset({"i18n", "memory", "demos.engine"}),
-    "demos.runtime": frozenset({"i18n", "memory", "storage", "demos.engine"}),
-    "demos.reports": frozenset({"i18n", "memory", "demos.engine"}),
-    "demos": frozenset({"i18n", "memory", "storage", "planner", "demos.engine",
-                        "demos.runtime", "demos.reports"}),
-    "tools": frozenset({"i18n", "memory", "storage", "lessons", "quiz", "planner",
-                        "demos.engine", "demos.runtime", "demos.reports", "demos"}),
-    "ui": frozenset({"i18n", "memory", "storage", "lessons", "quiz", "planner",
-                     "demos.engine", "demos.runtime", "demos.reports", "demos"}),
-    "pages": frozenset({"i18n", "memory", "storage", "lessons", "quiz", "planner",
-                        "demos.engine", "demos.runtime", "demos.reports", "demos", "ui"}),
+    "planner": frozenset({"i18n", "command_line", "memory", "model_classes"}),
+    "serving": frozenset({"i18n", "memory", "storage", "model_classes", "demos"}),
+    "reports": frozenset({"i18n", "memory", "model_classes", "demos"}),
+    "tools": BELOW_UI,
+    "ui": BELOW_UI,
+    "pages": BELOW_UI | {"ui"},
 }
-# Streamlit belongs to the two top rooms only.
+# Streamlit belongs to the two top floors only.
 STREAMLIT_ROOMS = frozenset({"ui", "pages"})
-SUBROOMS = ("demos.engine", "demos.runtime", "demos.reports")
+# the longest a module may be: past it, split it by idea
+MAX_LINES = 600
 
 
 def room_of(module: str) -> str | None:
-    """The room a dotted module name belongs to ('demos.engine.model' -> 'demos.engine')."""
-    for sub in SUBROOMS:
-        if module == sub or module.startswith(sub + "."):
-            return sub
+    """The package a dotted module name belongs to ('demos.model' -> 'demos')."""
     top = module.split(".")[0]
     return top if top in ALLOWED else None
 
@@ -88,8 +90,6 @@ def imported_modules(source: str, module: str = "", is_package: bool = False) ->
 def project_modules() -> dict[str, Path]:
     found = {}
     for room in ALLOWED:
-        if "." in room:
-            continue
         for path in sorted((ROOT / room).rglob("*.py")):
             found[module_name(path)] = path
     return found
@@ -167,6 +167,26 @@ def test_the_allowed_rooms_form_no_cycle() -> None:
     assert cycles({room: set(allowed) for room, allowed in ALLOWED.items()}) == []
 
 
+def test_no_two_packages_import_each_other() -> None:
+    """Read from the imports themselves, not from ALLOWED: the graph of packages each
+    module's imports make has no cycle, however long."""
+    packages: dict[str, set[str]] = defaultdict(set)
+    for name, targets in import_graph().items():
+        for target in targets:
+            if room_of(target) != room_of(name):
+                packages[room_of(name)].add(room_of(target))
+    assert "model_classes" in packages["planner"] and "model_classes" in packages["demos"]
+    assert cycles(packages) == []
+
+
+def test_no_module_is_longer_than_the_limit() -> None:
+    folders = [*ALLOWED, "tests", "benchmarks"]
+    long = {str(path.relative_to(ROOT)): n for folder in folders
+            for path in sorted((ROOT / folder).rglob("*.py")) if "node_modules" not in path.parts
+            and (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert long == {}
+
+
 def test_no_module_imports_itself_through_a_cycle() -> None:
     graph = import_graph()
     assert len(graph) > 50  # the scan sees the project
@@ -186,11 +206,11 @@ def test_the_memory_model_runs_without_torch() -> None:
 def test_the_scan_sees_every_form_of_import() -> None:
     source = ("import streamlit as st\nfrom ui.query import int_slider\n"
               "def f():\n    from pages import home\n    import ui.navigation\n"
-              "from . import sibling\nfrom .engine import model\n")
+              "from . import sibling\nfrom .real_models import measure\n")
     names = imported_modules(source, "demos.cli")
     assert {"streamlit", "ui.query", "pages", "ui.navigation"} <= names
-    assert {"demos.sibling", "demos.engine.model"} <= names
-    assert room_of("demos.engine.model") == "demos.engine" and room_of("demos.cli") == "demos"
+    assert {"demos.sibling", "demos.real_models", "demos.real_models.measure"} <= names
+    assert room_of("demos.model") == "demos" and room_of("planner.cli") == "planner"
 
 
 def test_a_cycle_is_found() -> None:

@@ -1,5 +1,7 @@
-"""`make run` serves the app: the health check answers 200, and the very first visitor
-of the fresh server can open a deep link without a "Page not found" dialog."""
+"""`make run` serves the app: the health check answers 200, the very first visitor of the
+fresh server can open a deep link without a "Page not found" dialog, and the terminal shows
+what a person needs (the address) without Streamlit's bare-mode warnings from the pages the
+server draws before it listens."""
 
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ def test_make_run_serves_the_app_and_a_first_deep_link(tmp_path, browser) -> Non
     make_run = ["make", "run", "PORT={port}", "ADDRESS=127.0.0.1"]
     # Its pages drawn once before it listens (the warm-up's listing), not its first numbers.
     env = {"DATA_DIR": str(tmp_path), "DEMO_WARM_BEFORE_LISTEN": "0"}
-    with background_app(env, command=make_run) as url:
+    terminal = tmp_path / "terminal.log"
+    with terminal.open("w") as log, background_app(env, command=make_run, log=log) as url:
         with urllib.request.urlopen(url, timeout=10) as response:
             assert response.status == 200
             assert b"<html" in response.read().lower()
@@ -23,6 +26,9 @@ def test_make_run_serves_the_app_and_a_first_deep_link(tmp_path, browser) -> Non
         assert page.get_by_role("dialog").filter(has_text="Page not found").count() == 0
         assert page.get_by_role("heading", name="Where to put checkpoints").first.is_visible()
         context.close()
+    shown = terminal.read_text()
+    assert "URL: http://127.0.0.1:" in shown
+    assert "ScriptRunContext" not in shown and "No runtime found" not in shown, shown
 
 
 LOCKED_APT = """#!/bin/sh

@@ -12,11 +12,11 @@ from typing import Any
 
 import streamlit as st
 
-from demos.engine.device import DeviceInfo
-from demos.reports.report import label_of
+from demos.device import DeviceInfo
 from i18n import N_
 from memory import strategies
 from memory.config import DTYPES_FOR_DEVICE, ModelConfig, demo_default, slider_ranges
+from reports.report import label_of
 from ui import query
 from ui.demo_runner import device
 from ui.i18n import current_language, t

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 import pandas as pd
 import plotly.graph_objects as go
 
-from demos.reports.sweep_figures import segment_figure, sweep_figure
-from demos.reports.timing import sweep_compute_note
 from i18n import N_, gettext
 from memory.config import ModelConfig
+from reports.sweep_figures import segment_figure, sweep_figure
+from reports.timing import sweep_compute_note
 
 # id -> (measured column, theory column, axis title, choice label)
 MEMORY_METRICS: dict[str, tuple[str, str, str, str]] = {
@@ -137,10 +137,10 @@ def curve_caption(name: str, frame: pd.DataFrame, config: ModelConfig, lang: str
                   ) -> str:
     """What the chart shows, read from it: for the segment sweep, where the lowest peak is;
     for the others, how the dots and dashed lines are drawn; then the counted compute
-    beside the prediction (demos.reports.timing.sweep_compute_note)."""
+    beside the prediction (reports.timing.sweep_compute_note)."""
     curve = CURVES[name]
     if curve.vary == "k":
-        from demos.reports.sweep_figures import segment_verdict
+        from reports.sweep_figures import segment_verdict
 
         return " ".join(filter(None, (
             segment_verdict(frame, config.layers, x=_x_column(frame, curve), lang=lang),

@@ -4,7 +4,7 @@ The headline metrics, where each peak is and what set it, the refusals explained
 "measured on <device> by <method>" caption, the CSV download, the theory notes, the
 charts (built once per config and language, shared by every session) and the pause that
 lets the numbers reach the screen before the charts. The tables, sentences and figures come
-from the demos.reports modules in the session's language.
+from the reports modules in the session's language.
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ import plotly.graph_objects as go
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from demos.engine.results import Comparison, StrategyResult
-from demos.reports import fits_and_loss_tables, peak_notes, report, timing
-from demos.reports.compare_table import gradient_badge, gradient_match, timing_note
-from demos.reports.report import baseline_and_best
+from demos.results import Comparison, StrategyResult
 from i18n import N_, format_percent, gettext
 from i18n.units import format_bytes, format_ms
 from memory.config import ModelConfig
+from reports import fits_and_loss_tables, peak_notes, report, timing
+from reports.compare_table import gradient_badge, gradient_match, timing_note
+from reports.report import baseline_and_best
 from ui.demo_runner import device, view_phase
 from ui.device_words import device_text
 from ui.i18n import babel_locale, current_language, t
@@ -247,8 +247,8 @@ REFUSALS: dict[str, str] = {
 
 def refusal_text(result: StrategyResult) -> str:
     """The engine's refusal of a strategy, worded in the session's language from its id
-    and numbers (demos.engine.measure.refusal_of); the engine's own text when it has none."""
-    from demos.engine.measure import refusal_of
+    and numbers (demos.measure.refusal_of); the engine's own text when it has none."""
+    from demos.measure import refusal_of
 
     found = refusal_of(result)
     if found is None:
@@ -366,7 +366,7 @@ def download(data: Comparison | pd.DataFrame, name: str) -> None:
 def downloads(frame: pd.DataFrame, name: str,
               snapshot: tuple[list[tuple[str, list[list] | None]], int], what: str) -> None:
     """A results table as CSV and, for its runs that kept the tracker's event log
-    (`snapshot`: the runs and the parameter bytes, from demos.reports.memory_snapshot), as
+    (`snapshot`: the runs and the parameter bytes, from reports.memory_snapshot), as
     torch's memory snapshot; `what` says which runs the snapshot holds."""
     download(frame, name)
     snapshot_button(*snapshot, name, fingerprint(frame), what)
@@ -374,7 +374,7 @@ def downloads(frame: pd.DataFrame, name: str,
 
 def download_snapshot(comparison: Comparison, name: str) -> None:
     """This comparison as torch's memory snapshot, one step per strategy."""
-    from demos.reports.memory_snapshot import comparison_runs
+    from reports.memory_snapshot import comparison_runs
 
     snapshot_button(comparison_runs(comparison), comparison.parameter_bytes or 0, name,
                     fingerprint(comparison))
@@ -382,10 +382,10 @@ def download_snapshot(comparison: Comparison, name: str) -> None:
 
 def snapshot_button(runs: list[tuple[str, list[list] | None]], parameter_bytes: int,
                     name: str, key: Hashable, what: str | None = None) -> None:
-    """Measured runs as torch's memory snapshot (demos.reports.memory_snapshot), for
+    """Measured runs as torch's memory snapshot (reports.memory_snapshot), for
     PyTorch's memory viewer; only finished runs with the tracker's event log are offered.
     `what`: a caption that says which of the page's runs the snapshot holds."""
-    from demos.reports.memory_snapshot import snapshot_pickle
+    from reports.memory_snapshot import snapshot_pickle
 
     if view_phase() is not None or not any(events for _, events in runs):
         return

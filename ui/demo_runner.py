@@ -1,7 +1,7 @@
-"""The one place the demo pages run the engine: the Streamlit side of `demos.runtime.service`.
+"""The one place the demo pages run the engine: the Streamlit side of `serving.service`.
 
 * The queue, the result store and the worker process belong to the server process
-  (`demos.runtime.service.get_service()`), not to a Streamlit cache: a client's "clear cache"
+  (`serving.service.get_service()`), not to a Streamlit cache: a client's "clear cache"
   message cannot empty or replace them.
 * A result anyone measured before (this server, another one on the same database, or
   before a restart) shows at once; the same request from several learners waits for one
@@ -19,7 +19,7 @@
 A `ConfigError` (an invalid combination such as hidden 320 with 3 heads) is shown with
 `st.error` and the page keeps serving; an out-of-memory error or a guard refusal comes
 back from the engine as a result with `fits=False` and is explained on the page
-(ui.demo_display). The widgets are in ui.demo_controls, the tables in demos.reports
+(ui.demo_display). The widgets are in ui.demo_controls, the tables in reports
 (report, timing, compare_table, peak_notes, fits_and_loss_tables).
 """
 
@@ -38,18 +38,18 @@ import pandas as pd
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from demos.engine.device import DeviceInfo
-from demos.engine.measure import PAGE_REPEATS
-from demos.engine.results import Comparison
-from demos.runtime.budget_example import BudgetExample, stored_example
-from demos.runtime.jobs import Job
-from demos.runtime.service import DemoService, get_service
-from demos.runtime.tickets import RunRefused, Ticket
+from demos.device import DeviceInfo
+from demos.measure import PAGE_REPEATS
+from demos.results import Comparison
 from i18n import N_
 from i18n.numbers import format_decimal, format_number
 from i18n.units import format_bytes
 from memory.config import ConfigError, ModelConfig
 from memory.strategies import parse_strategy
+from serving.budget_example import BudgetExample, stored_example
+from serving.jobs import Job
+from serving.service import DemoService, get_service
+from serving.tickets import RunRefused, Ticket
 from ui.i18n import babel_locale, current_language, t
 
 POLL_SECONDS = 0.25
@@ -80,7 +80,7 @@ def device() -> DeviceInfo:
 
 @functools.cache
 def _collect_device() -> DeviceInfo:
-    from demos.engine.device import detect_device
+    from demos.device import detect_device
 
     return detect_device()
 
@@ -202,7 +202,7 @@ def _value_text(value: Any, lang: str) -> str:
 def settings_text(old: Job, new: Job, lang: str) -> str:
     """The settings `old` was run with that differ from `new`'s: "Vocabulary 8,192,
     Layers 12" (its strategies when they differ); every model setting when none does."""
-    from demos.reports.report import label_of
+    from reports.report import label_of
 
     old_config, new_config = old.config.as_dict(), new.config.as_dict()
     changed = [name for name in SETTING_LABELS if old_config[name] != new_config[name]]
@@ -507,7 +507,7 @@ def budget_result(job: Job) -> pd.DataFrame | None:
 def budget_example(job: Job) -> BudgetExample | None:
     """The stored example of a compiler-budget sweep (the benchmark's own figures) when
     `job` asks what the benchmark measured, else None: shown, marked, until this server
-    measured it (demos.runtime.budget_example)."""
+    measured it (serving.budget_example)."""
     return stored_example(job)
 
 
@@ -521,9 +521,9 @@ def run_budget(job: Job) -> pd.DataFrame | None:
 
 
 def run_mistake(case_id: str) -> Any:
-    """One case of the lab of mistakes (demos.engine.mistakes): its CaseResult, or None. Each
+    """One case of the lab of mistakes (demos.mistakes): its CaseResult, or None. Each
     case is a short CPU run of its own small models, stored for everyone once measured."""
-    from demos.engine.mistakes import CASE_CONFIG
+    from demos.mistakes import CASE_CONFIG
 
     job = Job.make("mistakes", CASE_CONFIG, (), cases=(case_id,))
     result = _run(job, what=f"mistake-{case_id}")

@@ -3,11 +3,11 @@ under each measured result)."""
 
 from __future__ import annotations
 
-from demos.engine.device import DeviceInfo
+from demos.device import DeviceInfo
 from i18n import N_
 from ui.i18n import t, tn
 
-# The engine names a CPU run's reason in English (demos.engine.device.detect_device): worded here.
+# The engine names a CPU run's reason in English (demos.device.detect_device): worded here.
 _CPU_REASONS = (N_("no GPU found"), N_("CPU chosen"))
 
 

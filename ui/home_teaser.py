@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from demos.engine.results import Comparison
-from demos.reports.report import baseline_and_best
+from demos.results import Comparison
 from i18n.units import format_bytes
+from reports.report import baseline_and_best
 from ui.demo_controls import default_config
 from ui.demo_display import (
     comparison_caption,

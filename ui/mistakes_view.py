@@ -1,6 +1,6 @@
 """The lab of mistakes on a page: a symptom-first picker, then one case (linkable as
 ?case=<id>) run the wrong and the fixed way beside a plain run, with what this run
-measured, why, the one-line fix and torch's own words. The cases are demos.engine.mistakes."""
+measured, why, the one-line fix and torch's own words. The cases are demos.mistakes."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pandas as pd
 import streamlit as st
 
-from demos.engine.mistakes import (
+from demos.mistakes import (
     CASES,
     SYMPTOM_TITLES,
     Case,

@@ -12,7 +12,6 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from demos.reports.figure_style import separators
 from i18n import units
 from lessons.catalog import lesson
 from memory import footprint as P
@@ -20,12 +19,13 @@ from memory import hardware, hf_config
 from memory.architectures import DEFAULT_PRESET, PRESETS, Architecture, ShapeError, custom
 from memory.class_layers import LayerSource
 from memory.hardware import GPUS
+from model_classes.causal_lm_config import ClassConfigError
 from planner import hf_code as hf_module
 from planner import recommend as recommend_module
 from planner import torch_code as torch_module
 from planner.class_cache import from_config_json as class_config
-from planner.class_memory import ClassConfigError
 from planner.preset_classes import preset_source
+from reports.figure_style import separators
 from ui import query
 from ui.i18n import babel_locale, current_language, fmt_percent, pt, t, tn
 from ui.navigation import page_link

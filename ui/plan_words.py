@@ -156,7 +156,7 @@ CONFIG_PROBLEMS: dict[str, str] = {  # memory.hf_config.ConfigJsonError's proble
     "bad-value": N_("The field {field} must be a positive whole number."),
     "shape": N_("The sizes in this config.json are not consistent."),
 }
-CLASS_PROBLEMS: dict[str, str] = {  # planner.class_memory.ClassConfigError's problems
+CLASS_PROBLEMS: dict[str, str] = {  # model_classes' ClassConfigError problems
     "no-model-type": N_("The config.json has no field model_type."),
     "unknown": N_("transformers has no model of type {model_type}."),
     "encoder": N_("{model_type} is an encoder model, not a decoder-only language model."),

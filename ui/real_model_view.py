@@ -5,23 +5,22 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from demos.engine.real_models import (
+from demos.real_models import (
     Measurement,
     Setup,
     code,
-    family,
     lab_layers,
     planner_peak_range,
     predicted_layers,
-    qlora_available,
     run_live,
-    tiny_architecture,
 )
 from i18n import N_
 from i18n.units import format_bytes
 from memory.architectures import PRESETS
 from memory.footprint import PlannerInputs
 from memory.layer import layer_bytes
+from model_classes.quantized import qlora_available
+from model_classes.tiny import family, tiny_architecture
 from ui import demo_display as display
 from ui import query
 from ui.i18n import current_language, fmt_decimal, fmt_number, t

@@ -29,6 +29,7 @@ store.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -36,6 +37,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +63,36 @@ ENGINE_WAIT_S = 60.0
 LISTEN_WAIT_ENV = "DEMO_WARM_BEFORE_LISTEN"
 LISTEN_WAIT_S = 240.0
 log = logging.getLogger(__name__)
+# What Streamlit says when a page runs outside a browser session, as the warm-up's AppTest
+# runs do before the server listens ("Thread 'MainThread': missing ScriptRunContext! This
+# warning can be ignored when running in bare mode.", "No runtime found, using
+# MemoryCacheStorageManager"): expected there, and read by a person at the terminal as
+# errors. Only these lines are dropped, and only while the warm-up draws pages.
+FRAMEWORK_NOISE = ("missing ScriptRunContext", "No runtime found")
+NOISY_LOGGERS = ("streamlit.runtime.scriptrunner_utils.script_run_context",
+                 "streamlit.runtime.caching.cache_data_api",
+                 "streamlit.runtime.caching.cache_resource_api")
+
+
+class _DropFrameworkNoise(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not any(noise in message for noise in FRAMEWORK_NOISE)
+
+
+@contextlib.contextmanager
+def framework_noise_dropped() -> Iterator[None]:
+    """Drop Streamlit's bare-mode warnings (FRAMEWORK_NOISE) while pages are drawn before
+    the server listens; every other line of those loggers still shows."""
+    drop = _DropFrameworkNoise()
+    loggers = [logging.getLogger(name) for name in NOISY_LOGGERS]
+    for logger in loggers:
+        logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeFilter(drop)
 
 
 def warm_views() -> list[tuple[str, dict[str, str]]]:
@@ -237,7 +269,7 @@ def _finish(tickets: list[Any]) -> int:
 def _queue_views(service: Any, found: dict[str, list]) -> list[Any]:
     """Queue the common views' runs (collect_warm_jobs' "jobs") for the warm-up; their
     tickets."""
-    from demos.runtime.jobs import Job
+    from serving.jobs import Job
 
     return service.warm(Job.from_request(request) for request in found["jobs"])
 
@@ -299,8 +331,8 @@ def _warm_store(tickets: list[Any] | None = None) -> None:
     """The common views first (their runs queued before the server listened, or listed
     here by a child process); the slider steps next to the defaults are listed (a minute
     of AppTest runs) only once those are measured and no learner is waiting."""
-    from demos.runtime.jobs import Job
-    from demos.runtime.service import get_service
+    from serving.jobs import Job
+    from serving.service import get_service
 
     service = get_service()
     if tickets is None:
@@ -346,13 +378,24 @@ def main(argv: list[str]) -> None:
     if argv[:1] in (["--collect-warm-jobs"], ["--collect-neighbour-jobs"]):
         print(json.dumps(collect_warm_jobs(neighbours=argv[0] == "--collect-neighbour-jobs")))
         return
-    from streamlit.runtime.pages_manager import PagesManager
     from streamlit.web import cli
 
-    from demos.engine.real_models import import_libraries
-    from demos.runtime.service import get_service
+    with framework_noise_dropped():
+        _before_listening()
+    sys.argv = ["streamlit", "run", str(APP), *argv]
+    cli.main(prog_name="streamlit")
+
+
+def _before_listening() -> None:
+    """Everything the server does before it listens: refuse a lost key, start the demo
+    service and the status-list publisher, import the libraries, list, measure and draw
+    the common views."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    from model_classes.causal_lm import load_libraries
     from quiz.service import startup_check
     from quiz.status_list import publish_forever
+    from serving.service import get_service
     from storage.location import data_dir
     from ui.query import install_limit_notice
 
@@ -365,7 +408,7 @@ def main(argv: list[str]) -> None:
     # Listen once a learner's first demo can run, with the libraries the real-model page
     # imports loaded meanwhile, the pages drawn once, the common views measured and drawn
     # once with their results.
-    libraries = threading.Thread(target=import_libraries, name="import-libraries",
+    libraries = threading.Thread(target=load_libraries, name="import-libraries",
                                  daemon=True)
     libraries.start()
     tickets = None
@@ -379,8 +422,6 @@ def main(argv: list[str]) -> None:
             and wait_for_common_views(tickets, listen_wait_s()) is not None):
         draw_views()
     PagesManager.uses_pages_directory = False  # after the AppTest runs, which reset it
-    sys.argv = ["streamlit", "run", str(APP), *argv]
-    cli.main(prog_name="streamlit")
 
 
 if __name__ == "__main__":

@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from demos.engine.results import Comparison
-from demos.reports import compare_table, report
-from demos.reports.compare_figures import (
+from demos.results import Comparison
+from reports import compare_table, report
+from reports.compare_figures import (
     activation_caption,
     activation_theory_figure,
     breakdown_caption,

@@ -3,10 +3,10 @@ on the lab's model, beside the manual strategies on the same chart."""
 
 import streamlit as st
 
-from demos.engine.compiler_budget import BASE, BUDGETS, COMPILED_STRATEGIES, EAGER_STRATEGIES
-from demos.reports import budget_figures as figures
-from demos.reports import memory_snapshot, report
-from demos.runtime.jobs import Job
+from demos.compiler_budget import BASE, BUDGETS, COMPILED_STRATEGIES, EAGER_STRATEGIES
+from reports import budget_figures as figures
+from reports import memory_snapshot, report
+from serving.jobs import Job
 from ui import demo_controls as controls
 from ui import demo_display as display
 from ui import demo_runner as runner

@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from demos.reports import memory_snapshot, report
+from reports import memory_snapshot, report
 from ui import demo_controls as controls
 from ui import demo_curves as curves
 from ui import demo_display as display

@@ -2,10 +2,10 @@
 
 import streamlit as st
 
-from demos.engine.results import Comparison
-from demos.reports import compare_table, report
-from demos.reports.timeline_figures import timeline_figure, timeline_frame
+from demos.results import Comparison
 from i18n import N_
+from reports import compare_table, report
+from reports.timeline_figures import timeline_figure, timeline_frame
 from ui import demo_controls as controls
 from ui import demo_display as display
 from ui import demo_runner as runner

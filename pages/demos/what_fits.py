@@ -3,9 +3,9 @@
 import pandas as pd
 import streamlit as st
 
-from demos.reports import fits_and_loss_tables, memory_snapshot, report
-from demos.reports.fits_and_loss_figures import fits_caption, fits_figure
 from i18n import N_
+from reports import fits_and_loss_tables, memory_snapshot, report
+from reports.fits_and_loss_figures import fits_caption, fits_figure
 from ui import demo_controls as controls
 from ui import demo_display as display
 from ui import demo_runner as runner

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from demos.runtime import service as service_module
-from demos.runtime.estimates import DEFAULT_SPEED, STEP_OVERHEAD_S
+from serving import service as service_module
+from serving.estimates import DEFAULT_SPEED, STEP_OVERHEAD_S
 from tests.runtime.conftest import CPU, FakeWorker, long_training
 from ui import demo_runner
 

@@ -11,10 +11,10 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from demos.runtime.jobs import store_key
-from demos.runtime.service import get_service
-from demos.runtime.store import ResultStore
-from demos.runtime.tickets import request_json
+from serving.jobs import store_key
+from serving.service import get_service
+from serving.store import ResultStore
+from serving.tickets import request_json
 from tests.compiler_budget_data import PAGE_QUERY, SWEEP_GROUP, tiny_job, tiny_result
 from tests.demo_pages.test_pages import no_errors, texts
 from tests.lessons.test_lesson_pages_i18n import page_text
@@ -97,7 +97,7 @@ def test_the_start_up_warm_up_never_lists_it(monkeypatch: pytest.MonkeyPatch,
     collect mode: it asks for nothing and estimates nothing (no service is started)."""
     from streamlit.testing.v1 import AppTest
 
-    from demos.runtime import service as service_module
+    from serving import service as service_module
     from ui import demo_runner
     from ui.navigation import ROOT
 
@@ -120,7 +120,7 @@ def test_the_defaults_show_the_stored_example_marked_as_such(app_test: Callable,
     """A fresh server has not compiled anything: at its defaults the page shows the
     benchmark's own sweep, says where and when it was measured, and still offers to
     measure here; nothing is started."""
-    from demos.runtime.budget_example import _examples
+    from serving.budget_example import _examples
 
     (config, meta, points), *_ = _examples()
     started = get_service().runs_started

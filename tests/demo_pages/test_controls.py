@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from demos.engine.device import DeviceInfo
+from demos.device import DeviceInfo
 from memory.config import demo_default
 from memory.strategies import describe
 from ui.demo_controls import (

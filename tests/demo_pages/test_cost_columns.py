@@ -94,7 +94,7 @@ def test_what_fits_times_with_repeats_and_counts_the_compute(app_test: Callable)
 def test_selective_counted_at_nothing_says_why_in_its_metric(app_test: Callable) -> None:
     """Selective read "+0.0% extra compute" on a CPU beside lesson 4's +2.7%, with the
     reason only in small print: the metric's own delta says it now."""
-    from demos.engine.installed_torch import counter_counts_attention
+    from demos.installed_torch import counter_counts_attention
 
     at = app_test("pages/demos/compare.py",
                   query={**TINY, "strategy": "selective:save-matmuls"})
@@ -115,7 +115,7 @@ def test_selective_counted_at_nothing_says_why_in_its_metric(app_test: Callable)
 def test_the_compute_note_names_the_axis_in_the_readers_language() -> None:
     import pandas as pd
 
-    from demos.reports.timing import sweep_compute_note
+    from reports.timing import sweep_compute_note
 
     frame = pd.DataFrame({"seq_len": [64, 64], "strategy": ["none", "every-layer"],
                           "flops_counted": [100.0, 133.0], "flops_predicted": [100.0, 133.0]})

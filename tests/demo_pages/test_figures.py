@@ -1,4 +1,4 @@
-"""demos.reports.*_figures: pure Plotly builders, fed synthetic records."""
+"""reports.*_figures: pure Plotly builders, fed synthetic records."""
 
 from __future__ import annotations
 
@@ -8,20 +8,20 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from demos.reports import compare_figures, timeline_figures
-from demos.reports.compare_figures import (
+from i18n.units import byte_unit, format_bytes
+from memory.strategies import STRATEGIES
+from memory.strategies import colour as strategy_colour
+from reports import compare_figures, timeline_figures
+from reports.compare_figures import (
     activation_caption,
     activation_theory_figure,
     breakdown_caption,
     breakdown_figure,
     peak_and_time_figure,
 )
-from demos.reports.fits_and_loss_figures import fits_caption, fits_figure, loss_caption, loss_figure
-from demos.reports.sweep_figures import segment_figure, segment_verdict, sweep_figure
-from demos.reports.timeline_figures import timeline_figure, timeline_frame
-from i18n.units import byte_unit, format_bytes
-from memory.strategies import STRATEGIES
-from memory.strategies import colour as strategy_colour
+from reports.fits_and_loss_figures import fits_caption, fits_figure, loss_caption, loss_figure
+from reports.sweep_figures import segment_figure, segment_verdict, sweep_figure
+from reports.timeline_figures import timeline_figure, timeline_frame
 
 MIB = 2**20
 
@@ -295,8 +295,8 @@ def test_a_one_op_run_gets_no_label_beside_a_wide_one() -> None:
 def test_long_panel_titles_wrap_in_every_language() -> None:
     """A phone cut Compare's panel title "Step time (ms), median and middle half of the
     runs" (longer in German) at the screen's edges: Plotly never wraps subplot titles."""
-    from demos.reports.compare_figures import peak_and_time_figure
-    from demos.reports.figure_style import PANEL_TITLE_CHARS, panel_title
+    from reports.compare_figures import peak_and_time_figure
+    from reports.figure_style import PANEL_TITLE_CHARS, panel_title
 
     assert panel_title("Step time (ms)") == "Step time (ms)"
     for lang in ("en", "de", "vi"):

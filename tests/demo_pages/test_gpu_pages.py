@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import torch
 
-from demos.engine.device import detect_device
-from demos.engine.measure import CUDA_METHOD, TRACKER_METHOD
+from demos.device import detect_device
+from demos.measure import CUDA_METHOD, TRACKER_METHOD
 from i18n import gettext
 from tests.demo_pages.test_pages import TINY, no_errors, texts
 from tests.demos.test_cuda import cuda

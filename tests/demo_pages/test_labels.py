@@ -11,10 +11,10 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from demos.reports import timeline_figures
-from demos.reports.timeline_figures import timeline_figure, timeline_frame
 from i18n.units import column_unit, format_bytes_in
 from lessons.figures import k_curve_figure
+from reports import timeline_figures
+from reports.timeline_figures import timeline_figure, timeline_frame
 from tests.demo_pages.test_pages import TINY, no_errors
 
 MIB = 2**20

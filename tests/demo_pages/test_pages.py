@@ -279,7 +279,7 @@ def test_timeline_at_its_default_shows_the_sawtooth_and_names_the_peak(app_test:
     assert at.slider(key="layers").value == layers >= 8
     rows = at.get("download_button")
     assert rows
-    from demos.engine.measure import compare
+    from demos.measure import compare
 
     comp = compare(demo_default("cpu"), ["every-layer"], device="cpu", timeline=True,
                    time_steps=False)

@@ -67,9 +67,9 @@ def test_home_teaser_in_german(app_test: Callable) -> None:
 
 
 def test_the_engine_s_refusals_are_ids_and_numbers_worded_by_the_page() -> None:
-    """The engine returns a refusal as an id and numbers (demos.engine.measure.refusal_of); the
+    """The engine returns a refusal as an id and numbers (demos.measure.refusal_of); the
     page words each id through the catalog, in every language, with the same numbers."""
-    from demos.engine.measure import REFUSAL_IDS, compare, refusal_of
+    from demos.measure import REFUSAL_IDS, compare, refusal_of
     from i18n import gettext
     from ui.demo_display import REFUSALS
 

@@ -24,7 +24,7 @@ import os
 os.environ["DATA_DIR"] = {str(tmp_path)!r}
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
-from demos.runtime import service
+from serving import service
 from tests.runtime.conftest import CPU, FakeWorker, tiny_compare
 from ui import demo_runner
 
@@ -110,7 +110,7 @@ st.write(f"measured: {result is not None}")
 def own_service() -> Iterator[None]:
     """A service of this test's own: no history of this process's earlier runs, so the
     estimates are the theory's own and what other tests ran here cannot change them."""
-    from demos.runtime import service as service_module
+    from serving import service as service_module
     from tests.runtime.conftest import CPU, FakeWorker
 
     svc = service_module.DemoService(CPU, worker=FakeWorker(lambda job, i: 0.01),

@@ -115,10 +115,10 @@ def test_the_stored_budget_example_says_why_it_has_no_snapshot(app_test: Callabl
 @SWEEP_GROUP
 @pytest.mark.compile
 def test_a_measured_budget_sweep_offers_its_eager_points(app_test: Callable, served) -> None:
-    from demos.runtime.jobs import store_key
-    from demos.runtime.service import get_service
-    from demos.runtime.store import ResultStore
-    from demos.runtime.tickets import request_json
+    from serving.jobs import store_key
+    from serving.service import get_service
+    from serving.store import ResultStore
+    from serving.tickets import request_json
 
     job, frame = tiny_job(), tiny_result()  # measured once per test process, compiled
     at = app_test("pages/demos/compiler_budget.py", query={"lang": "en"}, timeout=30)

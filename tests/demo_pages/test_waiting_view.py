@@ -16,7 +16,7 @@ os.environ["DATA_DIR"] = {data!r}
 os.environ.pop("DEMO_RUNNER_COLLECT", None)  # a warm-up listing in this process set it
 import pandas as pd
 import streamlit as st
-from demos.runtime import service
+from serving import service
 from tests.runtime.conftest import CPU, FakeWorker, tiny_compare
 from ui import demo_runner
 
@@ -56,7 +56,7 @@ def show(frame):
 # The first numbers come at once: the page's wait of QUICK_SECONDS for the result starts
 # when they are in (on a busy machine the worker's thread may start later than that).
 NUMBERS_IN_FIRST = """
-from demos.runtime import tickets
+from serving import tickets
 _wait = tickets.Ticket.wait
 
 def _wait_once_numbers_are_in(self, timeout=None):

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from demos.engine.measure import warm_up
+from demos.measure import warm_up
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -23,7 +23,7 @@ from transformers import AutoModelForCausalLM, LlamaForCausalLM
 from memory.architectures import PRESETS
 from memory.footprint import PlannerInputs
 from memory.parallel import Layout
-from planner.class_memory import hf_config
+from model_classes.causal_lm_config import hf_config
 from planner.parallel_code import parallel_code
 from tests.demos.class_fixtures import load, tiny
 from tests.demos.tiny_hf import SEQ, TINY

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from demos.bench import _configs
 from demos.cli import main
-from demos.engine.bench import _configs
 
 SMALL = ["--layers", "2", "--hidden", "64", "--heads", "4", "--seq", "32", "--batch", "2",
          "--vocab", "128"]

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from demos.cli import main
-from demos.engine.fit import largest_fitting
-from demos.engine.sweep import parse_vary, sweep
-from demos.engine.training import train_losses
+from demos.fit import largest_fitting
+from demos.sweep import parse_vary, sweep
+from demos.training import train_losses
 from memory.config import ConfigError, ModelConfig
 
 ROOT = Path(__file__).resolve().parents[2]

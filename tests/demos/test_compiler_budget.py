@@ -13,14 +13,14 @@ import pytest
 import torch
 
 from demos import cli
-from demos.engine.compiler_budget import (
+from demos.compiler_budget import (
     held_by_tracker,
     measure_point,
     saved_by_hooks,
     strategy_model,
 )
-from demos.engine.model import make_batch
-from demos.runtime.jobs import decode_result, encode_result
+from demos.model import make_batch
+from serving.jobs import decode_result, encode_result
 from tests.compiler_budget_data import SWEEP_GROUP, TINY, tiny_job, tiny_result
 
 pytestmark = SWEEP_GROUP

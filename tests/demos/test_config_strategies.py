@@ -107,8 +107,8 @@ def test_titles_are_made_from_the_records_not_parsed_back():
 def test_each_selective_policy_is_titled_in_words_in_every_language():
     """A learner reads what the policy keeps, not its id ('save-matmuls'); the compiler
     page's labels are the same titles."""
-    from demos.reports.budget_figures import point_label
     from memory.strategies import SELECTIVE_POLICIES, title
+    from reports.budget_figures import point_label
 
     for lang in ("en", "de", "vi"):
         titles = {title(f"selective:{p}", lang) for p in SELECTIVE_POLICIES}

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from demos.engine.measure import CUDA_METHOD, compare
+from demos.measure import CUDA_METHOD, compare
 from memory.config import ModelConfig
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

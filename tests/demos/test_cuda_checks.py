@@ -16,7 +16,7 @@ from benchmarks.gpu_check import (
     verify_bench,
 )
 from benchmarks.gpu_environment import carried_packages
-from demos.engine.measure import CUDA_METHOD, compare
+from demos.measure import CUDA_METHOD, compare
 from memory.config import ModelConfig
 from tests.demos.test_cuda import cuda
 

@@ -2,7 +2,7 @@ import threading
 
 import pytest
 
-from demos.engine.device import DeviceQueue, detect_device
+from demos.device import DeviceQueue, detect_device
 from memory.config import ConfigError
 from tests.runtime.conftest import wait_for
 

@@ -6,9 +6,9 @@ import torch
 from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
 from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
 
-from demos.engine.installed_torch import counter_counts_attention
-from demos.engine.measure import Step
-from demos.engine.model import build_model, make_batch
+from demos.installed_torch import counter_counts_attention
+from demos.measure import Step
+from demos.model import build_model, make_batch
 from memory import strategies, theory
 from memory.config import ModelConfig
 from memory.segments import Segment

@@ -15,8 +15,8 @@ from torch.utils.checkpoint import (
     create_selective_checkpoint_contexts,
 )
 
-from demos.engine import installed_torch
-from demos.engine.measure import compare
+from demos import installed_torch
+from demos.measure import compare
 from memory import theory
 from memory.config import ModelConfig
 

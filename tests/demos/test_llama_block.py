@@ -1,6 +1,6 @@
 """The planner's per-layer activation formula against the bytes a real block keeps for
-backward: the Llama-style block (demos.engine.llama) and the engine's GPT block
-(demos.engine.model), fused and math attention, fp32 and bf16, on the CPU, to the byte.
+backward: the Llama-style block (demos.llama) and the engine's GPT block
+(demos.model), fused and math attention, fp32 and bf16, on the CPU, to the byte.
 
 What a block keeps is read with saved_tensors_hooks, counting each storage once and
 leaving out the parameters and constant buffers (rotary tables)."""
@@ -13,8 +13,8 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.checkpoint import checkpoint
 
-from demos.engine.gpt import GPTBlock
-from demos.engine.llama import LlamaBlock, apply_rotary, rotary_tables
+from demos.gpt import GPTBlock
+from demos.llama import LlamaBlock, apply_rotary, rotary_tables
 from memory.architectures import custom, swiglu_width
 from memory.config import ModelConfig
 from memory.layer import layer_bytes, layer_tensors

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from demos.engine.measure import compare
-from demos.engine.model import build_model
+from demos.measure import compare
+from demos.model import build_model
 from memory import theory
 from memory.config import ConfigError, ModelConfig
 

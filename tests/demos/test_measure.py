@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from demos.engine.measure import compare
+from demos.measure import compare
 from memory import theory
 from memory.config import ConfigError, ModelConfig
 
@@ -34,7 +34,7 @@ def test_shown_as_it_comes_the_memory_comes_before_the_reference_step(dropout, m
     """A page sees the memory after the tracked steps alone; the plain reference step runs
     after it, and every strategy's gradients are checked on its first timed step: the
     same agreement as a compare that checks them on the tracked step."""
-    from demos.engine import measure
+    from demos import measure
 
     events: list[str] = []
     reference = measure._reference
@@ -208,7 +208,7 @@ def test_the_result_records_where_its_peak_was():
 
 
 def test_page_timing_has_enough_interleaved_runs_for_a_spread():
-    from demos.engine.measure import MAX_REPEATS_FACTOR, PAGE_REPEATS
+    from demos.measure import MAX_REPEATS_FACTOR, PAGE_REPEATS
 
     comp = compare(TINY, ["none", "every-layer"], device="cpu", repeats=PAGE_REPEATS["cpu"])
     runs = {len(r.step_seconds_runs) for r in comp.results}
@@ -218,8 +218,8 @@ def test_page_timing_has_enough_interleaved_runs_for_a_spread():
 
 
 def test_the_run_estimates_know_the_timing_rules():
-    from demos.engine import fit
-    from demos.runtime import jobs
+    from demos import fit
+    from serving import jobs
 
     assert jobs.FIT_REPEATS == fit.FIT_REPEATS
 
@@ -227,7 +227,7 @@ def test_the_run_estimates_know_the_timing_rules():
 def test_timing_goes_on_while_the_spread_is_wide_until_the_cap(monkeypatch):
     """Runs that alternate 1 s and 2 s never narrow: timing stops at 2x the asked runs;
     steady runs stop at the asked number; a time cap of 0 stops at once after them."""
-    from demos.engine import measure
+    from demos import measure
 
     clock = iter(range(10**6))
     monkeypatch.setattr(measure.Step, "timed_with_cpu",
@@ -245,8 +245,8 @@ def test_timing_goes_on_while_the_spread_is_wide_until_the_cap(monkeypatch):
 def test_what_fits_times_its_confirmed_size_with_repeats(monkeypatch):
     """Fast steps: three timed runs at the confirmed size, wall and CPU time, and the
     step's FLOPs counted; a size over the budget is not timed."""
-    from demos.engine import measure
-    from demos.engine.fit import FIT_REPEATS, largest_fitting
+    from demos import measure
+    from demos.fit import FIT_REPEATS, largest_fitting
 
     monkeypatch.setattr(measure.Step, "timed_with_cpu", lambda self, spec, plan: (0.01, 0.01))
     found = largest_fitting(TINY, "none", "batch", 4 * 2**20, device="cpu")
@@ -260,7 +260,7 @@ def test_what_fits_times_its_confirmed_size_with_repeats(monkeypatch):
 def test_a_search_can_skip_the_plain_reference_step(monkeypatch) -> None:
     """What fits shows no gradient agreement: its confirmation runs no plain step (at a
     batch that fits only checkpointed, that step held several budgets)."""
-    import demos.engine.measure as measure
+    import demos.measure as measure
 
     plain_steps = []
     original = measure._reference
@@ -271,7 +271,7 @@ def test_a_search_can_skip_the_plain_reference_step(monkeypatch) -> None:
     skipped = compare(TINY, ["every-layer"], repeats=1, check_gradients=False)
     assert len(plain_steps) == 1 and skipped.results[0].max_grad_diff is None
     assert skipped.results[0].peak_bytes == checked.results[0].peak_bytes
-    from demos.engine.fit import largest_fitting
+    from demos.fit import largest_fitting
 
     largest_fitting(TINY, "every-layer", "batch", 4 * 2**20, device="cpu", repeats=1)
     assert len(plain_steps) == 1  # the fit's confirmation ran none

@@ -1,4 +1,4 @@
-"""A demo run exported as torch's memory snapshot (demos.reports.memory_snapshot): built
+"""A demo run exported as torch's memory snapshot (reports.memory_snapshot): built
 from the tracker's event log of this run, it replays to the tracker's own peak, and torch's
 own tools read it without a GPU: `torch.cuda._memory_viz`'s segment summary and trace
 (which check the allocator's accounting), and its plotting functions `trace_plot` and
@@ -14,9 +14,10 @@ import re
 import pytest
 from torch.cuda import _memory_viz
 
-from demos.engine.measure import compare
-from demos.engine.results import Comparison
-from demos.reports.memory_snapshot import (
+from demos.measure import compare
+from demos.results import Comparison
+from memory.config import ModelConfig
+from reports.memory_snapshot import (
     BASE_ADDRESS,
     ROUNDING,
     FirstFit,
@@ -24,8 +25,7 @@ from demos.reports.memory_snapshot import (
     comparison_snapshot,
     snapshot_pickle,
 )
-from demos.runtime.jobs import decode_result, encode_result
-from memory.config import ModelConfig
+from serving.jobs import decode_result, encode_result
 
 CONFIG = ModelConfig(layers=3, hidden=32, heads=2, seq_len=16, batch=2, vocab=64)
 STRATEGIES = ["every-layer", "selective"]
@@ -167,8 +167,8 @@ def test_first_fit_reuses_freed_space() -> None:
 
 
 def test_a_mistake_case_exports_its_three_runs() -> None:
-    from demos.engine.mistakes import run_case
-    from demos.reports.memory_snapshot import snapshot
+    from demos.mistakes import run_case
+    from reports.memory_snapshot import snapshot
 
     r = run_case("whole-model-one-segment")
     data = snapshot([("plain", r.plain.memory_events), ("wrong", r.wrong.memory_events),

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from demos.cli import main
-from demos.engine.mistakes import (
+from demos.mistakes import (
     CASE_CONFIG,
     CASES,
     PEAK_TOLERANCE,
@@ -19,7 +19,7 @@ from demos.engine.mistakes import (
     cases_for,
     run_case,
 )
-from demos.runtime.jobs import Job, decode_result, encode_result
+from serving.jobs import Job, decode_result, encode_result
 
 
 @pytest.fixture(scope="module")

@@ -9,11 +9,11 @@ import json
 
 import pytest
 
-from demos.cli import main
 from memory import parallel as M
 from memory.footprint import PlannerInputs
 from planner import parallel_plan as PP
 from planner.class_memory import MeasuredClass
+from planner.cli import main
 from tests.demos.class_fixtures import FOLDER, load
 
 H, WIDTH, EXPERTS, LAYERS = 4096, 14336, 8, 32  # Mixtral 8x7B
@@ -67,7 +67,7 @@ def test_the_gpu_rows_drop_the_gathered_experts(mixtral):
 
 
 def test_the_command_line_splits_the_experts(capsys):
-    assert main(["plan", "--config", str(FOLDER / "mixtral-8x7b.json"), "--seq", "4096",
+    assert main(["--config", str(FOLDER / "mixtral-8x7b.json"), "--seq", "4096",
                  "--gpus", "16", "--tp", "2", "--sp", "--ep", "4", "--gpu", "h100",
                  "--json"]) == 0
     par = json.loads(capsys.readouterr().out)["parallel"]
@@ -84,5 +84,5 @@ def test_the_command_line_splits_the_experts(capsys):
      "must divide the model's 8 experts"),
 ])
 def test_ep_refusals_say_why(capsys, flags, says):
-    assert main(["plan", *flags]) == 2
+    assert main([*flags]) == 2
     assert says in capsys.readouterr().err

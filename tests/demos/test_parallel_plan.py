@@ -1,4 +1,4 @@
-"""The planner across GPUs (planner.parallel_plan, `python -m demos plan --tp ...`): its
+"""The planner across GPUs (planner.parallel_plan, `python -m planner --tp ...`): its
 per-GPU bytes agree with memory.parallel for given layouts, the single-GPU planner for
 FSDP alone, and the recommendation adds parallelism in practitioners' order."""
 
@@ -8,18 +8,18 @@ import json
 
 import pytest
 
-from demos.cli import main
 from memory import parallel as M
 from memory.architectures import PRESETS
 from memory.footprint import STRATEGIES, PlannerInputs, activations, peak_bytes
 from planner import parallel_plan as PP
+from planner.cli import main
 from planner.parallel_code import experts_words, parallel_code
 
 P8 = PlannerInputs(PRESETS["llama-3.1-8b"], seq=8192, batch=1, accumulation=8)
 
 
 def _cli(capsys, *flags: str) -> dict:
-    assert main(["plan", "--model", "llama-3.1-8b", "--seq", "8192", "--json", *flags]) == 0
+    assert main(["--model", "llama-3.1-8b", "--seq", "8192", "--json", *flags]) == 0
     return json.loads(capsys.readouterr().out)
 
 
@@ -89,7 +89,7 @@ def test_cli_json_agrees_with_the_layout(capsys):
     (("--pp", "2", "--schedule", "interleaved", "--microbatches", "3"), "divisible"),
 ])
 def test_bad_layouts_get_one_line(capsys, flags, message):
-    assert main(["plan", "--model", "llama-3.1-8b", *flags]) != 0
+    assert main(["--model", "llama-3.1-8b", *flags]) != 0
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
 
@@ -116,7 +116,7 @@ def test_recommendation_adds_parallelism_in_practitioners_order():
 
 
 def test_done_when_command(capsys):
-    assert main(["plan", "--model", "llama-3.1-70b", "--seq", "8192", "--gpu", "h100",
+    assert main(["--model", "llama-3.1-70b", "--seq", "8192", "--gpu", "h100",
                  "--gpus", "16", "--gpus-per-node", "8", "--json"]) == 0
     par = json.loads(capsys.readouterr().out)["parallel"]
     assert par["gpus"] == 16 and par["nodes"] == 2

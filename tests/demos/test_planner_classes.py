@@ -15,10 +15,15 @@ import warnings
 import pytest
 import torch
 
-from demos.engine import real_models as R
+from demos import real_models as R
 from memory import footprint as P
 from memory.layer import layer_bytes
-from planner import class_memory as C
+from model_classes import causal_lm as CL
+from model_classes import causal_lm_config as CC
+from model_classes import causal_lm_step as CS
+from model_classes import tiny as T
+from model_classes import variant as V
+from planner import class_fit as CF
 from tests.demos.class_fixtures import FAMILIES, load, path, tiny
 
 torch.set_num_threads(1)
@@ -35,7 +40,7 @@ POINTS = ((2, 32), (1, 12))  # 32 tokens cross the tiny 16-token window; 12 do n
 def _real_per_slot(model, conf, b: int, s: int, precision: str) -> dict[int, int]:
     torch.manual_seed(0)
     ids = torch.randint(0, conf.vocab_size, (b, s))
-    step = C.measure_step(model, b, s, precision == "mixed", input_ids=ids)
+    step = CS.measure_step(model, b, s, precision == "mixed", input_ids=ids)
     per: dict[int, int] = {}
     for (slot, _module, _kind, _padded), n in step.cpu.items():
         per[slot] = per.get(slot, 0) + n
@@ -51,15 +56,15 @@ def _predicted(fit, types, b: int, s: int) -> dict[int, int]:
 @pytest.mark.heavy
 @pytest.mark.parametrize("name", FAMILIES)
 def test_the_fit_equals_a_real_step_of_the_class(name: str) -> None:
-    conf = C.hf_config(tiny(load(name)))
-    types = C.layer_types(conf)
+    conf = CC.hf_config(tiny(load(name)))
+    types = CC.layer_types(conf)
     for dtype, kernel, rank in COVER if name in FULL_COVER else SHORT_COVER:
-        if kernel not in C.kernels(conf):
-            kernel = C.kernels(conf)[0]
-        variant = C.Variant(dtype, kernel, rank)
-        fit = C.fit_variant(conf, variant)
+        if kernel not in CC.kernels(conf):
+            kernel = CC.kernels(conf)[0]
+        variant = V.Variant(dtype, kernel, rank)
+        fit = CF.fit_variant(conf, variant)
         torch.manual_seed(0)
-        model = C.build(conf, variant, layers=conf.num_hidden_layers)
+        model = CL.build(conf, variant, layers=conf.num_hidden_layers)
         for b, s in POINTS:
             real = _real_per_slot(model, conf, b, s, dtype)
             predicted = _predicted(fit, types, b, s)
@@ -68,23 +73,23 @@ def test_the_fit_equals_a_real_step_of_the_class(name: str) -> None:
 
 def test_a_fit_is_checked_at_a_point_it_was_not_made_from() -> None:
     """check=True measures one more size per stretch (b = 4) and holds every term to it."""
-    conf = C.hf_config(tiny(load("mistral-7b-v0.1")))
-    fit = C.fit_variant(conf, C.Variant("bf16", "sdpa"), check=True)
+    conf = CC.hf_config(tiny(load("mistral-7b-v0.1")))
+    fit = CF.fit_variant(conf, V.Variant("bf16", "sdpa"), check=True)
     assert fit.breaks == (16,)  # the window splits s
 
 
 @pytest.mark.parametrize("dtype,rank", [("bf16", 8), ("mixed", 0), ("mixed", 8)])
 def test_the_class_measurement_agrees_with_the_labs_own(dtype: str, rank: int) -> None:
-    """demos.engine.real_models measures the course's presets with its own hooks (one
+    """demos.real_models measures the course's presets with its own hooks (one
     real step, per layer; mixed: under bf16 autocast, its weight copies apart): the
     class's fit finds the same bytes per layer."""
-    arch = R.tiny_architecture("llama-3.2-1b")
+    arch = T.tiny_architecture("llama-3.2-1b")
     setup = R.Setup(arch, batch=2, seq=32, dtype=dtype, lora_rank=rank)
     lab = R.measure(setup)
-    cfg = {**R.hf_config(arch).to_dict(), "model_type": "llama"}
-    conf = C.hf_config(cfg)
-    fit = C.fit_variant(conf, C.Variant(dtype, "sdpa", rank, "all-linear"))
-    types = C.layer_types(conf)
+    cfg = {**T.config_of(arch).to_dict(), "model_type": "llama"}
+    conf = CC.hf_config(cfg)
+    fit = CF.fit_variant(conf, V.Variant(dtype, "sdpa", rank, "all-linear"))
+    types = CC.layer_types(conf)
     assert lab.per_layer == tuple(
         fit.slot_bytes("first" if i == 0 else types[i], 2, 32) for i in range(arch.layers))
 
@@ -93,14 +98,14 @@ def test_the_class_measurement_agrees_with_the_labs_own(dtype: str, rank: int) -
 def test_the_course_formula_is_the_measured_class_for_the_taught_families(preset) -> None:
     """The lessons' hand-written layer (memory.layer) holds against the class, on the CPU
     (as measured) and on the GPU (the class's CPU terms converted)."""
-    arch = R.tiny_architecture(preset)
-    cfg = {**R.hf_config(arch).to_dict(),
-           "model_type": R.family(arch)}
-    conf = C.hf_config(cfg)
+    arch = T.tiny_architecture(preset)
+    cfg = {**T.config_of(arch).to_dict(),
+           "model_type": T.family(arch)}
+    conf = CC.hf_config(cfg)
     for device in ("cpu", "cuda"):
         p = P.PlannerInputs(arch, seq=32, batch=2, precision="fp32", device=device,
                             fused=R.sdpa_fused(arch, device), attention="sdpa")
-        fit = C.fit_variant(conf, C.Variant("fp32", "sdpa", device=device))
+        fit = CF.fit_variant(conf, V.Variant("fp32", "sdpa", device=device))
         assert fit.slot_bytes("full_attention", 2, 32) == layer_bytes(p.tensors()), device
 
 
@@ -111,17 +116,17 @@ def test_gpt2_lora_in_mixed_precision_keeps_fp32_probabilities_on_a_gpu_only() -
     autocast runs softmax in fp32 (its fp32 list), and the class's GPU fit keeps them in
     fp32, as the course's formula for the GPU does (GPT-2 small at 4,096 tokens: 1.59 GB
     a layer, not the CPU's 1.19)."""
-    arch = R.tiny_architecture("gpt2")
-    conf = C.hf_config({**R.hf_config(arch).to_dict(), "model_type": "gpt2"})
+    arch = T.tiny_architecture("gpt2")
+    conf = CC.hf_config({**T.config_of(arch).to_dict(), "model_type": "gpt2"})
     b, s = 2, 32
-    fits = {d: C.fit_variant(conf, C.Variant("mixed", "eager", 8, "all-linear", d))
+    fits = {d: CF.fit_variant(conf, V.Variant("mixed", "eager", 8, "all-linear", d))
             for d in ("cpu", "cuda")}
     for device, fit in fits.items():
         p = P.PlannerInputs(arch, seq=s, batch=b, precision="mixed", tuning="lora",
                             lora_rank=8, device=device, fused=False, attention="eager")
         assert fit.slot_bytes("full_attention", b, s) == layer_bytes(p.tensors()), device
     torch.manual_seed(0)
-    model = C.build(conf, C.Variant("mixed", "eager", 8), layers=conf.num_hidden_layers)
+    model = CL.build(conf, V.Variant("mixed", "eager", 8), layers=conf.num_hidden_layers)
     real = _real_per_slot(model, conf, b, s, "mixed")
     assert real[1] == fits["cpu"].slot_bytes("full_attention", b, s)
 
@@ -129,31 +134,31 @@ def test_gpt2_lora_in_mixed_precision_keeps_fp32_probabilities_on_a_gpu_only() -
 def test_gpu_terms_differ_from_the_cpus_as_documented() -> None:
     """GPT-2 eager in fp32: CUDA keeps 1-byte dropout masks where the CPU keeps fp32
     ones; its LayerNorm statistics are fp32 on both."""
-    arch = R.tiny_architecture("gpt2")
-    conf = C.hf_config({**R.hf_config(arch).to_dict(), "model_type": "gpt2"})
+    arch = T.tiny_architecture("gpt2")
+    conf = CC.hf_config({**T.config_of(arch).to_dict(), "model_type": "gpt2"})
     b, s = 2, 32
-    cpu = C.fit_variant(conf, C.Variant("fp32", "eager")).slot_bytes("full_attention", b, s)
-    gpu = C.fit_variant(conf, C.Variant("fp32", "eager", device="cuda")).slot_bytes(
+    cpu = CF.fit_variant(conf, V.Variant("fp32", "eager")).slot_bytes("full_attention", b, s)
+    gpu = CF.fit_variant(conf, V.Variant("fp32", "eager", device="cuda")).slot_bytes(
         "full_attention", b, s)
     masks = arch.heads * s * s * b + 2 * b * s * arch.hidden  # attention + two residual
     assert cpu - gpu == 3 * masks
 
 
 def test_a_non_decoder_model_is_refused_in_one_line() -> None:
-    with pytest.raises(C.ClassConfigError) as error:
-        C.hf_config(load("t5-small"))
+    with pytest.raises(CC.ClassConfigError) as error:
+        CC.hf_config(load("t5-small"))
     assert "\n" not in str(error.value) and "t5" in str(error.value)
-    with pytest.raises(C.ClassConfigError, match="no such model"):
-        C.hf_config({"model_type": "not-a-model"})
+    with pytest.raises(CC.ClassConfigError, match="no such model"):
+        CC.hf_config({"model_type": "not-a-model"})
 
 
 # ---------------------------------------------------------------- the CLI at full size
 
 
 def _plan(capsys, name: str, *extra: str) -> dict:
-    from demos.cli import main
+    from planner.cli import main
 
-    assert main(["plan", "--config", str(path(name)), "--json", *extra]) == 0
+    assert main(["--config", str(path(name)), "--json", *extra]) == 0
     return json.loads(capsys.readouterr().out)
 
 
@@ -197,9 +202,9 @@ def test_the_cli_words_each_term_beyond_the_course_in_a_size_that_is_not_zero(
     """Gemma 2's input norm keeps 14,336 bytes more than the course's (1 + its
     weight, in fp32: 3,584 × 4 bytes): printed as "+14.0 KiB", never "+0.0 GiB"; a
     module the course has not reads as such, not as "0 B"."""
-    from demos.cli import main
+    from planner.cli import main
 
-    assert main(["plan", "--config", str(path("gemma-2-9b")), "--seq", "4096"]) == 0
+    assert main(["--config", str(path("gemma-2-9b")), "--seq", "4096"]) == 0
     lines = [line for line in capsys.readouterr().out.splitlines()
              if "than the course's formula:" in line]
     assert lines and not any("+0.0 GiB" in line or " 0 B" in line for line in lines)
@@ -211,9 +216,9 @@ def test_the_cli_words_each_term_beyond_the_course_in_a_size_that_is_not_zero(
 
 def test_the_cli_says_when_the_class_keeps_none_of_a_course_module(capsys) -> None:
     """Qwen3-MoE's MLP is its experts: the course's dense MLP is kept by none."""
-    from demos.cli import main
+    from planner.cli import main
 
-    assert main(["plan", "--config", str(path("qwen3-235b-a22b")), "--seq", "2048"]) == 0
+    assert main(["--config", str(path("qwen3-235b-a22b")), "--seq", "2048"]) == 0
     mlp = next(line for line in capsys.readouterr().out.splitlines()
                if "less than the course's formula: mlp (full_attention)" in line)
     assert "the class keeps none, the course's formula" in mlp and " 0 B" not in mlp
@@ -247,9 +252,9 @@ def test_what_an_moe_layer_keeps_does_not_depend_on_the_routing() -> None:
     the tokens are routed: a real step with the tokens spread evenly over the experts
     keeps what one with every token sent to the same two experts keeps, layer by layer;
     and the plan's fit (made under fake tensors, with random routing) is that figure."""
-    conf = C.hf_config(tiny(load("qwen3-235b-a22b")))
-    variant = C.Variant("fp32", "sdpa")
-    fit = C.fit_variant(conf, variant)
+    conf = CC.hf_config(tiny(load("qwen3-235b-a22b")))
+    variant = V.Variant("fp32", "sdpa")
+    fit = CF.fit_variant(conf, variant)
     b, s = 2, 24
     experts, top_k = conf.num_experts, conf.num_experts_per_tok
     spread = (torch.arange(b * s * top_k) % experts).view(b * s, top_k)
@@ -257,8 +262,8 @@ def test_what_an_moe_layer_keeps_does_not_depend_on_the_routing() -> None:
     kept = {}
     for label, indices in routes.items():
         torch.manual_seed(0)
-        model = C.build(conf, variant, layers=conf.num_hidden_layers)
-        for layer in C.decoder_layers(model):
+        model = CL.build(conf, variant, layers=conf.num_hidden_layers)
+        for layer in CS.decoder_layers(model):
             gate = layer.mlp.gate
             original = gate.forward
 
@@ -277,7 +282,7 @@ def test_load_libraries_imports_what_every_measurement_uses() -> None:
     measurement imports only its own modeling module."""
     import sys
 
-    C.load_libraries()
+    CL.load_libraries()
     for name in ("peft", "transformers.masking_utils", "transformers.modeling_layers",
                  "torch._subclasses.fake_tensor"):
         assert name in sys.modules, name
@@ -290,7 +295,7 @@ def test_the_layer_input_term_is_the_layer_input_at_every_size() -> None:
     "input" at 4,096 tokens and a checkpointed layer's rebuild came out twice its size."""
     cfg = load("gpt2")
     hidden = cfg["n_embd"]
-    fit = C.fit_variant(C.hf_config(cfg), C.Variant("fp32", "sdpa", 16, "all-linear", "cuda"),
+    fit = CF.fit_variant(CC.hf_config(cfg), V.Variant("fp32", "sdpa", 16, "all-linear", "cuda"),
                         check=True)
     for b in (1, 2, 5):
         for s in (64, 1000, 4096):
@@ -307,14 +312,14 @@ def test_a_first_fit_at_one_sequence_completes_to_the_whole_fit(name, dtype, ran
     that fits nowhere evaluates no other batch); it answers b = 1 as the whole fit does,
     refuses b ≥ 2, and two more batch sizes measured then make it the whole fit, term by
     term (Mistral: two stretches of s around the window; Qwen3-MoE: experts)."""
-    conf = C.hf_config(tiny(load(name)))
-    variant = C.Variant(dtype, "sdpa", rank)
-    whole = C.fit_variant(conf, variant)
+    conf = CC.hf_config(tiny(load(name)))
+    variant = V.Variant(dtype, "sdpa", rank)
+    whole = CF.fit_variant(conf, variant)
     steps = []
-    measure = C.measure_step
-    monkeypatch.setattr(C, "measure_step", lambda *a, **k: steps.append(a[1:3]) or
+    measure = CS.measure_step
+    monkeypatch.setattr(CL, "measure_step", lambda *a, **k: steps.append(a[1:3]) or
                         measure(*a, **k))
-    one = C.fit_variant(conf, variant, one_only=True)
+    one = CF.fit_variant(conf, variant, one_only=True)
     stretches = len(whole.breaks) + 1
     assert one.one_only and len(steps) == 3 * stretches and {b for b, _ in steps} == {1}
     slots = {t.slot for t in whole.terms}
@@ -324,7 +329,7 @@ def test_a_first_fit_at_one_sequence_completes_to_the_whole_fit(name, dtype, ran
     with pytest.raises(ValueError, match="one sequence"):
         one.slot_bytes("outside", 2, 12)
     steps.clear()
-    assert C.fit_variant(conf, variant, one=one) == whole
+    assert CF.fit_variant(conf, variant, one=one) == whole
     assert len(steps) == 6 * stretches and {b for b, _ in steps} == {2, 3}
 
 
@@ -346,7 +351,7 @@ def test_a_configs_first_plan_measures_one_sequence_and_more_when_asked(monkeypa
     assert source.fit(key).one_only  # b = 1 asked nothing more
     assert P.peak_bytes(p, batch=2) > P.peak_bytes(p, batch=1)  # measures the whole fit
     whole = source.fit(key)
-    assert not whole.one_only and whole == C.fit_variant(source._class().config,
+    assert not whole.one_only and whole == CF.fit_variant(source._class().config,
                                                          source._class().variant(key))
     saved = json.loads(source.path.read_text(encoding="utf-8"))["fits"]
     assert "one_only" not in saved[class_cache._variant_text(key)]

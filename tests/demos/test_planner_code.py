@@ -20,7 +20,7 @@ import torch.utils.checkpoint as ckpt
 import transformers
 from transformers.training_args import OptimizerNames
 
-from demos.engine.llama import LlamaBlock
+from demos.llama import LlamaBlock
 from i18n import SUPPORTED
 from memory import footprint as P
 from memory.architectures import PRESETS

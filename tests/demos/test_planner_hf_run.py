@@ -411,7 +411,7 @@ def test_the_printed_precision_keeps_the_plans_bytes(family, precision, tuning, 
     weights, no autocast; mixed: autocast over fp32 weights, or over a bf16 base under
     LoRA), and the Trainer's optimizer, gradients and adapters take the planner's bytes
     per trained parameter."""
-    from demos.engine.real_models import sdpa_fused
+    from demos.real_models import sdpa_fused
     from memory.hf_config import architecture
     from memory.layer import layer_bytes
 
@@ -456,8 +456,8 @@ def test_the_printed_script_runs_for_every_family(name, monkeypatch, tmp_path) -
     checkpointed; Gemma 2 (no SDPA in its class) loads with eager attention; a
     mixture-of-experts model gets LoRA on its linear layers (its experts, 3-D
     parameters, stay frozen)."""
+    from model_classes.causal_lm_config import hf_config
     from planner.class_cache import from_config_json
-    from planner.class_memory import hf_config
     from tests.demos.class_fixtures import load, tiny
 
     cfg = tiny(load(name))

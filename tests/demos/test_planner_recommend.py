@@ -9,12 +9,12 @@ import json
 
 import pytest
 
-from demos.cli import main
 from memory import footprint as P
 from memory.architectures import PRESETS
 from memory.hardware import GPUS
 from memory.hf_config import ConfigJsonError, architecture
 from planner import recommend as recommend_module
+from planner.cli import main
 from planner.hf_code import LIGER_MODEL_TYPES, hf_code, model_type
 
 TASK_CHANGES = {"more-gpus", "lora", "qlora"}
@@ -250,7 +250,7 @@ def test_other_configs_are_refused_naming_the_field(text, problem, field) -> Non
 def test_the_command_line_plan(tmp_path, capsys) -> None:
     path = tmp_path / "config.json"
     path.write_text(_config_json("llama"))
-    argv = ["plan", "--config", str(path), "--seq", "4096", "--batch", "1", "--precision",
+    argv = ["--config", str(path), "--seq", "4096", "--batch", "1", "--precision",
             "bf16", "--attention", "eager", "--tuning", "lora", "--lora-rank", "16",
             "--lora-targets", "attention", "--gpu-gb", "80", "--gpus", "1", "--json"]
     assert main(argv) == 0
@@ -288,5 +288,5 @@ def test_the_command_line_plan(tmp_path, capsys) -> None:
     assert "--headroom" in capsys.readouterr().err
     bad = tmp_path / "bert.json"
     bad.write_text('{"model_type": "bert"}')
-    assert main(["plan", "--config", str(bad)]) == 2
+    assert main(["--config", str(bad)]) == 2
     assert "model_type" in capsys.readouterr().err

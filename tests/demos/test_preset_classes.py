@@ -29,9 +29,9 @@ def test_every_preset_ships_its_config_and_current_terms(preset: str) -> None:
 
 def test_a_preset_plan_imports_neither_torch_nor_transformers() -> None:
     code = ("import sys, io, contextlib\n"
-            "from demos.cli import main\n"
+            "from planner.cli import main\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
-            "    assert main(['plan', '--model', 'gpt2', '--tuning', 'lora', '--json']) == 0\n"
+            "    assert main(['--model', 'gpt2', '--tuning', 'lora', '--json']) == 0\n"
             "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True).stdout
@@ -49,25 +49,29 @@ COVER = {"gpt2": (("mixed", "eager", 16, "all-linear"), ("fp32", "sdpa", 0, "all
 @pytest.mark.heavy
 @pytest.mark.parametrize("preset", list(COVER))
 def test_the_shipped_terms_are_what_the_class_measures_now(preset: str) -> None:
-    from planner import class_memory as C
+    from model_classes import causal_lm_config as CC
+    from model_classes import variant as V
+    from planner import class_fit as CF
 
-    conf = C.hf_config(S.config(preset))
+    conf = CC.hf_config(S.config(preset))
     data = S.shipped(preset)
     assert data is not None, REGENERATE
     for precision, kernel, rank, targets in COVER[preset]:
         key = (precision, kernel, rank, targets, S.DEVICE)
-        fresh = C.fit_variant(conf, C.Variant(*key))
+        fresh = CF.fit_variant(conf, V.Variant(*key))
         assert class_cache.fit_to_json(fresh) == data["fits"][class_cache._variant_text(key)], (
             key, REGENERATE)
 
 
 def test_a_rank_not_measured_is_derived_exactly() -> None:
     """LoRA is measured at ranks 8 and 16; rank 4 follows from them, to the byte."""
-    from planner import class_memory as C
+    from model_classes import causal_lm_config as CC
+    from model_classes import variant as V
+    from planner import class_fit as CF
 
     key = ("mixed", "eager", 4, "all-linear", S.DEVICE)
     derived = S.preset_source("gpt2").fit(key)
-    fresh = C.fit_variant(C.hf_config(S.config("gpt2")), C.Variant(*key))
+    fresh = CF.fit_variant(CC.hf_config(S.config("gpt2")), V.Variant(*key))
     assert class_cache.fit_to_json(derived) == class_cache.fit_to_json(fresh)
 
 
@@ -78,12 +82,12 @@ def test_qlora_on_a_preset_takes_the_course_formula(capsys) -> None:
     class's terms."""
     import json
 
-    from demos.cli import main
     from memory import footprint as P
     from memory.layer import layer_bytes
+    from planner.cli import main
 
     def plan(tuning: str) -> dict:
-        assert main(["plan", "--model", "llama-3.1-8b", "--tuning", tuning, "--json"]) == 0
+        assert main(["--model", "llama-3.1-8b", "--tuning", tuning, "--json"]) == 0
         return json.loads(capsys.readouterr().out)
 
     qlora = plan("qlora")

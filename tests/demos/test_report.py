@@ -1,4 +1,4 @@
-"""demos.reports (report, timing, compare_table, peak_notes, fits_and_loss_tables): the
+"""reports (report, timing, compare_table, peak_notes, fits_and_loss_tables): the
 tables and strings the demo pages show, from plain records."""
 
 from __future__ import annotations
@@ -11,11 +11,12 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from demos.reports.compare_table import cost_table, gradient_badge, results_table, timing_note
-from demos.reports.fits_and_loss_tables import fits_table, loss_differences, loss_table
-from demos.reports.peak_notes import peak_sentence, shared_peak_notes
-from demos.reports.report import baseline_and_best, config_slug, csv_frame, korthikanti
-from demos.reports.timing import (
+from memory.config import ModelConfig
+from reports.compare_table import cost_table, gradient_badge, results_table, timing_note
+from reports.fits_and_loss_tables import fits_table, loss_differences, loss_table
+from reports.peak_notes import peak_sentence, shared_peak_notes
+from reports.report import baseline_and_best, config_slug, csv_frame, korthikanti
+from reports.timing import (
     counter_misses,
     cpu_spread,
     overhead_note,
@@ -24,7 +25,6 @@ from demos.reports.timing import (
     time_verdict,
     wall_cpu_note,
 )
-from memory.config import ModelConfig
 
 DEMOS = Path(__file__).resolve().parents[2] / "demos"
 TIME = "Step time (vs baseline)"
@@ -191,7 +191,7 @@ def test_selective_counted_as_nothing_says_why_in_its_verdict() -> None:
     none = _busy("none", [0.2] * 3, [0.2] * 3, 50_000_000_000)
     selective = _busy("selective:save-matmuls", [0.21] * 3, [0.21] * 3, 50_000_000_000)
     every = _busy("every-layer", [0.3] * 3, [0.3] * 3, 60_000_000_000)
-    from demos.engine.installed_torch import counter_counts_attention
+    from demos.installed_torch import counter_counts_attention
 
     # on a CPU whose torch counts no fused attention (2.13; 2.15 does)
     assert counter_misses(selective, none) is not counter_counts_attention("cpu")
@@ -324,7 +324,7 @@ def test_what_fits_compares_strategies_at_equal_work_by_cpu_time() -> None:
     """At 128 MiB: none 3,884 tokens/s at batch 6, every layer 1,228 at batch 28 from one
     step on a busy server, while the page said to spend the freed memory on a larger batch.
     The verdict compares CPU time per token, from the same number of timed steps."""
-    from demos.reports.fits_and_loss_tables import cpu_per_token, equal_work_verdict
+    from reports.fits_and_loss_tables import cpu_per_token, equal_work_verdict
 
     seq = 256
     frame = pd.DataFrame({

@@ -1,6 +1,6 @@
 """The demos whose results are tables (a sweep, a what-fits search, training, the compiler's
 budget points) keep the tracker's event log of the runs their memory snapshot holds
-(demos.engine.results.EVENTS_COLUMN): only those runs, through the result store's JSON
+(demos.results.EVENTS_COLUMN): only those runs, through the result store's JSON
 and back, replayed to the run's own peak, and never in a CSV."""
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ import pandas as pd
 import pytest
 from torch.cuda import _memory_viz
 
-from demos.engine.compiler_budget import measure_point, to_frame
-from demos.engine.results import EVENTS_COLUMN
-from demos.engine.training import train_losses
-from demos.reports import memory_snapshot
-from demos.reports.report import csv_frame
-from demos.runtime.jobs import Job, decode_result, encode_result
+from demos.compiler_budget import measure_point, to_frame
+from demos.results import EVENTS_COLUMN
+from demos.training import train_losses
 from memory import theory
 from memory.config import ModelConfig
+from reports import memory_snapshot
+from reports.report import csv_frame
+from serving.jobs import Job, decode_result, encode_result
 
 TINY = ModelConfig(layers=2, hidden=32, heads=2, seq_len=16, batch=1, vocab=64)
 
@@ -78,7 +78,7 @@ def test_the_segment_sweep_keeps_every_k() -> None:
 
 
 def test_the_event_logs_stay_out_of_the_csv_and_the_cli(sweep: pd.DataFrame) -> None:
-    from demos.engine.sweep import sweep as run_sweep
+    from demos.sweep import sweep as run_sweep
 
     assert EVENTS_COLUMN not in csv_frame(sweep).columns
     assert "memory_events" not in csv_frame(sweep).to_csv(index=False)

@@ -1,6 +1,6 @@
 import pytest
 
-from demos.engine.measure import compare
+from demos.measure import compare
 from memory import theory, worked_examples
 from memory.config import ModelConfig
 from memory.placement import BudgetTooSmall, dp_plan, greedy_plan, plan_need
@@ -54,7 +54,7 @@ def test_explanation_names_dtype_dropout_and_attention():
 
 
 def test_parameter_count_matches_the_model():
-    from demos.engine.model import build_model
+    from demos.model import build_model
 
     for cfg in (ModelConfig(layers=2, hidden=64, heads=4, seq_len=32, vocab=100),
                 ModelConfig(layers=1, hidden=32, heads=1, seq_len=8, vocab=16)):
@@ -83,7 +83,7 @@ def test_budget_plans_fit_and_dp_recomputes_no_more_than_greedy(budget):
 def test_dp_is_optimal_against_brute_force_on_uneven_layers():
     import itertools
 
-    from demos.engine.model import Segment
+    from demos.model import Segment
 
     full, inputs, budget = [5, 9, 3, 12, 7], [1, 2, 1, 2, 1], 26
     best = None

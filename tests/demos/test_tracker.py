@@ -1,6 +1,6 @@
 import torch
 
-from demos.engine.tracker import LiveTracker
+from demos.tracker import LiveTracker
 
 
 def test_tracker_matches_a_hand_built_case_exactly():

@@ -103,7 +103,7 @@ def test_the_lessons_count_is_torchs_count():
     from torch.utils.checkpoint import set_checkpoint_early_stop
     from torch.utils.flop_counter import FlopCounterMode
 
-    from demos.engine.model import build_model, make_batch
+    from demos.model import build_model, make_batch
     from lessons.values import counted_demo_flops
     from memory.config import demo_default
     from memory.theory import plan_for
@@ -119,7 +119,7 @@ def test_the_lessons_count_is_torchs_count():
             model(idx, tgt, plan_for(cfg, strategy)).backward()
         return counter.get_total_flops()
 
-    from demos.engine.installed_torch import counter_counts_attention
+    from demos.installed_torch import counter_counts_attention
 
     # torch 2.15's counter counts the CPU's fused attention too (lesson 6 names both)
     predicted = counted_demo_flops(cfg, attention_counted=counter_counts_attention("cpu"))

@@ -18,7 +18,7 @@ from torch.utils import flop_counter
 from torch.utils.checkpoint import checkpoint
 from torch.utils.flop_counter import FlopCounterMode
 
-from demos.engine.installed_torch import counter_counts_attention
+from demos.installed_torch import counter_counts_attention
 from lessons.document import load
 from lessons.values import counted_demo_flops, lesson_values
 from memory.config import demo_default
@@ -79,7 +79,7 @@ def test_early_stop_is_the_rule_torch_applies_with_dropout_named(code):
 
 
 def _count(cfg, strategy: str) -> int:
-    from demos.engine.model import build_model, make_batch
+    from demos.model import build_model, make_batch
     from memory.theory import plan_for
 
     model = build_model(cfg)
@@ -152,7 +152,7 @@ def test_every_text_dates_respect_saved_tensors_hooks_to_torch_2_14(code):
     the mistakes lab's fix and the quiz say "torch 2.14" wherever they date it."""
     import yaml
 
-    from demos.engine.mistakes import CASES
+    from demos.mistakes import CASES
     from i18n import gettext
 
     quiz = ROOT / "quiz" / ("questions.yaml" if code == "en" else f"i18n/{code}.yaml")
@@ -286,7 +286,7 @@ def test_the_generation_cache_doubles_under_checkpointing_without_an_error():
 def test_eval_mode_alone_changes_nothing_for_torchs_checkpoint():
     """checkpoint ignores module.training: in eval mode it still keeps only its input and
     reruns the block in backward. The mistakes lab's case no longer says "or in eval mode"."""
-    from demos.engine.mistakes import CASES
+    from demos.mistakes import CASES
 
     block = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Tanh()).eval()
     calls = []
@@ -364,8 +364,8 @@ def test_checkpointing_the_first_k_layers_peaks_lowest():
     the same bytes at the end of the forward pass wherever they go; the first four peak
     lowest, every other layer from the first (Hugging Face's every_n_layers=2) close to it,
     from the second higher, the last four highest (about one layer's internals more)."""
-    from demos.engine.measure import Step
-    from demos.engine.model import build_model, make_batch
+    from demos.measure import Step
+    from demos.model import build_model, make_batch
     from memory.config import ModelConfig
     from memory.segments import Segment
     from memory.strategies import parse_strategy

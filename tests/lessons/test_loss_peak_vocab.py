@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from demos.engine.measure import compare
+from demos.measure import compare
 from i18n import format_decimal
 from lessons.document import load
 from lessons.values import LOGITS_DEMO, lesson_values, loss_peak_vocab

@@ -10,8 +10,8 @@ import pytest
 import torch
 import torch._functorch.config
 
-from demos.engine.real_models import build_model, tiny_architecture
 from memory.footprint import PlannerInputs
+from model_classes.tiny import build_model, tiny_architecture
 from planner.torch_code import torch_code
 from tests.compiler_budget_data import SWEEP_GROUP
 

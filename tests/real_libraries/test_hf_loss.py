@@ -13,7 +13,7 @@ import pytest
 import torch
 from transformers.loss.loss_utils import ForCausalLMLoss
 
-from demos.engine.tracker import LiveTracker
+from demos.tracker import LiveTracker
 from memory import footprint as F
 from memory.architectures import custom
 

@@ -12,21 +12,20 @@ import inspect
 
 import pytest
 
-from demos.engine.real_models import (
+from demos.real_models import (
     PLANNER_STRATEGIES,
-    QLORA_SKIP,
     Setup,
-    apply_checkpointing,
-    build_model,
     measure,
     planner_inputs,
     predicted_layers,
-    tiny_architecture,
     uses_autocast,
 )
 from memory import footprint as F
 from memory import layer as L
 from memory.precisions import PRECISIONS
+from model_classes.causal_lm import apply_checkpointing
+from model_classes.quantized import QLORA_SKIP
+from model_classes.tiny import build_model, tiny_architecture
 
 FAMILIES = {"gpt2": "gpt2", "llama": "llama-3.1-8b", "qwen2": "qwen2.5-7b"}
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from demos.engine.real_models import QLORA_SKIP, qlora_available
+from model_classes.quantized import QLORA_SKIP, qlora_available
 from tests.demo_pages.test_pages import no_errors
 from tests.lessons.test_lesson_pages_i18n import page_text
 from tools.translations import untranslated_on_page

@@ -1,6 +1,6 @@
 """The step's peak on tiny real transformers models against the planner's band
 (memory.footprint.step_peak_range): the live bytes above the parameters at the step's
-peak (demos.engine.tracker.LiveTracker, gradients included) lie between the largest moment
+peak (demos.tracker.LiveTracker, gradients included) lie between the largest moment
 every step passes through and the planner's pieces plus its allowance for backward's
 temporaries, for every preset family, strategy, precision and LoRA."""
 
@@ -11,15 +11,10 @@ import itertools
 
 import pytest
 
-from demos.engine.real_models import (
-    QLORA_SKIP,
-    Setup,
-    measure,
-    planner_peak_range,
-    qlora_available,
-    tiny_architecture,
-)
+from demos.real_models import Setup, measure, planner_peak_range
 from memory import footprint as F
+from model_classes.quantized import QLORA_SKIP, qlora_available
+from model_classes.tiny import tiny_architecture
 
 FAMILIES = {"gpt2": "gpt2", "llama": "llama-3.1-8b", "qwen2": "qwen2.5-7b"}
 CASES = list(itertools.product(FAMILIES, ["none", "every-layer", "first-k"],
@@ -82,7 +77,7 @@ def test_the_band_is_the_planners_breakdown() -> None:
     layer more."""
     setup = setup_of("llama", "every-layer", "bf16", 16)
     band = planner_peak_range(setup)
-    from demos.engine.real_models import planner_inputs, planner_peak_pieces
+    from demos.real_models import planner_inputs, planner_peak_pieces
 
     p = planner_inputs(setup)
     assert band.pieces == planner_peak_pieces(setup)

@@ -10,13 +10,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from demos.engine.device import DeviceInfo
-from demos.engine.results import Comparison
-from demos.runtime.jobs import Job
-from demos.runtime.service import DemoService
-from demos.runtime.store import ResultStore
-from demos.runtime.worker import StepFailed
+from demos.device import DeviceInfo
+from demos.results import Comparison
 from memory.config import ModelConfig
+from serving.jobs import Job
+from serving.service import DemoService
+from serving.store import ResultStore
+from serving.worker import StepFailed
 
 TINY = ModelConfig(layers=2, hidden=32, heads=1, seq_len=8, batch=1, vocab=64)
 CPU = DeviceInfo("cpu", "test cpu", 8 * 2**30, 4 * 2**30, 2, "test")

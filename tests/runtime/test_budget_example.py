@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from demos.engine.compiler_budget import BASE, BUDGETS, COMPILED_STRATEGIES, EAGER_STRATEGIES
-from demos.runtime.budget_example import EXAMPLE_PATH, _examples, stored_example
-from demos.runtime.jobs import Job
+from demos.compiler_budget import BASE, BUDGETS, COMPILED_STRATEGIES, EAGER_STRATEGIES
+from serving.budget_example import EXAMPLE_PATH, _examples, stored_example
+from serving.jobs import Job
 
 
 def _job(**changes) -> Job:

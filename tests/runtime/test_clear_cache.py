@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 from streamlit.runtime.app_session import AppSession
 
-from demos.runtime import service as service_module
+from serving import service as service_module
 from tests.runtime.conftest import FakeWorker, tiny_compare, wait_for
 
 

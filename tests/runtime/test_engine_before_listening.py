@@ -89,7 +89,7 @@ def test_listing_in_the_servers_process_leaves_its_pages_running_for_real(monkey
 def test_the_warm_ups_first_numbers_come_before_its_timed_steps(make_service):
     """The server waits for the warm-up's first numbers: a run that shows nothing until it
     ends (what fits, two strategies) goes before another's timed steps."""
-    from demos.runtime.jobs import Job
+    from serving.jobs import Job
     from tests.runtime.conftest import TINY
 
     worker = FakeWorker(lambda job, index: 0.05)

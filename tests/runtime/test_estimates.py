@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from demos.runtime.store import ResultStore
-from demos.runtime.worker import DEFAULT_START_SECONDS, DeviceWorker
+from serving.store import ResultStore
+from serving.worker import DEFAULT_START_SECONDS, DeviceWorker
 from tests.runtime.conftest import FakeWorker, tiny_compare, wait_for
 
 

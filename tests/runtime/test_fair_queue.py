@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from demos.runtime.jobs import Job
+from serving.jobs import Job
 from tests.runtime.conftest import TINY, FakeWorker, SlowPutStore, tiny_compare, wait_for
 
 

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from demos.runtime import service as service_module
+from serving import service as service_module
 from tests.runtime.conftest import FakeWorker, tiny_compare, wait_for
 from ui.server import slider_neighbours
 
@@ -115,7 +115,7 @@ def test_a_queued_idle_run_does_not_hold_another_servers_learner(make_service, s
                                                                   monkeypatch) -> None:
     """An idle-time run waits behind everything; had it claimed its key when queued, a
     learner of another server sharing the database would wait for it."""
-    from demos.runtime.store import ResultStore
+    from serving.store import ResultStore
 
     monkeypatch.setattr(service_module, "IDLE_AFTER_S", 60.0)
     one = make_service(worker=FakeWorker(lambda job, index: 0.02),
@@ -199,8 +199,8 @@ def test_the_warm_up_logs_each_failed_run_with_its_job_and_reason(caplog) -> Non
     only the count in the status file."""
     import logging
 
-    from demos.runtime.jobs import Job
-    from demos.runtime.worker import StepFailed
+    from serving.jobs import Job
+    from serving.worker import StepFailed
     from tests.runtime.conftest import TINY
     from ui import server
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from demos.engine.measure import compare
-from demos.runtime.jobs import Job
+from demos.measure import compare
 from memory.config import ModelConfig
+from serving.jobs import Job
 from tests.runtime.conftest import TINY, FakeWorker, tiny_compare, wait_for
 
 
@@ -91,7 +91,7 @@ def test_a_class_sees_its_short_first_steps_before_one_long_one(make_service) ->
 
 
 def test_a_run_waiting_past_its_due_keeps_its_place(make_service, monkeypatch) -> None:
-    from demos.runtime import service as service_module
+    from serving import service as service_module
 
     monkeypatch.setattr(service_module, "OVERDUE_S", 0.0)  # every run is overdue at once
     worker = _class_behind_a_first_run(make_service, ahead=3)

@@ -14,9 +14,9 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from demos.runtime import worker as worker_module
-from demos.runtime.jobs import Job
-from demos.runtime.worker import DeviceWorker, StepFailed, _engine_state, _Preemption
+from serving import worker as worker_module
+from serving.jobs import Job
+from serving.worker import DeviceWorker, StepFailed, _engine_state, _Preemption
 from tests.runtime.conftest import TINY, FakeWorker, long_training, tiny_compare, wait_for
 
 FOREVER = 600.0  # a step no test waits for
@@ -43,7 +43,7 @@ def _sweep(seed: int, steps: int = 3) -> Job:
 @pytest.mark.parametrize("idle", [False, True], ids=["warm-up", "idle-time"])
 def test_a_learner_never_waits_behind_a_background_step(make_service, monkeypatch,
                                                         idle) -> None:
-    from demos.runtime import service as service_module
+    from serving import service as service_module
 
     monkeypatch.setattr(service_module, "IDLE_AFTER_S", 0.0)
     worker = FakeWorker(_first_attempt_forever(seed=9))
@@ -197,7 +197,7 @@ def test_a_warm_up_run_a_learner_joined_and_left_is_still_measured(make_service,
                                                                    monkeypatch) -> None:
     """A fresh class joins the warm-up's runs and leaves them (time-outs, closed tabs): the
     runs were cancelled as nobody's, and the warm-up ended with its defaults unmeasured."""
-    from demos.runtime import tickets as tickets_module
+    from serving import tickets as tickets_module
 
     monkeypatch.setattr(tickets_module, "GRACE_S", 0.0)
     # the warm-up waits without heartbeats (ui.server._finish): stale after this long

@@ -12,10 +12,10 @@ from types import SimpleNamespace
 import pytest
 from sqlalchemy import inspect
 
-from demos.runtime import store as store_module
-from demos.runtime.jobs import Job
-from demos.runtime.store import ResultStore
-from demos.runtime.worker import DeviceWorker, StepFailed
+from serving import store as store_module
+from serving.jobs import Job
+from serving.store import ResultStore
+from serving.worker import DeviceWorker, StepFailed
 from storage.database import engine_for
 from tests.runtime.conftest import TINY, FakeWorker, SlowPutStore, tiny_compare, wait_for
 
@@ -211,10 +211,10 @@ def test_a_result_is_stored_when_a_failed_runs_release_removed_the_new_claim(
 def test_two_threads_creating_the_result_table_at_once_both_go_on(
         store_dir, monkeypatch: pytest.MonkeyPatch) -> None:
     """The table is created on first use when storage.database prepared the database before
-    demos.runtime.store declared it. Two threads (the warm-up and a page) could both find it
+    serving.store declared it. Two threads (the warm-up and a page) could both find it
     missing and both CREATE it: the second got "table demo_results already exists"."""
     engine = engine_for(store_dir)
-    store_module.demo_results.drop(engine)  # as before demos.runtime.store was imported
+    store_module.demo_results.drop(engine)  # as before serving.store was imported
     both_checked = threading.Barrier(2, timeout=1.0)
     real_create = store_module.demo_results.create
 

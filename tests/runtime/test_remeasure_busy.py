@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from demos.engine.results import timed_while_busy
-from demos.runtime.jobs import store_key
+from demos.results import timed_while_busy
+from serving.jobs import store_key
 from tests.runtime.conftest import CPU, FakeWorker, tiny_compare, wait_for
 
 

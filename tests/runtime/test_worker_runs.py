@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from demos.runtime.jobs import Job
-from demos.runtime.store import ResultStore
-from demos.runtime.tickets import GRACE_S, RunRefused
-from demos.runtime.worker import DeviceWorker, StepFailed, rss_bytes
+from serving.jobs import Job
+from serving.store import ResultStore
+from serving.tickets import GRACE_S, RunRefused
+from serving.worker import DeviceWorker, StepFailed, rss_bytes
 from tests.runtime.conftest import TINY, long_training, tiny_compare, wait_for
 
 pytestmark = pytest.mark.heavy  # its tests take seconds each: run first
@@ -46,7 +46,7 @@ def test_a_run_whose_requester_left_is_killed_and_the_device_is_free(make_servic
 
 def test_a_waiting_page_that_stops_heartbeating_counts_as_gone(make_service, worker,
                                                                 monkeypatch) -> None:
-    from demos.runtime import tickets as tickets_module
+    from serving import tickets as tickets_module
 
     monkeypatch.setattr(tickets_module, "HEARTBEAT_TIMEOUT_S", 1.0)
     svc = make_service(worker=worker)

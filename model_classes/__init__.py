@@ -1,0 +1,13 @@
+"""Real library classes, built and measured: the floor below both the lab (demos/) and the
+planner (planner/).
+
+    variant            what changes what a model keeps (precision, kernel, LoRA, QLoRA, device)
+    kinds              the model kinds, one adapter each, in one table (KINDS, kind_for)
+    causal_lm          the decoder-only causal LM of transformers: build, checkpoint, measure
+    causal_lm_config   a config.json as that kind: layer types, window, the reduced config
+    causal_lm_step     one step's forward, what autograd keeps per layer and module
+    quantized          QLoRA's 4-bit NF4 base (bitsandbytes, peft)
+    tiny               the course's presets as tiny real models (the lab's /real-model page)
+
+Nothing here imports Streamlit; torch and the libraries are imported where they are used.
+"""

@@ -1,0 +1,44 @@
+"""What changes what a model keeps for backward, as one record: the precision, the
+attention kernel, LoRA, the device priced and QLoRA's 4-bit base."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+KERNELS = ("sdpa", "eager")
+
+# a variant key's precision prefix for QLoRA: the base in 4-bit NF4 ("4bit-fp32": loaded
+# in fp32, no autocast; "4bit-mixed": loaded in bf16, under bf16 autocast)
+QUANTIZED = "4bit-"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """What changes what a layer keeps: the precision (fp32, bf16, mixed: autocast over
+    fp32 weights, or over a bf16 base under LoRA), the attention kernel, LoRA (rank and
+    targets: "attention" or "all-linear"; rank 0: full fine-tuning), the device priced
+    ("cpu": as measured, "cuda": converted) and `quantized`: QLoRA's base, every linear
+    layer transformers quantizes in bitsandbytes' 4-bit NF4 (quantized_base)."""
+
+    precision: str = "fp32"
+    kernel: str = "sdpa"
+    lora_rank: int = 0
+    lora_targets: str = "all-linear"
+    device: str = "cpu"
+    quantized: bool = False
+
+
+
+def autocast(variant: Variant) -> bool:
+    """Whether the step runs under bf16 autocast (mixed precision)."""
+    return variant.precision == "mixed"
+
+
+def base_dtype(variant: Variant) -> str:
+    """The dtype the weights are built in: bf16 for a bf16 plan and for a LoRA base under
+    mixed precision, fp32 otherwise."""
+    return "bf16" if variant.precision == "bf16" or (
+        variant.precision == "mixed" and variant.lora_rank) else "fp32"

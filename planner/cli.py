@@ -1,0 +1,442 @@
+"""`python -m planner`: the planner for a preset or a pasted config.json, from a terminal
+or a script (--json for one JSON object). A bad option or config.json ends with one line
+on stderr and exit code 2."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from command_line import CourseParser
+from i18n.units import format_bytes
+from memory import footprint as P
+from memory import parallel as M
+from memory.architectures import DEFAULT_PRESET, PRESETS
+from memory.hardware import GPUS, GiB
+from memory.hf_config import ConfigJsonError
+from memory.layer import layer_bytes
+
+
+class PlanError(ValueError):
+    """A bad option or config.json: one line for stderr."""
+
+
+def build_parser() -> CourseParser:
+    p = CourseParser(prog="python -m planner",
+                     description="Plan a fine-tuning run: memory per GPU, every checkpointing "
+                                 "choice, the recommendation and its code.")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--config", help="a Hugging Face config.json of any decoder-only "
+                                         "causal LM transformers builds: its layers are "
+                                         "measured on the real class")
+    source.add_argument("--model", choices=list(PRESETS), default=None,
+                        help=f"a preset (default {DEFAULT_PRESET})")
+    p.add_argument("--seq", type=int, default=4096, help="tokens per sample")
+    p.add_argument("--batch", type=int, default=1, help="micro-batch per GPU")
+    p.add_argument("--accumulation", type=int, default=8, help="micro-batches per step")
+    p.add_argument("--precision", choices=list(P.PRECISION_KEYS), default="mixed")
+    p.add_argument("--attention", choices=["sdpa", "eager"], default="sdpa",
+                   help="the attention kernel (attn_implementation)")
+    p.add_argument("--tuning", choices=list(P.TUNINGS), default="full")
+    p.add_argument("--lora-rank", dest="lora_rank", type=int, default=16)
+    p.add_argument("--lora-targets", dest="lora_targets", choices=list(P.LORA_TARGETS),
+                   default="all-linear")
+    p.add_argument("--optimizer", choices=list(P.OPTIMIZER_KEYS), default="adamw")
+    p.add_argument("--chunked-loss", dest="chunked_loss", action="store_true")
+    p.add_argument("--strategy", choices=list(P.STRATEGIES), default="every-layer",
+                   help="your current checkpointing (the table covers every choice)")
+    p.add_argument("--some-layers", dest="some_layers", type=int, default=None,
+                   help="layers checkpointed by --strategy some-layers")
+    gpu = p.add_mutually_exclusive_group()
+    gpu.add_argument("--gpu-gb", dest="gpu_gb", type=float, default=None,
+                     help="memory per GPU in GiB (default 80 GB: an H100's 79.6 GiB)")
+    gpu.add_argument("--gpu", choices=list(GPUS), default=None, help="a GPU preset")
+    p.add_argument("--gpus", type=int, default=1, help="GPUs you have (FSDP when > 1)")
+    p.add_argument("--headroom", type=float, default=P.DEFAULT_HEADROOM * 100,
+                   help="percent of the GPU's memory a plan keeps free (default "
+                        "%(default)g); the table and the recommendation apply it alike")
+    par = p.add_argument_group("many GPUs (a layout; without one, --gpus > 1 recommends one)")
+    par.add_argument("--tp", type=int, default=None, help="tensor parallel size")
+    par.add_argument("--sp", action="store_true", help="sequence parallelism (with --tp)")
+    par.add_argument("--cp", type=int, default=None, help="context parallel size")
+    par.add_argument("--pp", type=int, default=None, help="pipeline parallel size")
+    par.add_argument("--schedule", choices=list(M.SCHEDULES), default=None,
+                     help="pipeline schedule (default 1f1b)")
+    par.add_argument("--microbatches", type=int, default=None,
+                     help="micro-batches per step through the pipeline (default "
+                          "--accumulation)")
+    par.add_argument("--chunks", type=int, default=None,
+                     help="model chunks per GPU under the interleaved schedule (default 2)")
+    par.add_argument("--ep", type=int, default=None, help="expert parallel size (MoE)")
+    par.add_argument("--gpus-per-node", dest="gpus_per_node", type=int, default=8,
+                     help="GPUs per node (tensor parallelism stays inside one)")
+    p.add_argument("--language", default="en", help="comments of the code (en, de, vi)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except PlanError as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def inputs(args) -> P.PlannerInputs:
+    if args.config:
+        try:
+            text = Path(args.config).read_text(encoding="utf-8")
+        except OSError as error:
+            raise PlanError(f"cannot read {args.config}: {error.strerror}") from None
+        from model_classes.causal_lm_config import ClassConfigError
+        from planner.class_cache import from_config_json
+
+        try:
+            arch, source = from_config_json(text)
+        except (ConfigJsonError, ClassConfigError) as error:
+            raise PlanError(f"{args.config}: {error}") from None
+    else:  # a preset: its class's terms, measured and shipped (planner.preset_classes)
+        from planner.preset_classes import preset_source
+
+        name = args.model or DEFAULT_PRESET
+        arch, source = PRESETS[name], preset_source(name)
+    for name, low, high in (("seq", 1, P.MAX_SEQ), ("batch", 1, P.MAX_BATCH),
+                            ("accumulation", 1, 4096), ("lora_rank", 1, 4096),
+                            ("gpus", 1, 4096)):
+        value = getattr(args, name)
+        if not low <= value <= high:
+            raise PlanError(f"--{name.replace('_', '-')}={value} is out of range "
+                            f"{low}..{high}")
+    if args.gpu_gb is not None and not 0 < args.gpu_gb <= 4096:
+        raise PlanError(f"--gpu-gb={args.gpu_gb} is out of range (0, 4096]")
+    if not 0 <= args.headroom < 100:
+        raise PlanError(f"--headroom={args.headroom:g} is out of range 0..<100 (percent)")
+    gpu = (int(args.gpu_gb * GiB) if args.gpu_gb is not None else
+           GPUS[args.gpu or "h100"].bytes)
+    some = args.some_layers if args.some_layers is not None else max(1, arch.layers // 2)
+    return P.PlannerInputs(
+        arch, seq=args.seq, batch=args.batch, accumulation=args.accumulation,
+        precision=args.precision, optimizer=args.optimizer, tuning=args.tuning,
+        lora_rank=args.lora_rank, lora_targets=args.lora_targets, shards=args.gpus,
+        fused=args.attention == "sdpa" and (source is None or "sdpa" in source.kernels),
+        source=source, chunked_loss=args.chunked_loss,
+        strategy=args.strategy, some_layers=max(1, min(arch.layers, some)), gpu_bytes=gpu,
+        headroom=args.headroom / 100)
+
+
+LAYOUT_FLAGS = ("tp", "cp", "pp", "schedule", "microbatches", "chunks", "ep")
+# What a measured class keeps around its loss beyond the course's formula, by cause
+# (planner.class_terms.logit_extra_causes).
+LOGIT_EXTRA_WORDS = {"softcap": "the final logit soft-cap's tanh output",
+                     "qlora-head": "under QLoRA with autocast, the 16-bit copy of the fp32 "
+                                   "output head"}
+
+
+def layout(args, experts: tuple[int, int] | None = None) -> M.Layout | None:
+    """The layout the flags give, its data-parallel size filling --gpus; None when no
+    layout flag is given. `experts`: (experts per layer, per token) of a mixture-of-experts
+    model, which --ep needs."""
+    given = [name for name in LAYOUT_FLAGS if getattr(args, name) is not None]
+    if not given and not args.sp:
+        return None
+    for name in ("tp", "cp", "pp", "microbatches", "chunks", "ep", "gpus_per_node"):
+        value = getattr(args, name)
+        if value is not None and not 1 <= value <= 4096:
+            raise PlanError(f"--{name.replace('_', '-')}={value} is out of range 1..4096")
+    if args.sp and not (args.tp or 1) > 1:
+        raise PlanError("--sp splits what tensor parallelism leaves whole: it needs --tp 2 "
+                        "or more")
+    if (args.ep or 1) > 1 and experts is None:
+        raise PlanError("--ep splits the experts of a mixture-of-experts model: give its "
+                        "config.json with --config (the presets are dense)")
+    if (args.ep or 1) > 1 and experts is not None and experts[0] % args.ep:
+        raise PlanError(f"--ep={args.ep} must divide the model's {experts[0]} experts")
+    schedule = args.schedule or "1f1b"
+    pp = args.pp or 1
+    chunks = args.chunks or (2 if schedule == "interleaved" else 1)
+    micro = args.microbatches or max(args.accumulation, pp)
+    try:
+        from planner.parallel_plan import with_dp
+
+        filled = with_dp(M.Layout(tp=args.tp or 1, sp=args.sp, cp=args.cp or 1, pp=pp,
+                                  schedule=schedule, microbatches=micro, chunks=chunks),
+                         args.gpus)
+        return replace(filled, ep=args.ep or 1)  # checked against the dp x cp it filled
+    except M.LayoutError as error:
+        raise PlanError(str(error)) from None
+
+
+def parallel_report(p: P.PlannerInputs, given: M.Layout | None, gpus: int, per_node: int,
+                    language: str = "en") -> dict:
+    """Memory on the most loaded GPU for every strategy under the layout given, or the
+    layout recommended (its steps in practitioners' order), and its PyTorch code."""
+    from planner import parallel_plan as PP
+    from planner.parallel_code import parallel_code
+
+    if given is not None:
+        steps: tuple = ()
+        chosen = given
+        best = PP.cheapest(PP.gpu_rows(p, chosen))
+    else:
+        steps = PP.recommend_layout(p, gpus, per_node)
+        chosen, best = steps[-1].layout, steps[-1].row
+    rows = PP.gpu_rows(p, chosen)
+    more = PP.gpus_needed(p, gpus, per_node) if given is None and not best.fits else None
+    return {
+        "layout": PP.layout_dict(chosen, per_node),
+        "chosen_by": "flags" if given is not None else "recommendation",
+        "strategy": best.strategy, "fits": best.fits, "peak_bytes": best.peak,
+        "gpus": chosen.gpus, "nodes": PP.nodes(chosen.gpus, per_node),
+        "steps": [{"action": s.action, "layout": PP.layout_dict(s.layout, per_node),
+                   "strategy": s.row.strategy, "peak_bytes": s.row.peak,
+                   "fits": s.row.fits} for s in steps],
+        "fits_on": (None if more is None else
+                    {"gpus": more[-1].layout.gpus,
+                     "nodes": PP.nodes(more[-1].layout.gpus, per_node),
+                     "layout": PP.layout_dict(more[-1].layout, per_node),
+                     "strategy": more[-1].row.strategy, "peak_bytes": more[-1].row.peak}),
+        "strategies": {
+            r.strategy: {"activations_kept_bytes": r.kept,
+                         "activations_rebuilt_bytes": r.rebuilt, "state_bytes": r.state,
+                         "logits_bytes": r.logits, "peak_bytes": r.peak, "fits": r.fits,
+                         "stage": r.stage, "layout": PP.layout_dict(chosen, per_node)}
+            for r in rows.values()},
+        "code": {"pytorch": parallel_code(p.with_(strategy=best.strategy), chosen,
+                                          language)},
+        "experts": experts_report(p, chosen),
+    }
+
+
+def experts_report(p: P.PlannerInputs, chosen: M.Layout) -> dict | None:
+    """A mixture-of-experts model's experts on one GPU of the layout (None: dense)."""
+    from planner.parallel_plan import expert_split
+
+    experts = getattr(p.source, "experts", None)
+    if not experts:
+        return None
+    split = expert_split(p, chosen, experts)
+    return {"ep": split.ep, "experts": split.experts, "experts_per_gpu": split.per_gpu,
+            "top_k": split.top_k, "expert_params": p.arch.expert_params,
+            "state_bytes": split.state, "sharded_over_gpus": split.sharded_over,
+            "gathered_layer_bytes": split.gathered,
+            "layer_activation_bytes": split.layer_activations,
+            "routing": "balanced: each GPU's experts process top_k times its own tokens, "
+                       "whatever ep is"}
+
+
+def _settings(p: P.PlannerInputs) -> dict:
+    return {"seq": p.seq, "batch": p.batch, "accumulation": p.accumulation,
+            "precision": p.precision, "attention": "sdpa" if p.fused else "eager",
+            "tuning": p.tuning, "lora_rank": p.lora_rank if p.tuning != "full" else None,
+            "lora_targets": p.lora_targets if p.tuning != "full" else None,
+            "optimizer": p.optimizer, "chunked_loss": p.chunked_loss, "gpus": p.shards,
+            "strategy": p.strategy,
+            "some_layers": p.some_layers if p.strategy == "some-layers" else None,
+            "gpu_bytes": p.gpu_bytes, "headroom": p.headroom}
+
+
+def _recommendation(rec, language: str) -> dict:
+    from planner.hf_code import hf_code
+    from planner.torch_code import torch_code
+
+    return {
+        "title": " + ".join(step.action for step in rec.steps),
+        "fits": rec.fits, "gpus": rec.gpus, "strategy": rec.strategy,
+        "peak_bytes": rec.peak,
+        "steps": [{"action": s.action, "value": s.value, "reason": s.reason,
+                   "changes_the_task": s.choice, "checkpointing": s.with_strategy,
+                   "peak_bytes": s.peak, "fits": s.fits,
+                   "spare_bytes": rec.inputs.gpu_bytes - s.peak} for s in rec.steps],
+        "settings": _settings(rec.inputs),
+        "code": {"huggingface": hf_code(rec.inputs, language),
+                 "pytorch": torch_code(rec.inputs, language)},
+    }
+
+
+def report(p: P.PlannerInputs, language: str = "en") -> dict:
+    """Everything the plan page shows, as JSON-ready values (bytes, ids, code)."""
+    from planner.recommend import plan
+
+    result = plan(p)
+    rec = result.recommendation
+    arch = p.arch
+    table = p.with_(some_layers=result.table_layers)  # the settings the rows are for
+    return {
+        "model": {"label": arch.label, "family": arch.family or arch.kind,
+                  "layers": arch.layers, "hidden": arch.hidden, "heads": arch.heads,
+                  "kv_heads": arch.kv_heads, "head_dim": arch.head_dim,
+                  "mlp_width": arch.mlp_width, "vocab": arch.vocab, "tied": arch.tied,
+                  "params": arch.params()},
+        "settings": _settings(p),
+        "layer_activation_bytes": layer_bytes(p.tensors()),
+        "checkpoint_bytes": result.checkpoint_bytes,
+        "strategies": {
+            row.strategy: {
+                "activations_kept_bytes": P.activations(table, row.strategy).kept,
+                "activations_rebuilt_bytes": P.activations(table, row.strategy).rebuilt,
+                "peak_bytes": row.peak, "fits": row.fits, "spare_bytes": row.spare,
+                "recompute_share": row.recompute_share,
+                "largest_batch": row.largest_batch, "longest_seq": row.longest_seq,
+                "breakdown": row.breakdown.parts()}
+            for row in result.rows},
+        "table_some_layers": result.table_layers,
+        "recommended_row": result.recommended_row,
+        "recommendation": {**_recommendation(rec, language),
+                           "alternatives": [_recommendation(a, language)
+                                            for a in rec.alternatives]},
+        "approximations": [{"id": a.id, "bytes": a.bytes, "share": a.share}
+                           for a in result.approximations],
+        "class": class_report(p),
+    }
+
+
+def class_report(p: P.PlannerInputs) -> dict | None:
+    """Where the layers' bytes come from: the family, the kernel, the bytes per layer type
+    and each module where the class keeps more or less than the course's formula
+    (beyond_course, `extra` negative: less); None where the plan takes the course's
+    formula (a custom model; QLoRA on a preset: memory.footprint.PlannerInputs.fit)."""
+    from planner import class_terms
+
+    fit = p.fit()
+    if fit is None:  # the course's formula: a custom model, or QLoRA on a preset
+        return None
+    return {
+        "family": p.source.family, "kernel": p.kernel,
+        "kernels_supported": list(getattr(p.source, "kernels", ())),
+        "window": getattr(p.source, "window", None),
+        # grouped_mm keeps b·s·top_k expert rows whatever the routing: balanced and worst
+        # case (every token to the same experts) keep the same bytes
+        "experts": (None if not getattr(p.source, "experts", None) else
+                    {"count": p.source.experts[0], "top_k": p.source.experts[1],
+                     "routing": "any: balanced and worst case alike"}),
+        "layer_types": class_terms.layer_counts(p),
+        "layer_type_bytes": class_terms.per_type_bytes(p),
+        "layer_type_formulas": {t: class_terms.fitted_formula(fit, t, p.seq)
+                                for t in class_terms.layer_counts(p)},
+        "course_layer_bytes": class_terms.course_layer_bytes(p),
+        "logit_extra_bytes": P.logit_extra_bytes(p),
+        "logit_extra_causes": list(class_terms.logit_extra_causes(p)),
+        "beyond_course": [{"module": t.module, "layer_type": t.slot, "measured": t.measured,
+                           "course": t.course, "extra": t.extra, "formula": t.formula()}
+                          for t in class_terms.extra_terms(p)],
+    }
+
+
+def _gib(n: float) -> str:
+    return f"{n / GiB:,.1f} GiB"
+
+
+def _verdict(spare: float, fits: bool, p: P.PlannerInputs) -> str:
+    """As the page words it: fits with what is to spare, within the GPU but not its
+    headroom, or short."""
+    if spare < 0:
+        return f"short by {_gib(-spare)}"
+    if not fits:
+        return f"only {_gib(spare)} to spare, less than the {p.headroom:.0%} kept free"
+    return f"fits, {_gib(spare)} to spare"
+
+
+def run(args) -> int:
+    p = inputs(args)
+    given = layout(args, getattr(p.source, "experts", None))
+    if not 1 <= args.gpus_per_node <= 4096:
+        raise PlanError(f"--gpus-per-node={args.gpus_per_node} is out of range 1..4096")
+    data = report(p, args.language)
+    if given is not None or args.gpus > 1:
+        data["parallel"] = parallel_report(p, given, args.gpus, args.gpus_per_node,
+                                           args.language)
+    if args.json:
+        print(json.dumps(data))
+        return 0
+    print(f"# {p.arch.label}: {p.arch.params() / 1e9:,.2f}B parameters; one layer keeps "
+          f"{_gib(data['layer_activation_bytes'])} for backward; GPU {_gib(p.gpu_bytes)} "
+          f"x {p.shards}, {p.headroom:.0%} kept free")
+    cls = data["class"]
+    if cls:
+        print(f"# measured on transformers' {cls['family']} class, {cls['kernel']} attention"
+              + (f", window {cls['window']:,}" if cls["window"] else "") + "; per layer: "
+              + ", ".join(f"{n} x {t} {_gib(cls['layer_type_bytes'][t])}"
+                          for t, n in cls["layer_types"].items()))
+        if cls["experts"]:
+            print(f"#   {cls['experts']['count']} experts, {cls['experts']['top_k']} per "
+                  "token: the same bytes for balanced routing and the worst case")
+        print(f"#   the class keeps {_gib(max(cls['layer_type_bytes'].values()))} per layer, "
+              f"the course's formula {_gib(cls['course_layer_bytes'])}")
+        for term in cls["beyond_course"]:
+            sign = "+" if term["extra"] > 0 else "-"
+            print(f"#   {'more' if term['extra'] > 0 else 'less'} than the course's formula: "
+                  f"{term['module']} ({term['layer_type']}) "
+                  f"{sign}{format_bytes(abs(term['extra']))}: the class keeps "
+                  + (f"{format_bytes(term['measured'])} ({term['formula']} bytes), "
+                     if term["measured"] else "none, ")
+                  + (f"the course's formula {format_bytes(term['course'])}" if term["course"]
+                     else "none in the course's formula"))
+        if cls["logit_extra_bytes"]:
+            print(f"#   around the loss: +{_gib(cls['logit_extra_bytes'])} ("
+                  + "; ".join(LOGIT_EXTRA_WORDS[c] for c in cls["logit_extra_causes"]) + ")")
+    for strategy, row in data["strategies"].items():
+        name = (f"{strategy} ({data['table_some_layers']})" if strategy == "some-layers"
+                else strategy)
+        mark = "  <- recommended" if strategy == data["recommended_row"] else ""
+        print(f"{name:17} peak {_gib(row['peak_bytes']):>12}  "
+              f"{_verdict(row['spare_bytes'], row['fits'], p)}{mark}")
+    rec = data["recommendation"]
+    print(f"\nRecommended: {rec['title']} ({'fits' if rec['fits'] else 'does not fit'}, "
+          f"{rec['gpus']} GPU{'s' if rec['gpus'] > 1 else ''})")
+    for number, step in enumerate(rec["steps"], start=1):
+        choice = " [changes the task]" if step["changes_the_task"] else ""
+        value = f" {step['value']}" if step["value"] is not None else ""
+        state = _verdict(step["spare_bytes"], step["fits"], p)
+        print(f"{number}. {step['action']}{value}{choice}: peak {_gib(step['peak_bytes'])}, "
+              f"{state}")
+    for alt in rec["alternatives"]:
+        print(f"   or: {alt['title']} (peak {_gib(alt['peak_bytes'])})")
+    par = data.get("parallel")
+    if par is None:
+        print("\n" + rec["code"]["huggingface"])
+        return 0
+    print_parallel(par, p)
+    print("\n" + par["code"]["pytorch"])
+    return 0
+
+
+def _layout_text(lay: dict) -> str:
+    parts = [f"{name}={lay[name]}" for name in ("tp", "cp", "pp", "ep", "dp")
+             if lay[name] > 1]
+    if lay["sp"]:
+        parts.append("sp")
+    if lay["pp"] > 1:
+        parts.append(f"{lay['schedule']} x {lay['microbatches']} micro-batches")
+    return (", ".join(parts) or "one GPU") + f" ({lay['gpus']} GPUs, {lay['nodes']} nodes)"
+
+
+def print_parallel(par: dict, p: P.PlannerInputs) -> None:
+    """The many-GPU section: the steps to the layout, then each strategy on its most
+    loaded GPU."""
+    print(f"\nAcross GPUs ({par['chosen_by']}): {_layout_text(par['layout'])}, "
+          f"{par['strategy']}, peak {_gib(par['peak_bytes'])} per GPU, "
+          f"{'fits' if par['fits'] else 'does not fit'}")
+    for number, step in enumerate(par["steps"], start=1):
+        print(f"{number}. {step['action']}: {_layout_text(step['layout'])}, "
+              f"{step['strategy']} peak {_gib(step['peak_bytes'])}")
+    if par["fits_on"]:
+        more = par["fits_on"]
+        print(f"   fits on {more['gpus']} GPUs ({more['nodes']} nodes): "
+              f"{_layout_text(more['layout'])}, {more['strategy']}")
+    if par.get("experts"):
+        ex = par["experts"]
+        print(f"experts: {ex['experts_per_gpu']} of {ex['experts']} per GPU (ep={ex['ep']}), "
+              f"their state {_gib(ex['state_bytes'])}, one layer's gathered "
+              f"{_gib(ex['gathered_layer_bytes'])}, kept per layer and micro-batch "
+              f"{_gib(ex['layer_activation_bytes'])} (balanced routing)")
+    for strategy, row in par["strategies"].items():
+        print(f"{strategy:17} kept {_gib(row['activations_kept_bytes']):>11}  peak "
+              f"{_gib(row['peak_bytes']):>11}  {row['stage']} stage  "
+              f"{'fits' if row['fits'] else 'does not fit'}")

@@ -1,0 +1,337 @@
+"""A demo run as plain data: what to measure, split into steps that each hold the device
+for a short while, its estimated time and memory, its store key, and its result as JSON.
+
+`Job` is what `serving.service` queues and `serving.worker` executes one step at
+a time; the steps' partial results are merged into what the pages read: a `Comparison` (compare), a
+DataFrame (sweep, fits, train). No Streamlit here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from demos.device import DeviceInfo
+from demos.results import Comparison, StrategyResult, TimelinePoint
+from memory import theory
+from memory.config import ConfigError, ModelConfig
+
+KINDS = ("compare", "sweep", "fits", "train", "mistakes", "budget")
+# The worker's own memory beside what a run's tensors need (Python objects, the tracker's
+# bookkeeping, allocator slack); a run past predicted × MEMORY_FACTOR + this is stopped.
+MEMORY_SLACK_BYTES = 512 * 2**20
+MEMORY_FACTOR = 2.0
+FIT_TRIES = 2  # confirm runs a fits step typically makes (the search steps down ~10%)
+FIT_REPEATS = 3  # timed steps at the confirmed size, whatever its size (demos.fit)
+# demos.measure's timing may add rounds beyond the asked ones while the spread is
+# wide, but within TIME_CAP_SECONDS of wall time: a constant, not work, so the estimates
+# count the asked runs only
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class Job:
+    """One demo request. `options` holds the kind's settings as sorted (name, value)
+    pairs (hashable, JSON-able): compare: repeats, timeline, time_steps; sweep: vary,
+    values, repeats; fits: vary, budget_bytes; train: steps; mistakes: cases (ids of
+    demos.mistakes.CASES, one step each; the cases fix their own small models);
+    budget: budgets, eager, compiled, repeats (demos.compiler_budget: one point per
+    step)."""
+
+    kind: str
+    config: ModelConfig
+    strategies: tuple[str, ...]
+    options: tuple[tuple[str, Any], ...] = ()
+
+    @staticmethod
+    def make(kind: str, config: ModelConfig, strategies: Sequence[str], **options: Any) -> Job:
+        if kind not in KINDS:
+            raise ConfigError(f"kind={kind!r}: allowed {', '.join(KINDS)}")
+        opts = tuple(sorted((k, tuple(v) if isinstance(v, list | tuple) else v)
+                            for k, v in options.items()))
+        return Job(kind, config, tuple(strategies), opts)
+
+    def option(self, name: str, default: Any = None) -> Any:
+        return dict(self.options).get(name, default)
+
+    def request(self) -> dict[str, Any]:
+        """The canonical JSON form (also the store's record of what was asked)."""
+        return {"kind": self.kind, "config": self.config.as_dict(),
+                "strategies": list(self.strategies),
+                "options": {k: list(v) if isinstance(v, tuple) else v for k, v in self.options}}
+
+    @staticmethod
+    def from_request(data: dict[str, Any]) -> Job:
+        return Job.make(data["kind"], ModelConfig(**data["config"]), data["strategies"],
+                        **data.get("options", {}))
+
+    # ------------------------------------------------------------------ steps
+    def budget_points(self) -> list[tuple[str, str]]:
+        """(kind, strategy) of a budget job's points, one per step."""
+        from demos.compiler_budget import point_names
+
+        return point_names(self.option("budgets", ()), self.option("eager", ()),
+                           self.option("compiled", ()))
+
+    def step_count(self) -> int:
+        if self.kind == "mistakes":
+            return len(self.option("cases", ()))
+        if self.kind == "budget":
+            return len(self.budget_points())
+        if self.kind == "sweep":
+            return len(self.option("values", ()))
+        if self.kind in ("fits", "train"):
+            return len(self.strategies)
+        if self.kind == "compare" and self.timed_apart():
+            return 2
+        return 1
+
+    def timed_apart(self) -> bool:
+        """A compare run measures its memory in one step and times its steps in the next,
+        so that a learner who arrives meanwhile gets memory numbers before anyone's steps
+        are timed (the scheduler takes turns step by step)."""
+        return (self.kind == "compare" and bool(self.option("time_steps", True))
+                and int(self.option("repeats", 1)) > 0)
+
+    def _sweep_config(self, value: int) -> ModelConfig:
+        vary = self.option("vary")
+        return self.config if vary == "k" else self.config.replace(**{vary: value})
+
+    def _sweep_names(self, value: int) -> list[str]:
+        return [f"every-k:{value}"] if self.option("vary") == "k" else list(self.strategies)
+
+    def _fit_config(self, strategy: str, device_kind: str) -> ModelConfig:
+        """The size the theory's search lands on (the confirm runs start there)."""
+        from demos.fit import largest_fitting
+
+        vary, budget = self.option("vary"), int(self.option("budget_bytes"))
+        try:
+            found = largest_fitting(self.config, strategy, vary, budget, device=device_kind,
+                                    confirm=False)
+        except ConfigError:
+            return self.config
+        value = found.value_predicted
+        return self.config.replace(**{vary: value}) if value else self.config
+
+    def step_runs(self, index: int, device_kind: str = "cpu"
+                  ) -> list[tuple[ModelConfig, str, int]]:
+        """(config, strategy, steps) of one step, for memory.theory.cpu_seconds."""
+        if self.kind == "mistakes":  # a plain, a wrong and a fixed step, tracked
+            from demos.mistakes import CASE_CONFIG
+
+            return [(CASE_CONFIG, s, theory.TRACKED_STEP_COST)
+                    for s in ("none", "every-layer", "every-layer")]
+        if self.kind == "budget":  # every point: one tracked, one counted, timed steps
+            kind, strategy = self.budget_points()[index]
+            known = "none" if kind == "budget" else (
+                "selective:save-matmuls" if strategy.startswith("selective:") else strategy)
+            return [(self.config, known, theory.TRACKED_STEP_COST + 3
+                     + int(self.option("repeats", 1)))]
+        if self.kind == "compare":  # the memory (tracked, counted), then the timed steps
+            steps = (int(self.option("repeats", 1)) + 1 if index == 1  # and one untimed
+                     else theory.TRACKED_STEP_COST + theory.COUNTED_STEP_COST)
+            return [(self.config, s, steps) for s in self.strategies]
+        if self.kind == "sweep":
+            value = self.option("values")[index]
+            steps = (theory.TRACKED_STEP_COST + theory.COUNTED_STEP_COST
+                     + int(self.option("repeats", 1)))
+            return [(self._sweep_config(value), s, steps) for s in self._sweep_names(value)]
+        strategy = self.strategies[index]
+        if self.kind == "fits":
+            return [(self._fit_config(strategy, device_kind), strategy,
+                     FIT_TRIES * theory.TRACKED_STEP_COST + theory.COUNTED_STEP_COST
+                     + FIT_REPEATS)]
+        return [(self.config, strategy, int(self.option("steps", 1)))]
+
+    def step_work(self, index: int, device_kind: str = "cpu") -> float:
+        """A step's work in CPU-estimate seconds (memory.theory.cpu_seconds); the service
+        scales it by what this device measured. A compiled point adds its compile."""
+        if self.kind == "mistakes":  # a case's own small models: its record's estimate
+            from demos.mistakes import CASES
+
+            return CASES[self.option("cases")[index]].estimate_s
+        work = theory.cpu_seconds(self.step_runs(index, device_kind))
+        if self.kind == "budget" and self.budget_points()[index][0] != "eager":
+            from demos.compiler_budget import compile_seconds
+
+            work += compile_seconds(self.config)
+        return work
+
+    def work(self, device_kind: str = "cpu") -> float:
+        return sum(self.step_work(i, device_kind) for i in range(self.step_count()))
+
+    def memory_bytes(self, device_kind: str = "cpu") -> int:
+        """The most memory one step's tensors will take, by the theory: parameters plus the
+        predicted peak (plus gradients and optimizer state for training; the budget for a
+        fits search, which never runs past it)."""
+        if self.kind == "fits":
+            return int(self.option("budget_bytes"))
+        need = 0
+        if self.kind == "budget":  # the compiler's own memory (Inductor, its graphs)
+            from demos.compiler_budget import COMPILER_BYTES
+
+            need = COMPILER_BYTES
+        for index in range(self.step_count()):
+            for config, strategy, _ in self.step_runs(index, device_kind):
+                try:
+                    params = theory.parameter_bytes(config)
+                    peak = theory.predicted_peak_bytes(config, strategy, device_kind)
+                except (ConfigError, ValueError, ZeroDivisionError):
+                    continue  # the engine explains it; nothing to bound
+                extra = 3 * params if self.kind == "train" else 0  # grads + AdamW moments
+                if self.kind == "budget":
+                    extra = COMPILER_BYTES
+                need = max(need, params + peak + extra)
+        return need
+
+    def memory_bound(self, device_kind: str = "cpu") -> int:
+        """What the worker may grow by for this run before it is stopped."""
+        return int(self.memory_bytes(device_kind) * MEMORY_FACTOR) + MEMORY_SLACK_BYTES
+
+    # ------------------------------------------------------------------ running (worker)
+    def run_step(self, index: int, device_kind: str, limit_bytes: int | None,
+                 progress: Progress | None = None,
+                 partial: Callable[[Any], None] | None = None) -> Any:
+        """Run step `index` on this process's device; returns its partial result.
+        `partial(result)` sees a compare's result as it fills in (the memory first, then
+        the times round by round), to show before the step ends."""
+        if self.kind == "mistakes":  # CPU only: the live tracker measures to the byte
+            from demos.mistakes import run_case
+
+            return run_case(self.option("cases")[index])
+        if self.kind == "compare":
+            from demos.measure import compare
+
+            timing = index == 1
+            return compare(self.config, list(self.strategies), device=device_kind,
+                           repeats=int(self.option("repeats", 1)),
+                           timeline=bool(self.option("timeline", False)) and not timing,
+                           time_steps=timing, memory=not timing,
+                           limit_bytes=limit_bytes, on_partial=partial)
+        if self.kind == "budget":
+            from demos.compiler_budget import measure_point, reference_grads
+
+            kind, strategy = self.budget_points()[index]
+            point, _ = measure_point(self.config, kind, strategy,
+                                     int(self.option("repeats", 1)),
+                                     reference_grads(self.config))
+            return {**dataclasses.asdict(point), "label": point.label}
+        if self.kind == "sweep":
+            from demos.sweep import sweep
+
+            value = self.option("values")[index]
+            return sweep(self.config, self.option("vary"), [value], list(self.strategies),
+                         device=device_kind, repeats=int(self.option("repeats", 1)),
+                         limit_bytes=limit_bytes, events=True)
+        strategy = self.strategies[index]
+        if self.kind == "fits":
+            from demos.fit import largest_fitting
+
+            found = largest_fitting(self.config, strategy, self.option("vary"),
+                                    int(self.option("budget_bytes")), device=device_kind,
+                                    confirm=True)
+            return {"strategy": strategy, "vary": self.option("vary"),
+                    "budget_bytes": int(self.option("budget_bytes")),
+                    **dataclasses.asdict(found)}
+        from demos.training import train_losses
+
+        return train_losses(self.config, [strategy], int(self.option("steps", 1)),
+                            progress=progress, device=device_kind, events=True)
+
+    def merge(self, parts: Sequence[Any]) -> Any:
+        """The steps' partial results as the page's result. The tracker's event logs it
+        keeps for the memory snapshot (demos.results.EVENTS_COLUMN): a compare's
+        every strategy; a sweep's last point per strategy (the others dropped); a fits
+        search's confirmed step per strategy; training's first step per strategy; the
+        budget sweep's eager points."""
+        if self.kind == "compare":
+            return parts[0].with_times(parts[1]) if len(parts) > 1 else parts[0]
+        if self.kind == "budget":
+            from demos.compiler_budget import BudgetPoint, to_frame
+
+            names = set(BudgetPoint.__dataclass_fields__)
+            return to_frame([BudgetPoint(**{k: v for k, v in part.items() if k in names})
+                             for part in parts], events=True)
+        if self.kind == "fits":
+            return pd.DataFrame(list(parts))
+        if self.kind == "mistakes":
+            return list(parts)
+        frame = pd.concat(list(parts), ignore_index=True)
+        if self.kind == "sweep":
+            from demos.sweep import keep_last_events
+
+            return keep_last_events(frame)
+        return frame
+
+
+# ---------------------------------------------------------------------- store keys
+
+@cache
+def code_version() -> str:
+    """A hash of what a measurement depends on (the lab's engine, demos/ but its command
+    line, the real library classes it builds, model_classes/, and the memory model it
+    predicts with, memory/): a changed engine measures again."""
+    digest = hashlib.sha256()
+    root = Path(__file__).resolve().parent.parent
+    command_line = {"cli.py", "__main__.py"}
+    engine = [p for p in (root / "demos").glob("*.py") if p.name not in command_line]
+    for path in sorted([*engine, *(root / "model_classes").glob("*.py"),
+                        *(root / "memory").glob("*.py")]):
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def store_key(job: Job, device: DeviceInfo) -> str:
+    """The result store's key: the request, the device kind and name, the torch version
+    and the engine's code version."""
+    text = json.dumps({"request": job.request(), "device": [device.kind, device.name],
+                       "torch": device.torch_version, "code": code_version()},
+                      sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+# ---------------------------------------------------------------------- results as JSON
+
+def encode_result(result: Any) -> str:
+    """A merged result as JSON text (no pickle: the database may be shared)."""
+    if isinstance(result, Comparison):
+        return json.dumps({"type": "comparison", "data": result.to_json(timeline=True)})
+    if isinstance(result, pd.DataFrame):
+        return json.dumps({"type": "frame", "data": result.to_json(orient="table",
+                                                                   index=False)})
+    if isinstance(result, list):  # a mistakes job: demos.mistakes.CaseResult records
+        return json.dumps({"type": "mistakes", "data": [r.to_json() for r in result]})
+    raise TypeError(f"cannot store a {type(result).__name__}")
+
+
+def decode_result(text: str) -> Any:
+    payload = json.loads(text)
+    data = payload["data"]
+    if payload["type"] == "mistakes":
+        from demos.mistakes import CaseResult
+
+        return [CaseResult.from_json(item) for item in data]
+    if payload["type"] == "frame":
+        frame = pd.read_json(io.StringIO(data), orient="table")
+        for column in frame.select_dtypes(include="object").columns:  # JSON null: None, not NaN
+            frame[column] = frame[column].where(frame[column].notna(), None)
+        return frame
+    results = []
+    for item in data["results"]:
+        timeline = item.get("timeline")
+        item = {**item, "timeline": ([TimelinePoint(**p) for p in timeline]
+                                     if timeline is not None else None)}
+        results.append(StrategyResult.from_dict(item))
+    return Comparison(ModelConfig(**data["config"]), DeviceInfo(**data["device"]), results,
+                      data.get("limit_bytes"), data.get("parameter_bytes"))
