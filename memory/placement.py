@@ -10,8 +10,10 @@ layers in backward. Memory model (bytes for the layers' activations):
 
 'greedy' is Chen et al.'s walk: every layer is checkpointed; a new segment starts when
 the running size would pass the segment budget; the largest segment budget whose plan
-needs at most the budget wins. 'dp' finds the plan with the fewest rebuilt layers (least
-recompute) within the budget, keeping whole layers where they fit."""
+needs at most the budget wins. 'dp' finds the plan with the least recompute within the
+budget, keeping whole layers where they fit: what rebuilding each layer costs is given
+(its forward FLOPs, for a chain of unequal layers), one per layer by default (the fewest
+rebuilt layers)."""
 
 from __future__ import annotations
 
@@ -56,12 +58,18 @@ def greedy_plan(full: list[int], inputs: list[int], budget: int) -> list[Segment
     return best
 
 
-def dp_plan(full: list[int], inputs: list[int], budget: int) -> list[Segment]:
-    """Fewest rebuilt layers within the budget. Exact dynamic programming over prefixes:
-    the budget is checked where a segment is placed, so a prefix is described by
-    (rebuilt layers, bytes held); a state that rebuilds no more and holds no more than
-    another dominates it, so each prefix keeps at most n+1 states: O(n^3) in all."""
+def dp_plan(full: list[int], inputs: list[int], budget: int,
+            cost: list[int] | None = None) -> list[Segment]:
+    """Least recompute within the budget: the sum of `cost[i]` over the rebuilt layers
+    (default 1 each: the fewest rebuilt layers). Exact dynamic programming over prefixes:
+    the budget is checked where a segment is placed, so a prefix is described by (its
+    recompute, bytes held); a state that costs no more and holds no more than another
+    dominates it, so each prefix keeps one state per distinct cost (at most n+1 for
+    equal costs: O(n^3) in all)."""
     n = len(full)
+    cost = [1] * n if cost is None else list(cost)
+    if len(cost) != n or any(c < 0 for c in cost):
+        raise ValueError("cost: one non-negative number per layer")
     # fronts[i][rebuilt] = (held, worst, back-pointer (i', rebuilt'), segment)
     fronts: list[dict[int, tuple]] = [{} for _ in range(n + 1)]
     fronts[0][0] = (0, 0, None, None)
@@ -75,12 +83,13 @@ def dp_plan(full: list[int], inputs: list[int], budget: int) -> list[Segment]:
         for rebuilt, (held, worst, _, _) in _pareto(fronts[i]):
             if held + full[i] <= budget:  # keep layer i
                 offer(i + 1, rebuilt, held + full[i], worst, (i, rebuilt), Segment(i, i + 1))
-            seg_full = 0
+            seg_full = seg_cost = 0
             for j in range(i + 1, n + 1):  # checkpoint layers [i, j)
                 seg_full += full[j - 1]
+                seg_cost += cost[j - 1]
                 if held + seg_full > budget:
                     break
-                offer(j, rebuilt + j - i, held + inputs[i], max(worst, held + seg_full),
+                offer(j, rebuilt + seg_cost, held + inputs[i], max(worst, held + seg_full),
                       (i, rebuilt), Segment(i, j, "checkpoint"))
     if not fronts[n]:
         raise BudgetTooSmall(_too_small(full, inputs, budget))
@@ -94,7 +103,7 @@ def dp_plan(full: list[int], inputs: list[int], budget: int) -> list[Segment]:
 
 
 def _pareto(front: dict[int, tuple]) -> list[tuple[int, tuple]]:
-    """The states no other state beats on both rebuilt layers and held bytes."""
+    """The states no other state beats on both recompute and held bytes."""
     kept, least_held = [], None
     for rebuilt in sorted(front):
         if least_held is None or front[rebuilt][0] < least_held:

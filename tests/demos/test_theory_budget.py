@@ -4,6 +4,7 @@ from demos.measure import compare
 from memory import theory, worked_examples
 from memory.config import ModelConfig
 from memory.placement import BudgetTooSmall, dp_plan, greedy_plan, plan_need
+from memory.segments import Segment
 
 
 def test_korthikanti_and_seed_figures():
@@ -125,3 +126,55 @@ def test_dp_scales_to_the_largest_model():
     assert time.process_time() - start < 5
     assert plan_need(plan, full, inputs) <= 700
     assert sum(s.size for s in plan if s.mode == "keep") > 0  # keeps what fits
+
+
+def _every_plan(n: int):
+    """Every split of n layers into consecutive segments, each kept or checkpointed."""
+    import itertools
+
+    for cuts in itertools.product([0, 1], repeat=n - 1):
+        bounds = [0] + [i + 1 for i, c in enumerate(cuts) if c] + [n]
+        segs = list(zip(bounds, bounds[1:], strict=False))
+        for modes in itertools.product(["keep", "checkpoint"], repeat=len(segs)):
+            yield [Segment(a, b, m) for (a, b), m in zip(segs, modes, strict=True)]
+
+
+def _recompute(plan, cost) -> int:
+    return sum(cost[i] for s in plan if s.mode == "checkpoint" for i in range(s.start, s.stop))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_dp_gives_the_least_recompute_of_every_plan_on_unequal_chains(seed):
+    """Unequal layers (a wide first block, a large head at the end, uneven FLOPs): the
+    plan the dynamic program returns fits and costs no more recompute than any of the
+    3^n-odd plans of the chain, found by brute force."""
+    import random
+
+    rng = random.Random(seed)
+    n = rng.randint(3, 7)
+    full = [rng.randint(1, 40) for _ in range(n)]
+    full[0] *= rng.choice([1, 4])  # sometimes a wide first block
+    inputs = [rng.randint(1, max(1, f // 3)) for f in full]
+    cost = [rng.randint(1, 50) * f for f in full]  # FLOPs roughly with the bytes, not equal
+    least = plan_need([Segment(i, i + 1, "checkpoint") for i in range(n)], full, inputs)
+    budget = rng.randint(least, sum(full))
+    best = min(_recompute(plan, cost) for plan in _every_plan(n)
+               if plan_need(plan, full, inputs) <= budget)
+    dp = dp_plan(full, inputs, budget, cost)
+    assert plan_need(dp, full, inputs) <= budget
+    assert [i for s in dp for i in range(s.start, s.stop)] == list(range(n))
+    assert _recompute(dp, cost) == best
+
+
+def test_dp_weighs_flops_not_layers():
+    """A wide layer keeps the most and costs the most to rebuild: the fewest rebuilt layers
+    is that one layer (100 units of recompute), the least recompute is two narrow layers
+    (2 units), and the dynamic program given the FLOPs picks that."""
+    full, inputs, cost, budget = [2, 6, 2, 2], [1, 1, 1, 1], [1, 100, 1, 1], 10
+    by_layers = dp_plan(full, inputs, budget)
+    by_flops = dp_plan(full, inputs, budget, cost)
+    assert [(s.start, s.stop) for s in by_layers if s.mode == "checkpoint"] == [(1, 2)]
+    assert _recompute(by_layers, cost) == 100
+    assert [(s.start, s.stop) for s in by_flops if s.mode == "checkpoint"] == [(0, 1), (2, 3)]
+    assert _recompute(by_flops, cost) == 2
+    assert plan_need(by_flops, full, inputs) <= budget
