@@ -5,7 +5,9 @@ Runs on real tensors or under the caller's FakeTensorMode (shapes only, nothing 
 Each storage is counted once (views of it are the same storage), parameters apart, and
 attributed to the decoder layer running when it was first saved (the layer's own input to
 that layer; a tensor made outside the layers and passed in, such as a mask, outside them),
-and inside the layer to the innermost module running.
+and inside the layer to the innermost module running. The counting itself is the ledger
+every kind shares (model_classes.saved_step.SavedLedger); this module says where a storage
+belongs and what a causal LM's forward is.
 
 CPU against GPU: the measurement runs torch's CPU kernels; a plan prices the GPU's. The
 terms that differ are converted per saved tensor, read off the autograd graph:
@@ -30,29 +32,15 @@ terms that differ are converted per saved tensor, read off the autograd graph:
 from __future__ import annotations
 
 import contextlib
-import weakref
-from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 from unittest import mock
 
 import torch
 
-from memory.saved_weights import VIEW_NODES, is_weight_copy
+from model_classes.saved_step import SavedLedger, Step, storage_key
 
-
-def storage_key(t: torch.Tensor) -> int:
-    return t.untyped_storage()._cdata
-
-
-@dataclass
-class Step:
-    """Bytes per (slot index, module, kind, padded): cpu and gpu."""
-
-    cpu: dict[tuple, int] = field(default_factory=lambda: defaultdict(int))
-    gpu: dict[tuple, int] = field(default_factory=lambda: defaultdict(int))
-
+__all__ = ["Step", "decoder_layers", "measure_step", "storage_key"]
 
 
 class _GroupedMM(torch.autograd.Function):
@@ -103,72 +91,28 @@ def decoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
     return [m for m in model.modules() if isinstance(m, GradientCheckpointingLayer)]
 
 
-def _gpu_rules(root, autocast: bool = False) -> dict[int, tuple[str, tuple[int, ...], int]]:
-    """Storage -> (rule, shape, element size) for the saved tensors CUDA keeps otherwise
-    (see the module's docstring), read off the autograd graph from `root`; `autocast`:
-    the step ran under autocast."""
-    rules: dict[int, tuple[str, tuple[int, ...], int]] = {}
-    seen: set[int] = set()
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node is None or id(node) in seen:
-            continue
-        seen.add(id(node))
-        name = type(node).__name__
-        picks: list[tuple[str, str]] = []
-        if name == "NativeDropoutBackward0":
-            picks = [("_saved_result1", "mask")]
-        elif name == "NativeLayerNormBackward0":
-            picks = [("_saved_result1", "stats"), ("_saved_result2", "stats")]
-        elif name == "SoftmaxBackward0" and autocast:
-            picks = [("_saved_result", "softmax")]
-        elif name.startswith("ScaledDotProduct") and "Attention" in name:
-            masked = getattr(node, "_saved_attn_mask", None) is not None
-            query = getattr(node, "_saved_query", None)
-            wide = isinstance(query, torch.Tensor) and query.dtype == torch.float32
-            picks = [("_saved_logsumexp", "lse-pad" if masked or wide else "lse")]
-        for attr, rule in picks:
-            t = getattr(node, attr, None)
-            if rule == "softmax" and isinstance(t, torch.Tensor) and t.element_size() > 2:
-                continue  # softmax(dtype=float32): fp32 on both
-            if isinstance(t, torch.Tensor):
-                rules[storage_key(t)] = (rule, tuple(t.shape), t.element_size())
-        stack.extend(fn for fn, _ in node.next_functions)
-    return rules
-
-
-# a select of a weight copy (a fused projection's slice) is the copy too
-
-_VIEWS = VIEW_NODES | {"SelectBackward0"}
-
-
 def measure_step(model: torch.nn.Module, batch: int, seq: int, autocast: bool = False,
                  input_ids: torch.Tensor | None = None) -> Step:
     """One forward with its loss; what autograd saves, per layer and module, on the CPU
-    and as a GPU keeps it. Runs real or under the caller's FakeTensorMode."""
+    and as a GPU keeps it (model_classes.saved_step). Runs real or under the caller's
+    FakeTensorMode."""
     from torch._guards import detect_fake_mode
 
     layers = decoder_layers(model)
     index = {id(m): i for i, m in enumerate(layers)}
-    # the parameters' storages, held to the step's end: bitsandbytes' Linear4bit swaps a
-    # bias for a cast of it during the step, and a freed address goes to the next storage
-    held = [p.untyped_storage() for p in [*model.parameters(), *model.buffers()]]
-    params = {s._cdata for s in held}
-    # "alive": the tensors whose storages "shared" and "input" name, held to the step's end:
-    # a storage's key is its address, which a freed storage hands on to the next one
-    state: dict[str, Any] = {"layer": None, "stack": [], "shared": set(), "input": set(),
-                             "dropout": False, "alive": []}
-    seen: dict[object, tuple] = {}
-    packs: dict[object, int] = defaultdict(int)  # how many saves of each storage
-    masks: dict[object, int] = {}  # dropout masks the CPU keeps as floats: their numbers
-    # each storage's saved tensors, weakly: autograd holds what pack returns for as long as
-    # the node that saved it lives, so a storage is kept for backward while one is alive
-    refs: dict[object, list[weakref.ref]] = {}
+    state: dict[str, Any] = {"layer": None, "stack": [], "shared": set(), "input": set()}
+    vocab = model.config.get_text_config().vocab_size
 
-    def _alive(key: object) -> bool:
-        return any(ref() is not None for ref in refs.get(key, ()))
+    def where(t: torch.Tensor, key: int) -> tuple[int, str, str]:
+        layer = state["layer"]
+        module = state["stack"][-1] if state["stack"] else ""
+        if layer is None or key in state["shared"]:
+            kind = "loss" if t.dim() >= 2 and t.shape[-1] == vocab else "other"
+            return -1, "outside", kind
+        return layer, module, ("input" if key in state["input"] else
+                               "lora" if "lora_" in module else "other")
 
+    ledger = SavedLedger(model, where)
     handles = []
     names = {}
     for i, layer in enumerate(layers):
@@ -187,10 +131,10 @@ def measure_step(model: torch.nn.Module, batch: int, seq: int, autocast: bool = 
                 for u in (t if isinstance(t, tuple) else (t,)):
                     if isinstance(u, torch.Tensor) and u is not hidden:
                         state["shared"].add(storage_key(u))
-                        state["alive"].append(u)
+                        ledger.hold.append(u)
             if isinstance(hidden, torch.Tensor):
                 state["input"].add(storage_key(hidden))
-                state["alive"].append(hidden)
+                ledger.hold.append(hidden)
         state["stack"].append(sub_name)
         return None
 
@@ -204,8 +148,8 @@ def measure_step(model: torch.nn.Module, batch: int, seq: int, autocast: bool = 
             # torch's grouped_mm keeps the experts' offsets (int32, one per expert) for
             # backward; its stand-in under fake tensors (_GroupedMM) keeps no integer
             # tensor: count them
-            seen[("offsets", id(module), len(seen))] = (
-                state["layer"], state["stack"][-1], "other", 4 * module.num_experts)
+            ledger.add(("offsets", id(module), len(ledger.seen)),
+                       (state["layer"], state["stack"][-1], "other"), 4 * module.num_experts)
         if state["stack"]:
             state["stack"].pop()
         if id(module) in index:
@@ -217,86 +161,14 @@ def measure_step(model: torch.nn.Module, batch: int, seq: int, autocast: bool = 
             handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
             handles.append(module.register_forward_hook(post, with_kwargs=True))
 
-    def pack(t: torch.Tensor) -> torch.Tensor:
-        key = storage_key(t)
-        if key in seen and not _alive(key):
-            # a storage saved by a branch of the graph that nothing used (a router's top-k
-            # values, a discarded output) was freed with it and lent this one its address
-            for table in (seen, masks, packs, refs):
-                table.pop(key, None)
-        packs[key] += 1
-        if key in params:
-            return t
-        if key in seen:
-            refs[key].append(weakref.ref(t))
-            return t
-        if is_weight_copy(t, _VIEWS):  # autocast's 16-bit weight copy: the plan counts it with the
-            params.add(key)  # weights (mixed precision's 6 bytes per parameter)
-            return t
-        nbytes = t.untyped_storage().nbytes()
-        if not nbytes:
-            return t
-        layer = state["layer"]
-        module = state["stack"][-1] if state["stack"] else ""
-        if layer is None or key in state["shared"]:
-            slot, kind = -1, "other"
-            if t.dim() >= 2 and t.shape[-1] == model.config.get_text_config().vocab_size:
-                kind = "loss"
-            module = "outside"
-        else:
-            slot = layer
-            kind = ("input" if key in state["input"] else
-                    "lora" if "lora_" in module else "other")
-        seen[key] = (slot, module, kind, nbytes)
-        refs[key] = [weakref.ref(t)]
-        if state["dropout"] and not t.requires_grad and t.is_floating_point():
-            # the CPU's dropout keeps its mask in the input's dtype (input * mask / (1 - p))
-            masks[key] = nbytes // t.element_size()
-        return t
-
     if input_ids is None:
         input_ids = torch.zeros((batch, seq), dtype=torch.long)
     cast = (torch.autocast("cpu", dtype=torch.bfloat16) if autocast
             else contextlib.nullcontext())
-    dropout = torch.nn.functional.dropout
-
-    def marked_dropout(*args, **kwargs):
-        state["dropout"] = True
-        try:
-            return dropout(*args, **kwargs)
-        finally:
-            state["dropout"] = False
-
     try:
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), cast, \
-                _as_real_batch(), mock.patch.object(torch.nn.functional, "dropout",
-                                                    marked_dropout):
+        with ledger.hooked(), cast, _as_real_batch():
             out = model(input_ids=input_ids, labels=input_ids, use_cache=False)
-        rules = _gpu_rules(out.loss.grad_fn, autocast)
+        return ledger.step(out.loss.grad_fn, autocast)
     finally:
         for h in handles:
             h.remove()
-    step = Step()
-    for key, (slot, module, kind, nbytes) in seen.items():
-        if key in refs and not _alive(key):
-            continue  # freed before backward: its graph branch died in forward
-        gpu, padded = nbytes, False
-        if key in masks:  # CUDA's native_dropout keeps a bool mask
-            gpu = masks[key]
-        rule = rules.get(key)
-        if rule is not None:
-            name, shape, size = rule
-            numel = nbytes // size
-            if name == "mask":
-                gpu = numel
-            elif name == "stats":
-                gpu = numel * 4
-            elif name == "softmax":  # fp32 on CUDA, and cast back for a later op that saves it
-                gpu = numel * 4 + (nbytes if packs[key] > 1 else 0)
-            elif name == "lse-pad":
-                padded = True
-            if name.startswith("lse"):
-                kind = "lse"
-        step.cpu[(slot, module, kind, False)] += nbytes
-        step.gpu[(slot, module, kind, padded)] += gpu
-    return step
