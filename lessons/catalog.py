@@ -1,7 +1,7 @@
 """The course outline, one table: the lessons in order, with their URL paths.
 
 Everything that counts or names the lessons reads this table: the router and the sidebar,
-the home page's path and its "eight lessons", the quiz topics (`quiz.bank.TOPICS`), and
+the home page's path and its "nine lessons", the quiz topics (`quiz.bank.TOPICS`), and
 the cross-references a lesson writes as ``{{lesson:how-many}}``.
 """
 
@@ -38,7 +38,13 @@ LESSONS: tuple[Lesson, ...] = (
     Lesson("cost-and-correctness", N_("What it costs, what it keeps"), ":material/balance:", 6),
     Lesson("in-practice", N_("Checkpointing in practice"), ":material/build:", 8),
     Lesson("many-gpus", N_("Checkpointing across many GPUs"), ":material/hub:", 12),
+    Lesson("image-models", N_("Pictures: vision and diffusion models"), ":material/image:", 10),
 )
+
+# The live picture demo's URL path, which lesson 9 links (its front matter's demo path and
+# its text's {{page:pictures}}): the page joins ui.navigation.PAGES under this path. Until it
+# does, the lesson page draws the link as a plain one (ui/lesson_page.py), not a page link.
+PICTURES_DEMO_PATH = "pictures"
 
 LESSON_PATHS: tuple[str, ...] = tuple(lesson.path for lesson in LESSONS)
 
@@ -79,7 +85,7 @@ def count_in_words(count: int, code: str = DEFAULT) -> str:
 
 
 def lesson_count_text(code: str = DEFAULT) -> str:
-    """How many lessons the course has, in words: "eight lessons" ("acht Lektionen")."""
+    """How many lessons the course has, in words: "nine lessons" ("neun Lektionen")."""
     count = len(LESSONS)
     return ngettext(code, "{words} lesson", "{words} lessons", count,
                     words=count_in_words(count, code))

@@ -115,6 +115,10 @@ HF_SLOWDOWN = 0.20  # checkpointing is "about 20% slower"
 # gradient_checkpointing_kwargs passed use_reentrant=True (explicitly since
 # huggingface/transformers#28538, January 2024), had no every_n_layers and no offload.
 HF_TRANSFORMERS_VERSION = "5.24.0"
+# The diffusers release lesson 9 reads (requirements.txt): enable_gradient_checkpointing in
+# diffusers/models/modeling_utils.py, the blocks' `torch.is_grad_enabled() and
+# self.gradient_checkpointing`, the pipelines' max_sequence_length defaults.
+DIFFUSERS_VERSION = "0.42.1"
 HF_TRANSFORMERS_OLD_VERSION = "4.57.1"  # the last 4.x release the course taught
 
 # An example accelerator for the offload-or-recompute arithmetic of lesson 7: assumptions

@@ -41,6 +41,7 @@ from lessons.checkpoint_math import (
     uniform_segments_memory,
 )
 from lessons.memory_calculator import PRESETS, breakdown, bytes_per_parameter
+from lessons.picture_values import picture_values
 from lessons.stepper import simulate
 from memory.architectures import PRESETS as ARCHITECTURES
 from memory.config import ModelConfig, demo_default, slider_ranges
@@ -371,6 +372,7 @@ def lesson_values(code: str = DEFAULT) -> dict[str, str]:
     v["apply_wide_loss_peak_vocab"] = number(
         loss_peak_vocab(LOGITS_DEMO.replace(hidden=APPLY_HIDDEN)))
     _many_gpus(v, code, number, plain, percent, gb)
+    v.update(picture_values(code, number, plain, percent, gb))
     v["lesson_count"] = lesson_count_text(code)
     v["further_reading"] = "\n".join(
         f"{number(place)}. [{source.title}]({source.url}), {gettext(code, source.authors)} — "

@@ -20,6 +20,11 @@ test_pixels_measured.py measures both against diffusers' own classes:
   product the last linear reads (4);
 - the Transformer2DModel around a stack of those keeps 3 more: its GroupNorm's input, the
   projection in and the projection out's inputs.
+
+With every weight frozen (a LoRA base, before its adapters), a resnet still keeps all 6 (a
+convolution saves its input whether or not its weight trains) and a transformer layer 21 of
+its 28 (a frozen linear needs no input for its gradient: the inputs of q/k/v, of the
+cross-attention's query and of the feed-forward's two linears go, 7 maps).
 """
 
 from __future__ import annotations
@@ -30,9 +35,22 @@ from dataclasses import dataclass
 # 2 ** (len(vae.config.block_out_channels) - 1) = 8, as diffusers' pipelines compute
 # vae_scale_factor (SD 1.5, SDXL, SD3 and FLUX.1 alike).
 VAE_DOWNSAMPLE = 8
+# The SD VAE's block_out_channels (SD 1.5 and SDXL; its encoder's first level runs at the
+# image's full resolution).
+VAE_CHANNELS = (128, 256, 512, 512)
 RESNET_MAPS = 6
 TRANSFORMER_LAYER_MAPS = 28
 ATTENTION_MODULE_MAPS = 3
+FROZEN_RESNET_MAPS = 6
+MID_RESNETS = 2  # UNetMidBlock2DCrossAttn: a resnet, an attention module, a resnet
+FROZEN_TRANSFORMER_LAYER_MAPS = 21
+# Small UNets of SD 1.5's and SDXL's shapes, built from diffusers' class and measured, keep
+# up to this share more than unet_kept_numbers counts (the up path's concatenated skip
+# inputs, the resampling convolutions, conv_in and conv_out): tests/lessons/
+# test_pixels_measured.py holds them to it.
+COUNT_TOLERANCE = 0.10
+# ViT-B/16 (google/vit-base-patch16-224): transformers' ViTConfig defaults; no dropout.
+VIT_B16 = {"image": 224, "patch": 16, "hidden": 768, "heads": 12, "layers": 12}
 
 
 def feature_map_numbers(channels: int, height: int, width: int, batch: int = 1) -> int:
@@ -93,7 +111,8 @@ FLUX_HEADS = 24
 # Stable Diffusion 3: 16 latent channels (SD3Transformer2DModel's in_channels), patch_size 2;
 # its text is CLIP's 77 tokens (both CLIP encoders side by side in width) followed by T5's
 # max_sequence_length of 256 (pipeline_stable_diffusion_3.py): 333 text tokens.
-SD3 = LatentTransformer("Stable Diffusion 3", 16, 2, 77 + 256)
+SD3_CLIP_TOKENS, SD3_T5_TOKENS = 77, 256
+SD3 = LatentTransformer("Stable Diffusion 3", 16, 2, SD3_CLIP_TOKENS + SD3_T5_TOKENS)
 
 
 @dataclass(frozen=True)
@@ -200,7 +219,7 @@ def unet_levels(config: UNetConfig, pixels: int | None = None) -> tuple[UNetLeve
         resnets, heads = per_path, config.heads[index]
         stacked = modules * layers
         if index == last:
-            resnets += 2
+            resnets += MID_RESNETS
             modules += 1 if config.mid_layers else 0
             stacked += config.mid_layers
             heads = heads or config.mid_heads

@@ -13,8 +13,9 @@ import streamlit as st
 from lessons.catalog import LESSONS, lesson, neighbours, number
 from lessons.document import DemoLink, LessonDocument, load
 from lessons.values import lesson_values
-from ui.i18n import current_language, t
+from ui.i18n import current_language, t, with_lang
 from ui.lesson_widgets import WIDGETS
+from ui.navigation import PAGES
 from ui.navigation import page_link as app_page_link
 from ui.progress import mark_visited
 
@@ -54,7 +55,10 @@ def _draw_demo(demo: DemoLink | None) -> None:
     st.markdown("#### :material/science: " + t("Try it live"))
     if demo.text:
         st.markdown(demo.text)
-    _page_link(demo.path, demo.label, ":material/play_circle:", demo.query)
+    if any(spec.url_path == demo.path for spec in PAGES):
+        _page_link(demo.path, demo.label, ":material/play_circle:", demo.query)
+    else:  # a demo page not in the router yet (lessons.catalog.PICTURES_DEMO_PATH): a plain link
+        st.markdown(f":material/play_circle: [{demo.label}]({with_lang(demo.url)})")
 
 
 def _draw_navigation(path: str, code: str) -> None:

@@ -7,12 +7,12 @@ import re
 import pytest
 
 from lessons import facts
-from lessons.catalog import LESSON_PATHS
+from lessons.catalog import LESSON_PATHS, PICTURES_DEMO_PATH
 from lessons.document import ANY_PLACEHOLDER, DocumentError, content_file, load, parse
 from lessons.values import lesson_values
 from ui.lesson_widgets import WIDGETS
 
-DEMO_PATHS = {"compare", "timeline", "curves", "what-fits", "same-result"}
+DEMO_PATHS = {"compare", "timeline", "curves", "what-fits", "same-result", PICTURES_DEMO_PATH}
 DEMO_QUERY_NAMES = {"layers", "hidden", "heads", "seq", "batch", "vocab", "dtype", "strategy",
                     "sweep"}
 

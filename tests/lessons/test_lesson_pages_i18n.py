@@ -108,7 +108,7 @@ def test_language_aware_values_read_in_their_sentences():
     assert de["proto_peak_config"].startswith("16 Schichten") and "1.000" in de[
         "proto_peak_config"]
     assert "Dokumentation" in de["further_reading"] and "Tài liệu" in vi["further_reading"]
-    assert de["lesson_count"] == "acht Lektionen" and vi["lesson_count"] == "tám bài học"
+    assert de["lesson_count"] == "neun Lektionen" and vi["lesson_count"] == "chín bài học"
     german = load("language-models", de, "de")
     assert any("entfällt der größere Teil auf die behaltenen Schichteingaben:" in block.text
                for block in german.blocks)
@@ -130,7 +130,7 @@ def test_home_page_in_each_language(app_test, monkeypatch, code):
     text = page_text(at)
     if code != "en":
         assert untranslated_on_page(text, code) == []
-    assert {"en": "Eight short lessons", "de": "Acht kurze Lektionen",
-            "vi": "Tám bài học ngắn"}[code] in text
+    assert {"en": "Nine short lessons", "de": "Neun kurze Lektionen",
+            "vi": "Chín bài học ngắn"}[code] in text
     for number, item in enumerate(LESSONS, start=1):
         assert f"{number}. {item.title_in(code)}" in text

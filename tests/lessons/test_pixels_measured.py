@@ -13,12 +13,17 @@ diffusers = pytest.importorskip("diffusers")
 
 from memory.pixels import (  # noqa: E402
     ATTENTION_MODULE_MAPS,
+    COUNT_TOLERANCE,
     FLUX_DEV,
     FLUX_HEADS,
+    FROZEN_RESNET_MAPS,
+    FROZEN_TRANSFORMER_LAYER_MAPS,
     RESNET_MAPS,
     SD3,
     SD15,
     TRANSFORMER_LAYER_MAPS,
+    VAE_DOWNSAMPLE,
+    VIT_B16,
     UNetConfig,
     unet_kept_numbers,
 )
@@ -44,6 +49,12 @@ def saved_numbers(module: torch.nn.Module, run) -> int:
     return sum(seen.values())
 
 
+def test_the_lesson_reads_the_installed_diffusers():
+    from lessons.facts import DIFFUSERS_VERSION
+
+    assert diffusers.__version__ == DIFFUSERS_VERSION
+
+
 def test_the_configs_are_diffusers_own():
     from diffusers import AutoencoderKL, FluxTransformer2DModel, SD3Transformer2DModel
     from diffusers import UNet2DConditionModel as UNet
@@ -59,6 +70,21 @@ def test_the_configs_are_diffusers_own():
     assert _default(SD3Transformer2DModel.__init__, "patch_size") == SD3.patch
     assert _default(FluxTransformer2DModel.__init__, "in_channels") == FLUX_DEV.token_numbers
     assert _default(FluxTransformer2DModel.__init__, "num_attention_heads") == FLUX_HEADS
+
+
+def test_vit_b16_is_transformers_default_vit():
+    transformers = pytest.importorskip("transformers")
+    config = transformers.ViTConfig()
+    assert (config.image_size, config.patch_size, config.hidden_size, config.num_attention_heads,
+            config.num_hidden_layers) == tuple(VIT_B16[key] for key in (
+                "image", "patch", "hidden", "heads", "layers"))
+    assert config.hidden_dropout_prob == config.attention_probs_dropout_prob == 0.0
+
+
+def test_the_vae_halves_the_side_once_per_level_after_the_first():
+    from memory.pixels import VAE_CHANNELS
+
+    assert 2 ** (len(VAE_CHANNELS) - 1) == VAE_DOWNSAMPLE
 
 
 def test_the_text_tokens_are_the_pipelines_defaults():
@@ -105,12 +131,21 @@ def blocks():
                            groups=32).train()
     temb = torch.randn(1, 128)
     one, two = transformer(1), transformer(2)
-    return {
+    numbers = {
         "map": channels * side * side,
         "resnet": saved_numbers(resnet, lambda: resnet(x, temb)),
         "one": saved_numbers(one, lambda: one(x, encoder_hidden_states=text)),
         "two": saved_numbers(two, lambda: two(x, encoder_hidden_states=text)),
     }
+    for module in (resnet, one, two):
+        module.requires_grad_(False)  # a frozen base: only the input asks for a gradient
+    numbers["frozen_resnet"] = saved_numbers(resnet, lambda: resnet(x, temb))
+    numbers["frozen_layer"] = (
+        saved_numbers(two, lambda: two(x, encoder_hidden_states=text))
+        - saved_numbers(one, lambda: one(x, encoder_hidden_states=text)))
+    with torch.no_grad():
+        numbers["no_grad"] = saved_numbers(two, lambda: two(x, encoder_hidden_states=text))
+    return numbers
 
 
 def test_a_resnet_block_keeps_six_maps(blocks):
@@ -124,6 +159,13 @@ def test_a_transformer_layer_keeps_28_maps_and_its_module_3_more(blocks):
     # + per-token statistics (LayerNorm, log-sum-exp) and the 7 text tokens' keys and values
     assert TRANSFORMER_LAYER_MAPS <= layer < TRANSFORMER_LAYER_MAPS + 0.3
     assert ATTENTION_MODULE_MAPS - 0.05 < module < ATTENTION_MODULE_MAPS + 0.05
+
+
+def test_frozen_blocks_keep_most_of_it_and_no_grad_nothing(blocks):
+    assert FROZEN_RESNET_MAPS <= blocks["frozen_resnet"] / blocks["map"] < FROZEN_RESNET_MAPS + 0.05
+    layer = blocks["frozen_layer"] / blocks["map"]
+    assert FROZEN_TRANSFORMER_LAYER_MAPS <= layer < FROZEN_TRANSFORMER_LAYER_MAPS + 0.3
+    assert blocks["no_grad"] == 0  # nothing saved, so nothing for a checkpoint to drop
 
 
 # Small UNets of SD 1.5's and SDXL's shapes (widths divided by 10, a 32×32 latent).
@@ -155,4 +197,4 @@ def test_a_whole_unet_keeps_what_its_levels_add_up_to_within_a_tenth(name):
     text = torch.randn(1, 7, 32)
     measured = saved_numbers(unet, lambda: unet(latent, torch.tensor([10]),
                                                 encoder_hidden_states=text))
-    assert 1.0 < measured / unet_kept_numbers(config) < 1.1
+    assert 1.0 < measured / unet_kept_numbers(config) < 1.0 + COUNT_TOLERANCE
