@@ -6,11 +6,17 @@ vocab_size, n_positions) and the Llama kind (llama, mistral, qwen2, gemma, gemma
 num_hidden_layers, hidden_size, num_attention_heads, num_key_value_heads (default: the
 heads), intermediate_size, vocab_size, tie_word_embeddings, head_dim where it differs from
 hidden / heads, as in Gemma 7B).
+
+Before anything is built, `parse` refuses what no real config.json is: a text longer than
+MAX_TEXT_CHARS, JSON nested deeper than MAX_DEPTH, and sizes no real model has
+(`SIZE_LIMITS`, each well above the largest published models: 1,000 layers against
+Llama 3.1 405B's 126, hidden 65,536 against its 16,384 ...), each refusal naming its field.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from memory.architectures import Architecture, ShapeError
@@ -27,12 +33,110 @@ class ConfigJsonError(ValueError):
     """`problem` (an id: not-json, family, missing, bad-value, shape) and `field`, for the
     page to word; str() is the English sentence."""
 
-    def __init__(self, problem: str, message: str, field: str = "", value: object = None
-                 ) -> None:
+    def __init__(self, problem: str, message: str, field: str = "", value: object = None,
+                 limit: int = 0) -> None:
         super().__init__(message)
         self.problem = problem
         self.field = field
         self.value = value
+        self.limit = limit
+
+
+# What no real config.json is: refused before anything is built (a pasted text, a file of
+# the command line read up to this many characters; nesting; each size below).
+MAX_TEXT_CHARS = 1_000_000  # published config.json files are a few KB
+MAX_DEPTH = 64  # objects and arrays inside each other (published ones: 3 or 4)
+
+
+@dataclass(frozen=True)
+class SizeLimit:
+    """One size of a model (`what`: an id the pages word), the config.json keys that give
+    it in the families transformers builds, and the range a real model's value is in."""
+
+    what: str
+    keys: tuple[str, ...]
+    limit: int
+    least: int = 0
+
+
+# Each well above the largest published model's (in brackets), far below what would take
+# a server's memory or time to build: a real model is never refused.
+SIZE_LIMITS: tuple[SizeLimit, ...] = (
+    SizeLimit("layers", ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
+              1_000, 1),  # (Llama 3.1 405B: 126)
+    SizeLimit("hidden", ("hidden_size", "n_embd", "d_model", "kv_lora_rank", "q_lora_rank"),
+              65_536, 1),  # (16,384; DeepSeek-V3's latent ranks 512 and 1,536)
+    SizeLimit("intermediate", ("intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim",
+                               "moe_intermediate_size", "shared_expert_intermediate_size"),
+              1_048_576),  # (Llama 3.1 405B: 53,248)
+    SizeLimit("heads", ("num_attention_heads", "n_head", "num_heads", "n_heads"),
+              4_096, 1),  # (128)
+    SizeLimit("kv-heads", ("num_key_value_heads", "num_kv_heads", "n_head_kv",
+                           "multi_query_group_num"), 4_096),  # (128)
+    SizeLimit("experts", ("num_experts", "num_local_experts", "n_routed_experts",
+                          "n_shared_experts", "moe_num_experts", "n_group"),
+              65_536),  # (DeepSeek-V3: 256; transformers' Doge: 16,384 small ones)
+    SizeLimit("top-k", ("num_experts_per_tok", "moe_topk", "topk_group"), 4_096),  # (Doge: 64)
+    SizeLimit("vocab", ("vocab_size", "padded_vocab_size"), 4_194_304, 1),  # (Gemma 3: 262,208)
+    SizeLimit("head-dim", ("head_dim", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
+                           "kv_channels"), 16_384),  # (Gemma 2: 256)
+    SizeLimit("window", ("sliding_window",), 16_777_216),  # (Qwen2.5's 131,072)
+    SizeLimit("positions", ("max_position_embeddings", "n_positions", "n_ctx"),
+              16_777_216),  # (Llama 4 Scout: 10,485,760)
+)
+# the experts of a layer, and how many of them (or of their groups) a token picks
+EXPERT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
+PICKS = (("num_experts_per_tok", EXPERT_KEYS), ("moe_topk", EXPERT_KEYS),
+         ("topk_group", ("n_group",)))
+
+
+def _depth(value: Any) -> int:
+    """How deep objects and arrays nest in a parsed JSON value (without recursion)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in item
+                         if isinstance(child, (dict, list)))
+    return deepest
+
+
+def _check_size(key: str, value: Any, size: SizeLimit) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < size.least:
+        raise ConfigJsonError(
+            "bad-value", f"{key!r} must be a whole number of at least {size.least}, got "
+            f"{str(value)[:40]!r}", field=key,
+            value=value if isinstance(value, (int, float)) else None, limit=size.least)
+    if value > size.limit:
+        raise ConfigJsonError(
+            "too-large", f"{key!r} is {value:,}: no real model has more than {size.limit:,} "
+            f"({size.what})", field=key, value=value, limit=size.limit)
+
+
+def check_sizes(cfg: dict[str, Any]) -> dict[str, Any]:
+    """`cfg` if every size it gives (and its text_config's: the part built) is a whole
+    number in its SizeLimit's range (a list of them, one per layer, as Gemma 3n's widths)
+    and no token picks more experts than a layer has; else ConfigJsonError naming the
+    field ("bad-value", "too-large", "top-k")."""
+    parts = [cfg] + ([cfg["text_config"]] if isinstance(cfg.get("text_config"), dict) else [])
+    for part in parts:
+        for size in SIZE_LIMITS:
+            for key in size.keys:
+                value = part.get(key)
+                for item in value if isinstance(value, list) and value else [value]:
+                    if item is not None:
+                        _check_size(key, item, size)
+        for key, pool_keys in PICKS:
+            picks = part.get(key)
+            pool = next((part[k] for k in pool_keys if part.get(k)), None)
+            if isinstance(picks, int) and isinstance(pool, int) and 0 < pool < picks:
+                raise ConfigJsonError(
+                    "top-k", f"{key!r} is {picks:,}, more than the {pool:,} there are to "
+                    "pick from", field=key, value=picks, limit=pool)
+    return cfg
 
 
 def _int(cfg: dict[str, Any], name: str, default: int | None = None) -> int:
@@ -46,19 +150,30 @@ def _int(cfg: dict[str, Any], name: str, default: int | None = None) -> int:
 
 
 def parse(text: str) -> dict[str, Any]:
+    """A config.json's text as a dict, its sizes checked (check_sizes); ConfigJsonError for
+    a text that is too long, not a JSON object, nested too deep or sized as no model is."""
+    if len(text) > MAX_TEXT_CHARS:
+        raise ConfigJsonError("too-long", f"longer than {MAX_TEXT_CHARS:,} characters: "
+                              "no config.json is", limit=MAX_TEXT_CHARS)
     try:
         cfg = json.loads(text)
     except json.JSONDecodeError as error:
         raise ConfigJsonError("not-json", f"not JSON: {error}") from None
+    except RecursionError:  # deeper than Python's own limit: far deeper than MAX_DEPTH
+        cfg = None
+    except ValueError as error:  # an integer of more digits than Python converts
+        raise ConfigJsonError("not-json", f"not JSON: {str(error).split(':')[0]}") from None
+    if cfg is None or _depth(cfg) > MAX_DEPTH:
+        raise ConfigJsonError("too-deep", f"nested more than {MAX_DEPTH} levels deep: no "
+                              "config.json is", limit=MAX_DEPTH)
     if not isinstance(cfg, dict):
         raise ConfigJsonError("not-json", "not a JSON object")
-    return cfg
+    return check_sizes(cfg)
 
 
 def architecture(cfg: dict[str, Any] | str) -> Architecture:
     """The Architecture of a config.json (its text or the parsed dict)."""
-    if isinstance(cfg, str):
-        cfg = parse(cfg)
+    cfg = parse(cfg) if isinstance(cfg, str) else check_sizes(cfg)
     family = cfg.get("model_type")
     if family is None:
         raise ConfigJsonError("missing", "config.json has no 'model_type'", field="model_type")

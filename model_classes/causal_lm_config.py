@@ -6,10 +6,12 @@ measured (model_classes.causal_lm)."""
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memory.class_layers import DENSE_MLP
-from model_classes.variant import Variant
+
+if TYPE_CHECKING:  # a type only: the planner words this module's errors without torch
+    from model_classes.variant import Variant
 
 # config keys of attention dropout (GPT-2 and the Llama-style configs)
 ATTENTION_DROPOUT = ("attn_pdrop", "attention_dropout")

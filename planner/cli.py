@@ -1,22 +1,26 @@
 """`python -m planner`: the planner for a preset or a pasted config.json, from a terminal
-or a script (--json for one JSON object). A bad option or config.json ends with one line
-on stderr and exit code 2."""
+or a script (--json for one JSON object). A bad option, layout or config.json ends with one
+line on stderr and exit code 2, never a traceback: a config.json is read up to
+memory.hf_config.MAX_TEXT_CHARS bytes and refused before anything is built when it sizes a
+model as no real one is; its class is measured in a process of its own, under a time and a
+memory limit (planner.class_worker)."""
 
 from __future__ import annotations
 
 import json
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 from command_line import CourseParser
+from i18n.languages import CODES
 from i18n.units import format_bytes
 from memory import footprint as P
 from memory import parallel as M
 from memory.architectures import DEFAULT_PRESET, PRESETS
 from memory.hardware import GPUS, GiB
-from memory.hf_config import ConfigJsonError
+from memory.hf_config import MAX_TEXT_CHARS, ConfigJsonError
 from memory.layer import layer_bytes
+from model_classes.causal_lm_config import ClassConfigError
 
 
 class PlanError(ValueError):
@@ -72,9 +76,16 @@ def build_parser() -> CourseParser:
     par.add_argument("--ep", type=int, default=None, help="expert parallel size (MoE)")
     par.add_argument("--gpus-per-node", dest="gpus_per_node", type=int, default=8,
                      help="GPUs per node (tensor parallelism stays inside one)")
-    p.add_argument("--language", default="en", help="comments of the code (en, de, vi)")
+    p.add_argument("--language", choices=list(CODES), default="en",
+                   help="the language of the code's comments")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     return p
+
+
+# What a config.json the checks let through may still make the libraries raise: one line
+# and exit 2 too, as for any bad config (the measurement's own errors are PlanErrors)
+UNPLANNABLE = (MemoryError, RecursionError, OverflowError, ArithmeticError, ValueError,
+               RuntimeError)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,15 +98,32 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except UNPLANNABLE as exc:
+        words = str(exc).strip().splitlines()
+        print(f"{parser.prog}: error: cannot plan this: {type(exc).__name__}"
+              + (f": {words[0][:300]}" if words else ""), file=sys.stderr)
+        return 2
+
+
+def read_config(path: str) -> str:
+    """A config.json's text, read up to MAX_TEXT_CHARS bytes (a longer file, /dev/zero
+    included, is refused at once); PlanError when it cannot be read or is no UTF-8."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_TEXT_CHARS + 1)
+    except OSError as error:
+        raise PlanError(f"cannot read {path}: {error.strerror}") from None
+    if len(data) > MAX_TEXT_CHARS:
+        raise PlanError(f"{path}: longer than {MAX_TEXT_CHARS:,} bytes: no config.json is")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise PlanError(f"{path}: not UTF-8 text") from None
 
 
 def inputs(args) -> P.PlannerInputs:
     if args.config:
-        try:
-            text = Path(args.config).read_text(encoding="utf-8")
-        except OSError as error:
-            raise PlanError(f"cannot read {args.config}: {error.strerror}") from None
-        from model_classes.causal_lm_config import ClassConfigError
+        text = read_config(args.config)
         from planner.class_cache import from_config_json
 
         try:
@@ -139,10 +167,12 @@ LOGIT_EXTRA_WORDS = {"softcap": "the final logit soft-cap's tanh output",
                                    "output head"}
 
 
-def layout(args, experts: tuple[int, int] | None = None) -> M.Layout | None:
-    """The layout the flags give, its data-parallel size filling --gpus; None when no
-    layout flag is given. `experts`: (experts per layer, per token) of a mixture-of-experts
-    model, which --ep needs."""
+def layout(args, p: P.PlannerInputs) -> M.Layout | None:
+    """The layout the flags give, its data-parallel size filling --gpus, checked against
+    the model and the node (planner.parallel_plan.check_layout); None when no layout flag
+    is given. A mixture-of-experts model's experts (p.source.experts) are what --ep
+    needs."""
+    experts = getattr(p.source, "experts", None)
     given = [name for name in LAYOUT_FLAGS if getattr(args, name) is not None]
     if not given and not args.sp:
         return None
@@ -163,11 +193,12 @@ def layout(args, experts: tuple[int, int] | None = None) -> M.Layout | None:
     chunks = args.chunks or (2 if schedule == "interleaved" else 1)
     micro = args.microbatches or max(args.accumulation, pp)
     try:
-        from planner.parallel_plan import with_dp
+        from planner.parallel_plan import check_layout, with_dp
 
         filled = with_dp(M.Layout(tp=args.tp or 1, sp=args.sp, cp=args.cp or 1, pp=pp,
                                   schedule=schedule, microbatches=micro, chunks=chunks),
                          args.gpus)
+        check_layout(filled, p.arch, args.gpus_per_node)
         return replace(filled, ep=args.ep or 1)  # checked against the dp x cp it filled
     except M.LayoutError as error:
         raise PlanError(str(error)) from None
@@ -344,10 +375,17 @@ def _verdict(spare: float, fits: bool, p: P.PlannerInputs) -> str:
 
 
 def run(args) -> int:
+    try:
+        return _run(args)
+    except ClassConfigError as error:  # a measurement that failed or hit a limit mid-plan
+        raise PlanError(f"{args.config or args.model}: {error}") from None
+
+
+def _run(args) -> int:
     p = inputs(args)
-    given = layout(args, getattr(p.source, "experts", None))
     if not 1 <= args.gpus_per_node <= 4096:
         raise PlanError(f"--gpus-per-node={args.gpus_per_node} is out of range 1..4096")
+    given = layout(args, p)
     data = report(p, args.language)
     if given is not None or args.gpus > 1:
         data["parallel"] = parallel_report(p, given, args.gpus, args.gpus_per_node,

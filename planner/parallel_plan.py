@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass, replace
 
 from memory import parallel as M
+from memory.architectures import Architecture
 from memory.footprint import (
     STRATEGIES,
     PlannerInputs,
@@ -257,6 +258,62 @@ def layout_dict(layout: M.Layout, per_node: int) -> dict:
             "chunks": layout.chunks, "ep": layout.ep, "dp": layout.dp,
             "gpus": layout.gpus, "gpus_per_node": per_node,
             "nodes": nodes(layout.gpus, per_node)}
+
+
+class LayoutRefused(M.LayoutError):
+    """A layout this model or these machines cannot run: `problem` (an id the page words:
+    tp-heads, tp-kv-heads, tp-node, pp-layers, chunks-layers, microbatches) and the numbers
+    it names (`params`); str() is the command line's one line."""
+
+    def __init__(self, problem: str, message: str, **params: int) -> None:
+        super().__init__(message)
+        self.problem, self.params = problem, params
+
+
+def check_layout(layout: M.Layout, arch: Architecture, per_node: int) -> M.Layout:
+    """`layout` if this model and nodes of `per_node` GPUs can run it as the printed code
+    runs it, else LayoutRefused naming the rule:
+
+    * tensor parallelism splits the attention by whole heads (torch's ColwiseParallel on
+      q/k/v, transformers' tp_plan, Megatron alike): t divides the query heads and the
+      key/value heads. With fewer key/value heads than t, each would have to be replicated
+      on t / kv GPUs (inference engines do that); neither torch's styles nor transformers'
+      tp_plan replicate one, and memory.parallel counts the keys and values divided by t
+      (Korthikanti et al.'s layer), so such a layout is refused, not priced as if split;
+    * tensor parallelism stays inside a node (its all-reduces in every layer need the
+      links inside one);
+    * a pipeline stage holds at least one layer (the interleaved schedule: each of its
+      chunks);
+    * 1F1B and the interleaved schedule need at least as many micro-batches as stages
+      (torch's Schedule1F1B raises otherwise; Megatron's interleaved schedule needs a
+      multiple of them)."""
+    tp, pp, micro = layout.tp, layout.pp, layout.microbatches
+    if arch.heads % tp:
+        raise LayoutRefused("tp-heads", f"--tp {tp} must divide the model's {arch.heads} "
+                            "attention heads: tensor parallelism splits them whole",
+                            tp=tp, heads=arch.heads)
+    if tp > per_node:
+        raise LayoutRefused("tp-node", f"--tp {tp} is more than the {per_node} GPUs of a "
+                            "node (--gpus-per-node): tensor parallelism stays inside one",
+                            tp=tp, per_node=per_node)
+    if arch.kv_heads % tp:
+        raise LayoutRefused("tp-kv-heads", f"--tp {tp} must divide the model's "
+                            f"{arch.kv_heads} key/value heads: torch's ColwiseParallel and "
+                            "transformers' tp_plan split k_proj and v_proj by whole heads "
+                            "and replicate none (the planner counts keys and values divided "
+                            "by tp)", tp=tp, kv_heads=arch.kv_heads)
+    stages = pp * (layout.chunks if layout.schedule == "interleaved" else 1)
+    if stages > arch.layers:
+        problem = "chunks-layers" if stages > pp else "pp-layers"
+        raise LayoutRefused(problem, f"--pp {pp}" + (f" x --chunks {layout.chunks}"
+                                                     if stages > pp else "")
+                            + f" stages are more than the model's {arch.layers} layers: "
+                            "each stage needs one", pp=pp, stages=stages, layers=arch.layers)
+    if pp > 1 and layout.schedule in ("1f1b", "interleaved") and micro < pp:
+        raise LayoutRefused("microbatches", f"the {layout.schedule} schedule needs at least "
+                            f"as many micro-batches as stages: --microbatches {micro} for "
+                            f"--pp {pp}", microbatches=micro, pp=pp)
+    return layout
 
 
 def with_dp(layout: M.Layout, gpus: int) -> M.Layout:
