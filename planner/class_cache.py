@@ -1,12 +1,14 @@
 """A config.json's measured class for plans, kept: in the process and on disk.
 
 The first plan for a config measures its class (planner.class_memory, through its model
-kind in model_classes: torch and transformers, fake tensors, a second or two); what it
+kind in model_classes: torch and transformers, fake tensors, a second or two) in a process
+of its own with a time and a memory limit (planner.class_worker); what it
 fitted is written to `DATA_DIR/planner-classes/<hash>.json` (the config, the versions of
 torch and transformers and the measuring code in the hash), so a config seen before, by
 this process or an earlier one, is planned from the file without importing torch. A
 variant not yet fitted (another precision, kernel or LoRA setting) is measured then and
-added.
+added. A config whose measurement hit a limit or failed is refused again at once for
+FAILED_FOR_S seconds (each page of a plan would otherwise measure it again).
 """
 
 from __future__ import annotations
@@ -15,20 +17,23 @@ import hashlib
 import json
 import os
 import threading
+import time
 from dataclasses import replace
-from fractions import Fraction
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from memory import hf_config
 from memory.architectures import Architecture
-from memory.class_layers import ClassFit, Poly, Term, at_rank
+from memory.class_layers import ClassFit, at_rank
 from memory.hf_config import parse
+from planner import class_worker
+from planner.class_json import fit_from_json, fit_to_json
 
 # the code that measures a class: the model kinds and the fit (a change measures again)
 CODE = (*sorted((Path(__file__).parent.parent / "model_classes").glob("*.py")),
         Path(__file__).with_name("class_fit.py"), Path(__file__).with_name("class_memory.py"))
+FAILED_FOR_S = 600.0  # a failed measurement is not tried again for this long
 
 
 def cache_folder() -> Path:
@@ -50,33 +55,6 @@ def cache_key(cfg: dict[str, Any]) -> str:
     return digest.hexdigest()[:32]
 
 
-def _fraction(text: str) -> Fraction:
-    return Fraction(text)
-
-
-def fit_to_json(fit: ClassFit) -> dict:
-    def poly(p: Poly) -> list[list[str]]:
-        return [[str(c) for c in p.g], [str(c) for c in p.h], [str(c) for c in p.one]]
-
-    out = {"breaks": list(fit.breaks), "trainable": fit.trainable,
-           "terms": [{"slot": t.slot, "name": t.name, "kind": t.kind, "padded": t.padded,
-                      "polys": [poly(p) for p in t.polys]} for t in fit.terms]}
-    if fit.one_only:
-        out["one_only"] = True
-    return out
-
-
-def fit_from_json(data: dict) -> ClassFit:
-    def poly(rows: list[list[str]]) -> Poly:
-        g, h, one = (tuple(_fraction(c) for c in row) for row in rows)
-        return Poly(g, h, one)  # type: ignore[arg-type]
-
-    terms = tuple(Term(row["slot"], row["name"], row["kind"], tuple(poly(p) for p in row["polys"]),
-                       bool(row["padded"])) for row in data["terms"])
-    return ClassFit(terms, tuple(data["breaks"]), int(data["trainable"]),
-                    one_only=bool(data.get("one_only", False)))
-
-
 def _variant_text(key: tuple) -> str:
     return "|".join(str(k) for k in key)
 
@@ -96,15 +74,8 @@ class ClassSource:
         self._measured = None  # planner.class_memory.MeasuredClass, when needed
         current = shipped is not None and shipped.get("key") == self.key
         data = shipped if current else self._read()
-        if data is None:
-            measured = self._class()
-            arch = measured.architecture(str(cfg.get("_name_or_path") or ""))
-            data = {"family": measured.family, "layer_types": list(measured.layer_types),
-                    "kernels": list(measured.kernels), "window": measured.window,
-                    "attention_modules": measured.attention_modules(),
-                    "experts": measured.experts(),
-                    "architecture": {f: getattr(arch, f) for f in arch.__dataclass_fields__},
-                    "fits": {}}
+        if data is None:  # measured in a process of its own, under its limits
+            data = class_worker.measure("describe", cfg, str(cfg.get("_name_or_path") or ""))
             self._write(data)
         self.data = data
         self.family: str = data["family"]
@@ -134,6 +105,8 @@ class ClassSource:
             pass  # a read-only data folder: the fits stay in this process
 
     def _class(self):
+        """The class measured in this process (planner.class_memory.MeasuredClass); a plan
+        measures in a child process instead (planner.class_worker)."""
         if self._measured is None:
             from planner.class_memory import MeasuredClass
 
@@ -155,8 +128,11 @@ class ClassSource:
             if found is None:
                 found = self._other_ranks(key)
             if found is None or (whole and found.one_only):
-                found = self._class().fit(key, one_only=not whole)
-                self.data["fits"][text] = fit_to_json(found)
+                one = fit_to_json(found) if found is not None and found.one_only else None
+                data = _measured(f"{self.key}|{text}", lambda: class_worker.measure(
+                    "fit", self.cfg, key, not whole, one))
+                found = fit_from_json(data)
+                self.data["fits"][text] = data
                 self._write(self.data)
             if found.one_only and found.whole is None:
                 found = replace(found, whole=lambda: self.fit(key, whole=True))
@@ -185,15 +161,45 @@ class ClassSource:
 
 _SOURCES: dict[str, ClassSource] = {}
 _SOURCES_LOCK = threading.Lock()
+_MAKING: dict[str, threading.Lock] = {}  # a config's ClassSource being made
+# what failed to measure (a config, or a config's variant): when, and the error
+_FAILED: dict[str, tuple[float, class_worker.MeasureFailed]] = {}
+
+
+def _measured(key: str, measure):  # noqa: ANN001, ANN202 - a call of class_worker.measure
+    """measure(), unless the same measurement failed within FAILED_FOR_S: then its error
+    again, at once; a failure is kept (the oldest forgotten past 1,000)."""
+    with _SOURCES_LOCK:
+        failed = _FAILED.get(key)
+    if failed is not None and time.monotonic() - failed[0] < FAILED_FOR_S:
+        raise failed[1]
+    try:
+        return measure()
+    except class_worker.MeasureFailed as error:
+        with _SOURCES_LOCK:
+            _FAILED[key] = (time.monotonic(), error)
+            while len(_FAILED) > 1000:
+                _FAILED.pop(next(iter(_FAILED)))
+        raise
 
 
 def class_source(cfg: dict[str, Any]) -> ClassSource:
-    """The ClassSource of a config.json dict, one per distinct config in this process."""
+    """The ClassSource of a config.json dict, one per distinct config in this process. A
+    config being measured makes others wait for it only when they are the same config."""
     key = cache_key(cfg)
     with _SOURCES_LOCK:
         found = _SOURCES.get(key)
+        if found is not None:
+            return found
+        making = _MAKING.setdefault(key, threading.Lock())
+    with making:
+        with _SOURCES_LOCK:
+            found = _SOURCES.get(key)
         if found is None:
-            found = _SOURCES[key] = ClassSource(cfg)
+            found = _measured(key, lambda: ClassSource(cfg))
+            with _SOURCES_LOCK:
+                _SOURCES[key] = found
+                _MAKING.pop(key, None)
         return found
 
 

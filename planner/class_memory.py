@@ -58,6 +58,16 @@ class MeasuredClass:
             counted_params=total, counted_block=block,
             expert_params=expert_block * self._moe_layers(), expert_block=expert_block)
 
+    def description(self, label: str = "") -> dict[str, Any]:
+        """What a plan needs of the class besides its fits, JSON-ready (planner.class_cache
+        keeps it; planner.class_worker sends it back from the measuring process)."""
+        arch = self.architecture(label)
+        return {"family": self.family, "layer_types": list(self.layer_types),
+                "kernels": list(self.kernels), "window": self.window,
+                "attention_modules": self.attention_modules(), "experts": self.experts(),
+                "architecture": {f: getattr(arch, f) for f in arch.__dataclass_fields__},
+                "fits": {}}
+
     def _expert_block(self) -> int:
         """The experts' parameters in the largest decoder layer: those under a module
         named `experts` (the router's gate and a shared expert are dense)."""
@@ -118,13 +128,14 @@ class MeasuredClass:
         return Variant(precision.removeprefix(QUANTIZED), kernel, rank,
                        targets if rank else "all-linear", device, quantized)
 
-    def fit(self, key: tuple, one_only: bool = False) -> ClassFit:
+    def fit(self, key: tuple, one_only: bool = False, one: ClassFit | None = None
+            ) -> ClassFit:
         """A variant's fit, measured on first use: at one sequence only (`one_only`), or
-        whole (from the fit at one sequence where this class has it: two more batch sizes
-        measured)."""
+        whole (from the fit at one sequence where this class has it, or `one`, such a fit
+        measured before: two more batch sizes measured)."""
         variant = self.variant(key)
         with self._lock:
-            found = self._fits.get(variant)
+            found = self._fits.get(variant) or one
             if found is None:
                 found = fit_variant(self.config, variant, one_only=one_only, kind=self.kind)
             elif found.one_only and not one_only:
