@@ -16,7 +16,7 @@ from planner import parallel_plan as PP
 from planner.parallel_code import experts_words, parallel_code
 from ui import query
 from ui.i18n import current_language, t
-from ui.plan_words import gib, word
+from ui.plan_words import LAYOUT_PROBLEMS, gib, word
 
 SIZES = ["1", "2", "4", "8"]
 
@@ -50,7 +50,11 @@ def _layout(settings: P.PlannerInputs, per_node: int) -> tuple[M.Layout, tuple] 
         layout = M.Layout(tp=tp, sp=sp and tp > 1, cp=cp, pp=pp, schedule=schedule,
                           microbatches=max(settings.accumulation, pp),
                           chunks=2 if schedule == "interleaved" else 1)
-        return replace(PP.with_dp(layout, settings.shards), ep=ep), ()
+        layout = PP.check_layout(PP.with_dp(layout, settings.shards), settings.arch,
+                                 per_node)
+        return replace(layout, ep=ep), ()
+    except PP.LayoutRefused as refused:  # this model or these nodes cannot run it
+        return t(LAYOUT_PROBLEMS[refused.problem], schedule=schedule, **refused.params)
     except M.LayoutError:
         return t("{gpus} GPUs cannot be split as tensor {tp} x context {cp} x pipeline "
                  "{pp} (with the interleaved schedule, micro-batches a multiple of the "

@@ -8,6 +8,8 @@ this module keeps the widgets and the layout.
 
 from __future__ import annotations
 
+import time
+
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -20,6 +22,7 @@ from memory.architectures import DEFAULT_PRESET, PRESETS, Architecture, ShapeErr
 from memory.class_layers import LayerSource
 from memory.hardware import GPUS
 from model_classes.causal_lm_config import ClassConfigError
+from planner import class_worker
 from planner import hf_code as hf_module
 from planner import recommend as recommend_module
 from planner import torch_code as torch_module
@@ -64,7 +67,9 @@ Model = tuple[Architecture, LayerSource | None]
 def _config_json() -> Model | str:
     """The architecture of a pasted config.json and its measured transformers class (kept
     in the session, not in the link)."""
+    class_worker.warm()  # the measuring processes' libraries, loaded while the learner pastes
     text = st.text_area(t("config.json"), key="plan_config_json", height=200,
+                        max_chars=hf_config.MAX_TEXT_CHARS,
                         placeholder='{"model_type": "llama", "hidden_size": 4096, ...}',
                         help=t("The config.json of a Hugging Face decoder-only language "
                                "model (Llama, Mistral, Mixtral, Qwen, Gemma, Phi, OLMo, "
@@ -78,11 +83,53 @@ def _config_json() -> Model | str:
         with st.spinner(t("Measuring the model's transformers class ...")):
             arch, source = class_config(text)
     except hf_config.ConfigJsonError as error:
-        return t(CONFIG_PROBLEMS[error.problem], field=error.field, value=error.value)
+        return t(CONFIG_PROBLEMS[error.problem], field=error.field, value=error.value,
+                 limit=error.limit)
     except ClassConfigError as error:
-        return t(CLASS_PROBLEMS[error.problem], model_type=error.model_type)
+        return class_problem(error)
     st.caption(preset_caption(arch))
     return arch, source
+
+
+def class_problem(error: ClassConfigError) -> str:
+    """Why a pasted config.json's class was not measured, in the learner's words: the
+    library's refusal, or a measurement past its limits (planner.class_worker)."""
+    if isinstance(error, class_worker.MeasureFailed):
+        params = error.params
+        return t(CLASS_PROBLEMS[error.problem], seconds=params["seconds"],
+                 size=units.format_bytes(params["size"], locale=babel_locale()),
+                 detail=params["detail"], model_type=params["model_type"])
+    return t(CLASS_PROBLEMS.get(error.problem, CLASS_PROBLEMS["cannot-build"]),
+             model_type=error.model_type)
+
+
+class MeasuringNotice:
+    """What the page shows while a pasted config's class is measured in its own process
+    (planner.class_worker.waiting): the seconds so far against the limit. Drawing it is
+    also where Streamlit stops the script of a learner who left or changed the page,
+    which ends the measurement."""
+
+    EVERY_S = 0.25
+
+    def __init__(self) -> None:
+        self.place = None
+        self.drawn = 0.0
+
+    def __call__(self, waited: float | None) -> None:
+        if waited is None:
+            if self.place is not None:
+                self.place.empty()
+                self.place = None
+            return
+        now = time.monotonic()
+        if self.place is not None and now - self.drawn < self.EVERY_S:
+            return
+        if self.place is None:
+            self.place = st.empty()
+        self.drawn = now
+        self.place.caption(t("Measuring the model's transformers class: {seconds} s so far "
+                             "(stopped at {limit} s).", seconds=int(waited),
+                             limit=int(class_worker.TIME_LIMIT_S)))
 
 
 def _model_controls() -> Model | str:
@@ -370,10 +417,20 @@ def render() -> None:
                   "memory per GPU, tries every way of checkpointing and recommends the "
                   "cheapest one that fits, with the code to switch it on. Every setting is in "
                   "the link, so you can share a plan."))
-    settings = inputs()
-    if isinstance(settings, str):
-        st.error(settings, icon=":material/error:")
-        return
+    with class_worker.waiting(MeasuringNotice()):
+        settings = inputs()
+        if isinstance(settings, str):
+            st.error(settings, icon=":material/error:")
+            return
+        try:
+            outputs(settings)
+        except ClassConfigError as error:  # a fit measured mid-plan failed or hit a limit
+            st.error(class_problem(error), icon=":material/error:")
+
+
+def outputs(settings: P.PlannerInputs) -> None:
+    """Everything below the inputs: the peak, the table, the class, the recommendation,
+    the code, the GPUs, the approximations."""
     plan = recommend_module.plan(settings)
     positions = settings.arch.positions
     if positions and settings.seq > positions:

@@ -153,8 +153,16 @@ CONFIG_PROBLEMS: dict[str, str] = {  # memory.hf_config.ConfigJsonError's proble
     "family": N_("The model type {value} is not one the planner knows (GPT-2, Llama, Mistral, "
                  "Qwen2, Gemma)."),
     "missing": N_("The config.json has no field {field}."),
-    "bad-value": N_("The field {field} must be a positive whole number."),
+    "bad-value": N_("The field {field} must be a whole number of at least {limit}."),
     "shape": N_("The sizes in this config.json are not consistent."),
+    "too-long": N_("This text is longer than {limit:,} characters; a config.json is a few "
+                   "thousand."),
+    "too-deep": N_("This JSON nests more than {limit} levels deep; a config.json nests "
+                   "three or four."),
+    "too-large": N_("The field {field} is {value:,}: no real model has more than {limit:,}. "
+                    "The planner refuses it before building anything."),
+    "top-k": N_("The field {field} is {value:,}: a token cannot pick more than the {limit:,} "
+                "there are."),
 }
 CLASS_PROBLEMS: dict[str, str] = {  # model_classes' ClassConfigError problems
     "no-model-type": N_("The config.json has no field model_type."),
@@ -169,6 +177,33 @@ CLASS_PROBLEMS: dict[str, str] = {  # model_classes' ClassConfigError problems
     "multimodal": N_("This {model_type} config.json describes a multimodal model; paste "
                      "its language model's config (its text_config)."),
     "window": N_("Its sliding window is too small to plan."),
+    # planner.class_worker.MeasureFailed's problems
+    "time-limit": N_("Measuring this config.json's class took longer than {seconds} s, the "
+                     "limit of one measurement on this server, and was stopped. A real model "
+                     "takes a few seconds: check its sizes."),
+    "memory-limit": N_("Measuring this config.json's class needed more than {size} of "
+                       "memory, the limit of one measurement on this server, and was "
+                       "stopped. A real model needs far less: check its sizes."),
+    "failed": N_("transformers could not run a training step of this {model_type} model: "
+                 "{detail}"),
+}
+LAYOUT_PROBLEMS: dict[str, str] = {  # planner.parallel_plan.LayoutRefused's problems
+    "tp-heads": N_("Tensor parallel {tp} does not divide the model's {heads} attention "
+                   "heads: tensor parallelism gives each GPU whole heads. Pick a size that "
+                   "divides them."),
+    "tp-kv-heads": N_("Tensor parallel {tp} does not divide the model's {kv_heads} "
+                      "key/value heads. Each GPU would need a share of a key/value head, "
+                      "or a copy of one: torch's tensor-parallel styles and transformers' "
+                      "tp_plan split them whole and copy none, and the planner counts the "
+                      "keys and values split over the GPUs. Pick a size that divides them."),
+    "tp-node": N_("Tensor parallel {tp} is more than the {per_node} GPUs of a node: tensor "
+                  "parallelism stays inside one node."),
+    "pp-layers": N_("{pp} pipeline stages are more than the model's {layers} layers: each "
+                    "stage needs at least one."),
+    "chunks-layers": N_("{stages} pipeline chunks ({pp} stages, interleaved) are more than "
+                        "the model's {layers} layers: each chunk needs at least one."),
+    "microbatches": N_("The {schedule} schedule needs at least as many micro-batches as "
+                       "pipeline stages ({pp}), not {microbatches}."),
 }
 COLUMNS = {  # the strategy table's columns: id -> header
     "strategy": N_("Checkpointing"), "peak": N_("Peak per GPU"), "fits": N_("Fits"),
