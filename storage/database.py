@@ -14,6 +14,8 @@ too long), each with a one-line message that says what is wrong and what to do, 
 real cause: a full disk (ENOSPC, SQLITE_FULL), a read-only file or folder, a DATA_DIR that
 is not a folder. PostgreSQL connections carry a lock and a statement timeout, so a table
 locked by hand is reported busy as SQLite's busy timeout is, never waited on for minutes.
+Inside `shared_wait` (one page run, one click and the page it draws) every transaction
+shares one such wait: a run that meets a lock again and again still answers in time.
 
 Only the app's start creates a database (`engine_for`); the instructor's commands open an
 existing one (`open_existing`) and never create a file, a folder or a table.
@@ -30,8 +32,10 @@ import os
 import secrets
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -67,6 +71,10 @@ BUSY_TIMEOUT_S = 15.0
 # busy machine (SQLite's busy timeout is 15 s; a lock there is a writer's, held briefly).
 PG_LOCK_TIMEOUT_S = 5.0
 PG_STATEMENT_TIMEOUT_S = 10.0
+# Inside shared_wait, a transaction begun once the shared wait is spent still waits this
+# long for a lock (one that is free at once is taken; one that is held answers busy).
+LAST_WAIT_S = 0.05
+_WAIT_FROM: ContextVar[float | None] = ContextVar("storage_wait_from", default=None)
 # Below this much free space, SQLite's "disk I/O error" (it cannot grow its shared-memory
 # or WAL file) is a full disk.
 FULL_DISK_BYTES = 1 << 20
@@ -195,6 +203,31 @@ def describe(data_dir: Path) -> str:
     return make_url(database_url(data_dir)).render_as_string(hide_password=True)
 
 
+@contextmanager
+def shared_wait(started: float | None = None) -> Iterator[float]:
+    """Inside, this thread's transactions share one wait for locks, counted from `started`
+    (time.monotonic(); default now): BUSY_TIMEOUT_S on SQLite, PG_LOCK_TIMEOUT_S on
+    PostgreSQL, in all. Without it each statement may wait that long, and a page that reads
+    four times behind a locked table answered after four waits. Yields the start, for a
+    click whose page is drawn in the next run to go on with."""
+    begun = time.monotonic() if started is None else started
+    token = _WAIT_FROM.set(begun)
+    try:
+        yield begun
+    finally:
+        _WAIT_FROM.reset(token)
+
+
+def _wait_left_ms(budget_s: float) -> int | None:
+    """Milliseconds the next transaction may wait for a lock inside shared_wait (None:
+    outside one, the connection's own timeout holds)."""
+    begun = _WAIT_FROM.get()
+    if begun is None:
+        return None
+    left = max(begun + budget_s - time.monotonic(), LAST_WAIT_S)
+    return int(min(left, budget_s) * 1000)
+
+
 def _sqlite_engine(url: str) -> Engine:
     """Unpooled, and opening the file read-write without creating it (`mode=rw`)."""
     path = make_url(url).database or ""
@@ -213,6 +246,9 @@ def _sqlite_engine(url: str) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Connection) -> None:
+        waits = _wait_left_ms(BUSY_TIMEOUT_S)
+        if waits is not None:  # connections are not pooled: this one ends with its use
+            connection.exec_driver_sql(f"PRAGMA busy_timeout = {waits}")
         immediate = connection.get_execution_options().get("immediate", False)
         connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
@@ -226,7 +262,16 @@ def _postgres_engine(url: str, **pool: Any) -> Engine:
     given = given if isinstance(given, str) else " ".join(given)
     options = (f"{given} -c lock_timeout={int(PG_LOCK_TIMEOUT_S * 1000)} "
                f"-c statement_timeout={int(PG_STATEMENT_TIMEOUT_S * 1000)}").strip()
-    return create_engine(url, connect_args={"options": options}, **pool)
+    engine = create_engine(url, connect_args={"options": options}, **pool)
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        waits = _wait_left_ms(PG_LOCK_TIMEOUT_S)
+        if waits is not None:  # this transaction only (set_config's is_local)
+            connection.exec_driver_sql("SELECT set_config('lock_timeout', %s, true)",
+                                       (f"{waits}ms",))
+
+    return engine
 
 
 def _sqlite_file(url: str) -> Path | None:
