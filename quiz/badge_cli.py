@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from quiz.badges import CredentialRefused, after_revocation, badge_for
+from quiz.badges import CredentialRefused, NoAddress, after_revocation, badge_for, public_address
 from quiz.service import QuizService, open_existing_service
 
 
@@ -22,12 +22,24 @@ def _write(target: Path, data: bytes) -> None:
         temporary.unlink(missing_ok=True)
 
 
+def require_address(base_url: str | None) -> str | None:
+    """The public address a credential will carry, or None after printing why there is
+    none (no APP_BASE_URL and no --base-url): the command then exits 2."""
+    try:
+        return public_address(base_url)
+    except NoAddress as refusal:
+        print(f"error: {refusal}", file=sys.stderr)
+        return None
+
+
 def cmd_credential(args: argparse.Namespace) -> int:
+    if require_address(args.base_url) is None:
+        return 2
     service = open_existing_service()  # a missing database: one line, nothing created
     for warning in service.warnings:  # e.g. a damaged key file: why none can be signed
         print(f"warning: {warning}", file=sys.stderr)
     try:
-        badge = badge_for(service, args.id)
+        badge = badge_for(service, args.id, args.base_url)
     except CredentialRefused as refusal:
         print(f"error: {refusal}", file=sys.stderr)
         return 1
@@ -45,20 +57,29 @@ def cmd_credential(args: argparse.Namespace) -> int:
     return 0
 
 
-def publish_revocation(service: QuizService) -> None:
-    """After `revoke`: the status lists signed again and published, warnings printed."""
-    for warning in after_revocation(service):
+def publish_revocation(service: QuizService, certificate_id: str) -> int:
+    """After `revoke`: the status lists signed again and published, warnings printed; 2
+    with one line when a list that must carry the revocation could not be signed (the
+    revocation itself is recorded), else 0."""
+    published = after_revocation(service)
+    for warning in published.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    if published.error:
+        print(f"error: {certificate_id} is revoked here, but {published.error}",
+              file=sys.stderr)
+        return 2
+    return 0
 
 
-def export_badges(service: QuizService, folder: Path) -> int:
+def export_badges(service: QuizService, folder: Path, base_url: str | None = None) -> int:
     """Every valid certificate's credential as `<folder>/open-badge-<ID>.json` (revoked
-    ones are skipped: their status lists say so); how many were written."""
+    ones are skipped: their status lists say so), on the public address (`base_url`, else
+    APP_BASE_URL); how many were written."""
     folder.mkdir(parents=True, exist_ok=True)
     written = 0
     for certificate in service.all_certificates():
         try:
-            badge = badge_for(service, certificate.id)
+            badge = badge_for(service, certificate.id, base_url)
         except CredentialRefused as refusal:
             print(f"skipped: {refusal}", file=sys.stderr)
             continue
@@ -72,4 +93,11 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         "credential", help="write a certificate's Open Badges 3.0 credential (JSON)")
     credential.add_argument("id")
     credential.add_argument("--out", help="a file (default: stdout)")
+    add_base_url(credential)
     credential.set_defaults(run=cmd_credential)
+
+
+def add_base_url(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--base-url", metavar="URL", help="the app's public address that credentials "
+        "carry and sign (default: APP_BASE_URL; without either, none is written)")

@@ -1,7 +1,12 @@
 """Where the pages and the CLI get a certificate's Open Badges 3.0 credential: only a valid
 certificate gets one (a revoked, unknown or unprovable one is refused with one line that
 says why), signed by the key that signs certificates today, with its status list position
-and its key's status list in the database (published to the static folder at once)."""
+and its key's status list in the database (published to the static folder at once).
+
+A credential names the app's address three times (its `id`, the issuer's `url`, the status
+list's address), all signed: that address is the public one the operator configured
+(APP_BASE_URL, or a command's --base-url), never one a browser reported, which a learner
+can choose. Without it no credential is built (NoPublicAddress)."""
 
 from __future__ import annotations
 
@@ -13,15 +18,17 @@ from typing import Any
 
 from quiz import config
 from quiz.certificate_records import Certificate, Status
+from quiz.config import NoPublicAddress
 from quiz.ids import file_name_part
 from quiz.open_badge import credential
 from quiz.service import QuizService
+from quiz.signing import KEY_FILE
 from quiz.status_list import (
+    available_signers,
     ensure_list,
     position_of,
     publish,
-    refresh,
-    retired_signers,
+    sign_due,
     status_folder,
     status_url,
 )
@@ -32,6 +39,10 @@ LOG = logging.getLogger(__name__)
 
 class CredentialRefused(RuntimeError):
     """No credential for this ID now: the message (one line) says why."""
+
+
+class NoAddress(CredentialRefused):
+    """No credential is built anywhere: the app's public address is not configured."""
 
 
 @dataclass(frozen=True)
@@ -49,9 +60,41 @@ class Badge:
         return f"open-badge-{file_name_part(self.certificate.id)}.json"
 
 
-def badge_for(service: QuizService, text: str, reached: str | None = None) -> Badge:
-    """The credential of the certificate with ID `text`; `reached`: the address the app was
-    reached by (APP_BASE_URL wins). CredentialRefused when there is none to give."""
+def public_address(base_url: str | None = None) -> str:
+    """The address credentials carry: `base_url` (a command's --base-url) or APP_BASE_URL.
+    NoAddress (one line) when neither is set."""
+    try:
+        return config.public_base_url(base_url)
+    except NoPublicAddress as problem:
+        raise NoAddress(str(problem)) from problem
+
+
+def _unreadable_key(service: QuizService) -> str | None:
+    """Why the service has no signer although a key is there (damaged or unreadable), or
+    None (it has one, or there is none at all)."""
+    if service.signer is not None:
+        return None
+    if service.warnings or config.signing_key_env() or (service.data_dir / KEY_FILE).exists():
+        where = ("CERT_SIGNING_KEY" if config.signing_key_env()
+                 else str(service.data_dir / KEY_FILE))
+        return f"the signing key ({where}) is damaged or unreadable"
+    return None
+
+
+def _key_problem(service: QuizService) -> str:
+    """Why no credential can be signed by this service."""
+    unreadable = _unreadable_key(service)
+    if unreadable:
+        return f"{unreadable}, so no credential can be signed: restore it from a backup"
+    return ("no signing key is configured (no signing_key.pem in the data folder and no "
+            "CERT_SIGNING_KEY), so no credential can be signed: restore the key from a backup")
+
+
+def badge_for(service: QuizService, text: str, base_url: str | None = None) -> Badge:
+    """The credential of the certificate with ID `text`, on the public address (`base_url`,
+    a command's --base-url, else APP_BASE_URL; see public_address). CredentialRefused when
+    there is none to give."""
+    base = public_address(base_url)
     result = service.verify(text)
     certificate = result.certificate
     if result.status is Status.TYPO:
@@ -70,38 +113,61 @@ def badge_for(service: QuizService, text: str, reached: str | None = None) -> Ba
             "credential is issued for it")
     signer = service.signer
     if signer is None:
-        raise CredentialRefused(
-            "no signing key is configured (no signing_key.pem in the data folder and no "
-            "CERT_SIGNING_KEY), so no credential can be signed: restore the key from a backup")
-    base = config.base_url(reached)
+        raise CredentialRefused(_key_problem(service))
     url = status_url(base, signer.key_id)
-    ensure_list(service.data_dir, signer, url, time.time(),
-                configured=config.base_url_configured())
+    ensure_list(service.data_dir, signer, url, time.time())
     position = position_of(service.data_dir, certificate.id)
     try:
         publish(service.data_dir)
-    except (OSError, StorageUnavailable):  # the server's publisher tries again
-        LOG.warning("status lists not published to the static folder now", exc_info=True)
+    except (OSError, StorageUnavailable) as problem:  # the server's publisher tries again
+        LOG.warning("status lists not published to the static folder now: %s", problem)
     return Badge(certificate, credential(certificate, signer.private_key, base, url, position))
 
 
-def after_revocation(service: QuizService) -> list[str]:
-    """Sign every key's status list again with the revocations (the current key and the
-    retired key files in the data folder) and publish them; warnings for lists whose key
-    is not here (their credentials keep showing 'not revoked' to outside verifiers)."""
-    signers = [signer for signer in (service.signer,) if signer is not None]
-    signers += retired_signers(service.data_dir)
-    _, missing = refresh(service.data_dir, signers, time.time())
-    warnings = [
-        f"the status list of key {key_id} was not signed again: its private key is not in "
-        f"{service.data_dir} (credentials it signed still read 'not revoked' to other "
-        "verifiers; the verify page shows the revocation)"
-        for key_id in missing
-    ]
+@dataclass(frozen=True)
+class Published:
+    """What a revocation did to the status lists: `error`, one line, when a list that must
+    carry it could not be signed although its key is here (damaged or unreadable: the
+    revocation is recorded all the same, and a server signs the list once it can read the
+    key); `warnings` for lists whose key is gone or that could not be copied."""
+
+    warnings: tuple[str, ...] = ()
+    error: str | None = None
+
+
+def after_revocation(service: QuizService, now: float | None = None) -> Published:
+    """Sign again every key's status list that misses the revocation (the current key and
+    the retired key files in the data folder), and publish them."""
+    signers, problems = available_signers(service.data_dir, service.signer,
+                                          _unreadable_key(service))
+    try:
+        base = public_address()
+    except NoAddress:
+        base = None  # the lists keep their addresses
+    try:
+        signing = sign_due(service.data_dir, signers, time.time() if now is None else now,
+                           base)
+    except StorageUnavailable as failure:
+        return Published(error=f"the status lists could not be signed again ({failure}); "
+                         "the revocation is recorded, and a running app server signs them "
+                         "within seconds of the database's recovery")
+    warnings = []
+    error = None
+    if signing.behind and problems:
+        error = (f"the status list(s) of key(s) {', '.join(signing.behind)} could not be "
+                 f"signed again: {'; '.join(problems)}. The revocation is recorded; outside "
+                 "verifiers see it once the key is restored (a running app server signs "
+                 "the lists within seconds of that)")
+    elif signing.behind:
+        warnings += [
+            f"the status list of key {key_id} was not signed again: its private key is not "
+            f"in {service.data_dir} (credentials it signed read 'not revoked' to other "
+            "verifiers until the list expires; the verify page shows the revocation)"
+            for key_id in signing.behind]
     try:
         publish(service.data_dir)
-    except OSError as error:
+    except OSError as failure:
         warnings.append(f"the status lists are signed in the database but could not be "
-                        f"copied to {status_folder()} here ({error.strerror}); every running "
-                        "app server copies them within seconds")
-    return warnings
+                        f"copied to {status_folder()} here ({failure.strerror}); every "
+                        "running app server copies them within seconds")
+    return Published(tuple(warnings), error)

@@ -19,10 +19,17 @@ from pathlib import Path
 
 from quiz import config
 from quiz.backup import ExportError, check_export, export_lines, import_export, trusted_keys
-from quiz.badge_cli import add_commands, export_badges, publish_revocation
+from quiz.badge_cli import (
+    add_base_url,
+    add_commands,
+    export_badges,
+    publish_revocation,
+    require_address,
+)
 from quiz.bank import BANK_PATH, BankError, cue_report, load_bank
 from quiz.certificate_records import Certificate, Status
 from quiz.certificates import StorageError
+from quiz.did_key import did_of
 from quiz.ids import IdError, parse_id
 from quiz.service import QuizService, open_existing_service, open_service
 from quiz.signing import (
@@ -111,8 +118,7 @@ def cmd_revoke(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 1
     print(f"revoked {certificate.id} on {certificate.revoked_at}: {certificate.revoke_reason}")
-    publish_revocation(service)  # the Open Badges status lists
-    return 0
+    return publish_revocation(service, certificate.id)  # the Open Badges status lists
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -131,6 +137,7 @@ def cmd_public_key(args: argparse.Namespace) -> int:
     for number, (key_id, pem) in enumerate(keys.items()):
         role = "current key" if number == 0 else "earlier key"
         print(f"# Ed25519 public key, key id {key_id} ({role})")
+        print(f"# Open Badges issuer: {did_of(load_public_key_pem(pem))}")
         print(pem, end="")
     return 0
 
@@ -188,6 +195,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     """Every certificate, revocation and public key as signed JSON lines (a backup). A
     database that is missing, or empty where certificates were issued, is refused (never
     an empty backup of it)."""
+    if args.open_badges and require_address(args.base_url) is None:
+        return 2  # before anything is written
     service = open_existing_service()
     if service.signer is None:
         print("warning: no readable signing key: the lines are not signed (each certificate "
@@ -211,7 +220,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     print(f"exported {count} line(s) from {len(service.all_certificates())} certificate(s)",
           file=sys.stderr)
     if args.open_badges:
-        written = export_badges(service, Path(args.open_badges))
+        written = export_badges(service, Path(args.open_badges), args.base_url)
         print(f"wrote {written} Open Badges credential(s) to {args.open_badges}", file=sys.stderr)
     return 0
 
@@ -295,6 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("output", nargs="?", default="-", help="a file (default: stdout)")
     export.add_argument("--open-badges", metavar="FOLDER", help="also write every valid "
                         "certificate's Open Badges 3.0 credential into FOLDER")
+    add_base_url(export)
     export.set_defaults(run=cmd_export)
     restore = commands.add_parser("import", help="restore an export into an empty database")
     restore.add_argument("path", help="the export file (- for stdin)")

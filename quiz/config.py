@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from lessons.catalog import LESSON_PATHS
 from storage.location import REPO_ROOT as REPO_ROOT  # re-exported: the quiz's settings
@@ -41,15 +41,43 @@ def bank_path() -> Path:
 
 
 def base_url(reached: str | None = None) -> str:
-    """Where the app is served, for verify links: `APP_BASE_URL` when set, else `reached`
-    (the address the learner reached the app by, with its port), else localhost:8501."""
+    """Where the app is served, for the verify links printed on a certificate (not signed):
+    `APP_BASE_URL` when set, else `reached` (the address the learner reached the app by,
+    with its port), else localhost:8501. Never for what is signed: see public_base_url."""
     return (os.environ.get("APP_BASE_URL") or reached or DEFAULT_BASE_URL).rstrip("/")
 
 
-def base_url_configured() -> bool:
-    """Whether the public address is set (`APP_BASE_URL`), not taken from a learner's
-    browser."""
-    return bool(os.environ.get("APP_BASE_URL"))
+class NoPublicAddress(ValueError):
+    """No public address is configured (or the one given is not an http(s) address), so
+    nothing that names the app's address may be signed. The message is one line."""
+
+
+def checked_base_url(text: str, source: str = "APP_BASE_URL") -> str:
+    """`text` as a public address (scheme and host, an optional path, no trailing slash);
+    NoPublicAddress when it is not an http(s) address with a host."""
+    value = text.strip().rstrip("/")
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query \
+            or parts.fragment:
+        raise NoPublicAddress(f"{source} must be the app's public http(s) address, such "
+                              f"as https://lab.example.org, not {text!r}")
+    return value
+
+
+def public_base_url(given: str | None = None) -> str:
+    """The app's public address that signed credentials carry (their `id`, the issuer's
+    `url`, the status list's address): `given` (a command's --base-url) or APP_BASE_URL,
+    set by the operator. Never an address a browser reported: a learner could name a host
+    of their own. NoPublicAddress when neither is set."""
+    if given:
+        return checked_base_url(given, "--base-url")
+    configured = os.environ.get("APP_BASE_URL", "")
+    if not configured.strip():
+        raise NoPublicAddress(
+            "APP_BASE_URL is not set: Open Badges are signed only with the app's public "
+            "address, which the operator sets (APP_BASE_URL=https://your.host, or "
+            "--base-url on the command line)")
+    return checked_base_url(configured)
 
 
 def _seconds(name: str, default: int) -> int:

@@ -307,4 +307,10 @@ def startup_check() -> int:
         return 2
     for warning in service.warnings:
         print(f"WARNING: {warning}", file=sys.stderr)
+    try:
+        config.public_base_url()
+    except config.NoPublicAddress as problem:  # the course runs; its badges wait for it
+        print(f"WARNING: {problem}. Until it is set, no Open Badge is offered (certificates, "
+              "their PDF and the verify page work as before, with links on the address "
+              "each learner's browser used).", file=sys.stderr)
     return 0

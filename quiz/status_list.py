@@ -11,6 +11,11 @@ signed before a key rotation points to the list of its own key). The signed list
 the database (`badge_status_lists`), so every replica serves the same bytes: each server
 copies them to `static/status/<key id>.json` (Streamlit's static file serving:
 `<address>/app/static/status/<key id>.json`), and `python -m quiz revoke` signs them again.
+
+A signed list is valid for a day (`validFrom` .. `validUntil`), so a copy someone kept from
+before a revocation stops verifying by then; every server's publisher signs a list again
+when its signature is an hour old, when a revocation is newer than it, or when its address
+is not the configured public one, as soon as it can read the key.
 """
 
 from __future__ import annotations
@@ -23,7 +28,9 @@ import logging
 import os
 import secrets
 import threading
+import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,11 +49,12 @@ from sqlalchemy import (
     text,
 )
 
-from quiz.config import REPO_ROOT
+from quiz import config
+from quiz.config import REPO_ROOT, NoPublicAddress
 from quiz.data_integrity import sign
 from quiz.did_key import did_of
 from quiz.linked_data import CREDENTIALS_V2
-from quiz.signing import Signer
+from quiz.signing import Signer, SigningKeyError, read_signer
 from storage.database import (
     METADATA,
     IntegrityError,
@@ -62,6 +70,15 @@ LIST_BITS = 131_072
 STATUS_FOLDER = REPO_ROOT / "static" / "status"
 FOLDER_ENV = "OPEN_BADGE_STATUS_DIR"  # elsewhere only for tests: nothing serves it there
 PUBLISH_SECONDS = 10.0
+# A signed list is valid this long after it is signed (its validUntil): a copy kept from
+# before a revocation stops verifying by then.
+VALID_SECONDS = 24 * 3600
+# A server's publisher signs a list again once its signature is this old, so the list it
+# serves is valid for most of a day even when the signing key is unreadable for hours.
+RESIGN_SECONDS = 3600
+# How long a browser, proxy or verifier may keep a served list (its Cache-Control): a
+# revocation reaches outside verifiers within this, plus PUBLISH_SECONDS.
+CACHE_SECONDS = 300
 _URL_PATH = "/app/static/status/{key_id}.json"
 _DRAWS = 20
 
@@ -145,11 +162,17 @@ def _revoked_positions(connection: Connection) -> list[int]:
     return [int(row.position) for row in rows]
 
 
+def _stamp(moment: float) -> str:
+    """An XML Schema dateTime in UTC, to the second (2026-12-03T10:00:00Z)."""
+    when = dt.datetime.fromtimestamp(moment, dt.UTC).replace(microsecond=0)
+    return when.isoformat().replace("+00:00", "Z")
+
+
 def list_credential(private_key: Ed25519PrivateKey, url: str, revoked: Iterable[int],
                     now: float) -> dict[str, Any]:
-    """The signed BitstringStatusListCredential of one key at `url`."""
-    moment = dt.datetime.fromtimestamp(now, dt.UTC).replace(microsecond=0)
-    stamp = moment.isoformat().replace("+00:00", "Z")
+    """The signed BitstringStatusListCredential of one key at `url`, valid from `now` for
+    VALID_SECONDS."""
+    stamp = _stamp(now)
     did = did_of(private_key.public_key())
     document = {
         "@context": [CREDENTIALS_V2],
@@ -157,6 +180,7 @@ def list_credential(private_key: Ed25519PrivateKey, url: str, revoked: Iterable[
         "type": ["VerifiableCredential", "BitstringStatusListCredential"],
         "issuer": did,
         "validFrom": stamp,
+        "validUntil": _stamp(now + VALID_SECONDS),
         "credentialSubject": {
             "id": f"{url}#list",
             "type": "BitstringStatusList",
@@ -180,17 +204,15 @@ def stored_list(data_dir: Path, key_id: str) -> dict[str, Any] | None:
     return json.loads(row) if row else None
 
 
-def ensure_list(data_dir: Path, signer: Signer, url: str, now: float,
-                configured: bool) -> None:
-    """Store `signer`'s signed status list, with `url` as its id, when there is none. The
-    list is one file, served at the same path on every address the app answers on; an
-    existing list keeps its id unless `url` is on the configured public address
-    (`configured`: APP_BASE_URL) and the id is not, when it is signed again with `url`."""
+def ensure_list(data_dir: Path, signer: Signer, url: str, now: float) -> None:
+    """Store `signer`'s signed status list with `url` as its id: signed when there is none,
+    or signed again when its id is another address. `url` is always on the public address
+    the operator configured (config.public_base_url), never on one a browser reported."""
     with writing(data_dir) as connection:
         _ensure_tables(connection)
         found = connection.execute(select(status_lists.c.url).where(
-            status_lists.c.key_id == signer.key_id)).scalar()
-        if found == url or (found and not configured):
+            status_lists.c.key_id == signer.key_id).with_for_update()).scalar()
+        if found == url:
             return
         document = list_credential(signer.private_key, url, _revoked_positions(connection), now)
         values = {"url": url, "credential": json.dumps(document, ensure_ascii=False),
@@ -202,41 +224,123 @@ def ensure_list(data_dir: Path, signer: Signer, url: str, now: float,
             connection.execute(status_lists.insert().values(key_id=signer.key_id, **values))
 
 
-def retired_signers(data_dir: Path) -> list[Signer]:
-    """The keys `python -m quiz new-key --replace` retired beside the key file (readable
-    ones only): their status lists can still be signed again."""
-    found = []
+def retired_signers(data_dir: Path) -> tuple[list[Signer], list[str]]:
+    """The keys `python -m quiz new-key --replace` retired beside the key file, whose
+    status lists can still be signed again, and a line for each such file that cannot be
+    read (damaged or unreadable)."""
+    found, problems = [], []
     for path in sorted(data_dir.glob("signing_key.*.retired.pem")):
         try:
             key = serialization.load_pem_private_key(path.read_bytes(), password=None)
         except (OSError, ValueError, TypeError):
-            LOG.warning("retired key %s cannot be read; its status list stays as it is", path)
+            problems.append(f"the retired key file {path} is damaged or unreadable")
             continue
         if isinstance(key, Ed25519PrivateKey):
             found.append(Signer(key))
-    return found
+        else:
+            problems.append(f"the retired key file {path} holds no Ed25519 key")
+    return found, problems
 
 
-def refresh(data_dir: Path, signers: Iterable[Signer], now: float) -> tuple[list[str], list[str]]:
-    """Sign every stored status list again with today's revocations, each by its own key:
-    (key ids signed, key ids whose private key is not here, whose lists stay as they were)."""
+def available_signers(data_dir: Path, current: Signer | None = None,
+                      current_problem: str | None = None) -> tuple[list[Signer], list[str]]:
+    """Every key here that can sign a status list (the current key, given or read from
+    CERT_SIGNING_KEY or the key file, and the retired key files), and a line for each key
+    that is there but cannot be read: its lists are signed once it can be."""
+    problems = [current_problem] if current_problem else []
+    if current is None and not current_problem:
+        try:
+            current = read_signer(data_dir, config.signing_key_env())
+        except SigningKeyError as problem:
+            problems.append(str(problem))
+    retired, unreadable = retired_signers(data_dir)
+    signers = [current] if current is not None else []
+    return signers + [s for s in retired if current is None or s.key_id != current.key_id], \
+        problems + unreadable
+
+
+@dataclass(frozen=True)
+class Signing:
+    """What a round of signing did: the key ids whose lists were signed again, those
+    whose list misses a revocation but whose key is not here (`behind`), and those due for
+    signing (its signature old or its address not the public one) whose key is not here
+    (`expiring`: outside status checks of their credentials fail once it expires)."""
+
+    signed: tuple[str, ...] = ()
+    behind: tuple[str, ...] = ()
+    expiring: tuple[str, ...] = ()
+
+
+def _wanted_url(row: Any, base: str | None) -> str:
+    return status_url(base, row.key_id) if base else row.url
+
+
+def _due(row: Any, encoded: str, now: float, base: str | None) -> tuple[bool, bool]:
+    """(whether the list misses a revocation or lifts one, whether it is due for signing
+    again at all: that, an old signature, no validUntil, or another address than the
+    configured one)."""
+    try:
+        document = json.loads(row.credential)
+        behind = document["credentialSubject"]["encodedList"] != encoded
+        expires = "validUntil" not in document
+    except (ValueError, KeyError, TypeError):  # not a list this app signed: sign it again
+        behind, expires = True, True
+    due = (behind or expires or row.updated_at + RESIGN_SECONDS <= now
+           or row.url != _wanted_url(row, base))
+    return behind, due
+
+
+def _configured_base() -> str | None:
+    try:
+        return config.public_base_url()
+    except NoPublicAddress:  # the lists keep their addresses
+        return None
+
+
+def due_lists(data_dir: Path, now: float, base: str | None = None) -> dict[str, bool]:
+    """The stored lists due for signing again (key id -> whether it misses a revocation),
+    from one read: a server asks every few seconds, so this takes no write lock."""
+    with reading(data_dir) as connection:
+        if not _has_lists(connection):
+            return {}
+        encoded = encode(_revoked_positions(connection))
+        rows = connection.execute(select(status_lists)).all()
+    return {row.key_id: behind for row in rows
+            for behind, due in [_due(row, encoded, now, base)] if due}
+
+
+def sign_due(data_dir: Path, signers: Iterable[Signer], now: float,
+             base: str | None = None) -> Signing:
+    """Sign again, each by its own key, every stored list that is due (it misses a
+    revocation or lifts one, its signature is RESIGN_SECONDS old, it has no validUntil, or
+    its address is not `base`'s, the configured public address, which it then takes).
+    Several servers may do this at once: the rows are locked, and a list another server
+    just signed is no longer due."""
     by_id = {signer.key_id: signer for signer in signers}
     signed: list[str] = []
+    behind: list[str] = []
+    expiring: list[str] = []
     with writing(data_dir) as connection:
         _ensure_tables(connection)
-        revoked = _revoked_positions(connection)
-        stored = connection.execute(select(status_lists.c.key_id, status_lists.c.url)).all()
-        for row in stored:
+        encoded = encode(revoked := _revoked_positions(connection))
+        rows = connection.execute(select(status_lists).order_by(
+            status_lists.c.key_id).with_for_update()).all()
+        for row in rows:
+            late, due = _due(row, encoded, now, base)
+            if not due:
+                continue
             signer = by_id.get(row.key_id)
             if signer is None:
+                (behind if late else expiring).append(row.key_id)
                 continue
-            document = list_credential(signer.private_key, row.url, revoked, now)
+            url = _wanted_url(row, base)
+            document = list_credential(signer.private_key, url, revoked, now)
             connection.execute(status_lists.update().where(
                 status_lists.c.key_id == row.key_id).values(
-                credential=json.dumps(document, ensure_ascii=False), updated_at=now))
+                url=url, credential=json.dumps(document, ensure_ascii=False),
+                updated_at=now))
             signed.append(row.key_id)
-    missing = [row.key_id for row in stored if row.key_id not in by_id]
-    return signed, missing
+    return Signing(tuple(signed), tuple(behind), tuple(expiring))
 
 
 _PUBLISH_LOCK = threading.Lock()
@@ -274,16 +378,99 @@ def publish(data_dir: Path, folder: Path | None = None) -> list[Path]:
     return written
 
 
+def _key_names(key_ids: Iterable[str]) -> str:
+    return ", ".join(key_ids)
+
+
+class Publisher:
+    """One server's round of keeping its status lists current: sign the lists that are due
+    (config's public address, the keys it can read) and copy them to the static folder.
+    What goes wrong is logged once, in one line, when it starts and once when it is over,
+    never every round."""
+
+    def __init__(self, data_dir: Callable[[], Path]) -> None:
+        self.data_dir = data_dir
+        self._failing: tuple[str, Any] | None = None  # what went wrong last round
+        self._waiting: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # keys unsigned
+
+    def round(self, now: float | None = None) -> Signing:
+        moment = time.time() if now is None else now
+        try:
+            folder = self.data_dir()
+            signing = self._sign(folder, moment)
+            publish(folder)
+        except Exception as problem:  # noqa: BLE001 - the thread must go on: said once
+            self._failed(problem)
+            return Signing()
+        if self._failing is not None:
+            LOG.warning("status lists: published again (the earlier problem is over)")
+            self._failing = None
+        return signing
+
+    def _sign(self, folder: Path, now: float) -> Signing:
+        base = _configured_base()
+        due = due_lists(folder, now, base)
+        if not due:
+            self._report((), (), [])
+            return Signing()
+        signers, problems = available_signers(folder)
+        signing = Signing()
+        if any(signer.key_id in due for signer in signers):
+            signing = sign_due(folder, signers, now, base)
+            if signing.signed:
+                LOG.info("status lists of key(s) %s signed again", _key_names(signing.signed))
+        else:
+            late = tuple(key for key, behind in due.items() if behind)
+            signing = Signing((), late, tuple(key for key in due if key not in late))
+        self._report(signing.behind, signing.expiring, problems)
+        return signing
+
+    def _report(self, behind: tuple[str, ...], expiring: tuple[str, ...],
+                problems: list[str]) -> None:
+        """Say once which lists cannot be signed now, and once when they are."""
+        state = (behind, expiring)
+        if state == self._waiting:
+            return
+        before, self._waiting = self._waiting, state
+        if behind or expiring:
+            parts = []
+            if behind:
+                parts.append(f"key(s) {_key_names(behind)} miss a revocation")
+            if expiring:
+                parts.append(f"key(s) {_key_names(expiring)} are due (an old signature or "
+                             "a new address)")
+            why = "; ".join(problems) or "their private keys are not here"
+            LOG.log(logging.ERROR if behind else logging.WARNING,
+                    "status lists not signed again: %s, and cannot be signed: %s. They are "
+                    "signed as soon as the key can be read; until then outside verifiers "
+                    "miss those revocations, and a list past its validUntil fails their "
+                    "status check.", "; ".join(parts), why)
+        elif any(before):
+            LOG.warning("status lists: every list due is signed again")
+
+    def _failed(self, problem: Exception) -> None:
+        kind = getattr(problem, "kind", None) or getattr(problem, "errno", None)
+        failing = (type(problem).__name__, kind)
+        if failing == self._failing:
+            return
+        self._failing = failing
+        expected = isinstance(problem, (OSError, StorageUnavailable))
+        text = str(problem).splitlines()[0] if str(problem) else type(problem).__name__
+        LOG.warning("status lists not published (tried again every %g s; said again only "
+                    "when this changes): %s", PUBLISH_SECONDS, text,
+                    exc_info=None if expected else problem)
+
+
 def publish_forever(data_dir: Callable[[], Path], stop: threading.Event,
                     interval: float = PUBLISH_SECONDS) -> None:
-    """A server's publisher: copy the database's status lists to the static folder every
-    `interval` seconds, so a revocation made anywhere (another replica, the CLI on another
-    machine) is served here within that time. A failure is logged and tried again."""
+    """A server's publisher (its start, then every `interval` seconds): sign again every
+    list that is due, as soon as the key can be read (a revocation newer than the list,
+    an hour-old signature, a new public address), and copy the database's lists to the
+    static folder, so a revocation made anywhere (another replica, the CLI on another
+    machine) is served here within that time."""
+    publisher = Publisher(data_dir)
     while True:
-        try:
-            publish(data_dir())
-        except (OSError, StorageUnavailable):
-            LOG.warning("status lists not published this time", exc_info=True)
+        publisher.round()
         if stop.wait(interval):
             return
 

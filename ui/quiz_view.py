@@ -28,7 +28,7 @@ from quiz.ids import file_name_part
 from quiz.markdown import escape_markdown
 from quiz.names import MAX_NAME_LENGTH, NameError_, NameProblem, normalise_name
 from quiz.service import QuizService, certificate_pdf, certificate_png, shared_service
-from storage.database import StorageBusy, StorageUnavailable
+from storage.database import StorageBusy, StorageUnavailable, shared_wait
 from ui.badge_download import badge_button
 from ui.i18n import current_language, enter_hint, fmt_percent, t, tn, with_lang
 from ui.learner import client_address, learner_id
@@ -38,6 +38,7 @@ from ui.progress import store as progress_store
 ATTEMPT_KEY = "quiz_attempt_id"
 _NOTICE = "quiz_notice"  # what a button's callback has to tell the next run
 _CONFIRM = "quiz_confirm_name"  # the name as it will be printed, waiting for the learner's OK
+_WAIT_FROM = "quiz_wait_from"  # when the issuing click began waiting for the database
 _SHOWN_IN = "quiz_shown_language"  # the language of the question's last run
 OPEN_ATTEMPT = "quiz:attempt"  # the learner's open attempt, in their server-side progress
 LOG = logging.getLogger(__name__)
@@ -109,7 +110,8 @@ def reached_base(url: str | None, base_path: str, port: int) -> str:
 
 def app_base_url() -> str:
     """The address the learner reached the app by, for the certificate's verify link when
-    APP_BASE_URL is not set (quiz.config.base_url)."""
+    APP_BASE_URL is not set (quiz.config.base_url): printed on the PDF, never signed (the
+    browser reports it, so a learner can choose it)."""
     return reached_base(st.context.url, str(st.get_option("server.baseUrlPath") or ""),
                         int(st.get_option("server.port")))
 
@@ -328,7 +330,7 @@ def show_certificate(service: QuizService, certificate: Certificate) -> None:
         type="primary",
         icon=":material/download:",
     )
-    badge_button(middle, service, certificate, app_base_url())
+    badge_button(middle, service, certificate)
     with right:  # inside the app, so it works whatever APP_BASE_URL the PDF link carries
         page_link("verify", label=t("Open the verify link"), icon=":material/verified:",
                   query_params=with_lang({"id": certificate.id}))
@@ -409,7 +411,14 @@ def issue(service: QuizService, attempt_id: str, name: str) -> None:
     """The confirm button's callback: the certificate, in the session's language, under the
     name the learner saw (or why it cannot be issued now). A failure after the certificate
     was stored is not "not issued": a certificate the attempt has and that verifies is
-    shown."""
+    shown. The click and the page drawn after it share one wait for a locked database
+    (storage.database.shared_wait), so "try again in a moment" comes within it."""
+    with shared_wait() as began:
+        st.session_state[_WAIT_FROM] = began
+        _issue(service, attempt_id, name)
+
+
+def _issue(service: QuizService, attempt_id: str, name: str) -> None:
     try:
         service.issue(attempt_id, name, bool(st.session_state.get("quiz-show-score")),
                       lang=current_language())
@@ -476,6 +485,11 @@ def show_result(service: QuizService, attempt: Attempt) -> None:
 
 def render() -> None:
     st.title(t("Quiz"))
+    with shared_wait(st.session_state.pop(_WAIT_FROM, None)):  # after a click: its wait
+        _render()
+
+
+def _render() -> None:
     try:
         service = shared_service()
         show_quiz(service)

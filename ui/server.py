@@ -397,11 +397,13 @@ def _before_listening() -> None:
     from quiz.status_list import publish_forever
     from serving.service import get_service
     from storage.location import data_dir
+    from ui.badge_download import cache_status_lists
     from ui.query import install_limit_notice
 
     if status := startup_check():  # a lost signing key or database: refuse, and say why
         sys.exit(status)
     install_limit_notice()  # a link over Streamlit's limits is reported, not ignored
+    cache_status_lists()  # the served status lists say how long a cache may keep them
     service = get_service()  # the scheduler, and the worker process warming its engine
     threading.Thread(target=publish_forever, args=(data_dir, threading.Event()),
                      name="status-lists", daemon=True).start()  # revocations, served

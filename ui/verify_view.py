@@ -12,14 +12,14 @@ from i18n import DEFAULT, gettext
 from quiz import config
 from quiz.certificate_records import Status, Verification, long_date
 from quiz.certificates import StorageError
+from quiz.did_key import did_of
 from quiz.ids import MAX_LINK_LENGTH, IdError, parse_id
 from quiz.markdown import escape_markdown
-from quiz.service import shared_service
-from quiz.signing import OPTIONAL_SIGNED_FIELDS, SIGNED_FIELDS
-from storage.database import StorageBusy, StorageUnavailable
+from quiz.service import QuizService, shared_service
+from quiz.signing import OPTIONAL_SIGNED_FIELDS, SIGNED_FIELDS, load_public_key_pem
+from storage.database import StorageBusy, StorageUnavailable, shared_wait
 from ui.badge_download import badge_button
 from ui.i18n import current_language, enter_hint, fmt_percent, pt, t
-from ui.quiz_view import app_base_url
 
 PLACEHOLDER = "XXXXX-XXXXX-XXXXX-XXXXX-C"
 LOG = logging.getLogger(__name__)
@@ -138,10 +138,26 @@ def details(result: Verification) -> None:
         right.text(value)
 
 
+def did_for(pem: str) -> str:
+    """The did:key that names a public key as the issuer of Open Badges."""
+    return did_of(load_public_key_pem(pem))
+
+
+def issuer(service: QuizService) -> None:
+    """The course's did:key, which its Open Badges name as their issuer: a verifier that
+    compares a badge's issuer with it tells a badge signed by another key apart."""
+    if service.signer is None:  # the key cannot be read here: the stored keys are below
+        return
+    st.caption(t("This course signs its Open Badges as `{did}`. A badge that names another "
+                 "issuer was not signed by its current key; every key the course has used is "
+                 "listed below.", did=did_of(service.signer.public_key)))
+
+
 def render() -> None:
     st.title(t("Verify a certificate"))
     try:
-        show_verify()
+        with shared_wait():  # a locked database: "try again" after one wait, not several
+            show_verify()
     except (StorageError, StorageUnavailable) as problem:  # the operator must act (or wait)
         LOG.error("%s", problem)
         if isinstance(problem, StorageBusy):
@@ -177,8 +193,8 @@ def show_verify() -> None:
         result = service.verify(target)
         headline(result)
         details(result)
-        badge_button(st, service, result.certificate if result.valid else None,
-                     app_base_url())
+        badge_button(st, service, result.certificate if result.valid else None)
+    issuer(service)
     with st.expander(t("Check a certificate offline")):
         signed = ", ".join(f"`{name}`" for name in SIGNED_FIELDS)
         optional = ", ".join(f"`{name}`" for name in OPTIONAL_SIGNED_FIELDS)
@@ -190,4 +206,5 @@ def show_verify() -> None:
         for number, (key_id, pem) in enumerate(service.public_keys().items()):
             st.caption(key_label(f"`{key_id}`", number == 0))
             st.code(pem, language=None)
+            st.caption(t("Its Open Badges issuer (did:key): `{did}`", did=did_for(pem)))
         st.code(offline_check(current_language()), language="python")

@@ -9,6 +9,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from i18n import gettext
@@ -17,6 +18,12 @@ from tests.quiz.test_pages import _issue, button
 
 RunPage = Callable[..., AppTest]
 LABEL = "Download as Open Badge (JSON)"
+
+
+@pytest.fixture(autouse=True)
+def public_address(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Open Badges are signed only with the address the operator configured."""
+    monkeypatch.setenv("APP_BASE_URL", "https://lab.example")
 
 
 def badge_buttons(at: AppTest, label: str = LABEL) -> list:
