@@ -15,7 +15,8 @@ from i18n.languages import CODES, DEFAULT
 
 # Where messages are written (relative to the repository root) and the functions that
 # mark them: t/tn/pt (ui.i18n), gettext/ngettext/pgettext (i18n, language first), N_.
-SOURCES = ("app.py", "ui", "pages", "lessons", "quiz", "planner", "demos", "memory", "i18n")
+SOURCES = ("app.py", "ui", "pages", "lessons", "quiz", "planner", "serving", "reports", "demos",
+           "model_classes", "memory", "i18n")
 KEYWORDS = ("N_", "t", "tn:1,2", "pt:1c,2", "gettext:2", "ngettext:2,3", "pgettext:2c,3")
 
 

@@ -94,3 +94,22 @@ def test_the_installed_mo_files_are_current() -> None:
         if not mo.exists():
             pytest.skip(f"{mo} not built (tests run without make)")
         assert mo.stat().st_mtime_ns >= po.stat().st_mtime_ns, f"{mo} is stale: run make"
+
+
+def test_every_package_that_marks_messages_is_extracted() -> None:
+    """A package moved or added without a line in SOURCES would lose its messages at the
+    next `make messages`: every top-level package whose code calls a marking function is
+    one of the extracted sources."""
+    import re
+
+    from i18n.__main__ import SOURCES
+    from tests.helpers import ROOT
+
+    marks = re.compile(r"\b(N_|t|tn|pt|gettext|ngettext|pgettext)\(\s*[\"']")
+    marking = {path.relative_to(ROOT).parts[0] for path in ROOT.glob("*/**/*.py")
+               if path.relative_to(ROOT).parts[0] not in ("tests", "tools", "benchmarks")
+               and not any(part.startswith(".") or part == "node_modules"
+                           for part in path.relative_to(ROOT).parts)
+               and marks.search(path.read_text(encoding="utf-8"))}
+    assert "reports" in marking
+    assert marking <= set(SOURCES)
