@@ -16,6 +16,7 @@ from pathlib import Path
 
 from demos.device import detect_device
 from memory.config import ModelConfig
+from memory.strategies import parse_strategies
 from serving.jobs import Job
 from serving.service import DemoService
 from serving.store import ResultStore
@@ -23,11 +24,11 @@ from serving.store import ResultStore
 OUT = Path(__file__).with_name("fairness.json")
 LONG = Job.make("fits", ModelConfig(layers=8, hidden=256, heads=4, seq_len=256, batch=4,
                                     vocab=8192),
-                ["none", "every-layer", "sqrt", "selective:save-matmuls"], vary="batch",
+                parse_strategies("none,every-layer,sqrt,selective:save-matmuls"), vary="batch",
                 budget_bytes=512 * 2**20)
 SHORT = Job.make("compare", ModelConfig(layers=4, hidden=128, heads=4, seq_len=128, batch=2,
-                                        vocab=2048), ["none", "every-layer"], repeats=3,
-                 timeline=False, time_steps=True)
+                                        vocab=2048), parse_strategies("none,every-layer"),
+                 repeats=3, timeline=False, time_steps=True)
 
 
 def _timed(service: DemoService, job: Job, who: str) -> tuple[float, float]:

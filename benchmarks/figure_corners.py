@@ -34,7 +34,7 @@ from demos.measure import PAGE_REPEATS, compare
 from demos.sweep import sweep
 from demos.training import train_losses
 from memory.config import ModelConfig, demo_default, slider_ranges
-from memory.strategies import examples
+from memory.strategies import examples, parse_strategies
 from reports import compare_figures, fits_and_loss_figures, sweep_figures, timeline_figures
 
 OUT = Path(__file__).with_name("figure-corners.json")
@@ -52,7 +52,7 @@ class Corner:
 
 
 def _timeline(result) -> go.Figure:
-    frame = timeline_figures.timeline_frame({r.strategy: r.timeline for r in result.results
+    frame = timeline_figures.timeline_frame({r.spec: r.timeline for r in result.results
                                              if r.fits and r.timeline})
     return timeline_figures.timeline_figure(frame)
 
@@ -65,21 +65,22 @@ def corners(kind: str) -> list[Corner]:
     deep = ModelConfig(layers=int(top["layers"]), hidden=int(ranges["hidden"][0]), heads=1,
                        seq_len=int(ranges["seq_len"][0]), batch=1,
                        vocab=int(ranges["vocab"][0]))
-    every = ["none", *examples(kind)]
-    page_timeline = ["none", "every-layer", "sqrt", "selective:save-matmuls"]
+    every = [*parse_strategies("none"), *examples(kind)]
+    page_timeline = parse_strategies("none,every-layer,sqrt,selective:save-matmuls")
+    for_fits = parse_strategies("none,every-layer,selective:save-matmuls")
     repeats = PAGE_REPEATS[kind]
     small = ModelConfig(layers=8, hidden=128, heads=4, seq_len=64, batch=2, vocab=1024)
 
     def fits_frame(cfg: ModelConfig, vary: str, budget: int) -> pd.DataFrame:
         rows = []
-        for strategy in ("none", "every-layer", "selective:save-matmuls"):
-            found = largest_fitting(cfg, strategy, vary, budget, device=kind)
-            rows.append({"strategy": strategy, **vars(found)})
+        for spec in for_fits:
+            found = largest_fitting(cfg, spec, vary, budget, device=kind)
+            rows.append({"strategy": spec.label, **vars(found)})
         return pd.DataFrame(rows)
 
     return [
         Corner("compare", "default", default,
-               lambda: compare(default, ["none", "every-layer"], device=kind, repeats=repeats),
+               lambda: compare(default, for_fits[:2], device=kind, repeats=repeats),
                lambda r: compare_figures.peak_and_time_figure(r.results)),
         Corner("compare", f"layers={deep.layers}, every strategy", deep,
                lambda: compare(deep, every, device=kind, repeats=repeats),
@@ -100,14 +101,14 @@ def corners(kind: str) -> list[Corner]:
                heavy_engine=True),
         Corner("curves", "depth sweep 2…32", small,
                lambda: sweep(small, "layers", [2, 4, 8, 16, 24, 32],
-                             ["none", "every-layer", "sqrt"], device=kind, repeats=3),
+                             page_timeline[:3], device=kind, repeats=3),
                lambda f: sweep_figures.sweep_figure(f, "layers", "layers N",
                                                     theory="predicted_activation_bytes"),
                heavy_engine=True),
         Corner("curves", f"segment sweep at {deep.layers} layers",
                small.replace(layers=deep.layers),
                lambda: sweep(small.replace(layers=deep.layers), "k",
-                             [1, 2, 4, 5, 8, 16, deep.layers], ["every-k"], device=kind,
+                             [1, 2, 4, 5, 8, 16, deep.layers], [], device=kind,
                              repeats=3),
                lambda f: sweep_figures.segment_figure(f, deep.layers), heavy_engine=True),
         Corner("what-fits", "grow batch, largest budget", deep,
@@ -117,7 +118,7 @@ def corners(kind: str) -> list[Corner]:
         Corner("same-result", "100 steps", small,
                lambda: train_losses(small.replace(layers=4, hidden=64, seq_len=32, batch=8,
                                                   vocab=128, dropout=0.1),
-                                    ["none", "every-layer", "selective:save-matmuls"], 100),
+                                    for_fits, 100),
                lambda f: fits_and_loss_figures.loss_figure(f), heavy_engine=True),
     ]
 

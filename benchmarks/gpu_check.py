@@ -124,7 +124,7 @@ def dtypes_and_offload(repeats: int = 7) -> dict:
     out = {"problems": [], "warnings": [], "dtypes": {}}
     for dtype in ("float32", "bfloat16"):
         cfg = demo_default("cuda").replace(dtype=dtype)
-        comp = compare(cfg, ["none", "every-layer", "selective", "offload"], device="cuda",
+        comp = compare(cfg, _specs("none,every-layer,selective,offload"), device="cuda",
                        repeats=repeats)
         summary = summarize_rows([r.as_dict() for r in comp.results])
         out["dtypes"][dtype] = {"config": cfg.as_dict(), "device": comp.device.label(),
@@ -150,7 +150,7 @@ def layer_shape(base=None, layers: tuple[int, int] = (2, 4)) -> dict:
 
     kind = _kind()
     base = base or ModelConfig(layers=layers[1], **SEED_SHAPE)
-    few, many = (compare(base.replace(layers=n), ["none", "every-layer"], repeats=0)
+    few, many = (compare(base.replace(layers=n), _specs("none,every-layer"), repeats=0)
                  for n in layers)
     for comp in (few, many):
         bad = [f"{r.strategy}: {r.error}" for r in comp.results if not r.fits]
@@ -195,9 +195,9 @@ def limit_fault(small=None) -> dict:
 
     small = small or ModelConfig(layers=2, hidden=64, heads=2, seq_len=32, batch=1, vocab=256)
     before = _allocated()
-    refused = compare(small, ["none", "every-layer"], repeats=0, limit_bytes=64 * 2**10).results
+    refused = compare(small, _specs("none,every-layer"), repeats=0, limit_bytes=64 * 2**10).results
     after = _allocated()
-    again = compare(small, ["none"], repeats=1).results[0]
+    again = compare(small, _specs("none"), repeats=1).results[0]
     problems = [f"{r.strategy} ran under a 64 KiB limit" for r in refused if r.fits]
     problems += [f"{r.strategy}: no reason given" for r in refused if not r.error]
     if before != after:
@@ -226,12 +226,12 @@ def oom_fault(headroom: int = 2 * 2**30) -> dict:
     out = {"problems": [], "cases": []}
     total = torch.cuda.get_device_properties(0).total_memory
     # First a run that fits: cuBLAS keeps its workspace, allocated at the first matmul.
-    compare(small, ["none"], device="cuda", repeats=1)
+    compare(small, _specs("none"), device="cuda", repeats=1)
     for name, cfg in (("out of memory mid-step", mid_step), ("model too large", huge)):
         before = _allocated()
         torch.cuda.set_per_process_memory_fraction(min(1.0, (before + headroom) / total))
         try:
-            result = compare(cfg, ["none"], device="cuda", time_steps=False,
+            result = compare(cfg, _specs("none"), device="cuda", time_steps=False,
                              limit_bytes=10**16).results[0]
         finally:
             torch.cuda.set_per_process_memory_fraction(1.0)
@@ -243,7 +243,7 @@ def oom_fault(headroom: int = 2 * 2**30) -> dict:
             out["problems"].append(f"{name}: expected 'does not fit', got {result.error!r}")
         if after != before:
             out["problems"].append(f"{name}: allocated {before} bytes before, {after} after")
-    again = compare(small, ["none", "every-layer"], device="cuda", repeats=1)
+    again = compare(small, _specs("none,every-layer"), device="cuda", repeats=1)
     out["next_run_fits"] = all(r.fits for r in again.results)
     if not out["next_run_fits"]:
         out["problems"].append("the next run after the faults did not fit")
@@ -271,7 +271,7 @@ def take_turns(cfg=None, runs: int = 2) -> dict:
                 while n == 0 and queue.waiting() < runs and time.perf_counter() < deadline:
                     time.sleep(0.005)  # the first run starts once every run has asked
                 start = time.perf_counter()
-                comp = compare(cfg, ["none", "every-layer"], repeats=1)
+                comp = compare(cfg, _specs("none,every-layer"), repeats=1)
                 spans[n] = (start, time.perf_counter())
                 fits[n] = all(r.fits for r in comp.results)
         except Exception as exc:  # noqa: BLE001 - reported as a problem
@@ -310,6 +310,14 @@ def faults() -> dict:
 
 
 # --- output ---------------------------------------------------------------------------------
+def _specs(text: str) -> list:
+    """The strategies a check names ("none,every-layer"), parsed where this script names
+    them (the engine takes records: memory.strategies.StrategySpec)."""
+    from memory.strategies import parse_strategies
+
+    return parse_strategies(text)
+
+
 # The figures are written by i18n.units (Babel, in English: "1,234.5"), imported here and
 # not at the top: the wheels, stub-playwright and env commands import nothing of the app
 # (env is the one that reports a missing import, Babel among the carried wheels).

@@ -15,49 +15,50 @@ from demos.measure import PAGE_REPEATS, Step, compare, sync, warm_up
 from demos.model import build_model, make_batch
 from memory import theory, worked_examples
 from memory.config import ModelConfig, demo_default
-from memory.strategies import examples, parse_strategy
+from memory.strategies import StrategySpec, examples, require_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 MiB = 2**20
+NONE, EVERY_LAYER, SQRT = StrategySpec("none"), StrategySpec("every-layer"), StrategySpec("sqrt")
+SELECTIVE, OFFLOAD = StrategySpec("selective"), StrategySpec("offload")
 
 
 def _configs(kind: str, quick: bool, arch: str = "gpt"
-             ) -> list[tuple[str, ModelConfig, list[str]]]:
+             ) -> list[tuple[str, ModelConfig, list[StrategySpec]]]:
     """The benchmark's configs, each with the layer of `arch` (memory.config.ARCHS)."""
     return [(name, cfg.replace(arch=arch), strategies)
             for name, cfg, strategies in _gpt_configs(kind, quick)]
 
 
-def _gpt_configs(kind: str, quick: bool) -> list[tuple[str, ModelConfig, list[str]]]:
+def _gpt_configs(kind: str, quick: bool) -> list[tuple[str, ModelConfig, list[StrategySpec]]]:
     default = demo_default("cpu")
-    out = [("default demo (CPU)", default, ["none", *examples("cpu")])]
+    out = [("default demo (CPU)", default, [NONE, *examples("cpu")])]
     if not quick:
         out += [
-            ("default, batch 4", default.replace(batch=4), ["none", "every-layer", "sqrt",
-                                                            "selective"]),
+            ("default, batch 4", default.replace(batch=4), [NONE, EVERY_LAYER, SQRT, SELECTIVE]),
             ("deep, small vocabulary", ModelConfig(layers=16, hidden=256, heads=4, seq_len=512,
                                                    batch=2, vocab=1000),
-             ["none", "every-layer", "every-k:2", "sqrt"]),
+             [NONE, EVERY_LAYER, StrategySpec("every-k", k=2), SQRT]),
             ("bfloat16", default.replace(layers=4, dtype="bfloat16"),
-             ["none", "every-layer", "selective"]),
-            ("dropout 0.1", default.replace(layers=4, dropout=0.1), ["none", "every-layer"]),
+             [NONE, EVERY_LAYER, SELECTIVE]),
+            ("dropout 0.1", default.replace(layers=4, dropout=0.1), [NONE, EVERY_LAYER]),
         ]
     if kind == "cuda":
         gpu = demo_default("cuda")
         out += [
-            ("default demo (GPU)", gpu, ["none", *examples("cuda")]),
+            ("default demo (GPU)", gpu, [NONE, *examples("cuda")]),
             ("seed 2B-class layer shape", ModelConfig(layers=4, hidden=2048, heads=16,
                                                       seq_len=1024, batch=2, vocab=32000,
                                                       dtype="bfloat16"),
-             ["none", "every-layer", "selective", "offload"]),
+             [NONE, EVERY_LAYER, SELECTIVE, OFFLOAD]),
         ]
     return out
 
 
-def tracker_overhead(cfg: ModelConfig, strategy: str, repeats: int) -> dict:
+def tracker_overhead(cfg: ModelConfig, spec: StrategySpec, repeats: int) -> dict:
     """Median step time with and without the live tracker, interleaved."""
+    spec = require_spec(spec)
     warm_up()
-    spec = parse_strategy(strategy)
     kind = detect_device("auto").kind
     model = build_model(cfg, kind)
     idx, tgt = make_batch(cfg, 0, kind)
@@ -73,7 +74,7 @@ def tracker_overhead(cfg: ModelConfig, strategy: str, repeats: int) -> dict:
         tracked.append(time.perf_counter() - start)
         tracker.close()
     p, t = statistics.median(plain), statistics.median(tracked)
-    return {"strategy": strategy, "plain_seconds": p, "tracked_seconds": t,
+    return {"strategy": spec.label, "plain_seconds": p, "tracked_seconds": t,
             "overhead": t / p - 1, "plain_runs": plain, "tracked_runs": tracked}
 
 
@@ -84,7 +85,7 @@ def default_latency(repeats: int = 3) -> dict:
     walls = []
     for _ in range(repeats):
         start = time.perf_counter()
-        compare(cfg, ["none", "every-layer"], repeats=PAGE_REPEATS[kind])
+        compare(cfg, [NONE, EVERY_LAYER], repeats=PAGE_REPEATS[kind])
         walls.append(time.perf_counter() - start)
     return {"config": cfg.as_dict(), "strategies": ["none", "every-layer"],
             "timed_repeats": PAGE_REPEATS[kind], "seconds_runs": walls,
@@ -113,7 +114,7 @@ def run_bench(out: str | None = None, device: str = "auto", quick: bool = False,
         sections.append(section)
     overhead = [tracker_overhead(demo_default("cpu") if info.kind == "cpu"
                                  else demo_default("cuda"), s, repeats)
-                for s in ("none", "every-layer")]
+                for s in (NONE, EVERY_LAYER)]
     latency = default_latency()
     errors = _prediction_errors(sections)
     data = {

@@ -264,7 +264,7 @@ def _run(args) -> int:
     from demos.sweep import parse_vary, sweep
 
     name, values = parse_vary(args.vary)
-    frame = sweep(cfg, name, values, [s.label for s in specs], device=args.device,
+    frame = sweep(cfg, name, values, specs, device=args.device,
                   repeats=args.repeats, limit_bytes=limit)
     if args.json:
         print(json.dumps(_clean({"config": cfg.as_dict(), "vary": name,

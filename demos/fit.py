@@ -8,12 +8,12 @@ from demos.results import FitResult
 from i18n.units import format_bytes
 from memory import theory
 from memory.config import LIMITS, ConfigError, ModelConfig
-from memory.strategies import parse_strategy
+from memory.strategies import StrategySpec, require_spec
 
 
-def predicted_total(cfg: ModelConfig, strategy: str, device: str = "cpu") -> int:
+def predicted_total(cfg: ModelConfig, spec: StrategySpec, device: str = "cpu") -> int:
     """Parameters plus the predicted peak of one step."""
-    return theory.parameter_bytes(cfg) + theory.predicted_peak_bytes(cfg, strategy, device)
+    return theory.parameter_bytes(cfg) + theory.predicted_peak_bytes(cfg, spec, device)
 
 
 # Timed steps at the confirmed size: the throughput is their median (demos.measure.compare;
@@ -22,27 +22,28 @@ def predicted_total(cfg: ModelConfig, strategy: str, device: str = "cpu") -> int
 FIT_REPEATS = 3
 
 
-def largest_fitting(base: ModelConfig, strategy: str, vary: str, budget_bytes: int,
+def largest_fitting(base: ModelConfig, spec: StrategySpec, vary: str, budget_bytes: int,
                     device: str = "auto", confirm: bool = True, max_tries: int = 4,
                     repeats: int = FIT_REPEATS) -> FitResult:
     """Binary search on the theory for the largest `vary` ('batch' or 'seq_len') whose
     parameters + predicted peak fit budget_bytes; then, if confirm, run it and step down
     (about 10% at a time) until the measured total fits too, and time that size with
-    `repeats` steps (wall and CPU time, the step's FLOPs counted)."""
+    `repeats` steps (wall and CPU time, the step's FLOPs counted). The result names the
+    strategy by its canonical text (a row of the page's table)."""
     if vary not in ("batch", "seq_len"):
         raise ConfigError(f"vary={vary!r}: allowed batch, seq_len")
     if budget_bytes <= 0:
         raise ConfigError(f"budget={budget_bytes} bytes must be positive")
-    spec = parse_strategy(strategy)
+    spec = require_spec(spec)
     kind = detect_device(device).kind
     lo, hi = LIMITS[vary]
     lo, hi = int(lo), int(hi)
 
     def fits(v: int) -> bool:
-        return predicted_total(base.replace(**{vary: v}), spec.label, kind) <= budget_bytes
+        return predicted_total(base.replace(**{vary: v}), spec, kind) <= budget_bytes
 
     if not fits(lo):
-        need = predicted_total(base.replace(**{vary: lo}), spec.label, kind)
+        need = predicted_total(base.replace(**{vary: lo}), spec, kind)
         return FitResult(spec.label, vary, budget_bytes, None, None, None, None, need, None,
                          None, None, f"even {vary}={lo} needs {format_bytes(need)}, over the "
                                      f"budget of {format_bytes(budget_bytes)}")
@@ -50,7 +51,7 @@ def largest_fitting(base: ModelConfig, strategy: str, vary: str, budget_bytes: i
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
     best = lo
-    pred = predicted_total(base.replace(**{vary: best}), spec.label, kind)
+    pred = predicted_total(base.replace(**{vary: best}), spec, kind)
     result = FitResult(spec.label, vary, budget_bytes, best, None, None, None, pred, None, None,
                        None)
     if not confirm:

@@ -24,7 +24,7 @@ from i18n.units import format_bytes
 from memory import theory
 from memory.config import ConfigError, ModelConfig
 from memory.placement import BudgetTooSmall
-from memory.strategies import SelectivePolicy, StrategySpec, device_refusal, parse_strategy
+from memory.strategies import SelectivePolicy, StrategySpec, device_refusal, require_spec
 
 __all__ = ["PAGE_REPEATS", "OutOfMemory", "Step", "compare", "default_limit",
            "saved_tensors_context", "sync", "warm_up"]
@@ -228,7 +228,7 @@ def _compare_grads(ref: list[torch.Tensor], model: GPT) -> tuple[float, bool]:
     return worst, equal
 
 
-def compare(config: ModelConfig, strategies: Sequence[str | StrategySpec], device: str = "auto",
+def compare(config: ModelConfig, strategies: Sequence[StrategySpec], device: str = "auto",
             repeats: int = 5, timeline: bool = False, time_steps: bool = True,
             limit_bytes: int | None = None, time_cap_s: float = TIME_CAP_SECONDS,
             time_within: int | None = None, min_repeats: int | None = None,
@@ -253,10 +253,11 @@ def compare(config: ModelConfig, strategies: Sequence[str | StrategySpec], devic
 
     Never raises for a strategy that does not fit (predicted over the limit, a budget too
     small, CUDA-only on a CPU, out of memory): its result has fits=False and an error.
-    Raises ConfigError for an invalid config or strategy text."""
+    Raises ConfigError for an invalid config, TypeError for a strategy given as text
+    (`strategies` are records: memory.strategies.parse_strategy parses text)."""
     info = detect_device(device)
     config.validated(info.kind)
-    specs = [parse_strategy(s) for s in strategies]
+    specs = [require_spec(s) for s in strategies]
     if not specs:
         raise ConfigError("strategies: give at least one, e.g. none,every-layer")
     if repeats < 0 or repeats > 100:
@@ -298,7 +299,7 @@ def compare(config: ModelConfig, strategies: Sequence[str | StrategySpec], devic
         del step, model
         return comparison
     has_none = any(specs[i].name == "none" for i in plans)
-    none_need = param_bytes + theory.predicted_peak_bytes(config, "none", kind)
+    none_need = param_bytes + theory.predicted_peak_bytes(config, StrategySpec("none"), kind)
     # The gradients every strategy is checked against: 'none''s own, else a plain step's
     # when it fits. Shown progressively (on_partial) with every strategy timed, the plain
     # step runs after the memory is shown, each strategy checked on its first timed step.
@@ -331,7 +332,9 @@ def compare(config: ModelConfig, strategies: Sequence[str | StrategySpec], devic
     return comparison
 
 
-def _prepare(cfg, spec, info, limit, given_limit, param_bytes):
+def _prepare(cfg: ModelConfig, spec: StrategySpec, info: DeviceInfo, limit: int | None,
+             given_limit: int | None, param_bytes: int
+             ) -> tuple[StrategyResult, list[Segment] | None]:
     """The result skeleton and plan of one strategy, or a refusal (plan None)."""
     kind = info.kind
     try:
@@ -342,8 +345,7 @@ def _prepare(cfg, spec, info, limit, given_limit, param_bytes):
     except BudgetTooSmall as exc:
         plan, pred_act, pred_peak, error = None, 0, 0, f"does not fit: {exc}"
     result = StrategyResult(
-        strategy=spec.label,
-        label=spec.title, fits=plan is not None, error=error, peak_bytes=None,
+        spec=spec, label=spec.title, fits=plan is not None, error=error, peak_bytes=None,
         activation_bytes=None, predicted_activation_bytes=pred_act,
         predicted_peak_bytes=pred_peak, breakdown={}, step_seconds=None, step_seconds_runs=[],
         loss=None, max_grad_diff=None, bitwise_equal=None,
@@ -399,7 +401,7 @@ def _reference(step: Step) -> list[torch.Tensor] | None:
     return _grads(step.model)
 
 
-def _measure(step: Step, spec, plan, result: StrategyResult, ref, timeline, info
+def _measure(step: Step, spec: StrategySpec, plan, result: StrategyResult, ref, timeline, info
              ) -> list[torch.Tensor] | None:
     """Fill in the memory, loss and gradient figures; return the gradients of 'none'."""
     with OutOfMemory() as oom:
@@ -435,7 +437,7 @@ def _measure(step: Step, spec, plan, result: StrategyResult, ref, timeline, info
     return grads
 
 
-def _count(step: Step, spec, plan, result: StrategyResult) -> None:
+def _count(step: Step, spec: StrategySpec, plan, result: StrategyResult) -> None:
     """torch's FLOP count of one whole step (Step.counted); none after out of memory."""
     with OutOfMemory() as oom:
         result.flops_counted = step.counted(spec, plan)

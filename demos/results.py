@@ -16,6 +16,7 @@ import pandas as pd
 
 from demos.device import DeviceInfo
 from memory.config import ModelConfig
+from memory.strategies import StrategySpec
 
 # A timed run whose CPU time is under this share of wall time × threads waited for the
 # cores more than it computed; a spread (quartiles over median) above WIDE_SPREAD is wide.
@@ -50,7 +51,7 @@ class TimelinePoint:
 
 @dataclass
 class StrategyResult:
-    strategy: str
+    spec: StrategySpec  # the strategy measured; `strategy` is its canonical text
     label: str
     fits: bool
     error: str | None
@@ -92,6 +93,12 @@ class StrategyResult:
     memory_events: list[list] | None = None
 
     @property
+    def strategy(self) -> str:
+        """The strategy's canonical text ("every-k:2"): the tables', the CSV's and the
+        stored JSON's."""
+        return self.spec.label
+
+    @property
     def cpu_seconds(self) -> float | None:
         """Median CPU seconds of the timed runs."""
         return statistics.median(self.cpu_seconds_runs) if self.cpu_seconds_runs else None
@@ -120,14 +127,18 @@ class StrategyResult:
         return (spread[1] - spread[0]) / median if median else None
 
     @classmethod
-    def from_dict(cls, data: dict) -> StrategyResult:
-        """A result from as_dict's output (the timeline already as TimelinePoints or None);
-        the derived keys (cpu_seconds) and keys of a newer engine are left out."""
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+    def from_dict(cls, data: dict, spec: StrategySpec) -> StrategyResult:
+        """A result from as_dict's output (the timeline already as TimelinePoints or None)
+        and its strategy's record, which whoever read the data parsed from its "strategy"
+        text (serving.jobs.decode_result); the derived keys (strategy, cpu_seconds) and
+        keys of a newer engine are left out."""
+        names = {f.name for f in fields(cls)} - {"spec"}
+        return cls(spec=spec, **{k: v for k, v in data.items() if k in names})
 
     def as_dict(self, timeline: bool = False) -> dict:
-        d = asdict(self)
+        """Plain data, JSON-able: the strategy as its canonical text ("strategy")."""
+        d = {"strategy": self.strategy, **asdict(self)}
+        del d["spec"]
         d["cpu_seconds"] = self.cpu_seconds
         d["timeline"] = ([asdict(p) for p in self.timeline]
                          if timeline and self.timeline is not None else None)
@@ -257,7 +268,7 @@ def timed_while_busy(result: object) -> bool:
         if isinstance(runs, list) and isinstance(cpu, list) and runs and cpu:
             wall, used = sum(runs), sum(cpu)
             probe = StrategyResult(
-                strategy="", label="", fits=True, error=None, peak_bytes=None,
+                spec=StrategySpec("none"), label="", fits=True, error=None, peak_bytes=None,
                 activation_bytes=None, predicted_activation_bytes=0, predicted_peak_bytes=0,
                 breakdown={}, step_seconds=None, step_seconds_runs=list(runs), loss=None,
                 max_grad_diff=None, bitwise_equal=None, measured_by="",

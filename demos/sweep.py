@@ -9,6 +9,7 @@ import pandas as pd
 from demos.measure import compare
 from demos.results import EVENTS_COLUMN
 from memory.config import ConfigError, ModelConfig
+from memory.strategies import StrategySpec, require_spec
 
 SWEEPABLE = ("layers", "seq_len", "batch", "vocab", "hidden", "k")
 COLUMNS = ["value", "strategy", "label", "fits", "error", "peak_bytes", "activation_bytes",
@@ -33,7 +34,8 @@ def parse_vary(text: str) -> tuple[str, list[int]]:
     return name, numbers
 
 
-def sweep(base: ModelConfig, vary: str, values: Sequence[int], strategies: Sequence[str],
+def sweep(base: ModelConfig, vary: str, values: Sequence[int],
+          strategies: Sequence[StrategySpec],
           device: str = "auto", repeats: int = 3,
           progress: Callable[[int, int], None] | None = None,
           limit_bytes: int | None = None, events: bool = False) -> pd.DataFrame:
@@ -43,6 +45,7 @@ def sweep(base: ModelConfig, vary: str, values: Sequence[int], strategies: Seque
     of each strategy's last point in EVENTS_COLUMN (keep_last_events)."""
     if vary not in SWEEPABLE:
         raise ConfigError(f"vary={vary!r} cannot be swept; allowed {', '.join(SWEEPABLE)}")
+    specs = [require_spec(s) for s in strategies]
     values = list(values)
     if not values:
         raise ConfigError("sweep: give at least one value")
@@ -54,8 +57,8 @@ def sweep(base: ModelConfig, vary: str, values: Sequence[int], strategies: Seque
         configs.append(cfg)
     rows = []
     for n, (v, cfg) in enumerate(zip(values, configs, strict=True)):
-        names = [f"every-k:{v}"] if vary == "k" else list(strategies)
-        comparison = compare(cfg, names, device=device, repeats=repeats,
+        specs_here = [StrategySpec("every-k", k=v)] if vary == "k" else specs
+        comparison = compare(cfg, specs_here, device=device, repeats=repeats,
                              limit_bytes=limit_bytes)
         frame = comparison.to_frame()
         if events:

@@ -16,10 +16,11 @@ from demos.results import EVENTS_COLUMN
 from demos.tracker import tracking
 from memory import theory
 from memory.config import ConfigError, ModelConfig
-from memory.strategies import device_refusal, parse_strategy
+from memory.strategies import StrategySpec, device_refusal, require_spec
 
 
-def train_losses(config: ModelConfig, strategies: Sequence[str], steps: int, lr: float = 3e-3,
+def train_losses(config: ModelConfig, strategies: Sequence[StrategySpec], steps: int,
+                 lr: float = 3e-3,
                  progress: Callable[[int, int], None] | None = None,
                  device: str = "auto", events: bool = False) -> pd.DataFrame:
     """Columns step, strategy, loss. Each strategy starts from the same weights and sees
@@ -33,7 +34,7 @@ def train_losses(config: ModelConfig, strategies: Sequence[str], steps: int, lr:
         raise ConfigError(f"lr={lr} is out of range; allowed 0..1")
     info = detect_device(device)
     config.validated(info.kind)
-    specs = [parse_strategy(s) for s in strategies]
+    specs = [require_spec(s) for s in strategies]
     for spec in specs:
         if not spec.strategy.runs_on(info.kind):
             raise ConfigError(f"strategy {device_refusal(spec, info.label())}")

@@ -10,9 +10,17 @@ Selective checkpointing's per-op policies are the `SelectivePolicy` enum, each w
 `PolicyRecord`: which ops' outputs it saves, which tensors a block then keeps, and which
 matmuls backward has to rerun.
 
-Text forms: `label` is canonical and parseable ("every-k:4", "budget:dp:40%"); `title` is
-for reading ("every 4 layers", "budget (dp, 40%)") and is looked up only through `title()`, never
-parsed back.
+A strategy travels as a `StrategySpec` record. Text becomes a record once, at the edge
+where it comes in: `parse_strategy` / `parse_strategies` for the command line's
+--strategies and for a job or result read back from JSON (serving.jobs), the offered
+records' labels for the pages' widgets and query strings (ui.demo_controls), and
+`spec_of_label` for the canonical text a results table carries (its "strategy" column).
+Everything inside (memory.theory, the look-ups below, demos, reports) takes records and
+refuses text (`require_spec`: TypeError).
+
+Text forms: `label` is canonical and parseable ("every-k:4", "budget:dp:40%"): the URL's,
+the store key's, the tables' and the CSV's; `title` is for reading ("every 4 layers",
+"budget (dp, 40%)") and is looked up only through `title()`, never parsed back.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from functools import lru_cache
 
 from i18n import N_
 from i18n import gettext as i18n_gettext
@@ -151,7 +160,10 @@ BUDGET_METHODS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class StrategySpec:
-    """One strategy with its arguments, as parsed from text such as 'every-k:4'."""
+    """One strategy with its arguments: `StrategySpec("every-k", k=4)`, or parsed from its
+    text at an edge (`parse_strategy("every-k:4")`). Checked when made (ConfigError on an
+    unknown name or bad arguments), so a record is always one the lab can run; a selective
+    record without a policy gets the default one."""
 
     name: str
     k: int | None = None
@@ -159,6 +171,11 @@ class StrategySpec:
     budget_bytes: int | None = None
     budget_method: str = "greedy"
     budget_share: float | None = None  # 'budget:dp:40%': of what no checkpointing holds
+
+    def __post_init__(self) -> None:
+        if self.name == "selective" and self.policy is None:
+            object.__setattr__(self, "policy", DEFAULT_POLICY.value)
+        _check(self)
 
     @property
     def strategy(self) -> Strategy:
@@ -209,7 +226,7 @@ class Strategy:
     devices: frozenset[str] = DEVICES
     needs: str = ""  # why it needs those devices, said when it is refused elsewhere
     offloads: bool = False  # saved tensors move to CPU memory (save_on_cpu) and back
-    examples: Callable[[], tuple[str, ...]] = field(default=lambda: ())
+    examples: Callable[[], tuple[StrategySpec, ...]] = field(default=lambda: ())
     baseline: bool = False  # the reference every other strategy is compared with
 
     def runs_on(self, kind: str) -> bool:
@@ -320,7 +337,7 @@ STRATEGIES: dict[str, Strategy] = {s.id: s for s in (
         "#2563eb",  # blue
         _segments_of(lambda spec, n: 1),
         cost="holds one input per layer and one layer rebuilt; one extra forward",
-        title_template=N_("every layer"), examples=lambda: ("every-layer",)),
+        title_template=N_("every layer"), examples=lambda: (StrategySpec("every-layer"),)),
     Strategy(
         "every-k", N_("Checkpoint segments of {k} layers: keep one input per segment, "
                       "rebuild {k} layers."),
@@ -329,13 +346,13 @@ STRATEGIES: dict[str, Strategy] = {s.id: s for s in (
         cost="holds N/k inputs and one k-layer segment rebuilt; one extra forward",
         title_template=N_("every {k} layers"), label_template="every-k:{k}",
         parse_args=_parse_k, check=_check_k,
-        examples=lambda: ("every-k:2", "every-k:4")),
+        examples=lambda: (StrategySpec("every-k", k=2), StrategySpec("every-k", k=4))),
     Strategy(
         "sqrt", N_("Segments of about sqrt(N) layers (Chen et al. 2016): O(sqrt N) memory."),
         "#ea580c",  # orange
         _segments_of(lambda spec, n: sqrt_k(n)),
         cost="O(√N) memory: √N inputs and one √N-layer segment; one extra forward",
-        title_template=N_("every √N layers"), examples=lambda: ("sqrt",)),
+        title_template=N_("every √N layers"), examples=lambda: (StrategySpec("sqrt"),)),
     Strategy(
         "selective", N_("Per-op policy: keep the outputs of expensive ops, recompute the "
                         "cheap ones."),
@@ -344,7 +361,7 @@ STRATEGIES: dict[str, Strategy] = {s.id: s for s in (
         cost="holds what the policy saves per layer; recomputes only the rest",
         label_template="selective:{policy}",  # titled by its policy: title()
         parse_args=_parse_policy, check=_check_policy,
-        examples=lambda: tuple(f"selective:{p}" for p in SELECTIVE_POLICIES)),
+        examples=lambda: tuple(StrategySpec("selective", policy=p) for p in SELECTIVE_POLICIES)),
     Strategy(
         "budget", N_("Place checkpoints to fit a byte budget: Chen's greedy walk or optimal "
                      "DP."),
@@ -354,14 +371,16 @@ STRATEGIES: dict[str, Strategy] = {s.id: s for s in (
         title_template=N_("budget ({method}, {budget})"),
         label_template="budget:{method}:{budget_arg}",
         parse_args=_parse_budget, check=_check_budget,
-        examples=lambda: ("budget:dp:40%", "budget:greedy:40%")),
+        examples=lambda: tuple(StrategySpec("budget", budget_method=method, budget_share=0.4)
+                               for method in ("dp", "greedy"))),
     Strategy(
         "offload", N_("Move saved tensors to CPU memory (save_on_cpu) and back in backward; "
                       "CUDA only."),
         "#be185d",  # pink
         _keep_all, cost="holds nothing on the GPU; copies every saved tensor both ways",
         devices=frozenset({"cuda"}), needs="a CUDA GPU (it moves saved tensors to CPU memory)",
-        title_template=N_("offload to CPU"), offloads=True, examples=lambda: ("offload",)),
+        title_template=N_("offload to CPU"), offloads=True,
+        examples=lambda: (StrategySpec("offload"),)),
 )}
 FALLBACK_COLOURS = ("#ca8a04", "#0d9488", "#7c3aed", "#dc2626", "#4d7c0f")
 
@@ -369,12 +388,22 @@ FALLBACK_COLOURS = ("#ca8a04", "#0d9488", "#7c3aed", "#dc2626", "#4d7c0f")
 # ---------------------------------------------------------------- look-ups
 
 
-def title(spec: StrategySpec | str, locale: str = "en") -> str:
+def require_spec(value: object) -> StrategySpec:
+    """`value` itself when it is a StrategySpec; TypeError for anything else (text above
+    all: a strategy's text is parsed once, where it comes in, never inside)."""
+    if isinstance(value, StrategySpec):
+        return value
+    raise TypeError(f"a StrategySpec record is expected, not {type(value).__name__} "
+                    f"{value!r}: parse text where it comes in (memory.strategies."
+                    f"parse_strategy)")
+
+
+def title(spec: StrategySpec, locale: str = "en") -> str:
     """The display title of a strategy ('every 4 layers', 'selective: save the matmuls') in
     the language `locale` (a code of i18n.languages: "en", "de", "vi"): the one place titles
     are made, the record's template (a selective policy's own title) translated through
     the catalog."""
-    spec = parse_strategy(spec)
+    spec = require_spec(spec)
     if spec.name == "selective":
         return i18n_gettext(locale, policy(spec.policy).title)
     fields = {k: v for k, v in _fields(spec).items() if k != "id"}
@@ -382,30 +411,31 @@ def title(spec: StrategySpec | str, locale: str = "en") -> str:
                         **fields)
 
 
-def colour(text: StrategySpec | str) -> str:
-    """The colour of a strategy (its record decides; variants share it), from its
-    canonical text; a text that is no strategy gets a stable fallback colour."""
-    try:
-        return parse_strategy(text).strategy.colour
-    except ConfigError:
-        return FALLBACK_COLOURS[sum(map(ord, str(text))) % len(FALLBACK_COLOURS)]
+def colour(spec: StrategySpec) -> str:
+    """The colour of a strategy on every chart (its record decides; variants share it)."""
+    return require_spec(spec).strategy.colour
 
 
-def describe(text: StrategySpec | str, locale: str = "en") -> str:
+def fallback_colour(text: str) -> str:
+    """A stable colour for a text that names no strategy of the lab (a table's own row)."""
+    return FALLBACK_COLOURS[sum(map(ord, str(text))) % len(FALLBACK_COLOURS)]
+
+
+def describe(spec: StrategySpec, locale: str = "en") -> str:
     """What a strategy does, for the pages' help, in the language `locale` (a code of
     i18n.languages): a policy's own description for selective, k filled in for every-k.
     Descriptions are catalog messages (N_), translated here as titles are."""
-    spec = parse_strategy(text)
+    spec = require_spec(spec)
     if spec.name == "selective":
         return i18n_gettext(locale, policy(spec.policy).description)
     return i18n_gettext(locale, spec.strategy.description, **_fields(spec))
 
 
-def examples(kind: str) -> list[str]:
-    """The strategy texts the demo pages offer on a device, in record order (the
-    baseline excluded: it is always measured)."""
-    return [text for s in STRATEGIES.values() if not s.baseline and s.runs_on(kind)
-            for text in s.examples()]
+def examples(kind: str) -> list[StrategySpec]:
+    """The strategies the demo pages offer on a device, in record order (the baseline
+    excluded: it is always measured)."""
+    return [spec for s in STRATEGIES.values() if not s.baseline and s.runs_on(kind)
+            for spec in s.examples()]
 
 
 def device_refusal(spec: StrategySpec, device_label: str) -> str:
@@ -413,44 +443,61 @@ def device_refusal(spec: StrategySpec, device_label: str) -> str:
     return f"{spec.name} needs {spec.strategy.needs}; this device is {device_label}"
 
 
-def plan(spec: StrategySpec | str, inputs: PlanInputs) -> list[Segment]:
+def plan(spec: StrategySpec, inputs: PlanInputs) -> list[Segment]:
     """The segments a strategy runs the layers in. Raises BudgetTooSmall for budgets."""
-    spec = parse_strategy(spec)
+    spec = require_spec(spec)
     return spec.strategy.plan(spec, inputs)
 
 
-# ---------------------------------------------------------------- parsing
+# ---------------------------------------------------------------- parsing: the edges
 
 
-def parse_strategy(text: str | StrategySpec) -> StrategySpec:
+def parse_strategy(text: str) -> StrategySpec:
     """'none', 'every-layer', 'every-k:4', 'sqrt', 'selective[:policy]', 'offload',
-    'budget[:greedy|dp]:50MiB' or ':40%' -> StrategySpec. Raises ConfigError on bad text."""
-    if isinstance(text, StrategySpec):
-        return _check(text)
-    parts = [p.strip() for p in str(text).strip().split(":")]
+    'budget[:greedy|dp]:50MiB' or ':40%' -> StrategySpec. Raises ConfigError on bad text.
+    For the edges only, where text comes in (a command line, a job or result read back
+    from JSON); a record passed here is a TypeError: it was parsed already."""
+    if not isinstance(text, str):
+        raise TypeError(f"parse_strategy takes text, not {type(text).__name__} {text!r}")
+    parts = [p.strip() for p in text.strip().split(":")]
     name, args = parts[0].lower(), parts[1:]
     if name not in STRATEGIES:
         raise ConfigError(f"strategy {text!r} is unknown; allowed: {', '.join(STRATEGIES)}")
     record = STRATEGIES[name]
     if record.parse_args is not None:
-        return _check(record.parse_args(str(text), args))
+        return record.parse_args(text, args)
     if args:
         raise ConfigError(f"strategy {text!r}: {name} takes no argument")
     return StrategySpec(name)
 
 
-def _check(spec: StrategySpec) -> StrategySpec:
+def _check(spec: StrategySpec) -> None:
     if spec.name not in STRATEGIES:
         raise ConfigError(f"strategy {spec.name!r} is unknown; allowed: {', '.join(STRATEGIES)}")
     check = STRATEGIES[spec.name].check
     if check is not None:
         check(spec)
-    return spec
 
 
 def parse_strategies(text: str) -> list[StrategySpec]:
     """'none,every-layer,every-k:2' -> specs (comma-separated)."""
-    items = [t for t in (s.strip() for s in str(text).split(",")) if t]
+    if not isinstance(text, str):
+        raise TypeError(f"parse_strategies takes text, not {type(text).__name__} {text!r}")
+    items = [t for t in (s.strip() for s in text.split(",")) if t]
     if not items:
         raise ConfigError("strategies: give at least one, e.g. none,every-layer")
     return [parse_strategy(t) for t in items]
+
+
+@lru_cache(maxsize=512)
+def spec_of_label(text: str) -> StrategySpec | None:
+    """The strategy a table's canonical text names ("every-k:2"), or None for a text that
+    names no strategy of the lab (the compiler page's own points). For the "strategy"
+    column of a results table (a sweep, a what-fits search, training losses, the compiler
+    page's points; read back from the store or made by the engine): the one place inside
+    the app a strategy is looked up by its text, each text parsed once (parse_strategy)
+    and remembered."""
+    try:
+        return parse_strategy(text)
+    except ValueError:
+        return None

@@ -34,6 +34,7 @@ from memory.strategies import (
     PlanInputs,
     StrategySpec,
     parse_strategy,
+    require_spec,
 )
 from memory.worked_examples import korthikanti_layer_bytes
 
@@ -111,8 +112,19 @@ def loss_held_bytes(cfg: ModelConfig) -> int:
     return logits_bytes(cfg) + 2 * cfg.dtype_bytes
 
 
-def plan_for(cfg: ModelConfig, spec: StrategySpec | str, device: str = "cpu") -> list[Segment]:
-    """The segments a strategy runs the layers in. Raises BudgetTooSmall for budgets."""
+def _lesson_spec(spec: StrategySpec) -> StrategySpec:
+    """The record itself; the lessons' values (lessons/values.py) still name their one
+    strategy as the text "every-layer" in predicted_peak_where and counted_flops, parsed
+    here until they pass a record too. Every other caller passes a record."""
+    return parse_strategy(spec) if isinstance(spec, str) else require_spec(spec)
+
+
+def plan_for(cfg: ModelConfig, spec: StrategySpec, device: str = "cpu") -> list[Segment]:
+    """The segments a strategy runs the layers in. Raises BudgetTooSmall for budgets.
+
+    Every prediction here takes a StrategySpec record (TypeError for text: a strategy's
+    text is parsed where it comes in, memory.strategies.parse_strategy)."""
+    require_spec(spec)
     inputs = PlanInputs(cfg.layers, predicted_block_bytes(cfg, device),
                         cfg.batch * cfg.seq_len * cfg.hidden * cfg.dtype_bytes)
     return strategies.plan(spec, inputs)
@@ -140,11 +152,11 @@ def _segment_held(cfg: ModelConfig, seg: Segment, device: str) -> int:
     return seg.size * sum(t.bytes for t in held_in_block(cfg, seg.policy, device))
 
 
-def predicted_activation_bytes(cfg: ModelConfig, spec: StrategySpec | str,
+def predicted_activation_bytes(cfg: ModelConfig, spec: StrategySpec,
                                device: str = "cpu") -> int:
     """Bytes held for backward at the end of forward, outside the loss (the log-softmax
     is loss_held_bytes). Offload moves them to CPU memory: 0 stay on the GPU."""
-    spec = parse_strategy(spec)
+    spec = require_spec(spec)
     if spec.strategy.offloads:
         return 0
     plan = plan_for(cfg, spec, device)
@@ -163,21 +175,21 @@ def parameter_bytes(cfg: ModelConfig) -> int:
     return parameter_count(cfg) * cfg.dtype_bytes
 
 
-def predicted_peak_bytes(cfg: ModelConfig, spec: StrategySpec | str, device: str = "cpu") -> int:
+def predicted_peak_bytes(cfg: ModelConfig, spec: StrategySpec, device: str = "cpu") -> int:
     """Peak bytes above the parameters during one step (gradients included): the largest
     of predicted_peak_moments."""
     return max(predicted_peak_moments(cfg, spec, device).values())
 
 
-def predicted_peak_where(cfg: ModelConfig, spec: StrategySpec | str,
+def predicted_peak_where(cfg: ModelConfig, spec: StrategySpec,
                          device: str = "cpu") -> str:
     """The moment of predicted_peak_moments that sets the peak ("loss", "head", "layers",
     "end"); the first in that order on a tie."""
-    moments = predicted_peak_moments(cfg, spec, device)
+    moments = predicted_peak_moments(cfg, _lesson_spec(spec), device)
     return max(moments, key=lambda moment: moments[moment])
 
 
-def predicted_peak_moments(cfg: ModelConfig, spec: StrategySpec | str,
+def predicted_peak_moments(cfg: ModelConfig, spec: StrategySpec,
                            device: str = "cpu") -> dict[str, int]:
     """The bytes above the parameters at each moment that can set a step's peak: "loss"
     (the loss's backward), "head" (the LM head's backward), "layers" (the layers'
@@ -193,7 +205,7 @@ def predicted_peak_moments(cfg: ModelConfig, spec: StrategySpec | str,
     every gradient exists, plus the one flowing into the embedding: this wins when the
     weights outweigh the activations. On the CPU this is exact to the byte without dropout
     (and within 1% with it)."""
-    spec = parse_strategy(spec)
+    spec = require_spec(spec)
     e, _, _, sbh = _sizes(cfg, device)
     held = predicted_activation_bytes(cfg, spec, device)
     lg = logits_bytes(cfg)
@@ -304,7 +316,7 @@ def segment_recompute(cfg: ModelConfig, seg: Segment, reentrant: bool = False,
     return 0.0, 0.0
 
 
-def step_flops(cfg: ModelConfig, spec: StrategySpec | str | None = None,
+def step_flops(cfg: ModelConfig, spec: StrategySpec | None = None,
                reentrant: bool = False) -> dict[str, float]:
     """Matmul FLOPs of one step: forward, backward (2x forward: the gradients of the inputs
     and of the weights), the recomputation a strategy adds, and the ratio to a step
@@ -320,7 +332,7 @@ def step_flops(cfg: ModelConfig, spec: StrategySpec | str | None = None,
     backward = 2 * forward
     recompute = 0.0
     if spec is not None:
-        for seg in plan_for(cfg, parse_strategy(spec)):
+        for seg in plan_for(cfg, spec):
             recompute += sum(segment_recompute(cfg, seg, reentrant))
     base = forward + backward
     # what checkpointing every layer adds: the blocks' forward once more, less what early
@@ -352,7 +364,7 @@ COUNTER_ATTENTION_FORWARD = 4  # × b·a·s²·d
 COUNTER_ATTENTION_BACKWARD = 10
 
 
-def counted_flops(cfg: ModelConfig, spec: StrategySpec | str | None = None,
+def counted_flops(cfg: ModelConfig, spec: StrategySpec | None = None,
                   device: str = "cpu", reentrant: bool = False,
                   attention_counted: bool | None = None) -> dict[str, float]:
     """What torch.utils.flop_counter.FlopCounterMode reports around one whole training
@@ -370,7 +382,7 @@ def counted_flops(cfg: ModelConfig, spec: StrategySpec | str | None = None,
     base = 3 * linears + n * (COUNTER_ATTENTION_FORWARD + COUNTER_ATTENTION_BACKWARD) * unit
     recompute = 0.0
     if spec is not None:
-        spec = parse_strategy(spec)
+        spec = _lesson_spec(spec)
         for seg in plan_for(cfg, spec, "cuda" if device != "cpu" else "cpu"):
             recompute += sum(segment_recompute(
                 cfg, seg, reentrant, attention=COUNTER_ATTENTION_FORWARD * unit))
@@ -385,7 +397,7 @@ TRACKED_STEP_COST = 3  # a step under the live-bytes tracker costs about 2-3 pla
 COUNTED_STEP_COST = 1  # the step under torch's FLOP counter (demos.measure.Step.counted)
 
 
-def cpu_seconds(runs: Sequence[tuple[ModelConfig, StrategySpec | str, int]]) -> float:
+def cpu_seconds(runs: Sequence[tuple[ModelConfig, StrategySpec, int]]) -> float:
     """Rough seconds on a CPU for (config, strategy, steps) runs, from step_flops; 0 when
     a config is invalid (the engine then explains why)."""
     try:
@@ -489,7 +501,6 @@ def shared_peaks(results) -> list[list[str]]:
     peak: a sign that something checkpointing does not touch sets it."""
     groups: dict[int, list[str]] = {}
     for r in results:
-        if r.fits and r.peak_bytes is not None and not strategies.parse_strategy(
-                r.strategy).strategy.baseline:
+        if r.fits and r.peak_bytes is not None and not r.spec.strategy.baseline:
             groups.setdefault(int(r.peak_bytes), []).append(r.strategy)
     return [names for names in groups.values() if len(names) > 1]

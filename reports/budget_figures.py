@@ -9,12 +9,11 @@ from plotly.subplots import make_subplots
 
 from i18n import N_, gettext
 from i18n.units import byte_unit, format_bytes, format_ms, number
-from memory.strategies import title as strategy_title
 from reports.figure_style import LAYOUT, separators
-from reports.report import babel
+from reports.report import babel, label_of
 
 # Catalog messages for the manual strategies the sweep runs (demos.compiler_budget)
-# that are titled apart from the demos' own (memory.strategies.title titles the rest).
+# that are titled apart from the demos' own (reports.report.label_of titles the rest).
 STRATEGY_NAMES: dict[str, str] = {
     "none": N_("no checkpointing"),
     "every-k:2": N_("two-layer segments"),
@@ -34,7 +33,7 @@ def point_label(kind: str, strategy: str, budget: float | None, lang: str = "en"
         value = f"{budget:g}"
         return gettext(lang, "budget {budget}", budget=value)
     name = STRATEGY_NAMES.get(strategy)
-    name = gettext(lang, name) if name else strategy_title(strategy, lang)
+    name = gettext(lang, name) if name else label_of(strategy, lang)
     if kind == "compiled":
         return gettext(lang, "compiled, {strategy}", strategy=name)
     return name

@@ -55,7 +55,7 @@ def peak_and_time_figure(results: Sequence[StrategyResult], lang: str = "en") ->
     fig = stacked_panels((gettext(lang, "Peak memory above the parameters ({unit})", unit=unit),
                     gettext(lang, "Step time (ms), median and middle half of the runs")))
     labels = [result_label(r, lang) for r in fitted]
-    colours = [strategy_colour(r.strategy) for r in fitted]
+    colours = [strategy_colour(r.spec) for r in fitted]
     peaks = [(r.peak_bytes or 0) / scale for r in fitted]
     loc = babel(lang)
     fig.add_bar(x=labels, y=peaks, marker_color=colours, row=1, col=1, showlegend=False,
@@ -133,7 +133,7 @@ def activation_theory_figure(results: Sequence[StrategyResult],
     name_measured = pgettext(lang, "chart legend", "measured")
     name_predicted = pgettext(lang, "chart legend", "this model's prediction")
     fig.add_bar(name=name_measured, x=labels, y=[m / scale for m in measured],
-                marker_color=[strategy_colour(r.strategy) for r in fitted],
+                marker_color=[strategy_colour(r.spec) for r in fitted],
                 hovertemplate="%{x}<br>" + name_measured + " %{y:.2f} " + unit
                               + "<extra></extra>")
     fig.add_bar(name=name_predicted, x=labels,

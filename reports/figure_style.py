@@ -29,6 +29,7 @@ from babel.numbers import get_decimal_symbol, get_group_symbol
 from plotly.subplots import make_subplots
 
 from demos.results import StrategyResult
+from memory.strategies import colour, fallback_colour, spec_of_label
 from reports.report import babel
 
 LAYOUT = dict(
@@ -100,3 +101,11 @@ def stacked_panels(titles: tuple[str, str], spacing: float = 0.2) -> go.Figure:
     # (rotated strategy names on a phone) never run into the lower panel's title
     return make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=spacing,
                          subplot_titles=[panel_title(title) for title in titles])
+
+
+def colour_of(text: str) -> str:
+    """The colour of the strategy a table's "strategy" column names by its canonical text
+    (memory.strategies.spec_of_label), a stable fallback colour for a text that names no
+    strategy of the lab. Records are coloured with memory.strategies.colour."""
+    spec = spec_of_label(str(text))
+    return colour(spec) if spec is not None else fallback_colour(str(text))

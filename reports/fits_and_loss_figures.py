@@ -8,14 +8,13 @@ import plotly.graph_objects as go
 
 from i18n import format_number, gettext, pgettext
 from i18n.units import format_bytes
-from memory.strategies import colour as strategy_colour
-from memory.strategies import title as strategy_title
 from reports.figure_style import (
     apply_layout,
+    colour_of,
     empty_figure,
     stacked_panels,
 )
-from reports.report import babel
+from reports.report import babel, label_of
 
 # ---------------------------------------------------------------- what fits
 
@@ -36,8 +35,8 @@ def fits_figure(frame: pd.DataFrame, vary: str, budget_bytes: int, lang: str = "
     if frame.empty:
         return empty_figure(title, gettext(lang, "Nothing measured"), lang)
     strategies = list(frame["strategy"])
-    labels = [strategy_title(s, lang) for s in strategies]
-    colours = [strategy_colour(s) for s in strategies]
+    labels = [label_of(s, lang) for s in strategies]
+    colours = [colour_of(s) for s in strategies]
     fig = stacked_panels((name, gettext(lang, "Tokens per second")))
     fig.add_bar(x=labels, y=frame["value_predicted"], row=1, col=1,
                 name=pgettext(lang, "chart legend", "predicted"),
@@ -89,9 +88,9 @@ def loss_figure(frame: pd.DataFrame, lang: str = "en") -> go.Figure:
     step_word = gettext(lang, "step")
     for number, strategy in enumerate(strategies):
         part = frame[frame["strategy"] == strategy].sort_values("step")
-        name = strategy_title(strategy, lang)
+        name = label_of(strategy, lang)
         fig.add_scatter(x=part["step"], y=part["loss"], mode="lines", name=name,
-                        line=dict(color=strategy_colour(strategy), width=3 if number == 0 else 2,
+                        line=dict(color=colour_of(strategy), width=3 if number == 0 else 2,
                                   dash=dashes[number % len(dashes)]),
                         hovertemplate=(name + "<br>" + step_word + " %{x}<br>" + loss_word
                                        + " %{y:.6f}<extra></extra>"))

@@ -10,8 +10,7 @@ import pandas as pd
 
 from i18n import N_, format_number, gettext, pgettext
 from i18n.units import MISSING, column_unit, format_bytes_in, format_ms
-from memory.strategies import title as strategy_title
-from reports.report import babel, header
+from reports.report import babel, header, label_of
 from reports.timing import (
     course_rule_text,
     gflop_text,
@@ -38,7 +37,7 @@ def loss_differences(losses: pd.DataFrame) -> pd.DataFrame:
 def loss_table(differences: pd.DataFrame, lang: str = "en") -> pd.DataFrame:
     """loss_differences, formatted for reading in `lang`."""
     return pd.DataFrame({
-        header(lang, N_("Strategy")): [strategy_title(s, lang) for s in differences["strategy"]],
+        header(lang, N_("Strategy")): [label_of(s, lang) for s in differences["strategy"]],
         header(lang, N_("Largest loss difference vs no checkpointing")): [
             f"{v:.1e}" if v else "0" for v in differences["largest"]],
         header(lang, N_("Bitwise equal at every step")): [
@@ -131,7 +130,7 @@ def fits_table(frame: pd.DataFrame, field: str, lang: str = "en") -> pd.DataFram
     loc = babel(lang)
     total_unit = column_unit(frame["total_bytes"])
     return pd.DataFrame({
-        header(lang, N_("Strategy")): [strategy_title(s, lang) for s in frame["strategy"]],
+        header(lang, N_("Strategy")): [label_of(s, lang) for s in frame["strategy"]],
         header(lang, confirmed): [_confirmed(c, p, lang) for c, p in zip(
             frame["value_confirmed"], frame["value_predicted"], strict=True)],
         header(lang, N_("Measured total (with parameters)")): [
@@ -192,7 +191,7 @@ def equal_work_verdict(frame: pd.DataFrame, field: str, lang: str = "en") -> str
         ratios.append(cost / base_cost)
         parts.append(gettext(lang, "{strategy} at {name} {value}: {ratio:.2f}× the CPU time per "
                                    "token of no checkpointing at {name} {base}",
-                             strategy=strategy_title(strategy, lang), name=name,
+                             strategy=label_of(strategy, lang), name=name,
                              value=_whole(row["value_confirmed"], lang), ratio=cost / base_cost,
                              base=_whole(base["value_confirmed"], lang)))
     if not parts:

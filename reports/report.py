@@ -18,6 +18,7 @@ import pandas as pd
 from demos.results import EVENTS_COLUMN, StrategyResult
 from i18n import N_, gettext, language
 from memory.config import ModelConfig
+from memory.strategies import spec_of_label
 from memory.strategies import title as strategy_title
 from memory.worked_examples import korthikanti_layer_bytes
 
@@ -43,17 +44,17 @@ def baseline_and_best(results: Sequence[StrategyResult]
 
 
 def label(result: StrategyResult, lang: str = "en") -> str:
-    """A result's display title in `lang` (memory.strategies.title)."""
-    return label_of(result.strategy, lang, fallback=str(result.label or result.strategy))
+    """A result's display title in `lang` (memory.strategies.title of its record)."""
+    return strategy_title(result.spec, lang)
 
 
-def label_of(strategy: str, lang: str = "en", fallback: str | None = None) -> str:
-    """A strategy text's display title in `lang`; the text itself (or `fallback`) when it
-    names no strategy."""
-    try:
-        return strategy_title(strategy, lang)
-    except ValueError:
-        return fallback or str(strategy)
+def label_of(text: str, lang: str = "en", fallback: str | None = None) -> str:
+    """The display title in `lang` of the strategy a table's "strategy" column names by
+    its canonical text (a sweep, a what-fits search, training losses, the compiler page's
+    points: memory.strategies.spec_of_label); the text itself (or `fallback`) when it
+    names no strategy of the lab. Records are titled with memory.strategies.title."""
+    spec = spec_of_label(str(text))
+    return strategy_title(spec, lang) if spec is not None else fallback or str(text)
 
 
 def header(lang: str, msgid: str) -> str:

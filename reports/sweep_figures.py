@@ -11,14 +11,14 @@ import plotly.graph_objects as go
 from i18n import gettext, pgettext
 from i18n.units import byte_unit
 from memory.strategies import STRATEGIES
-from memory.strategies import colour as strategy_colour
-from memory.strategies import title as strategy_title
 from reports.figure_style import (
     apply_layout,
+    colour_of,
     empty_figure,
     largest,
     stacked_panels,
 )
+from reports.report import label_of
 
 # ---------------------------------------------------------------- curves
 
@@ -58,8 +58,8 @@ def sweep_figure(frame: pd.DataFrame, x: str, x_title: str, *,
     theory_word = pgettext(lang, "chart legend", "theory")
     for strategy in dict.fromkeys(data["strategy"]):
         part = data[data["strategy"] == strategy].sort_values(x)
-        colour = strategy_colour(strategy)
-        name = strategy_title(strategy, lang)
+        colour = colour_of(strategy)
+        name = label_of(strategy, lang)
         has_theory = bool(theory and theory in part and part[theory].notna().any())
         fig.add_scatter(x=part[x], y=part[memory] / scale,
                         mode="markers" if has_theory else "lines+markers", name=name,

@@ -14,15 +14,17 @@ from plotly.subplots import make_subplots
 from demos.results import TimelinePoint
 from i18n import N_, gettext, pgettext
 from i18n.units import byte_unit
-from memory.strategies import colour as strategy_colour
+from memory.strategies import StrategySpec
 from memory.strategies import title as strategy_title
 from reports.figure_style import (
     apply_layout,
+    colour_of,
     empty_figure,
     largest,
     panel_title,
 )
 from reports.peak_notes import op_name
+from reports.report import label_of
 
 PHASE_COLOURS: dict[str, str] = {
     "forward": "rgba(37, 99, 235, 0.08)",
@@ -46,14 +48,16 @@ MAX_SEGMENT_LABELS = 16
 TIMELINE_COLUMNS = ("strategy", "label", "index", "op", "phase", "layer", "live_bytes")
 
 
-def timeline_frame(timelines: Mapping[str, Sequence[TimelinePoint]], lang: str = "en"
-                   ) -> pd.DataFrame:
-    """{strategy: [TimelinePoint, ...]} -> one long DataFrame (TIMELINE_COLUMNS); `strategy`
-    is the canonical text (every-k:2), `label` its display title (every-2)."""
+def timeline_frame(timelines: Mapping[StrategySpec, Sequence[TimelinePoint]],
+                   lang: str = "en") -> pd.DataFrame:
+    """{strategy record: [TimelinePoint, ...]} -> one long DataFrame (TIMELINE_COLUMNS);
+    `strategy` is the canonical text (every-k:2), `label` its display title in `lang`
+    (every 2 layers)."""
     rows = [
-        {"strategy": strategy, "label": strategy_title(strategy, lang), "index": p.index,
+        {"strategy": spec.label, "label": title, "index": p.index,
          "op": p.op, "phase": p.phase, "layer": p.layer, "live_bytes": p.live_bytes}
-        for strategy, points in timelines.items()
+        for spec, points in timelines.items()
+        for title in (strategy_title(spec, lang),)
         for p in points
     ]
     return pd.DataFrame(rows, columns=list(TIMELINE_COLUMNS))
@@ -92,7 +96,7 @@ def timeline_figure(frame: pd.DataFrame, facet: bool = True, lang: str = "en") -
     if frame.empty:
         return empty_figure(title, gettext(lang, "No timeline recorded"), lang)
     names = list(dict.fromkeys(frame["strategy"]))
-    labels = [strategy_title(name, lang) for name in names]
+    labels = [label_of(name, lang) for name in names]
     unit, scale = byte_unit(largest(frame["live_bytes"]))
     top = largest(frame["live_bytes"]) / scale
     rows = len(labels) if facet else 1
@@ -110,7 +114,7 @@ def timeline_figure(frame: pd.DataFrame, facet: bool = True, lang: str = "en") -
     for number, (name, label) in enumerate(zip(names, labels, strict=True), start=1):
         part = frame[frame["strategy"] == name].sort_values("index")
         row = number if facet else 1
-        colour = strategy_colour(name)
+        colour = colour_of(name)
         line = _changes(part)
         if facet:
             traces += [(band, row) for band in _phase_bands(part, top, lang, in_legend)]

@@ -211,7 +211,7 @@ def counter_misses(result: StrategyResult, base: StrategyResult | None,
     counts no op that selective reruns (element-wise ops are never counted), so +0.0%."""
     counted, _ = extra_compute(result, base)
     return (device_kind == "cpu" and not counter_counts_attention("cpu")
-            and result.strategy.startswith("selective")
+            and result.spec.name == "selective"
             and counted is not None and abs(counted) < SAME_FLOPS)
 
 

@@ -24,6 +24,7 @@ from demos.device import DeviceInfo
 from demos.results import Comparison, StrategyResult, TimelinePoint
 from memory import theory
 from memory.config import ConfigError, ModelConfig
+from memory.strategies import StrategySpec, parse_strategy, require_spec, spec_of_label
 
 KINDS = ("compare", "sweep", "fits", "train", "mistakes", "budget")
 # The worker's own memory beside what a run's tensors need (Python objects, the tracker's
@@ -37,6 +38,9 @@ FIT_REPEATS = 3  # timed steps at the confirmed size, whatever its size (demos.f
 # count the asked runs only
 
 Progress = Callable[[int, int], None]
+# The strategies the lab of mistakes' steps are estimated with: a plain, a wrong and a
+# fixed step of its small models.
+_MISTAKE_RUNS = (StrategySpec("none"), StrategySpec("every-layer"), StrategySpec("every-layer"))
 
 
 @dataclass(frozen=True)
@@ -46,33 +50,43 @@ class Job:
     values, repeats; fits: vary, budget_bytes; train: steps; mistakes: cases (ids of
     demos.mistakes.CASES, one step each; the cases fix their own small models);
     budget: budgets, eager, compiled, repeats (demos.compiler_budget: one point per
-    step)."""
+    step).
+
+    `strategies` are records (memory.strategies.StrategySpec); the request, and so the
+    store's key, names them by their canonical text ("every-k:2"), which `from_request`
+    parses back: the one place a job's strategies are read from text."""
 
     kind: str
     config: ModelConfig
-    strategies: tuple[str, ...]
+    strategies: tuple[StrategySpec, ...]
     options: tuple[tuple[str, Any], ...] = ()
 
     @staticmethod
-    def make(kind: str, config: ModelConfig, strategies: Sequence[str], **options: Any) -> Job:
+    def make(kind: str, config: ModelConfig, strategies: Sequence[StrategySpec],
+             **options: Any) -> Job:
+        """A job; TypeError for a strategy given as text (parse it where it comes in)."""
         if kind not in KINDS:
             raise ConfigError(f"kind={kind!r}: allowed {', '.join(KINDS)}")
         opts = tuple(sorted((k, tuple(v) if isinstance(v, list | tuple) else v)
                             for k, v in options.items()))
-        return Job(kind, config, tuple(strategies), opts)
+        return Job(kind, config, tuple(require_spec(s) for s in strategies), opts)
 
     def option(self, name: str, default: Any = None) -> Any:
         return dict(self.options).get(name, default)
 
     def request(self) -> dict[str, Any]:
-        """The canonical JSON form (also the store's record of what was asked)."""
+        """The canonical JSON form (also the store's record of what was asked): the
+        strategies as their canonical text, as the store's keys have always had them."""
         return {"kind": self.kind, "config": self.config.as_dict(),
-                "strategies": list(self.strategies),
+                "strategies": [s.label for s in self.strategies],
                 "options": {k: list(v) if isinstance(v, tuple) else v for k, v in self.options}}
 
     @staticmethod
     def from_request(data: dict[str, Any]) -> Job:
-        return Job.make(data["kind"], ModelConfig(**data["config"]), data["strategies"],
+        """The job a request (`request()`'s JSON) asks for: its strategies' texts parsed
+        here, once. ConfigError for a text that names no strategy."""
+        return Job.make(data["kind"], ModelConfig(**data["config"]),
+                        [parse_strategy(text) for text in data["strategies"]],
                         **data.get("options", {}))
 
     # ------------------------------------------------------------------ steps
@@ -107,10 +121,11 @@ class Job:
         vary = self.option("vary")
         return self.config if vary == "k" else self.config.replace(**{vary: value})
 
-    def _sweep_names(self, value: int) -> list[str]:
-        return [f"every-k:{value}"] if self.option("vary") == "k" else list(self.strategies)
+    def _sweep_specs(self, value: int) -> list[StrategySpec]:
+        return ([StrategySpec("every-k", k=value)] if self.option("vary") == "k"
+                else list(self.strategies))
 
-    def _fit_config(self, strategy: str, device_kind: str) -> ModelConfig:
+    def _fit_config(self, strategy: StrategySpec, device_kind: str) -> ModelConfig:
         """The size the theory's search lands on (the confirm runs start there)."""
         from demos.fit import largest_fitting
 
@@ -124,19 +139,16 @@ class Job:
         return self.config.replace(**{vary: value}) if value else self.config
 
     def step_runs(self, index: int, device_kind: str = "cpu"
-                  ) -> list[tuple[ModelConfig, str, int]]:
+                  ) -> list[tuple[ModelConfig, StrategySpec, int]]:
         """(config, strategy, steps) of one step, for memory.theory.cpu_seconds."""
         if self.kind == "mistakes":  # a plain, a wrong and a fixed step, tracked
             from demos.mistakes import CASE_CONFIG
 
-            return [(CASE_CONFIG, s, theory.TRACKED_STEP_COST)
-                    for s in ("none", "every-layer", "every-layer")]
+            return [(CASE_CONFIG, s, theory.TRACKED_STEP_COST) for s in _MISTAKE_RUNS]
         if self.kind == "budget":  # every point: one tracked, one counted, timed steps
             kind, strategy = self.budget_points()[index]
-            known = "none" if kind == "budget" else (
-                "selective:save-matmuls" if strategy.startswith("selective:") else strategy)
-            return [(self.config, known, theory.TRACKED_STEP_COST + 3
-                     + int(self.option("repeats", 1)))]
+            return [(self.config, _budget_point_spec(kind, strategy),
+                     theory.TRACKED_STEP_COST + 3 + int(self.option("repeats", 1)))]
         if self.kind == "compare":  # the memory (tracked, counted), then the timed steps
             steps = (int(self.option("repeats", 1)) + 1 if index == 1  # and one untimed
                      else theory.TRACKED_STEP_COST + theory.COUNTED_STEP_COST)
@@ -145,7 +157,7 @@ class Job:
             value = self.option("values")[index]
             steps = (theory.TRACKED_STEP_COST + theory.COUNTED_STEP_COST
                      + int(self.option("repeats", 1)))
-            return [(self._sweep_config(value), s, steps) for s in self._sweep_names(value)]
+            return [(self._sweep_config(value), s, steps) for s in self._sweep_specs(value)]
         strategy = self.strategies[index]
         if self.kind == "fits":
             return [(self._fit_config(strategy, device_kind), strategy,
@@ -240,7 +252,7 @@ class Job:
             found = largest_fitting(self.config, strategy, self.option("vary"),
                                     int(self.option("budget_bytes")), device=device_kind,
                                     confirm=True)
-            return {"strategy": strategy, "vary": self.option("vary"),
+            return {"strategy": strategy.label, "vary": self.option("vary"),
                     "budget_bytes": int(self.option("budget_bytes")),
                     **dataclasses.asdict(found)}
         from demos.training import train_losses
@@ -272,6 +284,18 @@ class Job:
 
             return keep_last_events(frame)
         return frame
+
+
+def _budget_point_spec(kind: str, point: str) -> StrategySpec:
+    """The lab's strategy a compiler-budget point is estimated as: its manual strategy,
+    named in the budget job's options by its text (demos.compiler_budget, whose selective
+    policies are not all the lab's: estimated as the default one); a budget point, or a
+    text that names no strategy of the lab, as no checkpointing."""
+    if kind == "budget":
+        return StrategySpec("none")
+    if point.startswith("selective:"):
+        return StrategySpec("selective")
+    return spec_of_label(point) or StrategySpec("none")
 
 
 # ---------------------------------------------------------------------- store keys
@@ -328,10 +352,10 @@ def decode_result(text: str) -> Any:
             frame[column] = frame[column].where(frame[column].notna(), None)
         return frame
     results = []
-    for item in data["results"]:
+    for item in data["results"]:  # each strategy's text parsed once, here
         timeline = item.get("timeline")
         item = {**item, "timeline": ([TimelinePoint(**p) for p in timeline]
                                      if timeline is not None else None)}
-        results.append(StrategyResult.from_dict(item))
+        results.append(StrategyResult.from_dict(item, parse_strategy(item["strategy"])))
     return Comparison(ModelConfig(**data["config"]), DeviceInfo(**data["device"]), results,
                       data.get("limit_bytes"), data.get("parameter_bytes"))

@@ -3,6 +3,8 @@
 Model sliders bound to the URL query (ranges follow the device), the strategy picker and
 the strategy descriptions it shows, and the what-fits budget slider's range and help.
 The defaults come from memory.config.demo_default: one source for the UI and the engine.
+The strategy picker is where a page's strategies come in as text (the query string, the
+widget): it hands the pages `StrategySpec` records (memory.strategies).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from demos.device import DeviceInfo
 from i18n import N_
 from memory import strategies
 from memory.config import DTYPES_FOR_DEVICE, ModelConfig, demo_default, slider_ranges
-from reports.report import label_of
+from memory.strategies import StrategySpec
 from ui import query
 from ui.demo_runner import device
 from ui.i18n import current_language, t
@@ -41,7 +43,8 @@ ARCH_LABELS: dict[str, str] = {
 TRAINING_DEFAULT = ModelConfig(layers=4, hidden=64, heads=4, seq_len=32, batch=8, vocab=128)
 # activations outweigh the logits (b·s·h·layers against b·s·V), as in demo_default
 FIT_DEFAULT = ModelConfig(layers=8, hidden=128, heads=4, seq_len=256, batch=1, vocab=1024)
-FIT_STRATEGIES = ("none", "every-layer", "selective:save-matmuls")
+FIT_STRATEGIES = (StrategySpec("none"), StrategySpec("every-layer"),
+                  StrategySpec("selective", policy="save-matmuls"))
 
 
 def default_config(info: DeviceInfo | None = None) -> ModelConfig:
@@ -94,27 +97,31 @@ def model_controls(fields: Sequence[str] = MODEL_FIELDS, *, columns: int = 4,
     return base.replace(**values)
 
 
-def strategy_options(kind: str | None = None) -> list[str]:
-    """The strategy texts a learner can pick on this device (`none` excluded): each
-    record's examples (memory.strategies)."""
+def strategy_options(kind: str | None = None) -> list[StrategySpec]:
+    """The strategies a learner can pick on this device (`none` excluded): each record's
+    examples (memory.strategies)."""
     return strategies.examples(kind or device().kind)
 
 
 def strategy_picker(default: Sequence[str], *, name: str = "strategy",
                     label: str | None = None,
-                    options: Sequence[str] | None = None) -> tuple[str, ...]:
-    """Multiselect bound to ?strategy=a,b, showing each strategy's translated title (the
-    URL keeps its id); `none` is always measured as the baseline."""
-    options = list(options or strategy_options())
+                    options: Sequence[StrategySpec] | None = None
+                    ) -> tuple[StrategySpec, ...]:
+    """Multiselect bound to ?strategy=a,b, showing each strategy's translated title; the
+    strategies offered (`options`, default this device's) as records, `none` first (it is
+    always measured, as the baseline). The URL and `default` name strategies by their
+    canonical text ("every-k:2"), looked up among the offered records' labels: the text
+    becomes a record here, and an unknown text is dropped with a warning (ui.query)."""
+    offered = {spec.label: spec for spec in (options or strategy_options())}
     lang = current_language()
+    titles = {text: strategies.title(spec, lang) for text, spec in offered.items()}
     picked = query.multi_choice(name, label or t("Strategies to compare with no checkpointing"),
-                                options,
-                                default, implied=("none",),
-                                format_func=lambda o: label_of(o, lang),
-                                help="\n\n".join(f"**{label_of(o, lang)}**: "
-                                                 f"{strategies.describe(o, lang)}"
-                                                 for o in options))
-    return ("none", *picked)
+                                list(offered), default, implied=("none",),
+                                format_func=titles.__getitem__,
+                                help="\n\n".join(f"**{titles[text]}**: "
+                                                 f"{strategies.describe(spec, lang)}"
+                                                 for text, spec in offered.items()))
+    return (StrategySpec("none"), *(offered[text] for text in picked))
 
 
 def budget_range(info: DeviceInfo | None = None) -> tuple[int, int, int, int]:

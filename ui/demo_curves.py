@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 
 from i18n import N_, gettext
 from memory.config import ModelConfig
+from memory.strategies import StrategySpec
 from reports.sweep_figures import segment_figure, sweep_figure
 from reports.timing import sweep_compute_note
 
@@ -32,7 +33,7 @@ class Curve:
     x_title: str
     fixes: tuple[str, ...]  # query names without a slider (the swept one)
     base: ModelConfig
-    strategies: tuple[str, ...]
+    strategies: tuple[StrategySpec, ...]
     points: Callable[[ModelConfig], tuple[int, ...]]
     explanation: str
 
@@ -53,13 +54,15 @@ def _divisors_up_to(layers: int) -> tuple[int, ...]:
     return tuple(sorted(sizes))
 
 
+_NONE, _EVERY_LAYER = StrategySpec("none"), StrategySpec("every-layer")
+_SELECTIVE = StrategySpec("selective", policy="save-matmuls")
 _SMALL = ModelConfig(layers=8, hidden=128, heads=4, seq_len=64, batch=2, vocab=1024)
 
 CURVES: dict[str, Curve] = {
     "depth": Curve(
         title=N_("Depth: layers 2 … 32"),
         vary="layers", x_title=N_("layers N"), fixes=("layers",), base=_SMALL,
-        strategies=("none", "every-layer", "sqrt"),
+        strategies=(_NONE, _EVERY_LAYER, StrategySpec("sqrt")),
         points=lambda c: (2, 4, 8, 16, 24, 32),
         explanation=N_(
             "Without checkpointing the bytes held for backward grow in step with depth: "
@@ -95,7 +98,7 @@ CURVES: dict[str, Curve] = {
     "seq": Curve(
         title=N_("Sequence length"),
         vary="seq_len", x_title=N_("sequence length s (tokens)"), fixes=("seq",), base=_SMALL,
-        strategies=("none", "every-layer", "selective:save-matmuls"),
+        strategies=(_NONE, _EVERY_LAYER, _SELECTIVE),
         points=lambda c: (32, 64, 128, 256, 512),
         explanation=N_(
             "With fused attention the held bytes grow linearly in s (no s² attention matrix is "
@@ -105,7 +108,7 @@ CURVES: dict[str, Curve] = {
     "batch": Curve(
         title=N_("Batch"),
         vary="batch", x_title=N_("batch b"), fixes=("batch",), base=_SMALL,
-        strategies=("none", "every-layer", "selective:save-matmuls"),
+        strategies=(_NONE, _EVERY_LAYER, _SELECTIVE),
         points=lambda c: (1, 2, 4, 8),
         explanation=N_(
             "Every activation is proportional to the batch, so memory is a straight line in b "

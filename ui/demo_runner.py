@@ -45,7 +45,8 @@ from i18n import N_
 from i18n.numbers import format_decimal, format_number
 from i18n.units import format_bytes
 from memory.config import ConfigError, ModelConfig
-from memory.strategies import parse_strategy
+from memory.strategies import StrategySpec
+from memory.strategies import title as strategy_title
 from serving.budget_example import BudgetExample, stored_example
 from serving.jobs import Job
 from serving.service import DemoService, get_service
@@ -202,8 +203,6 @@ def _value_text(value: Any, lang: str) -> str:
 def settings_text(old: Job, new: Job, lang: str) -> str:
     """The settings `old` was run with that differ from `new`'s: "Vocabulary 8,192,
     Layers 12" (its strategies when they differ); every model setting when none does."""
-    from reports.report import label_of
-
     old_config, new_config = old.config.as_dict(), new.config.as_dict()
     changed = [name for name in SETTING_LABELS if old_config[name] != new_config[name]]
     parts = [f"{t(SETTING_LABELS[name])} {_value_text(old_config[name], lang)}"
@@ -215,7 +214,7 @@ def settings_text(old: Job, new: Job, lang: str) -> str:
         parts.append(t("budget {size}", size=format_bytes(int(old.option("budget_bytes")),
                                                           locale=babel_locale())))
     if old.strategies != new.strategies:
-        parts.append(", ".join(label_of(s, lang) for s in old.strategies))
+        parts.append(", ".join(strategy_title(s, lang) for s in old.strategies))
     if not parts:
         parts = [f"{t(SETTING_LABELS[name])} {_value_text(old_config[name], lang)}"
                  for name in ("layers", "hidden", "heads", "seq_len", "batch", "vocab")]
@@ -331,9 +330,7 @@ def _run(job: Job, what: str | None = None, show: Show | None = None) -> Any:
     collecting = bool(os.environ.get(COLLECT_ENV))
     kind = _collect_device().kind if collecting else service().device.kind
     try:
-        job.config.validated(kind)
-        for strategy in job.strategies:
-            parse_strategy(strategy)
+        job.config.validated(kind)  # the job's strategies are records, checked when made
     except ConfigError as error:
         st.error(t("This configuration cannot run: {error}",
                    error=error.text(current_language())),
@@ -454,8 +451,8 @@ def _wait(ticket: Ticket, what: str, show: Show | None = None, job: Job | None =
 
 # ---------------------------------------------------------------- the pages' calls
 
-def compare_job(config: ModelConfig, strategies: Sequence[str], *, timeline: bool = False,
-                time_steps: bool = True, repeats: int | None = None,
+def compare_job(config: ModelConfig, strategies: Sequence[StrategySpec], *,
+                timeline: bool = False, time_steps: bool = True, repeats: int | None = None,
                 device_kind: str | None = None) -> Job:
     """The compare run a page makes (repeats: this device's page default)."""
     reps = repeats or PAGE_REPEATS.get(device_kind or device().kind, 3)
@@ -463,8 +460,8 @@ def compare_job(config: ModelConfig, strategies: Sequence[str], *, timeline: boo
                     time_steps=time_steps)
 
 
-def run_compare(config: ModelConfig, strategies: Sequence[str], *, timeline: bool = False,
-                time_steps: bool = True, repeats: int | None = None,
+def run_compare(config: ModelConfig, strategies: Sequence[StrategySpec], *,
+                timeline: bool = False, time_steps: bool = True, repeats: int | None = None,
                 show: Show | None = None) -> Comparison | None:
     """Comparison of one training step per strategy, or None."""
     job = compare_job(config, strategies, timeline=timeline, time_steps=time_steps,
@@ -472,19 +469,20 @@ def run_compare(config: ModelConfig, strategies: Sequence[str], *, timeline: boo
     return _run(job, show=show)
 
 
-def run_sweep(base: ModelConfig, vary: str, values: Sequence[int], strategies: Sequence[str],
-              *, repeats: int = 3, show: Show | None = None) -> pd.DataFrame | None:
+def run_sweep(base: ModelConfig, vary: str, values: Sequence[int],
+              strategies: Sequence[StrategySpec], *, repeats: int = 3,
+              show: Show | None = None) -> pd.DataFrame | None:
     job = Job.make("sweep", base, strategies, vary=vary, values=tuple(values), repeats=repeats)
     return _run(job, show=show)
 
 
-def run_fits(base: ModelConfig, strategies: Sequence[str], vary: str, budget_bytes: int,
-             *, show: Show | None = None) -> pd.DataFrame | None:
+def run_fits(base: ModelConfig, strategies: Sequence[StrategySpec], vary: str,
+             budget_bytes: int, *, show: Show | None = None) -> pd.DataFrame | None:
     job = Job.make("fits", base, strategies, vary=vary, budget_bytes=int(budget_bytes))
     return _run(job, show=show)
 
 
-def run_training(config: ModelConfig, strategies: Sequence[str], steps: int, *,
+def run_training(config: ModelConfig, strategies: Sequence[StrategySpec], steps: int, *,
                  show: Show | None = None) -> pd.DataFrame | None:
     job = Job.make("train", config, strategies, steps=steps)
     return _run(job, show=show)

@@ -6,6 +6,7 @@ import streamlit as st
 
 from demos.results import Comparison
 from i18n.units import format_bytes
+from memory.strategies import StrategySpec
 from reports.report import baseline_and_best
 from ui.demo_controls import default_config
 from ui.demo_display import (
@@ -24,7 +25,8 @@ def home_teaser() -> None:
     the first visit: the memory checkpointing saves and the time it costs, on this server.
     The memory shows as soon as it is measured, the time once the steps are timed."""
     config = default_config()
-    if run_compare(config, ("none", "every-layer"), show=_teaser_numbers) is None:
+    strategies = (StrategySpec("none"), StrategySpec("every-layer"))
+    if run_compare(config, strategies, show=_teaser_numbers) is None:
         return
     st.caption(t("Model: {layers} layers, hidden {hidden}, {heads} heads, {seq:,} tokens × "
                  "batch {batch}, vocabulary {vocab:,}, {dtype}.", layers=config.layers,

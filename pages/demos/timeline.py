@@ -41,7 +41,7 @@ def timeline_demo() -> None:
         display.peak_explanations(comparison.results)
         key = (config, strategies, display.fingerprint(comparison))
         frame = display.shared("timeline-frame", key, lambda lang: timeline_frame(
-            {r.strategy: r.timeline for r in comparison.results if r.fits and r.timeline}, lang))
+            {r.spec: r.timeline for r in comparison.results if r.fits and r.timeline}, lang))
         display.chart("timeline", (*key, layout),
                       lambda lang: timeline_figure(frame, facet=layout == "faceted", lang=lang))
         # What the checkpointing drawn above costs: counted compute, wall and CPU time.

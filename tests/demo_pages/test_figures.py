@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from i18n.units import byte_unit, format_bytes
-from memory.strategies import STRATEGIES
+from memory.strategies import STRATEGIES, StrategySpec, parse_strategies, parse_strategy
 from memory.strategies import colour as strategy_colour
 from reports import compare_figures, timeline_figures
 from reports.compare_figures import (
@@ -19,6 +19,7 @@ from reports.compare_figures import (
     breakdown_figure,
     peak_and_time_figure,
 )
+from reports.figure_style import colour_of
 from reports.fits_and_loss_figures import fits_caption, fits_figure, loss_caption, loss_figure
 from reports.sweep_figures import segment_figure, segment_verdict, sweep_figure
 from reports.timeline_figures import timeline_figure, timeline_frame
@@ -28,7 +29,8 @@ MIB = 2**20
 
 def result(strategy: str, peak_mib: float, seconds: float, fits: bool = True) -> SimpleNamespace:
     return SimpleNamespace(
-        strategy=strategy, label=strategy, fits=fits, peak_bytes=peak_mib * MIB,
+        strategy=strategy, spec=parse_strategy(strategy), label=strategy, fits=fits,
+        peak_bytes=peak_mib * MIB,
         activation_bytes=peak_mib * MIB / 2, predicted_activation_bytes=peak_mib * MIB / 2 * 1.005,
         step_seconds=seconds, step_seconds_runs=[seconds * 0.98, seconds, seconds * 1.03],
         breakdown={"parameters": 10 * MIB, "gradients": 10 * MIB,
@@ -42,12 +44,13 @@ RESULTS = [result("none", 200, 0.4), result("every-layer", 60, 0.5), result("sqr
 def test_each_strategy_has_its_own_colour_and_variants_share_it() -> None:
     colours = [s.colour for s in STRATEGIES.values()]
     assert len(set(colours)) == len(colours)
-    assert strategy_colour("every-k:4") == strategy_colour("every-k:2") == STRATEGIES[
+    # a record's colour, and a table's text's (its canonical text, or a fallback)
+    assert strategy_colour(StrategySpec("every-k", k=4)) == colour_of("every-k:2") == STRATEGIES[
         "every-k"].colour
-    assert strategy_colour("selective:save-attention") == STRATEGIES["selective"].colour
-    assert strategy_colour("budget:dp:50MiB") == STRATEGIES["budget"].colour
-    assert strategy_colour("mystery") == strategy_colour("mystery")  # stable fallback
-    assert strategy_colour("mystery") not in colours
+    assert colour_of("selective:save-attention") == STRATEGIES["selective"].colour
+    assert colour_of("budget:dp:50MiB") == STRATEGIES["budget"].colour
+    assert colour_of("mystery") == colour_of("mystery")  # stable fallback
+    assert colour_of("mystery") not in colours
 
 
 def test_units() -> None:
@@ -64,7 +67,7 @@ def test_peak_and_time_figure_draws_one_bar_per_strategy_in_its_colour() -> None
     assert list(memory.y) == pytest.approx([200, 60, 90])
     assert list(time.y) == pytest.approx([400, 500, 460])  # the medians of the runs
     ids = ("none", "every-layer", "sqrt")
-    assert list(memory.marker.color) == [strategy_colour(s) for s in ids]
+    assert list(memory.marker.color) == [colour_of(s) for s in ids]
     assert fig.layout.yaxis.title.text == "MiB" and fig.layout.yaxis2.title.text == "ms"
     assert "above the parameters" in fig.layout.annotations[0].text
 
@@ -124,7 +127,8 @@ def _points(strategy: str) -> list[SimpleNamespace]:
 
 
 def test_timeline_marks_phases_layers_and_names_the_op_at_the_peak() -> None:
-    frame = timeline_frame({"none": _points("none"), "every-layer": _points("every-layer")})
+    frame = timeline_frame({StrategySpec("none"): _points("none"),
+                            StrategySpec("every-layer"): _points("every-layer")})
     assert list(frame.columns) == list(timeline_figures.TIMELINE_COLUMNS) and len(frame) == 32
     fig = timeline_figure(frame, facet=True)
     lines = [t for t in fig.data if t.mode == "lines"]
@@ -153,8 +157,8 @@ def test_the_timeline_figure_is_bounded_whatever_the_depth() -> None:
         return [SimpleNamespace(index=n, op="aten.mm", phase=p, layer=layer, live_bytes=n)
                 for n, (p, layer) in enumerate(phases)]
 
-    frame = timeline_frame({s: deep(24) for s in ("none", "every-layer", "sqrt",
-                                                  "selective:save-matmuls")})
+    frame = timeline_frame({s: deep(24) for s in parse_strategies(
+        "none,every-layer,sqrt,selective:save-matmuls")})
     start = time.process_time()  # this process's CPU: other work on a shared machine aside
     fig = timeline_figure(frame)
     fig.to_json()
@@ -253,7 +257,8 @@ def test_fits_figure_and_loss_figure() -> None:
 
 def test_the_timeline_line_leaves_out_only_points_on_flat_stretches() -> None:
     live = [1, 2, 2, 2, 2, 3, 1, 1, 1]
-    frame = timeline_frame({"none": [SimpleNamespace(index=i, op="aten.view", phase="forward",
+    frame = timeline_frame({StrategySpec("none"): [SimpleNamespace(index=i, op="aten.view",
+                                                                   phase="forward",
                                                      layer=0, live_bytes=v * MIB)
                                      for i, v in enumerate(live)]})
     line = next(t for t in timeline_figure(frame).data if t.mode == "lines")
@@ -269,7 +274,7 @@ def test_band_labels_keep_apart_where_the_runs_are_narrow() -> None:
     points = [SimpleNamespace(index=i, op=f"aten.op{i}", phase=phase, layer=layer,
                               live_bytes=(i % 7 + 1) * MIB)
               for i, (phase, layer) in enumerate(phases)]
-    fig = timeline_figure(timeline_frame({"none": points}), facet=True)
+    fig = timeline_figure(timeline_frame({StrategySpec("none"): points}), facet=True)
     text = next(t for t in fig.data if t.mode == "text")
     xs = sorted(text.x)
     span = len(points) - 1
@@ -287,7 +292,7 @@ def test_a_one_op_run_gets_no_label_beside_a_wide_one() -> None:
     points = [SimpleNamespace(index=i, op=f"aten.op{i}", phase=phase, layer=layer,
                               live_bytes=(i % 5 + 1) * MIB)
               for i, (phase, layer) in enumerate(phases)]
-    fig = timeline_figure(timeline_frame({"every-layer": points}), facet=True)
+    fig = timeline_figure(timeline_frame({StrategySpec("every-layer"): points}), facet=True)
     text = next(t for t in fig.data if t.mode == "text")
     assert list(text.text) == ["F0", "F1", "R1", "B1", "B0"]
 

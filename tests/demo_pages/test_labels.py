@@ -13,6 +13,7 @@ import pytest
 
 from i18n.units import column_unit, format_bytes_in
 from lessons.figures import k_curve_figure
+from memory.strategies import StrategySpec
 from reports import timeline_figures
 from reports.timeline_figures import timeline_figure, timeline_frame
 from tests.demo_pages.test_pages import TINY, no_errors
@@ -29,7 +30,7 @@ def test_the_strategy_picker_shows_titles_and_the_url_keeps_ids(app_test: Callab
     assert "jede 2. Schicht" in shown and "Budget (dp, 40%)" in shown
     from memory.strategies import examples
 
-    ids = [*examples("cpu"), "every-k:2", "budget:dp:40%"]
+    ids = [*(spec.label for spec in examples("cpu")), "every-k:2", "budget:dp:40%"]
     assert not any(i in option for option in shown for i in ids), shown  # no every-k:2
     assert picker.value == ["every-k:2", "budget:dp:40%"]
     assert at.query_params["strategy"] == "every-k:2,budget:dp:40%"
@@ -92,7 +93,8 @@ def _points() -> list[SimpleNamespace]:
 
 
 def test_timeline_peak_labels_sit_above_the_curve_and_under_the_phase_labels() -> None:
-    frame = timeline_frame({"none": _points(), "every-layer": _points()})
+    frame = timeline_frame({StrategySpec("none"): _points(),
+                            StrategySpec("every-layer"): _points()})
     fig = timeline_figure(frame, facet=True)
     stars = [t for t in fig.data if t.mode == "markers+text"]
     assert all(t.textposition.startswith("top ") for t in stars)  # above the highest point
@@ -109,7 +111,7 @@ def test_a_peak_label_reads_toward_the_middle_in_two_short_lines() -> None:
     xs = pd.Series(range(451))
     assert [timeline_figures.peak_label_position(x, xs) for x in (20, 149, 151, 300, 302)] \
         == ["top right", "top right", "top center", "top center", "top left"]
-    frame = timeline_frame({"none": _points()})
+    frame = timeline_frame({StrategySpec("none"): _points()})
     (star,) = [t for t in timeline_figure(frame, facet=True).data if t.mode == "markers+text"]
     lines = star.text[0].split("<br>")
     assert lines == ["peak (R1):", "aten.op9"]

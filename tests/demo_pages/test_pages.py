@@ -7,6 +7,8 @@ from collections.abc import Callable
 
 import pytest
 
+from memory.strategies import parse_strategies
+
 TINY = {"layers": "2", "hidden": "64", "heads": "2", "seq": "32", "batch": "1", "vocab": "256"}
 
 
@@ -281,7 +283,8 @@ def test_timeline_at_its_default_shows_the_sawtooth_and_names_the_peak(app_test:
     assert rows
     from demos.measure import compare
 
-    comp = compare(demo_default("cpu"), ["every-layer"], device="cpu", timeline=True,
+    comp = compare(demo_default("cpu"), parse_strategies("every-layer"), device="cpu",
+                   timeline=True,
                    time_steps=False)
     import pandas as pd
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 import pytest
 
 from memory.config import ModelConfig
+from memory.strategies import parse_strategies
 from tests.demo_pages.test_pages import TINY, no_errors
 from tests.lessons.test_lesson_pages_i18n import page_text
 from tools.translations import untranslated_on_page
@@ -75,7 +76,7 @@ def test_the_engine_s_refusals_are_ids_and_numbers_worded_by_the_page() -> None:
 
     assert set(REFUSALS) == set(REFUSAL_IDS)
     tiny = ModelConfig(layers=2, hidden=64, heads=2, seq_len=32, batch=1, vocab=256)
-    comparison = compare(tiny, ["budget:greedy:1KiB", "every-layer"], device="cpu",
+    comparison = compare(tiny, parse_strategies("budget:greedy:1KiB,every-layer"), device="cpu",
                          time_steps=False, limit_bytes=None)
     assert refusal_of(comparison.results[0]) == ("budget", {"layers": 2})
     assert refusal_of(comparison.results[1]) is None

@@ -54,14 +54,16 @@ import os
 os.environ["DATA_DIR"] = {str(tmp_path)!r}
 import streamlit as st
 from memory.config import ModelConfig
+from memory.strategies import parse_strategies
 from ui import demo_runner
 
 svc = demo_runner.service()
 before = svc.runs_started
 config = ModelConfig(layers=1, hidden=32, heads=1, seq_len=8, batch=1, vocab=64, seed=12345)
-first = demo_runner.run_compare(config, ("none", "every-layer"), repeats=1)
-again = demo_runner.run_compare(config, ("none", "every-layer"), repeats=1)
-other = demo_runner.run_compare(config.replace(layers=2), ("none", "every-layer"), repeats=1)
+specs = parse_strategies("none,every-layer")
+first = demo_runner.run_compare(config, specs, repeats=1)
+again = demo_runner.run_compare(config, specs, repeats=1)
+other = demo_runner.run_compare(config.replace(layers=2), specs, repeats=1)
 st.write(f"engine calls: {{svc.runs_started - before}}; same peaks: "
          f"{{[r.peak_bytes for r in first.results] == [r.peak_bytes for r in again.results]}}")
 """)
@@ -72,8 +74,10 @@ st.write(f"engine calls: {{svc.runs_started - before}}; same peaks: "
 def test_an_invalid_config_is_shown_not_raised() -> None:
     at = _script_app("""
 from memory.config import ModelConfig
+from memory.strategies import parse_strategies
 from ui import demo_runner
-result = demo_runner.run_compare(ModelConfig(layers=1, hidden=64, heads=3), ("none",))
+result = demo_runner.run_compare(ModelConfig(layers=1, hidden=64, heads=3),
+                                 parse_strategies("none"))
 import streamlit as st
 st.write(f"result: {result}")
 """)
@@ -91,10 +95,11 @@ def test_a_long_cpu_run_waits_for_a_click(monkeypatch: pytest.MonkeyPatch) -> No
     at = _script_app("""
 import streamlit as st
 from memory.config import ModelConfig
+from memory.strategies import parse_strategies
 from ui import demo_runner
 
 config = ModelConfig(layers=1, hidden=32, heads=1, seq_len=8, batch=1, vocab=64, seed=777)
-result = demo_runner.run_compare(config, ("none", "every-layer"), repeats=1)
+result = demo_runner.run_compare(config, parse_strategies("none,every-layer"), repeats=1)
 st.write(f"measured: {result is not None}")
 """)
     assert not at.exception

@@ -77,7 +77,7 @@ TWO_RUNS = """
 try:
     demo_runner._run(tiny_compare(seed=1), "a", show=show)
     new = demo_runner._run(tiny_compare(seed=2).__class__.make(
-        "compare", tiny_compare(seed=2).config.replace(layers=3), ["none", "every-layer"],
+        "compare", tiny_compare(seed=2).config.replace(layers=3), tiny_compare().strategies,
         repeats=1, timeline=False, time_steps=False), "b", show=show)
 finally:
     service.set_service(None)

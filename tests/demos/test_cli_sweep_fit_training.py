@@ -11,6 +11,7 @@ from demos.fit import largest_fitting
 from demos.sweep import parse_vary, sweep
 from demos.training import train_losses
 from memory.config import ConfigError, ModelConfig
+from memory.strategies import parse_strategies, parse_strategy
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY_ARGS = ["--layers", "2", "--hidden", "32", "--heads", "2", "--seq", "16", "--batch", "2",
@@ -74,7 +75,8 @@ def test_cli_sweep_csv(capsys):
 
 def test_sweep_rows_and_progress():
     calls = []
-    frame = sweep(TINY, "seq_len", [8, 16], ["none", "every-layer"], device="cpu", repeats=1,
+    frame = sweep(TINY, "seq_len", [8, 16], parse_strategies("none,every-layer"), device="cpu",
+                  repeats=1,
                   progress=lambda done, total: calls.append((done, total)))
     assert len(frame) == 4 and calls == [(1, 2), (2, 2)]
     assert list(frame["seq_len"]) == [8, 8, 16, 16]
@@ -93,19 +95,20 @@ def test_sweep_rows_and_progress():
 
 def test_largest_fitting_is_predicted_then_confirmed():
     budget = 3 * 2**20
-    fit = largest_fitting(TINY, "every-layer", "batch", budget, device="cpu")
+    fit = largest_fitting(TINY, parse_strategy("every-layer"), "batch", budget, device="cpu")
     assert fit.value_predicted is not None and fit.value_predicted > 1
     assert fit.value_confirmed is not None and fit.total_bytes <= budget
     assert fit.tokens_per_second and fit.tokens_per_second > 0
-    none = largest_fitting(TINY, "none", "batch", budget, device="cpu", confirm=False)
+    none = largest_fitting(TINY, parse_strategy("none"), "batch", budget, device="cpu",
+                           confirm=False)
     assert none.value_predicted < fit.value_predicted  # checkpointing fits a bigger batch
-    tiny = largest_fitting(TINY, "none", "batch", 1000, device="cpu", confirm=False)
+    tiny = largest_fitting(TINY, parse_strategy("none"), "batch", 1000, device="cpu", confirm=False)
     assert tiny.value_predicted is None and "over the budget" in tiny.note
 
 
 def test_training_losses_drop_and_match_across_strategies():
     cfg = ModelConfig(layers=2, hidden=32, heads=2, seq_len=32, batch=8, vocab=64, dropout=0.1)
-    frame = train_losses(cfg, ["none", "every-layer", "selective"], steps=12, lr=1e-2)
+    frame = train_losses(cfg, parse_strategies("none,every-layer,selective"), steps=12, lr=1e-2)
     assert list(frame.columns) == ["step", "strategy", "loss"] and len(frame) == 36
     table = frame.pivot(index="step", columns="strategy", values="loss")
     assert table.iloc[-1].max() < table.iloc[0].min() - 0.3

@@ -82,14 +82,12 @@ def test_every_record_parses_plans_and_titles_its_own_examples():
 
     inputs = PlanInputs(layers=9, block_bytes=1000, input_bytes=60)
     for record in strategies.STRATEGIES.values():
-        texts = record.examples() or (record.id,)
-        for text in texts:
-            spec = parse_strategy(text)
+        for spec in record.examples() or (StrategySpec(record.id),):
             assert spec.strategy is record
             assert parse_strategy(spec.label) == spec  # the canonical text round-trips
             assert strategies.title(spec) == spec.title and spec.title
-            assert strategies.colour(text) == record.colour
-            assert strategies.describe(text)
+            assert strategies.colour(spec) == record.colour
+            assert strategies.describe(spec)
             segments = strategies.plan(spec, inputs)
             assert segments[0].start == 0 and segments[-1].stop == inputs.layers
             assert all(a.stop == b.start for a, b in zip(segments, segments[1:], strict=False))
@@ -98,10 +96,11 @@ def test_every_record_parses_plans_and_titles_its_own_examples():
 def test_titles_are_made_from_the_records_not_parsed_back():
     from memory.strategies import title
 
-    assert title("every-k:4") == "every 4 layers"
-    assert title("selective") == "selective: save the matmuls"
-    assert title("budget:dp:50MiB") == "budget (dp, 50.0 MiB)"
-    assert title("budget:dp:40%") == "budget (dp, 40%)"
+    assert title(parse_strategy("every-k:4")) == "every 4 layers"
+    assert title(parse_strategy("selective")) == "selective: save the matmuls"
+    assert title(StrategySpec("selective")) == "selective: save the matmuls"
+    assert title(parse_strategy("budget:dp:50MiB")) == "budget (dp, 50.0 MiB)"
+    assert title(parse_strategy("budget:dp:40%")) == "budget (dp, 40%)"
 
 
 def test_each_selective_policy_is_titled_in_words_in_every_language():
@@ -111,13 +110,14 @@ def test_each_selective_policy_is_titled_in_words_in_every_language():
     from reports.budget_figures import point_label
 
     for lang in ("en", "de", "vi"):
-        titles = {title(f"selective:{p}", lang) for p in SELECTIVE_POLICIES}
+        titles = {title(StrategySpec("selective", policy=p), lang) for p in SELECTIVE_POLICIES}
         assert len(titles) == len(SELECTIVE_POLICIES), titles
         for policy_id in SELECTIVE_POLICIES:
-            text = title(f"selective:{policy_id}", lang)
+            text = title(StrategySpec("selective", policy=policy_id), lang)
             assert policy_id not in text, text
             assert point_label("eager", f"selective:{policy_id}", None, lang) == text
-    assert title("selective:save-attention", "de") == "selektiv: Attention speichern"
+    assert title(parse_strategy("selective:save-attention"), "de") == (
+        "selektiv: Attention speichern")
 
 
 def test_budget_share_is_a_fraction_of_what_no_checkpointing_holds():
@@ -126,7 +126,7 @@ def test_budget_share_is_a_fraction_of_what_no_checkpointing_holds():
     spec = parse_strategy("budget:dp:40%")
     assert (spec.budget_share, spec.budget_bytes, spec.label) == (0.4, None, "budget:dp:40%")
     inputs = PlanInputs(layers=10, block_bytes=1000, input_bytes=50)
-    assert plan(spec, inputs) == plan("budget:dp:4000", inputs)
+    assert plan(spec, inputs) == plan(parse_strategy("budget:dp:4000"), inputs)
     for bad in ("budget:dp:0%", "budget:dp:150%", "budget:dp:x%"):
         with pytest.raises(ConfigError):
             parse_strategy(bad)
@@ -135,7 +135,8 @@ def test_budget_share_is_a_fraction_of_what_no_checkpointing_holds():
 def test_the_pages_offer_budget_and_offload_only_where_they_run():
     from memory.strategies import examples
 
-    cpu, cuda = examples("cpu"), examples("cuda")
+    cpu = [spec.label for spec in examples("cpu")]
+    cuda = [spec.label for spec in examples("cuda")]
     assert "none" not in cpu  # the baseline is always measured anyway
     assert {"budget:dp:40%", "budget:greedy:40%"} <= set(cpu)
     assert "offload" not in cpu and "offload" in cuda

@@ -5,6 +5,7 @@ import torch
 
 from demos.measure import CUDA_METHOD, compare
 from memory.config import ModelConfig
+from memory.strategies import parse_strategies
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 CFG = ModelConfig(layers=4, hidden=128, heads=4, seq_len=128, batch=2, vocab=1024)
@@ -12,7 +13,7 @@ CFG = ModelConfig(layers=4, hidden=128, heads=4, seq_len=128, batch=2, vocab=102
 
 @cuda
 def test_cuda_allocator_measures_and_offload_keeps_activations_off_the_gpu():
-    comp = compare(CFG, ["none", "every-layer", "offload"], device="cuda", repeats=2)
+    comp = compare(CFG, parse_strategies("none,every-layer,offload"), device="cuda", repeats=2)
     none, every, off = comp.results
     for r in comp.results:
         assert r.fits, r.error
@@ -26,7 +27,8 @@ def test_cuda_allocator_measures_and_offload_keeps_activations_off_the_gpu():
 @cuda
 def test_cuda_bf16_and_fp16_run():
     for dtype in ("bfloat16", "float16"):
-        comp = compare(CFG.replace(dtype=dtype), ["none", "every-layer"], device="cuda",
+        comp = compare(CFG.replace(dtype=dtype), parse_strategies("none,every-layer"),
+                       device="cuda",
                        repeats=1)
         assert all(r.fits for r in comp.results)
 
@@ -34,9 +36,11 @@ def test_cuda_bf16_and_fp16_run():
 @cuda
 def test_cuda_out_of_memory_is_a_result_not_a_crash():
     huge = ModelConfig(layers=96, hidden=8192, heads=64, seq_len=4096, batch=64, vocab=262144)
-    comp = compare(huge, ["none"], device="cuda", time_steps=False, limit_bytes=10**16)
+    comp = compare(huge, parse_strategies("none"), device="cuda", time_steps=False,
+                   limit_bytes=10**16)
     assert not comp.results[0].fits
     assert "does not fit" in comp.results[0].error
     torch.cuda.synchronize()
-    small = compare(CFG, ["none"], device="cuda", repeats=1)  # the device still works
+    small = compare(CFG, parse_strategies("none"), device="cuda",
+                    repeats=1)  # the device still works
     assert small.results[0].fits

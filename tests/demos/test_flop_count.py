@@ -12,6 +12,7 @@ from demos.model import build_model, make_batch
 from memory import strategies, theory
 from memory.config import ModelConfig
 from memory.segments import Segment
+from memory.strategies import parse_strategy
 
 GPT = ModelConfig(layers=4, hidden=64, heads=4, seq_len=32, batch=2, vocab=500)
 LLAMA = ModelConfig(arch="llama", layers=3, hidden=64, heads=4, seq_len=16, vocab=700)
@@ -53,9 +54,10 @@ def test_the_counter_equals_the_prediction_for_every_strategy(cfg):
     idx, tgt = make_batch(cfg)
     step = Step(cfg, model, idx, tgt, torch.device("cpu"))
     for text in engine_strategies(cfg):
-        plan = theory.plan_for(cfg, text)
-        counted = step.counted(strategies.parse_strategy(text), plan)
-        predicted = theory.counted_flops(cfg, text, attention_counted=ON_CPU)["total"]
+        spec = strategies.parse_strategy(text)
+        plan = theory.plan_for(cfg, spec)
+        counted = step.counted(spec, plan)
+        predicted = theory.counted_flops(cfg, spec, attention_counted=ON_CPU)["total"]
         assert counted == pytest.approx(predicted, rel=0.01), text
         # with the attention kernel counted as on a GPU
         counted = _count(cfg, model, idx, tgt, plan, CPU_ATTENTION)
@@ -70,14 +72,14 @@ def test_early_stop_skips_the_mlps_last_linear():
     b, s, h, n = cfg.batch, cfg.seq_len, cfg.hidden, cfg.layers
     model = build_model(cfg)
     idx, tgt = make_batch(cfg)
-    none = _count(cfg, model, idx, tgt, theory.plan_for(cfg, "none"))
-    every = _count(cfg, model, idx, tgt, theory.plan_for(cfg, "every-layer"))
+    none = _count(cfg, model, idx, tgt, theory.plan_for(cfg, parse_strategy("none")))
+    every = _count(cfg, model, idx, tgt, theory.plan_for(cfg, parse_strategy("every-layer")))
     assert every - none == n * (16 * b * s * h * h + rerun_attention(cfg))
-    assert theory.step_flops(cfg, "every-layer")["recompute"] == pytest.approx(
+    assert theory.step_flops(cfg, parse_strategy("every-layer"))["recompute"] == pytest.approx(
         n * (16 * b * s * h * h + theory.attention_flops(theory.of_config(cfg), b, s)))
     # early stop off (torch.utils.checkpoint.set_checkpoint_early_stop): the whole layer
     with set_checkpoint_early_stop(False):
-        whole = _count(cfg, model, idx, tgt, theory.plan_for(cfg, "every-layer"))
+        whole = _count(cfg, model, idx, tgt, theory.plan_for(cfg, parse_strategy("every-layer")))
     assert whole - none == n * (24 * b * s * h * h + rerun_attention(cfg))
     assert whole == pytest.approx(theory.counted_flops(
         cfg, "every-layer", reentrant=True, attention_counted=ON_CPU)["total"], rel=0.01)
@@ -100,17 +102,19 @@ def test_reentrant_checkpoint_reruns_the_whole_layer():
 
     with FlopCounterMode(display=False) as counter:
         step()
-    predicted = theory.counted_flops(cfg, "every-layer", reentrant=True, attention_counted=ON_CPU)
+    predicted = theory.counted_flops(cfg, parse_strategy("every-layer"), reentrant=True,
+                                     attention_counted=ON_CPU)
     assert counter.get_total_flops() - none == pytest.approx(predicted["recompute"], rel=0.01)
-    assert predicted["recompute"] > theory.counted_flops(cfg, "every-layer")["recompute"]
+    assert predicted["recompute"] > theory.counted_flops(cfg,
+                                                         parse_strategy("every-layer"))["recompute"]
 
 
 def test_the_default_demo_model_counts_sixteen_point_seven_percent():
     """The default demo model (L8 h256 s256 b4 V8192), as counted by torch on a CPU: the
     theory alone (no run): 51.54 GFLOP without checkpointing, 60.13 with every layer."""
     cfg = ModelConfig(layers=8, hidden=256, heads=4, seq_len=256, batch=4, vocab=8192)
-    none = theory.counted_flops(cfg, "none")["total"]
-    every = theory.counted_flops(cfg, "every-layer")
+    none = theory.counted_flops(cfg, parse_strategy("none"))["total"]
+    every = theory.counted_flops(cfg, parse_strategy("every-layer"))
     assert none / 1e9 == pytest.approx(51.54, abs=0.01)
     assert every["total"] / 1e9 == pytest.approx(60.13, abs=0.01)
     assert every["overhead"] == pytest.approx(1.167, abs=0.001)
@@ -180,14 +184,15 @@ def test_a_dropout_after_the_mlp_makes_its_last_linear_rerun():
     b, s, h, n = cfg.batch, cfg.seq_len, cfg.hidden, cfg.layers
     model = build_model(cfg)
     idx, tgt = make_batch(cfg)
-    none = _count(cfg, model, idx, tgt, theory.plan_for(cfg, "none"))
-    every = _count(cfg, model, idx, tgt, theory.plan_for(cfg, "every-layer"))
+    none = _count(cfg, model, idx, tgt, theory.plan_for(cfg, parse_strategy("none")))
+    every = _count(cfg, model, idx, tgt, theory.plan_for(cfg, parse_strategy("every-layer")))
     assert every - none == n * (24 * b * s * h * h + rerun_attention(cfg))
     assert theory.early_stop_skips(cfg) == 0
     assert theory.early_stop_skips(GPT) == 8 * b * s * h * h
     for text in engine_strategies(cfg):
-        counted = _count(cfg, model, idx, tgt, theory.plan_for(cfg, text))
-        predicted = theory.counted_flops(cfg, text, attention_counted=ON_CPU)["total"]
+        spec = parse_strategy(text)
+        counted = _count(cfg, model, idx, tgt, theory.plan_for(cfg, spec))
+        predicted = theory.counted_flops(cfg, spec, attention_counted=ON_CPU)["total"]
         assert counted == pytest.approx(predicted, rel=1e-9), text
 
 

@@ -4,6 +4,7 @@ from memory import layer as layer_model
 from memory import theory
 from memory.architectures import of_config
 from memory.config import ModelConfig
+from memory.strategies import parse_strategy
 
 
 def test_head_flops_is_two_b_s_h_vocab():
@@ -28,6 +29,6 @@ def test_gpt_selective_recompute_covers_the_engine_matmuls():
     cfg = ModelConfig(layers=2, hidden=64, heads=4, seq_len=32, batch=2, vocab=500)
     arch, b, s = of_config(cfg), cfg.batch, cfg.seq_len
     block = layer_model.layer_flops(arch, b, s)
-    recompute = theory.step_flops(cfg, "selective:save-attention")["recompute"]
+    recompute = theory.step_flops(cfg, parse_strategy("selective:save-attention"))["recompute"]
     assert recompute == cfg.layers * (2 * b * s * 8 * cfg.hidden ** 2)
     assert 0 < recompute < cfg.layers * block

@@ -19,6 +19,7 @@ from demos import installed_torch
 from demos.measure import compare
 from memory import theory
 from memory.config import ModelConfig
+from memory.strategies import parse_strategies, parse_strategy
 
 aten = torch.ops.aten
 CPU_KERNEL = aten._scaled_dot_product_flash_attention_for_cpu
@@ -55,11 +56,12 @@ def test_compare_predicts_what_the_counter_counts_with_either_registry(monkeypat
     elif CPU_KERNEL in flop_counter.flop_registry:
         monkeypatch.delitem(flop_counter.flop_registry, CPU_KERNEL)
         monkeypatch.delitem(flop_counter.flop_registry, CPU_KERNEL_BACKWARD)
-    result = compare(GPT, ["none", "every-layer", "selective:save-attention"], device="cpu",
+    result = compare(GPT, parse_strategies("none,every-layer,selective:save-attention"),
+                     device="cpu",
                      repeats=0, check_gradients=False)
     for r in result.results:
         assert r.flops_counted == r.flops_predicted, r.strategy
-    without = theory.counted_flops(GPT, "none", attention_counted=False)["total"]
+    without = theory.counted_flops(GPT, parse_strategy("none"), attention_counted=False)["total"]
     assert (result.results[0].flops_counted > without) is cpu_attention
 
 

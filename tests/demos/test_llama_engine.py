@@ -10,6 +10,7 @@ from demos.measure import compare
 from demos.model import build_model
 from memory import theory
 from memory.config import ConfigError, ModelConfig
+from memory.strategies import parse_strategy
 
 ALL = ["none", "every-layer", "every-k:2", "sqrt", "selective:save-matmuls",
        "selective:save-attention", "selective:save-all-but-attention", "budget:dp:1MiB"]
@@ -27,7 +28,7 @@ SHAPES = [
 @pytest.mark.parametrize("cfg", SHAPES, ids=lambda c: f"L{c.layers}h{c.hidden}kv{c.kv_heads}"
                                                       f"{c.dtype[0]}{c.dropout}")
 def test_llama_held_bytes_equal_the_prediction_and_gradients_equal_none(cfg):
-    comp = compare(cfg, ALL, device="cpu", time_steps=False)
+    comp = compare(cfg, [parse_strategy(s) for s in ALL], device="cpu", time_steps=False)
     none = comp.result("none")
     for r in comp.results:
         assert r.fits, r.error
@@ -55,12 +56,13 @@ def test_llama_layer_keeps_more_than_gpt_and_the_policies_order_the_same_way():
     gpt = ModelConfig(layers=4, hidden=64, heads=4, seq_len=64, batch=2, vocab=64)
     llama = gpt.replace(arch="llama")
     assert theory.predicted_block_bytes(llama) > theory.predicted_block_bytes(gpt)
-    pred = {s: theory.predicted_activation_bytes(llama, s) for s in ALL[:7]}
+    pred = {s: theory.predicted_activation_bytes(llama, parse_strategy(s)) for s in ALL[:7]}
     assert pred["every-layer"] < pred["selective:save-attention"] < pred[
         "selective:save-matmuls"] < pred["none"] < pred["selective:save-all-but-attention"]
     # save-attention reruns q, k, v, o, gate and up: more than save-matmuls' attention only
-    assert theory.step_flops(llama, "selective:save-attention")["recompute"] > theory.step_flops(
-        llama, "selective:save-matmuls")["recompute"]
+    attention = theory.step_flops(llama, parse_strategy("selective:save-attention"))
+    matmuls = theory.step_flops(llama, parse_strategy("selective:save-matmuls"))
+    assert attention["recompute"] > matmuls["recompute"]
 
 
 def test_arch_and_kv_heads_are_checked_and_part_of_the_config_key():

@@ -4,6 +4,7 @@ import torch
 from demos.measure import compare
 from memory import theory
 from memory.config import ConfigError, ModelConfig
+from memory.strategies import StrategySpec, parse_strategies, parse_strategy
 
 TINY = ModelConfig(layers=4, hidden=64, heads=4, seq_len=32, batch=2, vocab=128)
 ALL_CPU = ["none", "every-layer", "every-k:2", "sqrt", "selective:save-matmuls",
@@ -11,9 +12,14 @@ ALL_CPU = ["none", "every-layer", "every-k:2", "sqrt", "selective:save-matmuls",
            "budget:greedy:700KiB", "budget:dp:700KiB"]
 
 
+def _specs(texts: list[str]) -> list[StrategySpec]:
+    return [parse_strategy(text) for text in texts]
+
+
 @pytest.mark.parametrize("dropout", [0.0, 0.2])
 def test_every_strategy_gives_the_loss_and_gradients_of_none(dropout):
-    comp = compare(TINY.replace(dropout=dropout), ALL_CPU, device="cpu", time_steps=False)
+    comp = compare(TINY.replace(dropout=dropout), _specs(ALL_CPU), device="cpu",
+                   time_steps=False)
     none = comp.result("none")
     for r in comp.results:
         assert r.fits, r.error
@@ -24,7 +30,7 @@ def test_every_strategy_gives_the_loss_and_gradients_of_none(dropout):
 
 
 def test_reference_gradients_exist_without_none_in_the_list():
-    comp = compare(TINY, ["every-layer"], device="cpu", time_steps=False)
+    comp = compare(TINY, parse_strategies("every-layer"), device="cpu", time_steps=False)
     assert comp.results[0].max_grad_diff is not None
     assert comp.results[0].max_grad_diff <= 1e-6
 
@@ -41,7 +47,7 @@ def test_shown_as_it_comes_the_memory_comes_before_the_reference_step(dropout, m
     monkeypatch.setattr(measure, "_reference",
                         lambda step: events.append("reference") or reference(step))
     config = TINY.replace(dropout=dropout)
-    strategies = ["every-layer", "sqrt", "selective:save-matmuls"]
+    strategies = parse_strategies("every-layer,sqrt,selective:save-matmuls")
     shown = []
     comp = compare(config, strategies, device="cpu", repeats=2,
                    on_partial=lambda c: shown.append([r.max_grad_diff for r in c.results])
@@ -68,7 +74,7 @@ SHAPES = [
 def test_measured_activation_bytes_match_the_prediction_within_1_percent(cfg):
     names = ["none", "every-layer", "every-k:2", "sqrt", "selective:save-matmuls",
              "selective:save-attention", "selective:save-all-but-attention"]
-    comp = compare(cfg, names, device="cpu", time_steps=False)
+    comp = compare(cfg, _specs(names), device="cpu", time_steps=False)
     for r in comp.results:
         assert r.fits, r.error
         assert r.activation_bytes == pytest.approx(r.predicted_activation_bytes, rel=0.01), \
@@ -80,7 +86,7 @@ def test_plain_block_holds_the_measured_formula():
     cfg = ModelConfig(layers=1, hidden=64, heads=4, seq_len=32, batch=2, vocab=128)
     s, b, h, a = cfg.seq_len, cfg.batch, cfg.hidden, cfg.heads
     assert theory.predicted_block_bytes(cfg) == 64 * s * b * h + 4 * (4 * b * s + a * b * s)
-    one = compare(cfg, ["none", "every-layer"], device="cpu", time_steps=False)
+    one = compare(cfg, parse_strategies("none,every-layer"), device="cpu", time_steps=False)
     diff = one.result("none").activation_bytes - one.result("every-layer").activation_bytes
     # the block's internals: everything it keeps but its input
     assert diff == theory.predicted_block_bytes(cfg) - s * b * h * 4
@@ -90,7 +96,7 @@ def test_strategies_order_in_memory_as_theory_says():
     cfg = ModelConfig(layers=8, hidden=64, heads=4, seq_len=64, batch=2, vocab=64)
     names = ["none", "every-layer", "sqrt", "selective:save-matmuls",
              "selective:save-attention", "selective:save-all-but-attention"]
-    comp = compare(cfg, names, device="cpu", time_steps=False)
+    comp = compare(cfg, _specs(names), device="cpu", time_steps=False)
     act = {r.strategy: r.activation_bytes for r in comp.results}
     pred = {r.strategy: r.predicted_activation_bytes for r in comp.results}
     assert sorted(act, key=act.get) == sorted(pred, key=pred.get)
@@ -105,7 +111,8 @@ def test_strategies_order_in_memory_as_theory_says():
 
 
 def test_breakdown_and_timeline_mark_layers_recompute_and_loss():
-    comp = compare(TINY, ["none", "every-layer"], device="cpu", time_steps=False, timeline=True)
+    comp = compare(TINY, parse_strategies("none,every-layer"), device="cpu", time_steps=False,
+                   timeline=True)
     none, ckpt = comp.results
     for r in comp.results:
         assert set(r.breakdown) == {"parameters", "gradients", "activations", "logits",
@@ -123,11 +130,12 @@ def test_breakdown_and_timeline_mark_layers_recompute_and_loss():
 
 def test_guard_refuses_an_oversize_config_with_a_clear_message():
     huge = ModelConfig(layers=96, hidden=8192, heads=64, seq_len=8192, batch=512, vocab=262144)
-    comp = compare(huge, ["none", "every-layer"], device="cpu", time_steps=False)
+    comp = compare(huge, parse_strategies("none,every-layer"), device="cpu", time_steps=False)
     for r in comp.results:
         assert not r.fits and r.peak_bytes is None
         assert "over the limit of" in r.error and "available CPU memory" in r.error
-    small = compare(TINY, ["none"], device="cpu", time_steps=False, limit_bytes=10_000)
+    small = compare(TINY, parse_strategies("none"), device="cpu", time_steps=False,
+                    limit_bytes=10_000)
     assert not small.results[0].fits
     error = small.results[0].error
     assert "9.8 KiB" in error and "limit set for this run" in error
@@ -135,9 +143,10 @@ def test_guard_refuses_an_oversize_config_with_a_clear_message():
 
 def test_when_none_is_over_the_limit_the_others_still_run_without_a_reference():
     cfg = ModelConfig(layers=4, hidden=64, heads=4, seq_len=64, batch=2, vocab=64)
-    limit = theory.parameter_bytes(cfg) + theory.predicted_peak_bytes(cfg, "every-layer") + 1
-    assert theory.predicted_peak_bytes(cfg, "none") > limit
-    comp = compare(cfg, ["none", "every-layer"], device="cpu", time_steps=False,
+    every = parse_strategy("every-layer")
+    limit = theory.parameter_bytes(cfg) + theory.predicted_peak_bytes(cfg, every) + 1
+    assert theory.predicted_peak_bytes(cfg, parse_strategy("none")) > limit
+    comp = compare(cfg, parse_strategies("none,every-layer"), device="cpu", time_steps=False,
                    limit_bytes=limit)
     none, every = comp.results
     assert not none.fits and "over the limit" in none.error
@@ -146,7 +155,7 @@ def test_when_none_is_over_the_limit_the_others_still_run_without_a_reference():
 
 
 def test_budget_too_small_and_cuda_only_do_not_fit_but_do_not_raise():
-    comp = compare(TINY, ["budget:dp:1KiB", "offload"], device="cpu", time_steps=False)
+    comp = compare(TINY, parse_strategies("budget:dp:1KiB,offload"), device="cpu", time_steps=False)
     assert "too small" in comp.results[0].error
     if not torch.cuda.is_available():
         assert "needs a CUDA GPU" in comp.results[1].error
@@ -154,11 +163,12 @@ def test_budget_too_small_and_cuda_only_do_not_fit_but_do_not_raise():
 
 def test_invalid_config_raises_config_error():
     with pytest.raises(ConfigError, match="heads"):
-        compare(TINY.replace(heads=5), ["none"], device="cpu")
+        compare(TINY.replace(heads=5), parse_strategies("none"), device="cpu")
 
 
 def test_times_are_medians_of_interleaved_untracked_runs():
-    comp = compare(TINY.replace(layers=2), ["none", "every-layer"], device="cpu", repeats=3)
+    comp = compare(TINY.replace(layers=2), parse_strategies("none,every-layer"), device="cpu",
+                   repeats=3)
     for r in comp.results:
         assert len(r.step_seconds_runs) == 3
         assert r.step_seconds == sorted(r.step_seconds_runs)[1]
@@ -179,7 +189,7 @@ def test_at_the_cpu_default_the_strategies_visibly_differ():
     from memory.config import demo_default
     from memory.theory import peak_cause
 
-    comp = compare(demo_default("cpu"), ["none", "every-layer", "every-k:2", "sqrt"],
+    comp = compare(demo_default("cpu"), parse_strategies("none,every-layer,every-k:2,sqrt"),
                    device="cpu", time_steps=False)
     peaks = [r.peak_bytes for r in comp.results]
     assert len(set(peaks)) == len(peaks), peaks
@@ -197,12 +207,12 @@ def test_gpu_default_lets_activations_outweigh_the_logits():
     cfg = demo_default("cuda")
     assert theory.predicted_block_bytes(cfg, "cuda") > theory.logits_bytes(cfg) * 1.5
     peaks = {s: theory.predicted_peak_bytes(cfg, s, "cuda")
-             for s in ("none", "every-layer", "every-k:2", "sqrt")}
+             for s in parse_strategies("none,every-layer,every-k:2,sqrt")}
     assert len(set(peaks.values())) == len(peaks), peaks
 
 
 def test_the_result_records_where_its_peak_was():
-    comp = compare(TINY, ["none", "every-layer"], device="cpu", time_steps=False)
+    comp = compare(TINY, parse_strategies("none,every-layer"), device="cpu", time_steps=False)
     for r in comp.results:
         assert r.peak_phase in ("forward", "loss", "recompute", "backward") and r.peak_op
 
@@ -210,7 +220,8 @@ def test_the_result_records_where_its_peak_was():
 def test_page_timing_has_enough_interleaved_runs_for_a_spread():
     from demos.measure import MAX_REPEATS_FACTOR, PAGE_REPEATS
 
-    comp = compare(TINY, ["none", "every-layer"], device="cpu", repeats=PAGE_REPEATS["cpu"])
+    comp = compare(TINY, parse_strategies("none,every-layer"), device="cpu",
+                   repeats=PAGE_REPEATS["cpu"])
     runs = {len(r.step_seconds_runs) for r in comp.results}
     assert len(runs) == 1  # interleaved: every strategy the same number of runs
     assert PAGE_REPEATS["cpu"] <= runs.pop() <= PAGE_REPEATS["cpu"] * MAX_REPEATS_FACTOR
@@ -232,13 +243,13 @@ def test_timing_goes_on_while_the_spread_is_wide_until_the_cap(monkeypatch):
     clock = iter(range(10**6))
     monkeypatch.setattr(measure.Step, "timed_with_cpu",
                         lambda self, spec, plan: (1.0 + next(clock) % 2, 1.0))
-    comp = compare(TINY, ["none"], device="cpu", repeats=5)
+    comp = compare(TINY, parse_strategies("none"), device="cpu", repeats=5)
     assert len(comp.results[0].step_seconds_runs) == 10
     assert comp.busy()  # a wide spread is not representative
-    comp = compare(TINY, ["none"], device="cpu", repeats=5, time_cap_s=0)
+    comp = compare(TINY, parse_strategies("none"), device="cpu", repeats=5, time_cap_s=0)
     assert len(comp.results[0].step_seconds_runs) == 5
     monkeypatch.setattr(measure.Step, "timed_with_cpu", lambda self, spec, plan: (1.0, 0.9))
-    comp = compare(TINY, ["none"], device="cpu", repeats=5)
+    comp = compare(TINY, parse_strategies("none"), device="cpu", repeats=5)
     assert len(comp.results[0].step_seconds_runs) == 5 and not comp.busy()
 
 
@@ -249,7 +260,7 @@ def test_what_fits_times_its_confirmed_size_with_repeats(monkeypatch):
     from demos.fit import FIT_REPEATS, largest_fitting
 
     monkeypatch.setattr(measure.Step, "timed_with_cpu", lambda self, spec, plan: (0.01, 0.01))
-    found = largest_fitting(TINY, "none", "batch", 4 * 2**20, device="cpu")
+    found = largest_fitting(TINY, parse_strategy("none"), "batch", 4 * 2**20, device="cpu")
     assert found.value_confirmed
     assert len(found.step_seconds_runs) == len(found.cpu_seconds_runs) == FIT_REPEATS
     assert found.tokens_per_second == pytest.approx(
@@ -266,12 +277,13 @@ def test_a_search_can_skip_the_plain_reference_step(monkeypatch) -> None:
     original = measure._reference
     monkeypatch.setattr(measure, "_reference",
                         lambda step: plain_steps.append(step) or original(step))
-    checked = compare(TINY, ["every-layer"], repeats=1)
+    checked = compare(TINY, parse_strategies("every-layer"), repeats=1)
     assert len(plain_steps) == 1 and checked.results[0].max_grad_diff is not None
-    skipped = compare(TINY, ["every-layer"], repeats=1, check_gradients=False)
+    skipped = compare(TINY, parse_strategies("every-layer"), repeats=1, check_gradients=False)
     assert len(plain_steps) == 1 and skipped.results[0].max_grad_diff is None
     assert skipped.results[0].peak_bytes == checked.results[0].peak_bytes
     from demos.fit import largest_fitting
 
-    largest_fitting(TINY, "every-layer", "batch", 4 * 2**20, device="cpu", repeats=1)
+    largest_fitting(TINY, parse_strategy("every-layer"), "batch", 4 * 2**20, device="cpu",
+                    repeats=1)
     assert len(plain_steps) == 1  # the fit's confirmation ran none

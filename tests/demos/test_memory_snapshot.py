@@ -17,6 +17,7 @@ from torch.cuda import _memory_viz
 from demos.measure import compare
 from demos.results import Comparison
 from memory.config import ModelConfig
+from memory.strategies import parse_strategies
 from reports.memory_snapshot import (
     BASE_ADDRESS,
     ROUNDING,
@@ -28,7 +29,7 @@ from reports.memory_snapshot import (
 from serving.jobs import decode_result, encode_result
 
 CONFIG = ModelConfig(layers=3, hidden=32, heads=2, seq_len=16, batch=2, vocab=64)
-STRATEGIES = ["every-layer", "selective"]
+STRATEGIES = parse_strategies("every-layer,selective")
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from memory.config import ModelConfig
+from memory.strategies import StrategySpec, parse_strategy
 from reports.compare_table import cost_table, gradient_badge, results_table, timing_note
 from reports.fits_and_loss_tables import fits_table, loss_differences, loss_table
 from reports.peak_notes import peak_sentence, shared_peak_notes
@@ -34,7 +35,8 @@ THROUGHPUT = "Tokens / s · one step: wall, CPU · compute counted (predicted)"
 def _result(strategy: str, peak: int, seconds: float, diff: float | None, equal: bool | None,
             fits: bool = True, runs: list[float] | None = None, cpu: list[float] | None = None,
             flops: tuple[int, float] | None = None) -> SimpleNamespace:
-    return SimpleNamespace(strategy=strategy, label=strategy, fits=fits, peak_bytes=peak,
+    return SimpleNamespace(strategy=strategy, spec=parse_strategy(strategy), label=strategy,
+                           fits=fits, peak_bytes=peak,
                            activation_bytes=peak // 2, predicted_activation_bytes=peak // 2,
                            step_seconds=seconds,
                            step_seconds_runs=runs if runs is not None else [seconds] * 3,
@@ -233,7 +235,8 @@ def test_the_overhead_note_states_early_stop_as_torch_applies_it(monkeypatch) ->
 
 def test_peak_sentence_says_where_the_peak_is_and_what_sets_it() -> None:
     """Five strategies once showed the same 40.5 MiB peak and nothing said why."""
-    ran = SimpleNamespace(strategy="every-layer", label="every-layer", fits=True,
+    ran = SimpleNamespace(strategy="every-layer", spec=StrategySpec("every-layer"),
+                          label="every-layer", fits=True,
                           peak_bytes=40 * 2**20, peak_op="embedding_dense_backward.default",
                           peak_phase="backward", peak_layer=None,
                           breakdown={"parameters": 40 * 2**20, "gradients": 32 * 2**20,
@@ -243,7 +246,8 @@ def test_peak_sentence_says_where_the_peak_is_and_what_sets_it() -> None:
     assert text.startswith("**every layer**: peak 40.0 MiB at the end of backward")
     assert "`embedding_dense_backward`" in text
     assert "the parameters' gradients, 32.0 MiB (80%): checkpointing cannot lower them" in text
-    same = SimpleNamespace(**{**vars(ran), "strategy": "sqrt", "label": "sqrt"})
+    same = SimpleNamespace(**{**vars(ran), "strategy": "sqrt", "spec": StrategySpec("sqrt"),
+                              "label": "sqrt"})
     notes = shared_peak_notes([ran, same])
     assert len(notes) == 1
     assert notes[0].startswith("every layer, every √N layers reach the same peak")
@@ -257,7 +261,7 @@ def test_peak_sentence_says_where_the_peak_is_and_what_sets_it() -> None:
 def test_baseline_and_best_skip_what_did_not_fit() -> None:
     none = _result("none", 100, 0.2, None, None)
     sqrt = _result("sqrt", 60, 0.3, 0.0, True)
-    refused = _result("budget", 10, 0.0, None, None, fits=False)
+    refused = _result("budget:dp:40%", 10, 0.0, None, None, fits=False)
     assert baseline_and_best([none, sqrt, refused]) == (none, sqrt)
     assert baseline_and_best([sqrt]) == (None, sqrt)
     assert baseline_and_best([none]) == (none, None)

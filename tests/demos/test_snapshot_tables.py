@@ -16,6 +16,7 @@ from demos.results import EVENTS_COLUMN
 from demos.training import train_losses
 from memory import theory
 from memory.config import ModelConfig
+from memory.strategies import parse_strategies
 from reports import memory_snapshot
 from reports.report import csv_frame
 from serving.jobs import Job, decode_result, encode_result
@@ -48,7 +49,7 @@ def _renders(runs: list, parameter_bytes: int) -> dict:
 
 @pytest.fixture(scope="module")
 def sweep() -> pd.DataFrame:
-    return _stored(Job.make("sweep", TINY, ["none", "every-layer"], vary="batch",
+    return _stored(Job.make("sweep", TINY, parse_strategies("none,every-layer"), vary="batch",
                             values=(1, 2, 3), repeats=1))
 
 
@@ -83,12 +84,13 @@ def test_the_event_logs_stay_out_of_the_csv_and_the_cli(sweep: pd.DataFrame) -> 
     assert EVENTS_COLUMN not in csv_frame(sweep).columns
     assert "memory_events" not in csv_frame(sweep).to_csv(index=False)
     # the CLI's sweep (python -m demos sweep) asks for no event log
-    assert EVENTS_COLUMN not in run_sweep(TINY, "batch", [1], ["none"], device="cpu",
+    assert EVENTS_COLUMN not in run_sweep(TINY, "batch", [1], parse_strategies("none"),
+                                          device="cpu",
                                          repeats=1).columns
 
 
 def test_what_fits_keeps_each_confirmed_step() -> None:
-    frame = _stored(Job.make("fits", TINY, ["none", "every-layer"], vary="batch",
+    frame = _stored(Job.make("fits", TINY, parse_strategies("none,every-layer"), vary="batch",
                              budget_bytes=2 * 2**20))
     assert frame["value_confirmed"].notna().all()
     for row in frame.to_dict(orient="records"):
@@ -103,8 +105,9 @@ def test_what_fits_keeps_each_confirmed_step() -> None:
 
 def test_training_tracks_the_first_step_and_changes_no_loss() -> None:
     config = TINY.replace(dropout=0.1)
-    plain = train_losses(config, ["none", "every-layer"], 3, device="cpu")
-    tracked = train_losses(config, ["none", "every-layer"], 3, device="cpu", events=True)
+    plain = train_losses(config, parse_strategies("none,every-layer"), 3, device="cpu")
+    tracked = train_losses(config, parse_strategies("none,every-layer"), 3, device="cpu",
+                           events=True)
     assert tracked["loss"].tolist() == plain["loss"].tolist()  # bitwise: the tracker only looks
     frame = decode_result(encode_result(tracked))
     kept = frame[frame[EVENTS_COLUMN].notna()]

@@ -5,6 +5,7 @@ from memory import theory, worked_examples
 from memory.config import ModelConfig
 from memory.placement import BudgetTooSmall, dp_plan, greedy_plan, plan_need
 from memory.segments import Segment
+from memory.strategies import parse_strategy
 
 
 def test_korthikanti_and_seed_figures():
@@ -20,10 +21,10 @@ def test_korthikanti_and_seed_figures():
 
 def test_recompute_overhead_is_bounded_by_four_thirds():
     cfg = ModelConfig()
-    assert theory.step_flops(cfg, "none")["overhead"] == 1.0
-    every = theory.step_flops(cfg, "every-layer")["overhead"]
+    assert theory.step_flops(cfg, parse_strategy("none"))["overhead"] == 1.0
+    every = theory.step_flops(cfg, parse_strategy("every-layer"))["overhead"]
     assert 1.0 < every < 4 / 3  # forward + backward (2x forward) + one more forward
-    assert theory.step_flops(cfg, "selective")["overhead"] < every
+    assert theory.step_flops(cfg, parse_strategy("selective"))["overhead"] < every
 
 
 def test_save_attention_reruns_every_matmul_backward_needs():
@@ -32,20 +33,20 @@ def test_save_attention_reruns_every_matmul_backward_needs():
     Only the output projection's result is never needed, and attention itself is saved."""
     cfg = ModelConfig(layers=3, hidden=256, heads=4, seq_len=64, batch=2)
     b, s, h = cfg.batch, cfg.seq_len, cfg.hidden
-    flops = theory.step_flops(cfg, "selective:save-attention")
+    flops = theory.step_flops(cfg, parse_strategy("selective:save-attention"))
     assert flops["recompute"] == pytest.approx(cfg.layers * 2 * b * s * 8 * h * h)
-    matmuls = theory.step_flops(cfg, "selective:save-matmuls")["recompute"]
+    matmuls = theory.step_flops(cfg, parse_strategy("selective:save-matmuls"))["recompute"]
     assert matmuls == pytest.approx(cfg.layers * 2 * b * s * s * h)  # attention only
     assert flops["recompute"] > matmuls
 
 
 def test_cpu_estimate_follows_the_step_flops():
     cfg = ModelConfig(layers=2, hidden=64, heads=4, seq_len=32, batch=2, vocab=128)
-    one = theory.cpu_seconds([(cfg, "every-layer", 1)])
-    assert one == pytest.approx(theory.step_flops(cfg, "every-layer")["total"]
+    one = theory.cpu_seconds([(cfg, parse_strategy("every-layer"), 1)])
+    assert one == pytest.approx(theory.step_flops(cfg, parse_strategy("every-layer"))["total"]
                                 / theory.CPU_FLOPS_PER_SECOND)
-    assert theory.cpu_seconds([(cfg, "every-layer", 3)]) == pytest.approx(3 * one)
-    assert theory.cpu_seconds([(cfg.replace(heads=3), "none", 1)]) >= 0
+    assert theory.cpu_seconds([(cfg, parse_strategy("every-layer"), 3)]) == pytest.approx(3 * one)
+    assert theory.cpu_seconds([(cfg.replace(heads=3), parse_strategy("none"), 1)]) >= 0
 
 
 def test_explanation_names_dtype_dropout_and_attention():
@@ -113,7 +114,8 @@ def test_predicted_peak_is_close_to_the_measured_peak_on_cpu():
                             dropout=0.1)):
         names = ["none", "every-layer", "every-k:2", "selective:save-matmuls",
                  "selective:save-attention", "budget:dp:1MiB"]
-        for r in compare(cfg, names, device="cpu", time_steps=False).results:
+        specs = [parse_strategy(name) for name in names]
+        for r in compare(cfg, specs, device="cpu", time_steps=False).results:
             assert r.peak_bytes == pytest.approx(r.predicted_peak_bytes, rel=0.01), r.strategy
 
 

@@ -106,6 +106,7 @@ def test_the_lessons_count_is_torchs_count():
     from demos.model import build_model, make_batch
     from lessons.values import counted_demo_flops
     from memory.config import demo_default
+    from memory.strategies import parse_strategy
     from memory.theory import plan_for
 
     torch.set_num_threads(1)
@@ -116,7 +117,7 @@ def test_the_lessons_count_is_torchs_count():
     def count(strategy: str) -> int:
         model.zero_grad(set_to_none=True)
         with FlopCounterMode(display=False) as counter:
-            model(idx, tgt, plan_for(cfg, strategy)).backward()
+            model(idx, tgt, plan_for(cfg, parse_strategy(strategy))).backward()
         return counter.get_total_flops()
 
     from demos.installed_torch import counter_counts_attention

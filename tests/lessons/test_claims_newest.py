@@ -80,12 +80,13 @@ def test_early_stop_is_the_rule_torch_applies_with_dropout_named(code):
 
 def _count(cfg, strategy: str) -> int:
     from demos.model import build_model, make_batch
+    from memory.strategies import parse_strategy
     from memory.theory import plan_for
 
     model = build_model(cfg)
     idx, tgt = make_batch(cfg)
     with FlopCounterMode(display=False) as counter:
-        model(idx, tgt, plan_for(cfg, strategy)).backward()
+        model(idx, tgt, plan_for(cfg, parse_strategy(strategy))).backward()
     return counter.get_total_flops()
 
 
@@ -416,11 +417,12 @@ def test_autocast_casts_the_weights_per_forward_and_keeps_the_copies_for_backwar
 
 def test_the_labs_optimal_budget_placement_checkpoints_the_first_layers():
     """What lesson 7 says of `budget:dp`: checkpoints from the first layer, the last kept."""
+    from memory.strategies import parse_strategy
     from memory.theory import plan_for
 
     cfg = demo_default("cpu")
     for budget in ("30%", "50%", "80%"):
-        plan = plan_for(cfg, f"budget:dp:{budget}")
+        plan = plan_for(cfg, parse_strategy(f"budget:dp:{budget}"))
         assert plan[0].start == 0 and plan[0].mode == "checkpoint"
         assert plan[-1].mode == "keep" and plan[-1].stop == cfg.layers
     assert "`budget:dp`" in text("in-practice")

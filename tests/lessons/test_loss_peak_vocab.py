@@ -13,6 +13,7 @@ from i18n import format_decimal
 from lessons.document import load
 from lessons.values import LOGITS_DEMO, lesson_values, loss_peak_vocab
 from memory.config import ModelConfig, slider_ranges
+from memory.strategies import parse_strategies
 from memory.theory import peak_cause
 
 LESSON = "large-vocabularies"
@@ -20,7 +21,7 @@ AT_THE_LOSS = {"loss", "loss-backward"}  # memory.theory.peak_where's places in 
 
 
 def measured_where(cfg: ModelConfig) -> str:
-    comparison = compare(cfg, ["every-layer"], device="cpu", time_steps=False,
+    comparison = compare(cfg, parse_strategies("every-layer"), device="cpu", time_steps=False,
                          limit_bytes=None)
     (result,) = [r for r in comparison.results if r.strategy == "every-layer"]
     cause = peak_cause(result)

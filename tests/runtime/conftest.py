@@ -13,6 +13,7 @@ import pytest
 from demos.device import DeviceInfo
 from demos.results import Comparison
 from memory.config import ModelConfig
+from memory.strategies import parse_strategies
 from serving.jobs import Job
 from serving.service import DemoService
 from serving.store import ResultStore
@@ -25,14 +26,15 @@ CPU = DeviceInfo("cpu", "test cpu", 8 * 2**30, 4 * 2**30, 2, "test")
 def tiny_compare(seed: int = 0, timed: bool = False) -> Job:
     """A tiny comparison: one step (its memory), or `timed` two (the memory, then the
     timed steps), as the pages' comparisons."""
-    return Job.make("compare", TINY.replace(seed=seed), ["none", "every-layer"], repeats=1,
+    return Job.make("compare", TINY.replace(seed=seed), parse_strategies("none,every-layer"),
+                    repeats=1,
                     timeline=False, time_steps=timed)
 
 
 def long_training(steps: int = 1000) -> Job:
     """Minutes of training on a CPU: long enough to be cancelled or stopped."""
     return Job.make("train", ModelConfig(layers=4, hidden=256, heads=4, seq_len=256, batch=4,
-                                         vocab=1024), ["none"], steps=steps)
+                                         vocab=1024), parse_strategies("none"), steps=steps)
 
 
 class FakeWorker:

@@ -7,6 +7,7 @@ import os
 import time
 from types import SimpleNamespace
 
+from memory.strategies import parse_strategies
 from tests.runtime.conftest import FakeWorker, tiny_compare
 from ui.server import (
     LISTEN_WAIT_ENV,
@@ -94,7 +95,8 @@ def test_the_warm_ups_first_numbers_come_before_its_timed_steps(make_service):
 
     worker = FakeWorker(lambda job, index: 0.05)
     svc = make_service(worker=worker, use_store=False)
-    fits = Job.make("fits", TINY.replace(seed=2), ["none", "every-layer"], vary="batch",
+    fits = Job.make("fits", TINY.replace(seed=2), parse_strategies("none,every-layer"),
+                    vary="batch",
                     budget_bytes=128 * 2**20)
     tickets = svc.warm([tiny_compare(seed=1, timed=True), fits])
     assert wait_for_common_views(tickets, limit_s=20) is not None

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import threading
 
+from memory.strategies import parse_strategies
 from serving.jobs import Job
 from tests.runtime.conftest import TINY, FakeWorker, SlowPutStore, tiny_compare, wait_for
 
 
 def _search(seed: int, steps: int = 4) -> Job:
-    return Job.make("sweep", TINY.replace(seed=seed), ["none"], vary="layers",
+    return Job.make("sweep", TINY.replace(seed=seed), parse_strategies("none"), vary="layers",
                     values=tuple(range(1, steps + 1)), repeats=1)
 
 

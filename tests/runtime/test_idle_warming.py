@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from memory.strategies import parse_strategies
 from serving import service as service_module
 from tests.runtime.conftest import FakeWorker, tiny_compare, wait_for
 from ui.server import slider_neighbours
@@ -104,9 +105,11 @@ def test_collecting_lists_no_invalid_combination(monkeypatch) -> None:
 
     monkeypatch.setenv(demo_runner.COLLECT_ENV, "1")
     demo_runner.collected.clear()
-    demo_runner.run_compare(ModelConfig(layers=2, hidden=128, heads=3), ("none",), repeats=1)
+    demo_runner.run_compare(ModelConfig(layers=2, hidden=128, heads=3), parse_strategies("none"),
+                            repeats=1)
     assert demo_runner.collected == []
-    demo_runner.run_compare(ModelConfig(layers=2, hidden=128, heads=4), ("none",), repeats=1)
+    demo_runner.run_compare(ModelConfig(layers=2, hidden=128, heads=4), parse_strategies("none"),
+                            repeats=1)
     assert len(demo_runner.collected) == 1
     demo_runner.collected.clear()
 
@@ -204,7 +207,8 @@ def test_the_warm_up_logs_each_failed_run_with_its_job_and_reason(caplog) -> Non
     from tests.runtime.conftest import TINY
     from ui import server
 
-    job = Job.make("fits", TINY, ["every-layer"], vary="batch", budget_bytes=128 * 2**20)
+    job = Job.make("fits", TINY, parse_strategies("every-layer"), vary="batch",
+                   budget_bytes=128 * 2**20)
     failed = StepFailed("memory-limit", used=806395904, bound=805306368)
     tickets = [SimpleNamespace(wait=lambda: True, error=None, job=job),
                SimpleNamespace(wait=lambda: True, error=failed, job=job)]

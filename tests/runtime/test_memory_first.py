@@ -8,6 +8,7 @@ import pytest
 
 from demos.measure import compare
 from memory.config import ModelConfig
+from memory.strategies import parse_strategies
 from serving.jobs import Job
 from tests.runtime.conftest import TINY, FakeWorker, tiny_compare, wait_for
 
@@ -45,7 +46,8 @@ def test_the_memory_is_on_the_ticket_while_the_steps_are_timed(make_service) -> 
 
 @pytest.mark.heavy
 def test_the_two_steps_measure_what_one_comparison_does() -> None:
-    job = Job.make("compare", TINY.replace(layers=3), ["none", "every-layer"], repeats=2,
+    job = Job.make("compare", TINY.replace(layers=3), parse_strategies("none,every-layer"),
+                   repeats=2,
                    timeline=True, time_steps=True)
     seen = []
     memory = job.run_step(0, "cpu", None, partial=seen.append)
@@ -68,7 +70,8 @@ def _large(seed: int) -> Job:
     """A comparison whose memory step is many times a tiny one's."""
     return Job.make("compare", ModelConfig(layers=8, hidden=256, heads=4, seq_len=256,
                                            batch=4, vocab=1024, seed=seed),
-                    ["none", "every-layer"], repeats=1, timeline=True, time_steps=False)
+                    parse_strategies("none,every-layer"), repeats=1, timeline=True,
+                    time_steps=False)
 
 
 def _class_behind_a_first_run(make_service, ahead: int) -> FakeWorker:

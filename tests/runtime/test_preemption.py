@@ -14,6 +14,7 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from memory.strategies import parse_strategies
 from serving import worker as worker_module
 from serving.jobs import Job
 from serving.worker import DeviceWorker, StepFailed, _engine_state, _Preemption
@@ -36,7 +37,7 @@ def _first_attempt_forever(seed: int, index: int = 0):
 
 
 def _sweep(seed: int, steps: int = 3) -> Job:
-    return Job.make("sweep", TINY.replace(seed=seed), ["none"], vary="layers",
+    return Job.make("sweep", TINY.replace(seed=seed), parse_strategies("none"), vary="layers",
                     values=tuple(range(1, steps + 1)), repeats=1)
 
 

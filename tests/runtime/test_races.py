@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import pytest
 from sqlalchemy import inspect
 
+from memory.strategies import parse_strategies
 from serving import store as store_module
 from serving.jobs import Job
 from serving.store import ResultStore
@@ -53,7 +54,8 @@ def test_progress_is_the_steps_done_between_steps_and_never_above_one(
     entered, release = threading.Event(), threading.Event()
     worker = _ProgressWorker()
     svc = make_service(worker=worker, store=SlowPutStore(store_dir, entered, release))
-    ticket = svc.submit(Job.make("sweep", TINY.replace(seed=1), ["none"], vary="layers",
+    ticket = svc.submit(Job.make("sweep", TINY.replace(seed=1), parse_strategies("none"),
+                                 vary="layers",
                                  values=(1, 2), repeats=1), "a")
     try:
         assert worker.in_start.wait(10)  # step 0 done, step 1 not begun

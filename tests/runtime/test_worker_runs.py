@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from memory.strategies import parse_strategies
 from serving.jobs import Job
 from serving.store import ResultStore
 from serving.tickets import GRACE_S, RunRefused
@@ -120,7 +121,7 @@ def test_two_services_on_one_database_make_one_run(make_service, store_dir) -> N
 
 def test_a_run_over_the_memory_limit_is_refused_before_it_starts(make_service) -> None:
     svc = make_service(memory_limit=64 * 2**20)
-    fits = Job.make("fits", TINY, ["none"], vary="batch", budget_bytes=256 * 2**20)
+    fits = Job.make("fits", TINY, parse_strategies("none"), vary="batch", budget_bytes=256 * 2**20)
     with pytest.raises(RunRefused) as refused:
         svc.submit(fits, "learner")
     assert refused.value.reason == "memory"
@@ -154,7 +155,8 @@ def test_a_checkpointed_step_gives_its_memory_back_to_the_system() -> None:
         environ = Path(f"/proc/{instance.pid}/environ").read_bytes().split(b"\0")
         assert b"MALLOC_MMAP_THRESHOLD_=1048576" in environ
         config = ModelConfig(layers=8, hidden=128, heads=4, seq_len=256, batch=34, vocab=768)
-        job = Job.make("compare", config, ["every-layer"], repeats=0, time_steps=False)
+        job = Job.make("compare", config, parse_strategies("every-layer"), repeats=0,
+                       time_steps=False)
         base = instance.rss() or 0
         # a limit under the plain step's need: no plain reference step, only every layer
         result = instance.call(job, 0, limit_bytes=200 * 2**20)
