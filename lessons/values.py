@@ -53,6 +53,7 @@ from memory.parallel import (
     layer_bytes,
     layer_transfers,
 )
+from memory.strategies import StrategySpec
 from memory.theory import counted_flops, early_stop_skips, predicted_peak_where
 from memory.worked_examples import SEED_EXAMPLE, course_examples
 
@@ -70,13 +71,15 @@ APPLY_SHALLOW_DEPTH = 40  # deeper than GPT's every-layer limit, within Llama's
 APPLY_HIDDEN = 512
 APPLY_VOCAB = 4_096
 
+EVERY_LAYER = StrategySpec("every-layer")
+
 
 def loss_peak_vocab(cfg: ModelConfig = LOGITS_DEMO, device: str = "cpu") -> int:
     """The smallest vocabulary on the demo's slider (its steps on `device`) at which the
     theory (memory.theory.predicted_peak_where) puts `cfg`'s every-layer peak at the loss."""
     low, high, step = slider_ranges(device)["vocab"]
     return next(vocab for vocab in range(low, high + 1, step)
-                if predicted_peak_where(cfg.replace(vocab=vocab), "every-layer",
+                if predicted_peak_where(cfg.replace(vocab=vocab), EVERY_LAYER,
                                         device) == "loss")
 
 # A fraction the text says in words ("adds a third"), by its value.
@@ -97,9 +100,9 @@ def counted_demo_flops(cfg: ModelConfig | None = None,
     dropout = cfg.replace(dropout=DEMO_DROPOUT)
     kw = {"attention_counted": attention_counted}
     return {"none": counted_flops(cfg, **kw)["total"],
-            "every": counted_flops(cfg, "every-layer", **kw)["total"],
-            "reentrant": counted_flops(cfg, "every-layer", reentrant=True, **kw)["total"],
-            "every_dropout": counted_flops(dropout, "every-layer", **kw)["total"]}
+            "every": counted_flops(cfg, EVERY_LAYER, **kw)["total"],
+            "reentrant": counted_flops(cfg, EVERY_LAYER, reentrant=True, **kw)["total"],
+            "every_dropout": counted_flops(dropout, EVERY_LAYER, **kw)["total"]}
 
 
 # the head dimension of most large models (Llama, the worked example's 2,048 / 16), for the

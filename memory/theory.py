@@ -33,7 +33,6 @@ from memory.strategies import (
     CHECKPOINT_KEEPS,
     PlanInputs,
     StrategySpec,
-    parse_strategy,
     require_spec,
 )
 from memory.worked_examples import korthikanti_layer_bytes
@@ -112,13 +111,6 @@ def loss_held_bytes(cfg: ModelConfig) -> int:
     return logits_bytes(cfg) + 2 * cfg.dtype_bytes
 
 
-def _lesson_spec(spec: StrategySpec) -> StrategySpec:
-    """The record itself; the lessons' values (lessons/values.py) still name their one
-    strategy as the text "every-layer" in predicted_peak_where and counted_flops, parsed
-    here until they pass a record too. Every other caller passes a record."""
-    return parse_strategy(spec) if isinstance(spec, str) else require_spec(spec)
-
-
 def plan_for(cfg: ModelConfig, spec: StrategySpec, device: str = "cpu") -> list[Segment]:
     """The segments a strategy runs the layers in. Raises BudgetTooSmall for budgets.
 
@@ -185,7 +177,7 @@ def predicted_peak_where(cfg: ModelConfig, spec: StrategySpec,
                          device: str = "cpu") -> str:
     """The moment of predicted_peak_moments that sets the peak ("loss", "head", "layers",
     "end"); the first in that order on a tie."""
-    moments = predicted_peak_moments(cfg, _lesson_spec(spec), device)
+    moments = predicted_peak_moments(cfg, require_spec(spec), device)
     return max(moments, key=lambda moment: moments[moment])
 
 
@@ -382,7 +374,7 @@ def counted_flops(cfg: ModelConfig, spec: StrategySpec | None = None,
     base = 3 * linears + n * (COUNTER_ATTENTION_FORWARD + COUNTER_ATTENTION_BACKWARD) * unit
     recompute = 0.0
     if spec is not None:
-        spec = _lesson_spec(spec)
+        spec = require_spec(spec)
         for seg in plan_for(cfg, spec, "cuda" if device != "cpu" else "cpu"):
             recompute += sum(segment_recompute(
                 cfg, seg, reentrant, attention=COUNTER_ATTENTION_FORWARD * unit))
