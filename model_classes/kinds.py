@@ -18,15 +18,19 @@ import torch
 
 from model_classes.causal_lm import CausalLM
 from model_classes.causal_lm_config import ClassConfigError
-from model_classes.causal_lm_step import Step
+from model_classes.dit import DiffusionTransformer
+from model_classes.saved_step import Step
+from model_classes.unet import UNet
 from model_classes.variant import Variant
+from model_classes.vision_encoder import VisionEncoder
 
 
 class ModelKind(Protocol):
     """What the planner and the lab need of a kind of model."""
 
     name: str  # an id: "causal-lm"
-    size_unit: str  # what `size` counts in measure_step: "tokens", "pixels" ...
+    size_unit: str  # what `size` is in measure_step: "tokens" (a sequence's length),
+    # "pixels" (a square image's side: H = W = size)
 
     def claims(self, cfg: Mapping[str, Any]) -> bool:
         """Whether a pasted config.json is this kind's."""
@@ -68,8 +72,11 @@ class ModelKind(Protocol):
 
 
 CAUSAL_LM = CausalLM()
+UNET = UNet()  # diffusers' UNet2DConditionModel (SD 1.5, SDXL)
+DIFFUSION_TRANSFORMER = DiffusionTransformer()  # diffusers' SD3 and Flux transformers
+VISION_ENCODER = VisionEncoder()  # transformers' ViT, SigLIP, DINOv2, CLIP vision towers
 # most specific first: the causal LM claims any config naming a transformers model_type
-KINDS: tuple[ModelKind, ...] = (CAUSAL_LM,)
+KINDS: tuple[ModelKind, ...] = (UNET, DIFFUSION_TRANSFORMER, VISION_ENCODER, CAUSAL_LM)
 
 
 def kind_for(cfg: Mapping[str, Any]) -> ModelKind:
@@ -77,6 +84,10 @@ def kind_for(cfg: Mapping[str, Any]) -> ModelKind:
     for kind in KINDS:
         if kind.claims(cfg):
             return kind
+    if "_class_name" in cfg:
+        name = str(cfg["_class_name"])
+        raise ClassConfigError("image-class", f"_class_name {name!r}: no model kind builds "
+                               "this diffusers class", name)
     raise ClassConfigError("no-model-type", "config.json has no 'model_type'")
 
 

@@ -167,7 +167,30 @@ class SavedLedger:
                     kind = "lse"
             step.cpu[(slot, module, kind, False)] += nbytes
             step.gpu[(slot, module, kind, padded)] += gpu
+        self.close()
         return step
+
+    def close(self) -> None:
+        """Let go of the tensors held for their keys. Every tensor saved through `pack`
+        keeps a reference to it (and so to this ledger) until backward frees it: what the
+        ledger held would otherwise live that long too."""
+        self.hold.clear()
+        self.refs.clear()
+
+
+def _packed(node: torch.autograd.graph.Node, attr: str) -> torch.Tensor | None:
+    """A node's saved tensor as its pack hook left it, without unpacking it: a tensor a
+    checkpoint saved is a placeholder there (torch.utils.checkpoint's _Holder), and
+    unpacking it would run the checkpointed segment again and hold what it rebuilds until
+    backward. None for those, and for a tensor the node did not save."""
+    raw = getattr(node, "_raw" + attr, None)
+    if raw is None:
+        return None
+    try:
+        data = raw.data
+    except RuntimeError:  # an optional tensor the node did not save
+        return None
+    return data if isinstance(data, torch.Tensor) else None
 
 
 def gpu_rules(root: torch.autograd.graph.Node | None, autocast: bool = False
@@ -193,11 +216,11 @@ def gpu_rules(root: torch.autograd.graph.Node | None, autocast: bool = False
             picks = [("_saved_result", "softmax")]
         elif name.startswith("ScaledDotProduct") and "Attention" in name:
             masked = getattr(node, "_saved_attn_mask", None) is not None
-            query = getattr(node, "_saved_query", None)
+            query = _packed(node, "_saved_query")
             wide = isinstance(query, torch.Tensor) and query.dtype == torch.float32
             picks = [("_saved_logsumexp", "lse-pad" if masked or wide else "lse")]
         for attr, rule in picks:
-            t = getattr(node, attr, None)
+            t = _packed(node, attr)
             if rule == "softmax" and isinstance(t, torch.Tensor) and t.element_size() > 2:
                 continue  # softmax(dtype=float32): fp32 on both
             if isinstance(t, torch.Tensor):

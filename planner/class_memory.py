@@ -11,7 +11,8 @@ import torch
 
 from memory.class_layers import ClassFit
 from model_classes import causal_lm_config as config_json
-from model_classes.kinds import kind_for
+from model_classes.causal_lm_config import ClassConfigError
+from model_classes.kinds import CAUSAL_LM, kind_for
 from model_classes.variant import QUANTIZED, Variant
 from planner.class_fit import fit_variant, whole_model
 
@@ -22,6 +23,10 @@ class MeasuredClass:
 
     def __init__(self, cfg: dict[str, Any]) -> None:
         self.kind = kind_for(cfg)
+        if self.kind is not CAUSAL_LM:  # measured on the lab's /pictures page, not planned
+            name = str(cfg.get("_class_name") or cfg.get("model_type") or self.kind.name)
+            raise ClassConfigError("image-model", f"{name} is an image model: the planner "
+                                   "plans decoder-only language models", name)
         self.config = self.kind.config(cfg)
         self.family = self.config.model_type
         self.layer_types = self.kind.block_types(self.config)
