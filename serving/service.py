@@ -23,9 +23,10 @@ client message can clear them), each behind a lock.
   runs, for the page to show.
 * Estimates: each step's work is `memory.theory.cpu_seconds`; this device's measured
   seconds per unit of work (the median of the latest few runs, kept in the store across
-  restarts, so a server that got busier estimates with its current speed) turns work
-  into seconds, for the wait before a run starts and its run time. While the worker
-  process restarts (after a cancel, a time-out, a crash) the wait includes the restart.
+  restarts) turns work into a run's estimate. A waiting page's numbers follow the
+  scheduler's latest turns, each timed whole (serving.estimates.step_model), and say so
+  when none on this load backs them. While the worker process restarts (after a cancel,
+  a time-out, a crash) the wait includes the restart.
 
 Its parts: the runs and tickets (serving.tickets), the estimates and statuses
 (serving.estimates), measuring busy-timed results again (serving.idle_remeasure),
@@ -93,6 +94,9 @@ class DemoService(RunEstimates, BusyRemeasuring, Housekeeping):
         self._history: deque[tuple[float, float]] = deque(maxlen=50)
         self._history_loaded = False
         self._history_lock = threading.Lock()
+        # the scheduler's latest turns, whole, and the one under way (the waits' estimates)
+        self._turns: deque[tuple[float, float, float]] = deque(maxlen=50)
+        self._turn: tuple[Run, int, float] | None = None
         self._threads: list[threading.Thread] = []
         self._stopping = False
         self._last_foreground = -IDLE_AFTER_S  # when a learner last asked or was served
@@ -302,14 +306,21 @@ class DemoService(RunEstimates, BusyRemeasuring, Housekeeping):
 
     def _schedule(self) -> None:
         while (run := self._next()) is not None:
-            try:
-                self._step(run)
-            except Exception:  # noqa: BLE001 - the scheduler must live on
-                log.exception("demo run failed")
-                self._end(run, error=StepFailed("error", "internal error"))
-            finally:
-                with self._cond:
-                    self._current = None
+            self._take_turn(run)
+
+    def _take_turn(self, run: Run) -> None:
+        """One step of `run`, timed whole for the estimates (the worker's start and the
+        result's storing too: the runs behind it wait for all of it)."""
+        index, began = self.turn_began(run)
+        try:
+            self._step(run)
+        except Exception:  # noqa: BLE001 - the scheduler must live on
+            log.exception("demo run failed")
+            self._end(run, error=StepFailed("error", "internal error"))
+        finally:
+            with self._cond:
+                self._current = None
+            self.turn_ended(run, index, began)
 
     def _step(self, run: Run) -> None:
         """Run the next step of `run`; requeue it (at the back) or finish it."""
