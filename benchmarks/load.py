@@ -61,7 +61,18 @@ from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from websockets.asyncio.client import connect
 
-from tests.helpers import ROOT, free_port, wait_healthy
+from benchmarks.load_waits import (
+    DONE,
+    WAIT_CAP_S,
+    Told,
+    Waited,
+    estimate_errors,
+    estimate_views,
+    told_in,
+    wait_listening,
+    wait_state,
+)
+from tests.helpers import ROOT, free_port
 from ui.navigation import PAGES
 from ui.server import STATUS_ENV, listen_wait_s, warm_views
 
@@ -80,6 +91,7 @@ class Opened:
     status: str  # "ok", "error" or "timeout"
     waited: bool = False  # a run was waited for (its Cancel button showed)
     error: str = ""  # the page's exception, if it showed one
+    told: Told | None = None  # its first waiting notice, and when its run started
 
 
 def _page_name(script: str) -> str:
@@ -91,12 +103,19 @@ def view_text(view: View) -> str:
     return f"/{_page_name(script)}" + (f"?{urlencode(query)}" if query else "")
 
 
-async def open_view(port: int, view: View) -> Opened:
+async def open_view(port: int, view: View, timeout_s: float = TIMEOUT_S) -> Opened:
     """Open one view in a new session and time its first result and its end."""
     script, query = view
     start = time.monotonic()
     first: float | None = None
     waited = False
+    told: Told | None = None
+    started: float | None = None
+
+    def opened(status: str, error: str = "") -> Opened:
+        telling = told and Told(told.shown_s, told.ahead, told.wait_s, told.run_s,
+                                started, first)
+        return Opened(first, time.monotonic() - start, status, waited, error, telling)
     try:
         async with connect(f"ws://127.0.0.1:{port}/_stcore/stream", max_size=2**26,
                            subprotocols=["streamlit"]) as ws:
@@ -105,7 +124,7 @@ async def open_view(port: int, view: View) -> Opened:
             back.rerun_script.page_name = _page_name(script)
             await ws.send(back.SerializeToString())
             error = ""
-            async with asyncio.timeout(TIMEOUT_S):
+            async with asyncio.timeout(timeout_s):
                 while True:
                     msg = ForwardMsg()
                     msg.ParseFromString(await ws.recv())
@@ -117,21 +136,24 @@ async def open_view(port: int, view: View) -> Opened:
                             error = f"{shown.type}: {shown.message}"[:300]
                         waited |= (element == "button"
                                    and msg.delta.new_element.button.label == "Cancel")
+                        if element == "alert" and told is None:
+                            told = told_in(msg.delta.new_element.alert.body,
+                                           time.monotonic() - start)
+                        if element == "progress" and told is not None and started is None:
+                            started = time.monotonic() - start
                         if first is None and element in RESULT_ELEMENTS:
                             first = time.monotonic() - start
                         continue
                     if kind != "script_finished":
                         continue
-                    finished = time.monotonic() - start
                     if msg.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY:
-                        return Opened(first, finished, "error" if error else "ok", waited,
-                                      error)
+                        return opened("error" if error else "ok", error)
                     if msg.script_finished == ForwardMsg.FINISHED_WITH_COMPILE_ERROR:
-                        return Opened(first, finished, "error", waited, error)
+                        return opened("error", error)
     except TimeoutError:  # still waiting for its run, or never got that far
-        return Opened(first, time.monotonic() - start, "timeout", waited)
+        return opened("timeout")
     except OSError:
-        return Opened(first, time.monotonic() - start, "error")
+        return opened("error")
 
 
 def tree_rss(pid: int) -> int:
@@ -149,8 +171,10 @@ def tree_cpu_seconds(pid: int) -> int:
     return sum(int(line) for line in out.split())
 
 
-async def round_of(port: int, n: int, views: list[View]) -> list[Opened]:
-    return await asyncio.gather(*(open_view(port, views[i % len(views)]) for i in range(n)))
+async def round_of(port: int, n: int, views: list[View],
+                   timeout_s: float = TIMEOUT_S) -> list[Opened]:
+    return await asyncio.gather(*(open_view(port, views[i % len(views)], timeout_s)
+                                  for i in range(n)))
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -239,25 +263,6 @@ def neighbour_views() -> tuple[list[View], int]:
     return views, len(found["jobs"]) + len(found["idle_jobs"])
 
 
-def wait_idle_runs(data_dir: str, expected: int, limit_s: float = 3600.0,
-                   settle_s: float = 600.0) -> float:
-    """Wait while the idle server measures: until the store holds `expected` results, or
-    its count has not grown for `settle_s` (a run refused or failed), or `limit_s`
-    passed. Seconds waited."""
-    from serving.store import ResultStore
-
-    store = ResultStore(Path(data_dir))
-    start = last_change = time.monotonic()
-    count = store.count()
-    while (count < expected and time.monotonic() - last_change < settle_s
-           and time.monotonic() - start < limit_s):
-        time.sleep(5)
-        now = store.count()
-        if now != count:
-            count, last_change = now, time.monotonic()
-    return time.monotonic() - start
-
-
 def first_moves(port: int, views: list[View]) -> dict:
     """Each first-move view opened once, one after the other, in a new session: the
     share served from the store (results with no wait), and the times."""
@@ -299,10 +304,11 @@ def busy_processes(n: int) -> Iterator[None]:
 
 
 @contextmanager
-def serving(data_dir: str) -> Iterator[tuple[subprocess.Popen, int, float]]:
+def serving(data_dir: str, deadline: float) -> Iterator[tuple[subprocess.Popen, int, float]]:
     """The app server (`python -m ui.server`, its warm-up on) on a free port with this
-    data folder, answering its health check, its port and the seconds it took to answer;
-    stopped afterwards."""
+    data folder, answering its health check (waited for while its warm-up goes on, until
+    the benchmark's `deadline`), its port and the seconds it took to answer; stopped
+    afterwards."""
     port = free_port()
     began = time.monotonic()
     process = subprocess.Popen(
@@ -311,7 +317,8 @@ def serving(data_dir: str) -> Iterator[tuple[subprocess.Popen, int, float]]:
         cwd=ROOT, env={**os.environ, "DATA_DIR": data_dir}, stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        wait_healthy(f"http://127.0.0.1:{port}", process, timeout=300)
+        wait_listening(f"http://127.0.0.1:{port}", process, Path(data_dir) / "warm-up.json",
+                       deadline)
         healthy_after = round(time.monotonic() - began, 1)
         print(f"server pid {process.pid} on port {port}, healthy after {healthy_after} s",
               flush=True)
@@ -339,10 +346,13 @@ def by_view(opened: list[Opened], views: list[View]) -> dict[str, list[float | N
     return times
 
 
-def fresh_class(n: int, views: list[View], limit_s: float = 3600.0) -> dict:
+def fresh_class(n: int, views: list[View], deadline: float, estimates: int = 0) -> dict:
     """N learners at once on a server started a moment ago (empty store, warm-up just
-    begun), then N again once its warm-up of the common views is done."""
-    with tempfile.TemporaryDirectory() as data, serving(data) as (server, port, healthy_after):
+    begun), then N again once its warm-up of the common views is done (or the
+    benchmark's `deadline` passed); then `estimates` learners at once on settings no
+    store holds, their waiting notices against their real waits."""
+    with (tempfile.TemporaryDirectory() as data,
+          serving(data, deadline) as (server, port, healthy_after)):
         started = time.monotonic()
         load_before, cpu_before = load_average(), tree_cpu_seconds(server.pid)
         fresh = asyncio.run(round_of(port, n, views))
@@ -355,9 +365,8 @@ def fresh_class(n: int, views: list[View], limit_s: float = 3600.0) -> dict:
                      "waited": sum(o.waited for o in fresh),
                      "by_view": by_view(fresh, views)}
         print("fresh", fresh_row, flush=True)
-        while (warm_state(Path(data) / "warm-up.json") not in PAST_DEFAULTS
-               and time.monotonic() - started < limit_s):
-            time.sleep(5)
+        defaults = wait_state(Path(data) / "warm-up.json", PAST_DEFAULTS, deadline,
+                              state_of=warm_state)
         warm_seconds = time.monotonic() - started
         load_before, cpu_before = load_average(), tree_cpu_seconds(server.pid)
         warm = asyncio.run(round_of(port, n, views))
@@ -366,8 +375,22 @@ def fresh_class(n: int, views: list[View], limit_s: float = 3600.0) -> dict:
                     "server_cpu_s_after": tree_cpu_seconds(server.pid),
                     "by_view": by_view(warm, views)}
         print("warm", warm_row, flush=True)
+        told = estimate_round(port, estimates) if estimates else None
     return {"learners": n, "fresh": fresh_row, "warm": warm_row,
-            "defaults_warmed_after_s": round(warm_seconds, 1)}
+            "defaults_warmed_after_s": round(warm_seconds, 1),
+            "waits": {"defaults": defaults.record()}, "estimates": told}
+
+
+def estimate_round(port: int, n: int) -> dict:
+    """N learners at once on settings no store holds: their pages' first waiting notice
+    against when their runs started (benchmarks.load_waits.estimate_errors)."""
+    load_before = load_average()
+    opened = asyncio.run(round_of(port, n, estimate_views(n), timeout_s=600.0))
+    row = {**estimate_errors([o.told for o in opened]), "load_before": load_before,
+           "load_after": load_average(), "errors": sum(o.status == "error" for o in opened),
+           "timeouts": sum(o.status == "timeout" for o in opened)}
+    print("estimates", row, flush=True)
+    return row
 
 
 def fresh_markdown(report: dict) -> str:
@@ -404,6 +427,15 @@ def fresh_markdown(report: dict) -> str:
         f"{fresh['server_cpu_s_after']} s during the fresh class and from "
         f"{warm['server_cpu_s_at_health']} to {warm['server_cpu_s_after']} s during the warm "
         f"one. Commit {report['commit']}, {report['when']}, {report['cpus']} CPUs."]
+    lines.append(waits_text(report))
+    told = report.get("estimates")
+    if told:
+        lines.append(
+            f"\nWaiting notices ({told['pages']} learners at once on compare settings no "
+            f"store held, load {told['load_before']} → {told['load_after']}): "
+            f"{told['told_a_wait']} pages told a wait and then started; the told wait was "
+            f"off by a factor of {told['factor_off_p50']} at p50, {told['factor_off_p95']} "
+            f"at p95 (real ÷ told, median: {told['real_over_told_median']}).")
     slowest = sorted(((max(t if t is not None else TIMEOUT_S for t in times), view)
                       for view, times in fresh.get("by_view", {}).items()), reverse=True)
     if slowest:
@@ -411,6 +443,16 @@ def fresh_markdown(report: dict) -> str:
                      "of each): " + ", ".join(f"`{view}` {seconds:.1f} s"
                                              for seconds, view in slowest[:4]) + ".")
     return "\n".join(lines) + "\n"
+
+
+def waits_text(report: dict) -> str:
+    """The benchmark's waits for the server's warm-up, and the cap they were under."""
+    waits = report.get("waits") or {}
+    parts = [f"{name.replace('_', ' ')} {w['seconds']} s (warm-up at \"{w['state']}\""
+             + ("; cut short by the cap" if w.get("capped") else "") + ")"
+             for name, w in waits.items()]
+    return (f"\nWaits for the server's warm-up (at most {report.get('wait_cap_s', '?')} s "
+            "together): " + (", ".join(parts) or "none recorded") + ".")
 
 
 def markdown(report: dict) -> str:
@@ -444,6 +486,7 @@ def markdown(report: dict) -> str:
         f"{len(report['views'])}, each in a new session; each N is "
         f"{report['rounds'][0]['rounds'] if report['rounds'] else 0} rounds, its times "
         f"pooled.")
+    lines.append(waits_text(report))
     if report.get("not_warmed"):
         lines.append("\nNot measured (the server does not warm them, so a learner's first "
                      "visit runs them): " + ", ".join(f"`{v}`" for v in report["not_warmed"])
@@ -463,7 +506,14 @@ def main(argv: list[str]) -> int:
                         help="the warm-up and the first moves, no rounds of learners")
     parser.add_argument("--fresh-class", type=int, metavar="N",
                         help="only N learners arriving at a freshly started server")
+    parser.add_argument("--estimates", type=int, default=10, metavar="N",
+                        help="with --fresh-class: N learners at once on settings no store "
+                        "holds, their waiting notices against their real waits (0: none)")
+    parser.add_argument("--wait-cap", type=float, default=WAIT_CAP_S, metavar="S",
+                        help="seconds the waits for the server's warm-up take at most, "
+                        "all together (reported)")
     args = parser.parse_args(argv)
+    deadline = time.monotonic() + args.wait_cap
     counts = [] if args.first_moves_only else [int(c) for c in args.counts.split(",")]
     views = warm_views()
     if args.fresh_class:
@@ -473,25 +523,27 @@ def main(argv: list[str]) -> int:
             report = {"commit": _commit(), "when": time.strftime("%Y-%m-%d %H:%M"),
                       "views": [view_text(v) for v in views], "cpus": os.cpu_count(),
                       "busy_processes": args.busy, "load_at_start": load_average(),
-                      "wait_before_listen_s": listen_wait_s(),
-                      **fresh_class(args.fresh_class, views)}
+                      "wait_before_listen_s": listen_wait_s(), "wait_cap_s": args.wait_cap,
+                      **fresh_class(args.fresh_class, views, deadline, args.estimates)}
         out = args.out_prefix or str(FRESH_OUT)
         Path(out + ".json").write_text(json.dumps(report, indent=2) + "\n")
         text = fresh_markdown(report)
         Path(out + ".md").write_text(text)
         print(text)
         return 0
-    moves_views, expected_runs = neighbour_views()
+    moves_views, _ = neighbour_views()
     load_start = load_average()
     with ExitStack() as stack:
         data = args.data_dir or stack.enter_context(tempfile.TemporaryDirectory())
-        process, port, _ = stack.enter_context(serving(data))
+        process, port, listened = stack.enter_context(serving(data, deadline))
         start_rss = tree_rss(process.pid)
+        status = Path(os.environ.get(STATUS_ENV) or Path(data) / "warm-up.json")
         warm_seconds, skipped = warm_up(
             views, lambda view: asyncio.run(open_view(port, view)).results_s is not None,
-            Path(os.environ.get(STATUS_ENV) or Path(data) / "warm-up.json"))
+            status, limit_s=max(deadline - time.monotonic(), 0.0))
         views = [view for view in views if view not in skipped]
-        idle_seconds = wait_idle_runs(data, expected_runs)
+        idle = wait_state(status, DONE, deadline)  # the idle-time runs, all measured
+        idle_seconds = idle.seconds
         moves = first_moves(port, moves_views)
         print(moves, flush=True)
         solo = solo_round(port, views)
@@ -514,6 +566,8 @@ def main(argv: list[str]) -> int:
               "not_warmed": [view_text(v) for v in skipped],
               "load_average_start": load_start, "warm_up_seconds": round(warm_seconds, 1),
               "idle_wait_seconds": round(idle_seconds), "first_moves": moves,
+              "waits": {"listening": Waited(listened, None).record(),
+                        "idle_runs": idle.record()}, "wait_cap_s": args.wait_cap,
               "server_memory_mib": {"start": round(start_rss / 2**20),
                                     "warm": round(warm_rss / 2**20),
                                     "after": round(after_rss / 2**20)},
