@@ -433,7 +433,9 @@ def fresh_markdown(report: dict) -> str:
         lines.append(
             f"\nWaiting notices ({told['pages']} learners at once on compare settings no "
             f"store held, load {told['load_before']} → {told['load_after']}): "
-            f"{told['told_a_wait']} pages told a wait and then started; the told wait was "
+            f"{told['told_a_wait']} pages told a wait and then started, "
+            f"{told.get('said_no_estimate', 0)} said they had no estimate yet; the told "
+            f"wait was "
             f"off by a factor of {told['factor_off_p50']} at p50, {told['factor_off_p95']} "
             f"at p95 (real ÷ told, median: {told['real_over_told_median']}).")
     slowest = sorted(((max(t if t is not None else TIMEOUT_S for t in times), view)

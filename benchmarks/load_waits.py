@@ -25,6 +25,7 @@ from pathlib import Path
 WAIT_CAP_S = 3600.0  # the benchmark's waits for the server, all together
 DONE = ("done", "failed")
 NOTICE = re.compile(r"(\d+) ahead, about (.+?) until this run starts, then about (.+?) to run")
+UNKNOWN = re.compile(r"(\d+) ahead; no estimate yet on this load")
 View = tuple[str, dict[str, str]]
 
 
@@ -107,9 +108,12 @@ class Told:
     run_s: float  # the run time it told
     started_s: float | None = None  # when the run started (the progress bar showed)
     results_s: float | None = None
+    known: bool = True  # False: the page said it had no estimate yet on this load
 
 
 def told_in(body: str, shown_s: float) -> Told | None:
+    if (unknown := UNKNOWN.search(body)) is not None:
+        return Told(shown_s, int(unknown[1]), 0.0, 0.0, known=False)
     match = NOTICE.search(body)
     if match is None:
         return None
@@ -138,7 +142,7 @@ def estimate_errors(told: list[Told | None]) -> dict:
     """The told waits against the real ones: p50 / p95 of the factor off, the median of
     real ÷ told (above 1: told too short), and the pages that waited."""
     pairs = [(t.wait_s, t.started_s - t.shown_s) for t in told
-             if t is not None and t.started_s is not None]
+             if t is not None and t.known and t.started_s is not None]
     factors = sorted(factor(w, real) for w, real in pairs)
 
     def at(q: float) -> float | None:
@@ -147,6 +151,7 @@ def estimate_errors(told: list[Told | None]) -> dict:
         return round(factors[min(len(factors) - 1, round(q * (len(factors) - 1)))], 2)
 
     return {"pages": len(told), "told_a_wait": len(pairs),
+            "said_no_estimate": sum(t is not None and not t.known for t in told),
             "factor_off_p50": at(0.5), "factor_off_p95": at(0.95),
             "real_over_told_median": round(statistics.median(
                 max(real, 1.0) / max(w, 1.0) for w, real in pairs), 2) if pairs else None,

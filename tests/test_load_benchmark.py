@@ -186,13 +186,17 @@ def test_a_waiting_notice_is_read_and_compared_with_the_real_wait() -> None:
     assert told is not None and (told.ahead, told.wait_s, told.run_s) == (18, 8.0, 120.0)
     assert duration_seconds("5.1 hours") == pytest.approx(18360)
     assert told_in("Running on the CPU: about 3 s left (1 s so far).", 1.0) is None
+    unknown = told_in("Waiting for the CPU: 4 ahead; no estimate yet on this load.", 0.2)
+    assert unknown is not None and not unknown.known and unknown.ahead == 4
     from benchmarks.load_waits import Told
 
     waited = [Told(0.5, 18, 8.0, 120.0, started_s=174.5),  # the review's page: 21.75x
               Told(0.0, 2, 10.0, 1.0, started_s=12.0), Told(0.0, 1, 4.0, 1.0, started_s=3.0),
-              None, Told(0.0, 0, 0.0, 1.0)]  # no notice; never started
+              None, Told(0.0, 0, 0.0, 1.0),  # no notice; never started
+              Told(0.0, 4, 0.0, 0.0, started_s=9.0, known=False)]  # said it did not know
     errors = estimate_errors(waited)
-    assert errors["pages"] == 5 and errors["told_a_wait"] == 3
+    assert errors["pages"] == 6 and errors["told_a_wait"] == 3
+    assert errors["said_no_estimate"] == 1
     assert errors["factor_off_p50"] == pytest.approx(1.33, abs=0.01)
     assert errors["factor_off_p95"] == pytest.approx(21.75)
     assert errors["real_over_told_median"] == pytest.approx(1.2)

@@ -281,6 +281,10 @@ def _show_status(ticket: Ticket, notice: Any) -> None:
                       "run.", device=noun, wait=duration_text(status.start_in),
                       run=duration_text(status.run_seconds)),
                     icon=":material/restart_alt:")
+    elif status.state == "queued" and not getattr(status, "known", True):
+        # No run measured on this server's current load: a number would be a guess.
+        notice.info(t("Waiting for the {device}: {ahead} ahead; no estimate yet on this "
+                      "load.", device=noun, ahead=status.ahead), icon=":material/hourglass:")
     elif status.state == "queued":
         notice.info(t("Waiting for the {device}: {ahead} ahead, about {wait} until this run "
                       "starts, then about {run} to run.", device=noun, ahead=status.ahead,
@@ -290,6 +294,10 @@ def _show_status(ticket: Ticket, notice: Any) -> None:
     elif status.state == "remote":
         notice.info(t("Another server is measuring this same demo; its result will show "
                       "here."), icon=":material/hourglass:")
+    elif not getattr(status, "known", True):
+        notice.progress(status.progress, text=t(
+            "Running on the {device} ({elapsed} so far); no estimate yet on this load.",
+            device=noun, elapsed=duration_text(status.elapsed)))
     else:
         notice.progress(status.progress,  # 0..1: DemoService.status clamps it
                         text=t("Running on the {device}: about {left} left ({elapsed} so far).",

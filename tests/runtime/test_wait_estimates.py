@@ -182,3 +182,33 @@ def test_turns_from_an_earlier_load_do_not_back_a_wait(clock: FakeClock) -> None
     clock.now += estimates.TURNS_WITHIN_S + 1  # quiet for a quarter of an hour
     svc.submit(job(1, SIZES[0]), "a")
     assert svc.submit(job(2, SIZES[0]), "b").status().known is False
+
+
+def test_a_page_says_it_has_no_estimate_rather_than_a_guess() -> None:
+    from serving.estimates import WaitStatus
+    from ui import demo_runner
+
+    shown: list[str] = []
+
+    class Notice:
+        def info(self, body: str, **_: object) -> None:
+            shown.append(body)
+
+        def progress(self, value: float, text: str = "") -> None:
+            shown.append(text)
+
+    class Ticket:
+        def __init__(self, status: WaitStatus) -> None:
+            self._status = status
+
+        def status(self) -> WaitStatus:
+            return self._status
+
+    demo_runner._show_status(Ticket(WaitStatus("queued", ahead=4, start_in=3.0,
+                                               known=False)), Notice())
+    demo_runner._show_status(Ticket(WaitStatus("running", elapsed=12.0, left=1.0,
+                                               known=False)), Notice())
+    demo_runner._show_status(Ticket(WaitStatus("queued", ahead=4, start_in=30.0)), Notice())
+    assert "4 ahead; no estimate yet on this load" in shown[0] and "about" not in shown[0]
+    assert "(12 s so far); no estimate yet on this load" in shown[1]
+    assert "4 ahead, about 30 s until this run starts" in shown[2]
