@@ -137,27 +137,49 @@ def warm() -> None:
 # ---------------------------------------------------------------- in the child
 
 
-def _vm_bytes() -> int:
+def _vm_bytes(field: str = "VmSize") -> int:
+    """This process's address space (VmSize), or the most it ever took (VmPeak)."""
     try:
         with open("/proc/self/status") as f:
             for line in f:
-                if line.startswith("VmSize:"):
+                if line.startswith(f"{field}:"):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
     return 0
 
 
+NEAR_LIMIT_BYTES = 64 * 2**20
+_LIMIT: list[int] = []  # the child's address-space limit, once set
+
+
 def _limit_self(memory: int, seconds: float) -> None:
-    """The child's limits: its address space and CPU time, and a lower priority."""
+    """The child's limits: its address space (a soft limit it lifts to word a failure)
+    and CPU time, and a lower priority."""
     import resource
 
     if memory:
         limit = _vm_bytes() + memory
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+        _LIMIT.append(limit)
     cpu = int(seconds) + 10  # a backstop: the parent kills it at `seconds` of wall time
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
     os.nice(NICE)
+
+
+def _at_memory_limit() -> bool:
+    """Whether this child came within NEAR_LIMIT_BYTES of its address-space limit: an
+    allocation refused there surfaces from a library as MemoryError, but also as a
+    SystemError or a RuntimeError of its own; each is the memory limit. The limit is
+    lifted first (the measurement is over), so that this check can allocate."""
+    import resource
+
+    if not _LIMIT:
+        return False
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+    return _vm_bytes("VmPeak") >= _LIMIT[0] - NEAR_LIMIT_BYTES
 
 
 def run_task(task: str, args: tuple) -> Any:
@@ -191,7 +213,7 @@ def _child(conn: Any, task: str, args: tuple, memory: int, seconds: float) -> No
     except MemoryError:
         message = ("memory",)
     except Exception as error:  # the library could not run a step: one line for the caller
-        message = ("failed", _first_line(error))
+        message = ("memory",) if _at_memory_limit() else ("failed", _first_line(error))
     try:
         conn.send(message)
     except MemoryError:
