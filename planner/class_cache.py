@@ -30,8 +30,11 @@ from memory.hf_config import parse
 from planner import class_worker
 from planner.class_json import fit_from_json, fit_to_json
 
-# the code that measures a class: the model kinds and the fit (a change measures again)
-CODE = (*sorted((Path(__file__).parent.parent / "model_classes").glob("*.py")),
+# the code that measures a language model's class and fits it (a change measures again;
+# the image kinds' modules are not read by it)
+_KIND = Path(__file__).parent.parent / "model_classes"
+CODE = (*(_KIND / f"{name}.py" for name in ("causal_lm", "causal_lm_config", "causal_lm_step",
+                                            "quantized", "saved_step", "variant")),
         Path(__file__).with_name("class_fit.py"), Path(__file__).with_name("class_memory.py"))
 FAILED_FOR_S = 600.0  # a failed measurement is not tried again for this long
 

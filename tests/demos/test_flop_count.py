@@ -61,7 +61,7 @@ def test_the_counter_equals_the_prediction_for_every_strategy(cfg):
         assert counted == pytest.approx(predicted, rel=0.01), text
         # with the attention kernel counted as on a GPU
         counted = _count(cfg, model, idx, tgt, plan, CPU_ATTENTION)
-        predicted = theory.counted_flops(cfg, text, "cuda")["total"]
+        predicted = theory.counted_flops(cfg, spec, "cuda")["total"]
         assert counted == pytest.approx(predicted, rel=0.01), text
 
 
@@ -82,7 +82,8 @@ def test_early_stop_skips_the_mlps_last_linear():
         whole = _count(cfg, model, idx, tgt, theory.plan_for(cfg, parse_strategy("every-layer")))
     assert whole - none == n * (24 * b * s * h * h + rerun_attention(cfg))
     assert whole == pytest.approx(theory.counted_flops(
-        cfg, "every-layer", reentrant=True, attention_counted=ON_CPU)["total"], rel=0.01)
+        cfg, parse_strategy("every-layer"), reentrant=True,
+        attention_counted=ON_CPU)["total"], rel=0.01)
 
 
 def test_reentrant_checkpoint_reruns_the_whole_layer():
