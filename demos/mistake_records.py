@@ -48,6 +48,7 @@ class Statistic(enum.Enum):
     SIDE_EFFECTS = "side-effects"
     CACHED_TOKENS = "cached-tokens"
     REENTRANT_CHECKPOINTS = "reentrant-checkpoints"
+    CHECKPOINTING_FLAGS = "checkpointing-flags"  # modules with their library's flag on
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ class Measured:
     parameter_bytes: int | None = None  # the weights (not counted in peak_bytes)
     offloaded_bytes: int | None = None  # saved for backward through the saved-tensor hooks
     kept_on_device_bytes: int | None = None  # saved for backward past those hooks
+    saved_bytes: int | None = None  # saved for backward in forward, each storage once
     warning: str | None = None  # the first warning torch raised
     error: str | None = None  # the error torch raised (first line)
     error_type: str | None = None

@@ -18,6 +18,10 @@ What torch does is checked against torch 2.13's torch/utils/checkpoint.py:
   or devices, than the forward did (the determinism check, `determinism_check="default"`).
 - Non-reentrant checkpointing stops recomputing once every saved tensor is rebuilt
   (`early_stop=True`), so a side effect placed after the last saved op may not repeat.
+
+The cases of today's libraries are demos.mistake_library_cases; those of image-model
+training (sampling with checkpointing on, a flag never applied, a frozen encoder),
+measured on the lab's tiny diffusers and transformers models, demos.mistake_picture_cases.
 """
 
 from __future__ import annotations
@@ -48,6 +52,14 @@ from demos.mistake_library_cases import (
     run_fsdp_wrapper_rng,
     run_kbit_reentrant,
     run_selective_offload,
+)
+from demos.mistake_picture_cases import (
+    flag_shows,
+    frozen_shows,
+    run_flag_not_applied,
+    run_frozen_encoder,
+    run_sampling,
+    sampling_shows,
 )
 from demos.mistake_records import (
     CASE_CONFIG,
@@ -205,6 +217,64 @@ CASES: dict[str, Case] = {c.id: c for c in [
          "                                      save_matmuls))",
          "with save_on_cpu():\n    x = checkpoint(block, x, use_reentrant=False)",
          "in-practice", run_selective_offload, device_shows, estimate_s=0.15),
+    Case("checkpointing-while-sampling", frozenset({S.PEAK_DID_NOT_DROP}),
+         N_("Checkpointing left on while sampling for validation"),
+         N_("A pipeline samples under no_grad, and there torch's checkpoint just runs the "
+            "function (diffusers does not even call it): nothing is saved for a backward, "
+            "so there is nothing to save memory on, and nothing is recomputed either. The "
+            "peak and the counted FLOPs are the plain sampling's."),
+         N_("Leave it on, it costs nothing there; to lower sampling memory, sample fewer "
+            "images at once (or in 16-bit, or with the VAE tiled)."),
+         "unet.enable_gradient_checkpointing()  # left on from training\n"
+         "with torch.no_grad():  # as a pipeline samples\n"
+         "    for t in timesteps:  # four images at once\n"
+         "        latents = step(unet(latents, t, text).sample, latents)",
+         "with torch.no_grad():\n"
+         "    for one in latents.split(1):  # one image at a time\n"
+         "        for t in timesteps:\n"
+         "            one = step(unet(one, t, text).sample, one)",
+         "image-models", run_sampling, sampling_shows, Statistic.CHECKPOINTING_FLAGS,
+         estimate_s=2.5),
+    Case("checkpointing-flag-not-applied", frozenset({S.PEAK_DID_NOT_DROP}),
+         N_("A checkpointing flag parsed but never applied"),
+         N_("The script reads --gradient_checkpointing but never calls the model's "
+            "switch, so every block keeps its activations, and nothing warns. The bytes "
+            "saved for backward show it: they do not drop, and the model's own flag "
+            "(unet.is_gradient_checkpointing) is False."),
+         N_("Apply the flag to the model you train (if args.gradient_checkpointing: "
+            "unet.enable_gradient_checkpointing()), then check unet.is_gradient_"
+            "checkpointing, or that the bytes saved for backward drop."),
+         'parser.add_argument("--gradient_checkpointing", action="store_true")\n'
+         "args = parser.parse_args()\n"
+         "unet = UNet2DConditionModel.from_pretrained(name, subfolder=\"unet\")\n"
+         "# args.gradient_checkpointing is never read again",
+         'parser.add_argument("--gradient_checkpointing", action="store_true")\n'
+         "args = parser.parse_args()\n"
+         "unet = UNet2DConditionModel.from_pretrained(name, subfolder=\"unet\")\n"
+         "if args.gradient_checkpointing:\n"
+         "    unet.enable_gradient_checkpointing()\n"
+         "assert unet.is_gradient_checkpointing",
+         "image-models", run_flag_not_applied, flag_shows, Statistic.CHECKPOINTING_FLAGS,
+         estimate_s=2.0),
+    Case("checkpointing-frozen-encoder", frozenset({S.PEAK_DID_NOT_DROP}),
+         N_("Checkpointing a frozen encoder that runs under no_grad"),
+         N_("The frozen encoder runs under no_grad: it keeps nothing for backward, so "
+            "checkpointing it saves nothing (transformers does not even checkpoint a layer "
+            "while grad is off). The activations are in the model you train."),
+         N_("Switch checkpointing on in the model you train (the UNet or the transformer); "
+            "leave the frozen encoder as it is, or encode the conditions once ahead."),
+         "encoder.requires_grad_(False)\n"
+         "encoder.activation_checkpointing_enable()\n"
+         "with torch.no_grad():\n"
+         "    tokens = encoder(pixel_values=pixels).last_hidden_state\n"
+         "pred = transformer(latents, encoder_hidden_states=tokens, ...)",
+         "encoder.requires_grad_(False)\n"
+         "transformer.enable_gradient_checkpointing()\n"
+         "with torch.no_grad():\n"
+         "    tokens = encoder(pixel_values=pixels).last_hidden_state\n"
+         "pred = transformer(latents, encoder_hidden_states=tokens, ...)",
+         "image-models", run_frozen_encoder, frozen_shows, Statistic.CHECKPOINTING_FLAGS,
+         estimate_s=1.5),
 ]}
 del S
 

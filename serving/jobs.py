@@ -25,8 +25,9 @@ from demos.results import Comparison, StrategyResult, TimelinePoint
 from memory import theory
 from memory.config import ConfigError, ModelConfig
 from memory.strategies import StrategySpec, parse_strategy, require_spec, spec_of_label
+from serving import picture_jobs
 
-KINDS = ("compare", "sweep", "fits", "train", "mistakes", "budget")
+KINDS = ("compare", "sweep", "fits", "train", "mistakes", "budget", "pictures")
 # The worker's own memory beside what a run's tensors need (Python objects, the tracker's
 # bookkeeping, allocator slack); a run past predicted × MEMORY_FACTOR + this is stopped.
 MEMORY_SLACK_BYTES = 512 * 2**20
@@ -98,6 +99,8 @@ class Job:
                            self.option("compiled", ()))
 
     def step_count(self) -> int:
+        if self.kind == "pictures":  # the /pictures page's runs: serving.picture_jobs
+            return picture_jobs.step_count(self)
         if self.kind == "mistakes":
             return len(self.option("cases", ()))
         if self.kind == "budget":
@@ -168,6 +171,8 @@ class Job:
     def step_work(self, index: int, device_kind: str = "cpu") -> float:
         """A step's work in CPU-estimate seconds (memory.theory.cpu_seconds); the service
         scales it by what this device measured. A compiled point adds its compile."""
+        if self.kind == "pictures":
+            return picture_jobs.step_work(self, index)
         if self.kind == "mistakes":  # a case's own small models: its record's estimate
             from demos.mistakes import CASES
 
@@ -186,6 +191,8 @@ class Job:
         """The most memory one step's tensors will take, by the theory: parameters plus the
         predicted peak (plus gradients and optimizer state for training; the budget for a
         fits search, which never runs past it)."""
+        if self.kind == "pictures":  # estimated from the family's measured tiny model
+            return picture_jobs.memory_bytes(self)
         if self.kind == "fits":
             return int(self.option("budget_bytes"))
         need = 0
@@ -217,6 +224,8 @@ class Job:
         """Run step `index` on this process's device; returns its partial result.
         `partial(result)` sees a compare's result as it fills in (the memory first, then
         the times round by round), to show before the step ends."""
+        if self.kind == "pictures":  # a table, merged and stored as every table is
+            return picture_jobs.run_step(self, index, device_kind)
         if self.kind == "mistakes":  # CPU only: the live tracker measures to the byte
             from demos.mistakes import run_case
 

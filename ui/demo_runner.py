@@ -534,3 +534,19 @@ def run_mistake(case_id: str) -> Any:
     job = Job.make("mistakes", CASE_CONFIG, (), cases=(case_id,))
     result = _run(job, what=f"mistake-{case_id}")
     return result[0] if result else None
+
+
+def run_pictures(job: Job) -> pd.DataFrame | None:
+    """One part of the /pictures page's measurement (a "pictures" job: serving
+    .picture_jobs), as its table, or None with the reason on the page. Each is a short run
+    of a tiny image model in the device's worker, stored for everyone once measured."""
+    what = "pictures-" + "-".join(f"{name}={value}" for name, value in job.options)
+    return _run(job, what=what)
+
+
+def cached(job: Job) -> Any:
+    """A job's result when this server or the store has it, else None (nothing is
+    started; None while the start-up warm-up lists the pages' runs)."""
+    if os.environ.get(COLLECT_ENV):
+        return None
+    return service().cached(job)

@@ -32,7 +32,10 @@ PHASES = {"forward": N_("forward"), "recompute": N_("recomputation"),
 STATISTICS = {Statistic.BATCHNORM_UPDATES: N_("Running-statistic updates (all batch norms)"),
               Statistic.SIDE_EFFECTS: N_("Side effects counted (calls and losses appended)"),
               Statistic.CACHED_TOKENS: N_("Tokens held in the key/value cache"),
-              Statistic.REENTRANT_CHECKPOINTS: N_("Reentrant checkpoints in the step's graph")}
+              Statistic.REENTRANT_CHECKPOINTS: N_("Reentrant checkpoints in the step's graph"),
+              Statistic.CHECKPOINTING_FLAGS: N_("Modules with the library's checkpointing "
+                                                "flag on")}
+SAVED = N_("Saved for backward in forward (each storage once)")
 # The cases whose symptom is a gradient difference to the plain run.
 GRADIENT_CASES = ("dropout-without-rng", "fsdp-checkpoint-wrapper-rng")
 OFFLOADED = N_("Saved for backward through the hooks (to host memory)")
@@ -79,6 +82,8 @@ def _rows(case: Case, r: CaseResult) -> list[tuple[str, Callable[[Measured], str
                      lambda m: _bytes(m.state_bytes)))
     rows.append((t("Peak, live bytes above the parameters"), lambda m: _bytes(m.peak_bytes)))
     rows.append((t("Where the peak is"), _phase))
+    if measured("saved_bytes"):
+        rows.append((t(SAVED), lambda m: _bytes(m.saved_bytes)))
     if measured("kept_on_device_bytes"):
         rows.append((t(OFFLOADED), lambda m: _bytes(m.offloaded_bytes)))
         rows.append((t(KEPT_ON_DEVICE), lambda m: _bytes(m.kept_on_device_bytes)))
@@ -109,7 +114,11 @@ def _headline(case: Case, r: CaseResult, m: Measured) -> tuple[str, str, str | N
         return t("Parameters without a gradient"), fmt_number(len(m.none_grads)), None
     if case.id in GRADIENT_CASES:
         return t("Largest gradient difference to the plain run"), _diff(m.max_grad_diff), None
-    if case.statistic in STATISTICS:
+    if case.id == "checkpointing-flag-not-applied":
+        saved, plain = m.saved_bytes or 0, r.plain.saved_bytes or 1
+        return (t(SAVED), _bytes(saved),
+                t("{share} of the plain run", share=fmt_percent(saved / plain, 1)))
+    if case.statistic in STATISTICS and case.statistic is not Statistic.CHECKPOINTING_FLAGS:
         value = fmt_number(int(m.statistic or 0))
         return t(STATISTICS[case.statistic]), value, None
     if case.id == "selective-under-save-on-cpu":
@@ -194,12 +203,17 @@ def show_case(case: Case) -> None:
     })
     display.table(frame)
     config = result.config
-    display.measured_caption(
-        t("CPU"), [N_("live-tensor tracker (TorchDispatchMode)")],
-        t("Each run is one training step of the lab's model ({layers} layers, hidden "
-          "{hidden}, batch {batch} × {seq} tokens, vocabulary {vocab}) from the same "
-          "weights and data.", layers=config.get("layers"), hidden=config.get("hidden"),
-          batch=config.get("batch"), seq=config.get("seq_len"), vocab=config.get("vocab")))
+    if case.lesson == "image-models":  # the lab's tiny image models
+        about = t("Each run uses tiny image models built from their diffusers and "
+                  "transformers classes ({arch}) at {size} × {size} pixels, from the same "
+                  "weights and data.", arch=config.get("arch"), size=config.get("size"))
+    else:
+        about = t("Each run is one training step of the lab's model ({layers} layers, hidden "
+                  "{hidden}, batch {batch} × {seq} tokens, vocabulary {vocab}) from the same "
+                  "weights and data.", layers=config.get("layers"),
+                  hidden=config.get("hidden"), batch=config.get("batch"),
+                  seq=config.get("seq_len"), vocab=config.get("vocab"))
+    display.measured_caption(t("CPU"), [N_("live-tensor tracker (TorchDispatchMode)")], about)
     display.snapshot_button(
         [(t("Plain run"), result.plain.memory_events),
          (t("Wrong way"), result.wrong.memory_events),

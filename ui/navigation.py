@@ -50,6 +50,8 @@ PAGES: tuple[PageSpec, ...] = (
              N_("Compiler memory budget"), ":material/tune:"),
     PageSpec(N_("Live demos"), "pages/demos/real_model.py", "real-model", N_("The real model"),
              ":material/memory:"),
+    PageSpec(N_("Live demos"), "pages/demos/pictures.py", "pictures",
+             N_("Pictures at high resolution"), ":material/image:"),
     PageSpec(N_("Plan"), "pages/plan.py", "plan", N_("Plan your own run"), ":material/calculate:"),
     PageSpec(N_("Quiz & certificate"), "pages/take_quiz.py", "quiz", N_("Quiz"), ":material/quiz:"),
     PageSpec(N_("Quiz & certificate"), "pages/verify.py", "verify", N_("Verify a certificate"),

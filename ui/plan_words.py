@@ -177,6 +177,12 @@ CLASS_PROBLEMS: dict[str, str] = {  # model_classes' ClassConfigError problems
     "multimodal": N_("This {model_type} config.json describes a multimodal model; paste "
                      "its language model's config (its text_config)."),
     "window": N_("Its sliding window is too small to plan."),
+    "image-model": N_("{model_type} is an image model: the planner plans decoder-only "
+                      "language models. The Pictures page measures image models "
+                      "(UNets, diffusion transformers, vision encoders)."),
+    "image-class": N_("{model_type} is no diffusers class the course measures (it "
+                      "measures UNet2DConditionModel, SD3Transformer2DModel and "
+                      "FluxTransformer2DModel)."),
     # planner.class_worker.MeasureFailed's problems
     "time-limit": N_("Measuring this config.json's class took longer than {seconds} s, the "
                      "limit of one measurement on this server, and was stopped. A real model "
