@@ -186,7 +186,7 @@ def test_an_unknown_address_says_page_not_found_with_links(page: Page, app_url: 
     links = page.locator('[data-testid="stMain"] [data-testid="stPageLink"]')
     expect(links).to_have_count(6)
     links.first.click()
-    wait_for_app(page)
+    wait_for_app(page, 180_000)  # home measures its teaser: the first run of a cold server
     expect(page.get_by_role("heading", name="Seite nicht gefunden")).to_have_count(0)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
 
 from i18n import gettext
 from lessons.catalog import LESSONS
@@ -14,9 +14,11 @@ from tests.helpers import goto, screenshot, wait_for_app
 from tools.translations import untranslated_on_page
 
 
-def metric_value(page: Page, label: str) -> str:
-    metric = page.locator('[data-testid="stMetric"]').filter(has_text=label).first
-    return metric.locator('[data-testid="stMetricValue"]').inner_text().strip()
+def metric(page: Page, label: str) -> Locator:
+    """The value of the metric labelled `label` (checked with expect: a rerun after a
+    click can land a moment after the page looked idle on a loaded machine)."""
+    found = page.locator('[data-testid="stMetric"]').filter(has_text=label).first
+    return found.locator('[data-testid="stMetricValue"]')
 
 
 def test_walk_all_lessons_with_the_next_links(page: Page, app_url: str) -> None:
@@ -41,13 +43,13 @@ def test_stepper_buttons_and_slider_change_the_state(page: Page, app_url: str) -
     goto(page, app_url, "how-it-works")
     info = page.locator('[data-testid="stAlert"]').filter(has_text="Step ").first
     expect(info).to_contain_text("Step 1 of 16")
-    assert metric_value(page, "Memory in use") == "3 units"
+    expect(metric(page, "Memory in use")).to_have_text("3 units")
     page.get_by_role("button", name="Next step").click()
     wait_for_app(page)
     expect(info).to_contain_text("Step 2 of 16")
     expect(info).to_contain_text("Forward through layer 2")
-    assert metric_value(page, "Memory in use") == "5 units"
-    assert metric_value(page, "Forward computations") == "2 of 8"
+    expect(metric(page, "Memory in use")).to_have_text("5 units")
+    expect(metric(page, "Forward computations")).to_have_text("2 of 8")
     step_slider = page.locator('input[type="range"][aria-label="Step"]')
     step_slider.focus()
     page.keyboard.press("End")
@@ -57,7 +59,7 @@ def test_stepper_buttons_and_slider_change_the_state(page: Page, app_url: str) -
     page.get_by_text("Keep nothing (recompute from the input)").click()
     wait_for_app(page)
     expect(info).to_contain_text("Step 1 of 52")
-    assert metric_value(page, "Forward computations") == "1 of 44"
+    expect(metric(page, "Forward computations")).to_have_text("1 of 44")
     page.get_by_role("button", name="Next step").click()
     wait_for_app(page)
     expect(info).to_contain_text("Step 2 of 52")
@@ -67,7 +69,7 @@ def test_stepper_buttons_and_slider_change_the_state(page: Page, app_url: str) -
 
 def test_memory_calculator_updates_when_an_input_changes(page: Page, app_url: str) -> None:
     goto(page, app_url, "why-memory")
-    assert metric_value(page, "Activations, everything kept") == "4.0 GB"
+    expect(metric(page, "Activations, everything kept")).to_have_text("4.0 GB")
     batch = page.get_by_label("Batch (examples)")
     batch.fill("4")
     batch.press("Enter")
@@ -110,10 +112,10 @@ def test_parallel_calculator_answers_a_new_layout(page: Page, app_url: str) -> N
     values = lesson_values()
     goto(page, app_url, "many-gpus")
     expect(page.locator("h1").first).to_contain_text("Checkpointing across many GPUs")
-    assert metric_value(page, "GPUs per model copy") == "64"
-    assert metric_value(page, "One layer, one micro-batch") == values["par_layer_sp_gb"]
+    expect(metric(page, "GPUs per model copy")).to_have_text("64")
+    expect(metric(page, "One layer, one micro-batch")).to_have_text(values["par_layer_sp_gb"])
     expect(page.get_by_role("table").first).to_contain_text(values["par_layer_tp_gb"])
     page.locator('[data-testid="stRadio"]').get_by_text("GPipe", exact=True).click()
     wait_for_app(page)
-    assert metric_value(page, "Micro-batches held") == values["par_gpipe_in_flight"]
+    expect(metric(page, "Micro-batches held")).to_have_text(values["par_gpipe_in_flight"])
     screenshot(page, "lesson-8-calculator")
