@@ -31,8 +31,9 @@ def _router(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> AppTest:
     monkeypatch.setenv("DATA_DIR", str(tmp_path))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     # Small demo settings keep the engine's work short; pages without sliders ignore them.
+    # (/pictures: its smallest model and image)
     for key, value in {"layers": "2", "hidden": "64", "heads": "2", "seq": "32",
-                       "batch": "2", "vocab": "256"}.items():
+                       "batch": "2", "vocab": "256", "family": "sd3", "size": "64"}.items():
         at.query_params[key] = value
     return at.run()
 

@@ -128,13 +128,22 @@ def _collect(script: str, query: dict[str, str]) -> tuple[list[dict], Any]:
     return [job.request() for job in demo_runner.collected], at
 
 
-def neighbour_keys() -> set[str] | None:
-    """The sliders whose neighbours are measured while idle: every one (None), unless
-    DEMO_WARM_NEIGHBOURS names some ("layers,batch"); "0" is none."""
+def neighbour_keys(script: str = "") -> set[str] | None:
+    """The sliders of the page `script` whose neighbours are measured while idle: every
+    one (None), unless DEMO_WARM_NEIGHBOURS names some, on every page ("layers,batch") or
+    on one ("compare:layers,curves:batch"; a page by its address); "0" is none."""
     value = os.environ.get(NEIGHBOURS_ENV, "1").strip()
     if value in ("", "1"):
         return None
-    return set() if value == "0" else {key.strip() for key in value.split(",")}
+    if value == "0":
+        return set()
+    page = Path(script).stem.replace("_", "-")
+    keys = set()
+    for entry in (part.strip() for part in value.split(",")):
+        where, _, key = entry.rpartition(":")
+        if not where or where == page:
+            keys.add(key)
+    return keys
 
 
 def slider_neighbours(at: Any, keys: set[str] | None = None) -> list[dict[str, str]]:
@@ -205,7 +214,7 @@ def _collect_views(neighbours: bool) -> dict[str, list]:
         requests += [r for r in found if r not in requests]
         if not neighbours or not script.startswith("pages/demos/") or query:
             continue
-        for move in slider_neighbours(at, neighbour_keys()):
+        for move in slider_neighbours(at, neighbour_keys(script)):
             moved, _ = _collect(script, move)
             if moved:  # an invalid combination (hidden 128 with 3 heads) runs nothing
                 neighbour_views.append([script, move])

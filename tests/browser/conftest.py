@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser.test_demo_waits_browser import FIRST_MOVES
 from tests.helpers import background_app
 
-# The sliders whose steps next to the defaults it measures (DEMO_WARM_NEIGHBOURS).
-WARM_KEYS = "layers,batch"
+# The sliders whose steps next to the defaults it measures (DEMO_WARM_NEIGHBOURS): those
+# the first-move test moves, on their pages only.
+WARM_KEYS = ",".join(f"{page}:{label.lower()}" for page, label in FIRST_MOVES.items())
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -21,7 +21,7 @@ PAGES = {
     "compare": f"compare?{SMALL}&strategy=every-layer,sqrt,selective:save-attention",
     "timeline": f"timeline?{SMALL}&strategy=every-layer",
     "curves": "curves?layers=2&hidden=64&heads=2&seq=64&vocab=512&sweep=batch",
-    "what-fits": f"what-fits?{SMALL}&budget=32",
+    "what-fits": f"what-fits?{SMALL}&budget=16",  # a short search: the layout is tested
     "same-result": "same-result?layers=2&hidden=64&seq=32&batch=2&steps=20",
 }
 

@@ -20,9 +20,10 @@ from streamlit.testing.v1 import AppTest
 from tools.translations import untranslated_on_page
 from ui.navigation import PAGES, ROOT, PageSpec
 
-# Small demo settings keep the engine's work short; pages without sliders ignore them.
+# Small demo settings keep the engine's work short (/pictures: its smallest model and
+# image); pages without sliders ignore them.
 TINY = {"layers": "2", "hidden": "64", "heads": "2", "seq": "32", "batch": "1",
-        "vocab": "256"}
+        "vocab": "256", "family": "sd3", "size": "64"}
 
 # (url path, extra query, what the page must show besides its text): the non-default states.
 STATES: dict[str, tuple[str, dict[str, str], str]] = {

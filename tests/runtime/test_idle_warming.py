@@ -91,6 +91,10 @@ def test_only_the_named_sliders_neighbours_when_asked(monkeypatch) -> None:
     keys = server.neighbour_keys()
     assert keys == {"layers", "batch"}
     assert {next(iter(m)) for m in slider_neighbours(at, keys)} == {"layers", "batch"}
+    monkeypatch.setenv(server.NEIGHBOURS_ENV, "compare:layers, what-fits:batch")
+    assert server.neighbour_keys("pages/demos/compare.py") == {"layers"}
+    assert server.neighbour_keys("pages/demos/what_fits.py") == {"batch"}
+    assert server.neighbour_keys("pages/demos/curves.py") == set()
     monkeypatch.setenv(server.NEIGHBOURS_ENV, "0")
     assert slider_neighbours(at, server.neighbour_keys()) == []
     monkeypatch.delenv(server.NEIGHBOURS_ENV)

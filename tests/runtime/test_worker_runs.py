@@ -108,7 +108,7 @@ def test_two_services_on_one_database_make_one_run(make_service, store_dir) -> N
         # other silent, and on a busy machine (the worker starting in over 10 s) its run
         # was taken for abandoned and cancelled.
         end = time.monotonic() + 120
-        while not all(ticket.wait(0.2) for ticket in tickets):
+        while not all([ticket.wait(0.2) for ticket in tickets]):  # a list: each one waits
             assert time.monotonic() < end, "timed out"
         assert all(ticket.error is None for ticket in tickets), [t.error for t in tickets]
         assert sum(s.runs_started for s in services) == 1
