@@ -354,7 +354,7 @@ def _warm_store(tickets: list[Any] | None = None) -> None:
     _report("defaults", runs=len(tickets))
     failed = _finish(tickets)
     counts = {"runs": len(tickets), "failed": failed}
-    if neighbour_keys() == set():
+    if os.environ.get(NEIGHBOURS_ENV, "1").strip() == "0":
         _report("done", **counts)
         return
     while service.waiting():

@@ -26,6 +26,7 @@ def second_server(app_url: str, app_data_dir: Path,
     status = tmp_path_factory.mktemp("second-server") / "warm-up.json"
     # It listens at once (DEMO_WARM_BEFORE_LISTEN 0): the first browser test waits for it.
     env = {"DATA_DIR": str(app_data_dir), "DEMO_WARM_NEIGHBOURS": WARM_KEYS,
+           "DEMO_ASK_SECONDS": "300",
            "DEMO_WARM_STATUS": str(status), "DEMO_WARM_BEFORE_LISTEN": "0"}
     command = ["nice", "-n", "10", sys.executable, "-m", "ui.server", "--server.port",
                "{port}", "--server.address", "127.0.0.1", "--server.headless", "true"]
