@@ -36,12 +36,16 @@ WATCH_CANCEL = """() => {
 # Records whether a dimmed previous result showed after the move, with its caption and
 # numbers, and whether it is still on the page.
 # And whether the new run's first numbers ever stood beside the old result's (`old`, a
-# number only the old result shows, on the page outside the dimmed box).
+# number only the old result shows), in the elements of this run: Streamlit fades the
+# elements of the run before (data-stale) while a rerun draws, and removes them when it
+# ends; on a loaded machine a rerun can draw its first numbers before then.
 WATCH_PREVIOUS = """(old) => {
     window.__previous = {seen: false, present: false, caption: false, metric: false,
                          opacity: 1, mixed: false};
     const look = () => {
-        const text = document.body.innerText;
+        const text = [...document.querySelectorAll('[data-testid="stElementContainer"]')]
+            .filter(e => !e.closest('[data-stale="true"]'))
+            .map(e => e.innerText).join(' ');
         if (text.includes('Memory measured') && text.includes(old)) {
             window.__previous.mixed = true;
         }
