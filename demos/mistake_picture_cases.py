@@ -108,6 +108,18 @@ def sampling_shows(m: Measured, plain: Measured) -> bool:
     return within_tolerance(m.peak_bytes, plain.peak_bytes)
 
 
+def _backward_counted(model: torch.nn.Module, kind: ModelKind,
+                      forward: Callable[[Callable[[], None]], torch.Tensor],
+                      tracker: LiveTracker, saved: list[int]) -> torch.Tensor:
+    """Run `forward` counting what it saves for backward (all storages once, parameters
+    apart: model_classes.image_step) into `saved`, then the backward."""
+    counted, loss = saved_step(model, kind.blocks(model), forward)
+    saved.append(sum(counted.cpu.values()))
+    tracker.start_backward()
+    loss.backward()
+    return loss
+
+
 # ------------------------------------------------------------ a flag parsed, never applied
 
 def _train_step(model: torch.nn.Module, kind: ModelKind, batch: int, size: int,
@@ -117,11 +129,7 @@ def _train_step(model: torch.nn.Module, kind: ModelKind, batch: int, size: int,
     def step(tracker: LiveTracker) -> torch.Tensor:
         model.zero_grad(set_to_none=True)
         forward = kind.training_forward(model, batch, size, Variant())  # type: ignore[attr-defined]
-        counted, loss = saved_step(model, kind.blocks(model), forward)
-        saved.append(sum(counted.cpu.values()))
-        tracker.start_backward()
-        loss.backward()
-        return loss
+        return _backward_counted(model, kind, forward, tracker, saved)
     return step
 
 
@@ -176,11 +184,7 @@ def _conditioned_step(encoder: torch.nn.Module, model: torch.nn.Module, kind: Mo
             loss_begins()
             return (pred.float() - latents).pow(2).mean()
 
-        counted, loss = saved_step(model, kind.blocks(model), forward)
-        saved.append(sum(counted.cpu.values()))
-        tracker.start_backward()
-        loss.backward()
-        return loss
+        return _backward_counted(model, kind, forward, tracker, saved)
 
     return step
 
