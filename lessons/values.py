@@ -53,6 +53,7 @@ from memory.parallel import (
     layer_bytes,
     layer_transfers,
 )
+from memory.precisions import PRECISIONS
 from memory.strategies import StrategySpec
 from memory.theory import counted_flops, early_stop_skips, predicted_peak_where
 from memory.worked_examples import SEED_EXAMPLE, course_examples
@@ -391,6 +392,13 @@ APPLY_PARALLEL = {"hidden": 8_192, "heads": 64, "seq": 4_096, "layers": 80, "tp"
 CP_MODEL = "llama-3.1-70b"
 CP_SEQ = 131_072
 CP_SIZE = 8
+# Lesson 8's opening: the GPU whose memory the training state outgrows.
+ONE_GPU_BYTES = 80e9
+
+
+def parameters_that_fill(gpu_bytes: float, bytes_per_param: float) -> float:
+    """How many parameters' state fills a GPU's memory by itself."""
+    return gpu_bytes / bytes_per_param
 
 
 def _many_gpus(v: dict[str, str], code: str, number: Callable[[float], str],
@@ -407,6 +415,10 @@ def _many_gpus(v: dict[str, str], code: str, number: Callable[[float], str],
     v["par_m"] = number(m)
     v["par_chunks"] = number(chunks)
     v["par_stage_layers"] = number(layers // p)
+    full_state = parameters_that_fill(ONE_GPU_BYTES, bytes_per_parameter("mixed", "adamw"))
+    lora_base = parameters_that_fill(ONE_GPU_BYTES, PRECISIONS["bf16"].weight_bytes)
+    v["par_gpu_full_billions"] = format_decimal(full_state / 1e9, code, 1)
+    v["par_gpu_lora_billions"] = number(lora_base / 1e9)
     per_layer = {
         "none": layer_bytes(s, b, h, a), "tp": layer_bytes(s, b, h, a, t),
         "sp": layer_bytes(s, b, h, a, t, True),
@@ -437,6 +449,10 @@ def _many_gpus(v: dict[str, str], code: str, number: Callable[[float], str],
     v["par_message_mb"] = number(message / 1e6)
     v["par_tp_collectives"] = number(tp_sends["all-reduce"].count)
     v["par_tp_layer_mb"] = number(tp_sends["all-reduce"].count * message / 1e6)
+    sp_sends = {x.collective: x for x in layer_transfers(Layout(tp=t, sp=True), s=s, b=b, h=h)}
+    regathers = sp_sends["all-gather"].count - sp_sends["reduce-scatter"].count
+    v["par_sp_regathers"] = number(regathers)
+    v["par_sp_regather_mb"] = number(regathers * 2 * sp_sends["all-gather"].elements / 1e6)
     q = APPLY_PARALLEL
     qs, qh, qa, ql, qt, qp = (q[k] for k in ("seq", "hidden", "heads", "layers", "tp", "pp"))
     for key in ("hidden", "heads", "seq", "layers", "tp", "pp", "microbatches", "chunks"):
@@ -469,5 +485,6 @@ def _many_gpus(v: dict[str, str], code: str, number: Callable[[float], str],
     v["cp_kv_heads"] = number(arch.kv_heads)
     v["cp_heads"] = number(arch.heads)
     v["cp_step_mb"] = number(2 * cp["send/recv"].elements / 1e6)
+    v["cp_kv_all_mb"] = number(2 * cp["send/recv"].elements * CP_SIZE / 1e6)
     v["cp_layer_forward_mb"] = number(2 * cp["send/recv"].elements * (CP_SIZE - 1) / 1e6)
     v["cp_layer_input_mb"] = number(2 * CP_SEQ // CP_SIZE * arch.hidden / 1e6)

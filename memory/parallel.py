@@ -23,9 +23,12 @@ interleaved schedule with v chunks per GPU keeps L(1 + (p-1)/(pv)) layers' worth
 runs every micro-batch forward before any backward, so all m of them.
 
 Context parallelism splits the sequence of every tensor, the attention's included: each
-rank keeps its own s/cp tokens' queries, keys and values, and ring attention passes the
-keys and values around, computed with a fused kernel, so no s x s scores are kept.
-Expert parallelism splits the experts (their weights) of a mixture-of-experts layer; the
+rank keeps its own s/cp tokens' queries, keys and values, and the keys and values reach
+the other ranks around a ring (ring attention) or in one all-gather (torch's default,
+which holds the whole sequence's keys and values during attention), computed with a fused
+kernel, so no s x s scores are kept. Expert parallelism places the experts of a
+mixture-of-experts layer, E/ep on each rank, which computes with their full weights only
+(next to FSDP over every rank, each stores the same share of them either way); the
 tokens a GPU's experts process are, with balanced routing, top-k times its own tokens,
 whatever ep is. FSDP / ZeRO-3 splits the weights, gradients and optimizer state over the
 data-parallel ranks; every rank runs its own micro-batches, so activations stay whole.
@@ -250,8 +253,9 @@ def layer_transfers(layout: Layout, *, s: int, b: int, h: int, kv_hidden: int | 
       ring all-reduce is a reduce-scatter then an all-gather), and 2 more all-gathers in
       backward for the sequence-split projection inputs kept instead of whole ones (a full
       rerun gathers them itself, adding 2 reduce-scatters instead);
-    * context parallel: a ring of cp-1 steps passing the local keys and values
-      (2·b·(s/cp)·kv_hidden) forward; backward passes them and their gradients;
+    * context parallel: cp-1 blocks of the local keys and values (2·b·(s/cp)·kv_hidden)
+      forward, as ring steps or in one all-gather (torch's default); backward passes them
+      again, and their gradients around the ring;
     * expert parallel: an all-to-all dispatching each token to its top-k experts and one
       combining them, forward and backward: 4 of b·s·top_k·h / cp (its own tokens);
     * FSDP: the layer's weights all-gathered forward and again backward, its gradients

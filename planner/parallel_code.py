@@ -229,7 +229,8 @@ def has_tp_plan(family: str) -> bool:
 
 def tp_plan_splits_experts(family: str) -> bool:
     """Whether that plan splits a mixture-of-experts block's experts (transformers 5.24:
-    `packed_colwise` / `moe_tp_experts`; 5.25 leaves them to its expert-parallel plan)."""
+    `packed_colwise` / `moe_tp_experts`; 5.25 drops them from it, leaving them in the
+    expert-parallel plan that already names them in 5.24)."""
     return any(".experts" in name for name in tp_plan(family))
 
 
@@ -397,8 +398,10 @@ def parallel_code(p: PlannerInputs, layout: Layout, code: str = DEFAULT) -> str:
         out += _TRANSFORMERS_TP.format(doc=_doc(hf_doc), checkpointing=ckpt)
     if layout.cp > 1:
         cp_doc = gettext(code, "Context parallelism: each GPU of the cp mesh runs its slice "
-                               "of the sequence, ring attention passing the keys and values "
-                               "around. The labels come shifted by one (-100 at the end), "
+                               "of the sequence; for attention torch all-gathers the keys and "
+                               "values of the whole sequence by default (set_rotate_method("
+                               "\"alltoall\") passes them around a ring instead). The "
+                               "labels come shifted by one (-100 at the end), "
                                "since a slice cannot shift its own. torch runs it with "
                                "CUDA's attention kernels only.")
         out += _CP.format(doc=_doc(cp_doc))

@@ -88,33 +88,61 @@ def versions(python: str) -> dict[str, str | None]:
 
 
 # What the course rests on, read from each environment's installed libraries: the ops
-# torch's FLOP counter has a formula for, the keywords of the calls the course teaches,
-# torch.compile's budget settings, and whether accelerate's FSDP2 checkpointing wraps
-# layers without the RNG state.
+# torch's FLOP counter has a formula for, the keywords of the calls the course teaches (those
+# a function reads out of its **kwargs included: torch 2.13's checkpoint takes
+# preserve_rng_state that way), torch.compile's budget settings, whether accelerate's FSDP2
+# checkpointing wraps layers without the RNG state, which MoE families' tensor-parallel
+# plans split the experts, and whether from_pretrained turns hub kernels on by default.
 PROBE = """
-import inspect, json
+import inspect, json, re
 import torch, torch.utils.checkpoint as ckpt, torch.utils.flop_counter as fc
 import torch._functorch.config as functorch_config
+
+def keywords(function):
+    names = list(inspect.signature(function).parameters)
+    try:
+        source = inspect.getsource(function)
+    except (OSError, TypeError):
+        source = ""
+    popped = re.findall(r"kwargs\\.pop\\(\\s*[\\"'](\\w+)[\\"']", source)
+    return names + [name for name in popped if name not in names]
+
 out = {"FLOP counter formulas (torch.utils.flop_counter.flop_registry)":
            sorted(str(op) for op in fc.flop_registry),
-       "torch.utils.checkpoint.checkpoint keywords": list(inspect.signature(
-           ckpt.checkpoint).parameters),
-       "create_selective_checkpoint_contexts keywords": list(inspect.signature(
-           ckpt.create_selective_checkpoint_contexts).parameters),
+       "torch.utils.checkpoint.checkpoint keywords": keywords(ckpt.checkpoint),
+       "create_selective_checkpoint_contexts keywords": keywords(
+           ckpt.create_selective_checkpoint_contexts),
        "torch._functorch.config activation_memory_budget settings": sorted(
            n for n in functorch_config.get_config_copy()
            if n.startswith("activation_memory_budget"))}
 try:
     import transformers
-    out["PreTrainedModel.activation_checkpointing_enable keywords"] = list(
-        inspect.signature(transformers.PreTrainedModel.activation_checkpointing_enable
-                          ).parameters)
+    out["PreTrainedModel.activation_checkpointing_enable keywords"] = keywords(
+        transformers.PreTrainedModel.activation_checkpointing_enable)
+    split = []
+    for family in ("mixtral", "qwen3_moe"):
+        try:
+            plan = transformers.AutoConfig.for_model(family).base_model_tp_plan or {}
+        except (ValueError, AttributeError):
+            continue
+        if any(".experts" in name for name in plan):
+            split.append(family)
+    out["MoE families (Mixtral, Qwen3-MoE) whose base_model_tp_plan splits the experts"] = split
+    load = transformers.PreTrainedModel.from_pretrained
+    default = inspect.signature(load).parameters.get("use_kernels")
+    if default is not None:
+        out["from_pretrained's use_kernels default"] = [repr(default.default)]
+    else:
+        found = re.search(r"kwargs\\.pop\\(\\s*[\\"']use_kernels[\\"']\\s*,\\s*([^)]+)\\)",
+                          inspect.getsource(load))
+        out["from_pretrained's use_kernels default"] = [found.group(1).strip() if found
+                                                       else "not read"]
 except ImportError:
     pass
 try:
     import peft
-    out["peft.prepare_model_for_kbit_training keywords"] = list(inspect.signature(
-        peft.prepare_model_for_kbit_training).parameters)
+    out["peft.prepare_model_for_kbit_training keywords"] = keywords(
+        peft.prepare_model_for_kbit_training)
 except ImportError:
     pass
 try:
@@ -145,7 +173,7 @@ def changes(pinned: dict[str, list[str]], latest: dict[str, list[str]]) -> list[
             continue
         added = [x for x in after if x not in before]
         dropped = [x for x in before if x not in after]
-        if not added and not dropped:
+        if (not added and not dropped) or len(before) == len(after) == 1:
             lines.append(f"{item}: {', '.join(before)} → {', '.join(after)}")
             continue
         parts = [f"adds {', '.join(f'`{x}`' for x in added)}" if added else "",

@@ -137,3 +137,14 @@ def test_segments_tradeoff_uses_k_as_lesson_3_does(bank):
     assert "segments of k layers" in q.prompt
     assert "k checkpointed segments" not in q.prompt
     assert "n/k of them" in q.explanations[0] and "(k layers)" in q.explanations[0]
+
+
+def test_expert_parallelism_next_to_fsdp_keys_what_it_changes_not_a_smaller_share(bank):
+    """Lesson 8: with FSDP over all GPUs each GPU stores the same share of the experts
+    either way; expert parallelism changes which experts' full weights a GPU computes
+    with, and FSDP no longer gathers the others."""
+    q = bank["ep-and-fsdp-divide"]
+    assert q.correct == frozenset({0, 1})
+    assert "its own experts only" in q.options[0]
+    assert "stored share" in q.options[2] and "same share either way" in q.explanations[2]
+    assert "Expert parallelism divides the experts' weights." not in q.options

@@ -65,6 +65,11 @@ def test_changes_name_what_the_newest_releases_add_and_drop() -> None:
         "keywords: adds `new`",
         "wraps: only in the newest releases",
     ]
+    assert changes({"default": ["False"], "split": ["mixtral", "qwen3_moe"]},
+                   {"default": ["True"], "split": []}) == [
+        "default: False → True",
+        "split: drops `mixtral`, `qwen3_moe`",
+    ]
 
 
 def test_the_probe_reads_this_environment() -> None:
@@ -73,6 +78,12 @@ def test_the_probe_reads_this_environment() -> None:
     found = probe(sys.executable)
     assert "aten.mm" in found[
         "FLOP counter formulas (torch.utils.flop_counter.flop_registry)"]
-    assert "use_reentrant" in found["torch.utils.checkpoint.checkpoint keywords"]
+    keywords = found["torch.utils.checkpoint.checkpoint keywords"]
+    assert "use_reentrant" in keywords
+    assert "preserve_rng_state" in keywords  # read out of **kwargs in torch 2.13
+    assert "respect_saved_tensors_hooks" not in keywords  # not in torch 2.13
+    assert found["MoE families (Mixtral, Qwen3-MoE) whose base_model_tp_plan splits the "
+                 "experts"] == ["mixtral", "qwen3_moe"]  # transformers 5.24
+    assert found["from_pretrained's use_kernels default"] == ["False"]
     assert found["accelerate's FSDP2 checkpointing wraps layers without the RNG state"] == [
         "True"]
