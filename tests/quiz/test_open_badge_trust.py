@@ -107,6 +107,14 @@ def test_a_badge_never_carries_the_address_the_browser_reported(
     assert credential["id"].startswith("https://lab.example/verify?id=")
     result, = independent_verify([credential], published_lists(status_dir, [credential]))
     assert result["verified"] and result["statusChecked"] and result["revoked"] is False
+    assert result["listAtItsId"]  # the list served there names that address as its own
+    # A list signed by the course's key but for another address, served at the badge's:
+    # Digital Bazaar's verifier takes it, a verifier that compares its id does not.
+    assert service.signer is not None
+    elsewhere = list_credential(service.signer.private_key,
+                                url.replace("https://lab.example", FOREIGN), [], time.time())
+    moved, = independent_verify([credential], {url: elsewhere})
+    assert moved["verified"] and not moved["listAtItsId"]
 
 
 def test_an_old_copy_of_the_status_list_stops_verifying(
