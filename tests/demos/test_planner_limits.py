@@ -170,6 +170,7 @@ def test_the_language_flag_offers_the_course_languages(capsys) -> None:
     assert ended.value.code == 2
     err = capsys.readouterr().err
     assert "invalid choice: 'xx'" in err and all(f"'{c}'" in err for c in CODES)
+    assert err.count("\n") == 1 and "Traceback" not in err  # one line, no usage block
     assert main(["--model", "gpt2", "--language", "vi", "--json"]) == 0
 
 
