@@ -227,3 +227,36 @@ def test_the_did_key_is_printed_for_verifiers_to_pin(
         at = app_test("pages/verify.py", query=query)
         assert any(did in caption.value for caption in at.caption), query
         assert not at.exception
+
+
+def test_a_revocation_of_a_retired_keys_badge_fails_while_that_file_is_damaged(
+    service: QuizService, data_dir: Path, status_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """After `new-key --replace` the old key's list is signed with its retired key file: a
+    garbled retired file fails the revocation (exit 2, one line), and once the file is
+    restored the publisher signs the old key's list with the bit set. Read from the stored
+    list (no verifier needed: its signature is checked in the tests above)."""
+    from quiz.status_list import decode, is_set
+
+    old = issue(service, "Grace Hopper", "en")
+    credential = badge_for(service, old.id).document
+    old_key = service.key_id
+    assert main(["new-key", "--replace"]) == 0
+    retired = data_dir / f"signing_key.{old_key}.retired.pem"
+    kept = retired.read_bytes()
+    retired.write_text("-----BEGIN PRIVATE KEY-----\ngarbled\n")
+    capsys.readouterr()
+    assert main(["revoke", old.id, "--reason", "issued by mistake"]) == 2
+    error = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error")]
+    assert len(error) == 1 and old_key in error[0] and str(retired) in error[0], error
+    position = int(credential["credentialStatus"]["statusListIndex"])
+
+    def revoked_in_the_list() -> bool:
+        listed = stored_list(data_dir, old_key)
+        return is_set(decode(listed["credentialSubject"]["encodedList"]), position)
+
+    assert not revoked_in_the_list()
+    retired.write_bytes(kept)  # the operator restores the retired key file
+    publisher_round()
+    assert revoked_in_the_list()
