@@ -22,7 +22,7 @@ from quiz.config import NoPublicAddress
 from quiz.ids import file_name_part
 from quiz.open_badge import credential
 from quiz.service import QuizService
-from quiz.signing import KEY_FILE
+from quiz.signing import KEY_FILE, key_source
 from quiz.status_list import (
     available_signers,
     ensure_list,
@@ -74,11 +74,10 @@ def _unreadable_key(service: QuizService) -> str | None:
     None (it has one, or there is none at all)."""
     if service.signer is not None:
         return None
-    if service.warnings or config.signing_key_env() or (service.data_dir / KEY_FILE).exists():
-        where = ("CERT_SIGNING_KEY" if config.signing_key_env()
-                 else str(service.data_dir / KEY_FILE))
-        return f"the signing key ({where}) is damaged or unreadable"
-    return None
+    where = key_source(service.data_dir, config.signing_key_env())
+    if where is None and service.warnings:  # it could not be read when the service opened
+        where = str(service.data_dir / KEY_FILE)
+    return f"the signing key ({where}) is damaged or unreadable" if where else None
 
 
 def _key_problem(service: QuizService) -> str:
