@@ -260,3 +260,29 @@ def test_a_revocation_of_a_retired_keys_badge_fails_while_that_file_is_damaged(
     retired.write_bytes(kept)  # the operator restores the retired key file
     publisher_round()
     assert revoked_in_the_list()
+
+
+def test_a_revocation_whose_list_has_no_key_fails_while_that_list_is_valid(
+    service: QuizService, data_dir: Path, status_dir: Path,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A key gone for good (its retired file deleted): its list can never be signed again,
+    so a revocation fails the command (one line, exit 2) while that list still verifies,
+    and is a warning (exit 0) once it has expired, when outside status checks of its
+    credentials fail anyway."""
+    first, second = issue(service, "Grace Hopper", "en"), issue(service, "Ada Lovelace", "en")
+    badge_for(service, first.id)
+    old_key = service.key_id
+    assert main(["new-key", "--replace"]) == 0
+    (data_dir / f"signing_key.{old_key}.retired.pem").unlink()  # gone for good
+    capsys.readouterr()
+    assert main(["revoke", first.id, "--reason", "issued by mistake"]) == 2
+    error = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error")]
+    assert len(error) == 1 and old_key in error[0] and "until the list expires" in error[0]
+    assert stored_list(data_dir, old_key)["validUntil"][:10] in error[0]
+    later = time.time() + 2 * 24 * 3600  # the list has expired
+    monkeypatch.setattr(time, "time", lambda: later)
+    assert main(["revoke", second.id, "--reason", "issued by mistake"]) == 0
+    err = capsys.readouterr().err
+    assert "error" not in err and f"warning: the status list of key {old_key}" in err
+    assert "expired" in err
