@@ -286,3 +286,29 @@ def test_a_revocation_whose_list_has_no_key_fails_while_that_list_is_valid(
     err = capsys.readouterr().err
     assert "error" not in err and f"warning: the status list of key {old_key}" in err
     assert "expired" in err
+
+
+def test_a_list_the_earlier_code_signed_is_signed_again_at_the_start(
+    service: QuizService, status_dir: Path,
+) -> None:
+    """The earlier code signed lists with no validUntil (valid forever) and on the address
+    a browser reported: a server's first round signs such a list again, valid for a day,
+    with its id on APP_BASE_URL."""
+    from quiz.status_list import status_lists
+    from storage.database import writing
+
+    certificate = issue(service, "Grace Hopper", "en")
+    badge_for(service, certificate.id)
+    assert service.signer is not None
+    foreign = f"{FOREIGN}/app/static/status/{service.key_id}.json"
+    old = list_credential(service.signer.private_key, foreign, [], time.time())
+    del old["validUntil"]
+    with writing(service.data_dir) as connection:
+        connection.execute(status_lists.update().where(
+            status_lists.c.key_id == service.key_id).values(
+            url=foreign, credential=json.dumps(old), updated_at=time.time()))
+    publisher_round()
+    again = stored_list(service.data_dir, service.key_id)
+    assert again["id"] == f"https://lab.example/app/static/status/{service.key_id}.json"
+    assert "validUntil" in again
+    assert json.loads((status_dir / f"{service.key_id}.json").read_text()) == again
