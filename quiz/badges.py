@@ -10,6 +10,7 @@ can choose. Without it no credential is built (NoPublicAddress)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 import time
@@ -22,7 +23,7 @@ from quiz.config import NoPublicAddress
 from quiz.ids import file_name_part
 from quiz.open_badge import credential
 from quiz.service import QuizService
-from quiz.signing import KEY_FILE
+from quiz.signing import KEY_FILE, key_source
 from quiz.status_list import (
     available_signers,
     ensure_list,
@@ -31,6 +32,7 @@ from quiz.status_list import (
     sign_due,
     status_folder,
     status_url,
+    stored_list,
 )
 from storage.database import StorageUnavailable
 
@@ -74,11 +76,10 @@ def _unreadable_key(service: QuizService) -> str | None:
     None (it has one, or there is none at all)."""
     if service.signer is not None:
         return None
-    if service.warnings or config.signing_key_env() or (service.data_dir / KEY_FILE).exists():
-        where = ("CERT_SIGNING_KEY" if config.signing_key_env()
-                 else str(service.data_dir / KEY_FILE))
-        return f"the signing key ({where}) is damaged or unreadable"
-    return None
+    where = key_source(service.data_dir, config.signing_key_env())
+    if where is None and service.warnings:  # it could not be read when the service opened
+        where = str(service.data_dir / KEY_FILE)
+    return f"the signing key ({where}) is damaged or unreadable" if where else None
 
 
 def _key_problem(service: QuizService) -> str:
@@ -127,12 +128,27 @@ def badge_for(service: QuizService, text: str, base_url: str | None = None) -> B
 @dataclass(frozen=True)
 class Published:
     """What a revocation did to the status lists: `error`, one line, when a list that must
-    carry it could not be signed although its key is here (damaged or unreadable: the
-    revocation is recorded all the same, and a server signs the list once it can read the
-    key); `warnings` for lists whose key is gone or that could not be copied."""
+    carry it could not be signed: its key is here but damaged or unreadable (a server signs
+    the list once it can read the key), or gone while the list it signed last is still
+    valid (outside verifiers read 'not revoked' until it expires); the revocation is
+    recorded all the same. `warnings` for a gone key's list that has expired (outside
+    status checks of its credentials fail already) and for lists that could not be
+    copied."""
 
     warnings: tuple[str, ...] = ()
     error: str | None = None
+
+
+def _valid_until(service: QuizService, key_id: str) -> float | None:
+    """When key `key_id`'s stored list stops verifying (its validUntil, seconds since the
+    epoch); None for a list signed with none."""
+    stored = stored_list(service.data_dir, key_id) or {}
+    until = stored.get("validUntil")
+    return dt.datetime.fromisoformat(until).timestamp() if until else None
+
+
+def _utc(moment: float) -> str:
+    return dt.datetime.fromtimestamp(moment, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def after_revocation(service: QuizService, now: float | None = None) -> Published:
@@ -159,11 +175,25 @@ def after_revocation(service: QuizService, now: float | None = None) -> Publishe
                  "verifiers see it once the key is restored (a running app server signs "
                  "the lists within seconds of that)")
     elif signing.behind:
+        moment = time.time() if now is None else now
+        until = {key_id: _valid_until(service, key_id) for key_id in signing.behind}
+        valid = {key_id: end for key_id, end in until.items() if end is None or end > moment}
+        if valid:
+            ends = [end for end in valid.values() if end is not None]
+            how_long = (f"until the list expires ({_utc(max(ends))})" if len(ends) == len(valid)
+                        else "for as long as the list is served (it was signed with no "
+                        "validUntil)")
+            error = (f"the status list(s) of key(s) {', '.join(valid)} could not be signed "
+                     f"again: their private key is not in {service.data_dir}, so credentials "
+                     f"they signed read 'not revoked' to other verifiers {how_long}. The "
+                     "revocation is recorded (the verify page shows it); restore the key "
+                     "file to sign the list now")
         warnings += [
             f"the status list of key {key_id} was not signed again: its private key is not "
-            f"in {service.data_dir} (credentials it signed read 'not revoked' to other "
-            "verifiers until the list expires; the verify page shows the revocation)"
-            for key_id in signing.behind]
+            f"in {service.data_dir}, and the list expired on {_utc(end)}, so other "
+            "verifiers' status checks of the credentials it signed fail already (the "
+            "verify page shows the revocation)"
+            for key_id, end in until.items() if key_id not in valid and end is not None]
     try:
         publish(service.data_dir)
     except OSError as failure:

@@ -19,9 +19,17 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from i18n.languages import DEFAULT, language
+from quiz import config
 from quiz.certificate_records import Certificate, Status, Verification
 from quiz.ids import IdError, new_id, parse_id
-from quiz.signing import Signer, canonical_payload, load_public_key_pem, verify_signature
+from quiz.signing import (
+    KEY_FILE,
+    Signer,
+    canonical_payload,
+    key_source,
+    load_public_key_pem,
+    verify_signature,
+)
 from storage.database import (
     IntegrityError,
     StorageUnavailable,
@@ -84,7 +92,11 @@ class CertificateStore:
 
     def _signer(self) -> Signer:
         if self.signer is None:
-            raise StorageError("no signing key is configured: certificates cannot be issued")
+            source = key_source(self.data_dir, config.signing_key_env())
+            raise StorageError(
+                f"the signing key ({source}) is damaged or unreadable: certificates cannot "
+                "be issued" if source else
+                "no signing key is configured: certificates cannot be issued")
         return self.signer
 
     # Keys ---------------------------------------------------------------------------------
@@ -150,12 +162,20 @@ class CertificateStore:
         if self.signer is None and (count or marker.exists()):
             held = f"holds {count} certificate(s)" if count else (
                 f"is empty, but certificates were issued from this data folder ({marker})")
+            source = key_source(self.data_dir, config.signing_key_env())
+            if source:  # there, but it cannot be read: never call it missing
+                what = f"The signing key ({source}) is damaged or unreadable"
+                anew = ("put a new key in CERT_SIGNING_KEY" if source == "CERT_SIGNING_KEY"
+                        else "run `python -m quiz new-key --replace` (it sets the damaged "
+                        "file aside)")
+            else:
+                what = (f"The signing key is missing (no {self.data_dir / KEY_FILE} and no "
+                        "CERT_SIGNING_KEY)")
+                anew = "run `python -m quiz new-key`"
             problems.append(
-                f"The signing key is missing (no {self.data_dir / 'signing_key.pem'} and no "
-                f"CERT_SIGNING_KEY), but the database {database} {held}. "
-                "Restore the key file from a backup or set CERT_SIGNING_KEY to it. To start a "
-                "new key on purpose (earlier certificates keep verifying with their stored "
-                "public keys), run `python -m quiz new-key`."
+                f"{what}, but the database {database} {held}. Restore the key file from a "
+                "backup or set CERT_SIGNING_KEY to it. To start a new key on purpose "
+                f"(earlier certificates keep verifying with their stored public keys), {anew}."
             )
         known = self.public_keys()
         for key_id, n in sorted(used.items()):

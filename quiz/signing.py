@@ -186,6 +186,17 @@ def set_aside(path: Path) -> Path:
     return target
 
 
+def key_source(data_dir: Path, env_key: str | None = None) -> str | None:
+    """Where the signing key is configured (`CERT_SIGNING_KEY` when `env_key` is given,
+    else the key file's path when a file is there, readable or not); None when there is
+    neither. When read_signer fails or returns None, this tells a damaged key from a
+    missing one."""
+    if env_key:
+        return "CERT_SIGNING_KEY"
+    path = data_dir / KEY_FILE
+    return str(path) if os.path.lexists(path) else None
+
+
 def read_signer(data_dir: Path, env_key: str | None = None) -> Signer | None:
     """The configured signer: from `env_key` (CERT_SIGNING_KEY) when given, else the key
     file; None when there is neither (nothing is created)."""

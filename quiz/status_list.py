@@ -439,7 +439,7 @@ class Publisher:
             if expiring:
                 parts.append(f"key(s) {_key_names(expiring)} are due (an old signature or "
                              "a new address)")
-            why = "; ".join(problems) or "their private keys are not here"
+            why = "; ".join(p.rstrip(".") for p in problems) or "their private keys are not here"
             LOG.log(logging.ERROR if behind else logging.WARNING,
                     "status lists not signed again: %s, and cannot be signed: %s. They are "
                     "signed as soon as the key can be read; until then outside verifiers "

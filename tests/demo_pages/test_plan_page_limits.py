@@ -117,3 +117,27 @@ def test_a_pasted_configs_key_value_heads_and_layers_bound_the_layout(app_test: 
     assert [e.value for e in at.error] and "2 key/value heads" in at.error[0].value
     at = _pasted(app_test, cfg, shards="8", layout="own", pp="8", schedule="gpipe")
     assert "8 pipeline stages are more than the model's 4 layers" in at.error[0].value
+
+
+@pytest.mark.timeout(120)
+def test_a_second_learner_plans_on_beside_hostile_pastes(app_test: Callable) -> None:
+    """A billion layers, a 10^12-wide MLP and JSON nested 100,000 deep pasted on /plan
+    while another learner plans in the same process (as the server runs their pages): each
+    paste is refused on its first run, and the other learner never goes two seconds
+    without a new plan. The earlier page spent 30-47 s and 8 GiB on the first paste."""
+    from tests.demos.second_learner import SecondLearner
+
+    at = app_test(PAGE, query=CONFIG)  # the page's own first run, before the timing
+    other = SecondLearner()
+    took = []
+    with other:
+        for cfg in ({**load("llama-3.1-8b"), "num_hidden_layers": 10**9},
+                    {**load("llama-3.1-8b"), "intermediate_size": 10**12},
+                    '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"):
+            started = time.monotonic()
+            at.text_area(key="plan_config_json").set_value(
+                cfg if isinstance(cfg, str) else json.dumps(cfg))
+            _only_error(at.run(), "en")
+            took.append(time.monotonic() - started)
+    assert max(took) < 10, took
+    assert other.longest_wait < max(2.0, 20 * other.alone), (other.alone, other.gaps)

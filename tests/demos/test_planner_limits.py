@@ -170,4 +170,27 @@ def test_the_language_flag_offers_the_course_languages(capsys) -> None:
     assert ended.value.code == 2
     err = capsys.readouterr().err
     assert "invalid choice: 'xx'" in err and all(f"'{c}'" in err for c in CODES)
+    assert err.count("\n") == 1 and "Traceback" not in err  # one line, no usage block
     assert main(["--model", "gpt2", "--language", "vi", "--json"]) == 0
+
+
+@pytest.mark.timeout(120)
+def test_a_second_learner_plans_on_beside_every_hostile_config(tmp_path: Path,
+                                                               capsys) -> None:
+    """Each config above, and /dev/zero, refused while another learner plans a preset in
+    the same process: each refusal comes at once, and the other learner never goes a
+    second without a new plan (the earlier code spent 30-47 s and 8 GiB on 10^9 layers)."""
+    from tests.demos.second_learner import SecondLearner
+
+    files = [_write(tmp_path, case, make()) for case, make in NINE.items()]
+    other = SecondLearner()
+    took = {}
+    with other:
+        for file in [*files, "/dev/zero"]:
+            started = time.monotonic()
+            assert main(["--config", file, "--tuning", "lora"]) == 2
+            took[Path(file).name] = time.monotonic() - started
+    assert capsys.readouterr().err.count("\n") == len(files) + 1
+    assert max(took.values()) < 3, took
+    assert other.plans >= 1 and other.longest_wait < max(1.0, 10 * other.alone), (
+        other.alone, other.gaps)

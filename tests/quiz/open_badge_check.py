@@ -33,7 +33,9 @@ def published_lists(folder: Path, credentials: list[dict[str, Any]]) -> dict[str
 def independent_verify(credentials: list[dict[str, Any]],
                        status_lists: dict[str, Any]) -> list[dict[str, Any]]:
     """One result per credential: verified, error, statusChecked, revoked, schemaValid,
-    schemaErrors."""
+    schemaErrors, and listAtItsId: whether the status list given for the credential's
+    status address names that address as its own `id` (what docs/OPEN_BADGES.md asks a
+    verifier to check beside Digital Bazaar's verifier, which does not)."""
     node = shutil.which("node")
     if node is None or not (FOLDER / "node_modules").is_dir():
         pytest.fail("the independent verifier is not installed: run `make test-setup` "
@@ -44,4 +46,8 @@ def independent_verify(credentials: list[dict[str, Any]],
     assert done.returncode == 0, done.stderr
     results = json.loads(done.stdout)
     assert len(results) == len(credentials)
+    for credential, result in zip(credentials, results, strict=True):
+        url = credential.get("credentialStatus", {}).get("statusListCredential")
+        served = status_lists.get(url) if url else None
+        result["listAtItsId"] = served is not None and served.get("id") == url
     return results

@@ -39,6 +39,47 @@ def test_a_lost_key_file_stops_the_app_with_a_clear_message(
     assert not (data_dir / KEY_FILE).exists()
 
 
+@pytest.mark.parametrize("where", ["file", "environment"])
+def test_a_damaged_key_is_called_damaged_never_missing(
+    service: QuizService, passed_attempt: Attempt, data_dir: Path, where: str,
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A key file (or CERT_SIGNING_KEY) that is there but garbled: every line that speaks
+    of it (the start's refusal, the service's check, the log, the commands, the status
+    list publisher) says damaged or unreadable; none says 'no signing_key.pem'."""
+    import logging
+
+    from quiz.badges import badge_for
+    from quiz.status_list import Publisher
+    from storage.location import data_dir as configured
+
+    monkeypatch.setenv("OPEN_BADGE_STATUS_DIR", str(data_dir.parent / "status"))
+    certificate_id = _issue(service, passed_attempt)
+    badge_for(service, certificate_id)  # its key's status list: revoking must sign it again
+    if where == "file":
+        (data_dir / KEY_FILE).write_text("-----BEGIN PRIVATE KEY-----\ngarbled\n")
+    else:
+        (data_dir / KEY_FILE).unlink()
+        monkeypatch.setenv("CERT_SIGNING_KEY", "garbled")
+    with caplog.at_level(logging.INFO):
+        assert startup_check() == 2
+        relaxed = open_service(create_key=False, strict=False)
+        said = [*relaxed.check().problems, *relaxed.warnings]
+        with pytest.raises(StorageError) as issuing:
+            relaxed.certificates._signer()
+        said.append(str(issuing.value))
+        assert main(["revoke", certificate_id, "--reason", "a test"]) == 2
+        Publisher(configured).round()
+    said += [capsys.readouterr().err, *(r.getMessage() for r in caplog.records)]
+    problem, = relaxed.check().problems
+    assert "damaged or unreadable" in problem and "damaged or unreadable" in str(
+        issuing.value)
+    assert not [line for line in said if "missing" in line or "no signing" in line
+                or "no " + str(data_dir / KEY_FILE) in line], said
+    assert not [line for line in said if ".. " in line], said  # one sentence's end, once
+
+
 def test_new_key_on_purpose_keeps_old_certificates_valid(
     service: QuizService, passed_attempt: Attempt, data_dir: Path, finish,
     capsys: pytest.CaptureFixture[str],

@@ -107,6 +107,14 @@ def test_a_badge_never_carries_the_address_the_browser_reported(
     assert credential["id"].startswith("https://lab.example/verify?id=")
     result, = independent_verify([credential], published_lists(status_dir, [credential]))
     assert result["verified"] and result["statusChecked"] and result["revoked"] is False
+    assert result["listAtItsId"]  # the list served there names that address as its own
+    # A list signed by the course's key but for another address, served at the badge's:
+    # Digital Bazaar's verifier takes it, a verifier that compares its id does not.
+    assert service.signer is not None
+    elsewhere = list_credential(service.signer.private_key,
+                                url.replace("https://lab.example", FOREIGN), [], time.time())
+    moved, = independent_verify([credential], {url: elsewhere})
+    assert moved["verified"] and not moved["listAtItsId"]
 
 
 def test_an_old_copy_of_the_status_list_stops_verifying(
@@ -219,3 +227,88 @@ def test_the_did_key_is_printed_for_verifiers_to_pin(
         at = app_test("pages/verify.py", query=query)
         assert any(did in caption.value for caption in at.caption), query
         assert not at.exception
+
+
+def test_a_revocation_of_a_retired_keys_badge_fails_while_that_file_is_damaged(
+    service: QuizService, data_dir: Path, status_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """After `new-key --replace` the old key's list is signed with its retired key file: a
+    garbled retired file fails the revocation (exit 2, one line), and once the file is
+    restored the publisher signs the old key's list with the bit set. Read from the stored
+    list (no verifier needed: its signature is checked in the tests above)."""
+    from quiz.status_list import decode, is_set
+
+    old = issue(service, "Grace Hopper", "en")
+    credential = badge_for(service, old.id).document
+    old_key = service.key_id
+    assert main(["new-key", "--replace"]) == 0
+    retired = data_dir / f"signing_key.{old_key}.retired.pem"
+    kept = retired.read_bytes()
+    retired.write_text("-----BEGIN PRIVATE KEY-----\ngarbled\n")
+    capsys.readouterr()
+    assert main(["revoke", old.id, "--reason", "issued by mistake"]) == 2
+    error = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error")]
+    assert len(error) == 1 and old_key in error[0] and str(retired) in error[0], error
+    position = int(credential["credentialStatus"]["statusListIndex"])
+
+    def revoked_in_the_list() -> bool:
+        listed = stored_list(data_dir, old_key)
+        return is_set(decode(listed["credentialSubject"]["encodedList"]), position)
+
+    assert not revoked_in_the_list()
+    retired.write_bytes(kept)  # the operator restores the retired key file
+    publisher_round()
+    assert revoked_in_the_list()
+
+
+def test_a_revocation_whose_list_has_no_key_fails_while_that_list_is_valid(
+    service: QuizService, data_dir: Path, status_dir: Path,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A key gone for good (its retired file deleted): its list can never be signed again,
+    so a revocation fails the command (one line, exit 2) while that list still verifies,
+    and is a warning (exit 0) once it has expired, when outside status checks of its
+    credentials fail anyway."""
+    first, second = issue(service, "Grace Hopper", "en"), issue(service, "Ada Lovelace", "en")
+    badge_for(service, first.id)
+    old_key = service.key_id
+    assert main(["new-key", "--replace"]) == 0
+    (data_dir / f"signing_key.{old_key}.retired.pem").unlink()  # gone for good
+    capsys.readouterr()
+    assert main(["revoke", first.id, "--reason", "issued by mistake"]) == 2
+    error = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error")]
+    assert len(error) == 1 and old_key in error[0] and "until the list expires" in error[0]
+    assert stored_list(data_dir, old_key)["validUntil"][:10] in error[0]
+    later = time.time() + 2 * 24 * 3600  # the list has expired
+    monkeypatch.setattr(time, "time", lambda: later)
+    assert main(["revoke", second.id, "--reason", "issued by mistake"]) == 0
+    err = capsys.readouterr().err
+    assert "error" not in err and f"warning: the status list of key {old_key}" in err
+    assert "expired" in err
+
+
+def test_a_list_the_earlier_code_signed_is_signed_again_at_the_start(
+    service: QuizService, status_dir: Path,
+) -> None:
+    """The earlier code signed lists with no validUntil (valid forever) and on the address
+    a browser reported: a server's first round signs such a list again, valid for a day,
+    with its id on APP_BASE_URL."""
+    from quiz.status_list import status_lists
+    from storage.database import writing
+
+    certificate = issue(service, "Grace Hopper", "en")
+    badge_for(service, certificate.id)
+    assert service.signer is not None
+    foreign = f"{FOREIGN}/app/static/status/{service.key_id}.json"
+    old = list_credential(service.signer.private_key, foreign, [], time.time())
+    del old["validUntil"]
+    with writing(service.data_dir) as connection:
+        connection.execute(status_lists.update().where(
+            status_lists.c.key_id == service.key_id).values(
+            url=foreign, credential=json.dumps(old), updated_at=time.time()))
+    publisher_round()
+    again = stored_list(service.data_dir, service.key_id)
+    assert again["id"] == f"https://lab.example/app/static/status/{service.key_id}.json"
+    assert "validUntil" in again
+    assert json.loads((status_dir / f"{service.key_id}.json").read_text()) == again

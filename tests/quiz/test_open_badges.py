@@ -79,7 +79,7 @@ def test_credentials_in_three_languages_verify_independently(
     for credential, result in zip(credentials, results, strict=True):
         assert result == {"verified": True, "error": None, "statusChecked": True,
                           "statusError": None, "revoked": False, "schemaValid": True,
-                          "schemaErrors": []}, credential["id"]
+                          "schemaErrors": [], "listAtItsId": True}, credential["id"]
     for certificate, credential in zip(certificates, credentials, strict=True):
         subject = credential["credentialSubject"]
         assert subject["name"] == certificate.name  # the name in its own letters

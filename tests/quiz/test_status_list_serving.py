@@ -69,6 +69,60 @@ def test_the_server_adds_it_to_streamlits_middleware() -> None:
         starlette_app.create_streamlit_middleware = before
 
 
+def test_streamlits_own_static_route_serves_a_list_with_it(tmp_path: Path) -> None:
+    """Streamlit's app-static route (what `server.enableStaticServing` mounts at
+    /app/static/) behind the middleware stack Streamlit builds, as `python -m ui.server`
+    installs it: the served file carries the header; other static files do not."""
+    from starlette.applications import Starlette
+    from streamlit.web.server.starlette import starlette_app
+    from streamlit.web.server.starlette.starlette_routes import (
+        create_app_static_serving_routes,
+    )
+
+    from quiz.status_list import CACHE_SECONDS
+    from ui.badge_download import cache_status_lists
+
+    (tmp_path / "static" / "status").mkdir(parents=True)
+    (tmp_path / "static" / "status" / "0123456789abcdef.json").write_text('{"id": 1}')
+    (tmp_path / "static" / "other.json").write_text("{}")
+    (tmp_path / "app.py").write_text("")
+    before = starlette_app.create_streamlit_middleware
+    try:
+        cache_status_lists()
+        app = Starlette(routes=create_app_static_serving_routes(str(tmp_path / "app.py"), ""),
+                        middleware=starlette_app.create_streamlit_middleware())
+    finally:
+        starlette_app.create_streamlit_middleware = before
+
+    def get(path: str) -> tuple[int, dict[bytes, bytes], bytes]:
+        sent: list[dict[str, Any]] = []
+        asked = asyncio.Event()
+
+        async def receive() -> dict[str, Any]:
+            if not asked.is_set():
+                asked.set()
+                return {"type": "http.request", "body": b"", "more_body": False}
+            await asyncio.sleep(60)  # the client stays connected until the file is sent
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        scope = {"type": "http", "method": "GET", "path": path, "raw_path": path.encode(),
+                 "query_string": b"", "headers": [(b"host", b"lab.example")],
+                 "http_version": "1.1", "scheme": "https", "server": ("lab.example", 443),
+                 "client": ("203.0.113.9", 50000), "root_path": ""}
+        asyncio.run(asyncio.wait_for(app(scope, receive, send), 30))
+        body = b"".join(m.get("body", b"") for m in sent[1:])
+        return sent[0]["status"], dict(sent[0]["headers"]), body
+
+    status, headers, body = get("/app/static/status/0123456789abcdef.json")
+    assert (status, body) == (200, b'{"id": 1}')
+    assert headers[b"cache-control"] == f"public, max-age={CACHE_SECONDS}".encode()
+    status, headers, _ = get("/app/static/other.json")
+    assert status == 200 and b"cache-control" not in headers
+
+
 class Rounds(threading.Event):
     """A stop event that lets the publisher run `count` rounds."""
 
