@@ -1,7 +1,7 @@
 """The course outline, one table: the lessons in order, with their URL paths.
 
 Everything that counts or names the lessons reads this table: the router and the sidebar,
-the home page's path and its "nine lessons", the quiz topics (`quiz.bank.TOPICS`), and
+the home page's path and its "ten lessons", the quiz topics (`quiz.bank.TOPICS`), and
 the cross-references a lesson writes as ``{{lesson:how-many}}``.
 """
 
@@ -39,6 +39,7 @@ LESSONS: tuple[Lesson, ...] = (
     Lesson("in-practice", N_("Checkpointing in practice"), ":material/build:", 8),
     Lesson("many-gpus", N_("Checkpointing across many GPUs"), ":material/hub:", 12),
     Lesson("image-models", N_("Pictures: vision and diffusion models"), ":material/image:", 10),
+    Lesson("toolbox", N_("The practitioner's toolbox"), ":material/handyman:", 14),
 )
 
 # The live picture demo's URL path, which lesson 9 links (its front matter's demo path and
@@ -85,7 +86,7 @@ def count_in_words(count: int, code: str = DEFAULT) -> str:
 
 
 def lesson_count_text(code: str = DEFAULT) -> str:
-    """How many lessons the course has, in words: "nine lessons" ("neun Lektionen")."""
+    """How many lessons the course has, in words: "ten lessons" ("zehn Lektionen")."""
     count = len(LESSONS)
     return ngettext(code, "{words} lesson", "{words} lessons", count,
                     words=count_in_words(count, code))

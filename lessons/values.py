@@ -43,6 +43,7 @@ from lessons.checkpoint_math import (
 from lessons.memory_calculator import PRESETS, breakdown, bytes_per_parameter
 from lessons.picture_values import picture_values
 from lessons.stepper import simulate
+from lessons.toolbox_values import toolbox_values
 from memory.architectures import PRESETS as ARCHITECTURES
 from memory.config import ModelConfig, demo_default, slider_ranges
 from memory.parallel import (
@@ -377,6 +378,7 @@ def lesson_values(code: str = DEFAULT) -> dict[str, str]:
         loss_peak_vocab(LOGITS_DEMO.replace(hidden=APPLY_HIDDEN)))
     _many_gpus(v, code, number, plain, percent, gb)
     v.update(picture_values(code, number, plain, percent, gb))
+    v.update(toolbox_values(code, number, plain, percent, gb))
     v["lesson_count"] = lesson_count_text(code)
     v["further_reading"] = "\n".join(
         f"{number(place)}. [{source.title}]({source.url}), {gettext(code, source.authors)} — "

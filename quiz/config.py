@@ -16,7 +16,7 @@ COURSE_NAME = "Gradient Checkpointing Lab"
 COURSE_VERSION = "1.0"
 PASS_MARK = 0.8
 # Every lesson is asked about this many times in each attempt (quiz.draw's turns), so an
-# attempt holds this many questions per lesson of the outline: 18 for nine lessons.
+# attempt holds this many questions per lesson of the outline: 20 for ten lessons.
 QUESTIONS_PER_LESSON = 2
 QUESTIONS_PER_ATTEMPT = QUESTIONS_PER_LESSON * len(LESSON_PATHS)
 # A question's time: the bank's questions hold 128 words on average (prompt, options and

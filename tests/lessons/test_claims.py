@@ -166,7 +166,7 @@ def test_lesson_links_render_from_the_catalog_and_unknown_ones_fail():
 
 
 def test_the_lesson_count_comes_from_the_catalog():
-    assert catalog.lesson_count_text() == "nine lessons"
+    assert catalog.lesson_count_text() == "ten lessons"
     assert catalog.count_in_words(12) == "twelve"
     assert catalog.count_in_words(1_024, "de") == "1.024"
 

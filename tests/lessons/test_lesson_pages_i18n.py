@@ -130,7 +130,7 @@ def test_home_page_in_each_language(app_test, monkeypatch, code):
     text = page_text(at)
     if code != "en":
         assert untranslated_on_page(text, code) == []
-    assert {"en": "Nine short lessons", "de": "Neun kurze Lektionen",
-            "vi": "Chín bài học ngắn"}[code] in text
+    assert {"en": "Ten short lessons", "de": "Zehn kurze Lektionen",
+            "vi": "Mười bài học ngắn"}[code] in text
     for number, item in enumerate(LESSONS, start=1):
         assert f"{number}. {item.title_in(code)}" in text

@@ -123,8 +123,8 @@ def test_a_bad_name_gets_a_clear_message(app_test: RunPage) -> None:
 
 
 def test_a_fail_shows_the_score_and_a_retry_draws_anew(app_test: RunPage) -> None:
-    at = take_quiz(app_test("pages/take_quiz.py"), wrong=4)  # 14 of 18
-    assert any("77%" in str(m.value) for m in at.metric)
+    at = take_quiz(app_test("pages/take_quiz.py"), wrong=5)  # 15 of 20
+    assert any("75%" in str(m.value) for m in at.metric)
     assert any("Not passed" in e.value for e in at.error)
     assert not [t for t in at.text_input]  # no certificate form
     first = current(at).id
@@ -150,7 +150,7 @@ def test_a_reload_resumes_the_attempt(app_test: RunPage) -> None:
     at = button(at, "Next question").click().run()
     attempt_id = current(at).id
     reloaded = app_test("pages/take_quiz.py", query={"attempt": attempt_id})  # a fresh session
-    assert progress(reloaded) == "Question 2 of 18"
+    assert progress(reloaded) == "Question 2 of 20"
     assert current(reloaded).id == attempt_id
 
 
@@ -167,7 +167,7 @@ def test_score_in_the_url_changes_nothing(app_test: RunPage) -> None:
     assert not at.metric and not at.text_input
     at = button(at, "Start the quiz").click().run()
     reloaded = app_test("pages/take_quiz.py", query={"attempt": current(at).id, "score": "100"})
-    assert progress(reloaded) == "Question 1 of 18"
+    assert progress(reloaded) == "Question 1 of 20"
     assert not reloaded.metric and not reloaded.text_input
 
 

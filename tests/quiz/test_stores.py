@@ -26,7 +26,7 @@ def test_an_attempt_is_frozen_on_the_server(service: QuizService) -> None:
     again = service.attempt(attempt.id)
     assert again.questions == attempt.questions
     assert again.next_position == 0 and not again.finished
-    assert len(attempt.questions) == QUESTIONS_PER_ATTEMPT == 18  # two from each of 9 lessons
+    assert len(attempt.questions) == QUESTIONS_PER_ATTEMPT == 20  # two from each of 10 lessons
 
 
 def test_answers_lock_and_a_changed_answer_is_ignored(service: QuizService) -> None:
@@ -49,15 +49,15 @@ def test_questions_are_answered_in_order(service: QuizService) -> None:
 
 
 def test_finishing_scores_and_passes_at_80_percent(service: QuizService, finish: Finish) -> None:
-    passed = finish(service, service.start_attempt(), 15)  # of 18
-    assert passed.finished and passed.score.percent == 83 and passed.score.passed
-    failed = finish(service, service.start_attempt(), 14)
-    assert failed.finished and failed.score.percent == 77 and not failed.score.passed
+    passed = finish(service, service.start_attempt(), 16)  # of 20
+    assert passed.finished and passed.score.percent == 80 and passed.score.passed
+    failed = finish(service, service.start_attempt(), 15)
+    assert failed.finished and failed.score.percent == 75 and not failed.score.passed
     with sqlite3.connect(db_path(service.data_dir)) as raw:
         stored = raw.execute(
             "SELECT correct, total, passed FROM attempts WHERE id = ?", (failed.id,)
         ).fetchone()
-    assert stored == (14, 18, 0)
+    assert stored == (15, 20, 0)
 
 
 def test_attempts_expire(data_dir: Path) -> None:

@@ -1,0 +1,3 @@
+from ui.lesson_page import render_lesson
+
+render_lesson("toolbox")

@@ -1,0 +1,269 @@
+"""Lesson 10 (the practitioner's toolbox): its numbers come from memory/toolbox.py and the
+installed libraries' own constants, and the facts a CPU can show are measured here with
+saved-tensor hooks: autocast's kept dtypes, LoRA's kept inputs, a packed row against a
+padded batch, a CheckpointError with debug=True, the checkpoint wrapper's names and the MoE
+router's fp32 probabilities."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from i18n.languages import SUPPORTED
+from lessons.catalog import lesson, number
+from lessons.document import ANY_PLACEHOLDER, content_file, load
+from lessons.toolbox_values import ALLOCATOR, FLEX_BLOCK, MIXTRAL, MOE
+from lessons.values import lesson_values
+from memory.toolbox import (
+    bubble_fraction,
+    bubble_units,
+    causal_work_per_rank,
+    dropped_assignments,
+    expert_capacity,
+    first_stage_in_flight,
+    lora_kept_numbers,
+)
+from tests.lessons.test_documents import all_text
+
+PATH = "toolbox"
+CODES = [language.code for language in SUPPORTED]
+TORCH = Path(torch.__file__).parent
+CONFIGS = Path(__file__).parents[1] / "demos" / "hf_configs"
+
+
+def saved_while(fn):
+    """(dtype, shape, storage pointer) of every tensor autograd saves while `fn` runs."""
+    saved = []
+
+    def pack(t):
+        saved.append((t.dtype, tuple(t.shape), t.untyped_storage().data_ptr()))
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = fn()
+    return saved, out
+
+
+def test_it_is_lesson_ten_and_the_last():
+    assert number(PATH) == 10
+    assert lesson(PATH).title == "The practitioner's toolbox"
+
+
+@pytest.mark.parametrize("code", CODES)
+def test_it_renders_in_every_language(code):
+    document = load(PATH, lesson_values(code), code)
+    text = "\n".join([block.text for block in document.blocks] + list(document.takeaways)
+                     + [document.demo.text])
+    assert not ANY_PLACEHOLDER.search(text)
+    assert len(document.takeaways) == 5
+    assert text.count("\n## ") >= 9
+    assert lesson_values(code)["tb_hfu_ratio_full"] in text
+
+
+def test_no_figure_is_typed_in():
+    source = content_file(PATH).read_text(encoding="utf-8")
+    for typed in ("21.9%", "1.329", "67.2 GB", "52.1 GB", "268.4 MB", "4,098", "38,912"):
+        assert typed not in source, typed
+
+
+def test_the_allocator_sizes_are_the_installed_headers():
+    header = (TORCH / "include/c10/core/AllocatorConfig.h").read_text()
+    for name, size in ALLOCATOR.items():
+        assert re.search(rf"constexpr size_t {name} = {size};", header), name
+    assert "use_expandable_segments_{false}" in header  # off by default
+    from torch.nn.attention import flex_attention
+
+    assert flex_attention._DEFAULT_SPARSE_BLOCK_SIZE == FLEX_BLOCK
+
+
+def test_bubbles_and_what_recomputation_does_to_them():
+    assert bubble_fraction(8, 32) == 7 / 32 and bubble_fraction(8, 32, 2) == 7 / 64
+    assert bubble_units(8, recompute=True) / bubble_units(8) == pytest.approx(4 / 3)
+    assert first_stage_in_flight("gpipe", 8, 32) == 32
+    assert first_stage_in_flight("1f1b", 8, 32) == 8
+    source = (TORCH / "distributed/pipelining/schedules.py").read_text()
+    assert "class ScheduleZBVZeroBubble" in source
+    assert "class ScheduleInterleavedZeroBubble" in source
+    assert "time forward == time backward input == time backward weights" in source
+    backward = (TORCH / "distributed/pipelining/_backward.py").read_text()
+    assert "retain_graph=True" in backward.split("def stage_backward_input")[1].split(
+        "def stage_backward_weight")[0]
+
+
+def test_capacity_and_load_balance():
+    assert expert_capacity(4_096, 128, 8, 1.25) == 320
+    assert dropped_assignments([512, 100], 320) == 192
+    assert causal_work_per_rank(8, balanced=True) == pytest.approx([1.0] * 8)
+    contiguous = causal_work_per_rank(8, balanced=False)
+    assert contiguous[-1] == pytest.approx(15 / 8) and contiguous[0] == pytest.approx(1 / 8)
+    from torch.distributed.tensor.experimental._context_parallel import (
+        _attention,
+        _load_balancer,
+    )
+
+    options = _attention._ContextParallelOptions()
+    assert options.enable_load_balance and options.rotate_method.name == "ALL_GATHER"
+    balancer = _load_balancer._HeadTailLoadBalancer(16, 2, "cpu")
+    # 4 chunks of 4: rank 0 holds chunks 0 and 3, rank 1 chunks 1 and 2
+    assert balancer._generate_indices()[0].tolist() == [0, 1, 2, 3, 12, 13, 14, 15,
+                                                        4, 5, 6, 7, 8, 9, 10, 11]
+
+
+def test_the_moe_examples_are_the_families_configs():
+    qwen = json.loads((CONFIGS / "qwen3-235b-a22b.json").read_text())
+    assert (qwen["hidden_size"], qwen["num_experts"], qwen["num_experts_per_tok"]) == (
+        MOE["hidden"], MOE["experts"], MOE["top_k"])
+    mixtral = json.loads((CONFIGS / "mixtral-8x7b.json").read_text())
+    assert (mixtral["num_local_experts"], mixtral["num_experts_per_tok"]) == (
+        MIXTRAL["experts"], MIXTRAL["top_k"])
+
+
+def test_mixtral_keeps_fp32_router_probabilities_and_drops_no_token():
+    from transformers import MixtralConfig
+    from transformers.models.mixtral import modeling_mixtral
+
+    cfg = MixtralConfig(hidden_size=16, intermediate_size=32, num_local_experts=4,
+                        num_experts_per_tok=2, router_jitter_noise=0.0)
+    torch.manual_seed(0)
+    block = modeling_mixtral.MixtralSparseMoeBlock(cfg).to(torch.bfloat16)
+    for p in block.parameters():
+        torch.nn.init.normal_(p, std=0.5)
+    x = torch.randn(1, 12, 16, dtype=torch.bfloat16, requires_grad=True)
+    saved, out = saved_while(lambda: block(x))
+    assert (torch.float32, (12, 4)) in [(d, s) for d, s, _ in saved]  # softmax's output
+    assert bool((out.abs().sum(-1) > 0).all())  # every token reached its experts
+    for module in ("mixtral/modeling_mixtral.py", "qwen3_moe/modeling_qwen3_moe.py"):
+        source = (Path(modeling_mixtral.__file__).parents[1] / module).read_text()
+        assert "capacity" not in source.lower()
+
+
+def test_autocast_on_the_cpu_keeps_what_the_lesson_says():
+    lin = torch.nn.Linear(8, 8)
+    x = torch.randn(4, 8, requires_grad=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = lin(x)
+        saved, _ = saved_while(lambda: lin(x))
+        assert sorted(str(d) for d, _, _ in saved) == ["torch.bfloat16"] * 2  # input, weight copy
+        saved, _ = saved_while(lambda: F.softmax(y, -1))
+        assert [d for d, _, _ in saved] == [torch.bfloat16]
+        saved, _ = saved_while(lambda: F.layer_norm(y, (8,)))
+        assert (torch.bfloat16, (4, 8)) in [(d, s) for d, s, _ in saved]
+        saved, _ = saved_while(lambda: F.rms_norm(y, (8,)))
+        assert (torch.float32, (4, 8)) in [(d, s) for d, s, _ in saved]
+    lists = (TORCH / "testing/_internal/autocast_test_lists.py").read_text()
+    cuda_fp32 = lists.split("class AutocastCPUTestLists")[0].split("self.torch_fp32")[1]
+    for op in ("softmax", "log_softmax", "layer_norm", "rms_norm", "group_norm"):
+        assert f'("{op}"' in cuda_fp32, op
+
+
+@pytest.mark.parametrize(("adapter_cast", "dropout"),
+                         [(True, False), (True, True), (False, False), (False, True)])
+def test_lora_keeps_what_lora_kept_numbers_counts(adapter_cast, dropout):
+    from peft import LoraConfig, get_peft_model
+
+    width = 16
+    base = torch.nn.Sequential(torch.nn.Linear(width, 24)).to(torch.bfloat16)
+    model = get_peft_model(base, LoraConfig(r=4, target_modules=["0"],
+                                            lora_dropout=0.1 if dropout else 0.0),
+                           autocast_adapter_dtype=adapter_cast)
+    x = torch.randn(3, width, dtype=torch.bfloat16, requires_grad=True)
+    saved, _ = saved_while(lambda: model(x))
+    new = [(d, s) for d, s, ptr in saved
+           if s == (3, width) and ptr != x.untyped_storage().data_ptr()]
+    counted = lora_kept_numbers(width, adapter_cast, dropout)
+    assert len(new) == (counted["copy"] > 0) + (counted["mask"] > 0)
+    if adapter_cast:
+        assert all(d == torch.float32 for d, _ in new)
+
+
+def test_a_packed_row_keeps_what_a_padded_batch_keeps_for_its_real_tokens():
+    from transformers import LlamaConfig, LlamaModel
+
+    cfg = LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=4, vocab_size=64,
+                      attn_implementation="sdpa")
+    torch.manual_seed(0)
+    model = LlamaModel(cfg)
+    lengths = [12, 4]
+
+    weights = {p.untyped_storage().data_ptr() for p in model.parameters()}
+
+    def kept(ids, **kw):  # per token: no weights, no mask, no rotary cos/sin (per position)
+        saved, _ = saved_while(lambda: model(ids, **kw).last_hidden_state.sum())
+        return sum(torch.Size(s).numel() * torch.tensor([], dtype=d).element_size()
+                   for d, s, ptr in saved if ptr not in weights and s[-1] in (1, 8, 32, 64)
+                   and s[:2] != (1, 1))
+
+    padded = torch.randint(0, 64, (2, 12))
+    mask = torch.tensor([[1] * 12, [1] * 4 + [0] * 8])
+    packed = torch.randint(0, 64, (1, 16))
+    positions = torch.tensor([list(range(12)) + list(range(4))])
+    padded_bytes = kept(padded, attention_mask=mask)
+    packed_bytes = kept(packed, position_ids=positions)
+    assert packed_bytes / padded_bytes == pytest.approx(sum(lengths) / (2 * max(lengths)))
+    from transformers.masking_utils import find_packed_sequence_indices
+
+    assert find_packed_sequence_indices(positions).tolist() == [[0] * 12 + [1] * 4]
+
+
+def test_a_checkpoint_error_with_debug_shows_both_runs():
+    from torch.utils.checkpoint import CheckpointError, checkpoint
+
+    flag = {"extra": True}
+
+    def block(x):
+        y = x.sin()
+        return y.cos() if flag["extra"] else y
+
+    x = torch.randn(4, requires_grad=True)
+    out = checkpoint(block, x, use_reentrant=False, debug=True)
+    flag["extra"] = False
+    with pytest.raises(CheckpointError) as error:
+        out.sum().backward()
+    message = str(error.value)
+    assert "Stack traces of the operators that ran in the original forward" in message
+    assert "aten.cos" in message  # the forward's log names the op the rerun skipped
+    assert "recomputation" in message
+    flag["extra"] = True
+    out = checkpoint(block, x, use_reentrant=False)  # without debug: the short message
+    flag["extra"] = False
+    with pytest.raises(CheckpointError, match="A different number of tensors was saved"):
+        out.sum().backward()
+    with pytest.raises(ValueError, match="incompatible with non-default context_fn"):
+        checkpoint(block, x, use_reentrant=False, debug=True,
+                   context_fn=lambda: (torch.no_grad(), torch.no_grad()))
+
+
+def test_the_wrapper_hides_its_prefix_from_state_dict_not_from_named_modules():
+    from torch.distributed._composable import checkpoint as composable
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+
+    def model():
+        return torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4))
+
+    wrapped = torch.nn.Sequential(checkpoint_wrapper(model()))
+    assert "0.0.weight" in wrapped.state_dict()
+    assert "0.weight" in dict(wrapped[0].named_parameters())  # the wrapper's own override
+    assert "0._checkpoint_wrapped_module.0.weight" in dict(wrapped.named_parameters())
+    assert "0._checkpoint_wrapped_module.0" in dict(wrapped.named_modules())
+    assert "0._checkpoint_wrapped_module.1.running_mean" in dict(wrapped.named_buffers())
+    plain = torch.nn.Sequential(model())
+    composable(plain[0])
+    assert "0.0" in dict(plain.named_modules()) and "0.0.weight" in plain.state_dict()
+
+
+def test_the_lesson_cites_what_the_sources_name():
+    text = all_text(PATH)
+    for name in ("max_memory_reserved", "expandable_segments:True", "_record_memory_history",
+                 "ScheduleZBVZeroBubble", "ScheduleInterleavedZeroBubble",
+                 "set_rotate_method(\"alltoall\")", "_HeadTailLoadBalancer",
+                 "DataCollatorWithFlattening", "find_packed_sequence_indices", "cu_seqlens",
+                 "create_block_mask", "CheckpointError", "set_checkpoint_debug_enabled",
+                 "_checkpoint_wrapped_module", "torch.distributed._composable.checkpoint",
+                 "has not checked", "no capacity factor"):
+        assert name in text, name
