@@ -6,7 +6,7 @@ PORT ?= 8501
 ADDRESS ?= 0.0.0.0
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run dev chromium cjk-font test-packages test-setup test test-unit test-browser test-latest lint bench clean messages
+.PHONY: run dev chromium cjk-font test-packages test-setup test test-unit test-browser test-latest test-frameworks lint bench clean messages
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -132,6 +132,34 @@ test-latest: $(LATEST_VENV)/.installed $(VENV)/.dev-installed $(MO_FILES)
 	$(BIN)/python -m tools.latest_releases --python $(LATEST_VENV)/bin/python \
 		--report benchmarks/latest-releases.md -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
+# The planner's DeepSpeed config and Megatron-LM flags, read by the frameworks themselves
+# (not part of `make test`). A third virtualenv gets torch (the local CPU wheel), DeepSpeed
+# and Megatron-Core (0.16.1: the newest for Python 3.11; 0.17 needs 3.12), never the app's
+# requirements. Megatron-LM's argument parser is not in the megatron-core package: a
+# checkout of its training code at the matching tag is cloned into the environment, or
+# taken from MEGATRON_LM_SRC; without either the flags are checked against the vendored
+# table of that parser's options (tests/frameworks/megatron_source.py).
+FRAMEWORKS_VENV := .venv-frameworks
+FRAMEWORKS_PINS := torch==2.13.0 deepspeed==0.19.8 megatron-core==0.16.1 six regex \
+	Babel==2.19.0 pytest==9.1.1 pytest-timeout==2.4.0
+MEGATRON_LM_TAG := core_v0.16.1
+MEGATRON_LM_SRC ?= $(FRAMEWORKS_VENV)/Megatron-LM
+$(FRAMEWORKS_VENV)/.installed: Makefile
+	$(PYTHON) -m venv $(FRAMEWORKS_VENV) || python3 -m venv $(FRAMEWORKS_VENV)
+	$(FRAMEWORKS_VENV)/bin/python -m pip install --quiet torch==2.13.0
+	DS_BUILD_OPS=0 $(FRAMEWORKS_VENV)/bin/python -m pip install --quiet $(FRAMEWORKS_PINS)
+	touch $@
+
+$(FRAMEWORKS_VENV)/Megatron-LM/megatron/training/arguments.py:
+	-git clone --quiet --depth 1 --branch $(MEGATRON_LM_TAG) --filter=blob:none --sparse \
+		https://github.com/NVIDIA/Megatron-LM $(FRAMEWORKS_VENV)/Megatron-LM && \
+		git -C $(FRAMEWORKS_VENV)/Megatron-LM sparse-checkout set megatron/training megatron/legacy
+
+test-frameworks: $(FRAMEWORKS_VENV)/.installed $(FRAMEWORKS_VENV)/Megatron-LM/megatron/training/arguments.py $(VENV)/.runtime-installed $(MO_FILES)
+	MEGATRON_LM_SRC=$(if $(wildcard $(MEGATRON_LM_SRC)/megatron/training/arguments.py),$(abspath $(MEGATRON_LM_SRC))) \
+		$(FRAMEWORKS_VENV)/bin/python -m pytest --noconftest -p no:cacheprovider \
+		tests/frameworks $(PYTEST_ARGS)
+
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check .
 
@@ -139,4 +167,4 @@ bench: $(VENV)/.runtime-installed
 	$(BIN)/python -m demos bench
 
 clean:
-	rm -rf $(VENV) $(LATEST_VENV) .pytest_cache .ruff_cache tests/artifacts $(OBVERIFY)/node_modules
+	rm -rf $(VENV) $(LATEST_VENV) $(FRAMEWORKS_VENV) .pytest_cache .ruff_cache tests/artifacts $(OBVERIFY)/node_modules

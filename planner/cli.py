@@ -22,6 +22,10 @@ from memory.hf_config import MAX_TEXT_CHARS, ConfigJsonError
 from memory.layer import layer_bytes
 from model_classes.causal_lm_config import ClassConfigError
 
+# what --framework may name: each printed code's key in the JSON's "code"
+FRAMEWORKS = {"hf": "huggingface", "torch": "pytorch", "deepspeed": "deepspeed",
+              "megatron": "megatron", "all": ""}
+
 
 class PlanError(ValueError):
     """A bad option or config.json: one line for stderr."""
@@ -78,6 +82,10 @@ def build_parser() -> CourseParser:
                      help="GPUs per node (tensor parallelism stays inside one)")
     p.add_argument("--language", choices=list(CODES), default="en",
                    help="the language of the code's comments")
+    p.add_argument("--framework", choices=list(FRAMEWORKS), default=None,
+                   help="the code printed: hf (Hugging Face), torch, deepspeed (its "
+                        "config), megatron (Megatron-LM's flags) or all (default: hf for "
+                        "one GPU's plan, torch across GPUs; --json holds them all)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     return p
 
@@ -209,6 +217,7 @@ def parallel_report(p: P.PlannerInputs, given: M.Layout | None, gpus: int, per_n
     """Memory on the most loaded GPU for every strategy under the layout given, or the
     layout recommended (its steps in practitioners' order), and its PyTorch code."""
     from planner import parallel_plan as PP
+    from planner.framework_code import framework_code
     from planner.parallel_code import parallel_code
 
     if given is not None:
@@ -240,7 +249,9 @@ def parallel_report(p: P.PlannerInputs, given: M.Layout | None, gpus: int, per_n
                          "stage": r.stage, "layout": PP.layout_dict(chosen, per_node)}
             for r in rows.values()},
         "code": {"pytorch": parallel_code(p.with_(strategy=best.strategy), chosen,
-                                          language)},
+                                          language),
+                 **framework_code(p.with_(strategy=best.strategy), chosen, per_node,
+                                  language)},
         "experts": experts_report(p, chosen),
     }
 
@@ -274,7 +285,8 @@ def _settings(p: P.PlannerInputs) -> dict:
 
 
 def _recommendation(rec, language: str) -> dict:
-    from planner.hf_code import hf_code
+    from planner.framework_code import framework_code
+    from planner.hf_code import GPUS_PER_NODE, hf_code
     from planner.torch_code import torch_code
 
     return {
@@ -287,7 +299,8 @@ def _recommendation(rec, language: str) -> dict:
                    "spare_bytes": rec.inputs.gpu_bytes - s.peak} for s in rec.steps],
         "settings": _settings(rec.inputs),
         "code": {"huggingface": hf_code(rec.inputs, language),
-                 "pytorch": torch_code(rec.inputs, language)},
+                 "pytorch": torch_code(rec.inputs, language),
+                 **framework_code(rec.inputs, None, GPUS_PER_NODE, language)},
     }
 
 
@@ -437,12 +450,26 @@ def _run(args) -> int:
     for alt in rec["alternatives"]:
         print(f"   or: {alt['title']} (peak {_gib(alt['peak_bytes'])})")
     par = data.get("parallel")
-    if par is None:
-        print("\n" + rec["code"]["huggingface"])
-        return 0
-    print_parallel(par, p)
-    print("\n" + par["code"]["pytorch"])
+    if par is not None:
+        print_parallel(par, p)
+    for text in printed_code(data, args.framework):
+        print("\n" + text)
     return 0
+
+
+def printed_code(data: dict, framework: str | None) -> list[str]:
+    """The code --framework names: the Hugging Face script is the recommendation's; the
+    others are for the plan across GPUs when there is one, else for the recommendation.
+    Without --framework: Hugging Face's for one GPU's plan, PyTorch's across GPUs."""
+    rec, par = data["recommendation"]["code"], data.get("parallel")
+    shown = par["code"] if par is not None else rec
+    texts = {"hf": rec["huggingface"], "torch": shown["pytorch"],
+             "deepspeed": shown["deepspeed"], "megatron": shown["megatron"]}
+    if framework is None:
+        return [texts["torch" if par is not None else "hf"]]
+    if framework == "all":
+        return [f"# ---- {FRAMEWORKS[name]}\n{text}" for name, text in texts.items()]
+    return [texts[framework]]
 
 
 def _layout_text(lay: dict) -> str:
