@@ -183,14 +183,19 @@ def _at_memory_limit() -> bool:
 
 
 def run_task(task: str, args: tuple) -> Any:
-    """One measurement, JSON-ready: "describe" (cfg, label) or "fit" (cfg, key, one_only,
-    the b = 1 fit to complete or None, as JSON)."""
+    """One measurement, JSON-ready: "describe" (cfg, label), "fit" (cfg, key, one_only,
+    the b = 1 fit to complete or None, as JSON) or "picture" (an image model's cfg,
+    precision, LoRA rank, targets, batch)."""
     from planner.class_json import fit_from_json, fit_to_json
     from planner.class_memory import MeasuredClass
 
     if task == "describe":
         cfg, label = args
         return MeasuredClass(cfg).description(label)
+    if task == "picture":  # an image model (planner.picture_measure.measure's args)
+        from planner.picture_measure import measure as measure_picture
+
+        return measure_picture(*args)
     if task == "fit":
         cfg, key, one_only, one = args
         fit = MeasuredClass(cfg).fit(key, one_only=one_only,
