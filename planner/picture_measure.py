@@ -59,13 +59,9 @@ def _targets(kind: Any, model: torch.nn.Module, targets: str) -> list[str] | str
 
         found = lora_modules(model, targets)
         return found if isinstance(found, str) else list(found)
-    from model_classes.diffusion import ATTENTION_TARGETS
+    from model_classes.diffusion import lora_targets
 
-    linear = sorted({name.rsplit(".", 1)[-1] for name, m in model.named_modules()
-                     if isinstance(m, torch.nn.Linear)})
-    names = ATTENTION_TARGETS if targets == "attention" else linear
-    present = {name for name, _ in model.named_modules()}
-    return [n for n in names if any(p == n or p.endswith("." + n) for p in present)]
+    return lora_targets(model, targets)
 
 
 def measure(cfg: dict[str, Any], precision: str, rank: int, targets: str, batch: int,

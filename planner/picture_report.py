@@ -2,8 +2,8 @@
 image model, and what a page renders): the model, the settings, each block's kept bytes
 plain and checkpointed, what the run holds besides the model, each checkpointing
 choice's peak, the recommendation and its code. The class is measured in a process of
-its own (planner.class_worker, task "picture"), once per config and variant in this
-process."""
+its own (planner.class_worker, task "picture"), once per config and variant, and kept
+(planner.picture_cache)."""
 
 from __future__ import annotations
 
@@ -26,18 +26,21 @@ _LOCK = threading.Lock()
 def measured_for(p: PictureInputs) -> dict[str, Any]:
     """The class's measurement for the plan's variant (planner.picture_measure.measure),
     kept for the process."""
-    from planner import class_worker
+    from planner import class_worker, picture_cache
 
     key = (json.dumps(p.config, sort_keys=True), p.measure_key())
     with _LOCK:
         found = _MEASURED.get(key)
     if found is None:
+        found = picture_cache.load(p.config, p.measure_key())
+    if found is None:
         precision, rank, targets, batch = p.measure_key()
         found = class_worker.measure(
             "picture", p.config, precision, rank, targets, batch,
             seconds=max(class_worker.TIME_LIMIT_S, PICTURE_SECONDS))
-        with _LOCK:
-            _MEASURED[key] = found
+        picture_cache.store(p.config, p.measure_key(), found)
+    with _LOCK:
+        _MEASURED[key] = found
     return found
 
 
