@@ -153,7 +153,8 @@ def print_report(data: dict[str, Any], p: PictureInputs) -> None:
     tuning = (f"LoRA rank {s['lora_rank']} on {s['lora_targets']} trains "
               f"{m['trainable_params'] / 1e6:,.1f}M" if s["tuning"] == "lora"
               else "full fine-tuning")
-    print(f"# {m['label']} ({m['class']}): {m['params'] / 1e9:,.3f}B parameters, "
+    base = m["params"] - (m["trainable_params"] if s["tuning"] == "lora" else 0)
+    print(f"# {m['label']} ({m['class']}): {base / 1e9:,.3f}B parameters, "
           f"{m['blocks']} blocks; {tuning}; {s['resolution']} px, batch {s['batch']}, "
           f"{s['precision']}, {s['optimizer']}; GPU {_gib(p.gpu_bytes)}, "
           f"{p.headroom:.0%} kept free")

@@ -98,16 +98,19 @@ def pipeline_code(cfg: dict[str, Any], precision: str, encoders: str,
     if fam is None:
         return ""
     where = repo or "<your pipeline>"
-    lines = ["import torch", "from diffusers import AutoencoderKL",
-             "from transformers import CLIPTextModel, CLIPTextModelWithProjection, "
-             "T5EncoderModel", ""]
     weight = "torch.float32" if precision == "fp32" else "torch.bfloat16"
+    loads = []
     for part in fam.parts:
         cls = PART_CLASSES[part.id]
         if part.id == "text_encoder_2" and "bigG" not in part.label:
             cls = "T5EncoderModel"
         if part.id == "text_encoder" and fam is parts.SD3:
             cls = "CLIPTextModelWithProjection"
+        loads.append((part, cls))
+    texts = sorted({cls for part, cls in loads if part.id != "vae"})
+    lines = ["import torch", "from diffusers import AutoencoderKL",
+             f"from transformers import {', '.join(texts)}", ""]
+    for part, cls in loads:
         dtype = "torch.float32" if part.fp32 else weight
         lines += [f'{part.id} = {cls}.from_pretrained("{where}", subfolder="{part.id}")',
                   f"{part.id}.requires_grad_(False)",
@@ -137,7 +140,9 @@ def script_command(settings: dict[str, Any], cfg: dict[str, Any], strategy: str,
     if settings["optimizer"] == "adamw-8bit":
         flags.append("--use_8bit_adam")
     if fam in (parts.SD3, parts.FLUX):
-        flags.append(f'--lora_layers="{",".join("attn." + t for t in targets)}"')
+        # the names as the plan's LoraConfig has them (PEFT matches each as a suffix:
+        # SD3.5's second attention, attn2, too)
+        flags.append(f'--lora_layers="{",".join(targets)}"')
         if settings["encoders"] == "cached":
             flags.append("--cache_latents")
     lines = [f"accelerate launch {fam.script} \\"]

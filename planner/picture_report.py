@@ -111,3 +111,9 @@ def report(p: PictureInputs, measured: dict[str, Any], repo: str | None = None,
                  "script": code.script_command(s, p.config, best.strategy, repo,
                                                targets or [])},
     }
+
+
+def plan_report(p: PictureInputs, repo: str | None = None,
+                config_path: str = "config.json") -> dict[str, Any]:
+    """The report of a plan, its class measured (or read back) first: what a page calls."""
+    return report(p, measured_for(p), repo, config_path)
