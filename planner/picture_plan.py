@@ -244,20 +244,19 @@ def recommend(rows: list[Row]) -> Row:
 
 
 def table(rows: list[Row], best: Row) -> list[Row]:
-    """The rows a page shows: none, the recommended row, the first k and every n-th at
-    their smallest fitting settings (else half the blocks and every second), every block."""
+    """The rows a page shows: none, the first k blocks (the fewest that fit, else half of
+    them), every second block, every block; the recommended row in its strategy's place."""
     count = max(r.checkpointed for r in rows)
     out = {"none": rows[0], "every-layer": rows[-1]}
-    for strategy, fallback in (("first-k", lambda r: r.k == max(1, count // 2)),
-                               ("every-n", lambda r: r.n == 2)):
-        mine = [r for r in rows if r.strategy == strategy]
-        fitting = [r for r in mine if r.fits]
-        pick = (min(fitting, key=lambda r: r.checkpointed) if fitting
-                else next((r for r in mine if fallback(r)), None))
-        if pick is not None:
-            out[strategy] = pick
-    if best.strategy in out:
-        out[best.strategy] = best
+    firsts = [r for r in rows if r.strategy == "first-k"]
+    fitting = [r for r in firsts if r.fits]
+    half = [r for r in firsts if r.k == max(1, count // 2)]
+    if fitting or half:
+        out["first-k"] = fitting[0] if fitting else half[0]
+    second = [r for r in rows if r.strategy == "every-n" and r.n == 2]
+    if second:
+        out["every-n"] = second[0]
+    out[best.strategy] = best
     order = ("none", "first-k", "every-n", "every-layer")
     return [out[s] for s in order if s in out]
 
