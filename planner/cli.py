@@ -21,8 +21,9 @@ from memory.hardware import GPUS, GiB
 from memory.hf_config import MAX_TEXT_CHARS, ConfigJsonError
 from memory.layer import layer_bytes
 from model_classes.causal_lm_config import ClassConfigError
-from planner.picture_cli import PICTURE_PRESETS, Refused, picture_kind
+from planner.picture_cli import Refused, picture_kind
 from planner.picture_plan import ENCODERS
+from planner.picture_presets import PICTURE_PRESETS, preset_config
 
 
 class PlanError(ValueError):
@@ -144,7 +145,7 @@ def picture(args) -> int | None:
 
     if args.model in PICTURE_PRESETS:
         repo, label = PICTURE_PRESETS[args.model]
-        cfg, path = picture_cli.preset_config(args.model), f"{args.model}.json"
+        cfg, path = preset_config(args.model), f"{args.model}.json"
     elif args.config:
         try:
             cfg = json.loads(read_config(args.config))

@@ -80,8 +80,8 @@ def store(cfg: dict[str, Any], key: tuple, measured: dict[str, Any]) -> None:
 
 def main() -> None:
     """Measure every image preset at SHIPPED_KEY and write the shipped file."""
-    from planner.picture_cli import PICTURE_PRESETS, preset_config
     from planner.picture_measure import measure
+    from planner.picture_presets import PICTURE_PRESETS, preset_config
 
     out = {}
     for name in PICTURE_PRESETS:

@@ -18,7 +18,8 @@ from model_classes.tiny_pictures import tiny_config
 from model_classes.variant import Variant
 from planner import class_worker, picture_code
 from planner.cli import main
-from planner.picture_cli import PICTURE_PRESETS, picture_kind, preset_config
+from planner.picture_cli import picture_kind
+from planner.picture_presets import PICTURE_PRESETS, preset_config
 
 warnings.filterwarnings("ignore")
 
