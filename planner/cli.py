@@ -43,11 +43,11 @@ def build_parser() -> CourseParser:
     source.add_argument("--model", choices=[*PRESETS, *PICTURE_PRESETS], default=None,
                         help=f"a preset (default {DEFAULT_PRESET})")
     p.add_argument("--seq", type=int, default=None,
-                   help="tokens per sample of a language model (default 4096)")
+                   help="tokens per sample of a language model (default: 4096)")
     images = p.add_argument_group("image models")
     images.add_argument("--resolution", type=int, default=None,
-                        help="the square image's side in pixels (default 1024; a vision "
-                             "encoder's 224)")
+                        help="an image model's square side in pixels (default: 1024; a "
+                             "vision encoder's: 224)")
     images.add_argument("--encoders", choices=list(ENCODERS), default=None,
                         help="a diffusion model's VAE and text encoders on the GPU "
                              "(resident, the default), or their outputs cached once")
@@ -62,7 +62,7 @@ def build_parser() -> CourseParser:
     p.add_argument("--tuning", choices=list(P.TUNINGS), default="full")
     p.add_argument("--lora-rank", dest="lora_rank", type=int, default=16)
     p.add_argument("--lora-targets", dest="lora_targets", choices=list(P.LORA_TARGETS),
-                   default=None, help="the layers LoRA adapts (default all-linear; an "
+                   default=None, help="the layers LoRA adapts (default: all-linear; an "
                                       "image model's: attention, as diffusers' scripts)")
     p.add_argument("--optimizer", choices=list(P.OPTIMIZER_KEYS), default="adamw")
     p.add_argument("--chunked-loss", dest="chunked_loss", action="store_true")
