@@ -163,3 +163,27 @@ def test_the_printed_transformers_code_runs(family: str, strategy: str,
                      else [True, False, True, False])
     _step(model, kind, Variant(lora_rank=4))
     assert all(p.grad is not None for p in model.parameters() if p.requires_grad)
+
+
+def test_cached_encoders_leave_the_vae_and_text_encoders_out(capsys, shipped_only) -> None:
+    flags = ["--model", "flux.1-dev", "--tuning", "lora", "--gpu", "l4"]
+    resident = _plan(capsys, *flags)
+    cached = _plan(capsys, *flags, "--encoders", "cached", "--cached-images", "30")
+    assert {p["id"] for p in resident["frozen"]} == {"vae", "text_encoder", "text_encoder_2"}
+    assert cached["frozen"] == [] and "pixels" not in cached["around_model_bytes"]
+    # 30 latent distributions: 5 x 16 channels x 128 x 128 bf16 numbers each
+    assert cached["around_model_bytes"]["latent_cache"] == 30 * 5 * 16 * 128 * 128 * 2
+    assert "--cache_latents" in cached["code"]["script"]
+    drop = sum(p["bytes"] for p in resident["frozen"])
+    assert drop > 9 * 2**30  # T5-XXL's 4.76B parameters in bf16 among them
+    for key in ("none", "every-layer"):
+        assert cached["strategies"][key]["peak_bytes"] < resident["strategies"][key][
+            "peak_bytes"] - drop * 0.9
+
+
+def test_a_vision_preset_plans_at_its_own_resolution(capsys, shipped_only) -> None:
+    data = _plan(capsys, "--model", "vit-large-patch16-224", "--tuning", "lora")
+    assert data["settings"]["resolution"] == 224 and data["model"]["blocks"] == 24
+    assert data["frozen"] == [] and data["code"]["script"] == ""
+    assert data["recommended_row"] == "none"  # an 80 GB GPU holds it without checkpointing
+    assert "get_peft_model" in data["code"]["model"]
