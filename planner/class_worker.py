@@ -233,7 +233,8 @@ def _child(conn: Any, task: str, args: tuple, memory: int, seconds: float) -> No
 def _model_type(args: tuple) -> str:
     cfg = args[0] if args and isinstance(args[0], dict) else {}
     text = cfg.get("text_config")
-    found = (text if isinstance(text, dict) else cfg).get("model_type", "")
+    found = (text if isinstance(text, dict) else cfg).get("model_type", "") or cfg.get(
+        "_class_name", "")  # a diffusers config names its class
     return found if isinstance(found, str) else ""
 
 
@@ -251,7 +252,9 @@ def _failure(message: tuple, task: str, args: tuple, seconds: float, memory: int
         return MeasureFailed("time-limit", f"measuring this {model_type} class took longer "
                              f"than {seconds:,.0f} s, the limit of one measurement: a real "
                              "model takes a few seconds", model_type, seconds=seconds)
-    return MeasureFailed("failed", f"transformers could not run a training step of this "
+    library = "diffusers" if isinstance(args[0] if args else None, dict) and \
+        "_class_name" in args[0] else "transformers"
+    return MeasureFailed("failed", f"{library} could not run a training step of this "
                          f"{model_type} model: {message[1]}", model_type, detail=message[1])
 
 
