@@ -117,15 +117,26 @@ def add_lora(model: torch.nn.Module, rank: int, targets: str = "attention") -> N
     layer of the model ("all-linear")."""
     from peft import LoraConfig
 
-    names: list[str] | None = ATTENTION_TARGETS
-    if targets == "all-linear":
-        names = sorted({name.rsplit(".", 1)[-1] for name, m in model.named_modules()
-                        if isinstance(m, torch.nn.Linear)})
+    names = lora_targets(model, targets)
     model.requires_grad_(False)
-    present = {name for name, _ in model.named_modules()}
-    names = [n for n in names if any(p == n or p.endswith("." + n) for p in present)]
     model.add_adapter(LoraConfig(r=rank, lora_alpha=rank, init_lora_weights="gaussian",
                                  target_modules=names))
+
+
+def lora_targets(model: torch.nn.Module, targets: str = "attention") -> list[str]:
+    """The target_modules names of `add_lora`, those the model has: the attention
+    projections, or every linear layer's name (its last two parts where the last is a
+    number, "net.2", so that it names no block of a numbered list)."""
+    names: list[str] = ATTENTION_TARGETS
+    if targets == "all-linear":
+        found = set()
+        for name, m in model.named_modules():
+            if isinstance(m, torch.nn.Linear):
+                parts = name.split(".")
+                found.add(".".join(parts[-2:]) if parts[-1].isdigit() else parts[-1])
+        names = sorted(found)
+    present = {name for name, _ in model.named_modules()}
+    return [n for n in names if any(p == n or p.endswith("." + n) for p in present)]
 
 
 class BlockPicker:

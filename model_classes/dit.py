@@ -153,6 +153,12 @@ class DiffusionTransformer:
             out.append("last")
         return tuple(out)
 
+    def side_unit(self, config: Mapping[str, Any]) -> int:
+        """The side, in pixels, of one image token: the VAE's 8 times the patch (Flux:
+        its 2 × 2 packing of the latents, times its patch_size of 1)."""
+        packing = 2 if config["_class_name"] == FLUX else 1
+        return VAE_SCALE * packing * int(config.get("patch_size") or 1)
+
     def kernels(self, config: Any) -> tuple[str, ...]:
         return ("sdpa",)  # diffusers' native attention: torch's scaled_dot_product_attention
 

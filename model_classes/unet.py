@@ -32,7 +32,7 @@ import torch.nn.functional as F
 
 from model_classes import diffusion
 from model_classes.causal_lm_config import ClassConfigError
-from model_classes.image_inputs import TEXT_TOKENS, Inputs, device_of, latent_side
+from model_classes.image_inputs import TEXT_TOKENS, VAE_SCALE, Inputs, device_of, latent_side
 from model_classes.image_step import saved_step
 from model_classes.saved_step import Step
 from model_classes.variant import DTYPES, Variant, autocast, base_dtype
@@ -133,6 +133,11 @@ class UNet:
 
     def reduced(self, types: tuple[str, ...]) -> tuple[str, ...]:
         return types  # a UNet is built whole
+
+    def side_unit(self, config: Mapping[str, Any]) -> int:
+        """The side, in pixels, of which an image's side is a whole multiple for every
+        level to halve it exactly: the VAE's 8, times 2 per downsampling level."""
+        return VAE_SCALE * 2 ** (len(config["block_out_channels"]) - 1)
 
     def kernels(self, config: Any) -> tuple[str, ...]:
         return ("sdpa",)  # diffusers' AttnProcessor2_0: torch's scaled_dot_product_attention

@@ -123,6 +123,10 @@ class VisionEncoder:
     def reduced(self, types: tuple[str, ...]) -> tuple[str, ...]:
         return types[:2]  # the first layer, and one more
 
+    def side_unit(self, config: Any) -> int:
+        """The side, in pixels, of one patch: a side of whole patches has no remainder."""
+        return int(config.patch_size)
+
     def kernels(self, config: Any) -> tuple[str, ...]:
         return ("sdpa", "eager")
 

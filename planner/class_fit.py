@@ -8,6 +8,13 @@ FakeTensorMode, whose tensors have shapes, dtypes and storages but no data, so a
 at 4,096 tokens costs what a tiny one does. What each step keeps is measured by the kind
 (model_classes.kinds: for a causal LM, model_classes.causal_lm_step).
 
+An image model (a kind whose size is a square image's side in pixels) is fitted in
+t = (side / unit)², not in the side: a feature map is C·H·W numbers, ∝ side², attention
+scores ∝ tokens² ∝ side⁴, so each term is a quadratic in t. `unit` is the side the
+model needs whole (the VAE's 8 pixels per latent, times its patch or its UNet's
+downsampling): sides of unit·2, unit·3 and unit·4 are sampled (unit·5 checked), so that
+no level rounds and the fit is exact at every multiple of the unit.
+
 Full size: run at three sizes and three batch sizes (1, 2, 3) per stretch of s (a sliding
 window splits s at the window: transformers builds a real mask from there on), and each
 term's bytes are fitted exactly as b·(g0 + g1·s + g2·s²) + (h0 + h1·s + h2·s²) for
@@ -18,6 +25,7 @@ misses it by a byte; the tests compare the fit with real CPU steps.
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import torch
@@ -42,6 +50,16 @@ def _samples(start: int, stop: int | None) -> list[int]:
                                "to plan")
     step = span // 3
     return [start + step // 2, start + step // 2 + step, start + step // 2 + 2 * step]
+
+
+def picture_samples(unit: int) -> list[int]:
+    """The sampled t = (side / unit)² of an image model: sides of 2, 3 and 4 units."""
+    return [m * m for m in (2, 3, 4)]
+
+
+def side_of(t: int, unit: int) -> int:
+    """The side in pixels of t = (side / unit)²."""
+    return math.isqrt(t) * unit
 
 
 def _quadratic(xs: list[int], ys: list[int]) -> tuple[Fraction, Fraction, Fraction]:
@@ -73,6 +91,8 @@ def whole_model(model: torch.nn.Module, types: tuple[str, ...], slot_names: dict
                 if i > 0}
     if len(layers) == 1:
         per_type = {types[0]: count(layers[0].parameters())}
+    # a first layer of a type no other measured layer has (every block of a UNet)
+    per_type.setdefault(types[0], count(layers[0].parameters()))
     return outside + sum(per_type[t] for t in types)
 
 
@@ -81,11 +101,14 @@ class FitMissed(AssertionError):
 
 
 def fit_variant(config, variant: Variant, check: bool = False, one_only: bool = False,
-                one: ClassFit | None = None, kind: ModelKind = CAUSAL_LM) -> ClassFit:
+                one: ClassFit | None = None, kind: ModelKind = CAUSAL_LM, unit: int = 0,
+                checkpointing: str = "none") -> ClassFit:
     """Measure the class under FakeTensorMode at sampled sizes (b = 1, 2 and 3) and fit
     every term. `one_only`: at b = 1 only (ClassFit.one_only: a third of the steps);
     `one`, such a fit: b = 2 and 3 only, its b = 1 quadratics taken from `one` (the whole
-    fit, the same as measuring all three batch sizes)."""
+    fit, the same as measuring all three batch sizes). `unit` (an image model's): the fit
+    is in t = (side / unit)² (see the module's docstring); `checkpointing`: the kind's
+    strategy switched on for the step ("every-layer": what a checkpointed block keeps)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     batches = (1,) if one_only else (2, 3) if one is not None else (1, 2, 3)
@@ -94,17 +117,25 @@ def fit_variant(config, variant: Variant, check: bool = False, one_only: bool = 
     n = len(layout)
     breaks = kind.breaks(config)
     stretches = ([(1, breaks[0]), (breaks[0], None)] if breaks else [(1, None)])
+
+    def samples(start: int, stop: int | None) -> list[int]:
+        return picture_samples(unit) if unit else _samples(start, stop)
+
     with FakeTensorMode(allow_non_fake_inputs=True):
         model = kind.build(config, variant, fake=True)
+        if checkpointing != "none":
+            kind.checkpoint(model, checkpointing)
         runs: dict[tuple[int, int], dict[tuple, int]] = {}
-        points = [(b, s) for start, stop in stretches for s in _samples(start, stop)
+        points = [(b, s) for start, stop in stretches for s in samples(start, stop)
                   for b in batches]
-        if check:
+        if check and unit:
+            points.append((1 if one_only else 4, 25))
+        elif check:
             points += [(4, _samples(start, stop)[-1] + 7 if stop is None else
                         min(stop - 1, _samples(start, stop)[-1] + 1))
                        for start, stop in stretches]
         for b, s in points:
-            step = kind.measure_step(model, b, s, variant)
+            step = kind.measure_step(model, b, side_of(s, unit) if unit else s, variant)
             runs[(b, s)] = step.gpu if variant.device == "cuda" else step.cpu
     # each layer type once: its first layer after layer 0 (and layer 0 as "first")
     slot_names = {-1: "outside", 0: "first"}
@@ -121,7 +152,7 @@ def fit_variant(config, variant: Variant, check: bool = False, one_only: bool = 
         slot, module, saved_as, padded = key
         polys = []
         for index, (start, stop) in enumerate(stretches):
-            xs = _samples(start, stop)
+            xs = samples(start, stop)
             if one is None:
                 first = _quadratic(xs, [runs[(1, s)].get(key, 0) for s in xs])
             else:

@@ -183,14 +183,19 @@ def _at_memory_limit() -> bool:
 
 
 def run_task(task: str, args: tuple) -> Any:
-    """One measurement, JSON-ready: "describe" (cfg, label) or "fit" (cfg, key, one_only,
-    the b = 1 fit to complete or None, as JSON)."""
+    """One measurement, JSON-ready: "describe" (cfg, label), "fit" (cfg, key, one_only,
+    the b = 1 fit to complete or None, as JSON) or "picture" (an image model's cfg,
+    precision, LoRA rank, targets, batch)."""
     from planner.class_json import fit_from_json, fit_to_json
     from planner.class_memory import MeasuredClass
 
     if task == "describe":
         cfg, label = args
         return MeasuredClass(cfg).description(label)
+    if task == "picture":  # an image model (planner.picture_measure.measure's args)
+        from planner.picture_measure import measure as measure_picture
+
+        return measure_picture(*args)
     if task == "fit":
         cfg, key, one_only, one = args
         fit = MeasuredClass(cfg).fit(key, one_only=one_only,
@@ -228,7 +233,8 @@ def _child(conn: Any, task: str, args: tuple, memory: int, seconds: float) -> No
 def _model_type(args: tuple) -> str:
     cfg = args[0] if args and isinstance(args[0], dict) else {}
     text = cfg.get("text_config")
-    found = (text if isinstance(text, dict) else cfg).get("model_type", "")
+    found = (text if isinstance(text, dict) else cfg).get("model_type", "") or cfg.get(
+        "_class_name", "")  # a diffusers config names its class
     return found if isinstance(found, str) else ""
 
 
@@ -246,7 +252,9 @@ def _failure(message: tuple, task: str, args: tuple, seconds: float, memory: int
         return MeasureFailed("time-limit", f"measuring this {model_type} class took longer "
                              f"than {seconds:,.0f} s, the limit of one measurement: a real "
                              "model takes a few seconds", model_type, seconds=seconds)
-    return MeasureFailed("failed", f"transformers could not run a training step of this "
+    library = "diffusers" if isinstance(args[0] if args else None, dict) and \
+        "_class_name" in args[0] else "transformers"
+    return MeasureFailed("failed", f"{library} could not run a training step of this "
                          f"{model_type} model: {message[1]}", model_type, detail=message[1])
 
 

@@ -21,6 +21,9 @@ from memory.hardware import GPUS, GiB
 from memory.hf_config import MAX_TEXT_CHARS, ConfigJsonError
 from memory.layer import layer_bytes
 from model_classes.causal_lm_config import ClassConfigError
+from planner.picture_cli import Refused, picture_kind
+from planner.picture_plan import ENCODERS
+from planner.picture_presets import PICTURE_PRESETS, preset_config
 
 # what --framework may name: each printed code's key in the JSON's "code"
 FRAMEWORKS = {"hf": "huggingface", "torch": "pytorch", "deepspeed": "deepspeed",
@@ -37,11 +40,24 @@ def build_parser() -> CourseParser:
                                  "choice, the recommendation and its code.")
     source = p.add_mutually_exclusive_group()
     source.add_argument("--config", help="a Hugging Face config.json of any decoder-only "
-                                         "causal LM transformers builds: its layers are "
-                                         "measured on the real class")
-    source.add_argument("--model", choices=list(PRESETS), default=None,
+                                         "causal LM transformers builds, a diffusers "
+                                         "UNet, SD3 or Flux transformer, or a ViT, "
+                                         "SigLIP, DINOv2 or CLIP vision encoder: its "
+                                         "layers are measured on the real class")
+    source.add_argument("--model", choices=[*PRESETS, *PICTURE_PRESETS], default=None,
                         help=f"a preset (default {DEFAULT_PRESET})")
-    p.add_argument("--seq", type=int, default=4096, help="tokens per sample")
+    p.add_argument("--seq", type=int, default=None,
+                   help="tokens per sample of a language model (default: 4096)")
+    images = p.add_argument_group("image models")
+    images.add_argument("--resolution", type=int, default=None,
+                        help="an image model's square side in pixels (default: 1024; a "
+                             "vision encoder's: 224)")
+    images.add_argument("--encoders", choices=list(ENCODERS), default=None,
+                        help="a diffusion model's VAE and text encoders on the GPU "
+                             "(resident, the default), or their outputs cached once")
+    images.add_argument("--cached-images", dest="cached_images", type=int, default=None,
+                        help="images whose latents --encoders cached keeps on the GPU "
+                             "(default: the batch's)")
     p.add_argument("--batch", type=int, default=1, help="micro-batch per GPU")
     p.add_argument("--accumulation", type=int, default=8, help="micro-batches per step")
     p.add_argument("--precision", choices=list(P.PRECISION_KEYS), default="mixed")
@@ -50,7 +66,8 @@ def build_parser() -> CourseParser:
     p.add_argument("--tuning", choices=list(P.TUNINGS), default="full")
     p.add_argument("--lora-rank", dest="lora_rank", type=int, default=16)
     p.add_argument("--lora-targets", dest="lora_targets", choices=list(P.LORA_TARGETS),
-                   default="all-linear")
+                   default=None, help="the layers LoRA adapts (default: all-linear; an "
+                                      "image model's: attention, as diffusers' scripts)")
     p.add_argument("--optimizer", choices=list(P.OPTIMIZER_KEYS), default="adamw")
     p.add_argument("--chunked-loss", dest="chunked_loss", action="store_true")
     p.add_argument("--strategy", choices=list(P.STRATEGIES), default="every-layer",
@@ -129,7 +146,40 @@ def read_config(path: str) -> str:
         raise PlanError(f"{path}: not UTF-8 text") from None
 
 
+def picture(args) -> int | None:
+    """Plan an image model (planner.picture_cli) when the preset or config.json is one;
+    None for a language model, whose plan refuses the image flags."""
+    from planner import picture_cli
+
+    if args.model in PICTURE_PRESETS:
+        repo, label = PICTURE_PRESETS[args.model]
+        cfg, path = preset_config(args.model), f"{args.model}.json"
+    elif args.config:
+        try:
+            cfg = json.loads(read_config(args.config))
+        except json.JSONDecodeError:
+            return None  # worded by the language model's reading
+        repo, label, path = None, "", args.config
+    else:
+        cfg = None
+    kind = picture_kind(cfg)
+    if kind is None:
+        for flag in ("resolution", "encoders", "cached_images"):
+            if getattr(args, flag) is not None:
+                raise PlanError(f"--{flag.replace('_', '-')} is an image model's flag: a "
+                                "language model takes --seq (tokens per sample)")
+        return None
+    try:
+        return picture_cli.run(args, cfg, kind, label, repo, path)
+    except Refused as error:
+        raise PlanError(str(error)) from None
+
+
 def inputs(args) -> P.PlannerInputs:
+    if args.seq is None:
+        args.seq = 4096
+    if args.lora_targets is None:
+        args.lora_targets = "all-linear"
     if args.config:
         text = read_config(args.config)
         from planner.class_cache import from_config_json
@@ -395,6 +445,9 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
+    planned = picture(args)
+    if planned is not None:
+        return planned
     p = inputs(args)
     if not 1 <= args.gpus_per_node <= 4096:
         raise PlanError(f"--gpus-per-node={args.gpus_per_node} is out of range 1..4096")

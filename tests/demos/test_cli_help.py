@@ -48,7 +48,8 @@ def test_the_plans_help_shows_every_flag_with_defaults_and_choices() -> None:
                  "--lora-rank", "--lora-targets", "--chunked-loss", "--strategy",
                  "--some-layers", "--gpu-gb", "--gpu", "--gpus", "--headroom", "--tp", "--sp",
                  "--cp", "--pp", "--schedule", "--microbatches", "--chunks", "--ep",
-                 "--gpus-per-node", "--language", "--json"):
+                 "--gpus-per-node", "--language", "--json", "--resolution", "--encoders",
+                 "--cached-images"):
         assert f"{flag} " in text or f"{flag}," in text, flag
 
 

@@ -1,0 +1,287 @@
+"""The planner for image models: a diffusers UNet or diffusion transformer (SDXL, SD 1.5,
+SD3 and 3.5, Flux) or a transformers vision encoder (ViT, SigLIP, DINOv2, CLIP's vision
+tower), trained at a resolution, batch, precision and tuning on one GPU: what each
+block keeps for backward, every checkpointing choice's peak, and the recommendation.
+
+What a block keeps is measured on the real class (planner.picture_measure: fitted under
+fake tensors in t = (side / unit)², exact at every whole multiple of the unit), plainly
+and checkpointed. A plan adds, at the step's peak (during backward, when the first
+checkpointed block is rebuilt):
+
+* the trained model's weights, gradients and optimizer state (LoRA: the frozen base in
+  the weight dtype, the adapters in fp32 under mixed precision, as the training scripts
+  cast them with cast_training_params);
+* what the run keeps beside it (planner.picture_parts): a diffusion model's VAE and text
+  encoders, or, cached, the latents of the data set; the batch's inputs;
+* the blocks' kept bytes under the strategy, and what a checkpointed block's rebuild
+  keeps while backward runs through it (the largest checkpointed block's plain bytes);
+* the GPU's allowances as the language planner counts them (memory.hardware: the
+  workspace and the allocator's fragmentation).
+
+Pure arithmetic on the measurement (no torch): ids and numbers out, JSON-ready
+(`report`), for the command line and a page alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from typing import Any
+
+from memory.class_layers import ClassFit
+from memory.footprint import DEFAULT_HEADROOM
+from memory.hardware import FRAGMENTATION, GPUS, WORKSPACE_BYTES
+from memory.precisions import PRECISIONS, optimizer_state_bytes
+from planner import picture_parts as parts
+from planner.class_json import fit_from_json
+
+PRECISION_KEYS = ("mixed", "bf16", "fp32")
+TUNINGS = ("full", "lora")
+OPTIMIZERS = ("adamw", "adamw-8bit")
+ENCODERS = ("resident", "cached")
+TARGETS = ("attention", "all-linear")
+STRATEGIES = ("none", "first-k", "every-n", "every-layer")
+MARGIN = DEFAULT_HEADROOM  # the share of the GPU a recommendation keeps free
+
+
+class PictureError(ValueError):
+    """A setting the plan cannot take (a side that is no multiple of the unit): one
+    line."""
+
+
+@dataclass(frozen=True)
+class PictureInputs:
+    """An image training run on one GPU."""
+
+    config: dict[str, Any]
+    resolution: int = 1024  # the square image's side in pixels
+    batch: int = 1
+    precision: str = "mixed"
+    tuning: str = "lora"
+    lora_rank: int = 16
+    lora_targets: str = "attention"
+    optimizer: str = "adamw"
+    encoders: str = "resident"  # the VAE and text encoders on the GPU, or "cached"
+    cached_images: int = 0  # images whose latents a cached run keeps (0: the batch's)
+    gpu_bytes: int = GPUS["h100"].bytes
+    headroom: float = MARGIN
+    label: str = ""
+
+    def with_(self, **changes: Any) -> PictureInputs:
+        return replace(self, **changes)
+
+    @property
+    def rank(self) -> int:
+        return self.lora_rank if self.tuning == "lora" else 0
+
+    @property
+    def usable_bytes(self) -> float:
+        return self.gpu_bytes * (1 - self.headroom)
+
+    def measure_key(self) -> tuple:
+        """What the measurement depends on (planner.picture_measure.measure's args)."""
+        return (self.precision, self.rank, self.lora_targets if self.rank else "attention",
+                1 if self.batch == 1 else 2)
+
+
+def check(p: PictureInputs, unit: int) -> None:
+    """PictureError for a side the class cannot take whole."""
+    if p.resolution <= 0 or p.resolution % unit:
+        near = max(1, round(p.resolution / unit)) * unit
+        raise PictureError(f"--resolution={p.resolution}: this model takes sides that are "
+                           f"multiples of {unit} pixels (e.g. {near})")
+
+
+# ---------------------------------------------------------------- the blocks
+
+
+def _slot_bytes(fit: ClassFit, slot: str, b: int, t: int) -> int:
+    """A slot's terms at (b, t), each term's first stretch (an image fit has one); the
+    GPU's log-sum-exp padding to 32 tokens is left out (none at sides whose attention
+    token counts are multiples of 32: SDXL, SD3 and Flux at 512, 768, 1024 pixels)."""
+    return sum(term.polys[0](b, t) for term in fit.terms if term.slot == slot)
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """Each block's kept bytes plain and checkpointed, and outside the blocks."""
+
+    names: tuple[str, ...]
+    types: tuple[str, ...]
+    plain: tuple[int, ...]
+    checkpointed: tuple[int, ...]
+    outside_plain: int
+    outside_checkpointed: int
+
+
+def blocks(measured: dict[str, Any], batch: int, side: int) -> Blocks:
+    """The measured fits at a batch and side (a multiple of the unit)."""
+    unit = int(measured["unit"])
+    t = (side // unit) ** 2
+    fits = {s: fit_from_json(f) for s, f in measured["fits"].items()}
+    types = tuple(measured["block_types"])
+    slots = ["first" if i == 0 else kind for i, kind in enumerate(types)]
+    per = {s: tuple(_slot_bytes(fit, slot, batch, t) for slot in slots)
+           for s, fit in fits.items()}
+    return Blocks(tuple(measured["block_names"]), types, per["none"], per["every-layer"],
+                  _slot_bytes(fits["none"], "outside", batch, t),
+                  _slot_bytes(fits["every-layer"], "outside", batch, t))
+
+
+def chosen(strategy: str, count: int, n: int = 2, k: int = 1) -> tuple[int, ...]:
+    """The checkpointed blocks of a strategy, as the libraries pick them (diffusers'
+    BlockPicker, transformers' every_n_layers: blocks 0, n, 2n ...)."""
+    if strategy == "none":
+        return ()
+    if strategy == "every-layer":
+        return tuple(range(count))
+    if strategy == "every-n":
+        return tuple(range(0, count, n))
+    if strategy == "first-k":
+        return tuple(range(min(k, count)))
+    raise ValueError(strategy)
+
+
+def kept(b: Blocks, picked: tuple[int, ...]) -> tuple[list[int], int, int]:
+    """(each block's kept bytes, outside the blocks, the rebuild's transient: the largest
+    checkpointed block's plain bytes) with the blocks `picked` checkpointed. Outside:
+    what the checkpointed run keeps there once any block is checkpointed (tensors a
+    checkpoint holds for several blocks), exact for none and every block, at most that
+    in between."""
+    on = set(picked)
+    per = [b.checkpointed[i] if i in on else b.plain[i] for i in range(len(b.plain))]
+    outside = b.outside_checkpointed if on else b.outside_plain
+    rebuilt = max((b.plain[i] for i in on), default=0)
+    return per, outside, rebuilt
+
+
+# ---------------------------------------------------------------- the state
+
+
+def model_state(p: PictureInputs, params: int, trainable: int) -> dict[str, int]:
+    """Weights, gradients and optimizer state of the trained model (see the module's
+    docstring); LoRA: `params` counts the adapters, `trainable` is theirs."""
+    if p.tuning == "lora":
+        base = 4 if p.precision == "fp32" else 2
+        adapter = 2 if p.precision == "bf16" else 4
+        return {"weights": (params - trainable) * base + trainable * adapter,
+                "gradients": trainable * adapter,
+                "optimizer": trainable * optimizer_state_bytes(
+                    "bf16" if p.precision == "bf16" else "fp32", p.optimizer)}
+    prec = PRECISIONS[p.precision]
+    return {"weights": params * prec.weight_bytes, "gradients": params * prec.grad_bytes,
+            "optimizer": params * optimizer_state_bytes(p.precision, p.optimizer)}
+
+
+def around(p: PictureInputs) -> dict[str, int]:
+    """What the run holds besides the trained model: frozen parts, inputs, cache."""
+    cfg = p.config
+    fam = parts.family(cfg)
+    out = dict(parts.frozen_bytes(fam, p.precision, p.encoders))
+    out.update(parts.batch_inputs(cfg, fam, p.resolution, p.batch, p.precision,
+                                  p.encoders))
+    if p.encoders == "cached" and "_class_name" in cfg:
+        out["latent_cache"] = parts.cached_latent_bytes(cfg, p.resolution, p.precision) \
+            * max(p.cached_images, p.batch)
+    return out
+
+
+@dataclass(frozen=True)
+class Row:
+    """One checkpointing choice at the plan's settings."""
+
+    strategy: str
+    n: int
+    k: int
+    checkpointed: int  # blocks checkpointed
+    kept: int
+    rebuilt: int
+    peak: float
+    parts: dict[str, float]
+    fits: bool
+    spare: float
+
+    @property
+    def key(self) -> str:
+        return (f"every-n:{self.n}" if self.strategy == "every-n" else
+                f"first-k:{self.k}" if self.strategy == "first-k" else self.strategy)
+
+
+def row(p: PictureInputs, measured: dict[str, Any], b: Blocks, strategy: str, n: int = 2,
+        k: int = 1) -> Row:
+    picked = chosen(strategy, len(b.plain), n, k)
+    per, outside, rebuilt = kept(b, picked)
+    pieces: dict[str, float] = dict(model_state(p, int(measured["params"]),
+                                                int(measured["trainable"])))
+    pieces.update(around(p))
+    pieces["activations_kept"] = sum(per) + outside
+    pieces["activations_rebuilt"] = rebuilt
+    pieces["workspace"] = WORKSPACE_BYTES + FRAGMENTATION * sum(pieces.values())
+    peak = sum(pieces.values())
+    return Row(strategy, n, k, len(picked), sum(per) + outside, rebuilt, peak, pieces,
+               peak <= p.usable_bytes, p.usable_bytes - peak)
+
+
+def candidates(p: PictureInputs, measured: dict[str, Any], b: Blocks) -> list[Row]:
+    """Every choice: none, the first k blocks (each k), every n-th block (each n), every
+    block."""
+    count = len(b.plain)
+    rows = [row(p, measured, b, "none")]
+    rows += [row(p, measured, b, "first-k", k=k) for k in range(1, count)]
+    rows += [row(p, measured, b, "every-n", n=n) for n in range(count - 1, 1, -1)]
+    rows.append(row(p, measured, b, "every-layer"))
+    return rows
+
+
+def recommend(rows: list[Row]) -> Row:
+    """The choice that fits with the fewest blocks checkpointed (the least forward run
+    again), the lower peak between equals; none fitting: every block (the least memory
+    the checkpointing can give)."""
+    fitting = [r for r in rows if r.fits]
+    if not fitting:
+        return min(rows, key=lambda r: r.peak)
+    return min(fitting, key=lambda r: (r.checkpointed, r.peak))
+
+
+def table(rows: list[Row], best: Row) -> list[Row]:
+    """The rows a page shows: none, the first k blocks (the fewest that fit, else half of
+    them), every second block, every block; the recommended row in its strategy's place."""
+    count = max(r.checkpointed for r in rows)
+    out = {"none": rows[0], "every-layer": rows[-1]}
+    firsts = [r for r in rows if r.strategy == "first-k"]
+    fitting = [r for r in firsts if r.fits]
+    half = [r for r in firsts if r.k == max(1, count // 2)]
+    if fitting or half:
+        out["first-k"] = fitting[0] if fitting else half[0]
+    second = [r for r in rows if r.strategy == "every-n" and r.n == 2]
+    if second:
+        out["every-n"] = second[0]
+    out[best.strategy] = best
+    order = ("none", "first-k", "every-n", "every-layer")
+    return [out[s] for s in order if s in out]
+
+
+def suggestions(p: PictureInputs, measured: dict[str, Any], b: Blocks, best: Row
+                ) -> list[dict[str, Any]]:
+    """When nothing fits: the changes that need no new measurement, each with its peak
+    under every block checkpointed (8-bit AdamW, cached latents and embeddings)."""
+    if best.fits:
+        return []
+    out = []
+    for change, value in (("optimizer", "adamw-8bit"), ("encoders", "cached")):
+        if getattr(p, change) == value or (change == "encoders" and "_class_name" not in
+                                           p.config):
+            continue
+        q = p.with_(**{change: value})
+        r = row(q, measured, b, "every-layer")
+        out.append({"change": change, "value": value, "peak_bytes": r.peak,
+                    "fits": r.fits})
+    if p.tuning == "full":
+        out.append({"change": "tuning", "value": "lora", "peak_bytes": None, "fits": None})
+    if p.batch > 1:
+        out.append({"change": "batch", "value": 1, "peak_bytes": None, "fits": None})
+    return out
+
+
+def share(part: int, whole: int) -> float:
+    return float(Fraction(part, whole)) if whole else 0.0

@@ -1,0 +1,119 @@
+"""An image plan as one JSON-ready report (what `python -m planner --json` prints for an
+image model, and what a page renders): the model, the settings, each block's kept bytes
+plain and checkpointed, what the run holds besides the model, each checkpointing
+choice's peak, the recommendation and its code. The class is measured in a process of
+its own (planner.class_worker, task "picture"), once per config and variant, and kept
+(planner.picture_cache)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+from planner import picture_code as code
+from planner import picture_parts as parts
+from planner import picture_plan as plan
+from planner.picture_plan import PictureInputs
+
+# a full-size UNet's steps under fake tensors take seconds each: eight of them and two
+# builds on a busy machine
+PICTURE_SECONDS = 300.0
+_MEASURED: dict[tuple, dict[str, Any]] = {}
+_LOCK = threading.Lock()
+
+
+def measured_for(p: PictureInputs) -> dict[str, Any]:
+    """The class's measurement for the plan's variant (planner.picture_measure.measure),
+    kept for the process."""
+    from planner import class_worker, picture_cache
+
+    key = (json.dumps(p.config, sort_keys=True), p.measure_key())
+    with _LOCK:
+        found = _MEASURED.get(key)
+    if found is None:
+        found = picture_cache.load(p.config, p.measure_key())
+    if found is None:
+        precision, rank, targets, batch = p.measure_key()
+        found = class_worker.measure(
+            "picture", p.config, precision, rank, targets, batch,
+            seconds=max(class_worker.TIME_LIMIT_S, PICTURE_SECONDS))
+        picture_cache.store(p.config, p.measure_key(), found)
+    with _LOCK:
+        _MEASURED[key] = found
+    return found
+
+
+def settings(p: PictureInputs) -> dict[str, Any]:
+    return {"resolution": p.resolution, "batch": p.batch, "precision": p.precision,
+            "tuning": p.tuning, "lora_rank": p.lora_rank if p.tuning == "lora" else None,
+            "lora_targets": p.lora_targets if p.tuning == "lora" else None,
+            "optimizer": p.optimizer,
+            "encoders": p.encoders if "_class_name" in p.config else None,
+            "cached_images": p.cached_images, "gpu_bytes": p.gpu_bytes,
+            "headroom": p.headroom}
+
+
+def _row(r: plan.Row, p: PictureInputs) -> dict[str, Any]:
+    return {"strategy": r.strategy, "n": r.n if r.strategy == "every-n" else None,
+            "k": r.k if r.strategy == "first-k" else None,
+            "blocks_checkpointed": r.checkpointed, "activations_kept_bytes": r.kept,
+            "activations_rebuilt_bytes": r.rebuilt, "peak_bytes": r.peak, "fits": r.fits,
+            "spare_bytes": r.spare, "breakdown": r.parts}
+
+
+def report(p: PictureInputs, measured: dict[str, Any], repo: str | None = None,
+           config_path: str = "config.json") -> dict[str, Any]:
+    """Everything a page or the command line shows of an image plan (see the module's
+    docstring); bytes, ids and code."""
+    unit = int(measured["unit"])
+    plan.check(p, unit)
+    blocks = plan.blocks(measured, p.batch, p.resolution)
+    rows = plan.candidates(p, measured, blocks)
+    best = plan.recommend(rows)
+    shown = plan.table(rows, best)
+    fam = parts.family(p.config)
+    frozen = parts.frozen_bytes(fam, p.precision, p.encoders)
+    targets = measured["lora_targets"][p.lora_targets] if p.tuning == "lora" else None
+    s = settings(p)
+    diffusers = "_class_name" in p.config
+    if diffusers:
+        model_code = code.diffusers_code(s, p.config, best.strategy, best.n, best.k, repo,
+                                         config_path, targets)
+    else:
+        model_code = code.vision_code(s, p.config, best.strategy, best.n, best.k, repo,
+                                      config_path, targets, measured["class"])
+    return {
+        "model": {"label": p.label or measured["class"], "class": measured["class"],
+                  "kind": measured["kind"], "params": measured["params"],
+                  "trainable_params": measured["trainable"],
+                  "blocks": len(blocks.plain), "side_unit": unit,
+                  "family": fam.name if fam else None},
+        "settings": s,
+        "blocks": [{"name": name, "type": kind, "kept_bytes": plain,
+                    "checkpointed_bytes": ckpt}
+                   for name, kind, plain, ckpt in zip(blocks.names, blocks.types,
+                                                      blocks.plain, blocks.checkpointed,
+                                                      strict=True)],
+        "outside_bytes": {"plain": blocks.outside_plain,
+                          "checkpointed": blocks.outside_checkpointed},
+        "frozen": [{"id": part.id, "label": part.label, "params": part.params,
+                    "bytes": frozen[part.id]} for part in (fam.parts if fam else ())
+                   if part.id in frozen],
+        "around_model_bytes": plan.around(p),
+        "strategies": {r.key: _row(r, p) for r in shown},
+        "recommended_row": best.key,
+        "recommendation": {**_row(best, p), "key": best.key,
+                           "suggestions": plan.suggestions(p, measured, blocks, best)},
+        "code": {"model": model_code,
+                 "pipeline": code.pipeline_code(p.config, p.precision, p.encoders, repo)
+                 if diffusers else "",
+                 "script": code.script_command(s, p.config, best.strategy, repo,
+                                               targets or [])},
+    }
+
+
+def plan_report(p: PictureInputs, repo: str | None = None,
+                config_path: str = "config.json") -> dict[str, Any]:
+    """The report of a plan, its class measured (or read back) first: what a page calls."""
+    return report(p, measured_for(p), repo, config_path)

@@ -1,0 +1,189 @@
+"""`python -m planner` for image models (planner.picture_cli): the presets planned from
+their shipped measurements (planner/presets/pictures/measured.json: nothing measured
+here, and a file measured by other code or versions fails these tests until it is
+written again), the recommendation and its table row agreeing in the JSON and in the
+text, every bad flag one line and exit 2, and the printed code run on tiny models."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+
+from model_classes.kinds import kind_for
+from model_classes.tiny_pictures import tiny_config
+from model_classes.variant import Variant
+from planner import class_worker, picture_code
+from planner.cli import main
+from planner.picture_cli import picture_kind
+from planner.picture_presets import PICTURE_PRESETS, preset_config
+
+warnings.filterwarnings("ignore")
+
+
+@pytest.fixture
+def shipped_only(monkeypatch):
+    """Plans from the shipped measurements only: a measurement here fails the test."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("measured: planner/presets/pictures/measured.json is stale "
+                             "(python -m planner.picture_cache writes it again)")
+
+    monkeypatch.setattr(class_worker, "measure", refuse)
+
+
+def _plan(capsys, *flags: str) -> dict:
+    assert main([*flags, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("preset,gpu", [("flux.1-dev", "l4"), ("sdxl-base-unet", "t4")])
+def test_a_lora_plan_at_1024_pixels_recommends_its_table_row(preset: str, gpu: str, capsys,
+                                                             shipped_only) -> None:
+    flags = ["--model", preset, "--tuning", "lora", "--resolution", "1024", "--gpu", gpu]
+    data = _plan(capsys, *flags)
+    rec, rows = data["recommendation"], data["strategies"]
+    row = rows[data["recommended_row"]]
+    assert rec["key"] == data["recommended_row"]
+    for field in ("strategy", "peak_bytes", "fits", "activations_kept_bytes", "n", "k"):
+        assert rec[field] == row[field], field
+    fitting = [r for r in rows.values() if r["fits"]]
+    if fitting:  # the fewest blocks checkpointed among those that fit
+        assert rec["fits"]
+        assert rec["blocks_checkpointed"] == min(r["blocks_checkpointed"] for r in fitting)
+    else:  # nothing fits: every block, and the changes that help
+        assert rec["strategy"] == "every-layer" and rec["suggestions"]
+    plain = sum(b["kept_bytes"] for b in data["blocks"])
+    assert rows["none"]["activations_kept_bytes"] == plain + data["outside_bytes"]["plain"]
+    assert rows["every-layer"]["activations_kept_bytes"] < plain / 5
+    assert main(flags) == 0
+    text = capsys.readouterr().out
+    marked = [line for line in text.splitlines() if line.endswith("<- recommended")]
+    assert len(marked) == 1 and marked[0].startswith(rec["strategy"])
+    assert "--gradient_checkpointing" in data["code"]["script"] or rec["strategy"] == "none"
+    assert "--resolution=1024" in data["code"]["script"]
+
+
+def test_the_presets_are_the_published_models(shipped_only, capsys) -> None:
+    """Parameters counted on the classes (their published counts: SDXL's UNet 2.567B,
+    FLUX.1 [dev]'s transformer 11.90B, SD3.5 Medium's 2.24B, ViT-L/16 304M with its
+    head, SigLIP so400m's vision tower 428M)."""
+    shipped = json.loads(Path("planner/presets/pictures/measured.json").read_text())
+    counts = {m["preset"]: m["params"] - m["trainable"] for m in shipped.values()}
+    assert counts == {"sdxl-base-unet": 2_567_463_684, "flux.1-dev": 11_901_408_320,
+                      "sd3.5-medium": 2_243_171_520, "vit-large-patch16-224": 304_326_632,
+                      "siglip-so400m-patch14-384": 428_225_600}
+    assert {picture_kind(preset_config(name)) for name in PICTURE_PRESETS} == {
+        "unet", "diffusion-transformer", "vision-encoder"}
+
+
+@pytest.mark.parametrize("flags,words", [
+    (["--model", "flux.1-dev", "--seq", "512"], "--seq"),
+    (["--model", "gpt2", "--resolution", "512"], "--resolution is an image model's flag"),
+    (["--model", "sdxl-base-unet", "--resolution", "1000"], "multiples of 32"),
+    (["--model", "flux.1-dev", "--tuning", "qlora"], "qlora"),
+    (["--model", "vit-large-patch16-224", "--encoders", "cached"], "no VAE"),
+    (["--model", "flux.1-dev", "--gpus", "2"], "one GPU"),
+    (["--model", "flux.1-dev", "--optimizer", "sgd-momentum"], "adamw"),
+])
+def test_a_bad_flag_for_an_image_model_is_one_line(flags: list[str], words: str,
+                                                   capsys) -> None:
+    assert main(flags) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and words in err
+
+
+def test_the_kinds_are_read_without_torch_as_the_kinds_claim_them() -> None:
+    from model_classes.tiny_pictures import TINY
+
+    assert {f: picture_kind(cfg) for f, cfg in TINY.items()} == {
+        f: kind_for(cfg).name for f, cfg in TINY.items()}
+    assert picture_kind({"model_type": "llama"}) is None
+
+
+def _step(model, kind, variant: Variant) -> None:
+    loss = kind.training_forward(model, 1, 64, variant)(lambda: None)
+    loss.backward()
+
+
+@pytest.mark.parametrize("strategy", ["every-layer", "every-n", "first-k", "none"])
+def test_the_printed_diffusers_code_runs(strategy: str, tmp_path: Path) -> None:
+    cfg = tiny_config("flux")
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    settings = {"tuning": "lora", "lora_rank": 4, "precision": "mixed"}
+    text = picture_code.diffusers_code(settings, cfg, strategy, 2, 3, None, str(path),
+                                       ["to_q", "to_k", "to_v", "to_out.0"])
+    scope: dict = {}
+    exec(compile(text, "plan", "exec"), scope)
+    model = scope["transformer"]
+    trained = [n for n, p in model.named_parameters() if p.requires_grad]
+    assert trained and all("lora_" in n for n in trained)
+    assert all(p.dtype == torch.float32 for p in model.parameters() if p.requires_grad)
+    assert model.is_gradient_checkpointing == (strategy != "none")
+    kind = kind_for(cfg)
+    ran: list[int] = []
+    original = torch.utils.checkpoint.checkpoint
+    index = {id(b): i for i, b in enumerate(kind.blocks(model))}
+
+    def spy(function, *args, **kwargs):
+        ran.append(index[id(function.__self__)])
+        return original(function, *args, **kwargs)
+
+    torch.utils.checkpoint.checkpoint = spy
+    try:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            _step(model, kind, Variant("mixed", lora_rank=4))
+    finally:
+        torch.utils.checkpoint.checkpoint = original
+    want = {"every-layer": [0, 1, 2, 3, 4, 5], "every-n": [0, 2, 4], "first-k": [0, 1, 2],
+            "none": []}[strategy]
+    assert ran == want
+
+
+@pytest.mark.parametrize("family,strategy", [("siglip", "first-k"), ("vit", "every-n")])
+def test_the_printed_transformers_code_runs(family: str, strategy: str,
+                                            tmp_path: Path) -> None:
+    cfg = tiny_config(family)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    cls = "SiglipVisionModel" if family == "siglip" else "ViTForImageClassification"
+    settings = {"tuning": "lora", "lora_rank": 4, "precision": "fp32"}
+    text = picture_code.vision_code(settings, cfg, strategy, 2, 1, None, str(path),
+                                    ["q_proj", "v_proj"] if family == "siglip"
+                                    else "all-linear", cls)
+    scope: dict = {}
+    exec(compile(text, "plan", "exec"), scope)
+    model = scope["model"]
+    kind = kind_for(cfg)
+    flags = [layer.gradient_checkpointing for layer in kind.blocks(model)]
+    assert flags == ([True, False, False, False] if strategy == "first-k"
+                     else [True, False, True, False])
+    _step(model, kind, Variant(lora_rank=4))
+    assert all(p.grad is not None for p in model.parameters() if p.requires_grad)
+
+
+def test_cached_encoders_leave_the_vae_and_text_encoders_out(capsys, shipped_only) -> None:
+    flags = ["--model", "flux.1-dev", "--tuning", "lora", "--gpu", "l4"]
+    resident = _plan(capsys, *flags)
+    cached = _plan(capsys, *flags, "--encoders", "cached", "--cached-images", "30")
+    assert {p["id"] for p in resident["frozen"]} == {"vae", "text_encoder", "text_encoder_2"}
+    assert cached["frozen"] == [] and "pixels" not in cached["around_model_bytes"]
+    # 30 latent distributions: 5 x 16 channels x 128 x 128 bf16 numbers each
+    assert cached["around_model_bytes"]["latent_cache"] == 30 * 5 * 16 * 128 * 128 * 2
+    assert "--cache_latents" in cached["code"]["script"]
+    drop = sum(p["bytes"] for p in resident["frozen"])
+    assert drop > 9 * 2**30  # T5-XXL's 4.76B parameters in bf16 among them
+    for key in ("none", "every-layer"):
+        assert cached["strategies"][key]["peak_bytes"] < resident["strategies"][key][
+            "peak_bytes"] - drop * 0.9
+
+
+def test_a_vision_preset_plans_at_its_own_resolution(capsys, shipped_only) -> None:
+    data = _plan(capsys, "--model", "vit-large-patch16-224", "--tuning", "lora")
+    assert data["settings"]["resolution"] == 224 and data["model"]["blocks"] == 24
+    assert data["frozen"] == [] and data["code"]["script"] == ""
+    assert data["recommended_row"] == "none"  # an 80 GB GPU holds it without checkpointing
+    assert "get_peft_model" in data["code"]["model"]

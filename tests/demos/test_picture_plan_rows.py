@@ -1,0 +1,91 @@
+"""The image planner's arithmetic (planner.picture_plan) on a made-up measurement, no
+torch: which blocks each strategy checkpoints, what a plan keeps and rebuilds, the
+trained model's state by precision and tuning, and the recommendation: the fewest
+blocks checkpointed that fit."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from memory.class_layers import ClassFit, Poly, Term
+from memory.hardware import FRAGMENTATION, WORKSPACE_BYTES
+from planner import picture_plan as P
+from planner.class_json import fit_to_json
+
+ZERO = (Fraction(0),) * 3
+
+
+def _term(slot: str, per_t: int) -> Term:
+    """per_t bytes per unit of t, at one image."""
+    return Term(slot, "x", "other", (Poly(ZERO, ZERO, (Fraction(0), Fraction(per_t),  # type: ignore[arg-type]
+                                                       Fraction(0))),))
+
+
+def _measured(blocks: int = 4) -> dict:
+    plain = ClassFit((_term("first", 100), _term("a", 100), _term("outside", 10)))
+    ckpt = ClassFit((_term("first", 10), _term("a", 10), _term("outside", 20)))
+    return {"unit": 16, "block_types": ["a"] * blocks,
+            "block_names": [f"blocks.{i}" for i in range(blocks)], "params": 1000,
+            "trainable": 10, "fits": {"none": fit_to_json(plain),
+                                      "every-layer": fit_to_json(ckpt)}}
+
+
+VISION = {"model_type": "vit", "num_channels": 3}
+
+
+def test_each_strategy_checkpoints_the_blocks_the_libraries_pick() -> None:
+    assert P.chosen("none", 5) == ()
+    assert P.chosen("every-layer", 5) == (0, 1, 2, 3, 4)
+    assert P.chosen("every-n", 5, n=2) == (0, 2, 4)
+    assert P.chosen("first-k", 5, k=2) == (0, 1)
+
+
+def test_kept_and_rebuilt_follow_the_checkpointed_blocks() -> None:
+    b = P.blocks(_measured(), 1, 32)  # t = 4
+    assert b.plain == (400,) * 4 and b.checkpointed == (40,) * 4
+    per, outside, rebuilt = P.kept(b, P.chosen("every-n", 4, n=2))
+    assert per == [40, 400, 40, 400] and outside == 80 and rebuilt == 400
+    assert P.kept(b, ()) == ([400] * 4, 40, 0)
+
+
+def test_the_trained_models_state_by_precision_and_tuning() -> None:
+    lora = P.PictureInputs(VISION, tuning="lora", precision="mixed")
+    assert P.model_state(lora, 1000, 10) == {"weights": 990 * 2 + 10 * 4,
+                                             "gradients": 40, "optimizer": 80}
+    eight = lora.with_(optimizer="adamw-8bit", precision="bf16")
+    assert P.model_state(eight, 1000, 10) == {"weights": 990 * 2 + 10 * 2,
+                                              "gradients": 20, "optimizer": 20}
+    full = P.PictureInputs(VISION, tuning="full", precision="mixed")
+    assert P.model_state(full, 1000, 1000) == {"weights": 6000, "gradients": 4000,
+                                               "optimizer": 8000}
+
+
+def test_the_peak_adds_every_piece_and_the_allowances() -> None:
+    p = P.PictureInputs(VISION, resolution=32, tuning="full", precision="fp32")
+    m = _measured()
+    r = P.row(p, m, P.blocks(m, 1, 32), "every-layer")
+    pieces = 4000 + 4000 + 8000 + 3 * 32 * 32 * 4 + (160 + 80) + 400
+    assert r.kept == 240 and r.rebuilt == 400
+    assert r.peak == pieces + WORKSPACE_BYTES + FRAGMENTATION * pieces
+
+
+def test_the_recommendation_checkpoints_the_fewest_blocks_that_fit() -> None:
+    m = _measured(blocks=8)
+    base = P.PictureInputs(VISION, resolution=32, tuning="full", precision="fp32",
+                           headroom=0.0)
+    b = P.blocks(m, 1, 32)
+    everything = P.row(base, m, b, "every-layer").peak
+    nothing = P.row(base, m, b, "none").peak
+    assert P.recommend(P.candidates(base.with_(gpu_bytes=int(nothing) + 1), m, b)
+                       ).strategy == "none"
+    # checkpointing a block saves 360 bytes, its rebuild costs 400 once, outside 40 more
+    tight = base.with_(gpu_bytes=int(nothing) - 700)
+    rows = P.candidates(tight, m, b)
+    best = P.recommend(rows)
+    assert best.fits and 0 < best.checkpointed < 8
+    assert not any(r.fits for r in rows if r.checkpointed < best.checkpointed)
+    short = base.with_(gpu_bytes=int(everything) - 1)
+    best = P.recommend(P.candidates(short, m, b))
+    assert best.strategy == "every-layer" and not best.fits
+    assert [r.strategy for r in P.table(P.candidates(short, m, b), best)] == [
+        "none", "first-k", "every-n", "every-layer"]
