@@ -4,6 +4,8 @@ get_peft_model for a transformers vision encoder, and the plan's checkpointing s
 on through the library's own switch; the frozen parts of a diffusion pipeline and how
 they are frozen; and the command of diffusers' DreamBooth LoRA script for the family,
 with only the flags that script has (examples/dreambooth/train_dreambooth_lora*.py).
+The code is the same in every language; its comments are in the language `code` each
+function takes (catalog messages, as planner.hf_code's).
 
 Checkpointing, as the model kinds switch it (model_classes.diffusion,
 model_classes.vision_encoder): diffusers' `enable_gradient_checkpointing()` for every
@@ -17,7 +19,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from i18n import DEFAULT, N_, gettext, ngettext
 from planner import picture_parts as parts
+from planner.snippets import comment, docstring
 
 # the diffusers class each frozen part is loaded with, and its folder in the pipeline
 PART_CLASSES = {"vae": "AutoencoderKL", "text_encoder": "CLIPTextModel",
@@ -26,9 +30,11 @@ PART_CLASSES = {"vae": "AutoencoderKL", "text_encoder": "CLIPTextModel",
 SUBFOLDER = {"UNet2DConditionModel": "unet", "SD3Transformer2DModel": "transformer",
              "FluxTransformer2DModel": "transformer"}
 
+PICKER_DOC = N_("diffusers' gradient_checkpointing_func: blocks numbered in the order the "
+              "forward hands them over; those picked run under torch's checkpoint, the "
+              "others plainly.")
 PICKER = '''class PickBlocks:
-    """diffusers' gradient_checkpointing_func: blocks numbered in the order the forward
-    hands them over; those picked run under torch's checkpoint, the others plainly."""
+{doc}
 
     def __init__(self, picks):
         self.picks, self.order = picks, {}
@@ -46,52 +52,63 @@ def _picks(strategy: str, n: int, k: int) -> str:
     return f"lambda i: i % {n} == 0" if strategy == "every-n" else f"lambda i: i < {k}"
 
 
-def _load(cls: str, repo: str | None, subfolder: str | None, config_path: str) -> str:
+def _picker(code: str) -> str:
+    return PICKER.replace("{doc}", docstring(gettext(code, PICKER_DOC), "    "))
+
+
+def _load(cls: str, repo: str | None, subfolder: str | None, config_path: str,
+          code: str = DEFAULT) -> str:
     if repo:
         folder = f', subfolder="{subfolder}"' if subfolder else ""
         return f'{cls}.from_pretrained("{repo}"{folder})'
-    return (f"{cls}.from_config({cls}.load_config({config_path!r}))  # random weights: "
-            "from_pretrained(<your checkpoint>) to train yours")
+    return (f"{cls}.from_config({cls}.load_config({config_path!r}))  # " + gettext(
+        code, "random weights: from_pretrained(<your checkpoint>) to train yours"))
 
 
 def diffusers_code(settings: dict[str, Any], cfg: dict[str, Any], strategy: str, n: int,
                    k: int, repo: str | None = None, config_path: str = "config.json",
-                   targets: list[str] | None = None) -> str:
-    """The trained model of a diffusers pipeline, with LoRA and checkpointing."""
+                   targets: list[str] | None = None, code: str = DEFAULT) -> str:
+    """The trained model of a diffusers pipeline, with LoRA and checkpointing, commented in
+    the language `code`."""
     cls = cfg["_class_name"]
     name = SUBFOLDER.get(cls, "model")
     lines = ["import torch", "import torch.utils.checkpoint", f"from diffusers import {cls}"]
     lora = settings["tuning"] == "lora"
     if lora:
         lines.append("from peft import LoraConfig")
-    lines += ["", f"{name} = {_load(cls, repo, SUBFOLDER.get(cls), config_path)}"]
+    lines += ["", f"{name} = {_load(cls, repo, SUBFOLDER.get(cls), config_path, code)}"]
     dtype = "torch.float32" if settings["precision"] == "fp32" else "torch.bfloat16"
     if lora:
-        lines += [f"{name}.requires_grad_(False)  # the base stays frozen",
-                  f"{name}.to(dtype={dtype})  # the frozen base in the weight dtype",
+        lines += [f"{name}.requires_grad_(False)  # " + gettext(code, "the base stays frozen"),
+                  f"{name}.to(dtype={dtype})  # " + gettext(
+                      code, "the frozen base in the weight dtype"),
                   f"{name}.add_adapter(LoraConfig(r={settings['lora_rank']}, "
                   f"lora_alpha={settings['lora_rank']}, init_lora_weights=\"gaussian\",",
                   f"    target_modules={targets!r}))"]
         if settings["precision"] == "mixed":
-            lines += ["for p in " + name + ".parameters():  # the adapters train in fp32",
+            lines += ["for p in " + name + ".parameters():  # " + gettext(
+                code, "the adapters train in fp32"),
                       "    if p.requires_grad:", "        p.data = p.data.float()"]
     elif settings["precision"] == "bf16":
         lines.append(f"{name}.to(dtype=torch.bfloat16)")
     lines.append(f"{name}.train()")
     if strategy == "every-layer":
-        lines.append(f"{name}.enable_gradient_checkpointing()  # every block")
+        lines.append(f"{name}.enable_gradient_checkpointing()  # " + gettext(
+            code, "every block"))
     elif strategy in ("every-n", "first-k"):
-        which = f"every {n}th block" if strategy == "every-n" else f"the first {k} blocks"
-        lines += ["", PICKER.rstrip(), "",
+        which = (gettext(code, "every n-th block, n = {n}", n=n) if strategy == "every-n"
+                 else ngettext(code, "the first block", "the first {count} blocks", k))
+        lines += ["", _picker(code).rstrip(), "",
                   f"{name}.enable_gradient_checkpointing(  # {which}",
                   f"    gradient_checkpointing_func=PickBlocks({_picks(strategy, n, k)}))"]
     else:
-        lines.append(f"# no checkpointing: {name} keeps every block's activations")
+        lines.append("# " + gettext(code, "no checkpointing: {name} keeps every block's "
+                                    "activations", name=name))
     return "\n".join(lines) + "\n"
 
 
 def pipeline_code(cfg: dict[str, Any], precision: str, encoders: str,
-                  repo: str | None) -> str:
+                  repo: str | None, code: str = DEFAULT) -> str:
     """The frozen parts of the pipeline, loaded and frozen (or, cached, freed once the
     latents and prompt embeddings are made)."""
     fam = parts.family(cfg)
@@ -116,14 +133,15 @@ def pipeline_code(cfg: dict[str, Any], precision: str, encoders: str,
                   f"{part.id}.requires_grad_(False)",
                   f'{part.id}.to("cuda", dtype={dtype})']
     if encoders == "cached":
-        lines += ["# encode every image and prompt once, then free the encoders:",
+        lines += ["# " + gettext(code, "encode every image and prompt once, then free the "
+                                 "encoders:"),
                   "# del vae, " + ", ".join(p.id for p in fam.parts if p.id != "vae")
                   + "; torch.cuda.empty_cache()"]
     return "\n".join(lines) + "\n"
 
 
 def script_command(settings: dict[str, Any], cfg: dict[str, Any], strategy: str,
-                   repo: str | None, targets: list[str]) -> str:
+                   repo: str | None, targets: list[str], code: str = DEFAULT) -> str:
     """accelerate launch of diffusers' DreamBooth LoRA script for the family (its flags
     only); "" where none fits the plan (full fine-tuning, a vision encoder)."""
     fam = parts.family(cfg)
@@ -149,19 +167,22 @@ def script_command(settings: dict[str, Any], cfg: dict[str, Any], strategy: str,
     lines += [f"  {flag} \\" for flag in flags[:-1]] + [f"  {flags[-1]}"]
     notes = []
     if strategy in ("every-n", "first-k"):
-        notes.append("# the script's --gradient_checkpointing checkpoints every block: "
-                     "more saved than the plan needs, more recomputed")
+        notes += comment(gettext(code, "the script's --gradient_checkpointing checkpoints "
+                                       "every block: more saved than the plan needs, more "
+                                       "recomputed"))
     if settings["precision"] == "bf16":
-        notes.append("# the script trains the adapters in fp32 (mixed precision), not "
-                     "pure bf16")
+        notes += comment(gettext(code, "the script trains the adapters in fp32 (mixed "
+                                       "precision), not pure bf16"))
     return "\n".join(notes + lines) + "\n"
 
 
 def vision_code(settings: dict[str, Any], cfg: dict[str, Any], strategy: str, n: int,
                 k: int, repo: str | None = None, config_path: str = "config.json",
-                targets: list[str] | str | None = None, cls: str = "ViTModel") -> str:
+                targets: list[str] | str | None = None, cls: str = "ViTModel",
+                code: str = DEFAULT) -> str:
     """A transformers vision encoder (`cls`: the class measured, a dual encoder's vision
-    tower for a SigLIP or CLIP config) with PEFT LoRA and its checkpointing."""
+    tower for a SigLIP or CLIP config) with PEFT LoRA and its checkpointing, commented in
+    the language `code`."""
     lines = ["import torch", f"from transformers import {cls}"]
     lora = settings["tuning"] == "lora"
     if lora:
@@ -174,23 +195,28 @@ def vision_code(settings: dict[str, Any], cfg: dict[str, Any], strategy: str, n:
         lines.append(f'model = {cls}.from_pretrained("{repo}", dtype={dtype})')
     else:
         lines += [f"model = {cls}({cls}.config_class.from_pretrained({config_path!r}))"
-                  "  # random weights:", f"# {cls}.from_pretrained(<yours>) to train yours",
+                  "  # " + gettext(code, "random weights:"),
+                  "# " + gettext(code, "{cls}.from_pretrained(<yours>) to train yours",
+                                 cls=cls),
                   f"model.to(dtype={dtype})"]
     if strategy != "none":
         every = f", every_n_layers={n}" if strategy == "every-n" else ""
-        lines += ["# (transformers before 5: gradient_checkpointing_enable("
-                  "gradient_checkpointing_kwargs=...))",
+        lines += ["# " + gettext(code, "(transformers before 5: {call})",
+                                 call="gradient_checkpointing_enable("
+                                      "gradient_checkpointing_kwargs=...)"),
                   "model.activation_checkpointing_enable(activation_checkpointing_kwargs="
                   f'{{"use_reentrant": False}}{every})']
         if strategy == "first-k":
             lines += ["from transformers.modeling_layers import GradientCheckpointingLayer",
                       "layers = [m for m in model.modules() "
                       "if isinstance(m, GradientCheckpointingLayer)]",
-                      f"for layer in layers[{k}:]:  # the first {k} layers only",
+                      f"for layer in layers[{k}:]:  # " + ngettext(
+                          code, "the first layer only", "the first {count} layers only", k),
                       "    layer.gradient_checkpointing = False"]
     if lora:
         lines.append(f"model = get_peft_model(model, LoraConfig(r={settings['lora_rank']}, "
                      f"target_modules={targets!r}))")
-    lines += ["model.train()", "# at a side other than the config's image_size, call the "
-              "model with interpolate_pos_encoding=True"]
+    lines += ["model.train()", *comment(gettext(
+        code, "at a side other than the config's image_size, call the model with "
+              "interpolate_pos_encoding=True"))]
     return "\n".join(lines) + "\n"

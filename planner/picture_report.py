@@ -11,6 +11,7 @@ import json
 import threading
 from typing import Any
 
+from i18n import DEFAULT
 from planner import picture_code as code
 from planner import picture_parts as parts
 from planner import picture_plan as plan
@@ -63,9 +64,9 @@ def _row(r: plan.Row, p: PictureInputs) -> dict[str, Any]:
 
 
 def report(p: PictureInputs, measured: dict[str, Any], repo: str | None = None,
-           config_path: str = "config.json") -> dict[str, Any]:
+           config_path: str = "config.json", language: str = DEFAULT) -> dict[str, Any]:
     """Everything a page or the command line shows of an image plan (see the module's
-    docstring); bytes, ids and code."""
+    docstring); bytes, ids and code (its comments in `language`)."""
     unit = int(measured["unit"])
     plan.check(p, unit)
     blocks = plan.blocks(measured, p.batch, p.resolution)
@@ -79,10 +80,10 @@ def report(p: PictureInputs, measured: dict[str, Any], repo: str | None = None,
     diffusers = "_class_name" in p.config
     if diffusers:
         model_code = code.diffusers_code(s, p.config, best.strategy, best.n, best.k, repo,
-                                         config_path, targets)
+                                         config_path, targets, language)
     else:
         model_code = code.vision_code(s, p.config, best.strategy, best.n, best.k, repo,
-                                      config_path, targets, measured["class"])
+                                      config_path, targets, measured["class"], language)
     return {
         "model": {"label": p.label or measured["class"], "class": measured["class"],
                   "kind": measured["kind"], "params": measured["params"],
@@ -106,14 +107,15 @@ def report(p: PictureInputs, measured: dict[str, Any], repo: str | None = None,
         "recommendation": {**_row(best, p), "key": best.key,
                            "suggestions": plan.suggestions(p, measured, blocks, best)},
         "code": {"model": model_code,
-                 "pipeline": code.pipeline_code(p.config, p.precision, p.encoders, repo)
+                 "pipeline": code.pipeline_code(p.config, p.precision, p.encoders, repo,
+                                                language)
                  if diffusers else "",
                  "script": code.script_command(s, p.config, best.strategy, repo,
-                                               targets or [])},
+                                               targets or [], language)},
     }
 
 
-def plan_report(p: PictureInputs, repo: str | None = None,
-                config_path: str = "config.json") -> dict[str, Any]:
+def plan_report(p: PictureInputs, repo: str | None = None, config_path: str = "config.json",
+                language: str = DEFAULT) -> dict[str, Any]:
     """The report of a plan, its class measured (or read back) first: what a page calls."""
-    return report(p, measured_for(p), repo, config_path)
+    return report(p, measured_for(p), repo, config_path, language)

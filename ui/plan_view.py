@@ -8,8 +8,6 @@ this module keeps the widgets and the layout.
 
 from __future__ import annotations
 
-import time
-
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -17,10 +15,9 @@ import streamlit as st
 from i18n import units
 from lessons.catalog import lesson
 from memory import footprint as P
-from memory import hardware, hf_config
+from memory import hf_config
 from memory.architectures import DEFAULT_PRESET, PRESETS, Architecture, ShapeError, custom
 from memory.class_layers import LayerSource
-from memory.hardware import GPUS
 from model_classes.causal_lm_config import ClassConfigError
 from planner import class_worker
 from planner import hf_code as hf_module
@@ -33,10 +30,22 @@ from ui import query
 from ui.i18n import babel_locale, current_language, fmt_percent, pt, t, tn
 from ui.navigation import page_link
 from ui.plan_class_view import measured_class
+from ui.plan_controls import (
+    MeasuringNotice,
+    class_problem,
+    gpu_and_headroom,
+    headline,
+    optimizer_control,
+    precision_control,
+    rank_control,
+    shards_control,
+    targets_control,
+    tuning_control,
+)
 from ui.plan_gpus_view import across_gpus
+from ui.plan_picture_view import PictureModel, picture_model, picture_plan, picture_presets
 from ui.plan_words import (
     APPROXIMATIONS,
-    CLASS_PROBLEMS,
     COLUMNS,
     CONFIG_PROBLEMS,
     PROBLEMS,
@@ -55,7 +64,6 @@ COLOURS = {"weights": "#1f4e79", "gradients": "#2e75b6", "optimizer": "#9dc3e6",
            "activations_kept": "#c55a11", "activations_rebuilt": "#f4b183",
            "logits": "#7030a0", "workspace": "#a6a6a6"}
 SEQ_RANGE = (128, 131_072, 128)
-DEFAULT_GPU = "a10"
 
 
 # ---------------------------------------------------------------- inputs
@@ -64,9 +72,9 @@ DEFAULT_GPU = "a10"
 Model = tuple[Architecture, LayerSource | None]
 
 
-def _config_json() -> Model | str:
-    """The architecture of a pasted config.json and its measured transformers class (kept
-    in the session, not in the link)."""
+def _config_json() -> Model | PictureModel | str:
+    """The architecture of a pasted config.json and its measured transformers class, or an
+    image model's config (kept in the session, not in the link)."""
     class_worker.warm()  # the measuring processes' libraries, loaded while the learner pastes
     text = st.text_area(t("config.json"), key="plan_config_json", height=200,
                         max_chars=hf_config.MAX_TEXT_CHARS,
@@ -74,12 +82,18 @@ def _config_json() -> Model | str:
                         help=t("The config.json of a Hugging Face decoder-only language "
                                "model (Llama, Mistral, Mixtral, Qwen, Gemma, Phi, OLMo, "
                                "GPT-2, GPT-NeoX, Falcon ...), as on its Hub page: each "
-                               "layer's memory is measured on its transformers class."))
+                               "layer's memory is measured on its transformers class. Or "
+                               "an image model's: a diffusers UNet or diffusion transformer "
+                               "(SDXL, SD3, Flux), a transformers vision encoder (ViT, "
+                               "SigLIP, DINOv2, CLIP's vision tower)."))
     st.caption(t("A pasted config.json stays in this session; the link carries the other "
                  "settings."))
     if not text.strip():
         return t("Paste a config.json to plan for your own model.")
     try:
+        pictured = picture_model(hf_config.parse(text))
+        if pictured is not None:
+            return pictured
         with st.spinner(t("Measuring the model's transformers class ...")):
             arch, source = class_config(text)
     except hf_config.ConfigJsonError as error:
@@ -91,52 +105,19 @@ def _config_json() -> Model | str:
     return arch, source
 
 
-def class_problem(error: ClassConfigError) -> str:
-    """Why a pasted config.json's class was not measured, in the learner's words: the
-    library's refusal, or a measurement past its limits (planner.class_worker)."""
-    if isinstance(error, class_worker.MeasureFailed):
-        params = error.params
-        return t(CLASS_PROBLEMS[error.problem], seconds=params["seconds"],
-                 size=units.format_bytes(params["size"], locale=babel_locale()),
-                 detail=params["detail"], model_type=params["model_type"])
-    return t(CLASS_PROBLEMS.get(error.problem, CLASS_PROBLEMS["cannot-build"]),
-             model_type=error.model_type)
-
-
-class MeasuringNotice:
-    """What the page shows while a pasted config's class is measured in its own process
-    (planner.class_worker.waiting): the seconds so far against the limit. Drawing it is
-    also where Streamlit stops the script of a learner who left or changed the page,
-    which ends the measurement."""
-
-    EVERY_S = 0.25
-
-    def __init__(self) -> None:
-        self.place = None
-        self.drawn = 0.0
-
-    def __call__(self, waited: float | None) -> None:
-        if waited is None:
-            if self.place is not None:
-                self.place.empty()
-                self.place = None
-            return
-        now = time.monotonic()
-        if self.place is not None and now - self.drawn < self.EVERY_S:
-            return
-        if self.place is None:
-            self.place = st.empty()
-        self.drawn = now
-        self.place.caption(t("Measuring the model's transformers class: {seconds} s so far "
-                             "(stopped at {limit} s).", seconds=int(waited),
-                             limit=int(class_worker.TIME_LIMIT_S)))
-
-
-def _model_controls() -> Model | str:
-    """The architecture (and a pasted config's class) from the URL-bound controls, or an
-    error message."""
-    key = query.choice("model", t("Model"), [*PRESETS, "custom", "config"], DEFAULT_PRESET,
-                       format_func=lambda k: PRESETS[k].label if k in PRESETS else word(k))
+def _model_controls() -> Model | PictureModel | str:
+    """The architecture (and a pasted config's class) from the URL-bound controls, an image
+    model, or an error message."""
+    pictures = picture_presets()
+    key = query.choice("model", t("Model"), [*PRESETS, *pictures, "custom", "config"],
+                       DEFAULT_PRESET, help=t("Language models first, then image models "
+                                              "(diffusion models and vision encoders)."),
+                       format_func=lambda k: PRESETS[k].label if k in PRESETS else
+                       pictures[k] if k in pictures else word(k))
+    if key in pictures:
+        found = picture_model(key)
+        assert found is not None
+        return found
     if key == "config":
         return _config_json()
     if key != "custom":  # a preset: its class's terms, measured and shipped
@@ -191,28 +172,20 @@ def _training_controls(source: LayerSource | None) -> dict:
             help=t("Micro-batches per optimizer step: more tokens per step, no more memory."))
     row = st.columns(3)
     with row[0]:
-        out["precision"] = query.choice("precision", t("Precision"), P.PRECISION_KEYS, "mixed",
-                                        format_func=word)
+        out["precision"] = precision_control()
     with row[1]:
-        out["optimizer"] = query.choice("optim", t("Optimizer"), P.OPTIMIZER_KEYS, "adamw",
-                                        format_func=word)
+        out["optimizer"] = optimizer_control()
     with row[2]:
-        out["tuning"] = query.choice("tuning", t("Fine-tuning"), P.TUNINGS, "lora",
-                                     format_func=word)
+        out["tuning"] = tuning_control()
     row = st.columns(3)
     if out["tuning"] != "full":
         with row[0]:
-            out["lora_rank"] = int(query.choice("rank", t("LoRA rank"),
-                                                ["4", "8", "16", "32", "64", "128"], "16"))
+            out["lora_rank"] = rank_control()
         with row[1]:
-            out["lora_targets"] = query.choice("targets", t("LoRA on"), list(P.LORA_TARGETS),
-                                               "all-linear", format_func=word)
+            out["lora_targets"] = targets_control("all-linear")
         row = st.columns(3)
     with row[0]:
-        out["shards"] = int(query.choice(
-            "shards", t("GPUs you have"), ["1", "2", "4", "8", "16", "32", "64"], "1",
-            help=t("More than one: FSDP / ZeRO-3 divides weights, gradients and optimizer "
-                   "state over them.")))
+        out["shards"] = shards_control()
     with row[1]:
         out["fused"] = query.choice("attn", t("Attention kernel"), ["fused", "math"], "fused",
                                     format_func=word) == "fused"
@@ -243,47 +216,19 @@ def _checkpoint_controls(arch: Architecture) -> dict:
     return out
 
 
-HEADROOM_RANGE = (0, 30, 1)  # percent of the GPU kept free
-
-
-def _headroom_control() -> float:
-    """The share of the GPU a plan keeps free, a percentage bound to the URL."""
-    percent = query.int_slider(
-        "free", t("Keep free (percent of GPU memory)"), *HEADROOM_RANGE,
-        round(P.DEFAULT_HEADROOM * 100),
-        help=t("A plan fits only if its peak leaves this much of the GPU free: a margin for "
-               "what the planner leaves out and for longer batches than planned. The table "
-               "and the recommendation apply it alike."))
-    return percent / 100
-
-
-def _gpu_control() -> int:
-    options = [*hardware.GPUS, "custom"]
-    key = query.choice("gpu", t("GPU"), options, DEFAULT_GPU,
-                       format_func=lambda k: (f"{GPUS[k].name} · {gib(GPUS[k].bytes)}"
-                                              if k in GPUS else word("other-gpu")),
-                       help=t("The total memory nvidia-smi reports for each card."))
-    if key == "custom":
-        return query.int_slider("gpu_gib", t("GPU memory (GiB)"), 4, 256, 1, 32) * GiB
-    return hardware.GPUS[key].bytes
-
-
-def inputs() -> P.PlannerInputs | str:
-    """The planner inputs from the URL-bound controls, or an error message."""
+def inputs() -> P.PlannerInputs | PictureModel | str:
+    """The planner inputs from the URL-bound controls, an image model (whose own inputs
+    ui.plan_picture_view draws), or an error message."""
     st.subheader(t("Model"))
     model = _model_controls()
-    if isinstance(model, str):
+    if isinstance(model, str | PictureModel):
         return model
     arch, source = model
     st.subheader(t("Training"))
     training = _training_controls(source)
     st.subheader(t("Checkpointing and GPU"))
     checkpointing = _checkpoint_controls(arch)
-    left, right = st.columns(2)
-    with left:
-        gpu = _gpu_control()
-    with right:
-        headroom = _headroom_control()
+    gpu, headroom = gpu_and_headroom()
     return P.PlannerInputs(arch, gpu_bytes=gpu, headroom=headroom, source=source,
                            **training, **checkpointing)
 
@@ -375,7 +320,7 @@ def recommendation(plan: recommend_module.Plan) -> None:
               gpus=gpus, peak=gib(rec.peak)) if rec.fits else
             t("Closest: **{plan}**, and it still does not fit: shorten the sequence or use "
               "a bigger GPU.", plan=plan_title(rec)))
-    (st.success if rec.fits else st.warning)(f"{yours} {lead}", icon=":material/lightbulb:")
+    headline(f"{yours} {lead}", rec.fits)
     _steps(rec, gpu)
     for alternative in rec.alternatives:
         with st.expander(t("Or instead: {plan} ({gpus}, {peak} per GPU)",
@@ -417,10 +362,16 @@ def render() -> None:
                   "memory per GPU, tries every way of checkpointing and recommends the "
                   "cheapest one that fits, with the code to switch it on. Every setting is in "
                   "the link, so you can share a plan."))
+    st.caption(t("Language models and image models alike: pick an image model (SDXL, "
+                 "SD3.5, Flux, ViT, SigLIP) or paste its config.json, and plan it at a "
+                 "resolution instead of a sequence length."))
     with class_worker.waiting(MeasuringNotice()):
         settings = inputs()
         if isinstance(settings, str):
             st.error(settings, icon=":material/error:")
+            return
+        if isinstance(settings, PictureModel):
+            picture_plan(settings)
             return
         try:
             outputs(settings)

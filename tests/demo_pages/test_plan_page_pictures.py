@@ -1,0 +1,146 @@
+"""AppTest of /plan with image models: a preset planned from its shipped measurement
+shows a recommendation whose table row agrees with it and with planner.picture_report
+(in English, German and Vietnamese), a pasted tiny UNet config is measured and planned,
+and settings the image planner cannot take are one line in the learner's language."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pytest
+
+from i18n import language, units
+from memory.hardware import GPUS, GiB
+from model_classes.tiny_pictures import tiny_config
+from planner import class_worker
+from planner.picture_plan import PictureInputs
+from planner.picture_presets import PICTURE_PRESETS, preset_config
+from planner.picture_report import plan_report
+from tests.lessons.test_lesson_pages_i18n import page_text
+from tools.translations import untranslated_on_page
+
+PAGE = "pages/plan.py"
+RECOMMENDED = {"en": "· recommended", "de": "· empfohlen", "vi": "· đề xuất"}
+
+
+@pytest.fixture
+def shipped_only(monkeypatch):
+    """Plans from the shipped measurements only: a measurement here fails the test."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("measured: planner/presets/pictures/measured.json is stale")
+
+    monkeypatch.setattr(class_worker, "measure", refuse)
+
+
+def _gib(size: float, code: str) -> str:
+    return f"{units.number(size / GiB, 1, locale=language(code).babel_locale)} GiB"
+
+
+def _no_errors(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+@pytest.mark.parametrize("code", ["en", "de", "vi"])
+@pytest.mark.parametrize("preset,gpu", [("sdxl-base-unet", "t4"), ("flux.1-dev", "a10")])
+def test_a_lora_plan_at_1024_pixels_recommends_its_table_row(
+        app_test: Callable, shipped_only, preset: str, gpu: str, code: str) -> None:
+    """SDXL LoRA on a 16 GB card, Flux.1-dev LoRA on a 24 GB one: the headline names the
+    report's recommendation and its peak, and the table marks that row, with that peak."""
+    at = app_test(PAGE, query={"model": preset, "resolution": "1024", "gpu": gpu,
+                               "tuning": "lora", "lang": code})
+    _no_errors(at)
+    data = plan_report(PictureInputs(preset_config(preset), resolution=1024,
+                                     gpu_bytes=GPUS[gpu].bytes),
+                       PICTURE_PRESETS[preset][0], language=code)
+    rec = data["recommendation"]
+    peak = _gib(rec["peak_bytes"], code)
+    box = (at.success if rec["fits"] else at.warning)[0].value
+    assert peak in box
+    assert not rec["fits"] or f"{rec['blocks_checkpointed']}" in box
+    if not rec["fits"]:  # Flux's T5 on the GPU: every block, and what would help
+        assert rec["strategy"] == "every-layer"
+        assert any("\n- **" in m.value for m in at.markdown)
+    assert at.metric[0].value == peak
+    rows = at.dataframe[0].value.to_dict("records")
+    assert len(rows) == len(data["strategies"])
+    marked = [r for r in rows if RECOMMENDED[code] in next(iter(r.values()))]
+    assert len(marked) == 1
+    name = next(iter(marked[0].values())).removesuffix(" " + RECOMMENDED[code])
+    assert f"**{name}**" in box  # the headline's plan is the marked row's
+    assert peak in marked[0].values()
+    position = list(data["strategies"]).index(data["recommended_row"])
+    assert rows[position] is marked[0] or rows[position] == marked[0]
+    codes = [c.value.strip() for c in at.code]
+    assert data["code"]["model"].strip() in codes and data["code"]["script"].strip() in codes
+    assert "--resolution=1024" in data["code"]["script"]
+    text = "\n".join([page_text(at), *(f.value.to_csv() for f in at.dataframe)])
+    assert code == "en" or not untranslated_on_page(text, code)
+    if code == "de":  # the code's comments in the learner's language, numbers in hers
+        assert "# die Basis bleibt eingefroren" in data["code"]["model"]
+        assert "," in peak
+
+
+@pytest.mark.parametrize("query,needle", [
+    ({"tuning": "qlora"}, {"en": "QLoRA is planned for language models only",
+                           "de": "QLoRA wird nur für Sprachmodelle geplant",
+                           "vi": "QLoRA chỉ được lập kế hoạch"}),
+    ({"shards": "2"}, {"en": "The image planner plans one GPU",
+                       "de": "Der Bildplaner plant eine GPU",
+                       "vi": "Bộ lập kế hoạch ảnh lập kế hoạch cho một GPU"}),
+    ({"optim": "sgd-momentum"}, {"en": "plans AdamW and 8-bit AdamW",
+                                 "de": "plant AdamW und 8-Bit-AdamW",
+                                 "vi": "lập kế hoạch AdamW và AdamW 8-bit"}),
+])
+@pytest.mark.parametrize("code", ["en", "de", "vi"])
+def test_a_setting_the_image_planner_cannot_take_is_one_line(
+        app_test: Callable, shipped_only, query: dict, needle: dict, code: str) -> None:
+    at = app_test(PAGE, query={"model": "sdxl-base-unet", "lang": code, **query})
+    assert not at.exception, [e.value for e in at.exception]
+    assert len(at.error) == 1 and needle[code] in at.error[0].value
+    assert "\n" not in at.error[0].value and not at.metric
+    assert code == "en" or not untranslated_on_page(page_text(at), code)
+
+
+@pytest.mark.parametrize("code", ["en", "de"])
+def test_a_side_off_the_grid_or_out_of_range_is_said_and_planned_near_it(
+        app_test: Callable, shipped_only, code: str) -> None:
+    """?resolution=1000 on SDXL (multiples of 32): said, and planned at 992; 100,000
+    pixels: said, and planned at the largest side offered."""
+    at = app_test(PAGE, query={"model": "sdxl-base-unet", "resolution": "1000",
+                               "lang": code})
+    assert not at.exception and at.warning
+    assert "1000" in at.warning[0].value and "992" in at.warning[0].value
+    assert at.query_params["resolution"] == "992"
+    far = app_test(PAGE, query={"model": "sdxl-base-unet", "resolution": "100000",
+                                "lang": code})
+    assert not far.exception and far.warning and "100000" in far.warning[0].value
+    assert far.query_params["resolution"] == "4096"
+
+
+def test_switching_to_a_model_of_another_grid_starts_at_its_own_side(
+        app_test: Callable, shipped_only) -> None:
+    """SDXL at 1,024 pixels, then SigLIP (14-pixel patches): its own 378-pixel side,
+    never a side it cannot take."""
+    at = app_test(PAGE, query={"model": "sdxl-base-unet", "resolution": "1024"})
+    at.radio(key="model").set_value("siglip-so400m-patch14-384").run()
+    _no_errors(at)
+    assert at.query_params["resolution"] == "378"
+    assert any("SiglipVisionModel" in c.value for c in at.code)
+
+
+@pytest.mark.timeout(300)
+def test_a_pasted_tiny_unet_config_is_measured_and_planned(app_test: Callable) -> None:
+    """A diffusers UNet config.json pasted: its class measured at the settings (a few
+    seconds in its own process), planned at 256 pixels, its code loading the config."""
+    at = app_test(PAGE, query={"model": "config", "resolution": "256", "gpu": "t4"},
+                  timeout=240)
+    at.text_area(key="plan_config_json").set_value(json.dumps(tiny_config("sdxl-unet")))
+    at.run(timeout=240)
+    _no_errors(at)
+    assert at.query_params["resolution"] == "256"
+    assert at.success and "**" in at.success[0].value
+    assert any("UNet2DConditionModel.from_config" in c.value for c in at.code)
+    rows = at.dataframe[0].value.to_dict("records")
+    assert sum("· recommended" in next(iter(r.values())) for r in rows) == 1

@@ -1,0 +1,362 @@
+"""The planner page's image plans (/plan with an image preset, or a pasted diffusers or
+transformers vision config.json): the inputs an image run takes instead of a sequence
+length (the image's side in pixels on the model's grid, the batch, precision, full
+fine-tuning or LoRA, the frozen encoders on the GPU or cached, the optimizer, the GPU),
+and planner.picture_report's report drawn: the recommendation's headline, every
+checkpointing choice with the recommended row marked, what the run holds besides the
+trained model, and the code. Ids and bytes come from planner/; their words are catalog
+messages here and in ui.plan_words; the shared controls are ui.plan_controls'."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from i18n import N_, units
+from lessons.catalog import lesson
+from model_classes.causal_lm_config import ClassConfigError
+from planner import class_worker
+from planner.picture_cli import picture_kind, side_unit
+from planner.picture_plan import ENCODERS, OPTIMIZERS, PictureError, PictureInputs
+from planner.picture_presets import PICTURE_PRESETS, preset_config
+from planner.picture_report import PICTURE_SECONDS, plan_report
+from ui import query
+from ui.i18n import babel_locale, current_language, t, tn
+from ui.navigation import page_link
+from ui.plan_controls import (
+    MeasuringNotice,
+    class_problem,
+    gpu_and_headroom,
+    headline,
+    optimizer_control,
+    precision_control,
+    rank_control,
+    shards_control,
+    targets_control,
+    tuning_control,
+)
+from ui.plan_words import COLUMNS, REASONS, gib, verdict, word
+
+MAX_SIDE = 4096  # the largest side offered, in pixels
+BATCH_RANGE = (1, 64, 1)
+SEEN = "plan_picture_model"  # the image model the side was last chosen for
+HUB = "https://huggingface.co/"
+
+KINDS = {"unet": N_("diffusion UNet"), "diffusion-transformer": N_("diffusion transformer"),
+         "vision-encoder": N_("vision encoder")}
+ENCODER_WORDS = {"resident": N_("on the GPU"),
+                 "cached": N_("cached (latents and prompt embeddings made once)")}
+HELD = {  # what each part the run holds besides the trained model is, by its id
+    "vae": N_("Frozen: encodes each image into latents for the step (and decodes them "
+              "back); no gradients, no optimizer state."),
+    "text_encoder": N_("Frozen: turns each prompt into embeddings; no gradients, no "
+                       "optimizer state."),
+    "latents": N_("The batch's latents: its images as the VAE encodes them."),
+    "text_embeddings": N_("The batch's prompt embeddings."),
+    "pixels": N_("The batch's images, in pixels."),
+    "latent_cache": N_("The cached latents of the data set's images, kept on the GPU in "
+                       "place of the encoders."),
+}
+INPUT_NAMES = {"latents": N_("Latents"), "text_embeddings": N_("Prompt embeddings"),
+               "pixels": N_("Pixels"), "latent_cache": N_("Latent cache")}
+SUGGESTIONS = {"optimizer": "adamw-8bit", "encoders": N_("Cached latents and embeddings"),
+               "tuning": "lora", "batch": N_("One image per step")}
+
+
+@dataclass(frozen=True)
+class PictureModel:
+    """An image model to plan: a preset (`key` its name) or a pasted config ("config")."""
+
+    key: str
+    config: dict[str, Any]
+    kind: str  # planner.picture_cli.picture_kind
+    unit: int  # the side is a whole multiple of it, in pixels
+    label: str
+    repo: str | None  # its repository on the Hugging Face Hub (a preset's)
+
+    @property
+    def diffusion(self) -> bool:
+        return "_class_name" in self.config
+
+
+def picture_presets() -> dict[str, str]:
+    """The image presets' names and labels, in the order the model choice shows them."""
+    return {name: label for name, (_, label) in PICTURE_PRESETS.items()}
+
+
+def picture_model(source: str | dict[str, Any]) -> PictureModel | None:
+    """An image preset by name, or a parsed config.json when an image model kind builds
+    it (None for any other config)."""
+    if isinstance(source, str):
+        repo, label = PICTURE_PRESETS[source]
+        cfg, key = preset_config(source), source
+    else:
+        cfg, key, repo = source, "config", None
+        label = str(cfg.get("_class_name") or cfg.get("model_type") or "")
+    kind = picture_kind(cfg)
+    if kind is None:
+        return None
+    return PictureModel(key, cfg, kind, side_unit(cfg, kind), label, repo)
+
+
+# ---------------------------------------------------------------- inputs
+
+
+def default_side(m: PictureModel) -> int:
+    """1,024 pixels for a diffusion model; a vision encoder's own image_size, on its grid."""
+    if m.diffusion:
+        return 1024
+    part = m.config.get("vision_config") if isinstance(m.config.get("vision_config"),
+                                                       dict) else m.config
+    side = int(part.get("image_size") or 224)
+    return max(m.unit, side // m.unit * m.unit)
+
+
+def _side_control(m: PictureModel) -> int:
+    """The image's side, on the model's grid; another model starts from its own default."""
+    seen = st.session_state.get(SEEN)
+    if seen is not None and seen != m.key:
+        st.session_state.pop("resolution", None)
+        if "resolution" in st.query_params:
+            del st.query_params["resolution"]
+    st.session_state[SEEN] = m.key
+    return query.int_slider(
+        "resolution", t("Resolution (side in pixels)"), m.unit, MAX_SIDE // m.unit * m.unit,
+        m.unit, default_side(m),
+        help=t("The square image's side; this model takes multiples of {unit} pixels.",
+               unit=m.unit))
+
+
+def problem(m: PictureModel, p: PictureInputs, shards: int) -> str | None:
+    """A setting the image planner cannot plan, in one line; None when there is none."""
+    if p.resolution % m.unit:
+        near = max(1, round(p.resolution / m.unit)) * m.unit
+        return t("This model takes sides that are multiples of {unit} pixels: {side} is "
+                 "not one (try {near}).", unit=m.unit, side=p.resolution, near=near)
+    if p.tuning == "qlora":
+        return t("QLoRA is planned for language models only: the image planner plans full "
+                 "fine-tuning and LoRA.")
+    if shards > 1:
+        return t("The image planner plans one GPU: set “GPUs you have” to 1.")
+    if p.optimizer not in OPTIMIZERS:
+        return t("The image planner plans AdamW and 8-bit AdamW, not {optimizer}.",
+                 optimizer=word(p.optimizer))
+    return None
+
+
+def picture_inputs(m: PictureModel) -> PictureInputs | str:
+    """The image plan's inputs from the URL-bound controls, or a one-line message."""
+    st.subheader(t("Training"))
+    row = st.columns(3)
+    with row[0]:
+        side = _side_control(m)
+    with row[1]:
+        batch = query.int_slider("batch", t("Images per step"), *BATCH_RANGE, 1,
+                                 help=t("The batch: images in one forward and backward."))
+    with row[2]:
+        precision = precision_control()
+    row = st.columns(3)
+    with row[0]:
+        optimizer = optimizer_control()
+    with row[1]:
+        tuning = tuning_control()
+    with row[2]:
+        shards = shards_control()
+    rank, targets, encoders = 16, "attention", ENCODERS[0]
+    row = st.columns(3)
+    if tuning == "lora":
+        with row[0]:
+            rank = rank_control()
+        with row[1]:
+            targets = targets_control("attention")
+    if m.diffusion:
+        with row[2]:
+            encoders = query.choice(
+                "encoders", t("VAE and text encoders"), ENCODERS, ENCODERS[0],
+                format_func=lambda k: t(ENCODER_WORDS[k]),
+                help=t("Frozen, they stay on the GPU through training, or run once over "
+                       "the data set before it (cached) and leave the GPU."))
+    st.subheader(t("GPU"))
+    gpu, headroom = gpu_and_headroom()
+    p = PictureInputs(m.config, resolution=side, batch=batch, precision=precision,
+                      tuning=tuning, lora_rank=rank, lora_targets=targets,
+                      optimizer=optimizer, encoders=encoders, gpu_bytes=gpu,
+                      headroom=headroom, label=m.label)
+    return problem(m, p, shards) or p
+
+
+# ---------------------------------------------------------------- outputs
+
+
+class PictureNotice(MeasuringNotice):
+    """The waiting notice while an image model's class is measured at settings the
+    shipped measurements do not hold."""
+
+    def text(self, waited: float) -> str:
+        return t("Measuring the image model's class at these settings (not among the "
+                 "shipped measurements): {seconds} s so far (stopped at {limit} s).",
+                 seconds=int(waited), limit=int(self.limit))
+
+
+def strategy_name(row: dict[str, Any]) -> str:
+    """A checkpointing choice of an image plan in words: which blocks it checkpoints."""
+    if row["strategy"] == "first-k":
+        return tn("The first block", "The first {count} blocks", row["k"])
+    if row["strategy"] == "every-n":
+        return t("Every n-th block, n = {n}", n=row["n"])
+    if row["strategy"] == "every-layer":
+        return t("Every block")
+    return word("none")
+
+
+def _whole_gpu_spare(row: dict[str, Any], p: PictureInputs) -> float:
+    return p.gpu_bytes - row["peak_bytes"]
+
+
+def strategy_table(data: dict[str, Any], p: PictureInputs) -> pd.DataFrame:
+    """Every choice the page shows, the recommended row marked."""
+    blocks = data["model"]["blocks"]
+    rows = []
+    for key, row in data["strategies"].items():
+        mark = " " + t("· recommended") if key == data["recommended_row"] else ""
+        rows.append({
+            t(COLUMNS["strategy"]): strategy_name(row) + mark,
+            t("Blocks checkpointed"): t("{count} of {blocks}", count=row[
+                "blocks_checkpointed"], blocks=blocks),
+            t("Activations kept"): gib(row["activations_kept_bytes"]),
+            t(COLUMNS["peak"]): gib(row["peak_bytes"]),
+            t(COLUMNS["fits"]): ("✓ " if row["fits"] else "✗ ") + verdict(
+                _whole_gpu_spare(row, p), row["fits"], p.headroom)})
+    return pd.DataFrame(rows)
+
+
+def _suggestion(tip: dict[str, Any], p: PictureInputs) -> str:
+    change = tip["change"]
+    name = word(SUGGESTIONS[change]) if change in ("optimizer", "tuning") else t(
+        SUGGESTIONS[change])
+    if tip["peak_bytes"] is None:
+        return f"- **{name}**"
+    spare = p.gpu_bytes - tip["peak_bytes"]
+    return "- " + t("**{change}**, with every block checkpointed: {peak} per GPU, {verdict}",
+                    change=name, peak=gib(tip["peak_bytes"]),
+                    verdict=verdict(spare, tip["fits"], p.headroom))
+
+
+def recommendation(data: dict[str, Any], p: PictureInputs) -> None:
+    """The headline (as the language plan's), why, and what else would help."""
+    rec, blocks = data["recommendation"], data["model"]["blocks"]
+    st.subheader(t("Recommendation"))
+    plan = strategy_name(rec)
+    if rec["fits"]:
+        lead = t("Recommended: **{plan}** ({count} of {blocks} blocks checkpointed, {peak} "
+                 "per GPU): {verdict}.", plan=plan, count=rec["blocks_checkpointed"],
+                 blocks=blocks, peak=gib(rec["peak_bytes"]),
+                 verdict=verdict(_whole_gpu_spare(rec, p), True, p.headroom))
+    else:
+        lead = t("Closest: **{plan}** ({peak} per GPU), and it still does not fit: "
+                 "{verdict}.", plan=plan, peak=gib(rec["peak_bytes"]),
+                 verdict=verdict(_whole_gpu_spare(rec, p), False, p.headroom))
+    headline(lead, rec["fits"])
+    if not rec["fits"]:
+        why = t("Even with every block checkpointed this does not fit. What would help:")
+    elif rec["strategy"] == "none":
+        why = t(REASONS["fits-without-checkpointing"])
+    elif rec["strategy"] == "every-layer":
+        why = t("Only checkpointing every block fits; it costs about one more forward pass "
+                "of the model.")
+    else:
+        why = t("Checkpointing only as many blocks as needed to fit runs the fewest of "
+                "them again in backward: cheaper than every block.")
+    tips = [_suggestion(tip, p) for tip in rec["suggestions"]]
+    st.markdown("\n".join([why, *tips]))
+    page_link("image-models", label=t("Why: {lesson}", lesson=lesson(
+        "image-models").title_in(current_language())), icon=":material/school:")
+
+
+def held(data: dict[str, Any], p: PictureInputs) -> None:
+    """What the run holds besides the trained model: the frozen parts and the inputs."""
+    st.subheader(t("Besides the trained model"))
+    code = babel_locale()
+    labels = {part["id"]: (part["label"], part["params"]) for part in data["frozen"]}
+    rows = []
+    for part, size in data["around_model_bytes"].items():
+        name, params = labels.get(part, (t(INPUT_NAMES.get(part, part)), None))
+        what = HELD.get("text_encoder" if part.startswith("text_encoder_") else part)
+        rows.append({t("Part"): name,
+                     t("Parameters"): units.number(params, locale=code) if params
+                     else units.MISSING,
+                     t("Memory"): units.format_bytes(size, locale=code),
+                     t("What it holds"): t(what) if what else ""})
+    if rows:
+        st.dataframe(pd.DataFrame(rows), hide_index=True, column_config={
+            t("What it holds"): st.column_config.TextColumn(width="large")})
+    if not data["model"]["family"] and not p.config.get("_class_name"):
+        st.caption(t("A vision encoder trains on its own: no VAE, no text encoders."))
+    elif p.encoders == "cached":
+        st.caption(t("Cached: the VAE and text encoders run once over the data set before "
+                     "training and leave the GPU; the step reads the latents and prompt "
+                     "embeddings they made."))
+
+
+def code_tabs(data: dict[str, Any]) -> None:
+    """The printed code: the trained model, the frozen parts, the training script."""
+    st.subheader(t("Code for the recommended plan"))
+    parts = [(t("Trained model"), data["code"]["model"], "python"),
+             (t("Frozen parts"), data["code"]["pipeline"], "python"),
+             (t("Training script"), data["code"]["script"], "bash")]
+    parts = [part for part in parts if part[1]]
+    for tab, (_, text, language) in zip(st.tabs([name for name, _, _ in parts]), parts,
+                                        strict=True):
+        tab.code(text, language=language)
+    if data["code"]["script"]:
+        st.caption(t("The script is diffusers' DreamBooth LoRA example for this family, "
+                     "with only the flags it has."))
+
+
+def picture_outputs(m: PictureModel, p: PictureInputs, data: dict[str, Any]) -> None:
+    """Everything below the inputs of an image plan."""
+    model, rec = data["model"], data["recommendation"]
+    trained = (model["trainable_params"] if p.tuning == "lora" else model["params"])
+    caption = t("{name} ({kind}) · {params:,.2f}B parameters, {trained:,.1f}M trained · "
+                "{blocks} blocks · sides in multiples of {unit} pixels",
+                kind=t(KINDS[m.kind]), name=model["class"], params=model["params"] / 1e9,
+                trained=trained / 1e6, blocks=model["blocks"], unit=m.unit)
+    if m.repo:
+        caption += f" · [{m.repo}]({HUB}{m.repo})"
+    st.caption(caption)
+    st.divider()
+    st.metric(t("Peak memory per GPU"), gib(rec["peak_bytes"]),
+              verdict(_whole_gpu_spare(rec, p), rec["fits"], p.headroom),
+              delta_color="normal" if rec["fits"] else "inverse",
+              help=t("The recommended choice's peak: the trained model's weights, gradients "
+                     "and optimizer state, the frozen parts and inputs, the activations "
+                     "kept and an allowance for workspace."))
+    recommendation(data, p)
+    st.subheader(t("Every checkpointing choice"))
+    st.dataframe(strategy_table(data, p), hide_index=True, column_config={
+        t(COLUMNS["strategy"]): st.column_config.TextColumn(pinned=True, width="medium")})
+    held(data, p)
+    code_tabs(data)
+
+
+def picture_plan(m: PictureModel) -> None:
+    """An image model's inputs and plan (a measurement at settings the shipped ones do not
+    hold waits in its own process, with a notice)."""
+    p = picture_inputs(m)
+    if isinstance(p, str):
+        st.error(p, icon=":material/error:")
+        return
+    try:
+        with class_worker.waiting(PictureNotice(max(class_worker.TIME_LIMIT_S,
+                                                    PICTURE_SECONDS))):
+            data = plan_report(p, m.repo, language=current_language())
+    except ClassConfigError as error:
+        st.error(class_problem(error), icon=":material/error:")
+        return
+    except PictureError:  # a side off the measured class's grid (checked above)
+        st.error(problem(m, p, 1) or "", icon=":material/error:")
+        return
+    picture_outputs(m, p, data)
