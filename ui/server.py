@@ -249,9 +249,10 @@ def status_path() -> Path:
     return Path(os.environ.get(STATUS_ENV) or data_dir() / "warm-up.json")
 
 
-def _report(state: str, **counts: int) -> None:
-    """Write the warm-up's state ("listing", "defaults", "neighbours", "done", "failed")
-    and its counts of runs; a disk that refuses only costs the report."""
+def _report(state: str, **counts: int | list[str]) -> None:
+    """Write the warm-up's state ("listing", "defaults", "neighbours", "done", "failed"),
+    its counts of runs and the reasons of those that failed; a disk that refuses only
+    costs the report."""
     path = status_path()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -263,16 +264,17 @@ def _report(state: str, **counts: int) -> None:
         log.warning("warm-up: could not write %s", path, exc_info=True)
 
 
-def _finish(tickets: list[Any]) -> int:
-    """Wait for the tickets' runs; how many failed (each logged with its reason)."""
-    failed = 0
+def _finish(tickets: list[Any]) -> list[str]:
+    """Wait for the tickets' runs; the reason of each that failed (each logged), as the
+    worker names it ("time-limit", "memory-limit", "crashed", ...)."""
+    reasons = []
     for ticket in tickets:
         ticket.wait()
         if ticket.error is not None:
-            failed += 1
+            reasons.append(str(getattr(ticket.error, "reason", "error")))
             log.warning("warm-up: %r failed: %s %s", ticket.job, ticket.error,
-                        ticket.error.numbers)
-    return failed
+                        getattr(ticket.error, "numbers", {}))
+    return reasons
 
 
 def _queue_views(service: Any, found: dict[str, list]) -> list[Any]:
@@ -352,8 +354,8 @@ def _warm_store(tickets: list[Any] | None = None) -> None:
             return
         tickets = _queue_views(service, found)
     _report("defaults", runs=len(tickets))
-    failed = _finish(tickets)
-    counts = {"runs": len(tickets), "failed": failed}
+    reasons = _finish(tickets)
+    counts = {"runs": len(tickets), "failed": len(reasons), "failed_reasons": reasons}
     if os.environ.get(NEIGHBOURS_ENV, "1").strip() == "0":
         _report("done", **counts)
         return
@@ -367,7 +369,9 @@ def _warm_store(tickets: list[Any] | None = None) -> None:
     idle = service.warm((Job.from_request(request) for request in found["idle_jobs"]),
                         idle=True)
     _report("neighbours", **counts, idle_runs=len(idle))
-    _report("done", **counts, idle_runs=len(idle), idle_failed=_finish(idle))
+    idle_reasons = _finish(idle)
+    _report("done", **counts, idle_runs=len(idle), idle_failed=len(idle_reasons),
+            idle_failed_reasons=idle_reasons)
 
 
 def wait_for_engine(service: Any, limit_s: float = ENGINE_WAIT_S) -> float | None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser.test_demo_waits_browser import FIRST_MOVES
-from tests.helpers import background_app
+from tests.helpers import ARTIFACTS, background_app
 
 # The sliders whose steps next to the defaults it measures (DEMO_WARM_NEIGHBOURS): those
 # the first-move test moves, on their pages only.
@@ -30,5 +30,8 @@ def second_server(app_url: str, app_data_dir: Path,
            "DEMO_WARM_STATUS": str(status), "DEMO_WARM_BEFORE_LISTEN": "0"}
     command = ["nice", "-n", "10", sys.executable, "-m", "ui.server", "--server.port",
                "{port}", "--server.address", "127.0.0.1", "--server.headless", "true"]
-    with background_app(env, command=command) as url:
+    # its log beside the screenshots: a warm-up run that failed says why there
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with (ARTIFACTS / "second-server.log").open("w") as log, \
+            background_app(env, command=command, log=log) as url:
         yield url, status

@@ -108,7 +108,7 @@ def test_language_aware_values_read_in_their_sentences():
     assert de["proto_peak_config"].startswith("16 Schichten") and "1.000" in de[
         "proto_peak_config"]
     assert "Dokumentation" in de["further_reading"] and "Tài liệu" in vi["further_reading"]
-    assert de["lesson_count"] == "neun Lektionen" and vi["lesson_count"] == "chín bài học"
+    assert de["lesson_count"] == "zehn Lektionen" and vi["lesson_count"] == "mười bài học"
     german = load("language-models", de, "de")
     assert any("entfällt der größere Teil auf die behaltenen Schichteingaben:" in block.text
                for block in german.blocks)

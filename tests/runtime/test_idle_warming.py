@@ -187,6 +187,7 @@ def test_the_warm_up_reports_its_state_and_counts(make_service, monkeypatch, tmp
     assert states == ["listing", "listing"]
     assert done["state"] == "done" and done["pid"] > 0
     assert (done["runs"], done["failed"], done["idle_runs"], done["idle_failed"]) == (2, 0, 3, 0)
+    assert done["failed_reasons"] == done["idle_failed_reasons"] == []
 
 
 def test_a_warm_up_that_cannot_list_its_runs_says_failed(monkeypatch, tmp_path):
@@ -217,7 +218,7 @@ def test_the_warm_up_logs_each_failed_run_with_its_job_and_reason(caplog) -> Non
     tickets = [SimpleNamespace(wait=lambda: True, error=None, job=job),
                SimpleNamespace(wait=lambda: True, error=failed, job=job)]
     with caplog.at_level(logging.WARNING, logger="ui.server"):
-        assert server._finish(tickets) == 1
+        assert server._finish(tickets) == ["memory-limit"]  # in the status file too
     assert len(caplog.records) == 1
     message = caplog.records[0].getMessage()
     assert "kind='fits'" in message and "memory-limit" in message and "806395904" in message
