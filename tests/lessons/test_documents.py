@@ -17,12 +17,16 @@ DEMO_QUERY_NAMES = {"layers", "hidden", "heads", "seq", "batch", "vocab", "dtype
                     "sweep"}
 
 
-def all_text(path: str) -> str:
-    document = load(path, lesson_values())
+def document_text(document) -> str:
+    """A loaded lesson's whole text: its blocks, takeaways and demo."""
     parts = [block.text for block in document.blocks] + list(document.takeaways)
     if document.demo:
         parts.append(document.demo.text)
     return "\n".join(parts)
+
+
+def all_text(path: str) -> str:
+    return document_text(load(path, lesson_values()))
 
 
 @pytest.mark.parametrize("path", LESSON_PATHS)

@@ -10,7 +10,7 @@ from lessons.catalog import PICTURES_DEMO_PATH, lesson, number
 from lessons.document import ANY_PLACEHOLDER, content_file, load
 from lessons.values import lesson_values
 from memory.pixels import SDXL, unet_kept_numbers, unet_levels
-from tests.lessons.test_documents import all_text
+from tests.lessons.test_documents import all_text, document_text
 
 PATH = "image-models"
 CODES = [language.code for language in SUPPORTED]
@@ -24,8 +24,7 @@ def test_it_is_lesson_nine_after_many_gpus():
 @pytest.mark.parametrize("code", CODES)
 def test_it_renders_in_every_language_and_links_the_picture_demo(code):
     document = load(PATH, lesson_values(code), code)
-    text = "\n".join([block.text for block in document.blocks] + list(document.takeaways)
-                     + [document.demo.text])
+    text = document_text(document)
     assert not ANY_PLACEHOLDER.search(text)
     assert document.demo.path == PICTURES_DEMO_PATH
     assert f"](/{PICTURES_DEMO_PATH}?lang={code})" in text  # {{page:pictures}} in the text

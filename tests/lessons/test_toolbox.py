@@ -28,7 +28,7 @@ from memory.toolbox import (
     first_stage_in_flight,
     lora_kept_numbers,
 )
-from tests.lessons.test_documents import all_text
+from tests.lessons.test_documents import all_text, document_text
 
 PATH = "toolbox"
 CODES = [language.code for language in SUPPORTED]
@@ -57,8 +57,7 @@ def test_it_is_lesson_ten_and_the_last():
 @pytest.mark.parametrize("code", CODES)
 def test_it_renders_in_every_language(code):
     document = load(PATH, lesson_values(code), code)
-    text = "\n".join([block.text for block in document.blocks] + list(document.takeaways)
-                     + [document.demo.text])
+    text = document_text(document)
     assert not ANY_PLACEHOLDER.search(text)
     assert len(document.takeaways) == 5
     assert text.count("\n## ") >= 9
