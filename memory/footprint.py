@@ -38,6 +38,9 @@ LORA_TARGETS = {"attention": ("q", "k", "v", "o"),
 # Assumptions, each named on the page with its size.
 CHUNK_TOKENS = 1024  # tokens per chunk of a chunked (fused linear + cross-entropy) loss
 QLORA_BITS = 4 + 0.127  # NF4 plus double-quantized block constants (QLoRA paper, 3.1)
+# a measured class's variant key for QLoRA: its precision with this before it
+# (model_classes.variant reads it: "4bit-mixed" is mixed precision over a 4-bit base)
+QUANTIZED = "4bit-"
 FSDP_PREFETCH_LAYERS = 2  # whole layers gathered at once under sharding (one prefetched)
 # log-softmax, its gradient, the logits' gradient: fp32 in every precision, as transformers
 # computes the loss (transformers 5.24.0, loss/loss_utils.py, ForCausalLMLoss: logits.float()
@@ -135,7 +138,7 @@ class PlannerInputs:
         lora = self.tuning != "full"
         precision = "mixed" if self.autocast else self.precision
         if self.tuning == "qlora":
-            precision = "4bit-" + precision
+            precision = QUANTIZED + precision
         return (precision, self.kernel, self.lora_rank if lora else 0,
                 self.lora_targets if lora else "all-linear", self.device)
 
@@ -209,6 +212,13 @@ def adapter_params(p: PlannerInputs) -> int:
     return p.arch.layers * per_layer
 
 
+def qlora_base_bytes(linear: float, total: float) -> float:
+    """QLoRA's frozen base of `total` parameters: its `linear` weights in 4-bit NF4 with
+    double-quantized constants (QLORA_BITS a weight), the rest in fp32 (peft's
+    prepare_model_for_kbit_training casts every 16-bit parameter that is not 4-bit)."""
+    return linear * QLORA_BITS / 8 + (total - linear) * 4
+
+
 def state_bytes(p: PlannerInputs) -> dict[str, float]:
     """Weights, gradients and optimizer state per GPU, and the sharding gather."""
     prec = PRECISIONS[p.precision]
@@ -221,10 +231,7 @@ def state_bytes(p: PlannerInputs) -> dict[str, float]:
         # a pasted config's layer as counted on its class; else the linears' weights
         linear = p.arch.layers * (p.arch.block_params() if p.arch.key == "config" else
                                   sum(i * o for i, o in p.arch.linears().values()))
-        if p.tuning == "qlora":  # the rest in fp32: peft's prepare_model_for_kbit_training
-            frozen = linear * QLORA_BITS / 8 + (total - linear) * 4
-        else:
-            frozen = total * compute
+        frozen = qlora_base_bytes(linear, total) if p.tuning == "qlora" else total * compute
     weight_bytes, grad_bytes = prec.weight_bytes, prec.grad_bytes
     if p.tuning != "full":
         # PEFT's adapters are fp32 whatever the base's dtype (get_peft_model's

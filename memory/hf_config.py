@@ -10,7 +10,9 @@ hidden / heads, as in Gemma 7B).
 Before anything is built, `parse` refuses what no real config.json is: a text longer than
 MAX_TEXT_CHARS, JSON nested deeper than MAX_DEPTH, and sizes no real model has
 (`SIZE_LIMITS`, each well above the largest published models: 1,000 layers against
-Llama 3.1 405B's 126, hidden 65,536 against its 16,384 ...), each refusal naming its field.
+Llama 3.1 405B's 126, hidden 65,536 against its 16,384 ...), each refusal naming its field;
+an image model's config.json, its own sizes too (`check_image_sizes`: channels, levels,
+blocks, sides and patches).
 """
 
 from __future__ import annotations
@@ -84,6 +86,33 @@ SIZE_LIMITS: tuple[SizeLimit, ...] = (
     SizeLimit("positions", ("max_position_embeddings", "n_positions", "n_ctx"),
               16_777_216),  # (Llama 4 Scout: 10,485,760)
 )
+# An image model's config.json (a diffusers UNet or diffusion transformer, a transformers
+# vision encoder) gives other sizes: each bounded the same way (check_image_sizes), well
+# above the largest published model's (in brackets) and where a measurement on the
+# server stays within its time and memory.
+IMAGE_SIZE_LIMITS: tuple[SizeLimit, ...] = (
+    SizeLimit("channels", ("block_out_channels", "in_channels", "out_channels",
+                           "num_channels", "norm_num_groups"),
+              16_384, 1),  # (SDXL's UNet: 1,280 channels; Flux: 64 in)
+    SizeLimit("embedding", ("cross_attention_dim", "joint_attention_dim",
+                            "pooled_projection_dim", "caption_projection_dim",
+                            "projection_class_embeddings_input_dim",
+                            "addition_time_embed_dim", "encoder_hid_dim",
+                            "time_embedding_dim", "projection_dim"),
+              65_536, 1),  # (Flux's T5 width: 4,096)
+    SizeLimit("head-dim", ("attention_head_dim", "axes_dims_rope"), 16_384),  # (128)
+    SizeLimit("blocks", ("layers_per_block",), 16, 1),  # (SD 1.5, SDXL: 2)
+    SizeLimit("blocks", ("transformer_layers_per_block",
+                         "reverse_transformer_layers_per_block"), 64),  # (SDXL: 10)
+    SizeLimit("blocks", ("num_single_layers",), 1_000),  # (Flux: 38)
+    SizeLimit("side", ("sample_size", "pos_embed_max_size"), 1_024, 1),  # (SDXL: 128 latents)
+    SizeLimit("side", ("image_size",), 8_192, 1),  # (DINOv2: 518 pixels)
+    SizeLimit("patch", ("patch_size",), 64, 1),  # (ViT: 16; SD3: 2)
+)
+# the lists of a UNet's levels (each halves the side: 8 levels make its side unit 1,024
+# pixels, the largest the planner offers a grid for)
+MAX_LEVELS = 8  # (SD 1.5: 4)
+LEVEL_KEYS = ("block_out_channels", "down_block_types", "up_block_types")
 # the experts of a layer, and how many of them (or of their groups) a token picks
 EXPERT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
 PICKS = (("num_experts_per_tok", EXPERT_KEYS), ("moe_topk", EXPERT_KEYS),
@@ -136,6 +165,31 @@ def check_sizes(cfg: dict[str, Any]) -> dict[str, Any]:
                 raise ConfigJsonError(
                     "top-k", f"{key!r} is {picks:,}, more than the {pool:,} there are to "
                     "pick from", field=key, value=picks, limit=pool)
+    return cfg
+
+
+def check_image_sizes(cfg: dict[str, Any]) -> dict[str, Any]:
+    """`cfg`, an image model's config.json, if its sizes and its vision_config's (the part
+    built) are in the ranges of SIZE_LIMITS and IMAGE_SIZE_LIMITS (lists item by item, one
+    level deep inside a list of lists) and its UNet has at most MAX_LEVELS levels; else
+    ConfigJsonError naming the field ("bad-value", "too-large", "too-many")."""
+    parts = [cfg] + ([cfg["vision_config"]] if isinstance(cfg.get("vision_config"), dict)
+                     else [])
+    for part in parts:
+        for key in LEVEL_KEYS:
+            value = part.get(key)
+            if isinstance(value, list) and len(value) > MAX_LEVELS:
+                raise ConfigJsonError(
+                    "too-many", f"{key!r} lists {len(value):,} levels: no real model has "
+                    f"more than {MAX_LEVELS}", field=key, value=len(value), limit=MAX_LEVELS)
+        for size in SIZE_LIMITS + IMAGE_SIZE_LIMITS:
+            for key in size.keys:
+                value = part.get(key)
+                items = value if isinstance(value, list) and value else [value]
+                for item in items:
+                    for one in item if isinstance(item, list) and item else [item]:
+                        if one is not None:
+                            _check_size(key, one, size)
     return cfg
 
 

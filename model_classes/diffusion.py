@@ -98,12 +98,21 @@ def build_model(config: Mapping[str, Any], variant: Variant, fake: bool = False,
                 **changes: Any) -> torch.nn.Module:
     """The class of a config (its settings overridden by `changes`) with random weights,
     made in the variant's dtype, LoRA added as the training scripts add it, in training
-    mode. `fake`: under the caller's FakeTensorMode (shapes only)."""
+    mode. `fake`: under the caller's FakeTensorMode (shapes only). `variant.quantized`:
+    QLoRA's base, every linear layer in bitsandbytes' 4-bit NF4 as diffusers' quantizer
+    loads it, and the rest fp32 (model_classes.quantized: quantized_diffusers_base under
+    fake tensors, load_diffusers_in_4bit on real data)."""
+    from model_classes import quantized
+
     cls = diffusers_class(config["_class_name"])
     settings = {k: v for k, v in config.items() if k != "_class_name"}
-    with warnings.catch_warnings(), default_dtype(DTYPES[base_dtype(variant)]):
+    dtype = DTYPES[base_dtype(variant)]
+    with warnings.catch_warnings(), default_dtype(dtype):
         warnings.simplefilter("ignore")
         model = cls.from_config({**settings, **changes})
+        if variant.quantized:
+            model = (quantized.quantized_diffusers_base(model) if fake else
+                     quantized.load_diffusers_in_4bit(model, dtype))
         if variant.lora_rank:
             with staying(fake):
                 add_lora(model, variant.lora_rank, variant.lora_targets)

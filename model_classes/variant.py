@@ -7,12 +7,13 @@ from dataclasses import dataclass
 
 import torch
 
+# QUANTIZED: a variant key's precision prefix for QLoRA, the base in 4-bit NF4
+# ("4bit-fp32": loaded in fp32, no autocast; "4bit-mixed": loaded in bf16, under bf16
+# autocast)
+from memory.footprint import QUANTIZED
+
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 KERNELS = ("sdpa", "eager")
-
-# a variant key's precision prefix for QLoRA: the base in 4-bit NF4 ("4bit-fp32": loaded
-# in fp32, no autocast; "4bit-mixed": loaded in bf16, under bf16 autocast)
-QUANTIZED = "4bit-"
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,11 @@ class Variant:
     device: str = "cpu"
     quantized: bool = False
 
+
+def split_quantized(precision: str) -> tuple[str, bool]:
+    """A variant key's precision as (the precision, whether the base is QLoRA's 4-bit):
+    "4bit-mixed" is ("mixed", True)."""
+    return precision.removeprefix(QUANTIZED), precision.startswith(QUANTIZED)
 
 
 def autocast(variant: Variant) -> bool:

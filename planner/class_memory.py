@@ -13,7 +13,7 @@ from memory.class_layers import ClassFit
 from model_classes import causal_lm_config as config_json
 from model_classes.causal_lm_config import ClassConfigError
 from model_classes.kinds import CAUSAL_LM, kind_for
-from model_classes.variant import QUANTIZED, Variant
+from model_classes.variant import Variant, split_quantized
 from planner.class_fit import fit_variant, whole_model
 
 
@@ -129,9 +129,9 @@ class MeasuredClass:
         precision, kernel, rank, targets, device = key
         if kernel not in self.kernels:
             kernel = self.kernels[0]
-        quantized = precision.startswith(QUANTIZED)
-        return Variant(precision.removeprefix(QUANTIZED), kernel, rank,
-                       targets if rank else "all-linear", device, quantized)
+        precision, quantized = split_quantized(precision)
+        return Variant(precision, kernel, rank, targets if rank else "all-linear", device,
+                       quantized)
 
     def fit(self, key: tuple, one_only: bool = False, one: ClassFit | None = None
             ) -> ClassFit:

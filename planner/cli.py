@@ -18,7 +18,7 @@ from memory import footprint as P
 from memory import parallel as M
 from memory.architectures import DEFAULT_PRESET, PRESETS
 from memory.hardware import GPUS, GiB
-from memory.hf_config import MAX_TEXT_CHARS, ConfigJsonError
+from memory.hf_config import MAX_TEXT_CHARS, ConfigJsonError, check_image_sizes, parse
 from memory.layer import layer_bytes
 from model_classes.causal_lm_config import ClassConfigError
 from planner.picture_cli import Refused, picture_kind
@@ -155,8 +155,9 @@ def picture(args) -> int | None:
         repo, label = PICTURE_PRESETS[args.model]
         cfg, path = preset_config(args.model), f"{args.model}.json"
     elif args.config:
+        text = read_config(args.config)
         try:
-            cfg = json.loads(read_config(args.config))
+            cfg = json.loads(text)
         except json.JSONDecodeError:
             return None  # worded by the language model's reading
         repo, label, path = None, "", args.config
@@ -169,6 +170,11 @@ def picture(args) -> int | None:
                 raise PlanError(f"--{flag.replace('_', '-')} is an image model's flag: a "
                                 "language model takes --seq (tokens per sample)")
         return None
+    if args.config:  # a pasted image config's sizes, before anything is built
+        try:
+            check_image_sizes(parse(text))
+        except ConfigJsonError as error:
+            raise PlanError(f"{args.config}: {error}") from None
     try:
         return picture_cli.run(args, cfg, kind, label, repo, path)
     except Refused as error:

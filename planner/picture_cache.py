@@ -9,7 +9,8 @@ the shipped file is written again:
     .venv/bin/python -m planner.picture_cache      # writes the presets' measurements
 
 for each preset at the variant its plans start from: mixed precision, LoRA rank 16 on
-the attention, one image)."""
+the attention, one image; and FLUX.1 [dev]'s QLoRA at the same settings, how it is
+trained on a 24 GB card)."""
 
 from __future__ import annotations
 
@@ -24,9 +25,12 @@ ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = Path(__file__).with_name("presets") / "pictures" / "measured.json"
 CODE = tuple(ROOT / "model_classes" / f"{name}.py" for name in (
     "diffusion", "dit", "unet", "vision_encoder", "image_inputs", "image_step", "saved_step",
-    "variant", "causal_lm")) + tuple(Path(__file__).with_name(f"{name}.py") for name in (
-        "class_fit", "class_json", "picture_measure"))
+    "variant", "causal_lm", "quantized")) + tuple(
+        Path(__file__).with_name(f"{name}.py") for name in (
+            "class_fit", "class_json", "picture_measure"))
 SHIPPED_KEY = ("mixed", 16, "attention", 1)  # PictureInputs.measure_key of the presets'
+QLORA_KEY = ("4bit-mixed", 16, "attention", 1)  # ... and of QLoRA at the same settings
+SHIPPED_QLORA = ("flux.1-dev",)  # the presets whose QLoRA is shipped too
 
 
 def _version(name: str) -> str:
@@ -79,15 +83,17 @@ def store(cfg: dict[str, Any], key: tuple, measured: dict[str, Any]) -> None:
 
 
 def main() -> None:
-    """Measure every image preset at SHIPPED_KEY and write the shipped file."""
+    """Measure every image preset at SHIPPED_KEY (and SHIPPED_QLORA's at QLORA_KEY) and
+    write the shipped file."""
     from planner.picture_measure import measure
     from planner.picture_presets import PICTURE_PRESETS, preset_config
 
     out = {}
     for name in PICTURE_PRESETS:
         cfg = preset_config(name)
-        print(f"measuring {name}", flush=True)
-        out[cache_key(cfg, SHIPPED_KEY)] = {"preset": name, **measure(cfg, *SHIPPED_KEY)}
+        for key in (SHIPPED_KEY, QLORA_KEY) if name in SHIPPED_QLORA else (SHIPPED_KEY,):
+            print(f"measuring {name} {key[0]}", flush=True)
+            out[cache_key(cfg, key)] = {"preset": name, **measure(cfg, *key)}
     SHIPPED.write_text(json.dumps(out, sort_keys=True) + "\n", encoding="utf-8")
 
 

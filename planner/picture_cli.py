@@ -14,7 +14,9 @@ from planner.picture_plan import (
     ENCODERS,
     OPTIMIZERS,
     PRECISION_KEYS,
+    QLORA_KINDS,
     TARGETS,
+    TUNINGS,
     PictureError,
     PictureInputs,
 )
@@ -69,9 +71,9 @@ def refuse_language_flags(args: Any) -> None:
             raise Refused(f"--{flag if not args.sp else 'sp'}: the image planner plans one "
                           "GPU")
     if args.gpus != 1:
-        raise Refused("--gpus: the image planner plans one GPU")
-    if args.tuning == "qlora":
-        raise Refused("--tuning qlora: the image planner plans full fine-tuning and LoRA")
+        raise Refused(f"--gpus {args.gpus}: the image planner plans one GPU; under data "
+                      "parallelism (accelerate launch on several GPUs) each GPU holds what "
+                      "this plan holds for its own --batch, so plan without --gpus")
     if args.optimizer not in OPTIMIZERS:
         raise Refused(f"--optimizer {args.optimizer}: the image planner plans "
                       f"{' and '.join(OPTIMIZERS)}")
@@ -94,6 +96,10 @@ def inputs(args: Any, cfg: dict[str, Any], kind: str, label: str) -> PictureInpu
         raise Refused(f"--lora-rank={args.lora_rank} is out of range 1..4096")
     if args.encoders is not None and kind == "vision-encoder":
         raise Refused("--encoders: a vision encoder has no VAE or text encoders")
+    if args.tuning == "qlora" and kind not in QLORA_KINDS:
+        raise Refused("--tuning qlora: the image planner plans QLoRA for diffusion models "
+                      "(diffusers' 4-bit loading); a vision encoder trains with --tuning "
+                      "full or lora")
     cached = args.cached_images if args.cached_images is not None else 0
     if not 0 <= cached <= 10**7:
         raise Refused(f"--cached-images={cached} is out of range 0..10000000")
@@ -104,7 +110,7 @@ def inputs(args: Any, cfg: dict[str, Any], kind: str, label: str) -> PictureInpu
     assert args.precision in PRECISION_KEYS
     gpu = (int(args.gpu_gb * GiB) if args.gpu_gb is not None else
            GPUS[args.gpu or "h100"].bytes)
-    tuning = "lora" if args.tuning == "lora" else "full"
+    tuning = args.tuning if args.tuning in TUNINGS else "full"
     return PictureInputs(cfg, resolution=resolution, batch=args.batch,
                          precision=args.precision, tuning=tuning, lora_rank=args.lora_rank,
                          lora_targets=args.lora_targets, optimizer=args.optimizer,
@@ -135,10 +141,10 @@ def _name(row: dict[str, Any]) -> str:
 
 def print_report(data: dict[str, Any], p: PictureInputs) -> None:
     m, s = data["model"], data["settings"]
-    tuning = (f"LoRA rank {s['lora_rank']} on {s['lora_targets']} trains "
-              f"{m['trainable_params'] / 1e6:,.1f}M" if s["tuning"] == "lora"
-              else "full fine-tuning")
-    base = m["params"] - (m["trainable_params"] if s["tuning"] == "lora" else 0)
+    name = {"lora": "LoRA", "qlora": "QLoRA (a 4-bit NF4 base)"}.get(s["tuning"])
+    tuning = (f"{name} rank {s['lora_rank']} on {s['lora_targets']} trains "
+              f"{m['trainable_params'] / 1e6:,.1f}M" if name else "full fine-tuning")
+    base = m["params"] - (m["trainable_params"] if name else 0)
     print(f"# {m['label']} ({m['class']}): {base / 1e9:,.3f}B parameters, "
           f"{m['blocks']} blocks; {tuning}; {s['resolution']} px, batch {s['batch']}, "
           f"{s['precision']}, {s['optimizer']}; GPU {_gib(p.gpu_bytes)}, "
@@ -180,7 +186,7 @@ def run(args: Any, cfg: dict[str, Any], kind: str, label: str, repo: str | None,
     from planner.picture_plan import check
 
     try:
-        check(p, side_unit(cfg, kind))
+        check(p, side_unit(cfg, kind), kind)
         data = report(p, measured_for(p), repo, config_path)
     except PictureError as error:
         raise Refused(str(error)) from None

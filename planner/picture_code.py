@@ -65,27 +65,61 @@ def _load(cls: str, repo: str | None, subfolder: str | None, config_path: str,
         code, "random weights: from_pretrained(<your checkpoint>) to train yours"))
 
 
+def _quantized_load(cls: str, name: str, repo: str | None, dtype: str, code: str
+                    ) -> list[str]:
+    """QLoRA's base: diffusers' BitsAndBytesConfig on from_pretrained (4-bit NF4 with
+    double-quantized constants, as the planner counts it; the compute in the weight
+    dtype), then peft's prepare_model_for_kbit_training, as diffusers' Flux QLoRA example
+    loads it."""
+    folder = f', subfolder="{SUBFOLDER[cls]}"' if repo and cls in SUBFOLDER else ""
+    source = f'"{repo}"' if repo else '"<your checkpoint>"'
+    lines = [*comment(gettext(code, "QLoRA: the frozen base in 4-bit NF4 (needs the "
+                                    "bitsandbytes package; diffusers loads it on a GPU).")),
+             "quantization = BitsAndBytesConfig(", "    load_in_4bit=True,",
+             '    bnb_4bit_quant_type="nf4",', "    bnb_4bit_use_double_quant=True,",
+             f"    bnb_4bit_compute_dtype={dtype},", ")",
+             f"{name} = {cls}.from_pretrained(", f"    {source}{folder},",
+             f"    quantization_config=quantization, torch_dtype={dtype},", ")"]
+    if not repo:
+        lines += comment(gettext(code, "4-bit loading quantizes the weights you train "
+                                       "from: name their folder above"))
+    return lines + [*comment(gettext(code, "The rest of the base in fp32, all of it frozen; "
+                                           "without its own checkpointing: the plan's is "
+                                           "switched on below.")),
+                    f"{name} = prepare_model_for_kbit_training({name}, "
+                    "use_gradient_checkpointing=False)"]
+
+
 def diffusers_code(settings: dict[str, Any], cfg: dict[str, Any], strategy: str, n: int,
                    k: int, repo: str | None = None, config_path: str = "config.json",
                    targets: list[str] | None = None, code: str = DEFAULT) -> str:
-    """The trained model of a diffusers pipeline, with LoRA and checkpointing, commented in
-    the language `code`."""
+    """The trained model of a diffusers pipeline, with LoRA (QLoRA: over a 4-bit base) and
+    checkpointing, commented in the language `code`."""
     cls = cfg["_class_name"]
     name = SUBFOLDER.get(cls, "model")
-    lines = ["import torch", "import torch.utils.checkpoint", f"from diffusers import {cls}"]
-    lora = settings["tuning"] == "lora"
+    qlora = settings["tuning"] == "qlora"
+    lines = ["import torch", "import torch.utils.checkpoint",
+             f"from diffusers import {'BitsAndBytesConfig, ' if qlora else ''}{cls}"]
+    lora = settings["tuning"] in ("lora", "qlora")
     if lora:
-        lines.append("from peft import LoraConfig")
-    lines += ["", f"{name} = {_load(cls, repo, SUBFOLDER.get(cls), config_path, code)}"]
+        lines.append("from peft import LoraConfig" + (
+            ", prepare_model_for_kbit_training" if qlora else ""))
     dtype = "torch.float32" if settings["precision"] == "fp32" else "torch.bfloat16"
+    lines.append("")
+    if qlora:
+        lines += _quantized_load(cls, name, repo, dtype, code)
+    else:
+        lines.append(f"{name} = {_load(cls, repo, SUBFOLDER.get(cls), config_path, code)}")
     if lora:
-        lines += [f"{name}.requires_grad_(False)  # " + gettext(code, "the base stays frozen"),
-                  f"{name}.to(dtype={dtype})  # " + gettext(
-                      code, "the frozen base in the weight dtype"),
-                  f"{name}.add_adapter(LoraConfig(r={settings['lora_rank']}, "
+        if not qlora:
+            lines += [f"{name}.requires_grad_(False)  # " + gettext(
+                          code, "the base stays frozen"),
+                      f"{name}.to(dtype={dtype})  # " + gettext(
+                          code, "the frozen base in the weight dtype")]
+        lines += [f"{name}.add_adapter(LoraConfig(r={settings['lora_rank']}, "
                   f"lora_alpha={settings['lora_rank']}, init_lora_weights=\"gaussian\",",
                   f"    target_modules={targets!r}))"]
-        if settings["precision"] == "mixed":
+        if settings["precision"] != "fp32" and (qlora or settings["precision"] == "mixed"):
             lines += ["for p in " + name + ".parameters():  # " + gettext(
                 code, "the adapters train in fp32"),
                       "    if p.requires_grad:", "        p.data = p.data.float()"]
@@ -143,7 +177,8 @@ def pipeline_code(cfg: dict[str, Any], precision: str, encoders: str,
 def script_command(settings: dict[str, Any], cfg: dict[str, Any], strategy: str,
                    repo: str | None, targets: list[str], code: str = DEFAULT) -> str:
     """accelerate launch of diffusers' DreamBooth LoRA script for the family (its flags
-    only); "" where none fits the plan (full fine-tuning, a vision encoder)."""
+    only); "" where none fits the plan (full fine-tuning, QLoRA, whose 4-bit loading the
+    SDXL, SD3 and Flux.1 scripts do not offer, a vision encoder)."""
     fam = parts.family(cfg)
     if fam is None or settings["tuning"] != "lora":
         return ""
@@ -173,6 +208,10 @@ def script_command(settings: dict[str, Any], cfg: dict[str, Any], strategy: str,
     if settings["precision"] == "bf16":
         notes += comment(gettext(code, "the script trains the adapters in fp32 (mixed "
                                        "precision), not pure bf16"))
+    if settings["optimizer"] == "sgd-momentum":
+        notes += comment(gettext(code, "the script's optimizer is AdamW or Prodigy "
+                                       "(--optimizer): SGD with momentum, as planned, needs "
+                                       "a training loop of your own"))
     return "\n".join(notes + lines) + "\n"
 
 

@@ -10,12 +10,13 @@ own, under a time and a memory limit."""
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 from typing import Any
 
 import torch
 
 from model_classes.kinds import kind_for
-from model_classes.variant import Variant
+from model_classes.variant import Variant, split_quantized
 from planner.class_fit import fit_variant
 from planner.class_json import fit_to_json
 
@@ -23,14 +24,33 @@ STRATEGIES_MEASURED = ("none", "every-layer")
 
 
 def variant(precision: str, rank: int, targets: str, device: str) -> Variant:
-    """The Variant of an image plan: the image kinds run torch's SDPA."""
-    return Variant(precision, "sdpa", rank, targets if rank else "all-linear", device)
+    """The Variant of an image plan: the image kinds run torch's SDPA; QLoRA's precision
+    has model_classes.variant.QUANTIZED before it ("4bit-mixed")."""
+    precision, quantized = split_quantized(precision)
+    return Variant(precision, "sdpa", rank, targets if rank else "all-linear", device,
+                   quantized)
 
 
 def _whole(kind: Any, config: Any, v: Variant, blocks: int) -> torch.nn.Module:
+    """The whole model on the meta device (a QLoRA base counted unquantized: the same
+    parameters)."""
     with torch.device("meta"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return kind.build(config, v, blocks=blocks)
+        return kind.build(config, replace(v, quantized=False), blocks=blocks)
+
+
+def quantized_params(model: torch.nn.Module) -> int:
+    """The weights QLoRA holds in 4-bit NF4: those of the linear layers diffusers'
+    quantizer converts (model_classes.quantized.kept_in_16bit); 0 for a vision encoder,
+    which the image planner trains in 16 bits."""
+    if type(model).__module__.split(".")[0] != "diffusers":
+        return 0
+    from model_classes.quantized import kept_in_16bit
+
+    kept = kept_in_16bit(model)
+    return sum(m.weight.numel() for name, m in model.named_modules()
+               if isinstance(m, torch.nn.Linear) and "lora_" not in name
+               and not any(k == part for k in kept for part in name.split(".")))
 
 
 def describe(cfg: dict[str, Any]) -> dict[str, Any]:
@@ -47,6 +67,7 @@ def describe(cfg: dict[str, Any]) -> dict[str, Any]:
     return {"kind": kind.name, "class": name, "unit": kind.side_unit(config),
             "block_types": list(types), "block_names": list(kind.block_names(model)),
             "params": sum(p.numel() for p in model.parameters()),
+            "quantized_params": quantized_params(model),
             "largest_block_params": max(sum(p.numel() for p in b.parameters())
                                         for b in blocks),
             "lora_targets": targets}

@@ -10,7 +10,9 @@ checkpointed block is rebuilt):
 
 * the trained model's weights, gradients and optimizer state (LoRA: the frozen base in
   the weight dtype, the adapters in fp32 under mixed precision, as the training scripts
-  cast them with cast_training_params);
+  cast them with cast_training_params; QLoRA: the base's linear weights in 4-bit NF4 and
+  the rest in fp32, counted as the language planner counts them,
+  memory.footprint.qlora_base_bytes);
 * what the run keeps beside it (planner.picture_parts): a diffusion model's VAE and text
   encoders, or, cached, the latents of the data set; the batch's inputs;
 * the blocks' kept bytes under the strategy, and what a checkpointed block's rebuild
@@ -29,15 +31,16 @@ from fractions import Fraction
 from typing import Any
 
 from memory.class_layers import ClassFit
-from memory.footprint import DEFAULT_HEADROOM
+from memory.footprint import DEFAULT_HEADROOM, OPTIMIZER_KEYS, QUANTIZED, qlora_base_bytes
 from memory.hardware import FRAGMENTATION, GPUS, WORKSPACE_BYTES
 from memory.precisions import PRECISIONS, optimizer_state_bytes
 from planner import picture_parts as parts
 from planner.class_json import fit_from_json
 
 PRECISION_KEYS = ("mixed", "bf16", "fp32")
-TUNINGS = ("full", "lora")
-OPTIMIZERS = ("adamw", "adamw-8bit")
+TUNINGS = ("full", "lora", "qlora")  # QLoRA: a diffusion model's (QLORA_KINDS)
+QLORA_KINDS = ("unet", "diffusion-transformer")  # diffusers' 4-bit quantizer loads them
+OPTIMIZERS = OPTIMIZER_KEYS
 ENCODERS = ("resident", "cached")
 TARGETS = ("attention", "all-linear")
 STRATEGIES = ("none", "first-k", "every-n", "every-layer")
@@ -71,8 +74,13 @@ class PictureInputs:
         return replace(self, **changes)
 
     @property
+    def adapters(self) -> bool:
+        """LoRA's adapters are trained (LoRA, or QLoRA over a 4-bit base)."""
+        return self.tuning in ("lora", "qlora")
+
+    @property
     def rank(self) -> int:
-        return self.lora_rank if self.tuning == "lora" else 0
+        return self.lora_rank if self.adapters else 0
 
     @property
     def usable_bytes(self) -> float:
@@ -80,12 +88,20 @@ class PictureInputs:
 
     def measure_key(self) -> tuple:
         """What the measurement depends on (planner.picture_measure.measure's args)."""
-        return (self.precision, self.rank, self.lora_targets if self.rank else "attention",
+        precision = self.precision
+        if self.tuning == "qlora":  # loaded in bf16 under autocast, or in fp32: no pure bf16
+            precision = QUANTIZED + ("fp32" if precision == "fp32" else "mixed")
+        return (precision, self.rank, self.lora_targets if self.rank else "attention",
                 1 if self.batch == 1 else 2)
 
 
-def check(p: PictureInputs, unit: int) -> None:
-    """PictureError for a side the class cannot take whole."""
+def check(p: PictureInputs, unit: int, kind: str | None = None) -> None:
+    """PictureError for a side the class cannot take whole, or QLoRA on a vision encoder
+    (`kind`: planner.picture_cli.picture_kind's)."""
+    if p.tuning == "qlora" and kind is not None and kind not in QLORA_KINDS:
+        raise PictureError("--tuning qlora: the image planner plans QLoRA for diffusion "
+                           "models (diffusers' 4-bit loading); a vision encoder trains "
+                           "with full fine-tuning or LoRA")
     if p.resolution <= 0 or p.resolution % unit:
         near = max(1, round(p.resolution / unit)) * unit
         raise PictureError(f"--resolution={p.resolution}: this model takes sides that are "
@@ -158,9 +174,15 @@ def kept(b: Blocks, picked: tuple[int, ...]) -> tuple[list[int], int, int]:
 # ---------------------------------------------------------------- the state
 
 
-def model_state(p: PictureInputs, params: int, trainable: int) -> dict[str, int]:
+def model_state(p: PictureInputs, params: int, trainable: int, quantized: int = 0
+                ) -> dict[str, float]:
     """Weights, gradients and optimizer state of the trained model (see the module's
-    docstring); LoRA: `params` counts the adapters, `trainable` is theirs."""
+    docstring); LoRA: `params` counts the adapters, `trainable` is theirs; QLoRA:
+    `quantized` of the base's parameters are 4-bit linear weights."""
+    if p.tuning == "qlora":  # adapters in fp32, no pure bf16 (prepare_model_for_kbit_training)
+        return {"weights": qlora_base_bytes(quantized, params - trainable) + trainable * 4,
+                "gradients": trainable * 4,
+                "optimizer": trainable * optimizer_state_bytes("fp32", p.optimizer)}
     if p.tuning == "lora":
         base = 4 if p.precision == "fp32" else 2
         adapter = 2 if p.precision == "bf16" else 4
@@ -211,8 +233,9 @@ def row(p: PictureInputs, measured: dict[str, Any], b: Blocks, strategy: str, n:
         k: int = 1) -> Row:
     picked = chosen(strategy, len(b.plain), n, k)
     per, outside, rebuilt = kept(b, picked)
-    pieces: dict[str, float] = dict(model_state(p, int(measured["params"]),
-                                                int(measured["trainable"])))
+    pieces: dict[str, float] = dict(model_state(
+        p, int(measured["params"]), int(measured["trainable"]),
+        int(measured.get("quantized_params", 0))))
     pieces.update(around(p))
     pieces["activations_kept"] = sum(per) + outside
     pieces["activations_rebuilt"] = rebuilt
@@ -278,6 +301,8 @@ def suggestions(p: PictureInputs, measured: dict[str, Any], b: Blocks, best: Row
                     "fits": r.fits})
     if p.tuning == "full":
         out.append({"change": "tuning", "value": "lora", "peak_bytes": None, "fits": None})
+    elif p.tuning == "lora" and "_class_name" in p.config:  # a diffusion model's QLoRA
+        out.append({"change": "tuning", "value": "qlora", "peak_bytes": None, "fits": None})
     if p.batch > 1:
         out.append({"change": "batch", "value": 1, "peak_bytes": None, "fits": None})
     return out

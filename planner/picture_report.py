@@ -47,8 +47,8 @@ def measured_for(p: PictureInputs) -> dict[str, Any]:
 
 def settings(p: PictureInputs) -> dict[str, Any]:
     return {"resolution": p.resolution, "batch": p.batch, "precision": p.precision,
-            "tuning": p.tuning, "lora_rank": p.lora_rank if p.tuning == "lora" else None,
-            "lora_targets": p.lora_targets if p.tuning == "lora" else None,
+            "tuning": p.tuning, "lora_rank": p.lora_rank if p.adapters else None,
+            "lora_targets": p.lora_targets if p.adapters else None,
             "optimizer": p.optimizer,
             "encoders": p.encoders if "_class_name" in p.config else None,
             "cached_images": p.cached_images, "gpu_bytes": p.gpu_bytes,
@@ -68,14 +68,14 @@ def report(p: PictureInputs, measured: dict[str, Any], repo: str | None = None,
     """Everything a page or the command line shows of an image plan (see the module's
     docstring); bytes, ids and code (its comments in `language`)."""
     unit = int(measured["unit"])
-    plan.check(p, unit)
+    plan.check(p, unit, measured["kind"])
     blocks = plan.blocks(measured, p.batch, p.resolution)
     rows = plan.candidates(p, measured, blocks)
     best = plan.recommend(rows)
     shown = plan.table(rows, best)
     fam = parts.family(p.config)
     frozen = parts.frozen_bytes(fam, p.precision, p.encoders)
-    targets = measured["lora_targets"][p.lora_targets] if p.tuning == "lora" else None
+    targets = measured["lora_targets"][p.lora_targets] if p.adapters else None
     s = settings(p)
     diffusers = "_class_name" in p.config
     if diffusers:
@@ -88,6 +88,8 @@ def report(p: PictureInputs, measured: dict[str, Any], repo: str | None = None,
         "model": {"label": p.label or measured["class"], "class": measured["class"],
                   "kind": measured["kind"], "params": measured["params"],
                   "trainable_params": measured["trainable"],
+                  "quantized_params": measured.get("quantized_params", 0)
+                  if p.tuning == "qlora" else 0,
                   "blocks": len(blocks.plain), "side_unit": unit,
                   "family": fam.name if fam else None},
         "settings": s,

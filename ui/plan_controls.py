@@ -35,8 +35,8 @@ def optimizer_control() -> str:
     return query.choice("optim", t("Optimizer"), P.OPTIMIZER_KEYS, "adamw", format_func=word)
 
 
-def tuning_control() -> str:
-    return query.choice("tuning", t("Fine-tuning"), P.TUNINGS, "lora", format_func=word)
+def tuning_control(options: tuple[str, ...] = P.TUNINGS) -> str:
+    return query.choice("tuning", t("Fine-tuning"), options, "lora", format_func=word)
 
 
 def rank_control() -> int:

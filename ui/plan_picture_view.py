@@ -1,7 +1,8 @@
 """The planner page's image plans (/plan with an image preset, or a pasted diffusers or
 transformers vision config.json): the inputs an image run takes instead of a sequence
 length (the image's side in pixels on the model's grid, the batch, precision, full
-fine-tuning or LoRA, the frozen encoders on the GPU or cached, the optimizer, the GPU),
+fine-tuning, LoRA or, for a diffusion model, QLoRA, the frozen encoders on the GPU or
+cached, the optimizer, one GPU),
 and planner.picture_report's report drawn: the recommendation's headline, every
 checkpointing choice with the recommended row marked, what the run holds besides the
 trained model, and the code. Ids and bytes come from planner/; their words are catalog
@@ -17,10 +18,11 @@ import streamlit as st
 
 from i18n import N_, units
 from lessons.catalog import lesson
+from memory import hf_config
 from model_classes.causal_lm_config import ClassConfigError
 from planner import class_worker
 from planner.picture_cli import picture_kind, side_unit
-from planner.picture_plan import ENCODERS, OPTIMIZERS, PictureError, PictureInputs
+from planner.picture_plan import ENCODERS, QLORA_KINDS, TUNINGS, PictureError, PictureInputs
 from planner.picture_presets import PICTURE_PRESETS, preset_config
 from planner.picture_report import PICTURE_SECONDS, plan_report
 from ui import query
@@ -34,7 +36,6 @@ from ui.plan_controls import (
     optimizer_control,
     precision_control,
     rank_control,
-    shards_control,
     targets_control,
     tuning_control,
 )
@@ -62,8 +63,8 @@ HELD = {  # what each part the run holds besides the trained model is, by its id
 }
 INPUT_NAMES = {"latents": N_("Latents"), "text_embeddings": N_("Prompt embeddings"),
                "pixels": N_("Pixels"), "latent_cache": N_("Latent cache")}
-SUGGESTIONS = {"optimizer": "adamw-8bit", "encoders": N_("Cached latents and embeddings"),
-               "tuning": "lora", "batch": N_("One image per step")}
+SUGGESTIONS = {"encoders": N_("Cached latents and embeddings"),
+               "batch": N_("One image per step")}  # the optimizer's and tuning's: their words
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,8 @@ def picture_presets() -> dict[str, str]:
 
 def picture_model(source: str | dict[str, Any]) -> PictureModel | None:
     """An image preset by name, or a parsed config.json when an image model kind builds
-    it (None for any other config)."""
+    it (None for any other config); memory.hf_config.ConfigJsonError for a config sized
+    as no image model is."""
     if isinstance(source, str):
         repo, label = PICTURE_PRESETS[source]
         cfg, key = preset_config(source), source
@@ -99,6 +101,8 @@ def picture_model(source: str | dict[str, Any]) -> PictureModel | None:
     kind = picture_kind(cfg)
     if kind is None:
         return None
+    if key == "config":  # its sizes bounded before anything is built (ConfigJsonError)
+        hf_config.check_image_sizes(cfg)
     return PictureModel(key, cfg, kind, side_unit(cfg, kind), label, repo)
 
 
@@ -106,13 +110,14 @@ def picture_model(source: str | dict[str, Any]) -> PictureModel | None:
 
 
 def default_side(m: PictureModel) -> int:
-    """1,024 pixels for a diffusion model; a vision encoder's own image_size, on its grid."""
-    if m.diffusion:
-        return 1024
-    part = m.config.get("vision_config") if isinstance(m.config.get("vision_config"),
-                                                       dict) else m.config
-    side = int(part.get("image_size") or 224)
-    return max(m.unit, side // m.unit * m.unit)
+    """1,024 pixels for a diffusion model; a vision encoder's own image_size; on its grid
+    and at most the largest side offered."""
+    side = 1024
+    if not m.diffusion:
+        part = m.config.get("vision_config") if isinstance(m.config.get("vision_config"),
+                                                           dict) else m.config
+        side = int(part.get("image_size") or 224)
+    return max(m.unit, min(side, MAX_SIDE) // m.unit * m.unit)
 
 
 def _side_control(m: PictureModel) -> int:
@@ -130,21 +135,22 @@ def _side_control(m: PictureModel) -> int:
                unit=m.unit))
 
 
-def problem(m: PictureModel, p: PictureInputs, shards: int) -> str | None:
+def problem(m: PictureModel, p: PictureInputs) -> str | None:
     """A setting the image planner cannot plan, in one line; None when there is none."""
     if p.resolution % m.unit:
         near = max(1, round(p.resolution / m.unit)) * m.unit
         return t("This model takes sides that are multiples of {unit} pixels: {side} is "
                  "not one (try {near}).", unit=m.unit, side=p.resolution, near=near)
-    if p.tuning == "qlora":
-        return t("QLoRA is planned for language models only: the image planner plans full "
-                 "fine-tuning and LoRA.")
-    if shards > 1:
-        return t("The image planner plans one GPU: set “GPUs you have” to 1.")
-    if p.optimizer not in OPTIMIZERS:
-        return t("The image planner plans AdamW and 8-bit AdamW, not {optimizer}.",
-                 optimizer=word(p.optimizer))
     return None
+
+
+def one_gpu_note() -> None:
+    """The image planner plans one GPU (no GPU count is offered); a link that asks for
+    more (from a language model's plan) is told what that means for an image model."""
+    if st.query_params.get("shards") not in (None, "1"):
+        st.info(t("The image planner plans one GPU. Under data parallelism (accelerate "
+                  "launch on several GPUs) each GPU holds what this plan holds for its own "
+                  "images per step."), icon=":material/info:")
 
 
 def picture_inputs(m: PictureModel) -> PictureInputs | str:
@@ -162,12 +168,10 @@ def picture_inputs(m: PictureModel) -> PictureInputs | str:
     with row[0]:
         optimizer = optimizer_control()
     with row[1]:
-        tuning = tuning_control()
-    with row[2]:
-        shards = shards_control()
+        tuning = tuning_control(TUNINGS if m.kind in QLORA_KINDS else ("full", "lora"))
     rank, targets, encoders = 16, "attention", ENCODERS[0]
     row = st.columns(3)
-    if tuning == "lora":
+    if tuning in ("lora", "qlora"):
         with row[0]:
             rank = rank_control()
         with row[1]:
@@ -180,12 +184,13 @@ def picture_inputs(m: PictureModel) -> PictureInputs | str:
                 help=t("Frozen, they stay on the GPU through training, or run once over "
                        "the data set before it (cached) and leave the GPU."))
     st.subheader(t("GPU"))
+    one_gpu_note()
     gpu, headroom = gpu_and_headroom()
     p = PictureInputs(m.config, resolution=side, batch=batch, precision=precision,
                       tuning=tuning, lora_rank=rank, lora_targets=targets,
                       optimizer=optimizer, encoders=encoders, gpu_bytes=gpu,
                       headroom=headroom, label=m.label)
-    return problem(m, p, shards) or p
+    return problem(m, p) or p
 
 
 # ---------------------------------------------------------------- outputs
@@ -235,7 +240,7 @@ def strategy_table(data: dict[str, Any], p: PictureInputs) -> pd.DataFrame:
 
 def _suggestion(tip: dict[str, Any], p: PictureInputs) -> str:
     change = tip["change"]
-    name = word(SUGGESTIONS[change]) if change in ("optimizer", "tuning") else t(
+    name = word(tip["value"]) if change in ("optimizer", "tuning") else t(
         SUGGESTIONS[change])
     if tip["peak_bytes"] is None:
         return f"- **{name}**"
@@ -319,7 +324,7 @@ def code_tabs(data: dict[str, Any]) -> None:
 def picture_outputs(m: PictureModel, p: PictureInputs, data: dict[str, Any]) -> None:
     """Everything below the inputs of an image plan."""
     model, rec = data["model"], data["recommendation"]
-    trained = (model["trainable_params"] if p.tuning == "lora" else model["params"])
+    trained = (model["trainable_params"] if p.adapters else model["params"])
     caption = t("{name} ({kind}) · {params:,.2f}B parameters, {trained:,.1f}M trained · "
                 "{blocks} blocks · sides in multiples of {unit} pixels",
                 kind=t(KINDS[m.kind]), name=model["class"], params=model["params"] / 1e9,
@@ -357,6 +362,6 @@ def picture_plan(m: PictureModel) -> None:
         st.error(class_problem(error), icon=":material/error:")
         return
     except PictureError:  # a side off the measured class's grid (checked above)
-        st.error(problem(m, p, 1) or "", icon=":material/error:")
+        st.error(problem(m, p) or "", icon=":material/error:")
         return
     picture_outputs(m, p, data)

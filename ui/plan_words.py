@@ -163,6 +163,8 @@ CONFIG_PROBLEMS: dict[str, str] = {  # memory.hf_config.ConfigJsonError's proble
                     "The planner refuses it before building anything."),
     "top-k": N_("The field {field} is {value:,}: a token cannot pick more than the {limit:,} "
                 "there are."),
+    "too-many": N_("The field {field} lists {value:,} levels: no real model has more than "
+                   "{limit:,}. The planner refuses it before building anything."),
 }
 CLASS_PROBLEMS: dict[str, str] = {  # model_classes' ClassConfigError problems
     "no-model-type": N_("The config.json has no field model_type."),

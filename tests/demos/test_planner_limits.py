@@ -194,3 +194,43 @@ def test_a_second_learner_plans_on_beside_every_hostile_config(tmp_path: Path,
     assert max(took.values()) < 3, took
     assert other.plans >= 1 and other.longest_wait < max(1.0, 10 * other.alone), (
         other.alone, other.gaps)
+
+
+# ---------------------------------------------------------------- image models' sizes
+
+HOSTILE_PICTURES = {  # (tiny family, the field set, its value, words of the refusal)
+    "huge-channels": ("sdxl-unet", "block_out_channels", [16, 32, 10**9], "no real model"),
+    "many-levels": ("sd15-unet", "block_out_channels", [8] * 40, "levels"),
+    "deep-transformers": ("sdxl-unet", "transformer_layers_per_block", [1, 1, 10**6],
+                          "no real model"),
+    "many-single-blocks": ("flux", "num_single_layers", 10**9, "no real model"),
+    "huge-latents": ("sd3", "sample_size", 10**7, "no real model"),
+    "huge-patch": ("flux", "patch_size", 10**5, "no real model"),
+    "huge-image": ("siglip", "image_size", 10**6, "no real model"),  # in its vision_config
+    "text-channels": ("flux", "in_channels", "many", "whole number"),
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE_PICTURES))
+def test_an_image_config_no_model_has_is_refused_before_anything_is_built(
+        case: str, tmp_path: Path, capsys) -> None:
+    """Channels, levels, blocks, sides and patches beyond any published image model: one
+    line naming the field, exit 2, nothing built or measured."""
+    from model_classes.tiny_pictures import tiny_config
+
+    family, field, value, words = HOSTILE_PICTURES[case]
+    cfg = tiny_config(family)
+    (cfg["vision_config"] if "vision_config" in cfg else cfg)[field] = value
+    started = time.monotonic()
+    assert main(["--config", _write(tmp_path, case, cfg), "--resolution", "256"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and field in err and words in err, err
+    assert time.monotonic() - started < 2
+
+
+def test_no_published_image_model_is_refused() -> None:
+    from model_classes.tiny_pictures import TINY
+    from planner.picture_presets import PICTURE_PRESETS, preset_config
+
+    for cfg in [*TINY.values(), *(preset_config(name) for name in PICTURE_PRESETS)]:
+        assert H.check_image_sizes(cfg) is cfg

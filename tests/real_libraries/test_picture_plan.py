@@ -22,10 +22,11 @@ warnings.filterwarnings("ignore")
 torch.set_num_threads(1)
 
 # (family, precision, LoRA rank, batch): fp32, bf16 and mixed, full and LoRA, one image
-# and several, each met by more than one family
+# and several, each met by more than one family; QLoRA (a 4-bit NF4 base loaded by
+# diffusers' quantizer, under bf16 autocast)
 CASES = [("sdxl-unet", "bf16", 4, 1), ("sd3", "fp32", 0, 1), ("flux", "bf16", 4, 1),
          ("vit", "mixed", 0, 2), ("siglip", "bf16", 4, 1), ("dinov2", "bf16", 0, 1),
-         ("clip-vision", "fp32", 4, 1)]
+         ("clip-vision", "fp32", 4, 1), ("flux", "4bit-mixed", 4, 1)]
 
 
 def _real(cfg: dict, precision: str, rank: int, batch: int, side: int, strategy: str,
