@@ -141,3 +141,18 @@ def test_a_second_learner_plans_on_beside_hostile_pastes(app_test: Callable) -> 
             took.append(time.monotonic() - started)
     assert max(took) < 10, took
     assert other.longest_wait < max(2.0, 20 * other.alone), (other.alone, other.gaps)
+
+
+@pytest.mark.parametrize("field,value,code", [("block_out_channels", [16, 32, 10**9], "de"),
+                                              ("block_out_channels", [8] * 40, "vi")])
+def test_an_image_config_no_model_has_is_refused_in_the_learners_words(
+        app_test: Callable, field: str, value: list, code: str) -> None:
+    """A pasted diffusers UNet with a billion channels or 40 levels: refused before its
+    class is built or measured, naming the field, in the learner's language."""
+    from model_classes.tiny_pictures import tiny_config
+
+    started = time.monotonic()
+    error = _only_error(_pasted(app_test, {**tiny_config("sdxl-unet"), field: value}, code),
+                        code)
+    assert field in error and ("16.384" if code == "de" else "40") in error
+    assert time.monotonic() - started < 30
