@@ -112,11 +112,11 @@ test-browser: $(VENV)/.dev-installed chromium $(MO_FILES)
 
 # The newest releases, checked on demand (not part of `make test`: it downloads several GB,
 # torch's CUDA build among them). A second virtualenv gets the newest torch, transformers,
-# peft and accelerate the registry serves (PIP_CONFIG_FILE=/dev/null: no local pip caps for
+# peft, accelerate and diffusers the registry serves (PIP_CONFIG_FILE=/dev/null: no local pip caps for
 # this environment only) beside the project's other pins; the tests that rest on library
 # behaviour run in it and benchmarks/latest-releases.md records versions and what differs.
 LATEST_VENV := .venv-latest
-LATEST_LIBRARIES := torch transformers peft accelerate
+LATEST_LIBRARIES := torch transformers peft accelerate diffusers
 LATEST_INSTALL_TIMEOUT ?= 3600
 $(LATEST_VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(LATEST_VENV) || python3 -m venv $(LATEST_VENV)

@@ -1,5 +1,6 @@
 """The newest releases, checked on demand (`make test-latest`): the tests whose outcome
-rests on what torch, transformers, peft and accelerate do, run in a second environment
+rests on what torch, transformers, peft, accelerate and diffusers do, run in a second
+environment
 that holds the newest releases the registry installs, and a report of what differs
 (benchmarks/latest-releases.md): the versions on each side, why a newer release did not
 install, and every test that fails there, with the first line of its error.
@@ -26,15 +27,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LIBRARIES = ("torch", "transformers", "peft", "accelerate", "bitsandbytes")
-UPGRADED = ("torch", "transformers", "peft", "accelerate")  # what make test-latest lifts
+LIBRARIES = ("torch", "transformers", "peft", "accelerate", "diffusers", "bitsandbytes")
+# what make test-latest lifts (the Makefile's LATEST_LIBRARIES)
+UPGRADED = ("torch", "transformers", "peft", "accelerate", "diffusers")
 # The tests whose outcome rests on library behaviour: the real Hugging Face models against
 # the memory model, the planner's measured classes (transformers' classes and PEFT under
 # torch's fake tensors, against real steps), FLOP counts, the code the planner prints (run
 # for real), the many-GPU runs over gloo (tensor, sequence, pipeline, context and expert
 # parallelism, and the code the planner prints for them), the lab of mistakes, the
-# snapshot export, the measured comparisons, and the claims the lessons make about
-# library source.
+# snapshot export, the measured comparisons, the image models (diffusers' UNet and
+# diffusion transformers, transformers' vision encoders: the lab's live demo, the image
+# planner's code run and its QLoRA through diffusers' 4-bit loading, the picture
+# mistakes), and the claims the lessons make about library source.
 LIBRARY_TESTS = (
     "tests/real_libraries",
     "tests/demos/test_flop_count.py",
@@ -51,6 +55,9 @@ LIBRARY_TESTS = (
     "tests/demos/test_parallel_code_runs.py",
     "tests/demos/test_mistakes.py",
     "tests/demos/test_memory_snapshot.py",
+    "tests/demos/test_picture_models.py",
+    "tests/demos/test_picture_plan_cli.py",
+    "tests/demos/test_picture_mistakes.py",
     "tests/lessons/test_claims_releases.py",
     "tests/lessons/test_claims_newest.py",
 )

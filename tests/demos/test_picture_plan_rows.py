@@ -58,6 +58,17 @@ def test_the_trained_models_state_by_precision_and_tuning() -> None:
     full = P.PictureInputs(VISION, tuning="full", precision="mixed")
     assert P.model_state(full, 1000, 1000) == {"weights": 6000, "gradients": 4000,
                                                "optimizer": 8000}
+    sgd = full.with_(optimizer="sgd-momentum")  # one fp32 momentum buffer a parameter
+    assert P.model_state(sgd, 1000, 1000)["optimizer"] == 4000
+    # QLoRA: 800 linear weights in NF4 (4.127 bits), the 190 others fp32, fp32 adapters,
+    # in any precision (prepare_model_for_kbit_training leaves no 16-bit parameter)
+    for precision in ("mixed", "bf16"):
+        qlora = lora.with_(tuning="qlora", precision=precision)
+        assert P.model_state(qlora, 1000, 10, 800) == {
+            "weights": 800 * 4.127 / 8 + 190 * 4 + 10 * 4, "gradients": 40,
+            "optimizer": 80}
+        assert qlora.measure_key()[0] == "4bit-mixed"
+    assert lora.with_(tuning="qlora", precision="fp32").measure_key()[0] == "4bit-fp32"
 
 
 def test_the_peak_adds_every_piece_and_the_allowances() -> None:

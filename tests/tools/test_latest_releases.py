@@ -6,8 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from tools.latest_releases import (
+    LIBRARIES,
     LIBRARY_TESTS,
     NOT_HERE,
+    UPGRADED,
     Failure,
     cause,
     changes,
@@ -52,6 +54,17 @@ def test_the_listed_tests_exist() -> None:
     for test in NOT_HERE:
         file, name = test.split("::")
         assert f"def {name}(" in (ROOT / file).read_text()
+
+
+def test_the_makefile_lifts_the_libraries_the_report_names() -> None:
+    """make test-latest installs the newest of UPGRADED (diffusers among them, for the
+    image models), the report names each, and the image models' tests are run."""
+    line = next(row for row in (ROOT / "Makefile").read_text().splitlines()
+                if row.startswith("LATEST_LIBRARIES :="))
+    assert tuple(line.split(":=")[1].split()) == UPGRADED
+    assert "diffusers" in UPGRADED and set(UPGRADED) <= set(LIBRARIES)
+    assert {"tests/real_libraries", "tests/demos/test_picture_models.py",
+            "tests/demos/test_picture_plan_cli.py"} <= set(LIBRARY_TESTS)
 
 
 def test_changes_name_what_the_newest_releases_add_and_drop() -> None:
