@@ -220,7 +220,7 @@ def test_an_image_config_no_model_has_is_refused_before_anything_is_built(
 
     family, field, value, words = HOSTILE_PICTURES[case]
     cfg = tiny_config(family)
-    (cfg["vision_config"] if "vision_config" in cfg else cfg)[field] = value
+    cfg.get("vision_config", cfg)[field] = value
     started = time.monotonic()
     assert main(["--config", _write(tmp_path, case, cfg), "--resolution", "256"]) == 2
     err = capsys.readouterr().err
