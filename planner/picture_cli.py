@@ -97,9 +97,9 @@ def inputs(args: Any, cfg: dict[str, Any], kind: str, label: str) -> PictureInpu
     if args.encoders is not None and kind == "vision-encoder":
         raise Refused("--encoders: a vision encoder has no VAE or text encoders")
     if args.tuning == "qlora" and kind not in QLORA_KINDS:
-        raise Refused("--tuning qlora: the image planner plans QLoRA for diffusion models "
-                      "(diffusers' 4-bit loading); a vision encoder trains with --tuning "
-                      "full or lora")
+        raise Refused("--tuning qlora: the image planner plans QLoRA for diffusion "
+                      "transformers (SD3, Flux: diffusers' 4-bit loading); this model trains "
+                      "with --tuning full or lora")
     cached = args.cached_images if args.cached_images is not None else 0
     if not 0 <= cached <= 10**7:
         raise Refused(f"--cached-images={cached} is out of range 0..10000000")

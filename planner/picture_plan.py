@@ -38,8 +38,11 @@ from planner import picture_parts as parts
 from planner.class_json import fit_from_json
 
 PRECISION_KEYS = ("mixed", "bf16", "fp32")
-TUNINGS = ("full", "lora", "qlora")  # QLoRA: a diffusion model's (QLORA_KINDS)
-QLORA_KINDS = ("unet", "diffusion-transformer")  # diffusers' 4-bit quantizer loads them
+TUNINGS = ("full", "lora", "qlora")  # QLoRA: a diffusion transformer's (QLORA_KINDS)
+# diffusers' 4-bit quantizer loads them, and their measurement builds one block of each
+# type (a UNet is measured whole: with its 4-bit layers, SDXL's needs more than a
+# measurement's memory limit, so its QLoRA is not planned)
+QLORA_KINDS = ("diffusion-transformer",)
 OPTIMIZERS = OPTIMIZER_KEYS
 ENCODERS = ("resident", "cached")
 TARGETS = ("attention", "all-linear")
@@ -100,8 +103,8 @@ def check(p: PictureInputs, unit: int, kind: str | None = None) -> None:
     (`kind`: planner.picture_cli.picture_kind's)."""
     if p.tuning == "qlora" and kind is not None and kind not in QLORA_KINDS:
         raise PictureError("--tuning qlora: the image planner plans QLoRA for diffusion "
-                           "models (diffusers' 4-bit loading); a vision encoder trains "
-                           "with full fine-tuning or LoRA")
+                           "transformers (SD3, Flux: diffusers' 4-bit loading); this model "
+                           "trains with full fine-tuning or LoRA")
     if p.resolution <= 0 or p.resolution % unit:
         near = max(1, round(p.resolution / unit)) * unit
         raise PictureError(f"--resolution={p.resolution}: this model takes sides that are "
@@ -301,7 +304,7 @@ def suggestions(p: PictureInputs, measured: dict[str, Any], b: Blocks, best: Row
                     "fits": r.fits})
     if p.tuning == "full":
         out.append({"change": "tuning", "value": "lora", "peak_bytes": None, "fits": None})
-    elif p.tuning == "lora" and "_class_name" in p.config:  # a diffusion model's QLoRA
+    elif p.tuning == "lora" and measured["kind"] in QLORA_KINDS:
         out.append({"change": "tuning", "value": "qlora", "peak_bytes": None, "fits": None})
     if p.batch > 1:
         out.append({"change": "batch", "value": 1, "peak_bytes": None, "fits": None})

@@ -83,7 +83,8 @@ def test_the_presets_are_the_published_models(shipped_only, capsys) -> None:
     (["--model", "flux.1-dev", "--seq", "512"], "--seq"),
     (["--model", "gpt2", "--resolution", "512"], "--resolution is an image model's flag"),
     (["--model", "sdxl-base-unet", "--resolution", "1000"], "multiples of 32"),
-    (["--model", "vit-large-patch16-224", "--tuning", "qlora"], "diffusion models"),
+    (["--model", "vit-large-patch16-224", "--tuning", "qlora"], "diffusion transformers"),
+    (["--model", "sdxl-base-unet", "--tuning", "qlora"], "diffusion transformers"),
     (["--model", "vit-large-patch16-224", "--encoders", "cached"], "no VAE"),
     (["--model", "flux.1-dev", "--gpus", "2"], "data parallelism"),
 ])
