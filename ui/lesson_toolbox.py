@@ -78,8 +78,13 @@ def _measured(part: str, value: Any = None) -> pd.DataFrame | None:
         return frame
     if runner.collecting():
         return None
-    key = f"toolbox-{part}-{value}"
-    if not st.button(t("Measure it on this server"), key=key, icon=":material/play_arrow:"):
+    ask = st.empty()  # the button goes once clicked: the run's progress takes its place
+    with ask.container():
+        clicked = st.button(
+            t("Measure it on this server"),
+            key=f"toolbox-{part}-{value}",
+            icon=":material/play_arrow:",
+        )
         st.caption(
             t(
                 "Not measured on this server for this setting yet: one click runs it "
@@ -87,7 +92,9 @@ def _measured(part: str, value: Any = None) -> pd.DataFrame | None:
                 duration=runner.duration_text(runner.estimated_seconds(job)),
             )
         )
+    if not clicked:
         return None
+    ask.empty()
     return runner.run_toolbox(job)
 
 
@@ -252,10 +259,10 @@ def lora() -> None:
                 t("Extra bytes a token"): _bytes(
                     (copies["bytes"].sum() + masks["bytes"].sum() + middle["bytes"].sum()) / tokens
                 ),
-                t("Extra numbers a token, in inputs' widths"): fmt_decimal(
+                t("Input-wide copies and masks, measured"): fmt_decimal(
                     (copies["numel"].sum() + masks["numel"].sum()) / tokens / width, 0
                 ),
-                t("The lesson's count"): counted,
+                t("Input-wide copies and masks, the lesson's count"): counted,
             }
         )
     _table(pd.DataFrame(lines))
