@@ -29,6 +29,7 @@ AUTOCAST_SHAPE = (6, 16)  # tokens × width of the small block's input
 LORA_WIDTH, LORA_OUT, LORA_TOKENS, LORA_RANK, LORA_DROPOUT = 48, 40, 5, 4, 0.1
 FLOP_LAYERS = (2, 4, 8)
 FLOP_REPEATS = 5  # timed steps per strategy, interleaved; the median is shown
+PIPE_MICROBATCHES = (2, 4, 8)  # demos.pipeline_bubble's micro-batches a step
 
 # part -> (its setting's name or None, the values it takes, the default)
 SETTINGS: dict[str, tuple[str | None, tuple[Any, ...], Any]] = {
@@ -37,6 +38,7 @@ SETTINGS: dict[str, tuple[str | None, tuple[Any, ...], Any]] = {
     "lora": (None, (), None),
     "flops": ("layers", FLOP_LAYERS, 4),
     "checkpoint-error": (None, (), None),
+    "pipeline": ("microbatches", PIPE_MICROBATCHES, 4),
 }
 PARTS = tuple(SETTINGS)
 

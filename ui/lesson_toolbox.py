@@ -24,6 +24,7 @@ from i18n.units import format_bytes
 from memory.toolbox import lora_kept_numbers
 from ui.i18n import babel_locale, current_language, fmt_decimal, fmt_number, fmt_percent, t
 from ui.lesson_common import option_words
+from ui.lesson_parallel import SCHEDULE_LABELS as SCHEDULES
 from ui.progress import keep, one_of
 
 # documents whose outputs differ from the document run alone by less than this are apart
@@ -389,3 +390,64 @@ def checkpoint_error() -> None:
     st.caption(t("Without debug: its first lines."))
     st.code("\n".join(plain["line"]), language=None, wrap_lines=True)
     _caption(t("torch's own messages, caught on this run"))
+
+
+# ------------------------------------------------------------------ the pipeline's bubble
+def pipeline() -> None:
+    from demos.pipeline_bubble import CHUNKS, STAGES, bubbles
+    from lessons.figures import pipeline_timeline_figure
+    from ui.lesson_common import CHART
+
+    code = current_language()
+    st.markdown(t("**Measured: the bubble of each schedule, two processes on this CPU**"))
+    m = _setting("tbm_pipe", t("Micro-batches m"), "pipeline", fmt_number)
+    frame = _measured("pipeline", m)
+    if frame is None:
+        return
+    rows = frame.to_dict("records")
+    schedules = option_words(code, SCHEDULES)
+    lines = []
+    for (schedule, checkpointed), entry in bubbles(rows).items():
+        lines.append(
+            {
+                t("Schedule"): schedules(schedule),
+                t("Checkpointing"): t("every block") if checkpointed else t("none"),
+                t("Busy per process"): t("{value} ms", value=fmt_decimal(entry["busy"] * 1e3, 0)),
+                t("Step"): t("{value} ms", value=fmt_decimal(entry["span"] * 1e3, 0)),
+                t("Idle over busy, measured"): fmt_percent(entry["measured"], 1),
+                t("Idle over busy, predicted"): fmt_percent(entry["predicted"], 1),
+                t("CPU while busy"): fmt_percent(min(entry["cpu_share"], 1.0), 0),
+            }
+        )
+    _table(pd.DataFrame(lines))
+    events = [r for r in rows if r["kind"] in ("F", "B") and not r["checkpointed"]]
+    lanes = {
+        (schedule, rank): t(
+            "{schedule}, process {rank}", schedule=schedules(schedule), rank=fmt_number(rank + 1)
+        )
+        for schedule in SCHEDULES
+        for rank in range(STAGES)
+    }
+    kinds = {"F": t("forward of a micro-batch"), "B": t("backward of a micro-batch")}
+    st.plotly_chart(
+        pipeline_timeline_figure(events, lanes, kinds, code), key=f"tbm_pipe_chart_{m}", **CHART
+    )
+    st.caption(
+        t(
+            "The predicted bubble is (p − 1)/m, and (p − 1)/(v·m) interleaved with v = {v} "
+            "chunks per process, here p = {p}. Measured: the step's span less each process's "
+            "forwards and backwards, over the latter. Tiny stages make the messages and "
+            "Python's own work count, and on a busy server the processes also wait for the "
+            "cores (the CPU column falls below 100 %): the measured bubble is then larger than "
+            "the schedule's. The order of the bars is the schedule's own.",
+            v=fmt_number(CHUNKS),
+            p=fmt_number(STAGES),
+        )
+    )
+    _caption(
+        t(
+            "torch.distributed.pipelining over gloo, two processes of one thread, a "
+            "stage of linear layers per process, wall time of every forward and backward "
+            "of a micro-batch"
+        )
+    )

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from ui.lesson_calculators import budget, layer_calculator, logits_calculator, memory_calculator
 from ui.lesson_figures import decision, k_curve, step_cost, stepper, tradeoff
 from ui.lesson_parallel import parallel_calculator
-from ui.lesson_toolbox import autocast, checkpoint_error, flops, lora, packing
+from ui.lesson_toolbox import autocast, checkpoint_error, flops, lora, packing, pipeline
 
 WIDGETS: dict[str, Callable[[], None]] = {
     "calculator:memory": memory_calculator,
@@ -35,4 +35,5 @@ WIDGETS: dict[str, Callable[[], None]] = {
     "measured:lora": lora,
     "measured:flops": flops,
     "measured:checkpoint-error": checkpoint_error,
+    "measured:pipeline": pipeline,
 }
