@@ -22,8 +22,13 @@ from demos.toolbox_settings import options, setting
 
 # Estimated CPU seconds on the reference machine (the service scales them by what this
 # device measured): measured on a 2-core machine, each part's first run (imports included)
-WORK_SECONDS = {"packing": 3.0, "autocast": 0.2, "lora": 1.5, "checkpoint-error": 0.2,
-                "pipeline": 20.0}  # the pipeline: three processes start, two run six steps
+WORK_SECONDS = {
+    "packing": 3.0,
+    "autocast": 0.2,
+    "lora": 1.5,
+    "checkpoint-error": 0.2,
+    "pipeline": 20.0,
+}  # the pipeline: three processes start, two run six steps
 FLOP_SECONDS_PER_LAYER = 0.15
 MEMORY_BYTES = 256 * 2**20  # the tiny models take far less
 
