@@ -401,3 +401,26 @@ def step_cost_figure(backward_ratio: float = 2.0, code: str = DEFAULT) -> go.Fig
                       yaxis={"autorange": "reversed", "automargin": True},
                       legend=LEGEND_ABOVE, separators=_separators(code), **_LAYOUT)
     return fig
+
+
+def pipeline_timeline_figure(events: list[dict], lanes: dict[tuple[str, int], str],
+                             kinds: dict[str, str], code: str = DEFAULT) -> go.Figure:
+    """A measured pipeline step as a timeline: one lane per (schedule, rank), a bar per
+    forward or backward of a micro-batch through that rank's stage (`events`: rows with
+    schedule, rank, kind "F" or "B", start and end in seconds); the gaps are the bubble.
+    `lanes` names each lane and `kinds` each kind in language `code`."""
+    colors = {"F": "#4C78A8", "B": "#54A24B"}
+    fig = go.Figure()
+    for kind, name in kinds.items():
+        mine = [e for e in events if e["kind"] == kind]
+        fig.add_bar(y=[lanes[(e["schedule"], e["rank"])] for e in mine],
+                    x=[(e["end"] - e["start"]) * 1e3 for e in mine],
+                    base=[e["start"] * 1e3 for e in mine], orientation="h", name=name,
+                    marker_color=colors[kind], marker_line={"color": "white", "width": 1},
+                    hovertemplate=f"{name}: %{{base:.1f}}–%{{x:.1f}} ms<extra></extra>")
+    fig.update_layout(barmode="overlay", height=90 + 32 * len(lanes),
+                      xaxis_title=gettext(code, "time since the step began (ms)"),
+                      yaxis={"autorange": "reversed", "automargin": True,
+                             "categoryorder": "array", "categoryarray": list(lanes.values())},
+                      legend=LEGEND_ABOVE, separators=_separators(code), **_LAYOUT)
+    return fig

@@ -25,9 +25,9 @@ from demos.results import Comparison, StrategyResult, TimelinePoint
 from memory import theory
 from memory.config import ConfigError, ModelConfig
 from memory.strategies import StrategySpec, parse_strategy, require_spec, spec_of_label
-from serving import picture_jobs
+from serving import picture_jobs, toolbox_jobs
 
-KINDS = ("compare", "sweep", "fits", "train", "mistakes", "budget", "pictures")
+KINDS = ("compare", "sweep", "fits", "train", "mistakes", "budget", "pictures", "toolbox")
 # The worker's own memory beside what a run's tensors need (Python objects, the tracker's
 # bookkeeping, allocator slack); a run past predicted × MEMORY_FACTOR + this is stopped.
 MEMORY_SLACK_BYTES = 512 * 2**20
@@ -51,7 +51,8 @@ class Job:
     values, repeats; fits: vary, budget_bytes; train: steps; mistakes: cases (ids of
     demos.mistakes.CASES, one step each; the cases fix their own small models);
     budget: budgets, eager, compiled, repeats (demos.compiler_budget: one point per
-    step).
+    step); pictures: serving.picture_jobs; toolbox: part and its setting
+    (serving.toolbox_jobs, one step).
 
     `strategies` are records (memory.strategies.StrategySpec); the request, and so the
     store's key, names them by their canonical text ("every-k:2"), which `from_request`
@@ -99,6 +100,8 @@ class Job:
                            self.option("compiled", ()))
 
     def step_count(self) -> int:
+        if self.kind == "toolbox":  # lesson 10's measurements: one short step
+            return 1
         if self.kind == "pictures":  # the /pictures page's runs: serving.picture_jobs
             return picture_jobs.step_count(self)
         if self.kind == "mistakes":
@@ -173,6 +176,8 @@ class Job:
         scales it by what this device measured. A compiled point adds its compile."""
         if self.kind == "pictures":
             return picture_jobs.step_work(self, index)
+        if self.kind == "toolbox":
+            return toolbox_jobs.step_work(self)
         if self.kind == "mistakes":  # a case's own small models: its record's estimate
             from demos.mistakes import CASES
 
@@ -193,6 +198,8 @@ class Job:
         fits search, which never runs past it)."""
         if self.kind == "pictures":  # estimated from the family's measured tiny model
             return picture_jobs.memory_bytes(self)
+        if self.kind == "toolbox":
+            return toolbox_jobs.MEMORY_BYTES
         if self.kind == "fits":
             return int(self.option("budget_bytes"))
         need = 0
@@ -226,6 +233,8 @@ class Job:
         the times round by round), to show before the step ends."""
         if self.kind == "pictures":  # a table, merged and stored as every table is
             return picture_jobs.run_step(self, index, device_kind)
+        if self.kind == "toolbox":  # a table too; on the CPU whatever the device
+            return toolbox_jobs.run_step(self)
         if self.kind == "mistakes":  # CPU only: the live tracker measures to the byte
             from demos.mistakes import run_case
 

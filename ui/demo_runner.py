@@ -545,6 +545,14 @@ def run_pictures(job: Job) -> pd.DataFrame | None:
     return _run(job, what=what)
 
 
+def run_toolbox(job: Job) -> pd.DataFrame | None:
+    """One of lesson 10's measurements (a "toolbox" job: serving.toolbox_jobs), asked for
+    with a click: its table, or None with the reason on the page. A short CPU run of tiny
+    models in the device's worker, stored for everyone once measured."""
+    what = "toolbox-" + "-".join(f"{name}={value}" for name, value in job.options)
+    return _run(job, what=what)
+
+
 def cached(job: Job) -> Any:
     """A job's result when this server or the store has it, else None (nothing is
     started; None while the start-up warm-up lists the pages' runs)."""

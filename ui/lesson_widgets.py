@@ -6,7 +6,8 @@ widget's name so that two widgets never share state. The learner's settings surv
 reload and a new tab (`ui.progress.keep`, which also gives the widgets their defaults).
 
 The widgets live by family: the calculators in ui.lesson_calculators, the figures and the
-stepper in ui.lesson_figures, what they share in ui.lesson_common.
+stepper in ui.lesson_figures, lesson 10's measurements on this server (`measured:*`) in
+ui.lesson_toolbox, what they share in ui.lesson_common.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Callable
 from ui.lesson_calculators import budget, layer_calculator, logits_calculator, memory_calculator
 from ui.lesson_figures import decision, k_curve, step_cost, stepper, tradeoff
 from ui.lesson_parallel import parallel_calculator
+from ui.lesson_toolbox import autocast, checkpoint_error, flops, lora, packing, pipeline
 
 WIDGETS: dict[str, Callable[[], None]] = {
     "calculator:memory": memory_calculator,
@@ -28,4 +30,10 @@ WIDGETS: dict[str, Callable[[], None]] = {
     "figure:step-cost": step_cost,
     "figure:decision": decision,
     "calculator:parallel": parallel_calculator,
+    "measured:packing": packing,
+    "measured:autocast": autocast,
+    "measured:lora": lora,
+    "measured:flops": flops,
+    "measured:checkpoint-error": checkpoint_error,
+    "measured:pipeline": pipeline,
 }

@@ -1,8 +1,9 @@
 """Lesson 10 (the practitioner's toolbox): its numbers come from memory/toolbox.py and the
-installed libraries' own constants, and the facts a CPU can show are measured here with
-saved-tensor hooks: autocast's kept dtypes, LoRA's kept inputs, a packed row against a
-padded batch, a CheckpointError with debug=True, the checkpoint wrapper's names and the MoE
-router's fp32 probabilities."""
+installed libraries' own constants, and the facts a CPU can show are measured by the
+engine the lesson's page runs on this server (demos/toolbox.py, demos/toolbox_runs.py),
+checked here: autocast's kept dtypes, LoRA's kept inputs, a packed row against a padded
+batch, HFU/MFU from counted FLOPs, a CheckpointError with debug=True; and with saved-tensor
+hooks here, the checkpoint wrapper's names and the MoE router's fp32 probabilities."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from pathlib import Path
 
 import pytest
 import torch
-import torch.nn.functional as F
 
+from demos.toolbox import autocast_dtypes, lora_saved, packing, saved_while
+from demos.toolbox_runs import checkpoint_error, flop_utilization, hfu_over_mfu
 from i18n.languages import SUPPORTED
 from lessons.catalog import lesson, number
 from lessons.document import ANY_PLACEHOLDER, content_file, load
@@ -34,19 +36,6 @@ PATH = "toolbox"
 CODES = [language.code for language in SUPPORTED]
 TORCH = Path(torch.__file__).parent
 CONFIGS = Path(__file__).parents[1] / "demos" / "hf_configs"
-
-
-def saved_while(fn):
-    """(dtype, shape, storage pointer) of every tensor autograd saves while `fn` runs."""
-    saved = []
-
-    def pack(t):
-        saved.append((t.dtype, tuple(t.shape), t.untyped_storage().data_ptr()))
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        out = fn()
-    return saved, out
 
 
 def test_it_is_lesson_ten_and_the_last():
@@ -134,7 +123,7 @@ def test_mixtral_keeps_fp32_router_probabilities_and_drops_no_token():
         torch.nn.init.normal_(p, std=0.5)
     x = torch.randn(1, 12, 16, dtype=torch.bfloat16, requires_grad=True)
     saved, out = saved_while(lambda: block(x))
-    assert (torch.float32, (12, 4)) in [(d, s) for d, s, _ in saved]  # softmax's output
+    assert ("float32", (12, 4)) in [(item.dtype, item.shape) for item in saved]  # softmax's
     assert bool((out.abs().sum(-1) > 0).all())  # every token reached its experts
     for module in ("mixtral/modeling_mixtral.py", "qwen3_moe/modeling_qwen3_moe.py"):
         source = (Path(modeling_mixtral.__file__).parents[1] / module).read_text()
@@ -142,100 +131,88 @@ def test_mixtral_keeps_fp32_router_probabilities_and_drops_no_token():
 
 
 def test_autocast_on_the_cpu_keeps_what_the_lesson_says():
-    lin = torch.nn.Linear(8, 8)
-    x = torch.randn(4, 8, requires_grad=True)
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        y = lin(x)
-        saved, _ = saved_while(lambda: lin(x))
-        assert sorted(str(d) for d, _, _ in saved) == ["torch.bfloat16"] * 2  # input, weight copy
-        saved, _ = saved_while(lambda: F.softmax(y, -1))
-        assert [d for d, _, _ in saved] == [torch.bfloat16]
-        saved, _ = saved_while(lambda: F.layer_norm(y, (8,)))
-        assert (torch.bfloat16, (4, 8)) in [(d, s) for d, s, _ in saved]
-        saved, _ = saved_while(lambda: F.rms_norm(y, (8,)))
-        assert (torch.float32, (4, 8)) in [(d, s) for d, s, _ in saved]
+    kept: dict[str, set[tuple[str, str]]] = {}
+    outputs = {}
+    for row in autocast_dtypes("bfloat16"):
+        kept.setdefault(row["op"], set()).add((row["role"], row["dtype"]))
+        outputs[row["op"]] = row["output_dtype"]
+    assert kept["linear"] == {("input-copy", "bfloat16"), ("weight-copy", "bfloat16")}
+    assert kept["softmax"] == {("output", "bfloat16")}
+    assert ("input", "bfloat16") in kept["layer_norm"] and ("input", "bfloat16") in kept["gelu"]
+    assert {dtype for _, dtype in kept["rms_norm"]} == {"float32"}
+    assert outputs["cross_entropy"] == "float32"
+    assert "float32" in {dtype for _, dtype in kept["cross_entropy"]}
     lists = (TORCH / "testing/_internal/autocast_test_lists.py").read_text()
     cuda_fp32 = lists.split("class AutocastCPUTestLists")[0].split("self.torch_fp32")[1]
     for op in ("softmax", "log_softmax", "layer_norm", "rms_norm", "group_norm"):
         assert f'("{op}"' in cuda_fp32, op
 
 
-@pytest.mark.parametrize(("adapter_cast", "dropout"),
-                         [(True, False), (True, True), (False, False), (False, True)])
-def test_lora_keeps_what_lora_kept_numbers_counts(adapter_cast, dropout):
-    from peft import LoraConfig, get_peft_model
-
-    width = 16
-    base = torch.nn.Sequential(torch.nn.Linear(width, 24)).to(torch.bfloat16)
-    model = get_peft_model(base, LoraConfig(r=4, target_modules=["0"],
-                                            lora_dropout=0.1 if dropout else 0.0),
-                           autocast_adapter_dtype=adapter_cast)
-    x = torch.randn(3, width, dtype=torch.bfloat16, requires_grad=True)
-    saved, _ = saved_while(lambda: model(x))
-    new = [(d, s) for d, s, ptr in saved
-           if s == (3, width) and ptr != x.untyped_storage().data_ptr()]
-    counted = lora_kept_numbers(width, adapter_cast, dropout)
-    assert len(new) == (counted["copy"] > 0) + (counted["mask"] > 0)
-    if adapter_cast:
-        assert all(d == torch.float32 for d, _ in new)
+def test_lora_keeps_what_lora_kept_numbers_counts():
+    rows = lora_saved()
+    for case in ("base", "fp32", "fp32-dropout", "same", "same-dropout"):
+        kept = [row for row in rows if row["case"] == case]
+        roles = [row["role"] for row in kept]
+        width = kept[0]["width"]
+        if case == "base":  # the frozen linear keeps its weight, not its input
+            assert roles == ["weight"]
+            continue
+        counted = lora_kept_numbers(width, case.startswith("fp32"), "dropout" in case)
+        assert roles.count("copy") == (counted["copy"] > 0), case
+        assert roles.count("mask") == (counted["mask"] > 0), case
+        assert ("input" in roles) == (case == "same"), case  # lora_A keeps x itself
+        if case.startswith("fp32"):
+            assert {row["dtype"] for row in kept if row["role"] in ("copy", "mask")} == {
+                "float32"}
 
 
 def test_a_packed_row_keeps_what_a_padded_batch_keeps_for_its_real_tokens():
-    from transformers import LlamaConfig, LlamaModel
+    rows = {row["layout"]: row for row in packing("two")}
+    padded, packed = rows["padded"], rows["packed"]
+    assert packed["slots"] == packed["real_tokens"] == 37 and padded["slots"] == 60
+    # what grows with the tokens, per slot: the same but for rotary's per-position tables
+    assert packed["token_bytes"] / padded["token_bytes"] == pytest.approx(37 / 60, rel=0.05)
+    assert padded["max_diff"] < 1e-4 and packed["max_diff"] < 1e-4  # documents kept apart
+    assert packed["square_bytes"] > 0  # the document mask, s × s
+    for leak in ("packed-cache", "packed-no-positions"):  # no document mask: they mix
+        assert rows[leak]["max_diff"] > 1e-2 and rows[leak]["square_bytes"] == 0, leak
+    from transformers import TrainingArguments, masking_utils, trainer
 
-    cfg = LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=4, vocab_size=64,
-                      attn_implementation="sdpa")
-    torch.manual_seed(0)
-    model = LlamaModel(cfg)
-    lengths = [12, 4]
-
-    weights = {p.untyped_storage().data_ptr() for p in model.parameters()}
-
-    def kept(ids, **kw):  # per token: no weights, no mask, no rotary cos/sin (per position)
-        saved, _ = saved_while(lambda: model(ids, **kw).last_hidden_state.sum())
-        return sum(torch.Size(s).numel() * torch.tensor([], dtype=d).element_size()
-                   for d, s, ptr in saved if ptr not in weights and s[-1] in (1, 8, 32, 64)
-                   and s[:2] != (1, 1))
-
-    padded = torch.randint(0, 64, (2, 12))
-    mask = torch.tensor([[1] * 12, [1] * 4 + [0] * 8])
-    packed = torch.randint(0, 64, (1, 16))
     positions = torch.tensor([list(range(12)) + list(range(4))])
-    padded_bytes = kept(padded, attention_mask=mask)
-    packed_bytes = kept(packed, position_ids=positions)
-    assert packed_bytes / padded_bytes == pytest.approx(sum(lengths) / (2 * max(lengths)))
-    from transformers.masking_utils import find_packed_sequence_indices
+    assert masking_utils.find_packed_sequence_indices(positions).tolist() == [
+        [0] * 12 + [1] * 4]
+    # packed documents are looked for only without a mask and without a cache; the Trainer
+    # sets the model's use_cache from its arguments, False by default
+    source = Path(masking_utils.__file__).read_text()
+    assert "if position_ids is not None and attention_mask is None and cache is None:" in source
+    assert "self.model.config.use_cache = self.args.use_cache" in Path(
+        trainer.__file__).read_text()
+    assert TrainingArguments.__dataclass_fields__["use_cache"].default is False
 
-    assert find_packed_sequence_indices(positions).tolist() == [[0] * 12 + [1] * 4]
+
+def test_checkpointing_counts_hardware_flops_beyond_the_model_flops():
+    rows = flop_utilization(2, repeats=1)
+    for row in rows:
+        assert row["flops"] == row["predicted_flops"], row["strategy"]
+    assert 1.0 < hfu_over_mfu(rows) < 4 / 3  # early stop reruns less than a whole forward
 
 
 def test_a_checkpoint_error_with_debug_shows_both_runs():
-    from torch.utils.checkpoint import CheckpointError, checkpoint
+    from torch.utils.checkpoint import checkpoint
 
-    flag = {"extra": True}
-
-    def block(x):
-        y = x.sin()
-        return y.cos() if flag["extra"] else y
-
-    x = torch.randn(4, requires_grad=True)
-    out = checkpoint(block, x, use_reentrant=False, debug=True)
-    flag["extra"] = False
-    with pytest.raises(CheckpointError) as error:
-        out.sum().backward()
-    message = str(error.value)
-    assert "Stack traces of the operators that ran in the original forward" in message
-    assert "aten.cos" in message  # the forward's log names the op the rerun skipped
-    assert "recomputation" in message
-    flag["extra"] = True
-    out = checkpoint(block, x, use_reentrant=False)  # without debug: the short message
-    flag["extra"] = False
-    with pytest.raises(CheckpointError, match="A different number of tensors was saved"):
-        out.sum().backward()
+    rows = checkpoint_error()
+    debug = {}
+    for row in rows:
+        debug.setdefault((row["message"], row["part"]), []).append(row["line"])
+    forward = " ".join(debug[("debug", "forward")])
+    recompute = " ".join(debug[("debug", "recompute")])
+    assert "aten.cos" in forward and "aten.cos" not in recompute  # the op the rerun skipped
+    assert "debug=True" in " ".join(debug[("debug", "head")])
+    assert debug[("debug", "error")][0].startswith("ERROR: Detected non-determinism")
+    assert "A different number of tensors was saved" in debug[("plain", "head")][0]
     with pytest.raises(ValueError, match="incompatible with non-default context_fn"):
-        checkpoint(block, x, use_reentrant=False, debug=True,
-                   context_fn=lambda: (torch.no_grad(), torch.no_grad()))
+        checkpoint(torch.sin, torch.randn(4, requires_grad=True), use_reentrant=False,
+                   debug=True, context_fn=lambda: (torch.no_grad(), torch.no_grad()))
 
 
 def test_the_wrapper_hides_its_prefix_from_state_dict_not_from_named_modules():
@@ -264,5 +241,6 @@ def test_the_lesson_cites_what_the_sources_name():
                  "DataCollatorWithFlattening", "find_packed_sequence_indices", "cu_seqlens",
                  "create_block_mask", "CheckpointError", "set_checkpoint_debug_enabled",
                  "_checkpoint_wrapped_module", "torch.distributed._composable.checkpoint",
-                 "has not checked", "no capacity factor"):
+                 "has not checked", "no capacity factor", "use_cache=True",
+                 "_preprocess_mask_arguments", "is_fused_kernel_acceptable"):
         assert name in text, name
