@@ -51,6 +51,9 @@ APP = ROOT / "app.py"
 WARM_ENV = "DEMO_WARM_STORE"  # "0" switches the start-up warm-up off
 # "0": no idle-time runs of the defaults' neighbours; "layers,batch": those sliders' only
 NEIGHBOURS_ENV = "DEMO_WARM_NEIGHBOURS"
+# "compare,timeline": warm those pages only (by address; "home" is the home page), for a
+# server whose learners use a few pages, or a replica that shares the warming.
+PAGES_ENV = "DEMO_WARM_PAGES"
 # Where the warm-up says how far it is (default: warm-up.json in DATA_DIR), for operators
 # and for benchmarks that measure a server once its start-up work is done.
 STATUS_ENV = "DEMO_WARM_STATUS"
@@ -95,9 +98,19 @@ def framework_noise_dropped() -> Iterator[None]:
             logger.removeFilter(drop)
 
 
+def warm_pages() -> set[str] | None:
+    """The page addresses DEMO_WARM_PAGES names ("" for the home page), or None: all."""
+    value = os.environ.get(PAGES_ENV, "").strip()
+    if not value:
+        return None
+    names = (part.strip().strip("/") for part in value.split(","))
+    return {"" if name == "home" else name for name in names if name}
+
+
 def warm_views() -> list[tuple[str, dict[str, str]]]:
     """(page script, query) of the common views: every demo page and the home page at
-    their defaults, and every lesson's demo link."""
+    their defaults, and every lesson's demo link; only those on the pages DEMO_WARM_PAGES
+    names, when it names some."""
     from lessons.document import CONTENT_DIR, split_front_matter
     from ui.navigation import PAGES
 
@@ -112,6 +125,11 @@ def warm_views() -> list[tuple[str, dict[str, str]]]:
             view = (scripts[demo["path"]], query)
             if view not in views:
                 views.append(view)
+    if (pages := warm_pages()) is not None:
+        if unknown := sorted(pages - scripts.keys()):
+            log.warning("%s names no page at %s", PAGES_ENV, ", ".join(unknown))
+        chosen = {scripts[address] for address in pages if address in scripts}
+        views = [view for view in views if view[0] in chosen]
     return views
 
 

@@ -1,7 +1,8 @@
-"""The browser tests' second app server: started (niced) with the first browser test, on
-the session server's data, as replicas share one database. While the other browser tests
-run it measures, with the CPU they leave idle, the slider steps next to the demo pages'
-defaults; the first-move test, which runs last, then opens it warm."""
+"""The browser tests' second app server: started (niced, its session too) with the first
+browser test, on the session server's data, as replicas share one database. While the
+other browser tests run it measures, with the CPU they leave idle, the defaults of the
+pages the first-move test opens and the slider steps next to them; that test, which runs
+last, then opens it warm."""
 
 from __future__ import annotations
 
@@ -25,13 +26,15 @@ def second_server(app_url: str, app_data_dir: Path,
     """(its URL, its warm-up status file)."""
     status = tmp_path_factory.mktemp("second-server") / "warm-up.json"
     # It listens at once (DEMO_WARM_BEFORE_LISTEN 0): the first browser test waits for it.
+    # It warms the pages the first-move test opens only.
     env = {"DATA_DIR": str(app_data_dir), "DEMO_WARM_NEIGHBOURS": WARM_KEYS,
+           "DEMO_WARM_PAGES": ",".join(FIRST_MOVES),
            "DEMO_ASK_SECONDS": "300",
            "DEMO_WARM_STATUS": str(status), "DEMO_WARM_BEFORE_LISTEN": "0"}
-    command = ["nice", "-n", "10", sys.executable, "-m", "ui.server", "--server.port",
+    command = [sys.executable, "-m", "ui.server", "--server.port",
                "{port}", "--server.address", "127.0.0.1", "--server.headless", "true"]
     # its log beside the screenshots: a warm-up run that failed says why there
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with (ARTIFACTS / "second-server.log").open("w") as log, \
-            background_app(env, command=command, log=log) as url:
+            background_app(env, command=command, log=log, niceness=10) as url:
         yield url, status

@@ -73,6 +73,25 @@ def test_the_wait_before_listening_is_a_setting(monkeypatch):
     assert listen_wait_s() == LISTEN_WAIT_S
 
 
+def test_the_warm_up_can_be_limited_to_some_pages(monkeypatch, caplog):
+    """DEMO_WARM_PAGES names pages by address ("home" for the home page); a name that is
+    no page is reported, not ignored in silence."""
+    from ui import server
+
+    monkeypatch.delenv(server.PAGES_ENV, raising=False)
+    every = server.warm_views()
+    assert {"pages/home.py", "pages/demos/compare.py", "pages/demos/curves.py"} <= {
+        script for script, _ in every}
+    monkeypatch.setenv(server.PAGES_ENV, " compare, /curves ,home,no-such-page")
+    with caplog.at_level("WARNING", logger=server.log.name):
+        some = server.warm_views()
+    assert {script for script, _ in some} == {
+        "pages/home.py", "pages/demos/compare.py", "pages/demos/curves.py"}
+    assert [view for view in every if view in some] == some  # the same order, a subset
+    assert any(query for _, query in some)  # a lesson's link to one of them is kept
+    assert "no-such-page" in caplog.text
+
+
 def test_listing_in_the_servers_process_leaves_its_pages_running_for_real(monkeypatch):
     """The server lists the common views' runs in its own process before it listens: the
     runner's collect mode is on for the listing only, or every learner's page would list

@@ -94,8 +94,10 @@ def test_a_queued_runs_wait_reads_the_current_runs_step_once(make_service) -> No
     """564ff00 checked `next_step < steps`, then indexed `step_work[next_step]`, reading
     `next_step` again: the scheduler, which advanced it without the lock, could end the
     last step in between, and the page got the same IndexError."""
+    # Long waits that end as soon as the test sets `go`: on a starved test process a 10 s
+    # wait ran out before the second run was even submitted, and both runs ended.
     go = threading.Event()
-    worker = FakeWorker(lambda job, index: 0.0 if go.wait(10) else 0.0)
+    worker = FakeWorker(lambda job, index: 0.0 if go.wait(120) else 0.0)
     svc = make_service(worker=worker, use_store=False)
     first = svc.submit(tiny_compare(seed=1), "a")
     wait_for(lambda: first.status().state == "running")
@@ -104,7 +106,7 @@ def test_a_queued_runs_wait_reads_the_current_runs_step_once(make_service) -> No
     run.step_work = hook
     second = svc.submit(tiny_compare(seed=2), "b")
     hook.armed_by = threading.current_thread()
-    threading.Thread(target=lambda: hook.checking.wait(10) and go.set(), daemon=True).start()
+    threading.Thread(target=lambda: hook.checking.wait(120) and go.set(), daemon=True).start()
     try:
         status = second.status()  # the worker ends first's only step while this checks
     finally:
