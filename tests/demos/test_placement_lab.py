@@ -51,3 +51,51 @@ def test_unequal_layers_measured_each_method_as_predicted_and_the_optimum_recomp
         assert best.recompute_flops < r.recompute_flops, r.method
     assert not run.run_of("sqrt").within_budget  # √N segments put the wide layer in a pair
     assert run.to_json()["runs"][0]["checkpointed_layers"] == best.checkpointed
+
+
+def test_the_compare_command_prints_each_placements_layers(capsys):
+    import json
+
+    from demos.cli import main
+
+    small = [
+        "--layers",
+        "4",
+        "--hidden",
+        "32",
+        "--heads",
+        "2",
+        "--seq",
+        "64",
+        "--batch",
+        "2",
+        "--vocab",
+        "64",
+        "--device",
+        "cpu",
+    ]
+    assert (
+        main(
+            [
+                "compare",
+                *small,
+                "--placement",
+                "optimal,every",
+                "--budget",
+                "80%",
+                "--shape",
+                "unequal",
+                "--json",
+            ]
+        )
+        == 0
+    )
+    out = json.loads(capsys.readouterr().out)
+    optimal, every = out["runs"]
+    assert every["checkpointed_layers"] == [0, 1, 2, 3]
+    assert optimal["within_budget"] and optimal["peak_bytes"] <= out["budget_bytes"]
+    assert optimal["checkpointed_layers"] == [
+        i for a, b, mode in optimal["segments"] if mode == "checkpoint" for i in range(a, b)
+    ]
+    assert main(["compare", *small, "--placement", "optimal"]) == 2  # no budget
+    assert "--budget" in capsys.readouterr().err
