@@ -3,8 +3,10 @@ unequal layers: each method of memory.placement places its segments on the model
 (memory.lab_chain), then one step per placement is measured: its peak under the live
 tracker (above the parameters, as every demo measures it) and its recomputed FLOPs under
 torch's FlopCounterMode (the step's count less the plain step's), beside what the chain
-predicts. Methods that give the same segments are run once. Also `python -m demos compare
---placement ...`."""
+predicts. Methods that give the same segments are run once. The result also holds the
+optimal placements' frontier (memory.placement.frontier: the least recompute at every
+budget), predicted. Also `python -m demos compare --placement ...` and the /placement page
+(a "placement" job of the demo service: serving.placement_jobs)."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from demos.measure import Step, warm_up
 from demos.model import GPT, build_model, make_batch
 from memory import lab_chain
 from memory.config import ModelConfig
-from memory.placement import BUDGETED, METHODS, BudgetTooSmall, Chain, place
+from memory.placement import BUDGETED, METHODS, BudgetTooSmall, Chain, frontier, place
 from memory.segments import Segment
 from memory.strategies import StrategySpec
 
@@ -45,6 +47,11 @@ class MethodRun:
         """The layers the placement rebuilds in backward."""
         return [i for a, b, mode in self.segments if mode != "keep" for i in range(a, b)]
 
+    @property
+    def ran(self) -> bool:
+        """Whether the placement was run and measured (a budget too small: not placed)."""
+        return self.error is None and self.peak_bytes is not None
+
 
 @dataclass
 class PlacementRun:
@@ -56,6 +63,8 @@ class PlacementRun:
     parameter_bytes: int
     step_flops: float | None  # counted, the plain step
     runs: list[MethodRun] = field(default_factory=list)
+    # (bytes needed, FLOPs recomputed) of the optimal placement as the budget falls
+    frontier: list[tuple[int, float]] = field(default_factory=list)
 
     def run_of(self, method: str) -> MethodRun:
         return next(r for r in self.runs if r.method == method)
@@ -66,6 +75,29 @@ class PlacementRun:
         for run, record in zip(self.runs, out["runs"], strict=True):
             record["checkpointed_layers"] = run.checkpointed
         return out
+
+    @staticmethod
+    def from_json(data: dict) -> PlacementRun:
+        """The run `to_json` wrote (the demo service stores it as JSON)."""
+        names = set(MethodRun.__dataclass_fields__)
+        runs = [
+            MethodRun(
+                **{k: v for k, v in item.items() if k in names}
+                | {"segments": [tuple(s) for s in item["segments"]]}
+            )
+            for item in data["runs"]
+        ]
+        return PlacementRun(
+            ModelConfig(**data["config"]),
+            data["shape"],
+            tuple(data["widths"]),
+            data["budget_bytes"],
+            data["device"],
+            data["parameter_bytes"],
+            data["step_flops"],
+            runs,
+            [(int(n), float(r)) for n, r in data.get("frontier", [])],
+        )
 
 
 def build_unequal(
@@ -119,7 +151,14 @@ def run(
     if isinstance(budget, float) and budget <= 1:
         budget = budget_of(chain, budget)
     result = PlacementRun(
-        cfg, shape, widths, int(budget), device, lab_chain.parameter_bytes(cfg, widths), None
+        cfg,
+        shape,
+        widths,
+        int(budget),
+        device,
+        lab_chain.parameter_bytes(cfg, widths),
+        None,
+        frontier=frontier(chain),
     )
     for method, plan, error in plan_methods(chain, int(budget), methods):
         segments = [(s.start, s.stop, s.mode) for s in plan or []]

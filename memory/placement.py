@@ -149,6 +149,24 @@ def place(method: str, chain: Chain, budget: int | None = None) -> list[Segment]
     return _optimal(chain, budget)
 
 
+def frontier(chain: Chain, limit: int = 400) -> list[tuple[int, float]]:
+    """The optimal placements' trade-off: (bytes needed, FLOPs recomputed) of every plan the
+    optimum picks as the budget falls, from no checkpointing down to the least any
+    placement needs. Each point is `place("optimal", ...)` at the previous point's need less
+    one byte, so the walk finds every corner of the staircase (a budget between two
+    corners gets the upper one's plan); at most `limit` points."""
+    budget, points = chain.need(place("none", chain)), []
+    while len(points) < limit:
+        try:
+            plan = _optimal(chain, budget)
+        except BudgetTooSmall:
+            break
+        need = chain.need(plan)
+        points.append((need, chain.recompute(plan)))
+        budget = need - 1
+    return points
+
+
 def greedy_plan(full: list[int], inputs: list[int], budget: int) -> list[Segment]:
     """Chen et al.'s greedy walk when only the layers' activations count."""
     return _greedy(Chain(full, inputs), budget)
