@@ -111,7 +111,7 @@ def placement_figure(result: PlacementRun, lang: str = "en") -> go.Figure:
         annotation_text=gettext(
             lang, "budget {budget}", budget=format_bytes(result.budget_bytes, locale=babel(lang))
         ),
-        annotation_position="top right",
+        annotation_position="bottom left",
     )
     fig.update_xaxes(
         title_text=gettext(lang, "Recomputed in backward ({unit})", unit=funit),

@@ -156,7 +156,7 @@ SETTING_LABELS: dict[str, str] = {
 }
 OPTION_LABELS: dict[str, str] = {"steps": N_("Training steps"), "vary": N_("Grow"),
                                  "shape": N_("Layer widths"),
-                                 "budget_percent": N_("Budget, % of the plain peak")}
+                                 "budget_percent": N_("Budget (percent of the plain peak)")}
 # an option's values that are words, as the label shows them
 OPTION_VALUES: dict[str, dict[str, str]] = {
     "shape": {"equal": N_("equal"), "unequal": N_("unequal")}}

@@ -57,7 +57,7 @@ def controls() -> Job:
         low, high, step = placement_jobs.BUDGETS
         share = query.int_slider(
             "share",
-            t("Budget (% of the peak without checkpointing)"),
+            t("Budget, percent of the peak without checkpointing"),
             low,
             high,
             step,

@@ -1,6 +1,7 @@
 """The chain placement (memory.placement): the optimal method against brute force on
 small random chains of unequal layers, with the backward's extra bytes (`after`, `top`,
-`base`, `floor`) and torch's early stop (`skip`); every method against the optimum."""
+`base`, `floor`) and torch's early stop (`skip`); every method against the optimum; the
+optimal frontier against the least recompute of every plan at each budget."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import random
 
 import pytest
 
-from memory.placement import METHODS, BudgetTooSmall, Chain, place
+from memory.placement import METHODS, BudgetTooSmall, Chain, frontier, place
 from memory.segments import Segment
 
 
@@ -128,3 +129,16 @@ def test_optimal_scales_to_a_deep_unequal_chain():
     plan = place("optimal", chain, sum(full) // 3)
     assert time.process_time() - start < 5
     assert chain.need(plan) <= sum(full) // 3
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_frontier_is_every_corner_of_the_least_recompute_at_each_budget(seed):
+    chain = random_chain(random.Random(100 + seed))
+    points = {(chain.need(p), chain.recompute(p)) for p in every_plan(chain.layers)}
+    corners, least = [], None
+    for need in sorted({n for n, _ in points}):
+        best = min(r for n, r in points if n <= need)
+        if least is None or best < least:
+            corners.append((need, best))
+            least = best
+    assert sorted(frontier(chain)) == corners

@@ -99,3 +99,24 @@ def test_the_compare_command_prints_each_placements_layers(capsys):
     ]
     assert main(["compare", *small, "--placement", "optimal"]) == 2  # no budget
     assert "--budget" in capsys.readouterr().err
+
+
+def test_a_placement_job_estimates_bounds_and_stores_its_run():
+    from memory.placement import place
+    from serving import placement_jobs
+    from serving.jobs import Job, decode_result, encode_result
+
+    job = Job.make("placement", SMALL, (), **placement_jobs.options("unequal", 50))
+    assert Job.from_request(job.request()) == job
+    result = placement_lab.run(SMALL, "unequal", 0.5, measure=False)
+    result.step_flops = 123.0
+    result.runs[0].peak_bytes, result.runs[0].recompute_flops = 456, 789.0
+    again = decode_result(encode_result(result))
+    assert again.to_json() == result.to_json() and again.frontier == result.frontier
+    chain = lab_chain.chain(SMALL, result.widths)
+    plain = chain.need(place("none", chain))
+    assert job.memory_bytes("cpu") == result.parameter_bytes + plain
+    # a tracked and a counted step per distinct plan, the plain one included
+    distinct = {tuple(r.segments) for r in result.runs if r.error is None}
+    assert len(placement_jobs.plans(chain, 50)) == len(distinct)
+    assert job.step_count() == 1 and job.step_work(0) > 0
