@@ -244,9 +244,13 @@ def _peak_words(r: MethodRun, result: PlacementRun, lang: str) -> str:
     return gettext(lang, "peaks at {peak}, within the budget", peak=peak)
 
 
-def layers_text(layers: list[int], lang: str = "en") -> str:
-    """The checkpointed layers as a list ("0, 2, 5"); "none" when there are none."""
-    return ", ".join(map(str, layers)) if layers else gettext(lang, "none")
+def segments_text(run: MethodRun, lang: str = "en") -> str:
+    """The checkpointed segments: a layer alone ("5"), or layers rebuilt together as one
+    segment ("0–2"); "none" when nothing is checkpointed."""
+    parts = [
+        str(a) if b - a == 1 else f"{a}–{b - 1}" for a, b, mode in run.segments if mode != "keep"
+    ]
+    return ", ".join(parts) if parts else gettext(lang, "none")
 
 
 def widths_text(result: PlacementRun) -> str:
@@ -257,7 +261,7 @@ def widths_text(result: PlacementRun) -> str:
 
 TABLE_COLUMNS = {
     "method": N_("Method"),
-    "layers": N_("Checkpointed layers"),
+    "layers": N_("Checkpointed segments"),
     "peak": N_("Peak (measured)"),
     "peak_predicted": N_("Peak (predicted)"),
     "recompute": N_("Recomputed (measured)"),
@@ -267,8 +271,8 @@ TABLE_COLUMNS = {
 
 
 def placement_table(result: PlacementRun, lang: str = "en") -> pd.DataFrame:
-    """One row per method: the layers it checkpoints, its peak and recompute measured and
-    predicted, and whether its measured peak kept to the budget."""
+    """One row per method: the segments it checkpoints, its peak and recompute measured
+    and predicted, and whether its measured peak kept to the budget."""
     loc = babel(lang)
     sizes = [r.peak_bytes for r in result.runs] + [r.predicted_peak_bytes for r in result.runs]
     # KiB with a decimal on the lab's small models: measured beside predicted to 0.1 KiB
@@ -284,7 +288,7 @@ def placement_table(result: PlacementRun, lang: str = "en") -> pd.DataFrame:
         rows.append(
             {
                 "method": method_name(r.method, lang),
-                "layers": layers_text(r.checkpointed, lang) if r.ran else MISSING,
+                "layers": segments_text(r, lang) if r.ran else MISSING,
                 "peak": format_bytes_in(r.peak_bytes, unit, locale=loc),
                 "peak_predicted": format_bytes_in(
                     r.predicted_peak_bytes if r.ran else None, unit, locale=loc

@@ -93,6 +93,12 @@ def show(result: PlacementRun) -> None:
     display.note(figures.figure_caption(lang))
     st.markdown("\n".join(f"- {line}" for line in figures.comparison_lines(result, lang)))
     display.table(figures.placement_table(result, lang))
+    st.caption(
+        t(
+            "Checkpointed segments: 5 is layer 5 checkpointed alone, 0–2 layers 0 to 2 "
+            "rebuilt together from layer 0's input. Peaks above the parameters, to 0.1 KiB."
+        )
+    )
     display.measured_caption(
         device_text(runner.device()),
         [N_("live-tensor tracker (TorchDispatchMode)"), N_("torch's FlopCounterMode")],

@@ -99,6 +99,9 @@ def test_the_page_shows_the_measured_numbers_not_the_predicted_ones(app_test: Ca
         format_bytes_in(r.predicted_peak_bytes, "KiB") if r.ran else "–" for r in result.runs
     ]
     assert _column(at, "Peak (measured)") != _column(at, "Peak (predicted)")
+    segments = dict(zip(_column(at, "Method"), _column(at, "Checkpointed segments"), strict=True))
+    assert segments[method_name("sqrt")] == "0–2, 3–5, 6–7"  # √8: segments of 3 layers
+    assert segments[method_name("none")] == "none"
     verdicts = dict(zip(_column(at, "Method"), _column(at, "Budget"), strict=True))
     assert verdicts[method_name("every")] == "✗ over"
     assert verdicts[method_name("optimal")] == "✓ within"
