@@ -52,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--timeline", action="store_true", help="include the memory timeline "
                                                            "(with --json)")
+    _placement_options(p)
     p = sub.add_parser("sweep", help="vary one parameter, e.g. --vary layers=2,4,8,16")
     _config_options(p)
     p.add_argument("--vary", required=True, help="NAME=V1,V2,... with NAME one of layers, "
@@ -73,6 +74,68 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     sub.add_parser("plan", help=f"moved: {MOVED_PLAN}", add_help=False)
     return parser
+
+
+def _placement_options(p: argparse.ArgumentParser) -> None:
+    from memory.lab_chain import SHAPES
+    from memory.placement import METHODS
+
+    p.add_argument("--placement", default=None,
+                   help=f"instead of --strategies: checkpoint placements for a byte budget, "
+                        f"comma-separated ({', '.join(METHODS)}; all: every one), each run "
+                        f"and measured; prints the layers each checkpoints")
+    p.add_argument("--budget", default=None,
+                   help="with --placement: the step's peak above the parameters, in bytes "
+                        "(e.g. 50MiB) or as a share of the plain step's predicted peak (60%%)")
+    p.add_argument("--shape", default="equal", choices=list(SHAPES),
+                   help="with --placement: equal layers, or unequal (the first MLP 16h wide, "
+                        "then 2h and 6h in turn)")
+
+
+def _placement(args, cfg: ModelConfig) -> int:
+    from demos.placement_lab import run
+    from memory.placement import BUDGETED, METHODS
+
+    methods = list(METHODS) if args.placement.strip() == "all" else [
+        m.strip() for m in args.placement.split(",") if m.strip()]
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown or not methods:
+        raise ConfigError(f"placement {','.join(unknown) or args.placement!r} is unknown; "
+                          f"allowed: {', '.join(METHODS)} or all")
+    text = (args.budget or "").strip()
+    if not text and any(m in BUDGETED for m in methods):
+        raise ConfigError(f"--budget is needed for {', '.join(sorted(BUDGETED))}: "
+                          f"e.g. --budget 60% or --budget 50MiB")
+    if text.endswith("%"):
+        try:
+            budget: int | float = float(text[:-1]) / 100
+        except ValueError:
+            raise ConfigError(f"budget={text!r}: write a share such as 60%") from None
+        if not 0 < budget <= 1:
+            raise ConfigError(f"budget={text!r}: a share in 1%..100%")
+    else:
+        budget = parse_bytes(text) if text else 0
+    device = args.device
+    if device == "auto":
+        import torch
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    result = run(cfg, args.shape, budget, methods, device=device)
+    if args.json:
+        print(json.dumps(_clean(result.to_json())))
+        return 0
+    print(f"# {args.shape} layers (MLP widths {', '.join(map(str, result.widths))}); budget "
+          f"{result.budget_bytes} bytes above the parameters ({result.parameter_bytes}); "
+          f"peaks measured by the live tracker, recompute counted by torch's FlopCounterMode")
+    for r in result.runs:
+        if r.error:
+            print(f"{r.method:8} {r.error}")
+            continue
+        within = "within budget" if r.within_budget else "OVER budget"
+        print(f"{r.method:8} peak {r.peak_bytes} (predicted {r.predicted_peak_bytes}, {within})"
+              f"; recompute {r.recompute_flops:.4g} FLOPs (predicted "
+              f"{r.predicted_recompute_flops:.4g}); checkpointed layers {r.checkpointed}")
+    return 0
 
 
 def _budget_parser(sub) -> None:
@@ -246,6 +309,8 @@ def _run(args) -> int:
     limit = parse_bytes(args.limit) if args.limit else None
     if args.repeats < 0:
         raise ConfigError(f"repeats={args.repeats} is out of range; allowed 0..100")
+    if args.command == "compare" and args.placement:
+        return _placement(args, cfg)
     if args.command == "compare":
         comp = compare(cfg, specs, device=args.device, repeats=args.repeats,
                        timeline=args.timeline, limit_bytes=limit)

@@ -16,16 +16,17 @@ from memory.config import ModelConfig
 class GPTBlock(ProbedBlock):
     """Pre-LayerNorm GPT layer: x + proj(attn(ln1(x))), then + out(gelu(fc(ln2(x))))."""
 
-    def __init__(self, cfg: ModelConfig, index: int) -> None:
+    def __init__(self, cfg: ModelConfig, index: int, mlp_width: int | None = None) -> None:
         super().__init__(index)
         h = cfg.hidden
+        m = mlp_width or 4 * h  # the MLP's width: 4h, or a layer's own (memory.lab_chain)
         self.heads = cfg.heads
         self.ln1 = nn.LayerNorm(h)
         self.qkv = nn.Linear(h, 3 * h)
         self.proj = nn.Linear(h, h)
         self.ln2 = nn.LayerNorm(h)
-        self.fc = nn.Linear(h, 4 * h)
-        self.out = nn.Linear(4 * h, h)
+        self.fc = nn.Linear(h, m)
+        self.out = nn.Linear(m, h)
         # one module, used twice (after attention and after the MLP); Identity at 0, so
         # no masks are drawn or kept
         self.drop = nn.Dropout(cfg.dropout) if cfg.dropout > 0 else nn.Identity()
@@ -40,4 +41,4 @@ class GPTBlock(ProbedBlock):
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (b, a, s, h/a)
         y = y.transpose(1, 2).reshape(b, s, h)  # (b, s, h)
         x = x + self.drop(self.proj(y))  # (b, s, h)
-        return x + self.drop(self.out(F.gelu(self.fc(self.ln2(x)))))  # (b, s, 4h) -> (b, s, h)
+        return x + self.drop(self.out(F.gelu(self.fc(self.ln2(x)))))  # (b, s, m) -> (b, s, h)

@@ -111,6 +111,26 @@ def format_ms(seconds: float | None, *, locale: str = "en") -> str:
     return f"{number(seconds * 1000, decimals, locale=locale, grouping=False)} ms"
 
 
+def flop_unit(top: float) -> tuple[str, float]:
+    """The unit for FLOP counts up to `top`: GFLOP, MFLOP or kFLOP, and its size."""
+    if top >= 1e9:
+        return "GFLOP", 1e9
+    if top >= 1e6:
+        return "MFLOP", 1e6
+    return "kFLOP", 1e3
+
+
+def format_flops(value: float | None, *, locale: str = "en") -> str:
+    """A FLOP count: '23.07 MFLOP', '1.50 GFLOP', '0 FLOP'; '–' when missing."""
+    if _missing(value):
+        return MISSING
+    assert value is not None
+    if not value:
+        return "0 FLOP"
+    unit, scale = flop_unit(abs(float(value)))
+    return f"{number(float(value) / scale, 2, locale=locale, grouping=False)} {unit}"
+
+
 def byte_unit(max_bytes: float) -> tuple[str, int]:
     """The axis unit for sizes up to max_bytes: MiB under 2 GiB, GiB above."""
     return ("GiB", GIB) if max_bytes >= 2 * GIB else ("MiB", MIB)

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from i18n import N_, gettext
-from i18n.units import byte_unit, format_bytes, format_ms, number
+from i18n.units import byte_unit, flop_unit, format_bytes, format_flops, format_ms, number
 from reports.figure_style import LAYOUT, separators
 from reports.report import babel, label_of
 
@@ -44,14 +44,6 @@ def _labels(frame: pd.DataFrame, lang: str) -> list[str]:
             for k, s, b in zip(frame["kind"], frame["strategy"], frame["budget"], strict=True)]
 
 
-def _flop_unit(top: float) -> tuple[str, float]:
-    if top >= 1e9:
-        return "GFLOP", 1e9
-    if top >= 1e6:
-        return "MFLOP", 1e6
-    return "kFLOP", 1e3
-
-
 def pareto_figure(frame: pd.DataFrame, lang: str = "en") -> go.Figure:
     """Bytes saved for backward (x) against step time (top) and recomputed FLOPs (bottom):
     the budgets joined as the compiler's curve, the manual strategies as points."""
@@ -62,7 +54,7 @@ def pareto_figure(frame: pd.DataFrame, lang: str = "en") -> go.Figure:
         fig.update_layout(**LAYOUT, height=300, title_text=title)
         return fig
     unit, scale = byte_unit(float(frame["saved_bytes"].max()) or 1.0)
-    flop_unit, flop_scale = _flop_unit(float(frame["recomputed_flops"].abs().max()) or 1.0)
+    flops_unit, flop_scale = flop_unit(float(frame["recomputed_flops"].abs().max()) or 1.0)
     labels = _labels(frame, lang)
     data = frame.assign(label=labels)
     for kind in ("budget", "compiled", "eager"):
@@ -81,7 +73,7 @@ def pareto_figure(frame: pd.DataFrame, lang: str = "en") -> go.Figure:
                       arrayminus=(part["step_seconds"] - part["step_seconds_low"]) * 1000)
         for row, y, y_text, error in (
                 (1, part["step_seconds"] * 1000, "%{y:.1f} ms", spread),
-                (2, part["recomputed_flops"] / flop_scale, "%{y:.2f} " + flop_unit, None)):
+                (2, part["recomputed_flops"] / flop_scale, "%{y:.2f} " + flops_unit, None)):
             fig.add_scatter(
                 x=x, y=y, error_y=error, mode=mode, text=text, textposition="top center",
                 cliponaxis=False, name=name,
@@ -94,7 +86,7 @@ def pareto_figure(frame: pd.DataFrame, lang: str = "en") -> go.Figure:
     fig.update_xaxes(title_text=x_title, rangemode="tozero", row=1, col=1)
     fig.update_xaxes(title_text=x_title, rangemode="tozero", row=2, col=1)
     fig.update_yaxes(title_text="ms", rangemode="tozero", row=1, col=1)
-    fig.update_yaxes(title_text=flop_unit, rangemode="tozero", row=2, col=1)
+    fig.update_yaxes(title_text=flops_unit, rangemode="tozero", row=2, col=1)
     fig.update_layout(**LAYOUT, height=720, separators=separators(lang))
     fig.update_layout(title_text=title)
     return fig
@@ -115,10 +107,7 @@ def end_points(frame: pd.DataFrame) -> tuple[pd.Series, pd.Series] | None:
 
 
 def _flops(value: float, lang: str) -> str:
-    if not value:
-        return gettext(lang, "0 FLOP")
-    unit, scale = _flop_unit(abs(float(value)) or 1.0)
-    return gettext(lang, "{value:.2f} {unit}", value=float(value) / scale, unit=unit)
+    return format_flops(value, locale=babel(lang))
 
 
 def budget_caption(frame: pd.DataFrame, lang: str = "en") -> str:

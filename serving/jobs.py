@@ -3,7 +3,8 @@ for a short while, its estimated time and memory, its store key, and its result 
 
 `Job` is what `serving.service` queues and `serving.worker` executes one step at
 a time; the steps' partial results are merged into what the pages read: a `Comparison` (compare), a
-DataFrame (sweep, fits, train). No Streamlit here.
+DataFrame (sweep, fits, train), a `PlacementRun` (placement: serving.placement_jobs). No
+Streamlit here.
 """
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ from demos.results import Comparison, StrategyResult, TimelinePoint
 from memory import theory
 from memory.config import ConfigError, ModelConfig
 from memory.strategies import StrategySpec, parse_strategy, require_spec, spec_of_label
-from serving import picture_jobs, toolbox_jobs
+from serving import picture_jobs, placement_jobs, toolbox_jobs
 
-KINDS = ("compare", "sweep", "fits", "train", "mistakes", "budget", "pictures", "toolbox")
+KINDS = ("compare", "sweep", "fits", "train", "mistakes", "budget", "pictures", "toolbox",
+         "placement")
 # The worker's own memory beside what a run's tensors need (Python objects, the tracker's
 # bookkeeping, allocator slack); a run past predicted × MEMORY_FACTOR + this is stopped.
 MEMORY_SLACK_BYTES = 512 * 2**20
@@ -52,7 +54,8 @@ class Job:
     demos.mistakes.CASES, one step each; the cases fix their own small models);
     budget: budgets, eager, compiled, repeats (demos.compiler_budget: one point per
     step); pictures: serving.picture_jobs; toolbox: part and its setting
-    (serving.toolbox_jobs, one step).
+    (serving.toolbox_jobs, one step); placement: shape, budget_percent (of the plain
+    step's peak; serving.placement_jobs, one step).
 
     `strategies` are records (memory.strategies.StrategySpec); the request, and so the
     store's key, names them by their canonical text ("every-k:2"), which `from_request`
@@ -104,6 +107,8 @@ class Job:
             return 1
         if self.kind == "pictures":  # the /pictures page's runs: serving.picture_jobs
             return picture_jobs.step_count(self)
+        if self.kind == "placement":  # every method's placement in one step
+            return 1
         if self.kind == "mistakes":
             return len(self.option("cases", ()))
         if self.kind == "budget":
@@ -178,6 +183,8 @@ class Job:
             return picture_jobs.step_work(self, index)
         if self.kind == "toolbox":
             return toolbox_jobs.step_work(self)
+        if self.kind == "placement":
+            return placement_jobs.step_work(self, device_kind)
         if self.kind == "mistakes":  # a case's own small models: its record's estimate
             from demos.mistakes import CASES
 
@@ -200,6 +207,8 @@ class Job:
             return picture_jobs.memory_bytes(self)
         if self.kind == "toolbox":
             return toolbox_jobs.MEMORY_BYTES
+        if self.kind == "placement":  # the plain step's predicted peak, exact on a CPU
+            return placement_jobs.memory_bytes(self, device_kind)
         if self.kind == "fits":
             return int(self.option("budget_bytes"))
         need = 0
@@ -235,6 +244,8 @@ class Job:
             return picture_jobs.run_step(self, index, device_kind)
         if self.kind == "toolbox":  # a table too; on the CPU whatever the device
             return toolbox_jobs.run_step(self)
+        if self.kind == "placement":
+            return placement_jobs.run_step(self, device_kind)
         if self.kind == "mistakes":  # CPU only: the live tracker measures to the byte
             from demos.mistakes import run_case
 
@@ -296,6 +307,8 @@ class Job:
             return pd.DataFrame(list(parts))
         if self.kind == "mistakes":
             return list(parts)
+        if self.kind == "placement":  # one step: its PlacementRun
+            return parts[0]
         frame = pd.concat(list(parts), ignore_index=True)
         if self.kind == "sweep":
             from demos.sweep import keep_last_events
@@ -354,6 +367,10 @@ def encode_result(result: Any) -> str:
                                                                    index=False)})
     if isinstance(result, list):  # a mistakes job: demos.mistakes.CaseResult records
         return json.dumps({"type": "mistakes", "data": [r.to_json() for r in result]})
+    from demos.placement_lab import PlacementRun
+
+    if isinstance(result, PlacementRun):
+        return json.dumps({"type": "placement", "data": result.to_json()})
     raise TypeError(f"cannot store a {type(result).__name__}")
 
 
@@ -364,6 +381,10 @@ def decode_result(text: str) -> Any:
         from demos.mistakes import CaseResult
 
         return [CaseResult.from_json(item) for item in data]
+    if payload["type"] == "placement":
+        from demos.placement_lab import PlacementRun
+
+        return PlacementRun.from_json(data)
     if payload["type"] == "frame":
         frame = pd.read_json(io.StringIO(data), orient="table")
         for column in frame.select_dtypes(include="object").columns:  # JSON null: None, not NaN

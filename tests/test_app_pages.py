@@ -18,7 +18,7 @@ def test_every_page_is_declared_once_with_the_fixed_url_paths() -> None:
         "",
         *(item.path for item in LESSONS),
         "compare", "timeline", "curves", "what-fits", "same-result", "mistakes",
-        "compiler-budget", "real-model", "pictures", "plan", "quiz", "verify",
+        "compiler-budget", "placement", "real-model", "pictures", "plan", "quiz", "verify",
     ]
 
 

@@ -154,7 +154,12 @@ SETTING_LABELS: dict[str, str] = {
     "seq_len": N_("Sequence length"), "batch": N_("Batch"), "vocab": N_("Vocabulary"),
     "dtype": N_("Number format"), "arch": N_("Layer architecture"), "dropout": N_("Dropout"),
 }
-OPTION_LABELS: dict[str, str] = {"steps": N_("Training steps"), "vary": N_("Grow")}
+OPTION_LABELS: dict[str, str] = {"steps": N_("Training steps"), "vary": N_("Grow"),
+                                 "shape": N_("Layer widths"),
+                                 "budget_percent": N_("Budget (percent of the plain peak)")}
+# an option's values that are words, as the label shows them
+OPTION_VALUES: dict[str, dict[str, str]] = {
+    "shape": {"equal": N_("equal"), "unequal": N_("unequal")}}
 
 
 @dataclass(frozen=True)
@@ -210,7 +215,9 @@ def settings_text(old: Job, new: Job, lang: str) -> str:
              for name in changed]
     for name, label in OPTION_LABELS.items():
         if old.option(name) != new.option(name) and old.option(name) is not None:
-            parts.append(f"{t(label)} {_value_text(old.option(name), lang)}")
+            value = OPTION_VALUES.get(name, {}).get(old.option(name))
+            parts.append(f"{t(label)} "
+                         f"{t(value) if value else _value_text(old.option(name), lang)}")
     if old.option("budget_bytes") != new.option("budget_bytes") and old.option("budget_bytes"):
         parts.append(t("budget {size}", size=format_bytes(int(old.option("budget_bytes")),
                                                           locale=babel_locale())))
@@ -551,6 +558,14 @@ def run_toolbox(job: Job) -> pd.DataFrame | None:
     models in the device's worker, stored for everyone once measured."""
     what = "toolbox-" + "-".join(f"{name}={value}" for name, value in job.options)
     return _run(job, what=what)
+
+
+def run_placement(job: Job, show: Show | None = None) -> Any:
+    """Every checkpoint placement method for a budget, run for real (a "placement" job:
+    serving.placement_jobs): its demos.placement_lab.PlacementRun, or None with the reason
+    on the page. `show` draws it (and the previous result, dimmed, while a new one runs)."""
+    what = "placement-" + "-".join(f"{name}={value}" for name, value in job.options)
+    return _run(job, what=f"{what}-layers={job.config.layers}", show=show)
 
 
 def cached(job: Job) -> Any:

@@ -48,6 +48,8 @@ PAGES: tuple[PageSpec, ...] = (
              ":material/bug_report:"),
     PageSpec(N_("Live demos"), "pages/demos/compiler_budget.py", "compiler-budget",
              N_("Compiler memory budget"), ":material/tune:"),
+    PageSpec(N_("Live demos"), "pages/demos/placement.py", "placement",
+             N_("Best placement for this budget"), ":material/view_timeline:"),
     PageSpec(N_("Live demos"), "pages/demos/real_model.py", "real-model", N_("The real model"),
              ":material/memory:"),
     PageSpec(N_("Live demos"), "pages/demos/pictures.py", "pictures",

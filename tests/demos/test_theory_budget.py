@@ -6,6 +6,7 @@ from memory.config import ModelConfig
 from memory.placement import BudgetTooSmall, dp_plan, greedy_plan, plan_need
 from memory.segments import Segment
 from memory.strategies import parse_strategy
+from tests.demos.test_placement import every_plan
 
 
 def test_korthikanti_and_seed_figures():
@@ -130,17 +131,6 @@ def test_dp_scales_to_the_largest_model():
     assert sum(s.size for s in plan if s.mode == "keep") > 0  # keeps what fits
 
 
-def _every_plan(n: int):
-    """Every split of n layers into consecutive segments, each kept or checkpointed."""
-    import itertools
-
-    for cuts in itertools.product([0, 1], repeat=n - 1):
-        bounds = [0] + [i + 1 for i, c in enumerate(cuts) if c] + [n]
-        segs = list(zip(bounds, bounds[1:], strict=False))
-        for modes in itertools.product(["keep", "checkpoint"], repeat=len(segs)):
-            yield [Segment(a, b, m) for (a, b), m in zip(segs, modes, strict=True)]
-
-
 def _recompute(plan, cost) -> int:
     return sum(cost[i] for s in plan if s.mode == "checkpoint" for i in range(s.start, s.stop))
 
@@ -160,7 +150,7 @@ def test_dp_gives_the_least_recompute_of_every_plan_on_unequal_chains(seed):
     cost = [rng.randint(1, 50) * f for f in full]  # FLOPs roughly with the bytes, not equal
     least = plan_need([Segment(i, i + 1, "checkpoint") for i in range(n)], full, inputs)
     budget = rng.randint(least, sum(full))
-    best = min(_recompute(plan, cost) for plan in _every_plan(n)
+    best = min(_recompute(plan, cost) for plan in every_plan(n)
                if plan_need(plan, full, inputs) <= budget)
     dp = dp_plan(full, inputs, budget, cost)
     assert plan_need(dp, full, inputs) <= budget
