@@ -90,8 +90,10 @@ test-setup:
 # beside the unit and AppTest tests in TEST_WORKERS processes (pytest-xdist). The browser
 # part leaves most of a core idle while a page draws, so the two run at once; its report
 # follows the unit part's. Both parts always run; "no tests selected" (exit 5) in one part
-# is no failure.
-TEST_WORKERS ?= 2
+# is no failure. Three unit workers on two cores: many tests wait (for a child process, a
+# server, a database), and two workers beside the browser part left over a third of the
+# CPU idle.
+TEST_WORKERS ?= 3
 BROWSER_LOG := tests/artifacts/browser-part.log
 test: test-setup $(MO_FILES)
 	@status=0; mkdir -p $(dir $(BROWSER_LOG)); \
