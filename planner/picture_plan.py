@@ -1,7 +1,8 @@
 """The planner for image models: a diffusers UNet or diffusion transformer (SDXL, SD 1.5,
 SD3 and 3.5, Flux) or a transformers vision encoder (ViT, SigLIP, DINOv2, CLIP's vision
 tower), trained at a resolution, batch, precision and tuning on one GPU: what each
-block keeps for backward, every checkpointing choice's peak, and the recommendation.
+block keeps for backward, every checkpointing choice's peak, and the recommendation
+(when nothing fits, the alternatives: other settings, each planned whole).
 
 What a block keeps is measured on the real class (planner.picture_measure: fitted under
 fake tensors in t = (side / unit)², exact at every whole multiple of the unit), plainly
@@ -347,7 +348,7 @@ def alternatives(p: PictureInputs, kind: str,
     when none fits, the combinations of two changes that fit, then of three ...; when no
     combination fits, the closest of all the changes together. Best first: those that
     fit, the task kept before it is changed, the fewest changes, the lowest peak with
-    every block checkpointed."""
+    every block checkpointed; then those that do not, the lowest peak first."""
     options = changes(p, kind)
     shown: list[Alternative] = []
     plans: list[Alternative] = []
@@ -360,8 +361,8 @@ def alternatives(p: PictureInputs, kind: str,
     else:
         if plans and len(options) > 1:
             shown.append(min(plans, key=lambda a: a.every.peak))
-    return sorted(shown, key=lambda a: (not a.fits, a.changes_the_task, len(a.changes),
-                                        a.every.peak))
+    return sorted(shown, key=lambda a: (not a.fits, a.fits and a.changes_the_task,
+                                        len(a.changes) if a.fits else 0, a.every.peak))
 
 
 def share(part: int, whole: int) -> float:

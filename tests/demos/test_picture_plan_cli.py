@@ -216,13 +216,14 @@ def test_the_printed_transformers_code_runs(family: str, strategy: str,
 
 
 def test_cached_encoders_leave_the_vae_and_text_encoders_out(capsys, shipped_only) -> None:
-    flags = ["--model", "flux.1-dev", "--tuning", "lora", "--gpu", "l4"]
+    flags = ["--model", "flux.1-dev", "--tuning", "lora", "--gpu", "a100-40"]
     resident = _plan(capsys, *flags)
     cached = _plan(capsys, *flags, "--encoders", "cached", "--cached-images", "30")
     assert {p["id"] for p in resident["frozen"]} == {"vae", "text_encoder", "text_encoder_2"}
     assert cached["frozen"] == [] and "pixels" not in cached["around_model_bytes"]
     # 30 latent distributions: 5 x 16 channels x 128 x 128 bf16 numbers each
     assert cached["around_model_bytes"]["latent_cache"] == 30 * 5 * 16 * 128 * 128 * 2
+    assert cached["code_for"] == "asked"  # on a 40 GB card it fits as asked: its script
     assert "--cache_latents" in cached["code"]["script"]
     drop = sum(p["bytes"] for p in resident["frozen"])
     assert drop > 9 * 2**30  # T5-XXL's 4.76B parameters in bf16 among them
