@@ -331,19 +331,24 @@ class Alternative:
         return any(change in TASK_CHANGES for change, _ in self.changes)
 
 
-def alternative(p: PictureInputs, made: tuple[tuple[str, Any], ...],
-                measure: Callable[[PictureInputs], dict[str, Any]]) -> Alternative:
+Measure = Callable[["PictureInputs"], "dict[str, Any] | None"]
+
+
+def alternative(p: PictureInputs, made: tuple[tuple[str, Any], ...], measure: Measure
+                ) -> Alternative | None:
     """The whole plan with the changes `made` (measured by `measure` where the changes
-    need another measurement: another tuning or batch)."""
+    need another measurement: another tuning or batch); None when that measurement
+    failed."""
     q = p.with_(**dict(made))
     measured = measure(q)
+    if measured is None:
+        return None
     b = blocks(measured, q.batch, q.resolution)
     rows = candidates(q, measured, b)
     return Alternative(made, q, measured, recommend(rows), rows[-1])
 
 
-def alternatives(p: PictureInputs, kind: str,
-                 measure: Callable[[PictureInputs], dict[str, Any]]) -> list[Alternative]:
+def alternatives(p: PictureInputs, kind: str, measure: Measure) -> list[Alternative]:
     """When the plan does not fit: each single change (its own plan, fitting or not);
     when none fits, the combinations of two changes that fit, then of three ...; when no
     combination fits, the closest of all the changes together. Best first: those that
@@ -353,8 +358,9 @@ def alternatives(p: PictureInputs, kind: str,
     shown: list[Alternative] = []
     plans: list[Alternative] = []
     for size in range(1, len(options) + 1):
-        plans = [alternative(p, made, measure) for made in combinations(options, size)
-                 if sum(change == "tuning" for change, _ in made) <= 1]
+        planned = (alternative(p, made, measure) for made in combinations(options, size)
+                   if sum(change == "tuning" for change, _ in made) <= 1)
+        plans = [a for a in planned if a is not None]  # a failed measurement: not offered
         shown += plans if size == 1 else [a for a in plans if a.fits]
         if any(a.fits for a in shown):
             break

@@ -12,6 +12,7 @@ import threading
 from typing import Any
 
 from i18n import DEFAULT
+from model_classes.causal_lm_config import ClassConfigError
 from planner import picture_code as code
 from planner import picture_parts as parts
 from planner import picture_plan as plan
@@ -114,10 +115,13 @@ def report(p: PictureInputs, measured: dict[str, Any], repo: str | None = None,
     frozen = parts.frozen_bytes(fam, p.precision, p.encoders)
     alternatives: list[plan.Alternative] = []
     if not best.fits:
-        def same_or_measured(q: PictureInputs) -> dict[str, Any]:
+        def same_or_measured(q: PictureInputs) -> dict[str, Any] | None:
             if q.measure_key() == p.measure_key():
                 return measured
-            return (measure or measured_for)(q)
+            try:
+                return (measure or measured_for)(q)
+            except ClassConfigError:  # that variant failed or hit a limit: not offered
+                return None
 
         alternatives = plan.alternatives(p, measured["kind"], same_or_measured)
     take = alternatives[0] if alternatives and alternatives[0].fits else None

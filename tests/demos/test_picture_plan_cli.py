@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from memory.hardware import GiB
+from memory.hardware import GPUS, GiB
 from model_classes.kinds import kind_for
 from model_classes.tiny_pictures import tiny_config
 from model_classes.variant import Variant
@@ -295,3 +295,22 @@ def test_the_printed_qlora_code_runs(tmp_path: Path) -> None:
     with torch.autocast("cpu", dtype=torch.bfloat16):
         _step(model, kind, Variant("mixed", lora_rank=4, quantized=True))
     assert all(p.grad is not None for p in model.parameters() if p.requires_grad)
+
+
+def test_an_alternative_whose_measurement_fails_is_not_offered(shipped_only) -> None:
+    """QLoRA's variant failing to measure (a limit hit): the alternatives that keep the
+    measured variant are still planned, none fits, and no code is given."""
+    from model_classes.causal_lm_config import ClassConfigError
+    from planner.picture_plan import PictureInputs
+    from planner.picture_report import measured_for, report
+
+    def fail(q):
+        raise ClassConfigError("cannot-build", "a limit hit")
+
+    p = PictureInputs(preset_config("flux.1-dev"), gpu_bytes=GPUS["l4"].bytes)
+    data = report(p, measured_for(p), measure=fail)
+    rec = data["recommendation"]
+    assert [a["changes"][0]["change"] for a in rec["alternatives"]] == [
+        "encoders", "optimizer"]
+    assert not any(a["fits"] for a in rec["alternatives"]) and rec["take"] is None
+    assert data["code_for"] is None and not any(data["code"].values())
