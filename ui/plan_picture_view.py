@@ -253,9 +253,9 @@ def _alternative(alt: dict[str, Any], p: PictureInputs) -> str:
 
 def _take(take: dict[str, Any], blocks: int, p: PictureInputs) -> str:
     plan = take["plan"]
-    return t("Take **{change}**: then {plan} ({count} of {blocks} blocks checkpointed, the "
-             "fewest that fit) peaks at {peak} per GPU: {verdict}. The code below is that "
-             "plan's.", change=change_name(take), plan=strategy_name(plan),
+    return t("Take **{change}**: {plan} ({count} of {blocks} blocks checkpointed, the "
+             "fewest that fit) then peaks at {peak} per GPU: {verdict}. The code below is "
+             "that plan's.", change=change_name(take), plan=strategy_name(plan),
              count=plan["blocks_checkpointed"], blocks=blocks, peak=gib(plan["peak_bytes"]),
              verdict=verdict(p.gpu_bytes - plan["peak_bytes"], True, p.headroom))
 

@@ -88,7 +88,8 @@ def test_flux_lora_on_an_l4_names_qlora_to_take_and_shows_only_its_code(
         app_test: Callable, shipped_only) -> None:
     """FLUX.1 [dev] LoRA on a 24 GB L4 does not fit: the page lists the alternatives best
     first, each with its peak (QLoRA's from its own 4-bit measurement) and whether it fits,
-    names QLoRA as the one to take and shows its plan's code only."""
+    names QLoRA as the one to take and shows its plan's code only; on a 4 GiB card nothing
+    fits and no code is shown."""
     at = app_test(PAGE, query={"model": "flux.1-dev", "resolution": "1024", "gpu": "l4",
                                "tuning": "lora", "lang": "en"})
     _no_errors(at)
@@ -112,6 +113,11 @@ def test_flux_lora_on_an_l4_names_qlora_to_take_and_shows_only_its_code(
     assert sorted(c.strip() for c in codes) == sorted(
         part.strip() for part in data["code"].values() if part)
     assert rec["fits"] is False and data["code_for"] == "take"
+    tiny = app_test(PAGE, query={"model": "flux.1-dev", "resolution": "1024", "gpu": "custom",
+                                 "gpu_gib": "4", "tuning": "lora", "lang": "en"})
+    _no_errors(tiny)  # nothing fits on 4 GiB: said, and no code at all
+    assert any("None of them fits, so no code is shown" in m.value for m in tiny.markdown)
+    assert not tiny.code and not any("Code for" in h.value for h in tiny.subheader)
 
 
 ONE_GPU = {"en": "The image planner plans one GPU", "de": "Der Bildplaner plant eine GPU",
