@@ -160,21 +160,55 @@ def print_report(data: dict[str, Any], p: PictureInputs) -> None:
     held = data["around_model_bytes"]
     if held:
         print("# besides the model: " + ", ".join(f"{k} {_gib(v)}" for k, v in held.items()))
+    rec = data["recommendation"]
     for row in data["strategies"].values():
         key = data["recommended_row"]
-        mark = "  <- recommended" if row is data["strategies"].get(key) else ""
+        mark = ("  <- recommended" if rec["fits"] else "  <- closest") \
+            if row is data["strategies"].get(key) else ""
         print(f"{_name(row):17} kept {_gib(row['activations_kept_bytes']):>11}  peak "
               f"{_gib(row['peak_bytes']):>11}  {_verdict(row, p)}{mark}")
-    rec = data["recommendation"]
-    print(f"\nRecommended: {_name(rec)} ({rec['blocks_checkpointed']} of {m['blocks']} "
-          f"blocks checkpointed), peak {_gib(rec['peak_bytes'])}, "
-          f"{'fits' if rec['fits'] else 'does not fit'}")
-    for tip in rec["suggestions"]:
-        peak = "" if tip["peak_bytes"] is None else f": peak {_gib(tip['peak_bytes'])}"
-        print(f"   or: --{tip['change'].replace('_', '-')} {tip['value']}{peak}")
+    count = f"{rec['blocks_checkpointed']} of {m['blocks']} blocks checkpointed"
+    if rec["fits"]:
+        print(f"\nRecommended: {_name(rec)} ({count}), peak {_gib(rec['peak_bytes'])}, "
+              "fits")
+    else:
+        print(f"\nDoes not fit: even {_name(rec)} ({count}) peaks at "
+              f"{_gib(rec['peak_bytes'])}, {_verdict(rec, p)}")
+        print_alternatives(rec, m["blocks"], p)
     for part in ("model", "pipeline", "script"):
         if data["code"][part]:
             print("\n" + data["code"][part].rstrip())
+
+
+def _flags(alt: dict[str, Any]) -> str:
+    return " ".join(f"--{c['change'].replace('_', '-')} {c['value']}" for c in alt["changes"])
+
+
+def print_alternatives(rec: dict[str, Any], blocks: int, p: PictureInputs) -> None:
+    """A plan that does not fit: each alternative with its peak (every block
+    checkpointed), best first; the one to take and whose code follows, or that none
+    fits and no code is printed."""
+    if rec["alternatives"]:
+        print("Alternatives, best first (peak with every block checkpointed):")
+    for alt in rec["alternatives"]:
+        task = " [changes the task]" if alt["changes_the_task"] else ""
+        print(f"   {_flags(alt)}{task}: peak {_gib(alt['every_layer_peak_bytes'])}, "
+              f"{'fits' if alt['fits'] else 'does not fit'}")
+    take = rec["take"]
+    if take is None:
+        print("Nothing listed fits: no code is printed (a larger GPU, a smaller image or "
+              "fewer trained parameters would be needed).")
+        return
+    plan = take["plan"]
+    print(f"Take {_flags(take)}: peak {_gib(take['every_layer_peak_bytes'])}, fits. "
+          f"The code below is that plan's: {_name(plan)} ({plan['blocks_checkpointed']} of "
+          f"{blocks} blocks checkpointed, the fewest that fit), peak "
+          f"{_gib(plan['peak_bytes'])}, {_verdict(plan, take_inputs(take, p))}")
+
+
+def take_inputs(take: dict[str, Any], p: PictureInputs) -> PictureInputs:
+    """The asked settings with the alternative's changes made (for its verdict)."""
+    return p.with_(**{c["change"]: c["value"] for c in take["changes"]})
 
 
 def run(args: Any, cfg: dict[str, Any], kind: str, label: str, repo: str | None,

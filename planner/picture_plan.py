@@ -1,7 +1,8 @@
 """The planner for image models: a diffusers UNet or diffusion transformer (SDXL, SD 1.5,
 SD3 and 3.5, Flux) or a transformers vision encoder (ViT, SigLIP, DINOv2, CLIP's vision
 tower), trained at a resolution, batch, precision and tuning on one GPU: what each
-block keeps for backward, every checkpointing choice's peak, and the recommendation.
+block keeps for backward, every checkpointing choice's peak, and the recommendation
+(when nothing fits, the alternatives: other settings, each planned whole).
 
 What a block keeps is measured on the real class (planner.picture_measure: fitted under
 fake tensors in t = (side / unit)², exact at every whole multiple of the unit), plainly
@@ -26,8 +27,10 @@ Pure arithmetic on the measurement (no torch): ids and numbers out, JSON-ready
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from itertools import combinations
 from typing import Any
 
 from memory.class_layers import ClassFit
@@ -287,28 +290,85 @@ def table(rows: list[Row], best: Row) -> list[Row]:
     return [out[s] for s in order if s in out]
 
 
-def suggestions(p: PictureInputs, measured: dict[str, Any], b: Blocks, best: Row
-                ) -> list[dict[str, Any]]:
-    """When nothing fits: the changes that need no new measurement, each with its peak
-    under every block checkpointed (8-bit AdamW, cached latents and embeddings)."""
-    if best.fits:
-        return []
-    out = []
-    for change, value in (("optimizer", "adamw-8bit"), ("encoders", "cached")):
-        if getattr(p, change) == value or (change == "encoders" and "_class_name" not in
-                                           p.config):
-            continue
-        q = p.with_(**{change: value})
-        r = row(q, measured, b, "every-layer")
-        out.append({"change": change, "value": value, "peak_bytes": r.peak,
-                    "fits": r.fits})
-    if p.tuning == "full":
-        out.append({"change": "tuning", "value": "lora", "peak_bytes": None, "fits": None})
-    elif p.tuning == "lora" and measured["kind"] in QLORA_KINDS:
-        out.append({"change": "tuning", "value": "qlora", "peak_bytes": None, "fits": None})
+# the changes an alternative may make, in the order they are offered: the task kept
+# (8-bit AdamW, cached encoders, one image per step) before the trained method changed
+TASK_CHANGES = ("tuning",)
+
+
+def changes(p: PictureInputs, kind: str) -> list[tuple[str, Any]]:
+    """The single changes an alternative to `p` may make (flag, value)."""
+    out: list[tuple[str, Any]] = []
+    if p.optimizer == "adamw":
+        out.append(("optimizer", "adamw-8bit"))
+    if "_class_name" in p.config and p.encoders == "resident":
+        out.append(("encoders", "cached"))
     if p.batch > 1:
-        out.append({"change": "batch", "value": 1, "peak_bytes": None, "fits": None})
+        out.append(("batch", 1))
+    if p.tuning == "full":
+        out.append(("tuning", "lora"))
+    if p.tuning in ("full", "lora") and kind in QLORA_KINDS:
+        out.append(("tuning", "qlora"))
     return out
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """The plan with some changes made: its settings and measurement, its own
+    recommended row (`best`) and its row with every block checkpointed (`every`)."""
+
+    changes: tuple[tuple[str, Any], ...]
+    inputs: PictureInputs
+    measured: dict[str, Any]
+    best: Row
+    every: Row
+
+    @property
+    def fits(self) -> bool:
+        return self.best.fits
+
+    @property
+    def changes_the_task(self) -> bool:
+        return any(change in TASK_CHANGES for change, _ in self.changes)
+
+
+Measure = Callable[["PictureInputs"], "dict[str, Any] | None"]
+
+
+def alternative(p: PictureInputs, made: tuple[tuple[str, Any], ...], measure: Measure
+                ) -> Alternative | None:
+    """The whole plan with the changes `made` (measured by `measure` where the changes
+    need another measurement: another tuning or batch); None when that measurement
+    failed."""
+    q = p.with_(**dict(made))
+    measured = measure(q)
+    if measured is None:
+        return None
+    b = blocks(measured, q.batch, q.resolution)
+    rows = candidates(q, measured, b)
+    return Alternative(made, q, measured, recommend(rows), rows[-1])
+
+
+def alternatives(p: PictureInputs, kind: str, measure: Measure) -> list[Alternative]:
+    """When the plan does not fit: each single change (its own plan, fitting or not);
+    when none fits, the combinations of two changes that fit, then of three ...; when no
+    combination fits, the closest of all the changes together. Best first: those that
+    fit, the task kept before it is changed, the fewest changes, the lowest peak with
+    every block checkpointed; then those that do not, the lowest peak first."""
+    options = changes(p, kind)
+    shown: list[Alternative] = []
+    plans: list[Alternative] = []
+    for size in range(1, len(options) + 1):
+        planned = (alternative(p, made, measure) for made in combinations(options, size)
+                   if sum(change == "tuning" for change, _ in made) <= 1)
+        plans = [a for a in planned if a is not None]  # a failed measurement: not offered
+        shown += plans if size == 1 else [a for a in plans if a.fits]
+        if any(a.fits for a in shown):
+            break
+    else:
+        if plans and len(options) > 1:
+            shown.append(min(plans, key=lambda a: a.every.peak))
+    return sorted(shown, key=lambda a: (not a.fits, a.fits and a.changes_the_task,
+                                        len(a.changes) if a.fits else 0, a.every.peak))
 
 
 def share(part: int, whole: int) -> float:

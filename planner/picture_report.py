@@ -12,6 +12,7 @@ import threading
 from typing import Any
 
 from i18n import DEFAULT
+from model_classes.causal_lm_config import ClassConfigError
 from planner import picture_code as code
 from planner import picture_parts as parts
 from planner import picture_plan as plan
@@ -63,10 +64,47 @@ def _row(r: plan.Row, p: PictureInputs) -> dict[str, Any]:
             "spare_bytes": r.spare, "breakdown": r.parts}
 
 
+def _code(p: PictureInputs, measured: dict[str, Any], r: plan.Row, repo: str | None,
+          config_path: str, language: str) -> dict[str, str]:
+    """The code of the plan `p` checkpointed as the row `r`: the trained model, the
+    frozen parts, the training script's command."""
+    targets = measured["lora_targets"][p.lora_targets] if p.adapters else None
+    s = settings(p)
+    if "_class_name" not in p.config:
+        return {"model": code.vision_code(s, p.config, r.strategy, r.n, r.k, repo,
+                                          config_path, targets, measured["class"],
+                                          language),
+                "pipeline": "", "script": code.script_command(s, p.config, r.strategy, repo,
+                                                              targets or [], language)}
+    return {"model": code.diffusers_code(s, p.config, r.strategy, r.n, r.k, repo,
+                                         config_path, targets, language),
+            "pipeline": code.pipeline_code(p.config, p.precision, p.encoders, repo,
+                                           language),
+            "script": code.script_command(s, p.config, r.strategy, repo, targets or [],
+                                          language)}
+
+
+NO_CODE = {"model": "", "pipeline": "", "script": ""}
+
+
+def _alternative(a: plan.Alternative) -> dict[str, Any]:
+    return {"changes": [{"change": change, "value": value} for change, value in a.changes],
+            "changes_the_task": a.changes_the_task, "fits": a.fits,
+            "every_layer_peak_bytes": a.every.peak, "settings": settings(a.inputs),
+            "plan": {**_row(a.best, a.inputs), "key": a.best.key}}
+
+
 def report(p: PictureInputs, measured: dict[str, Any], repo: str | None = None,
-           config_path: str = "config.json", language: str = DEFAULT) -> dict[str, Any]:
+           config_path: str = "config.json", language: str = DEFAULT,
+           measure: Any = None) -> dict[str, Any]:
     """Everything a page or the command line shows of an image plan (see the module's
-    docstring); bytes, ids and code (its comments in `language`)."""
+    docstring); bytes, ids and code (its comments in `language`).
+
+    A plan that does not fit lists its alternatives (planner.picture_plan.alternatives;
+    `measure`, measured_for by default, measures those that need another variant); the
+    first, when it fits, is the one to take (`take`), and the code is its plan's, as
+    the language planner's recommendation takes the first choice that fits. When nothing
+    fits there is no code."""
     unit = int(measured["unit"])
     plan.check(p, unit, measured["kind"])
     blocks = plan.blocks(measured, p.batch, p.resolution)
@@ -75,15 +113,24 @@ def report(p: PictureInputs, measured: dict[str, Any], repo: str | None = None,
     shown = plan.table(rows, best)
     fam = parts.family(p.config)
     frozen = parts.frozen_bytes(fam, p.precision, p.encoders)
-    targets = measured["lora_targets"][p.lora_targets] if p.adapters else None
-    s = settings(p)
-    diffusers = "_class_name" in p.config
-    if diffusers:
-        model_code = code.diffusers_code(s, p.config, best.strategy, best.n, best.k, repo,
-                                         config_path, targets, language)
+    alternatives: list[plan.Alternative] = []
+    if not best.fits:
+        def same_or_measured(q: PictureInputs) -> dict[str, Any] | None:
+            if q.measure_key() == p.measure_key():
+                return measured
+            try:
+                return (measure or measured_for)(q)
+            except ClassConfigError:  # that variant failed or hit a limit: not offered
+                return None
+
+        alternatives = plan.alternatives(p, measured["kind"], same_or_measured)
+    take = alternatives[0] if alternatives and alternatives[0].fits else None
+    if best.fits:
+        printed = _code(p, measured, best, repo, config_path, language)
+    elif take is not None:
+        printed = _code(take.inputs, take.measured, take.best, repo, config_path, language)
     else:
-        model_code = code.vision_code(s, p.config, best.strategy, best.n, best.k, repo,
-                                      config_path, targets, measured["class"], language)
+        printed = dict(NO_CODE)
     return {
         "model": {"label": p.label or measured["class"], "class": measured["class"],
                   "kind": measured["kind"], "params": measured["params"],
@@ -92,7 +139,7 @@ def report(p: PictureInputs, measured: dict[str, Any], repo: str | None = None,
                   if p.tuning == "qlora" else 0,
                   "blocks": len(blocks.plain), "side_unit": unit,
                   "family": fam.name if fam else None},
-        "settings": s,
+        "settings": settings(p),
         "blocks": [{"name": name, "type": kind, "kept_bytes": plain,
                     "checkpointed_bytes": ckpt}
                    for name, kind, plain, ckpt in zip(blocks.names, blocks.types,
@@ -107,13 +154,11 @@ def report(p: PictureInputs, measured: dict[str, Any], repo: str | None = None,
         "strategies": {r.key: _row(r, p) for r in shown},
         "recommended_row": best.key,
         "recommendation": {**_row(best, p), "key": best.key,
-                           "suggestions": plan.suggestions(p, measured, blocks, best)},
-        "code": {"model": model_code,
-                 "pipeline": code.pipeline_code(p.config, p.precision, p.encoders, repo,
-                                                language)
-                 if diffusers else "",
-                 "script": code.script_command(s, p.config, best.strategy, repo,
-                                               targets or [], language)},
+                           "alternatives": [_alternative(a) for a in alternatives],
+                           "take": None if take is None else _alternative(take)},
+        # whose code: the asked plan's when it fits, else the alternative taken, else none
+        "code_for": "asked" if best.fits else "take" if take is not None else None,
+        "code": printed,
     }
 
 

@@ -238,20 +238,31 @@ def strategy_table(data: dict[str, Any], p: PictureInputs) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _suggestion(tip: dict[str, Any], p: PictureInputs) -> str:
-    change = tip["change"]
-    name = word(tip["value"]) if change in ("optimizer", "tuning") else t(
-        SUGGESTIONS[change])
-    if tip["peak_bytes"] is None:
-        return f"- **{name}**"
-    spare = p.gpu_bytes - tip["peak_bytes"]
+def change_name(alt: dict[str, Any]) -> str:
+    """An alternative's changes in words: "QLoRA (4-bit base) + Cached latents ..."."""
+    return " + ".join(word(c["value"]) if c["change"] in ("optimizer", "tuning") else
+                      t(SUGGESTIONS[c["change"]]) for c in alt["changes"])
+
+
+def _alternative(alt: dict[str, Any], p: PictureInputs) -> str:
+    spare = p.gpu_bytes - alt["every_layer_peak_bytes"]
     return "- " + t("**{change}**, with every block checkpointed: {peak} per GPU, {verdict}",
-                    change=name, peak=gib(tip["peak_bytes"]),
-                    verdict=verdict(spare, tip["fits"], p.headroom))
+                    change=change_name(alt), peak=gib(alt["every_layer_peak_bytes"]),
+                    verdict=verdict(spare, alt["fits"], p.headroom))
+
+
+def _take(take: dict[str, Any], blocks: int, p: PictureInputs) -> str:
+    plan = take["plan"]
+    return t("Take **{change}**: {plan} ({count} of {blocks} blocks checkpointed, the "
+             "fewest that fit) then peaks at {peak} per GPU: {verdict}. The code below is "
+             "that plan's.", change=change_name(take), plan=strategy_name(plan),
+             count=plan["blocks_checkpointed"], blocks=blocks, peak=gib(plan["peak_bytes"]),
+             verdict=verdict(p.gpu_bytes - plan["peak_bytes"], True, p.headroom))
 
 
 def recommendation(data: dict[str, Any], p: PictureInputs) -> None:
-    """The headline (as the language plan's), why, and what else would help."""
+    """The headline (as the language plan's), why, and, when the plan does not fit, its
+    alternatives best first and the one to take."""
     rec, blocks = data["recommendation"], data["model"]["blocks"]
     st.subheader(t("Recommendation"))
     plan = strategy_name(rec)
@@ -265,18 +276,22 @@ def recommendation(data: dict[str, Any], p: PictureInputs) -> None:
                  "{verdict}.", plan=plan, peak=gib(rec["peak_bytes"]),
                  verdict=verdict(_whole_gpu_spare(rec, p), False, p.headroom))
     headline(lead, rec["fits"])
+    lines = []
     if not rec["fits"]:
-        why = t("Even with every block checkpointed this does not fit. What would help:")
+        lines = [t("Even with every block checkpointed this does not fit. The alternatives, "
+                   "best first:"), *(_alternative(alt, p) for alt in rec["alternatives"])]
+        lines.append("\n" + (_take(rec["take"], blocks, p) if rec["take"] else t(
+            "None of them fits, so no code is shown: this needs a larger GPU, a smaller "
+            "image or fewer trained parameters.")))
     elif rec["strategy"] == "none":
-        why = t(REASONS["fits-without-checkpointing"])
+        lines = [t(REASONS["fits-without-checkpointing"])]
     elif rec["strategy"] == "every-layer":
-        why = t("Only checkpointing every block fits; it costs about one more forward pass "
-                "of the model.")
+        lines = [t("Only checkpointing every block fits; it costs about one more forward "
+                   "pass of the model.")]
     else:
-        why = t("Checkpointing only as many blocks as needed to fit runs the fewest of "
-                "them again in backward: cheaper than every block.")
-    tips = [_suggestion(tip, p) for tip in rec["suggestions"]]
-    st.markdown("\n".join([why, *tips]))
+        lines = [t("Checkpointing only as many blocks as needed to fit runs the fewest of "
+                   "them again in backward: cheaper than every block.")]
+    st.markdown("\n".join(lines))
     page_link("image-models", label=t("Why: {lesson}", lesson=lesson(
         "image-models").title_in(current_language())), icon=":material/school:")
 
@@ -307,8 +322,13 @@ def held(data: dict[str, Any], p: PictureInputs) -> None:
 
 
 def code_tabs(data: dict[str, Any]) -> None:
-    """The printed code: the trained model, the frozen parts, the training script."""
-    st.subheader(t("Code for the recommended plan"))
+    """The printed code: the trained model, the frozen parts, the training script; the
+    plan to take's when the asked one does not fit, none when nothing fits."""
+    if data["code_for"] is None:
+        return
+    take = data["recommendation"]["take"]
+    st.subheader(t("Code for the recommended plan") if take is None else
+                 t("Code for the plan to take: {change}", change=change_name(take)))
     parts = [(t("Trained model"), data["code"]["model"], "python"),
              (t("Frozen parts"), data["code"]["pipeline"], "python"),
              (t("Training script"), data["code"]["script"], "bash")]

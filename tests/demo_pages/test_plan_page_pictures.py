@@ -59,8 +59,8 @@ def test_a_lora_plan_at_1024_pixels_recommends_its_table_row(
     box = (at.success if rec["fits"] else at.warning)[0].value
     assert peak in box
     assert not rec["fits"] or f"{rec['blocks_checkpointed']}" in box
-    if not rec["fits"]:  # Flux's T5 on the GPU: every block, and what would help
-        assert rec["strategy"] == "every-layer"
+    if not rec["fits"]:  # Flux's T5 on the GPU: every block, and the alternatives
+        assert rec["strategy"] == "every-layer" and rec["take"]
         assert any("\n- **" in m.value for m in at.markdown)
     assert at.metric[0].value == peak
     rows = at.dataframe[0].value.to_dict("records")
@@ -73,13 +73,51 @@ def test_a_lora_plan_at_1024_pixels_recommends_its_table_row(
     position = list(data["strategies"]).index(data["recommended_row"])
     assert rows[position] is marked[0] or rows[position] == marked[0]
     codes = [c.value.strip() for c in at.code]
-    assert data["code"]["model"].strip() in codes and data["code"]["script"].strip() in codes
-    assert "--resolution=1024" in data["code"]["script"]
+    shown = [part.strip() for part in data["code"].values() if part]
+    assert shown and sorted(codes) == sorted(shown)  # the plan's code, or the one to take's
+    assert "--resolution=1024" in data["code"]["script"] or not rec["fits"]
     text = "\n".join([page_text(at), *(f.value.to_csv() for f in at.dataframe)])
     assert code == "en" or not untranslated_on_page(text, code)
     if code == "de":  # the code's comments in the learner's language, numbers in hers
-        assert "# die Basis bleibt eingefroren" in data["code"]["model"]
+        assert ("# die Basis bleibt eingefroren" if rec["fits"] else  # QLoRA's, taken
+                "# die ersten") in data["code"]["model"]
         assert "," in peak
+
+
+def test_flux_lora_on_an_l4_names_qlora_to_take_and_shows_only_its_code(
+        app_test: Callable, shipped_only) -> None:
+    """FLUX.1 [dev] LoRA on a 24 GB L4 does not fit: the page lists the alternatives best
+    first, each with its peak (QLoRA's from its own 4-bit measurement) and whether it fits,
+    names QLoRA as the one to take and shows its plan's code only; on a 4 GiB card nothing
+    fits and no code is shown."""
+    at = app_test(PAGE, query={"model": "flux.1-dev", "resolution": "1024", "gpu": "l4",
+                               "tuning": "lora", "lang": "en"})
+    _no_errors(at)
+    data = plan_report(PictureInputs(preset_config("flux.1-dev"), resolution=1024,
+                                     gpu_bytes=GPUS["l4"].bytes),
+                       PICTURE_PRESETS["flux.1-dev"][0])
+    rec, take = data["recommendation"], data["recommendation"]["take"]
+    assert at.warning and "still does not fit" in at.warning[0].value
+    advice = next(m.value for m in at.markdown if "The alternatives, best first" in m.value)
+    lines = [line for line in advice.splitlines() if line.startswith("- **")]
+    assert [line.split("**")[1] for line in lines] == [
+        "QLoRA (4-bit base)", "Cached latents and embeddings", "8-bit AdamW"]
+    assert _gib(take["every_layer_peak_bytes"], "en") in lines[0] and "fits" in lines[0]
+    assert all("short by" in line for line in lines[1:])
+    assert "Take **QLoRA (4-bit base)**" in advice
+    assert _gib(take["plan"]["peak_bytes"], "en") in advice
+    assert any("Code for the plan to take: QLoRA (4-bit base)" in h.value
+               for h in at.subheader)
+    codes = [c.value for c in at.code]
+    assert codes and any("BitsAndBytesConfig(" in c for c in codes)
+    assert sorted(c.strip() for c in codes) == sorted(
+        part.strip() for part in data["code"].values() if part)
+    assert rec["fits"] is False and data["code_for"] == "take"
+    tiny = app_test(PAGE, query={"model": "flux.1-dev", "resolution": "1024", "gpu": "custom",
+                                 "gpu_gib": "4", "tuning": "lora", "lang": "en"})
+    _no_errors(tiny)  # nothing fits on 4 GiB: said, and no code at all
+    assert any("None of them fits, so no code is shown" in m.value for m in tiny.markdown)
+    assert not tiny.code and not any("Code for" in h.value for h in tiny.subheader)
 
 
 ONE_GPU = {"en": "The image planner plans one GPU", "de": "Der Bildplaner plant eine GPU",

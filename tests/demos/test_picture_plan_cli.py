@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from memory.hardware import GPUS, GiB
 from model_classes.kinds import kind_for
 from model_classes.tiny_pictures import tiny_config
 from model_classes.variant import Variant
@@ -53,17 +54,66 @@ def test_a_lora_plan_at_1024_pixels_recommends_its_table_row(preset: str, gpu: s
     if fitting:  # the fewest blocks checkpointed among those that fit
         assert rec["fits"]
         assert rec["blocks_checkpointed"] == min(r["blocks_checkpointed"] for r in fitting)
-    else:  # nothing fits: every block, and the changes that help
-        assert rec["strategy"] == "every-layer" and rec["suggestions"]
+    else:  # nothing fits: every block, and the alternatives
+        assert rec["strategy"] == "every-layer" and rec["alternatives"]
     plain = sum(b["kept_bytes"] for b in data["blocks"])
     assert rows["none"]["activations_kept_bytes"] == plain + data["outside_bytes"]["plain"]
     assert rows["every-layer"]["activations_kept_bytes"] < plain / 5
     assert main(flags) == 0
     text = capsys.readouterr().out
-    marked = [line for line in text.splitlines() if line.endswith("<- recommended")]
+    mark = "<- recommended" if rec["fits"] else "<- closest"
+    marked = [line for line in text.splitlines() if line.endswith(mark)]
     assert len(marked) == 1 and marked[0].startswith(rec["strategy"])
-    assert "--gradient_checkpointing" in data["code"]["script"] or rec["strategy"] == "none"
-    assert "--resolution=1024" in data["code"]["script"]
+    if rec["fits"]:  # its own code
+        assert data["code_for"] == "asked" and rec["take"] is None
+        assert "--gradient_checkpointing" in data["code"]["script"] or rec["strategy"] == "none"
+        assert "--resolution=1024" in data["code"]["script"]
+        assert data["code"]["script"].strip() in text and "Recommended:" in text
+
+
+def test_flux_lora_on_an_l4_does_not_fit_and_takes_qlora(capsys, shipped_only) -> None:
+    """FLUX.1 [dev] LoRA on a 24 GB L4 does not fit even with every block checkpointed: the
+    alternatives, each planned whole (QLoRA from its own 4-bit measurement), best first;
+    QLoRA fits and is the one to take, and the code printed is its plan's (as the language
+    planner's recommendation takes the first task-changing choice that fits); no code of
+    the plan that does not fit."""
+    common = ["--model", "flux.1-dev", "--resolution", "1024", "--lora-rank", "16",
+              "--precision", "mixed"]
+    flags = [*common, "--tuning", "lora", "--gpu", "l4"]
+    data = _plan(capsys, *flags)
+    rec = data["recommendation"]
+    assert not rec["fits"] and rec["strategy"] == "every-layer"
+    alts = rec["alternatives"]
+    assert [a["changes"] for a in alts] == [
+        [{"change": "tuning", "value": "qlora"}], [{"change": "encoders", "value": "cached"}],
+        [{"change": "optimizer", "value": "adamw-8bit"}]]
+    assert [a["fits"] for a in alts] == [True, False, False]
+    qlora = _plan(capsys, *common, "--tuning", "qlora", "--gpu", "l4")  # asked directly
+    assert alts[0]["plan"]["peak_bytes"] == qlora["recommendation"]["peak_bytes"]
+    assert alts[0]["every_layer_peak_bytes"] == qlora["strategies"]["every-layer"][
+        "peak_bytes"]
+    assert 19 * GiB < alts[0]["every_layer_peak_bytes"] < 19.5 * GiB
+    assert rec["peak_bytes"] > alts[1]["every_layer_peak_bytes"] > alts[0][
+        "every_layer_peak_bytes"]
+    assert rec["take"] == alts[0] and data["code_for"] == "take"
+    assert data["code"] == qlora["code"]  # QLoRA's code: no training script
+    assert "BitsAndBytesConfig(" in data["code"]["model"] and data["code"]["script"] == ""
+    assert main(flags) == 0
+    text = capsys.readouterr().out
+    assert "Does not fit: even every-layer (57 of 57 blocks checkpointed)" in text
+    assert "Recommended:" not in text
+    assert "   --tuning qlora [changes the task]: peak 19.18 GiB, fits" in text
+    assert "Take --tuning qlora: peak 19.18 GiB, fits." in text
+    assert "quantization_config=quantization" in text  # QLoRA's code only
+    assert text.count("FluxTransformer2DModel.from_pretrained(") == 1
+    # on a 16 GB card no single change fits: cached encoders and QLoRA together do
+    t4 = _plan(capsys, *common, "--tuning", "lora", "--gpu", "t4")["recommendation"]
+    assert not any(a["fits"] for a in t4["alternatives"] if len(a["changes"]) == 1)
+    assert t4["take"]["changes"] == [{"change": "encoders", "value": "cached"},
+                                     {"change": "tuning", "value": "qlora"}]
+    tiny = _plan(capsys, *common, "--tuning", "lora", "--gpu-gb", "4")
+    assert tiny["recommendation"]["take"] is None and tiny["code_for"] is None
+    assert tiny["code"] == {"model": "", "pipeline": "", "script": ""}
 
 
 def test_the_presets_are_the_published_models(shipped_only, capsys) -> None:
@@ -166,13 +216,14 @@ def test_the_printed_transformers_code_runs(family: str, strategy: str,
 
 
 def test_cached_encoders_leave_the_vae_and_text_encoders_out(capsys, shipped_only) -> None:
-    flags = ["--model", "flux.1-dev", "--tuning", "lora", "--gpu", "l4"]
+    flags = ["--model", "flux.1-dev", "--tuning", "lora", "--gpu", "a100-40"]
     resident = _plan(capsys, *flags)
     cached = _plan(capsys, *flags, "--encoders", "cached", "--cached-images", "30")
     assert {p["id"] for p in resident["frozen"]} == {"vae", "text_encoder", "text_encoder_2"}
     assert cached["frozen"] == [] and "pixels" not in cached["around_model_bytes"]
     # 30 latent distributions: 5 x 16 channels x 128 x 128 bf16 numbers each
     assert cached["around_model_bytes"]["latent_cache"] == 30 * 5 * 16 * 128 * 128 * 2
+    assert cached["code_for"] == "asked"  # on a 40 GB card it fits as asked: its script
     assert "--cache_latents" in cached["code"]["script"]
     drop = sum(p["bytes"] for p in resident["frozen"])
     assert drop > 9 * 2**30  # T5-XXL's 4.76B parameters in bf16 among them
@@ -200,7 +251,7 @@ def test_flux_qlora_at_1024_pixels_fits_a_24_gb_card(capsys, shipped_only) -> No
     data = _plan(capsys, *flags, "--tuning", "qlora")
     rec, m = data["recommendation"], data["model"]
     assert rec["fits"] and rec == {**data["strategies"][data["recommended_row"]],
-                                   "key": rec["key"], "suggestions": []}
+                                   "key": rec["key"], "alternatives": [], "take": None}
     base, trained = m["params"] - m["trainable_params"], m["trainable_params"]
     assert 0.99 * base < m["quantized_params"] < base  # Flux's linear layers: nearly all
     weights = rec["breakdown"]["weights"]
@@ -210,8 +261,6 @@ def test_flux_qlora_at_1024_pixels_fits_a_24_gb_card(capsys, shipped_only) -> No
     assert sgd["recommendation"]["breakdown"]["optimizer"] == 4 * trained
     lora = _plan(capsys, *flags, "--tuning", "lora")
     assert not lora["recommendation"]["fits"]  # a bf16 base: 22 GiB of weights alone
-    assert {"change": "tuning", "value": "qlora", "peak_bytes": None,
-            "fits": None} in lora["recommendation"]["suggestions"]
     code = data["code"]["model"]
     assert "BitsAndBytesConfig(" in code and "prepare_model_for_kbit_training" in code
     assert data["code"]["script"] == ""  # the Flux.1 DreamBooth script loads no 4-bit base
@@ -246,3 +295,22 @@ def test_the_printed_qlora_code_runs(tmp_path: Path) -> None:
     with torch.autocast("cpu", dtype=torch.bfloat16):
         _step(model, kind, Variant("mixed", lora_rank=4, quantized=True))
     assert all(p.grad is not None for p in model.parameters() if p.requires_grad)
+
+
+def test_an_alternative_whose_measurement_fails_is_not_offered(shipped_only) -> None:
+    """QLoRA's variant failing to measure (a limit hit): the alternatives that keep the
+    measured variant are still planned, none fits, and no code is given."""
+    from model_classes.causal_lm_config import ClassConfigError
+    from planner.picture_plan import PictureInputs
+    from planner.picture_report import measured_for, report
+
+    def fail(q):
+        raise ClassConfigError("cannot-build", "a limit hit")
+
+    p = PictureInputs(preset_config("flux.1-dev"), gpu_bytes=GPUS["l4"].bytes)
+    data = report(p, measured_for(p), measure=fail)
+    rec = data["recommendation"]
+    assert [a["changes"][0]["change"] for a in rec["alternatives"]] == [
+        "encoders", "optimizer"]
+    assert not any(a["fits"] for a in rec["alternatives"]) and rec["take"] is None
+    assert data["code_for"] is None and not any(data["code"].values())
