@@ -1,8 +1,8 @@
-"""/pictures in a real browser, at laptop and phone size: a tiny image model trains one
-step on the server, the per-block chart, the costs and the resolution sweep show, a
-changed choice reruns it and updates the URL, and on a phone no chart's parts sit on one
-another or run off the screen. Screenshots are kept in tests/artifacts/ (pictures-*.png):
-look at them."""
+"""/pictures in a real browser, at laptop size in English and phone size in Vietnamese:
+a tiny image model trains one step on the server, the per-block chart, the costs and the
+resolution sweep show, a changed choice reruns it and updates the URL, and on a phone no
+chart's parts sit on one another or run off the screen, nor is anything left in English.
+Screenshots are kept in tests/artifacts/ (pictures-*.png): look at them."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from playwright.sync_api import Page, expect
 
 from tests.browser.layout import assert_chart_parts_apart, chart_boxes, within_width
 from tests.helpers import ARTIFACTS, goto, screenshot, wait_for_app
+from tools.translations import untranslated_on_page
 
 # small: the tiny SD3 transformer at 128 px answers in about a second
 SMALL = "pictures?family=sd3&size=128&batch=1&ckpt=every-layer"
@@ -37,10 +38,13 @@ def test_pictures_measures_blocks_costs_and_sweep(page: Page, app_url: str) -> N
 
 
 def test_pictures_on_a_phone_keeps_chart_parts_apart(phone: Page, app_url: str) -> None:
-    goto(phone, app_url, "pictures?family=sdxl-unet&size=128&batch=1&ckpt=every-layer",
+    """In Vietnamese: nothing left in English either."""
+    goto(phone, app_url,
+         "pictures?family=sdxl-unet&size=128&batch=1&ckpt=every-layer&lang=vi",
          timeout_ms=240_000)
     charts = phone.locator(".js-plotly-plot")
     expect(charts).to_have_count(2, timeout=240_000)
+    assert not untranslated_on_page(phone.locator('[data-testid="stMain"]').inner_text(), "vi")
     found = chart_boxes(phone)
     assert len(found) == 2
     for number, chart in enumerate(found):
@@ -48,8 +52,8 @@ def test_pictures_on_a_phone_keeps_chart_parts_apart(phone: Page, app_url: str) 
     for index in range(charts.count()):
         box = charts.nth(index).bounding_box()
         assert box is not None and within_width(box), box
-    screenshot(phone, "pictures-phone-sdxl-unet")
-    _keep_parts(phone, "pictures-phone-sdxl-unet")
+    screenshot(phone, "pictures-phone-vi-sdxl-unet")
+    _keep_parts(phone, "pictures-phone-vi-sdxl-unet")
 
 
 def _keep_parts(page: Page, name: str) -> None:
