@@ -17,6 +17,7 @@ from memory.toolbox import (
     expert_capacity,
     hardware_to_model_flops,
     lora_kept_numbers,
+    lora_own_inputs,
     packed_tokens,
     padded_tokens,
     pipeline_table,
@@ -26,8 +27,13 @@ from memory.toolbox import (
 
 # The caching allocator's sizes, from the installed torch's header
 # (torch/include/c10/core/AllocatorConfig.h; tests/lessons/test_toolbox.py reads it).
-ALLOCATOR = {"kMinBlockSize": 512, "kSmallSize": 1_048_576, "kSmallBuffer": 2_097_152,
-             "kMinLargeAlloc": 10_485_760, "kRoundLarge": 2_097_152}
+ALLOCATOR = {
+    "kMinBlockSize": 512,
+    "kSmallSize": 1_048_576,
+    "kSmallBuffer": 2_097_152,
+    "kMinLargeAlloc": 10_485_760,
+    "kRoundLarge": 2_097_152,
+}
 # FlexAttention's default block (torch/nn/attention/flex_attention.py,
 # _DEFAULT_SPARSE_BLOCK_SIZE; tests/lessons/test_toolbox.py reads it).
 FLEX_BLOCK = 128
@@ -35,8 +41,7 @@ FLEX_BLOCK = 128
 PIPE = {"p": 8, "m": 32, "v": 2}
 # Mixture of experts: Qwen3-235B-A22B's config.json (tests/demos/hf_configs, checked by
 # tests/lessons/test_toolbox.py), one micro-batch of 4,096 tokens.
-MOE = {"label": "Qwen3-235B-A22B", "hidden": 4_096, "experts": 128, "top_k": 8,
-       "tokens": 4_096}
+MOE = {"label": "Qwen3-235B-A22B", "hidden": 4_096, "experts": 128, "top_k": 8, "tokens": 4_096}
 MIXTRAL = {"label": "Mixtral 8x7B", "hidden": 4_096, "experts": 8, "top_k": 2}
 CAPACITY_FACTOR = 1.25
 HOT_EXPERT_SHARE = 2  # an expert that receives twice its balanced share
@@ -54,8 +59,13 @@ EXAMPLE_MFU = 0.40
 LORA_MODEL = "llama-3.1-8b"
 
 
-def toolbox_values(code: str, number: Callable[[float], str], plain: Callable[[float], str],
-                   percent: Callable[..., str], gb: Callable[[float], str]) -> dict[str, str]:
+def toolbox_values(
+    code: str,
+    number: Callable[[float], str],
+    plain: Callable[[float], str],
+    percent: Callable[..., str],
+    gb: Callable[[float], str],
+) -> dict[str, str]:
     """Every {{value:tb_...}} of lesson 10 and its quiz items, in language `code`."""
     v: dict[str, str] = {}
 
@@ -88,7 +98,8 @@ def toolbox_values(code: str, number: Callable[[float], str], plain: Callable[[f
         v[f"tb_{key}_in_flight"] = plain(row.in_flight)
     rows = {row.schedule: row for row in pipeline_table(p, m, chunks)}
     v["tb_recompute_bubble_growth"] = times(
-        rows["1f1b"].bubble_units_recompute / rows["1f1b"].bubble_units, 2)
+        rows["1f1b"].bubble_units_recompute / rows["1f1b"].bubble_units, 2
+    )
     # the quiz's shape: the same pipeline with half the micro-batches
     half = {row.schedule: row for row in pipeline_table(p, m // 2, chunks)}
     v["tb_half_m"] = number(m // 2)
@@ -105,8 +116,7 @@ def toolbox_values(code: str, number: Callable[[float], str], plain: Callable[[f
     v["tb_moe_experts"] = number(experts)
     v["tb_moe_top_k"] = number(k)
     v["tb_moe_router_mb"] = mb(router_probability_bytes(tokens, experts))
-    v["tb_moe_router_share"] = percent(router_probability_bytes(tokens, experts) / layer_input,
-                                       2)
+    v["tb_moe_router_share"] = percent(router_probability_bytes(tokens, experts) / layer_input, 2)
     v["tb_moe_input_mb"] = mb(layer_input)
     v["tb_moe_dispatch_mb"] = mb(dispatch_bytes(tokens, k, h))
     v["tb_moe_dispatch_factor"] = number(dispatch_bytes(tokens, k, h) / layer_input)
@@ -171,10 +181,15 @@ def toolbox_values(code: str, number: Callable[[float], str], plain: Callable[[f
     numbers = sum(widths)
     v["tb_lora_numbers"] = number(numbers)
     v["tb_lora_per_h"] = plain(numbers / lora.hidden)
-    for key, cast, dropout, copy_bytes in (("fp32", True, False, 4), ("fp32_drop", True, True, 4),
-                                            ("same", False, False, 2),
-                                            ("same_drop", False, True, 2)):
+    for key, cast, dropout, copy_bytes in (
+        ("fp32", True, False, 4),
+        ("fp32_drop", True, True, 4),
+        ("same", False, False, 2),
+        ("same_drop", False, True, 2),
+    ):
         kept = [lora_kept_numbers(w, cast, dropout) for w in widths]
         per_token = sum(x["copy"] * copy_bytes + x["mask"] for x in kept)  # 1-byte masks
         v[f"tb_lora_{key}_sbh"] = plain(per_token / lora.hidden)
+    # without dropout, 16-bit adapters keep the inputs themselves (2 bytes each)
+    v["tb_lora_same_x_sbh"] = plain(2 * lora_own_inputs(lora.hidden, lora.mlp_width) / lora.hidden)
     return v

@@ -62,9 +62,15 @@ def pipeline_table(p: int, m: int, chunks: int) -> tuple[PipelineRow, ...]:
     """GPipe, 1F1B and interleaved 1F1B side by side for one p, m, v."""
     rows = []
     for schedule, v in (("gpipe", 1), ("1f1b", 1), ("interleaved", chunks)):
-        rows.append(PipelineRow(schedule, bubble_fraction(p, m, v), bubble_units(p, v),
-                                bubble_units(p, v, recompute=True),
-                                first_stage_in_flight(schedule, p, m, v)))
+        rows.append(
+            PipelineRow(
+                schedule,
+                bubble_fraction(p, m, v),
+                bubble_units(p, v),
+                bubble_units(p, v, recompute=True),
+                first_stage_in_flight(schedule, p, m, v),
+            )
+        )
     return tuple(rows)
 
 
@@ -139,8 +145,9 @@ def packed_tokens(lengths: list[int]) -> int:
 
 
 # ---------------------------------------------------------------------------- FLOPs
-def hardware_to_model_flops(arch: Architecture, batch: int, seq: int,
-                            early_stop: bool = False) -> float:
+def hardware_to_model_flops(
+    arch: Architecture, batch: int, seq: int, early_stop: bool = False
+) -> float:
     """HFU / MFU for every layer checkpointed: (3·forward + L·rerun) / (3·forward), the
     forward's FLOPs counted by memory.layer (the layers and the LM head), backward twice
     the forward. A full rerun of every layer (reentrant, or a dropout at the layer's end)
@@ -165,3 +172,12 @@ def lora_kept_numbers(width: int, adapter_cast: bool, dropout: bool) -> dict[str
     if adapter_cast:
         return {"copy": width, "mask": width if dropout else 0}
     return {"copy": width if dropout else 0, "mask": width if dropout else 0}
+
+
+def lora_own_inputs(hidden: int, mlp_width: int) -> int:
+    """Numbers per token that 16-bit adapters without dropout on every linear of a Llama-style
+    layer make the frozen layer keep: lora_A keeps x itself, one tensor per distinct input
+    (the norm's output that q, k and v read, the one gate and up read, and down's input);
+    a frozen linear keeps no input, and o's input, the attention's output, is kept by the
+    attention anyway. tests/lessons/test_toolbox.py measures it on a small Llama layer."""
+    return 2 * hidden + mlp_width

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from demos.toolbox import autocast_dtypes, lora_saved, packing, saved_while
+from demos.toolbox import autocast_dtypes, lora_saved, once, packing, saved_while, storages_of
 from demos.toolbox_runs import checkpoint_error, flop_utilization, hfu_over_mfu
 from i18n.languages import SUPPORTED
 from lessons.catalog import lesson, number
@@ -29,6 +29,7 @@ from memory.toolbox import (
     expert_capacity,
     first_stage_in_flight,
     lora_kept_numbers,
+    lora_own_inputs,
 )
 from tests.lessons.test_documents import all_text, document_text
 
@@ -79,8 +80,10 @@ def test_bubbles_and_what_recomputation_does_to_them():
     assert "class ScheduleInterleavedZeroBubble" in source
     assert "time forward == time backward input == time backward weights" in source
     backward = (TORCH / "distributed/pipelining/_backward.py").read_text()
-    assert "retain_graph=True" in backward.split("def stage_backward_input")[1].split(
-        "def stage_backward_weight")[0]
+    assert (
+        "retain_graph=True"
+        in backward.split("def stage_backward_input")[1].split("def stage_backward_weight")[0]
+    )
 
 
 def test_capacity_and_load_balance():
@@ -98,25 +101,51 @@ def test_capacity_and_load_balance():
     assert options.enable_load_balance and options.rotate_method.name == "ALL_GATHER"
     balancer = _load_balancer._HeadTailLoadBalancer(16, 2, "cpu")
     # 4 chunks of 4: rank 0 holds chunks 0 and 3, rank 1 chunks 1 and 2
-    assert balancer._generate_indices()[0].tolist() == [0, 1, 2, 3, 12, 13, 14, 15,
-                                                        4, 5, 6, 7, 8, 9, 10, 11]
+    assert balancer._generate_indices()[0].tolist() == [
+        0,
+        1,
+        2,
+        3,
+        12,
+        13,
+        14,
+        15,
+        4,
+        5,
+        6,
+        7,
+        8,
+        9,
+        10,
+        11,
+    ]
 
 
 def test_the_moe_examples_are_the_families_configs():
     qwen = json.loads((CONFIGS / "qwen3-235b-a22b.json").read_text())
     assert (qwen["hidden_size"], qwen["num_experts"], qwen["num_experts_per_tok"]) == (
-        MOE["hidden"], MOE["experts"], MOE["top_k"])
+        MOE["hidden"],
+        MOE["experts"],
+        MOE["top_k"],
+    )
     mixtral = json.loads((CONFIGS / "mixtral-8x7b.json").read_text())
     assert (mixtral["num_local_experts"], mixtral["num_experts_per_tok"]) == (
-        MIXTRAL["experts"], MIXTRAL["top_k"])
+        MIXTRAL["experts"],
+        MIXTRAL["top_k"],
+    )
 
 
 def test_mixtral_keeps_fp32_router_probabilities_and_drops_no_token():
     from transformers import MixtralConfig
     from transformers.models.mixtral import modeling_mixtral
 
-    cfg = MixtralConfig(hidden_size=16, intermediate_size=32, num_local_experts=4,
-                        num_experts_per_tok=2, router_jitter_noise=0.0)
+    cfg = MixtralConfig(
+        hidden_size=16,
+        intermediate_size=32,
+        num_local_experts=4,
+        num_experts_per_tok=2,
+        router_jitter_noise=0.0,
+    )
     torch.manual_seed(0)
     block = modeling_mixtral.MixtralSparseMoeBlock(cfg).to(torch.bfloat16)
     for p in block.parameters():
@@ -162,8 +191,56 @@ def test_lora_keeps_what_lora_kept_numbers_counts():
         assert roles.count("mask") == (counted["mask"] > 0), case
         assert ("input" in roles) == (case == "same"), case  # lora_A keeps x itself
         if case.startswith("fp32"):
-            assert {row["dtype"] for row in kept if row["role"] in ("copy", "mask")} == {
-                "float32"}
+            assert {row["dtype"] for row in kept if row["role"] in ("copy", "mask")} == {"float32"}
+
+
+def test_16_bit_lora_without_dropout_makes_a_frozen_layer_keep_its_inputs():
+    """A frozen bf16 Llama layer against the same layer with 16-bit LoRA on every linear
+    and no dropout: the difference is lora_own_inputs (x itself, once per distinct input)
+    plus lora_A's rank-wide outputs, which lora_B keeps."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding
+
+    hidden, mlp, rank, tokens = 64, 224, 4, 64
+    config = LlamaConfig(
+        hidden_size=hidden,
+        intermediate_size=mlp,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        num_hidden_layers=1,
+        vocab_size=64,
+    )
+    config._attn_implementation = "sdpa"
+
+    class Layer(torch.nn.Module):  # peft wants a model around the layer
+        def __init__(self):
+            super().__init__()
+            self.layer = LlamaDecoderLayer(config, 0)
+
+        def forward(self, x, position_embeddings):
+            return self.layer(x, position_embeddings=position_embeddings, attention_mask=None)
+
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = Layer().to(torch.bfloat16).requires_grad_(False)
+        x = torch.randn(1, tokens, hidden, dtype=torch.bfloat16, requires_grad=True)
+    rope = LlamaRotaryEmbedding(config)
+    position = tuple(t.to(torch.bfloat16) for t in rope(x, torch.arange(tokens)[None]))
+
+    def kept_bytes(module):  # each storage once, the weights left out
+        saved, _ = saved_while(lambda: module(x, position))
+        return sum(item.nbytes for item in once(saved, storages_of(list(module.parameters()))))
+
+    frozen = kept_bytes(model)
+    targets = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    lora = get_peft_model(
+        model,
+        LoraConfig(r=rank, target_modules=targets, lora_dropout=0.0),
+        autocast_adapter_dtype=False,
+    )
+    extra = kept_bytes(lora) - frozen
+    assert extra == 2 * tokens * (lora_own_inputs(hidden, mlp) + len(targets) * rank)
 
 
 def test_a_packed_row_keeps_what_a_padded_batch_keeps_for_its_real_tokens():
@@ -179,14 +256,12 @@ def test_a_packed_row_keeps_what_a_padded_batch_keeps_for_its_real_tokens():
     from transformers import TrainingArguments, masking_utils, trainer
 
     positions = torch.tensor([list(range(12)) + list(range(4))])
-    assert masking_utils.find_packed_sequence_indices(positions).tolist() == [
-        [0] * 12 + [1] * 4]
+    assert masking_utils.find_packed_sequence_indices(positions).tolist() == [[0] * 12 + [1] * 4]
     # packed documents are looked for only without a mask and without a cache; the Trainer
     # sets the model's use_cache from its arguments, False by default
     source = Path(masking_utils.__file__).read_text()
     assert "if position_ids is not None and attention_mask is None and cache is None:" in source
-    assert "self.model.config.use_cache = self.args.use_cache" in Path(
-        trainer.__file__).read_text()
+    assert "self.model.config.use_cache = self.args.use_cache" in Path(trainer.__file__).read_text()
     assert TrainingArguments.__dataclass_fields__["use_cache"].default is False
 
 
@@ -211,8 +286,13 @@ def test_a_checkpoint_error_with_debug_shows_both_runs():
     assert debug[("debug", "error")][0].startswith("ERROR: Detected non-determinism")
     assert "A different number of tensors was saved" in debug[("plain", "head")][0]
     with pytest.raises(ValueError, match="incompatible with non-default context_fn"):
-        checkpoint(torch.sin, torch.randn(4, requires_grad=True), use_reentrant=False,
-                   debug=True, context_fn=lambda: (torch.no_grad(), torch.no_grad()))
+        checkpoint(
+            torch.sin,
+            torch.randn(4, requires_grad=True),
+            use_reentrant=False,
+            debug=True,
+            context_fn=lambda: (torch.no_grad(), torch.no_grad()),
+        )
 
 
 def test_the_wrapper_hides_its_prefix_from_state_dict_not_from_named_modules():
@@ -235,12 +315,26 @@ def test_the_wrapper_hides_its_prefix_from_state_dict_not_from_named_modules():
 
 def test_the_lesson_cites_what_the_sources_name():
     text = all_text(PATH)
-    for name in ("max_memory_reserved", "expandable_segments:True", "_record_memory_history",
-                 "ScheduleZBVZeroBubble", "ScheduleInterleavedZeroBubble",
-                 "set_rotate_method(\"alltoall\")", "_HeadTailLoadBalancer",
-                 "DataCollatorWithFlattening", "find_packed_sequence_indices", "cu_seqlens",
-                 "create_block_mask", "CheckpointError", "set_checkpoint_debug_enabled",
-                 "_checkpoint_wrapped_module", "torch.distributed._composable.checkpoint",
-                 "has not checked", "no capacity factor", "use_cache=True",
-                 "_preprocess_mask_arguments", "is_fused_kernel_acceptable"):
+    for name in (
+        "max_memory_reserved",
+        "expandable_segments:True",
+        "_record_memory_history",
+        "ScheduleZBVZeroBubble",
+        "ScheduleInterleavedZeroBubble",
+        'set_rotate_method("alltoall")',
+        "_HeadTailLoadBalancer",
+        "DataCollatorWithFlattening",
+        "find_packed_sequence_indices",
+        "cu_seqlens",
+        "create_block_mask",
+        "CheckpointError",
+        "set_checkpoint_debug_enabled",
+        "_checkpoint_wrapped_module",
+        "torch.distributed._composable.checkpoint",
+        "has not checked",
+        "no capacity factor",
+        "use_cache=True",
+        "_preprocess_mask_arguments",
+        "is_fused_kernel_acceptable",
+    ):
         assert name in text, name
