@@ -504,7 +504,7 @@ def fits(p: PlannerInputs, strategy: str | None = None, batch: int | None = None
     return peak_bytes(p, strategy, batch, seq) <= p.usable_bytes
 
 
-def _largest(ok, hi: int) -> int:
+def largest_n(ok, hi: int) -> int:
     """The largest n in 1..hi with ok(n) (ok is monotone: true, then false); 0 if none."""
     if not ok(1):
         return 0
@@ -520,11 +520,11 @@ MAX_SEQ = 1 << 20
 
 
 def largest_batch(p: PlannerInputs, strategy: str) -> int:
-    return _largest(lambda b: fits(p, strategy, batch=b), MAX_BATCH)
+    return largest_n(lambda b: fits(p, strategy, batch=b), MAX_BATCH)
 
 
 def longest_seq(p: PlannerInputs, strategy: str) -> int:
-    return _largest(lambda s: fits(p, strategy, seq=s), MAX_SEQ)
+    return largest_n(lambda s: fits(p, strategy, seq=s), MAX_SEQ)
 
 
 # ---------------------------------------------------------------- every strategy, and advice
