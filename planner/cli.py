@@ -375,6 +375,8 @@ def report(p: P.PlannerInputs, language: str = "en", layout: M.Layout | None = N
     rec = result.recommendation
     arch = p.arch
     table = p.with_(some_layers=result.table_layers)  # the settings the rows are for
+    recommended = {**_recommendation(rec, language),
+                   "alternatives": [_recommendation(a, language) for a in rec.alternatives]}
     return {
         "model": {"label": arch.label, "family": arch.family or arch.kind,
                   "layers": arch.layers, "hidden": arch.hidden, "heads": arch.heads,
@@ -395,13 +397,12 @@ def report(p: P.PlannerInputs, language: str = "en", layout: M.Layout | None = N
             for row in result.rows},
         "table_some_layers": result.table_layers,
         "recommended_row": result.recommended_row,
-        "recommendation": {**_recommendation(rec, language),
-                           "alternatives": [_recommendation(a, language)
-                                            for a in rec.alternatives]},
+        "recommendation": recommended,
         "approximations": [{"id": a.id, "bytes": a.bytes, "share": a.share}
                            for a in result.approximations],
         "class": class_report(p),
-        "parallel": (None if rec.layout is None else parallel_report(rec, rec.per_node)),
+        "parallel": (None if rec.layout is None else  # the same plan, the same code
+                     {**parallel_report(rec, rec.per_node), "code": recommended["code"]}),
     }
 
 

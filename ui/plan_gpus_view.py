@@ -79,11 +79,13 @@ def experts_text(settings: P.PlannerInputs, layout: M.Layout) -> str | None:
     split = PP.expert_split(settings, layout, experts)
     return t("Experts: {mine} of the {count} of each layer on every GPU (expert parallel "
              "{ep}); their weights, gradients and optimizer state take {state} per GPU, "
-             "sharded over {sharded} GPUs, and FSDP gathers {gathered} of them at a time. "
+             "{sharded}, and FSDP gathers {gathered} of them at a time. "
              "With balanced routing, as the planner assumes, each GPU's experts keep "
              "{kept} per layer and micro-batch: {top_k} times its own tokens, whatever the "
              "expert-parallel size.", mine=split.per_gpu, count=split.experts, ep=split.ep,
-             state=gib(split.state), sharded=split.sharded_over,
+             state=gib(split.state),
+             sharded=tn("sharded over {count} GPU", "sharded over {count} GPUs",
+                        split.sharded_over),
              gathered=gib(split.gathered), kept=gib(split.layer_activations),
              top_k=split.top_k)
 

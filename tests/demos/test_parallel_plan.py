@@ -118,15 +118,18 @@ def test_recommendation_adds_parallelism_in_practitioners_order():
 def test_done_when_command(capsys):
     assert main(["--model", "llama-3.1-70b", "--seq", "8192", "--gpu", "h100",
                  "--gpus", "16", "--gpus-per-node", "8", "--json"]) == 0
-    par = json.loads(capsys.readouterr().out)["parallel"]
-    assert par["gpus"] == 16 and par["nodes"] == 2
+    data = json.loads(capsys.readouterr().out)
+    par = data["parallel"]
+    # the layouts tried are on the 16 GPUs asked for; with AdamW none fits there, so the
+    # plan is the fewest GPUs that fit, the same one as the recommendation's
+    assert {s["layout"]["gpus"] for s in par["steps"]} == {16}
+    assert not any(s["fits"] for s in par["steps"])
+    assert par["fits"] and par["gpus"] == par["fits_on"]["gpus"] == data[
+        "recommendation"]["gpus"] > 16
+    assert par["fits_on"]["changes"] == ["more-gpus"]
     assert set(par["strategies"]) == set(STRATEGIES)
-    if not par["fits"]:
-        assert par["fits_on"]["gpus"] > 16
-    code = par["code"]["pytorch"]
-    compile(code, "<plan>", "exec")
-    for name in ("fully_shard", "parallelize_module", "checkpoint_wrapper"):
-        assert name in code
+    assert par["code"] == data["recommendation"]["code"]
+    assert "fsdp=True" in par["code"]["huggingface"]
 
 
 def test_code_checkpoints_the_plans_blocks():
