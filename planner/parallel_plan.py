@@ -28,16 +28,16 @@ from memory.footprint import (
     PlannerInputs,
     StrategyRow,
     activations,
+    breakdown,
     largest_n,
     logits_peak_bytes,
     state_bytes,
     step_flops,
+    strategy_row,
 )
 from memory.hardware import FRAGMENTATION, WORKSPACE_BYTES
 
 LONG_SEQ = 32_768  # from here on the layout search tries context parallelism (lesson 8)
-# least recomputation first (what the recommendation prefers when several fit)
-RECOMMENDABLE = ("none", "selective", "some-layers", "two-layer", "every-layer")
 
 
 @dataclass(frozen=True)
@@ -86,6 +86,11 @@ def tp_ratio(p: PlannerInputs, layout: M.Layout, strategy: str) -> float:
             / M.layer_bytes(**args, tp=1, sp=False))
 
 
+def fsdp_only(layout: M.Layout) -> bool:
+    """Whether the layout splits only the training state (FSDP over its dp GPUs)."""
+    return (layout.tp, layout.cp, layout.pp, layout.ep) == (1, 1, 1, 1)
+
+
 def layout_breakdown(p: PlannerInputs, layout: M.Layout, strategy: str | None = None
                      ) -> tuple[Breakdown, str]:
     """Memory on the most loaded GPU of `layout` for `strategy` (the settings' own when
@@ -93,6 +98,8 @@ def layout_breakdown(p: PlannerInputs, layout: M.Layout, strategy: str | None = 
     stage it is on: the first and the last stage are both priced (the first holds the
     most micro-batches, the last the loss) and the larger is the row's."""
     strategy = strategy or p.strategy
+    if fsdp_only(layout):  # the one-GPU planner's sum, its state sharded over dp GPUs
+        return breakdown(p.with_(shards=layout.dp), strategy), "only"
     q = local_inputs(p, layout)
     act = activations(q, strategy)
     ckpt = q.batch * q.seq * q.arch.hidden * q.residual_bytes
@@ -140,6 +147,8 @@ def layout_row(p: PlannerInputs, layout: M.Layout, strategy: str) -> StrategyRow
     """memory.footprint.strategy_row on the most loaded GPU of `layout`: the peak, what
     is to spare, the recomputation, and the largest micro-batch and longest sequence that
     fit under the layout."""
+    if fsdp_only(layout):  # the one-GPU planner's row, its state sharded over dp GPUs
+        return strategy_row(p.with_(shards=layout.dp), strategy)
     bd = layout_breakdown(p, layout, strategy)[0]
     act, none = activations(p, strategy), activations(p, "none")
 
@@ -229,15 +238,6 @@ def gpu_rows(p: PlannerInputs, layout: M.Layout) -> dict[str, GpuRow]:
     return {s: gpu_row(p, layout, s) for s in STRATEGIES}
 
 
-def cheapest(rows: dict[str, GpuRow]) -> GpuRow:
-    """The strategy that fits with the least recomputation (then the least memory); if
-    none fits, the one with the least memory."""
-    fitting = [rows[s] for s in RECOMMENDABLE if rows[s].fits]
-    if fitting:
-        return min(fitting, key=lambda r: (r.recompute_flops, r.peak))
-    return min(rows.values(), key=lambda r: r.peak)
-
-
 @dataclass(frozen=True)
 class LayoutStep:
     action: str  # fsdp | tp | cp | ep | pp | yours
@@ -303,30 +303,6 @@ def candidates(p: PlannerInputs, gpus: int, per_node: int) -> list[tuple[str, M.
         out.append(("pp", M.Layout(tp=tp, sp=tp > 1, pp=k, microbatches=max(m, k), dp=dp,
                                    ep=_widest_ep(ep, dp))))
     return out
-
-
-def recommend_layout(p: PlannerInputs, gpus: int, per_node: int) -> tuple[LayoutStep, ...]:
-    """The steps up to the first layout where a strategy fits (or all of them)."""
-    steps: list[LayoutStep] = []
-    for action, layout in candidates(p, gpus, per_node):
-        row = cheapest(gpu_rows(p, layout))
-        steps.append(LayoutStep(action, layout, row))
-        if row.fits:
-            break
-    return tuple(steps)
-
-
-def gpus_needed(p: PlannerInputs, gpus: int, per_node: int, limit: int = 4096
-                ) -> tuple[LayoutStep, ...] | None:
-    """When nothing fits on `gpus`: the recommendation on twice, four times ... as many
-    GPUs, the first where it fits, or None up to `limit` GPUs."""
-    n = gpus * 2
-    while n <= limit:
-        steps = recommend_layout(p, n, per_node)
-        if steps[-1].row.fits:
-            return steps
-        n *= 2
-    return None
 
 
 def nodes(gpus: int, per_node: int) -> int:

@@ -98,8 +98,7 @@ class Recommendation:
     def spread(self) -> bool:
         """Whether the plan's layout splits more than the training state (tensor,
         context, pipeline or expert parallelism): then only the PyTorch code runs it."""
-        lay = self.layout
-        return lay is not None and (lay.tp, lay.cp, lay.pp, lay.ep) != (1, 1, 1, 1)
+        return self.layout is not None and not PP.fsdp_only(self.layout)
 
 
 # The checkpointing a recommendation may choose: what Hugging Face's own switches express
@@ -347,7 +346,7 @@ def _choice_plan(p: PlannerInputs, per_node: int, given: M.Layout | None, action
     searched again, or the learner's with more FSDP GPUs), or None if it does not fit."""
     q = _replay(p, Advice(action, reason, "", 0.0, False, value))
     layout = given
-    if given is not None and action == "more-gpus":
+    if given is not None and action == "more-gpus":  # its sizes and micro-batches kept
         layout = PP.with_dp(given, q.shards)
     rec = _layout_search(q, per_node, layout)
     if not rec.fits:

@@ -56,8 +56,7 @@ def _one_plan(data: dict) -> None:
     assert row["peak_bytes"] == rec["peak_bytes"] and row["fits"] == rec["fits"]
     assert par["code"] == rec["code"]
     for plan in (rec, *rec["alternatives"]):  # no 8-bit AdamW under FSDP2 anywhere
-        assert not (plan["settings"]["gpus"] > 1
-                    and plan["settings"]["optimizer"] == "adamw-8bit")
+        assert not (plan["settings"]["gpus"] > 1 and plan["settings"]["optimizer"] == "adamw-8bit")
         assert "adamw_8bit" not in (plan["code"].get("huggingface") or "")
     if not rec["fits"]:
         assert rec["code"] == {}
@@ -104,11 +103,9 @@ def test_long_sequences_try_context_parallelism_short_ones_do_not():
     _one_plan(data)
     tried = [s["action"] for s in data["parallel"]["steps"]]
     assert tried.index("cp") > tried.index("tp") and "cp" in tried
-    assert all(s["layout"]["tp"] == 8 for s in data["parallel"]["steps"]
-               if s["action"] == "cp")
+    assert all(s["layout"]["tp"] == 8 for s in data["parallel"]["steps"] if s["action"] == "cp")
     short = [kind for kind, _ in PP.candidates(P70.with_(seq=32767), 16, 8)]
-    assert "cp" not in short and "cp" in [k for k, _ in PP.candidates(P70.with_(seq=32768),
-                                                                        16, 8)]
+    assert "cp" not in short and "cp" in [k for k, _ in PP.candidates(P70.with_(seq=32768), 16, 8)]
 
 
 @pytest.mark.parametrize("gpus", [16, 32])
@@ -133,8 +130,7 @@ def test_mistral_small_on_the_learners_layout():
     stages on 16 GPUs: the headline is that layout's plan (no checkpointing fits there),
     the row marked recommended is it, and the code is the layout's, in two 1F1B stages,
     with no block checkpointed."""
-    p = PlannerInputs(architecture(load("mistral-small-24b")), seq=4096, gpu_bytes=H100,
-                      shards=16)
+    p = PlannerInputs(architecture(load("mistral-small-24b")), seq=4096, gpu_bytes=H100, shards=16)
     layout = M.Layout(tp=8, sp=True, pp=2, microbatches=8, dp=1)
     data = report(p, layout=layout)
     _one_plan(data)

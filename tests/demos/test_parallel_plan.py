@@ -95,23 +95,25 @@ def test_bad_layouts_get_one_line(capsys, flags, message):
 
 
 def test_recommendation_adds_parallelism_in_practitioners_order():
+    from planner.recommend import recommend_across
+
     p70 = PlannerInputs(PRESETS["llama-3.1-70b"], seq=8192, batch=1, accumulation=8)
-    steps = PP.recommend_layout(p70, 16, 8)
+    steps = recommend_across(p70.with_(shards=16, tuning="lora")).layout_steps
     actions = [s.action for s in steps]
     assert actions[0] == "fsdp" and steps[0].layout.dp == 16
     tps = [s.layout.tp for s in steps if s.action == "tp"]
-    assert tps == sorted(tps) and max(tps) <= 8
-    first_across = next(a for a in actions if a in ("pp", "cp"))
-    assert first_across == "pp" and actions.index("pp") > actions.index("tp")
-    # each step holds no more per GPU than the one before
+    assert tps == sorted(tps) and max(tps, default=1) <= 8
+    # each step holds no more per GPU than the one before, and only the last fits
     peaks = [s.row.peak for s in steps]
     assert peaks == sorted(peaks, reverse=True)
-    # long sequences: context parallelism before pipelining
-    long = PP.candidates(p70.with_(seq=65536), 16, 8)
-    kinds = [k for k, _ in long if k in ("pp", "cp")]
-    assert kinds[0] == "cp"
+    assert [s.row.fits for s in steps] == [False] * (len(steps) - 1) + [True]
+    kinds = [k for k, _ in PP.candidates(p70, 16, 8)]
+    assert kinds.index("tp") < kinds.index("pp") and "cp" not in kinds
+    # long sequences: context parallelism after tensor and before pipeline parallelism
+    long = [k for k, _ in PP.candidates(p70.with_(seq=65536), 16, 8)]
+    assert long.index("tp") < long.index("cp") < long.index("pp")
     # a model that fits with FSDP alone stops there
-    small = PP.recommend_layout(P8, 16, 8)
+    small = recommend_across(P8.with_(shards=16)).layout_steps
     assert [s.action for s in small] == ["fsdp"] and small[0].row.fits
 
 
