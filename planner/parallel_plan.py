@@ -29,6 +29,7 @@ from memory.footprint import (
     StrategyRow,
     activations,
     breakdown,
+    fewest_n,
     largest_n,
     logits_peak_bytes,
     state_bytes,
@@ -169,14 +170,7 @@ def fewest_layers(p: PlannerInputs, layout: M.Layout) -> int | None:
     def ok(k: int) -> bool:
         return layout_peak(p.with_(some_layers=k), layout, "some-layers") <= p.usable_bytes
 
-    n = p.arch.layers
-    if n < 2 or not ok(n - 1):
-        return None
-    lo, hi = 1, n - 1
-    while lo < hi:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if ok(mid) else (mid + 1, hi)
-    return lo
+    return fewest_n(ok, 1, p.arch.layers - 1)
 
 
 def _gathered_share(ranks: int) -> float:
