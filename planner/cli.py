@@ -339,7 +339,7 @@ def plan_code(rec, language: str) -> dict:
         return {}
     if rec.spread:
         return {"huggingface": None,
-                "pytorch": parallel_code(rec.inputs, rec.layout, language),
+                "pytorch": parallel_code(rec.inputs, rec.layout, language, rec.per_node),
                 **framework_code(rec.inputs, rec.layout, rec.per_node, language)}
     return {"huggingface": hf_code(rec.inputs, language),
             "pytorch": torch_code(rec.inputs, language),

@@ -189,7 +189,8 @@ def spread_code(rec: R.Recommendation) -> None:
     course's tests ran of it."""
     layout = rec.layout
     assert layout is not None
-    st.code(parallel_code(rec.inputs, layout, current_language()), language="python")
+    st.code(parallel_code(rec.inputs, layout, current_language(), rec.per_node),
+            language="python")
     if _experts(rec.inputs) is not None:
         st.markdown(experts_words(rec.inputs, layout, current_language()))
     ran = t("This code, on a tiny Llama and on two tiny mixtures of experts (Mixtral, "
@@ -197,6 +198,9 @@ def spread_code(rec: R.Recommendation) -> None:
             "parallel with and without sequence parallelism, and two pipeline stages under "
             "GPipe and 1F1B, each giving one process's loss and gradients and "
             "checkpointing the blocks it names.")
+    ran += " " + t("So did the whole script, two optimizer steps on the tiny Llama built on "
+                   "the meta device, each process reading its slices of the saved "
+                   "safetensors: tensor with sequence parallelism, and two 1F1B stages.")
     if layout.cp > 1:
         ran += " " + t("The context-parallel step was not run: torch runs context "
                        "parallelism with CUDA's attention kernels only; it is checked to "
