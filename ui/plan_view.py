@@ -255,22 +255,24 @@ def memory_figure(plan: recommend_module.Plan) -> go.Figure:
                     x=[bd.parts()[component] / GiB for _, bd in bars],
                     hovertemplate="%{x:,.1f} GiB<extra>" + word(component) + "</extra>")
     gpu = plan.inputs.gpu_bytes
-    # both labels above the bars, on either side of their lines (the GPU's to the right,
-    # the margin's to the left), so that neither is drawn over a bar nor over the other
+    # both labels above the plot (their bottom on its top edge: a bar that reaches the
+    # line would run under a label inside it), on either side of their lines (the GPU's
+    # to the right, the margin's to the left), so that neither is over a bar or the other
     fig.add_vline(x=gpu / GiB, line_dash="dash", line_color="#c00000",
                   annotation_text=t("GPU {size}", size=gib(gpu)),
-                  annotation_position="top right")
+                  annotation_position="top right", annotation_yanchor="bottom")
     if plan.inputs.headroom:
         fig.add_vline(x=plan.inputs.usable_bytes / GiB, line_dash="dot", line_color="#c00000",
                       annotation_text=t("{share} kept free", share=fmt_percent(
-                          plan.inputs.headroom)), annotation_position="top left")
+                          plan.inputs.headroom)), annotation_position="top left",
+                      annotation_yanchor="bottom")
     fig.update_layout(barmode="stack", height=180 + 60 * len(bars),
                       title=t("Memory per GPU at the step's peak"),
                       separators=separators(current_language()),
                       xaxis_ticksuffix=" GiB", yaxis_autorange="reversed",
                       legend={"orientation": "h", "y": -0.3, "yanchor": "top",
                               "traceorder": "normal"},
-                      margin={"l": 10, "r": 10, "t": 60, "b": 10})
+                      margin={"l": 10, "r": 10, "t": 80, "b": 10})
     return fig
 
 
