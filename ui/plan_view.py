@@ -8,6 +8,8 @@ this module keeps the widgets and the layout.
 
 from __future__ import annotations
 
+import textwrap
+
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -237,6 +239,12 @@ def inputs() -> P.PlannerInputs | PictureModel | str:
 # ---------------------------------------------------------------- outputs
 
 
+def _wrapped(label: str, width: int = 22) -> str:
+    """A bar's label over lines of about `width` characters: one long line ("2. Auf mehr
+    GPUs verteilen (Sharding) (4 GPUs)") left a phone's plot a few pixels wide."""
+    return "<br>".join(textwrap.wrap(label, width, break_long_words=False))
+
+
 def memory_figure(plan: recommend_module.Plan) -> go.Figure:
     """Stacked horizontal bars of the memory per GPU: your setting, then each step of the
     recommendation (with the steps before it), with the GPU's memory as a line across."""
@@ -247,7 +255,7 @@ def memory_figure(plan: recommend_module.Plan) -> go.Figure:
             assert step.inputs is not None
             bd = (P.breakdown(step.inputs) if step.layout is None else
                   PP.layout_breakdown(step.inputs, step.layout)[0])
-            bars.append((f"{number}. {advice_title(step)}", bd))
+            bars.append((_wrapped(f"{number}. {advice_title(step)}"), bd))
     fig = go.Figure()
     for component in P.COMPONENTS:
         fig.add_bar(name=word(component), orientation="h", marker_color=COLOURS[component],
