@@ -76,10 +76,11 @@ def _rows(case: Case, r: CaseResult) -> list[tuple[str, Callable[[Measured], str
         return any(getattr(m, field) not in (None, ()) for m in runs)
 
     def sizes(label: str, size: Callable[[Measured], int | None]) -> None:
-        """A row of sizes, in one unit across the runs (never 9.8 KiB beside 3.0 MiB)."""
+        """A row of sizes, in one unit across the runs (never 9.8 KiB beside 3.0 MiB; an
+        exact zero reads 0 B)."""
         unit = column_unit(size(m) for m in runs)
-        rows.append((label, lambda m: "—" if size(m) is None else format_bytes_in(
-            size(m), unit, locale=babel_locale())))
+        rows.append((label, lambda m: "—" if size(m) is None else _bytes(0) if size(
+            m) == 0 else format_bytes_in(size(m), unit, locale=babel_locale())))
 
     if measured("state_bytes"):
         sizes(t("Peak with weights, gradients and optimizer state"), _total)

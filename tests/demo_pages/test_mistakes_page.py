@@ -106,9 +106,9 @@ def test_a_row_of_sizes_reads_in_one_unit_across_the_runs() -> None:
         return Measured(peak_bytes=3 * 2**20, offloaded_bytes=kept,
                         kept_on_device_bytes=kept, saved_bytes=kept)
 
-    result = CaseResult("selective-under-save-on-cpu", run(10_035), run(3 * 2**20),
-                        run(512), True, False)
+    result = CaseResult("selective-under-save-on-cpu", run(0), run(3 * 2**20),
+                        run(716_800), True, False)
     rows = dict(_rows(CASES["selective-under-save-on-cpu"], result))
     kept = rows[KEPT_ON_DEVICE]
     assert [kept(m) for m in (result.plain, result.wrong, result.fixed)] == [
-        "0.0 MiB", "3.0 MiB", "0.0 MiB"]
+        "0 B", "3.0 MiB", "0.7 MiB"]  # the last was "700.0 KiB"
