@@ -12,10 +12,16 @@ Not a test: a benchmark. It starts its own server (`python -m ui.server`), then 
   * slider release -> results: more steps right (configs never seen before: a real
     measurement) until the numbers on the page change (the memory: the times fill in
     after), and until the run has ended (every time measured);
-  * a cached config: the same slider moved back to configs seen a moment ago.
+  * a cached config: the same slider moved back to configs seen a moment ago;
+  * /plan beside /compare: a new session opening each until its first number shows (the
+    planner's peak memory per GPU; `--plan` sets the planner's link, by default Llama 3.1
+    70B fully fine-tuned on 16 H100s), quiet and again beside `--busy` processes that keep
+    a core busy each; the planner's target is twice /compare's time.
 It prints medians with the load average and writes benchmarks/browser-latency.json.
 
-    .venv/bin/python -m benchmarks.browser_latency [--runs 5] [--neighbours vocab]
+    .venv/bin/python -m benchmarks.browser_latency [--runs 5] [--neighbours vocab] [--busy 2]
+
+`--runs 1` is the quick run (one sample of each).
 """
 
 from __future__ import annotations
@@ -44,12 +50,16 @@ CHANGED = """([selector, before]) => {
 }"""
 
 
-def page_load(browser, url: str) -> float:
-    """A new session (new browser context) opening /compare until the results show."""
+PLAN_QUERY = "model=llama-3.1-70b&gpu=h100&shards=16&tuning=full&seq=4096"
+PLAN_TARGET_RATIO = 2.0  # /plan's first numbers within twice /compare's
+
+
+def page_load(browser, url: str, path: str = "compare") -> float:
+    """A new session (new browser context) opening `path` until its first number shows."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     start = time.perf_counter()
-    page.goto(f"{url}/compare", wait_until="commit")
+    page.goto(f"{url}/{path}", wait_until="commit")
     page.wait_for_selector(METRIC, timeout=120_000)
     elapsed = time.perf_counter() - start
     page.wait_for_selector(IDLE, timeout=120_000)
@@ -89,6 +99,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--neighbours", default="vocab",
                         help="the sliders whose steps the warm-up measures (DEMO_WARM_NEIGHBOURS)")
+    parser.add_argument("--busy", type=int, default=2, metavar="N",
+                        help="busy processes beside the server for the /plan and /compare "
+                             "first numbers measured under load (0: quiet only)")
+    parser.add_argument("--plan", default=PLAN_QUERY,
+                        help="the planner's link (its query string) whose first number is timed")
     args = parser.parse_args()
     load_before = os.getloadavg()[0]
     data_dir = Path(tempfile.mkdtemp(prefix="latency-"))
@@ -115,6 +130,7 @@ def main() -> None:
         fresh = [move(page, slider, "ArrowRight") for _ in range(args.runs)]
         cached = [move(page, slider, "ArrowLeft")[0] for _ in range(args.runs)]
         context.close()
+        pages = first_numbers(browser, url, args.plan, args.runs, args.busy)
         browser.close()
 
     medians = {
@@ -145,6 +161,7 @@ def main() -> None:
                       "slider_to_every_time_measured": [round(r[1], 3) for r in fresh],
                       "cached_config": [round(v, 3) for v in cached],
                       "page_load_new_session": [round(v, 3) for v in loads]},
+        "plan_beside_compare": pages,
     }
     OUT.write_text(json.dumps(report, indent=2) + "\n")
     for key, value in medians.items():
@@ -156,7 +173,43 @@ def main() -> None:
           f"warm-up running); warm-up took {warm_up_s:.0f} s")
     print(f"load average (1 min) {load['before']} before, {load['after_warm_up']} after the "
           f"warm-up, {load['after']} after, on {os.cpu_count()} CPUs")
+    for case in pages["cases"]:
+        mark = "ok" if case["within_target"] else "OVER"
+        print(f"{'/plan first numbers':>22}: median {case['plan_s']:.3f} s, /compare "
+              f"{case['compare_s']:.3f} s ({case['ratio']:.2f}x, target "
+              f"{PLAN_TARGET_RATIO}x) {mark}, {case['busy_processes']} busy processes, "
+              f"load {case['load_average_1min']}")
     print(f"wrote {OUT.relative_to(ROOT)}")
+
+
+def first_numbers(browser, url: str, plan_query: str, runs: int, busy: int) -> dict:
+    """New sessions opening /compare and /plan (its `plan_query`), alternately, until each
+    shows its first number: quiet, then beside `busy` busy processes. The planner's
+    first session comes first and is reported apart (its modules load then)."""
+    from benchmarks.load import busy_processes
+
+    plan_path = f"plan?{plan_query}"
+    first_plan = page_load(browser, url, plan_path)
+    cases = []
+    for n in sorted({0, busy}):
+        with busy_processes(n):
+            if n:
+                time.sleep(30)  # the load average follows the busy processes first
+            compare, plan = [], []
+            for _ in range(runs):
+                compare.append(page_load(browser, url))
+                plan.append(page_load(browser, url, plan_path))
+            cases.append({
+                "busy_processes": n, "load_average_1min": round(os.getloadavg()[0], 2),
+                "compare_s": round(statistics.median(compare), 3),
+                "plan_s": round(statistics.median(plan), 3),
+                "ratio": round(statistics.median(plan) / statistics.median(compare), 2),
+                "within_target": statistics.median(plan)
+                <= PLAN_TARGET_RATIO * statistics.median(compare),
+                "samples_s": {"compare": [round(v, 3) for v in compare],
+                              "plan": [round(v, 3) for v in plan]}})
+    return {"plan_query": plan_query, "target_ratio": PLAN_TARGET_RATIO,
+            "first_plan_session_s": round(first_plan, 3), "cases": cases}
 
 
 if __name__ == "__main__":

@@ -79,7 +79,12 @@ class Architecture:
         return replace(self, **changes)
 
     def linears(self) -> dict[str, tuple[int, int]]:
-        """(in, out) features of each linear layer of one block."""
+        """(in, out) features of each linear layer of one block (worked out once per
+        architecture and kept: the planner's searches ask for them many thousand times;
+        the dict is shared, so callers read it and never change it)."""
+        cached = self.__dict__.get("_linears")
+        if cached is not None:
+            return cached
         h, d = self.hidden, self.head_dim
         q, kv, m = self.heads * d, self.kv_heads * d, self.mlp_width
         out = {"q": (h, q), "k": (h, kv), "v": (h, kv), "o": (q, h)}
@@ -87,6 +92,7 @@ class Architecture:
             out |= {"gate": (h, m), "up": (h, m), "down": (m, h)}
         else:
             out |= {"fc": (h, m), "proj": (m, h)}
+        object.__setattr__(self, "_linears", out)  # a cache, not a field: eq/hash unchanged
         return out
 
     def block_params(self) -> int:

@@ -12,7 +12,7 @@ Pure arithmetic, no torch; results are ids and numbers, the pages word them.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from memory.architectures import Architecture
 from memory.class_layers import ClassFit, LayerSource
@@ -87,7 +87,14 @@ class PlannerInputs:
     source: LayerSource | None = None
 
     def with_(self, **changes: object) -> PlannerInputs:
-        return replace(self, **changes)
+        """These settings with `changes` (dataclasses.replace's result, without its
+        __init__ call: the planner's searches make many thousand of them)."""
+        if not changes.keys() <= _INPUT_FIELDS:
+            return replace(self, **changes)  # its TypeError names the unknown field
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.__dict__.update(changes)
+        return new
 
     @property
     def usable_bytes(self) -> float:
@@ -192,6 +199,9 @@ class PlannerInputs:
                              padding=self.padding, input_grad=input_grad,
                              lora_bytes=self.lora_bytes, autocast=self.autocast,
                              quantized=self.tuning == "qlora")
+
+
+_INPUT_FIELDS = frozenset(f.name for f in fields(PlannerInputs))
 
 
 # ---------------------------------------------------------------- parameters and state
@@ -317,6 +327,12 @@ def _sizes(p: PlannerInputs, batch: int | None, seq: int | None) -> tuple[int, i
 def activations(p: PlannerInputs, strategy: str, batch: int | None = None,
                 seq: int | None = None) -> Activations:
     b, s = _sizes(p, batch, seq)
+    if strategy == "none":
+        if p.tuning != "full":  # frozen embeddings: the first layer's input needs no gradient
+            return Activations(sum(p.each_layer(b, s, first_input_grad=False)), 0, 0.0)
+        return Activations(sum(p.each_layer(b, s)), 0, 0.0)
+    if strategy == "selective" and p.fused:  # a fused kernel keeps no scores already
+        return Activations(sum(p.each_layer(b, s)), 0, 0.0, 0)
     tensors = p.tensors(b, s)
     each = p.each_layer(b, s)
     full, n = layer_bytes(tensors), p.arch.layers
@@ -326,10 +342,6 @@ def activations(p: PlannerInputs, strategy: str, batch: int | None = None,
     # a checkpointed segment reruns its layers, the last one without its final MLP linear
     # (torch's early stop: memory.layer.rerun_flops)
     one, last = layer_flops(p.arch, b, s), rerun_flops(p.arch, b, s, p.targets)
-    if strategy == "none":
-        if p.tuning != "full":  # frozen embeddings: the first layer's input needs no gradient
-            return Activations(sum(p.each_layer(b, s, first_input_grad=False)), 0, 0.0)
-        return Activations(sum(each), 0, 0.0)
     if strategy == "every-layer":
         return Activations(n * ckpt, full - shared, n * last, n)
     if strategy == "two-layer":
@@ -349,9 +361,7 @@ def activations(p: PlannerInputs, strategy: str, batch: int | None = None,
         # kernel (SDPA: flash / memory-efficient) does, keeping a log-sum-exp per head and
         # token and recomputing Q·Kᵀ and the softmax in its backward. With the eager kernel
         # the step is to switch to it (the code the planner prints); with a fused kernel
-        # there is nothing left to drop.
-        if p.fused:
-            return Activations(sum(each), 0, 0.0, 0)
+        # there is nothing left to drop (returned above).
         fused = sum(p.with_(fused=True).each_layer(b, s))
         if p.source is not None and fused >= sum(each):  # the class has no fused kernel
             return Activations(sum(each), 0, 0.0, 0)
@@ -438,13 +448,15 @@ class Breakdown:
 
 
 def breakdown(p: PlannerInputs, strategy: str | None = None, batch: int | None = None,
-              seq: int | None = None) -> Breakdown:
+              seq: int | None = None, state: dict[str, float] | None = None) -> Breakdown:
     """Memory per GPU at the step's peak. The layer being rebuilt and the loss peak are
     added as if they came at once (they come one after the other: this overstates by the
     smaller of the two). Backward's own temporaries and what is kept outside the decoder
     layers are not pieces of their own: the workspace allowance is to cover them
-    (`step_peak_range` gives the band measured steps fall in, without the allowances)."""
-    state = state_bytes(p)
+    (`step_peak_range` gives the band measured steps fall in, without the allowances).
+    `state`: state_bytes(p), where the caller has it already (it does not depend on the
+    batch or the sequence)."""
+    state = state_bytes(p) if state is None else state
     act = activations(p, strategy or p.strategy, batch, seq)
     logits = logits_peak_bytes(p, batch, seq)
     subtotal = (state["weights"] + state["gradients"] + state["optimizer"] + act.kept
@@ -511,7 +523,7 @@ def fits(p: PlannerInputs, strategy: str | None = None, batch: int | None = None
     return peak_bytes(p, strategy, batch, seq) <= p.usable_bytes
 
 
-def _largest(ok, hi: int) -> int:
+def largest_n(ok, hi: int) -> int:
     """The largest n in 1..hi with ok(n) (ok is monotone: true, then false); 0 if none."""
     if not ok(1):
         return 0
@@ -527,11 +539,15 @@ MAX_SEQ = 1 << 20
 
 
 def largest_batch(p: PlannerInputs, strategy: str) -> int:
-    return _largest(lambda b: fits(p, strategy, batch=b), MAX_BATCH)
+    state = state_bytes(p)
+    return largest_n(lambda b: breakdown(p, strategy, b, None, state).total
+                     <= p.usable_bytes, MAX_BATCH)
 
 
 def longest_seq(p: PlannerInputs, strategy: str) -> int:
-    return _largest(lambda s: fits(p, strategy, seq=s), MAX_SEQ)
+    state = state_bytes(p)
+    return largest_n(lambda s: breakdown(p, strategy, None, s, state).total
+                     <= p.usable_bytes, MAX_SEQ)
 
 
 # ---------------------------------------------------------------- every strategy, and advice
@@ -560,8 +576,19 @@ def strategy_row(p: PlannerInputs, strategy: str) -> StrategyRow:
                        act.kept + act.rebuilt < none.kept, bd)
 
 
+def fewest_n(ok, lo: int, hi: int) -> int | None:
+    """The smallest n in lo..hi with ok(n) (ok is monotone: false, then true), by
+    bisection; None if not even ok(hi)."""
+    if hi < lo or not ok(hi):
+        return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(mid) else (mid + 1, hi)
+    return lo
+
+
 def minimal_some_layers(p: PlannerInputs) -> int | None:
-    """The fewest checkpointed layers that fit, None if even all of them do not."""
-    n = p.arch.layers
-    ok = [k for k in range(1, n) if fits(p.with_(some_layers=k), "some-layers")]
-    return ok[0] if ok else None
+    """The fewest checkpointed layers that fit (1 to all but one), None if even all but
+    one do not. Each layer more turns a layer's bytes into its input's, which it keeps
+    anyway, so the peak never grows with k: found by bisection."""
+    return fewest_n(lambda k: fits(p.with_(some_layers=k), "some-layers"), 1, p.arch.layers - 1)

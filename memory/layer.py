@@ -348,6 +348,7 @@ def layer_bytes(tensors: tuple[Held, ...]) -> int:
     return sum(t.bytes for t in tensors)
 
 
+@lru_cache(maxsize=4096)  # the planner's searches ask for the same layer many times
 def layer_flops(arch: Architecture, batch: int, seq: int) -> float:
     """Forward FLOPs of one layer: its linear layers and the attention."""
     return (sum(linear_flops(arch, batch, seq, n) for n in arch.linears())

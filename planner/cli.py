@@ -268,47 +268,39 @@ def layout(args, p: P.PlannerInputs) -> M.Layout | None:
         raise PlanError(str(error)) from None
 
 
-def parallel_report(p: P.PlannerInputs, given: M.Layout | None, gpus: int, per_node: int,
-                    language: str = "en") -> dict:
-    """Memory on the most loaded GPU for every strategy under the layout given, or the
-    layout recommended (its steps in practitioners' order), and its PyTorch code."""
+def parallel_report(rec, per_node: int) -> dict:
+    """The plan across GPUs, the same one as the recommendation's: its layout (the
+    learner's, or the one searched in the course's order, with the layouts tried on the
+    learner's GPUs), every strategy on its most loaded GPU with the plan's settings, and
+    when the task as set fits no layout of the learner's GPUs, the choice that fits."""
     from planner import parallel_plan as PP
-    from planner.framework_code import framework_code
-    from planner.parallel_code import parallel_code
+    from planner.recommend import layout_reason
 
-    if given is not None:
-        steps: tuple = ()
-        chosen = given
-        best = PP.cheapest(PP.gpu_rows(p, chosen))
-    else:
-        steps = PP.recommend_layout(p, gpus, per_node)
-        chosen, best = steps[-1].layout, steps[-1].row
-    rows = PP.gpu_rows(p, chosen)
-    more = PP.gpus_needed(p, gpus, per_node) if given is None and not best.fits else None
+    search = rec.closest or rec
+    chosen = rec.layout
+    rows = PP.gpu_rows(rec.inputs, chosen)
+    reason, params = layout_reason(rec)
     return {
         "layout": PP.layout_dict(chosen, per_node),
-        "chosen_by": "flags" if given is not None else "recommendation",
-        "strategy": best.strategy, "fits": best.fits, "peak_bytes": best.peak,
+        "chosen_by": "flags" if rec.chosen_by == "learner" else "recommendation",
+        "reason": {"id": reason, **params},
+        "strategy": rec.strategy, "fits": rec.fits, "peak_bytes": rec.peak,
         "gpus": chosen.gpus, "nodes": PP.nodes(chosen.gpus, per_node),
         "steps": [{"action": s.action, "layout": PP.layout_dict(s.layout, per_node),
                    "strategy": s.row.strategy, "peak_bytes": s.row.peak,
-                   "fits": s.row.fits} for s in steps],
-        "fits_on": (None if more is None else
-                    {"gpus": more[-1].layout.gpus,
-                     "nodes": PP.nodes(more[-1].layout.gpus, per_node),
-                     "layout": PP.layout_dict(more[-1].layout, per_node),
-                     "strategy": more[-1].row.strategy, "peak_bytes": more[-1].row.peak}),
+                   "fits": s.row.fits} for s in search.layout_steps],
+        "fits_on": (None if rec.closest is None or not rec.fits else
+                    {"gpus": chosen.gpus, "nodes": PP.nodes(chosen.gpus, per_node),
+                     "layout": PP.layout_dict(chosen, per_node), "strategy": rec.strategy,
+                     "peak_bytes": rec.peak,
+                     "changes": [s.action for s in rec.steps if s.choice]}),
         "strategies": {
             r.strategy: {"activations_kept_bytes": r.kept,
                          "activations_rebuilt_bytes": r.rebuilt, "state_bytes": r.state,
                          "logits_bytes": r.logits, "peak_bytes": r.peak, "fits": r.fits,
                          "stage": r.stage, "layout": PP.layout_dict(chosen, per_node)}
             for r in rows.values()},
-        "code": {"pytorch": parallel_code(p.with_(strategy=best.strategy), chosen,
-                                          language),
-                 **framework_code(p.with_(strategy=best.strategy), chosen, per_node,
-                                  language)},
-        "experts": experts_report(p, chosen),
+        "experts": experts_report(rec.inputs, chosen),
     }
 
 
@@ -340,10 +332,28 @@ def _settings(p: P.PlannerInputs) -> dict:
             "gpu_bytes": p.gpu_bytes, "headroom": p.headroom}
 
 
-def _recommendation(rec, language: str) -> dict:
+def plan_code(rec, language: str) -> dict:
+    """The code of a plan that fits (none for one that does not): the Hugging Face script
+    and the plain PyTorch code on one GPU or FSDP alone; the PyTorch layout code for a
+    layout beyond FSDP (the Trainer shards the state only); DeepSpeed's and Megatron's."""
     from planner.framework_code import framework_code
     from planner.hf_code import GPUS_PER_NODE, hf_code
+    from planner.parallel_code import parallel_code
     from planner.torch_code import torch_code
+
+    if not rec.fits:
+        return {}
+    if rec.spread:
+        return {"huggingface": None,
+                "pytorch": parallel_code(rec.inputs, rec.layout, language, rec.per_node),
+                **framework_code(rec.inputs, rec.layout, rec.per_node, language)}
+    return {"huggingface": hf_code(rec.inputs, language),
+            "pytorch": torch_code(rec.inputs, language),
+            **framework_code(rec.inputs, None, GPUS_PER_NODE, language)}
+
+
+def _recommendation(rec, language: str) -> dict:
+    from planner import parallel_plan as PP
 
     return {
         "title": " + ".join(step.action for step in rec.steps),
@@ -354,20 +364,25 @@ def _recommendation(rec, language: str) -> dict:
                    "peak_bytes": s.peak, "fits": s.fits,
                    "spare_bytes": rec.inputs.gpu_bytes - s.peak} for s in rec.steps],
         "settings": _settings(rec.inputs),
-        "code": {"huggingface": hf_code(rec.inputs, language),
-                 "pytorch": torch_code(rec.inputs, language),
-                 **framework_code(rec.inputs, None, GPUS_PER_NODE, language)},
+        "layout": (None if rec.layout is None else
+                   PP.layout_dict(rec.layout, rec.per_node)),
+        "code": plan_code(rec, language),
     }
 
 
-def report(p: P.PlannerInputs, language: str = "en") -> dict:
-    """Everything the plan page shows, as JSON-ready values (bytes, ids, code)."""
+def report(p: P.PlannerInputs, language: str = "en", layout: M.Layout | None = None,
+           per_node: int = 8) -> dict:
+    """Everything the plan page shows, as JSON-ready values (bytes, ids, code); across
+    GPUs (p.shards > 1 or a layout) the learner's `layout` or the recommended one, and a
+    `parallel` object describing the same plan as the recommendation."""
     from planner.recommend import plan
 
-    result = plan(p)
+    result = plan(p, layout, per_node)
     rec = result.recommendation
     arch = p.arch
     table = p.with_(some_layers=result.table_layers)  # the settings the rows are for
+    recommended = {**_recommendation(rec, language),
+                   "alternatives": [_recommendation(a, language) for a in rec.alternatives]}
     return {
         "model": {"label": arch.label, "family": arch.family or arch.kind,
                   "layers": arch.layers, "hidden": arch.hidden, "heads": arch.heads,
@@ -388,12 +403,12 @@ def report(p: P.PlannerInputs, language: str = "en") -> dict:
             for row in result.rows},
         "table_some_layers": result.table_layers,
         "recommended_row": result.recommended_row,
-        "recommendation": {**_recommendation(rec, language),
-                           "alternatives": [_recommendation(a, language)
-                                            for a in rec.alternatives]},
+        "recommendation": recommended,
         "approximations": [{"id": a.id, "bytes": a.bytes, "share": a.share}
                            for a in result.approximations],
         "class": class_report(p),
+        "parallel": (None if rec.layout is None else  # the same plan, the same code
+                     {**parallel_report(rec, rec.per_node), "code": recommended["code"]}),
     }
 
 
@@ -458,10 +473,7 @@ def _run(args) -> int:
     if not 1 <= args.gpus_per_node <= 4096:
         raise PlanError(f"--gpus-per-node={args.gpus_per_node} is out of range 1..4096")
     given = layout(args, p)
-    data = report(p, args.language)
-    if given is not None or args.gpus > 1:
-        data["parallel"] = parallel_report(p, given, args.gpus, args.gpus_per_node,
-                                           args.language)
+    data = report(p, args.language, given, args.gpus_per_node)
     if args.json:
         print(json.dumps(data))
         return 0
@@ -517,15 +529,20 @@ def _run(args) -> int:
 
 
 def printed_code(data: dict, framework: str | None) -> list[str]:
-    """The code --framework names: the Hugging Face script is the recommendation's; the
-    others are for the plan across GPUs when there is one, else for the recommendation.
-    Without --framework: Hugging Face's for one GPU's plan, PyTorch's across GPUs."""
-    rec, par = data["recommendation"]["code"], data.get("parallel")
-    shown = par["code"] if par is not None else rec
-    texts = {"hf": rec["huggingface"], "torch": shown["pytorch"],
-             "deepspeed": shown["deepspeed"], "megatron": shown["megatron"]}
+    """The code --framework names, all of it the recommendation's (one plan). Without
+    --framework: the Hugging Face script, or PyTorch's for a layout beyond FSDP. A plan
+    that does not fit prints none, and one line saying so; a framework the plan's layout
+    does not run in (the Trainer beyond FSDP) says so too."""
+    code = data["recommendation"]["code"]
+    if not code:
+        return ["# No code: no plan fits. Take a change above (more GPUs, LoRA, a shorter "
+                "sequence)."]
+    texts = {"hf": code["huggingface"] or "# The Hugging Face Trainer shards the training "
+             "state (FSDP) and nothing more: this plan's layout runs in the PyTorch code "
+             "(--framework torch).", "torch": code["pytorch"],
+             "deepspeed": code["deepspeed"], "megatron": code["megatron"]}
     if framework is None:
-        return [texts["torch" if par is not None else "hf"]]
+        return [texts["torch" if code["huggingface"] is None else "hf"]]
     if framework == "all":
         return [f"# ---- {FRAMEWORKS[name]}\n{text}" for name, text in texts.items()]
     return [texts[framework]]

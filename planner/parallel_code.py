@@ -21,6 +21,7 @@ from importlib import metadata
 from i18n import DEFAULT, gettext
 from memory.footprint import PlannerInputs
 from memory.parallel import Layout, stage_layers
+from planner.parallel_script import script
 from planner.snippets import COMMENT_WIDTH, comment
 
 _SCHEDULES = {"1f1b": "Schedule1F1B", "gpipe": "ScheduleGPipe",
@@ -30,8 +31,8 @@ _HEAD = '''import torch
 from torch import nn
 from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
 from torch.distributed.device_mesh import init_device_mesh
-from torch.distributed.fsdp import fully_shard
-from torch.distributed.tensor import Replicate, Shard
+from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+from torch.distributed.tensor import DTensor, Replicate, Shard
 from torch.distributed.tensor.parallel import (
     ColwiseParallel,
     PrepareModuleInput,
@@ -43,6 +44,7 @@ from torch.distributed.tensor.parallel import (
 
 TP, CP, PP, DP = {tp}, {cp}, {pp}, {dp}
 SEQUENCE_PARALLEL = {sp}
+{mp_doc}MP = MixedPrecisionPolicy({mp})
 '''
 
 _TP = '''
@@ -115,11 +117,11 @@ def parallelize(model: nn.Module, mesh) -> nn.Module:
     layers = model.model.layers
     if TP > 1 and SEQUENCE_PARALLEL:
         sequence_parallel_ends(model, mesh["tp"])
-    for i, block in enumerate(layers):
+    for i, (name, block) in enumerate(list(layers.named_children())):
         if TP > 1:
             tensor_parallel(block, mesh["tp"])
-{checkpointed}        fully_shard(block, mesh=mesh["dp_cp"])
-    fully_shard(model, mesh=mesh["dp_cp"])
+{checkpointed}        fully_shard(block, mesh=mesh["dp_cp"], mp_policy=MP)
+    fully_shard(model, mesh=mesh["dp_cp"], mp_policy=MP)
     return model
 '''
 
@@ -145,7 +147,7 @@ class Stage(nn.Module):
         start, end = (len(blocks) * k // stages for k in (stage, stage + 1))
         self.model = nn.Module()
         self.model.embed_tokens = inner.embed_tokens if first else None
-        self.model.layers = nn.ModuleList(blocks[start:end])
+        self.model.layers = nn.ModuleDict({{str(k): blocks[k] for k in range(start, end)}})
         self.model.rotary_emb = inner.rotary_emb
         self.model.norm = inner.norm if last else None
         self.lm_head = model.lm_head if last else None
@@ -156,7 +158,7 @@ class Stage(nn.Module):
         tokens = h.shape[1] * (TP if TP > 1 and SEQUENCE_PARALLEL else 1)
         positions = torch.arange(tokens, device=h.device).unsqueeze(0)
         rope = inner.rotary_emb(h, positions)
-        for block in inner.layers:
+        for block in inner.layers.values():
             h = block(h, position_embeddings=rope)
         if self.lm_head is not None:
             h = self.lm_head(inner.norm(h))
@@ -193,7 +195,7 @@ def load_with_transformers_tp(path: str) -> nn.Module:
 _CP = '''
 
 def context_parallel_step(model: nn.Module, input_ids: torch.Tensor, labels: torch.Tensor,
-                          mesh) -> torch.Tensor:
+                          mesh, scale: float = 1.0) -> torch.Tensor:
 {doc}
     from torch.distributed.tensor.experimental import context_parallel
 
@@ -204,7 +206,7 @@ def context_parallel_step(model: nn.Module, input_ids: torch.Tensor, labels: tor
         logits = model(input_ids=input_ids, position_ids=positions).logits
         loss = nn.functional.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(),
                                            ignore_index=-100)
-        loss.backward()
+        (loss * scale).backward()
     return loss
 '''
 
@@ -259,7 +261,7 @@ def _checkpointed(p: PlannerInputs, layout: Layout) -> str:
     """The lines of the loop over blocks that checkpoint the plan's blocks (none for a
     plan without checkpointing; two-layer segments and the compiler's budget as every
     block, their nearest per-block form)."""
-    wrap = "block = checkpoint_wrapper(block)\n{i}layers[i] = block\n"
+    wrap = "block = checkpoint_wrapper(block)\n{i}layers.register_module(name, block)\n"
     if p.strategy in ("every-layer", "two-layer", "budget"):
         return "        " + wrap.format(i="        ")
     if p.strategy == "some-layers":
@@ -323,10 +325,20 @@ def experts_words(p: PlannerInputs, layout: Layout, code: str = DEFAULT) -> str:
     return words
 
 
-def parallel_code(p: PlannerInputs, layout: Layout, code: str = DEFAULT) -> str:
-    """The layout's PyTorch code, commented in language `code`."""
+def parallel_code(p: PlannerInputs, layout: Layout, code: str = DEFAULT,
+                  per_node: int = 8) -> str:
+    """The layout's PyTorch code, commented in language `code`: the building blocks, then
+    the whole run (planner.parallel_script) and its torchrun command for nodes of
+    `per_node` GPUs."""
+    mixed = "param_dtype=torch.bfloat16, reduce_dtype=torch.float32"
+    mp_doc = (gettext(code, "Mixed precision: FSDP gathers the weights in bf16 for the "
+                            "compute and reduces the gradients in fp32; the fp32 weights and "
+                            "the optimizer's state stay sharded.")
+              if p.precision == "mixed" else "")
     out = _HEAD.format(tp=layout.tp, cp=layout.cp, pp=layout.pp, dp=layout.dp,
-                       sp=layout.sp and layout.tp > 1)
+                       sp=layout.sp and layout.tp > 1,
+                       mp=mixed if p.precision == "mixed" else "",
+                       mp_doc="".join(line + "\n" for line in comment(mp_doc)))
     tp_doc = gettext(code, "Split the block's projections over the tensor-parallel GPUs: "
                            "q, k, v and the MLP's first projections by columns, the output "
                            "projections by rows; with sequence parallelism the norms run "
@@ -405,4 +417,4 @@ def parallel_code(p: PlannerInputs, layout: Layout, code: str = DEFAULT) -> str:
                                "since a slice cannot shift its own. torch runs it with "
                                "CUDA's attention kernels only.")
         out += _CP.format(doc=_doc(cp_doc))
-    return out
+    return out + script(p, layout, per_node, code)

@@ -21,17 +21,24 @@ from dataclasses import dataclass, replace
 from memory import parallel as M
 from memory.architectures import Architecture
 from memory.footprint import (
+    MAX_BATCH,
+    MAX_SEQ,
     STRATEGIES,
+    Breakdown,
     PlannerInputs,
+    StrategyRow,
     activations,
+    breakdown,
+    fewest_n,
+    largest_n,
     logits_peak_bytes,
     state_bytes,
+    step_flops,
+    strategy_row,
 )
 from memory.hardware import FRAGMENTATION, WORKSPACE_BYTES
 
-LONG_SEQ = 32_768  # from here on context parallelism comes before pipeline parallelism
-# least recomputation first (what the recommendation prefers when several fit)
-RECOMMENDABLE = ("none", "selective", "some-layers", "two-layer", "every-layer")
+LONG_SEQ = 32_768  # from here on the layout search tries context parallelism (lesson 8)
 
 
 @dataclass(frozen=True)
@@ -80,10 +87,20 @@ def tp_ratio(p: PlannerInputs, layout: M.Layout, strategy: str) -> float:
             / M.layer_bytes(**args, tp=1, sp=False))
 
 
-def gpu_row(p: PlannerInputs, layout: M.Layout, strategy: str) -> GpuRow:
-    """Memory on the most loaded GPU of `layout` for `strategy`: the first and the last
-    pipeline stage are both priced (the first holds the most micro-batches, the last the
-    loss) and the larger is the row's."""
+def fsdp_only(layout: M.Layout) -> bool:
+    """Whether the layout splits only the training state (FSDP over its dp GPUs)."""
+    return (layout.tp, layout.cp, layout.pp, layout.ep) == (1, 1, 1, 1)
+
+
+def layout_breakdown(p: PlannerInputs, layout: M.Layout, strategy: str | None = None
+                     ) -> tuple[Breakdown, str]:
+    """Memory on the most loaded GPU of `layout` for `strategy` (the settings' own when
+    None), piece by piece as memory.footprint.breakdown gives one GPU's, and the pipeline
+    stage it is on: the first and the last stage are both priced (the first holds the
+    most micro-batches, the last the loss) and the larger is the row's."""
+    strategy = strategy or p.strategy
+    if fsdp_only(layout):  # the one-GPU planner's sum, its state sharded over dp GPUs
+        return breakdown(p.with_(shards=layout.dp), strategy), "only"
     q = local_inputs(p, layout)
     act = activations(q, strategy)
     ckpt = q.batch * q.seq * q.arch.hidden * q.residual_bytes
@@ -93,27 +110,67 @@ def gpu_row(p: PlannerInputs, layout: M.Layout, strategy: str) -> GpuRow:
                 + (act.kept - ckpt_part) * plain)
     share = M.stage_layers(q.arch.layers, layout.pp) / q.arch.layers
     rebuilt = act.rebuilt * plain
-    shards = layout.dp * layout.cp
-    st = state_bytes(q.with_(shards=shards))
-    base = st["weights"] - st["gathered"] - st["root"] + st["gradients"] + st["optimizer"]
+    st = state_bytes(q.with_(shards=layout.dp * layout.cp))
     gathered = st["gathered"] - expert_gather_saving(p, layout, st["gathered"])
-    state = base / (layout.tp * layout.pp) + (gathered + st["root"]) / layout.tp
+    split = layout.tp * layout.pp
+    weights = ((st["weights"] - st["gathered"] - st["root"]) / split
+               + (gathered + st["root"]) / layout.tp)
+    grads, optimizer = st["gradients"] / split, st["optimizer"] / split
     logits = logits_peak_bytes(q) / layout.tp  # vocabulary-parallel loss under t > 1
 
-    def stage_peak(stage: int, with_logits: bool) -> tuple[float, float]:
-        kept = per_step * share * M.in_flight(layout, stage)
+    def stage(index: int, with_logits: bool) -> Breakdown:
+        kept = per_step * share * M.in_flight(layout, index)
         loss = logits if with_logits else 0.0
-        subtotal = state + kept + rebuilt + loss
-        return kept, subtotal + WORKSPACE_BYTES + FRAGMENTATION * subtotal
+        subtotal = weights + grads + optimizer + kept + rebuilt + loss
+        return Breakdown(weights, grads, optimizer, kept, rebuilt, loss,
+                         WORKSPACE_BYTES + FRAGMENTATION * subtotal)
 
     if layout.pp == 1:
-        kept, peak = stage_peak(0, True)
-        where = "only"
-    else:
-        first, last = stage_peak(0, False), stage_peak(layout.pp - 1, True)
-        (kept, peak), where = (first, "first") if first[1] >= last[1] else (last, "last")
-    return GpuRow(strategy, kept, rebuilt, state, logits if where != "first" else 0.0,
-                  peak, peak <= p.usable_bytes, where, act.recompute_flops)
+        return stage(0, True), "only"
+    first, last = stage(0, False), stage(layout.pp - 1, True)
+    return (first, "first") if first.total >= last.total else (last, "last")
+
+
+def gpu_row(p: PlannerInputs, layout: M.Layout, strategy: str) -> GpuRow:
+    """Memory on the most loaded GPU of `layout` for `strategy` (layout_breakdown)."""
+    bd, where = layout_breakdown(p, layout, strategy)
+    act = activations(local_inputs(p, layout), strategy)
+    return GpuRow(strategy, bd.activations_kept, bd.activations_rebuilt,
+                  bd.weights + bd.gradients + bd.optimizer, bd.logits, bd.total,
+                  bd.total <= p.usable_bytes, where, act.recompute_flops)
+
+
+def layout_peak(p: PlannerInputs, layout: M.Layout, strategy: str | None = None) -> float:
+    return layout_breakdown(p, layout, strategy)[0].total
+
+
+def layout_row(p: PlannerInputs, layout: M.Layout, strategy: str) -> StrategyRow:
+    """memory.footprint.strategy_row on the most loaded GPU of `layout`: the peak, what
+    is to spare, the recomputation, and the largest micro-batch and longest sequence that
+    fit under the layout."""
+    if fsdp_only(layout):  # the one-GPU planner's row, its state sharded over dp GPUs
+        return strategy_row(p.with_(shards=layout.dp), strategy)
+    bd = layout_breakdown(p, layout, strategy)[0]
+    act, none = activations(p, strategy), activations(p, "none")
+
+    def ok(**change: int) -> bool:
+        return layout_peak(p.with_(**change), layout, strategy) <= p.usable_bytes
+
+    return StrategyRow(strategy, bd.total, bd.total <= p.usable_bytes,
+                       p.gpu_bytes - bd.total, act.recompute_flops / step_flops(p),
+                       largest_n(lambda b: ok(batch=b), MAX_BATCH),
+                       largest_n(lambda s: ok(seq=s), MAX_SEQ),
+                       act.kept + act.rebuilt < none.kept, bd)
+
+
+def fewest_layers(p: PlannerInputs, layout: M.Layout) -> int | None:
+    """The fewest layers "only some layers" checkpoints to fit under `layout` (None if
+    even all of them do not): memory.footprint.minimal_some_layers on the most loaded
+    GPU, found by bisection (the peak falls as k grows)."""
+    def ok(k: int) -> bool:
+        return layout_peak(p.with_(some_layers=k), layout, "some-layers") <= p.usable_bytes
+
+    return fewest_n(ok, 1, p.arch.layers - 1)
 
 
 def _gathered_share(ranks: int) -> float:
@@ -175,18 +232,9 @@ def gpu_rows(p: PlannerInputs, layout: M.Layout) -> dict[str, GpuRow]:
     return {s: gpu_row(p, layout, s) for s in STRATEGIES}
 
 
-def cheapest(rows: dict[str, GpuRow]) -> GpuRow:
-    """The strategy that fits with the least recomputation (then the least memory); if
-    none fits, the one with the least memory."""
-    fitting = [rows[s] for s in RECOMMENDABLE if rows[s].fits]
-    if fitting:
-        return min(fitting, key=lambda r: (r.recompute_flops, r.peak))
-    return min(rows.values(), key=lambda r: r.peak)
-
-
 @dataclass(frozen=True)
 class LayoutStep:
-    action: str  # fsdp | tp | pp | cp
+    action: str  # fsdp | tp | cp | ep | pp | yours
     layout: M.Layout
     row: GpuRow
 
@@ -199,11 +247,27 @@ def _powers(limit: int) -> list[int]:
     return out
 
 
+def experts_of(p: PlannerInputs) -> tuple[int, int] | None:
+    """(experts per MoE layer, experts per token) of a mixture-of-experts config's class;
+    None for a dense model."""
+    return getattr(p.source, "experts", None) or None
+
+
+def _widest_ep(ep: int, ranks: int) -> int:
+    """The largest power of two up to `ep` that divides the data x context ranks."""
+    while ep > 1 and ranks % ep:
+        ep //= 2
+    return ep
+
+
 def candidates(p: PlannerInputs, gpus: int, per_node: int) -> list[tuple[str, M.Layout]]:
-    """Layouts in the order practitioners add parallelism: FSDP over every GPU; tensor
-    (with sequence) parallelism inside a node, t dividing the heads and the node; then,
-    with the widest t, pipeline stages across nodes (1F1B, at least p micro-batches) or,
-    for sequences of LONG_SEQ tokens or more, context parallelism first."""
+    """Layouts in the course's order (lesson 8, "The decision"): FSDP over every GPU;
+    tensor parallelism with sequence parallelism inside a node, t dividing the heads, the
+    key/value heads and the node; then, with the widest t, context parallelism, only for
+    sequences of LONG_SEQ tokens or more; expert parallelism for a mixture of experts
+    (ep dividing the experts and the data x context GPUs, keeping the widest cp tried);
+    pipeline stages (1F1B, at least p micro-batches; stages up to the layers), with the
+    widest t and ep."""
     out: list[tuple[str, M.Layout]] = [("fsdp", M.Layout(dp=gpus))]
     tp = 1
     for t in _powers(min(per_node, gpus)):
@@ -211,41 +275,28 @@ def candidates(p: PlannerInputs, gpus: int, per_node: int) -> list[tuple[str, M.
             break
         tp = t
         out.append(("tp", M.Layout(tp=t, sp=True, dp=gpus // t)))
+    base = M.Layout(tp=tp, sp=tp > 1, dp=gpus // tp)
+    rest = gpus // tp
+    if p.seq >= LONG_SEQ:
+        for k in _powers(rest):
+            if rest % k == 0:
+                base = M.Layout(tp=tp, sp=tp > 1, cp=k, dp=rest // k)
+                out.append(("cp", base))
+    ep = 1
+    experts = experts_of(p)
+    if experts is not None:
+        for e in _powers(base.dp * base.cp):
+            if (base.dp * base.cp) % e == 0 and experts[0] % e == 0:
+                ep = e
+                out.append(("ep", replace(base, ep=e)))
     m = max(p.accumulation, 1)
-    across = ("cp", "pp") if p.seq >= LONG_SEQ else ("pp", "cp")
-    for kind in across:
-        for k in _powers(gpus // tp):
-            if (gpus // tp) % k or (kind == "pp" and k > p.arch.layers):
-                continue
-            dp = gpus // (tp * k)
-            layout = (M.Layout(tp=tp, sp=tp > 1, pp=k, microbatches=max(m, k), dp=dp)
-                      if kind == "pp" else M.Layout(tp=tp, sp=tp > 1, cp=k, dp=dp))
-            out.append((kind, layout))
+    for k in _powers(rest):
+        if rest % k or k > p.arch.layers:
+            continue
+        dp = rest // k
+        out.append(("pp", M.Layout(tp=tp, sp=tp > 1, pp=k, microbatches=max(m, k), dp=dp,
+                                   ep=_widest_ep(ep, dp))))
     return out
-
-
-def recommend_layout(p: PlannerInputs, gpus: int, per_node: int) -> tuple[LayoutStep, ...]:
-    """The steps up to the first layout where a strategy fits (or all of them)."""
-    steps: list[LayoutStep] = []
-    for action, layout in candidates(p, gpus, per_node):
-        row = cheapest(gpu_rows(p, layout))
-        steps.append(LayoutStep(action, layout, row))
-        if row.fits:
-            break
-    return tuple(steps)
-
-
-def gpus_needed(p: PlannerInputs, gpus: int, per_node: int, limit: int = 4096
-                ) -> tuple[LayoutStep, ...] | None:
-    """When nothing fits on `gpus`: the recommendation on twice, four times ... as many
-    GPUs, the first where it fits, or None up to `limit` GPUs."""
-    n = gpus * 2
-    while n <= limit:
-        steps = recommend_layout(p, n, per_node)
-        if steps[-1].row.fits:
-            return steps
-        n *= 2
-    return None
 
 
 def nodes(gpus: int, per_node: int) -> int:

@@ -39,9 +39,12 @@ _NAMESPACE = uuid.UUID("6f0c1d59-3f43-4a0e-9d3c-8a5f1b6a2e10")  # this app's ach
 DESCRIPTION = N_(
     "A web course on gradient (activation) checkpointing for machine-learning engineers "
     "and students: why activations dominate training memory, how checkpointing drops and "
-    "recomputes them, where the checkpoints go, what it costs and why the result does not "
-    "change, selective and compiler-driven checkpointing, and how to switch it on in "
-    "PyTorch and Hugging Face, with live measurements of a real model.")
+    "recomputes them, where the checkpoints go, language models and their large "
+    "vocabularies' logits, what it costs and why the result does not change, selective and "
+    "compiler-driven checkpointing, how to switch it on in PyTorch and Hugging Face, how it "
+    "works with sharding and tensor, sequence, context, pipeline and expert parallelism "
+    "across many GPUs, and vision and diffusion models, with live measurements of a real "
+    "model.")
 CRITERIA = N_(
     "Passed the course's final quiz with at least {pass_mark} of the answers correct. The "
     "quiz draws its questions from the course's lessons:")

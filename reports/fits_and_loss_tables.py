@@ -9,6 +9,7 @@ import statistics
 import pandas as pd
 
 from i18n import N_, format_number, gettext, pgettext
+from i18n.numbers import format_decimal
 from i18n.units import MISSING, column_unit, format_bytes_in, format_ms
 from reports.report import babel, header, label_of
 from reports.timing import (
@@ -173,6 +174,17 @@ def cpu_per_token(row: pd.Series) -> float | None:
     return statistics.median(cpu) / per_step if per_step else None
 
 
+def flops_per_token(row: pd.Series) -> float | None:
+    """The step's counted FLOPs (torch's FLOP counter) over its tokens, at the confirmed
+    size; None where they were not counted."""
+    flops, tokens = row.get("flops_counted"), row.get("tokens_per_second")
+    seconds = row.get("step_seconds")
+    if any(v is None or pd.isna(v) for v in (flops, tokens, seconds)):
+        return None
+    per_step = float(tokens) * float(seconds)
+    return float(flops) / per_step if per_step else None
+
+
 def equal_work_verdict(frame: pd.DataFrame, field: str, lang: str = "en") -> str:
     """Each strategy at its largest size against no checkpointing at its own, at equal
     work: CPU time per token (cpu_per_token), so a busy server does not decide it. Then
@@ -199,9 +211,24 @@ def equal_work_verdict(frame: pd.DataFrame, field: str, lang: str = "en") -> str
     text = gettext(lang, "At equal work (CPU time per token, which other learners' load "
                          "does not move): {parts}.", parts="; ".join(parts))
     if min(ratios) >= 1:
+        counted = [flops_per_token(row) for strategy, row in rows.items()
+                   if strategy != "none" and cpu_per_token(row) is not None]
+        base_flops = flops_per_token(base)
+        why = gettext(lang, "The rerun repeats each layer's element-wise work too (norms, "
+                            "activation functions, dropout masks, copies), which a FLOP count "
+                            "leaves out and a CPU runs at the speed of its memory rather than "
+                            "its arithmetic; a larger {name} makes neither cheaper per token.",
+                      name=name)
+        if base_flops and counted and all(counted):
+            return text + " " + gettext(
+                lang, "On this CPU the larger {name} did not win back the recomputation. "
+                      "torch's FLOP counter (matrix products and attention) counts {flops} "
+                      "the FLOPs per token of no checkpointing: that is the rerun forward; "
+                      "the CPU time per token grew more.", name=name,
+                flops=" / ".join(f"{format_decimal(value / base_flops, lang, 2)}×"
+                                 for value in counted)
+            ) + " " + why
         return text + " " + gettext(lang, "On this CPU the larger {name} did not win back "
-                                          "the recomputation: a CPU's cores are already busy "
-                                          "at the smaller size, so each token costs about the "
-                                          "same work, plus the rerun forward.", name=name)
+                                          "the recomputation.", name=name) + " " + why
     return text + " " + gettext(lang, "Here the larger {name} more than paid for the "
                                       "recomputation.", name=name)

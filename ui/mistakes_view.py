@@ -19,7 +19,7 @@ from demos.mistakes import (
     Symptom,
 )
 from i18n import N_
-from i18n.units import format_bytes
+from i18n.units import column_unit, format_bytes, format_bytes_in
 from ui import demo_display as display
 from ui import demo_runner as runner
 from ui import query
@@ -75,18 +75,23 @@ def _rows(case: Case, r: CaseResult) -> list[tuple[str, Callable[[Measured], str
     def measured(field: str) -> bool:
         return any(getattr(m, field) not in (None, ()) for m in runs)
 
+    def sizes(label: str, size: Callable[[Measured], int | None]) -> None:
+        """A row of sizes, in one unit across the runs (never 9.8 KiB beside 3.0 MiB; an
+        exact zero reads 0 B)."""
+        unit = column_unit(size(m) for m in runs)
+        rows.append((label, lambda m: "—" if size(m) is None else _bytes(0) if size(
+            m) == 0 else format_bytes_in(size(m), unit, locale=babel_locale())))
+
     if measured("state_bytes"):
-        rows.append((t("Peak with weights, gradients and optimizer state"),
-                     lambda m: _bytes(_total(m))))
-        rows.append((t("Weights, gradients and optimizer state"),
-                     lambda m: _bytes(m.state_bytes)))
-    rows.append((t("Peak, live bytes above the parameters"), lambda m: _bytes(m.peak_bytes)))
+        sizes(t("Peak with weights, gradients and optimizer state"), _total)
+        sizes(t("Weights, gradients and optimizer state"), lambda m: m.state_bytes)
+    sizes(t("Peak, live bytes above the parameters"), lambda m: m.peak_bytes)
     rows.append((t("Where the peak is"), _phase))
     if measured("saved_bytes"):
-        rows.append((t(SAVED), lambda m: _bytes(m.saved_bytes)))
+        sizes(t(SAVED), lambda m: m.saved_bytes)
     if measured("kept_on_device_bytes"):
-        rows.append((t(OFFLOADED), lambda m: _bytes(m.offloaded_bytes)))
-        rows.append((t(KEPT_ON_DEVICE), lambda m: _bytes(m.kept_on_device_bytes)))
+        sizes(t(OFFLOADED), lambda m: m.offloaded_bytes)
+        sizes(t(KEPT_ON_DEVICE), lambda m: m.kept_on_device_bytes)
     if measured("flops"):
         rows.append((t("Arithmetic of one step"),
                      lambda m: t("{value} GFLOP", value=fmt_decimal((m.flops or 0) / 1e9, 3))))

@@ -8,6 +8,8 @@ this module keeps the widgets and the layout.
 
 from __future__ import annotations
 
+import textwrap
+
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -21,6 +23,7 @@ from memory.class_layers import LayerSource
 from model_classes.causal_lm_config import ClassConfigError
 from planner import class_worker
 from planner import hf_code as hf_module
+from planner import parallel_plan as PP
 from planner import recommend as recommend_module
 from planner import torch_code as torch_module
 from planner.class_cache import from_config_json as class_config
@@ -42,7 +45,7 @@ from ui.plan_controls import (
     targets_control,
     tuning_control,
 )
-from ui.plan_gpus_view import across_gpus
+from ui.plan_gpus_view import across_gpus, describe, layout_controls, spread_code
 from ui.plan_picture_view import PictureModel, picture_model, picture_plan, picture_presets
 from ui.plan_words import (
     APPROXIMATIONS,
@@ -236,6 +239,12 @@ def inputs() -> P.PlannerInputs | PictureModel | str:
 # ---------------------------------------------------------------- outputs
 
 
+def _wrapped(label: str, width: int = 22) -> str:
+    """A bar's label over lines of about `width` characters: one long line ("2. Auf mehr
+    GPUs verteilen (Sharding) (4 GPUs)") left a phone's plot a few pixels wide."""
+    return "<br>".join(textwrap.wrap(label, width, break_long_words=False))
+
+
 def memory_figure(plan: recommend_module.Plan) -> go.Figure:
     """Stacked horizontal bars of the memory per GPU: your setting, then each step of the
     recommendation (with the steps before it), with the GPU's memory as a line across."""
@@ -244,7 +253,9 @@ def memory_figure(plan: recommend_module.Plan) -> go.Figure:
     if rec.inputs != plan.inputs:
         for number, step in enumerate(rec.steps, start=1):
             assert step.inputs is not None
-            bars.append((f"{number}. {advice_title(step)}", P.breakdown(step.inputs)))
+            bd = (P.breakdown(step.inputs) if step.layout is None else
+                  PP.layout_breakdown(step.inputs, step.layout)[0])
+            bars.append((_wrapped(f"{number}. {advice_title(step)}"), bd))
     fig = go.Figure()
     for component in P.COMPONENTS:
         fig.add_bar(name=word(component), orientation="h", marker_color=COLOURS[component],
@@ -252,19 +263,24 @@ def memory_figure(plan: recommend_module.Plan) -> go.Figure:
                     x=[bd.parts()[component] / GiB for _, bd in bars],
                     hovertemplate="%{x:,.1f} GiB<extra>" + word(component) + "</extra>")
     gpu = plan.inputs.gpu_bytes
+    # both labels above the plot (their bottom on its top edge: a bar that reaches the
+    # line would run under a label inside it), on either side of their lines (the GPU's
+    # to the right, the margin's to the left), so that neither is over a bar or the other
     fig.add_vline(x=gpu / GiB, line_dash="dash", line_color="#c00000",
-                  annotation_text=t("GPU {size}", size=gib(gpu)), annotation_position="top")
+                  annotation_text=t("GPU {size}", size=gib(gpu)),
+                  annotation_position="top right", annotation_yanchor="bottom")
     if plan.inputs.headroom:
         fig.add_vline(x=plan.inputs.usable_bytes / GiB, line_dash="dot", line_color="#c00000",
                       annotation_text=t("{share} kept free", share=fmt_percent(
-                          plan.inputs.headroom)), annotation_position="bottom left")
+                          plan.inputs.headroom)), annotation_position="top left",
+                      annotation_yanchor="bottom")
     fig.update_layout(barmode="stack", height=180 + 60 * len(bars),
                       title=t("Memory per GPU at the step's peak"),
                       separators=separators(current_language()),
                       xaxis_ticksuffix=" GiB", yaxis_autorange="reversed",
                       legend={"orientation": "h", "y": -0.3, "yanchor": "top",
                               "traceorder": "normal"},
-                      margin={"l": 10, "r": 10, "t": 60, "b": 10})
+                      margin={"l": 10, "r": 10, "t": 80, "b": 10})
     return fig
 
 
@@ -320,6 +336,13 @@ def recommendation(plan: recommend_module.Plan) -> None:
               gpus=gpus, peak=gib(rec.peak)) if rec.fits else
             t("Closest: **{plan}**, and it still does not fit: shorten the sequence or use "
               "a bigger GPU.", plan=plan_title(rec)))
+    if rec.fits and rec.choices:  # the task as set fits nowhere on these GPUs
+        lead = t("Nothing fits on {gpus} as you set the task. What would: **{plan}** "
+                 "({more}, {peak} per GPU).",
+                 gpus=tn("{count} GPU", "{count} GPUs", plan.inputs.shards),
+                 plan=plan_title(rec), more=gpus, peak=gib(rec.peak))
+    if rec.layout is not None and (rec.spread or plan.inputs.shards > 1):
+        lead += " " + t("Layout: {layout}", layout=describe(rec.layout, rec.per_node))
     headline(f"{yours} {lead}", rec.fits)
     _steps(rec, gpu)
     for alternative in rec.alternatives:
@@ -332,7 +355,18 @@ def recommendation(plan: recommend_module.Plan) -> None:
 
 def code(plan: recommend_module.Plan) -> None:
     st.subheader(t("Code for the recommended plan"))
-    settings = plan.recommendation.inputs
+    rec = plan.recommendation
+    settings = rec.inputs
+    if not rec.fits:
+        st.info(t("No code: no plan fits. Take one of the changes above (more GPUs, LoRA, "
+                  "a shorter sequence) and the code for it appears here."),
+                icon=":material/info:")
+        return
+    if rec.spread:
+        st.caption(t("The Hugging Face Trainer shards the training state (FSDP) and "
+                     "nothing more: this plan's layout runs in PyTorch's own code."))
+        spread_code(rec)
+        return
     hf, torch_tab = st.tabs(["Hugging Face", "PyTorch"])
     hf.code(hf_module.hf_code(settings, current_language()), language="python")
     hf.caption(t("Names as in transformers {version}, peft {peft} and accelerate "
@@ -380,9 +414,10 @@ def render() -> None:
 
 
 def outputs(settings: P.PlannerInputs) -> None:
-    """Everything below the inputs: the peak, the table, the class, the recommendation,
-    the code, the GPUs, the approximations."""
-    plan = recommend_module.plan(settings)
+    """Everything below the inputs: the layout across GPUs, the peak, the table, the
+    class, the recommendation, the code, the GPUs, the approximations."""
+    layout, per_node = layout_controls(settings)
+    plan = recommend_module.plan(settings, layout, per_node)
     positions = settings.arch.positions
     if positions and settings.seq > positions:
         st.warning(t("{model} learned positions for {positions:,} tokens only; the plan below "
@@ -402,11 +437,14 @@ def outputs(settings: P.PlannerInputs) -> None:
     # The names column pinned and of medium width: the German table is wider than a laptop's
     # page and far wider than a phone's, and scrolled sideways it kept no row's name in view
     # (Streamlit's table has no wrapping cells).
+    # The fits column wide enough for its verdict ("✗ short by 23.5 GiB") on a phone, the
+    # names column for "Only some layers (the first 29 layers)" at a laptop's width.
     st.dataframe(strategy_table(plan), hide_index=True, column_config={
-        t(COLUMNS["strategy"]): st.column_config.TextColumn(pinned=True, width="medium")})
+        t(COLUMNS["strategy"]): st.column_config.TextColumn(pinned=True, width="large"),
+        t(COLUMNS["fits"]): st.column_config.TextColumn(width="medium")})
     if settings.source is not None:
         measured_class(settings)
     recommendation(plan)
+    across_gpus(plan.recommendation)
     code(plan)
-    across_gpus(settings)
     approximations(plan)

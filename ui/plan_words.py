@@ -31,7 +31,8 @@ WORDS: dict[str, str] = {
     # remedies
     "chunked-loss": N_("Chunked loss"), "lora": N_("LoRA adapters"),
     "qlora": N_("QLoRA (4-bit base)"), "more-gpus": N_("Shard over more GPUs"),
-    "adamw-8bit": N_("8-bit AdamW"),
+    "adamw-8bit": N_("8-bit AdamW"), "sharded-adamw": N_("AdamW (torch), not 8-bit"),
+    "shorter-seq": N_("Shorter sequence"),
     "fused-attention": N_("Fused attention (SDPA)"),
     "smaller-batch": N_("Micro-batch 1 with more accumulation"),
     "offload": N_("Offload to CPU memory"),
@@ -76,6 +77,14 @@ REASONS: dict[str, str] = {
         "Frozen weights need no gradients and no optimizer state; only the small adapters "
         "train."),
     "four-bit-base": N_("The frozen base weights are stored in 4 bits instead of 16."),
+    "eight-bit-adamw-not-sharded": N_(
+        "Across GPUs FSDP2 holds each parameter as a DTensor, and bitsandbytes' 8-bit AdamW "
+        "cannot step one (its update mixes plain tensors with the DTensor and stops at the "
+        "first step): the plan uses torch's AdamW, which steps DTensors, and counts its "
+        "states."),
+    "fewer-tokens": N_(
+        "The activations grow with the tokens per sample: a shorter sequence (more "
+        "accumulation keeps the tokens per optimizer step where it divides) fits."),
     "shard-the-state": N_(
         "FSDP / ZeRO-3 splits weights, gradients and optimizer state over the GPUs; fewer "
         "accumulation steps keep the tokens per optimizer step."),
@@ -277,6 +286,9 @@ def advice_title(step: recommend_module.Advice) -> str:
                   int(step.value), name=name)
     if step.action == "more-gpus" and step.value:
         return tn("{name} ({count} GPU)", "{name} ({count} GPUs)", int(step.value), name=name)
+    if step.action == "shorter-seq" and step.value:
+        return t("{name} ({tokens} tokens)", name=name,
+                 tokens=units.number(int(step.value), locale=babel_locale()))
     return name
 
 

@@ -15,7 +15,7 @@ from demos.real_models import (
     run_live,
 )
 from i18n import N_
-from i18n.units import format_bytes
+from i18n.units import column_unit, format_bytes, format_bytes_in
 from memory.architectures import PRESETS
 from memory.footprint import PlannerInputs
 from memory.layer import layer_bytes
@@ -90,17 +90,20 @@ def table(m: Measurement) -> pd.DataFrame:
     lab = lab_layers(setup, m.checkpointed)
     rows = []
     names = [t("Layer {index}", index=i) for i in range(len(m.per_layer))] + [t("All layers")]
+    measured, planner, lab = [*m.per_layer, m.layers_total], [*planned, sum(planned)], [
+        *lab, sum(lab)]
+    # one unit per column (its total's): never KiB in the rows above MiB in the total
+    units = [column_unit(column) for column in (measured, planner, lab)]
     for name, got, plan, own, ckpt in zip(
-            names, [*m.per_layer, m.layers_total], [*planned, sum(planned)],
-            [*lab, sum(lab)], [i in m.checkpointed for i in range(len(m.per_layer))] + [None],
-            strict=True):
+            names, measured, planner, lab,
+            [i in m.checkpointed for i in range(len(m.per_layer))] + [None], strict=True):
         rows.append({
             t("Decoder layer"): name,
             t("Checkpointed"): "" if ckpt is None else (t("yes") if ckpt else t("no")),
-            t("Measured"): format_bytes(got, locale=lang),
-            t("Planner"): format_bytes(plan, locale=lang),
+            t("Measured"): format_bytes_in(got, units[0], locale=lang),
+            t("Planner"): format_bytes_in(plan, units[1], locale=lang),
             t("Measured ÷ planner"): fmt_decimal(got / plan, 2),
-            t("Lab model"): format_bytes(own, locale=lang),
+            t("Lab model"): format_bytes_in(own, units[2], locale=lang),
         })
     return pd.DataFrame(rows)
 

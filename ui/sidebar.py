@@ -37,6 +37,11 @@ SIDEBAR_CSS = """<style>
 [data-testid="stSidebarNavLink"] span[label] * {
     white-space: normal; overflow: visible; text-overflow: clip; overflow-wrap: break-word;
 }
+[data-testid="stPageLink-NavLink"] { height: auto; }
+[data-testid="stPageLink-NavLink"] *, [data-testid="stPageLink-NavLink"] p {
+    white-space: normal !important; overflow: visible !important;
+    text-overflow: clip !important; overflow-wrap: break-word;
+}
 [data-testid="stMetric"] label, [data-testid="stMetric"] label *,
 [data-testid="stMetricValue"], [data-testid="stMetricValue"] *,
 [data-testid="stMetricDelta"], [data-testid="stMetricDelta"] * {

@@ -93,3 +93,22 @@ def test_the_library_cases_run_live_in_each_language(app_test: Callable, code: s
     diff = table[table.iloc[:, 0] == gettext(
         code, "Largest gradient difference to the plain run")].iloc[0]
     assert diff.iloc[3] == gettext(code, "0 (bitwise equal)") and diff.iloc[2] != diff.iloc[3]
+
+
+def test_a_row_of_sizes_reads_in_one_unit_across_the_runs() -> None:
+    """The save_on_cpu case's table read "9.8 KiB" for one run beside "3.0 MiB" for the
+    next in the same row: a row of sizes takes its largest value's unit."""
+    from demos.mistake_records import CaseResult, Measured
+    from demos.mistakes import CASES
+    from ui.mistakes_view import KEPT_ON_DEVICE, _rows
+
+    def run(kept: int) -> Measured:
+        return Measured(peak_bytes=3 * 2**20, offloaded_bytes=kept,
+                        kept_on_device_bytes=kept, saved_bytes=kept)
+
+    result = CaseResult("selective-under-save-on-cpu", run(0), run(3 * 2**20),
+                        run(716_800), True, False)
+    rows = dict(_rows(CASES["selective-under-save-on-cpu"], result))
+    kept = rows[KEPT_ON_DEVICE]
+    assert [kept(m) for m in (result.plain, result.wrong, result.fixed)] == [
+        "0 B", "3.0 MiB", "0.7 MiB"]  # the last was "700.0 KiB"

@@ -269,37 +269,54 @@ def test_home_and_lesson_7_point_to_the_planner(app_test: Callable) -> None:
 
 def test_the_choices_table_keeps_each_rows_name_in_view(app_test: Callable) -> None:
     """The German table is wider than the page: its names column is pinned (it stays
-    while the rest scrolls sideways) and of medium width."""
+    while the rest scrolls sideways) and wide enough for "Only some layers (the first 29
+    layers)"; the fits column keeps its verdict on a phone."""
     at = app_test(PAGE, query={"lang": "de"})
     no_errors(at)
     config = json.loads(at.dataframe[0].proto.columns)
     (name,) = [key for key in config if key.startswith("Checkpointing")]
-    assert config[name]["pinned"] is True and config[name]["width"] == "medium"
+    assert config[name]["pinned"] is True and config[name]["width"] == "large"
+    (fits,) = [key for key in config if key.startswith("Passt")]
+    assert config[fits]["width"] == "medium"
 
 
-def test_many_gpus_section_recommends_a_layout_and_prices_your_own(app_test: Callable
-                                                                   ) -> None:
+def test_many_gpus_one_plan_in_headline_layout_table_and_code(app_test: Callable) -> None:
+    """Llama 3.1 70B, full fine-tune with AdamW: on 8 H100s no layout fits, and the page
+    says so, with the layouts it tried (on 1 node, in the singular) and the fewest GPUs
+    that fit as a choice, whose script is the code. With the learner's own layout
+    (tensor 8, sequence parallelism, 2 stages) on 16, the headline, the layout's table
+    (the recommended row marked) and the PyTorch code are that layout's plan."""
     from memory import parallel as M
     from memory.architectures import PRESETS
     from memory.footprint import PlannerInputs
     from memory.hardware import GPUS
     from planner import parallel_plan as PP
+    from planner import recommend as R
     from ui.plan_words import gib
 
-    query = {"model": "llama-3.1-70b", "seq": "8192", "gpu": "h100", "shards": "16",
+    query = {"model": "llama-3.1-70b", "seq": "4096", "gpu": "h100", "shards": "8",
              "tuning": "full", "ckpt": "every-layer", "free": "5"}
     at = app_test(PAGE, query=query)
     no_errors(at)
     shown = page_text(at)
-    assert "Across 16 GPUs" in shown and "16 GPUs on 2 nodes" in shown
-    assert len(at.dataframe[-1].value) == 6
-    assert any("fully_shard" in c.value and "parallelize_module" in c.value for c in at.code)
-    own = app_test(PAGE, query={**query, "layout": "own", "tp": "4", "sp": "on", "pp": "2"})
-    no_errors(own)
-    p = PlannerInputs(PRESETS["llama-3.1-70b"], seq=8192, accumulation=8, shards=16,
+    assert "Nothing fits on 8 GPUs as you set the task. What would:" in shown
+    assert "No layout of 8 GPUs fits this task" in shown and "8 GPUs on 1 node." in shown
+    p = PlannerInputs(PRESETS["llama-3.1-70b"], seq=4096, shards=8,
                       gpu_bytes=GPUS["h100"].bytes, headroom=0.05)
-    rows = PP.gpu_rows(p, PP.with_dp(M.Layout(tp=4, sp=True, pp=2, microbatches=8), 16))
+    rec = R.plan(p).recommendation
+    assert rec.gpus > 8 and f"--num_processes {rec.gpus}" in at.code[0].value
+    assert "adamw_8bit" not in at.code[0].value
+    own = app_test(PAGE, query={**query, "shards": "16", "layout": "own", "tp": "8",
+                                "sp": "on", "pp": "2"})
+    no_errors(own)
+    layout = PP.with_dp(M.Layout(tp=8, sp=True, pp=2, microbatches=8), 16)
+    rec = R.plan(p.with_(shards=16), layout).recommendation
+    assert rec.layout.tp == 8 and rec.layout.pp == 2 and rec.fits
+    shown = page_text(own)
+    assert f"Layout: Tensor 8 x context 1 x pipeline 2 x FSDP {rec.layout.dp}" in shown
+    rows = PP.gpu_rows(rec.inputs, rec.layout)
     assert list(own.dataframe[-1].value.iloc[:, 2]) == [gib(r.peak) for r in rows.values()]
+    assert sum("(recommended)" in name for name in own.dataframe[-1].value.iloc[:, 0]) == 1
     assert any("Schedule1F1B" in c.value for c in own.code)
     bad = app_test(PAGE, query={**query, "layout": "own", "tp": "8", "cp": "4", "pp": "4"})
     assert any("cannot be split" in e.value for e in bad.error)

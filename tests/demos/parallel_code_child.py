@@ -2,8 +2,10 @@
 the CPU over gloo: a tiny transformers Llama, tiny Mixtral and tiny Qwen3-MoE (mixtures of
 experts), tensor parallel over both ranks (without and with sequence parallelism), then in
 two pipeline stages over 4 micro-batches (GPipe and 1F1B), their blocks checkpointed as the
-plan names them and sharded with fully_shard, and transformers' own tensor-parallel route.
-Rank 0 writes each run's loss, the reference loss of the same weights in one process, the
+plan names them and sharded with fully_shard, and transformers' own tensor-parallel route;
+then the whole printed script (train(): built on the meta device, split, its weights read
+from safetensors, two AdamW steps) under tensor with sequence parallelism and in two 1F1B
+stages. Rank 0 writes each run's loss, the reference loss of the same weights in one process, the
 largest gradient difference and which blocks ran checkpointed."""
 
 from __future__ import annotations
@@ -32,7 +34,10 @@ WORLD = 2
 
 
 def printed(strategy: str, layout: Layout) -> str:
-    p = PlannerInputs(PRESETS["llama-3.1-8b"], strategy=strategy, some_layers=2)
+    """The code for the 8B preset in fp32 (the tiny models' dtype: the steps are compared
+    with one process's to 1e-5; mixed precision would cast the weights to bf16)."""
+    p = PlannerInputs(PRESETS["llama-3.1-8b"], strategy=strategy, some_layers=2,
+                      precision="fp32")
     return parallel_code(p, layout)
 
 
@@ -65,6 +70,11 @@ PIPE_RUNS = (("llama", "gpipe", "every-layer"), ("llama", "1f1b", "some-layers")
              ("mixtral-8x7b", "1f1b", "some-layers"))
 TRANSFORMERS_RUNS = ("llama", "mixtral-8x7b", "qwen3-235b-a22b")
 MICROBATCHES = 4
+# the whole printed script (train()), two optimizer steps on the tiny Llama saved as
+# safetensors: tensor with sequence parallelism, and two 1F1B pipeline stages
+SCRIPT_RUNS = (("tp+sp", "every-layer"), ("pp", "some-layers"))
+SCRIPT_LAYOUTS = {"tp+sp": Layout(tp=WORLD, sp=True),
+                  "pp": Layout(pp=WORLD, microbatches=MICROBATCHES, schedule="1f1b")}
 
 
 def _run(rank: int, store: str, out: str) -> None:
@@ -87,10 +97,16 @@ def _run(rank: int, store: str, out: str) -> None:
         transformers_tp = [{"family": family,
                             **_transformers_step(rank, os.path.dirname(store), family)}
                            for family in TRANSFORMERS_RUNS]
+        scripts = []
+        for layout, strategy in SCRIPT_RUNS:
+            ranks = [None] * WORLD
+            dist.all_gather_object(ranks, _script_run(os.path.dirname(store), layout,
+                                                      strategy))
+            scripts.append({"layout": layout, "strategy": strategy, "ranks": ranks})
         if rank == 0:
             with open(out, "w", encoding="utf-8") as handle:
                 json.dump({"tp": results, "moe": experts, "pp": piped,
-                           "transformers": transformers_tp}, handle)
+                           "transformers": transformers_tp, "script": scripts}, handle)
     finally:
         dist.destroy_process_group()
 
@@ -207,7 +223,37 @@ def _pipeline_step(rank: int, family: str, schedule: str, strategy: str) -> dict
             "grad_max_diff": max(diffs.values()),
             "grad_max": max(r.grad.abs().max().item() for r in references.values()),
             "checkpointed": [isinstance(block, CheckpointWrapper)
-                             for module in modules for block in module.model.layers]}
+                             for module in modules for block in module.model.layers.children()]}
+
+
+def _script_run(folder: str, layout: str, strategy: str) -> dict:
+    """The whole printed script, train(), for two optimizer steps on the tiny Llama that
+    _transformers_step saved (safetensors): built on the meta device, split, its weights
+    read from the checkpoint, AdamW; beside one process loading the same checkpoint and
+    taking the same two steps on the same rows. The losses of both steps on every rank
+    (the pipeline's first stage: 0) and the device build() puts the parameters on."""
+    path = os.path.join(folder, "tiny-llama")
+    namespace: dict = {}
+    exec(printed(strategy, SCRIPT_LAYOUTS[layout]), namespace)  # noqa: S102 - under test
+    namespace.update(MODEL=path, STEPS=2)
+    generator = torch.Generator().manual_seed(2)
+    rows = [{"input_ids": torch.randint(0, TINY["llama"]().vocab_size, (SEQ,),
+                                        generator=generator)} for _ in range(16)]
+    build = namespace["build"]
+    losses = namespace["train"](rows, torch.device("cpu"))
+    data = namespace["batches"](rows, namespace["build_mesh"]("cpu"))
+    reference = AutoModelForCausalLM.from_pretrained(path)
+    optimizer = torch.optim.AdamW(reference.parameters(), lr=namespace["LR"])
+    expected = []
+    for _ in range(2):
+        ids = next(data)
+        loss = reference(input_ids=ids, labels=ids).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        expected.append(loss.item())
+    return {"losses": losses, "reference": expected,
+            "built_on": sorted({str(p.device) for p in build(path).parameters()})}
 
 
 def main(out: str) -> None:

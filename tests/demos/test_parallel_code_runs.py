@@ -3,7 +3,8 @@
 with and without sequence parallelism, then split into two pipeline stages over 4
 micro-batches (torch.distributed.pipelining, GPipe and 1F1B), its blocks checkpointed as
 the plan names them and sharded with fully_shard, and transformers' own tensor-parallel
-route it prints beside; the same for two mixtures of experts, a tiny Mixtral and a tiny
+route it prints beside, and the whole script (meta device, weights read from safetensors,
+two optimizer steps); the same for two mixtures of experts, a tiny Mixtral and a tiny
 Qwen3-MoE (4 experts, top-2, stored as 3D parameters); the loss and every gradient equal
 the one-process step. The
 printed context-parallel step is compiled, its imports resolved, not run: torch 2.13 runs
@@ -147,6 +148,22 @@ def test_the_printed_transformers_route_trains_as_one_process(runs):
         else:
             assert mine == whole, f"{run['family']}: {mine} of {whole} rows on each process"
             assert "own route keeps them whole as well" in words
+
+
+@pytest.mark.heavy
+def test_the_printed_script_trains_as_one_process(runs):
+    """The whole script: the tiny Llama built with its parameters on the meta device,
+    split (tensor with sequence parallelism; two 1F1B stages), each rank reading its
+    slices of the saved safetensors, then two AdamW steps: both steps' losses are one
+    process's that loaded the same checkpoint (so the weights were read, and the
+    optimizer stepped them alike); on the pipeline, the last stage's."""
+    assert [(r["layout"], r["strategy"]) for r in runs["script"]] == list(child.SCRIPT_RUNS)
+    tp, pp = runs["script"]
+    for rank in (*tp["ranks"], pp["ranks"][1]):
+        assert rank["built_on"] == ["meta"]
+        assert rank["losses"] == pytest.approx(rank["reference"], rel=1e-5)
+        assert rank["losses"][0] != rank["losses"][1]
+    assert pp["ranks"][0]["losses"] == [0.0, 0.0]  # the first stage has no loss
 
 
 def test_printed_context_parallel_code_compiles_and_its_imports_resolve():

@@ -13,11 +13,12 @@ from memory import footprint as P
 from memory.architectures import PRESETS
 from memory.hardware import GPUS
 from memory.hf_config import ConfigJsonError, architecture
+from planner import parallel_plan as PP
 from planner import recommend as recommend_module
 from planner.cli import main
 from planner.hf_code import LIGER_MODEL_TYPES, hf_code, model_type
 
-TASK_CHANGES = {"more-gpus", "lora", "qlora"}
+TASK_CHANGES = {"more-gpus", "lora", "qlora", "shorter-seq"}
 MARKERS = {  # what the script must contain for each step
     "every-layer": ("activation_checkpointing", "True"),
     "some-layers": ("activation_checkpointing_enable()", "gradient_checkpointing = False"),
@@ -82,8 +83,9 @@ def _check_plan(p: P.PlannerInputs) -> None:
         assert row.peak == rec.peak and row.fits == rec.fits, (row, rec.peak)
         if rec.strategy == "some-layers":
             assert plan.table_layers == rec.inputs.some_layers
-    # the headline's numbers are also the table's for the recommended settings
-    final = recommend_module.plan(rec.inputs)
+    # the headline's numbers are also the table's for the recommended settings (on the
+    # recommended layout, across GPUs)
+    final = recommend_module.plan(rec.inputs, rec.layout)
     row = next(r for r in final.rows if r.strategy == rec.strategy)
     assert rec.peak == row.peak and rec.fits == row.fits
     assert final.breakdown.total == rec.peak
@@ -94,18 +96,26 @@ def _check_plan(p: P.PlannerInputs) -> None:
         assert rec.peak <= usable
     for plans in (rec, *rec.alternatives):
         q = p
-        for index, step in enumerate(plans.steps):
+        # across GPUs a choice comes first (its layout searched with it), and the switch
+        # from 8-bit AdamW, which cannot step FSDP2's DTensors
+        ladder = [s for s in plans.steps if not s.choice and s.action != "sharded-adamw"]
+        for step in plans.steps:
             assert step.inputs is not None
-            assert step.peak == P.peak_bytes(step.inputs) and step.fits == (step.peak <= usable)
-            # each step changes only what it names, on top of the ones before it
-            assert step.inputs.strategy == plans.strategy
-            if index == 0:
+            peak = (P.peak_bytes(step.inputs) if step.layout is None else
+                    PP.layout_peak(step.inputs, step.layout))
+            assert step.peak == peak and step.fits == (step.peak <= usable)
+            if step in ladder:  # each tool on top of the checkpointing, in its strategy
+                assert step.inputs.strategy == plans.strategy
+            if step is ladder[0]:
                 assert step.action in recommend_module.RECOMMENDABLE
                 if step.action == "some-layers":  # those layers alone make it fit
-                    assert step.fits and len(plans.steps) == 1
+                    assert step.fits and len(ladder) == 1
             assert step.choice is (step.action in TASK_CHANGES)
             q = step.inputs
         assert q == plans.inputs
+        assert not (plans.inputs.shards > 1 and plans.inputs.optimizer == "adamw-8bit")
+        if plans.spread:  # the Trainer's script runs FSDP only: the PyTorch code runs it
+            continue
         code = hf_code(plans.inputs)
         for step in plans.steps:
             markers = MARKERS.get(step.action, ())

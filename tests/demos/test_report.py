@@ -338,12 +338,19 @@ def test_what_fits_compares_strategies_at_equal_work_by_cpu_time() -> None:
         # 5.8 s wall, busy (CPU 4.20 s): 1.50× the CPU time per token
         "step_seconds": [0.40, 5.8], "tokens_per_second": [6 * seq / 0.40, 28 * seq / 5.8],
         "step_seconds_runs": [[0.39, 0.40, 0.41], [5.0, 5.8, 7.1]],
-        "cpu_seconds_runs": [[0.59, 0.60, 0.61], [4.19, 4.20, 4.21]]})
+        "cpu_seconds_runs": [[0.59, 0.60, 0.61], [4.19, 4.20, 4.21]],
+        # torch's FLOP counter: 1.19× the FLOPs per token with every layer rerun
+        "flops_counted": [6 * seq * 1e6, 28 * seq * 1.19e6]})
     assert cpu_per_token(frame.iloc[0]) == pytest.approx(0.60 / (6 * seq))
     text = equal_work_verdict(frame, "batch")
     assert "every layer at batch 28: 1.50× the CPU time per token of no checkpointing at " \
            "batch 6" in text
     assert "did not win back the recomputation" in text
+    # the measured 1.50× beside the counted 1.19×, and what a FLOP count leaves out
+    assert "counts 1.19× the FLOPs per token of no checkpointing" in text
+    assert "element-wise work" in text and "about the same work" not in text
+    assert "element-wise work" in equal_work_verdict(frame.drop(columns="flops_counted"),
+                                                     "batch")
     cheap = frame.assign(cpu_seconds_runs=[[0.59, 0.60, 0.61], [2.0, 2.0, 2.0]])
     assert "more than paid for the recomputation" in equal_work_verdict(cheap, "batch")
     assert equal_work_verdict(frame[frame["strategy"] != "none"], "batch") == ""

@@ -284,3 +284,17 @@ def test_the_status_list_follows_the_configured_public_address(
     assert stored_list(service.data_dir, service.key_id)["id"] == url
     result, = independent_verify([public], published_lists(status_dir, [public]))
     assert result["verified"] and result["revoked"] is False
+
+
+def test_the_achievement_describes_every_lesson_it_is_drawn_from() -> None:
+    """The description named the first lessons' subjects and stopped before lesson 8
+    (many GPUs) and lesson 9 (vision and diffusion models): it names them, in each
+    language."""
+    from i18n import gettext
+    from quiz.open_badge import DESCRIPTION
+
+    english = gettext("en", DESCRIPTION)
+    for subject in ("logits", "many GPUs", "pipeline", "diffusion", "PyTorch"):
+        assert subject in english, subject
+    assert "GPU" in gettext("de", DESCRIPTION) and "Diffusion" in gettext("de", DESCRIPTION)
+    assert "GPU" in gettext("vi", DESCRIPTION) and "diffusion" in gettext("vi", DESCRIPTION)
