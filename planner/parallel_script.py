@@ -18,7 +18,7 @@ from memory.parallel import Layout
 from planner.hf_code import MAIN_PORT, model_id
 from planner.snippets import comment
 
-_SETTINGS = '''
+_SETTINGS = """
 
 # ---------------------------------------------------------------- the whole run
 
@@ -28,9 +28,9 @@ SEQ, MICRO_BATCH, ACCUMULATION = {seq}, {batch}, {accumulation}{accumulation_doc
 STEPS, LR = 1000, 1e-5
 DTYPE = torch.{dtype}
 TIED = {tied}  # the head shares the embedding's weight (not in the checkpoint)
-'''
+"""
 
-_RUN = '''
+_RUN = """
 
 def build(path: str) -> nn.Module:
 {build_doc}
@@ -152,12 +152,13 @@ def main(train_dataset) -> None:
 
 if __name__ == "__main__":
     main(train_dataset)  # {dataset_doc}
-'''
+"""
 
 _OPTIMIZERS = {
     "adamw": "torch.optim.AdamW([p for m in modules for p in m.parameters()], lr=LR)",
-    "sgd-momentum": ("torch.optim.SGD([p for m in modules for p in m.parameters()], lr=LR, "
-                     "momentum=0.9)"),
+    "sgd-momentum": (
+        "torch.optim.SGD([p for m in modules for p in m.parameters()], lr=LR, momentum=0.9)"
+    ),
 }
 
 
@@ -167,14 +168,20 @@ def launch_lines(layout: Layout, per_node: int, code: str = DEFAULT) -> list[str
     gpus = layout.gpus
     nodes = -(-gpus // per_node)
     if nodes == 1:
-        return [gettext(code, "launch with: torchrun --nproc_per_node {count} train.py",
-                        count=gpus)]
-    return [gettext(code, "{nodes} nodes of {per} GPUs: on each, with NODE_RANK 0 on the "
-                          "first and 1, 2 ... on the others, MAIN_IP the first's address:",
-                    nodes=nodes, per=per_node),
-            f"  torchrun --nnodes {nodes} --nproc_per_node {per_node} \\",
-            f"    --node_rank $NODE_RANK --master_addr $MAIN_IP --master_port {MAIN_PORT} "
-            "train.py"]
+        return [
+            gettext(code, "launch with: torchrun --nproc_per_node {count} train.py", count=gpus)
+        ]
+    return [
+        gettext(
+            code,
+            "{nodes} nodes of {per} GPUs: on each, with NODE_RANK 0 on the "
+            "first and 1, 2 ... on the others, MAIN_IP the first's address:",
+            nodes=nodes,
+            per=per_node,
+        ),
+        f"  torchrun --nnodes {nodes} --nproc_per_node {per_node} \\",
+        f"    --node_rank $NODE_RANK --master_addr $MAIN_IP --master_port {MAIN_PORT} train.py",
+    ]
 
 
 def _doc(text: str) -> str:
@@ -184,57 +191,101 @@ def _doc(text: str) -> str:
 def script(p: PlannerInputs, layout: Layout, per_node: int, code: str = DEFAULT) -> str:
     """The whole-run part of the layout's code, commented in language `code`."""
     hub = model_id(p)
-    model_doc = gettext(code, "A local folder with the model's config.json and safetensors "
-                              "(hf download {hub} --local-dir <folder>): every GPU reads "
-                              "its slices of them.", hub=hub)
+    model_doc = gettext(
+        code,
+        "A local folder with the model's config.json and safetensors "
+        "(hf download {hub} --local-dir <folder>): every GPU reads "
+        "its slices of them.",
+        hub=hub,
+    )
     if p.arch.expert_params:
-        model_doc += " " + gettext(code, "A mixture of experts' Hub checkpoint stores each "
-                                         "expert apart, and transformers merges them into "
-                                         "the class's 3D parameters as it loads, so its "
-                                         "names are not the class's: save the loaded "
-                                         "model's state once with "
-                                         "torch.distributed.checkpoint (dcp.save) and read "
-                                         "that folder with dcp.FileSystemReader instead.")
+        model_doc += " " + gettext(
+            code,
+            "A mixture of experts' Hub checkpoint stores each "
+            "expert apart, and transformers merges them into "
+            "the class's 3D parameters as it loads, so its "
+            "names are not the class's: save the loaded "
+            "model's state once with "
+            "torch.distributed.checkpoint (dcp.save) and read "
+            "that folder with dcp.FileSystemReader instead.",
+        )
     if p.tuning != "full":
-        model_doc += " " + gettext(code, "This code trains every weight: it has no LoRA "
-                                         "adapters (PEFT wraps the projections the "
-                                         "tensor-parallel plan names).")
+        model_doc += " " + gettext(
+            code,
+            "This code trains every weight: it has no LoRA "
+            "adapters (PEFT wraps the projections the "
+            "tensor-parallel plan names).",
+        )
     out = _SETTINGS.format(
-        model=f"path/to/{hub.split('/')[-1]}", model_doc="\n".join(comment(model_doc)),
-        seq=p.seq, batch=p.batch,
+        model=f"path/to/{hub.split('/')[-1]}",
+        model_doc="\n".join(comment(model_doc)),
+        seq=p.seq,
+        batch=p.batch,
         accumulation=layout.microbatches if layout.pp > 1 else p.accumulation,
-        accumulation_doc=("  # " + gettext(code, "the pipeline's micro-batches per step")
-                          if layout.pp > 1 else ""),
-        dtype="bfloat16" if p.precision == "bf16" else "float32", tied=p.arch.tied)
+        accumulation_doc=(
+            "  # " + gettext(code, "the pipeline's micro-batches per step") if layout.pp > 1 else ""
+        ),
+        dtype="bfloat16" if p.precision == "bf16" else "float32",
+        tied=p.arch.tied,
+    )
     docs = {
-        "build_doc": gettext(code, "The model with its parameters on the meta device (no "
-                                   "memory until they are split and sharded) and its "
-                                   "buffers real (the rotary frequencies are computed, not "
-                                   "stored)."),
-        "materialize_doc": gettext(code, "Each GPU's shards of the parameters created on "
-                                         "the GPU (uninitialized until load_weights); the "
-                                         "buffers as build computed them."),
-        "load_doc": gettext(code, "The weights from the checkpoint's safetensors: each GPU "
-                                  "reads only the slices it holds (torch.distributed."
-                                  "checkpoint, its HuggingFaceStorageReader), whatever the "
-                                  "split."),
-        "data_doc": gettext(code, "Rows of SEQ token ids (\"input_ids\"), one optimizer "
-                                  "step's micro-batches at a time: each data-parallel GPU "
-                                  "its own share, the tensor, context and pipeline GPUs of "
-                                  "one data-parallel rank the same."),
-        "train_doc": gettext(code, "The run on this process: built, split as planned, the "
-                                   "weights loaded, then STEPS optimizer steps; the loss of "
-                                   "each step (on the last pipeline stage; 0 on the "
-                                   "others)."),
-        "main_doc": gettext(code, "One process per GPU, as torchrun starts them; the process "
-                                  "group from torchrun's environment."),
+        "build_doc": gettext(
+            code,
+            "The model with its parameters on the meta device (no "
+            "memory until they are split and sharded) and its "
+            "buffers real (the rotary frequencies are computed, not "
+            "stored).",
+        ),
+        "materialize_doc": gettext(
+            code,
+            "Each GPU's shards of the parameters created on "
+            "the GPU (uninitialized until load_weights); the "
+            "buffers as build computed them.",
+        ),
+        "load_doc": gettext(
+            code,
+            "The weights from the checkpoint's safetensors: each GPU "
+            "reads only the slices it holds (torch.distributed."
+            "checkpoint, its HuggingFaceStorageReader), whatever the "
+            "split.",
+        ),
+        "data_doc": gettext(
+            code,
+            'Rows of SEQ token ids ("input_ids"), one optimizer '
+            "step's micro-batches at a time: each data-parallel GPU "
+            "its own share, the tensor, context and pipeline GPUs of "
+            "one data-parallel rank the same.",
+        ),
+        "train_doc": gettext(
+            code,
+            "The run on this process: built, split as planned, the "
+            "weights loaded, then STEPS optimizer steps; the loss of "
+            "each step (on the last pipeline stage; 0 on the "
+            "others).",
+        ),
+        "main_doc": gettext(
+            code,
+            "One process per GPU, as torchrun starts them; the process "
+            "group from torchrun's environment.",
+        ),
     }
     optimizer = _OPTIMIZERS.get(p.optimizer, _OPTIMIZERS["adamw"])
-    out += _RUN.format(**{k: _doc(v) for k, v in docs.items()}, optimizer=optimizer,
-                       pp_cp="\n".join(comment(gettext(
-                           code, "Context parallelism inside a pipeline stage is not wired "
-                                 "into this step."), " " * 12)),
-                       dataset_doc=gettext(code, "train_dataset: your tokenized dataset"))
-    launch = [line for text in launch_lines(layout, per_node, code)
-              for line in (["# " + text] if text.startswith(" ") else comment(text))]
+    out += _RUN.format(
+        **{k: _doc(v) for k, v in docs.items()},
+        optimizer=optimizer,
+        pp_cp="\n".join(
+            comment(
+                gettext(
+                    code, "Context parallelism inside a pipeline stage is not wired into this step."
+                ),
+                " " * 12,
+            )
+        ),
+        dataset_doc=gettext(code, "train_dataset: your tokenized dataset"),
+    )
+    launch = [
+        line
+        for text in launch_lines(layout, per_node, code)
+        for line in (["# " + text] if text.startswith(" ") else comment(text))
+    ]
     return out + "\n" + "\n".join(launch) + "\n"
