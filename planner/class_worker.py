@@ -37,6 +37,7 @@ import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 from i18n.units import format_bytes
@@ -210,6 +211,8 @@ def _first_line(error: BaseException) -> str:
 
 
 def _child(conn: Any, task: str, args: tuple, memory: int, seconds: float) -> None:
+    # Pickled before the limit: at the limit, pickling even this tuple can fail.
+    out_of_memory = ForkingPickler.dumps(("memory",))
     try:
         _limit_self(memory, seconds)
         message: tuple = ("ok", json.dumps(run_task(task, args)))
@@ -222,7 +225,7 @@ def _child(conn: Any, task: str, args: tuple, memory: int, seconds: float) -> No
     try:
         conn.send(message)
     except MemoryError:
-        conn.send(("memory",))
+        conn.send_bytes(out_of_memory)
     finally:
         conn.close()
 
