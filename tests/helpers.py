@@ -3,7 +3,6 @@ child process (background_app), Debian's Chromium, and waiting for a script run.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import socket
@@ -182,15 +181,11 @@ def background_app(
     env: Mapping[str, str] | None = None,
     command: Sequence[str] | None = None,
     log: IO | None = None,
-    niceness: int = 0,
 ) -> Iterator[str]:
     """Serve the app from a child process on a free loopback port; yield its base URL once
     the health check answers, then stop it with its whole process group. `command` runs
     something else that serves it (`make run`), given the port as `{port}`. Certificates
-    link to this server unless `env` names another APP_BASE_URL. `niceness` lowers its
-    priority: its own and its session's (the server runs in a session of its own, and
-    where Linux's autogroup scheduling is on, each session gets an equal share of the
-    CPU whatever its processes' nice values)."""
+    link to this server unless `env` names another APP_BASE_URL."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     argv = [part.format(port=port) for part in command] if command else [
@@ -201,11 +196,7 @@ def background_app(
         argv, cwd=ROOT, env={**os.environ, "APP_BASE_URL": url, **(env or {})},
         stdout=log or subprocess.DEVNULL,
         stderr=subprocess.STDOUT, start_new_session=True,
-        preexec_fn=(lambda: os.nice(niceness)) if niceness else None,
     )
-    if niceness:
-        with contextlib.suppress(OSError):  # no autogroups on this kernel
-            Path(f"/proc/{process.pid}/autogroup").write_text(str(niceness))
     try:
         wait_healthy(url, process)
         yield url
