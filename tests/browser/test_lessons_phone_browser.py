@@ -32,9 +32,11 @@ def test_stepper_button_and_figure_stay_on_screen_after_a_tap(phone: Page, app_u
     phone.screenshot(path=str(ARTIFACTS / "lessons-phone-stepper.png"))
 
 
-# The lessons that draw charts (lesson 7's decision procedure draws none).
+# The lessons that draw charts as they open (lesson 7's decision procedure draws none; a
+# "measured:" section draws its chart once a learner has asked for the measurement).
 CHARTED = [item for item in LESSONS
-           if set(load(item.path, lesson_values()).widgets) - {"figure:decision"}]
+           if {widget for widget in load(item.path, lesson_values()).widgets
+               if not widget.startswith("measured:")} - {"figure:decision"}]
 
 
 @pytest.mark.parametrize("item", CHARTED, ids=[item.path for item in CHARTED])
