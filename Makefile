@@ -91,8 +91,7 @@ test-setup:
 # part leaves most of a core idle while a page draws, so the two run at once; its report
 # follows the unit part's. Both parts always run; "no tests selected" (exit 5) in one part
 # is no failure. Three unit workers on two cores: many tests wait (for a child process, a
-# server, a database), and two workers beside the browser part left over a third of the
-# CPU idle.
+# server, a database), and a third worker runs while the other two wait.
 TEST_WORKERS ?= 3
 BROWSER_LOG := tests/artifacts/browser-part.log
 test: test-setup $(MO_FILES)
