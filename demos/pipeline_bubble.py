@@ -165,20 +165,19 @@ def _step(
     events: list[tuple[str, float, float, float]] = []  # kind, start, end, CPU seconds
     timing = {"on": False}
 
+    def timed(kind: str, call: Any, *args: Any, **kwargs: Any) -> Any:
+        start, cpu = time.monotonic(), time.thread_time()
+        result = call(*args, **kwargs)
+        if timing["on"]:
+            events.append((kind, start, time.monotonic(), time.thread_time() - cpu))
+        return result
+
     class TimedStage(PipelineStage):
         def forward_one_chunk(self, *args: Any, **kwargs: Any) -> Any:
-            start, cpu = time.monotonic(), time.thread_time()
-            result = super().forward_one_chunk(*args, **kwargs)
-            if timing["on"]:
-                events.append(("F", start, time.monotonic(), time.thread_time() - cpu))
-            return result
+            return timed("F", super().forward_one_chunk, *args, **kwargs)
 
         def backward_one_chunk(self, *args: Any, **kwargs: Any) -> Any:
-            start, cpu = time.monotonic(), time.thread_time()
-            result = super().backward_one_chunk(*args, **kwargs)
-            if timing["on"]:
-                events.append(("B", start, time.monotonic(), time.thread_time() - cpu))
-            return result
+            return timed("B", super().backward_one_chunk, *args, **kwargs)
 
     chunks = CHUNKS if schedule == "interleaved" else 1
     total = STAGES * chunks
