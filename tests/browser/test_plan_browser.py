@@ -37,7 +37,7 @@ def test_plan_opens_and_follows_the_gpu(sized_page: tuple[str, Page], app_url: s
     page.get_by_text("A100 80 GB · 80.0 GiB").click()
     wait_for_app(page)
     expect(metric).not_to_have_text(before)
-    assert "gpu=a100-80" in page.url
+    expect(page).to_have_url(re.compile(r"[?&]gpu=a100-80\b"))
     chart = page.locator('[data-testid="stPlotlyChart"]').first
     expect(chart).to_contain_text("GPU 80.0 GiB")
     expect(page.get_by_text("Recommendation", exact=True)).to_be_visible()

@@ -40,7 +40,7 @@ def next_step(page: Page, number: int) -> None:
 def test_a_calculator_input_and_the_stepper_position_survive_a_reload_and_a_new_tab(
         page: Page, app_url: str) -> None:
     goto(page, app_url, "how-it-works")
-    page.wait_for_function("document.cookie.includes('gcl_learner=')", timeout=10_000)
+    page.wait_for_function("document.cookie.includes('gcl_learner=')", timeout=60_000)
     expect(step_info(page)).to_contain_text("Step 1 of 16")
     for number in range(2, 5):
         next_step(page, number)

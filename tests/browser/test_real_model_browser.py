@@ -3,6 +3,8 @@ shows measured beside predicted, and a changed switch reruns it and updates the 
 
 from __future__ import annotations
 
+import re
+
 from playwright.sync_api import Page, expect
 
 from tests.helpers import goto, screenshot, wait_for_app
@@ -19,6 +21,6 @@ def test_real_model_runs_and_follows_the_switch(page: Page, app_url: str) -> Non
     page.get_by_text("every layer", exact=True).click()
     wait_for_app(page)
     expect(code).to_contain_text("model.activation_checkpointing_enable()")
-    assert "ckpt=every-layer" in page.url
+    expect(page).to_have_url(re.compile(r"[?&]ckpt=every-layer\b"))
     expect(page.locator('[data-testid="stMetricValue"]').first).to_be_visible()
     screenshot(page, "real-model-gpt2-every-layer")
