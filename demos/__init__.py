@@ -13,7 +13,6 @@ Rooms, by what they hold (what they predict with is the memory model, memory/):
     cli         python -m demos compare | sweep | budget | bench | plan | mistakes | ...
 """
 
-import logging
 import os
 
 # Idle OpenMP threads sleep instead of spinning: on a shared CPU, spinning threads that
@@ -21,8 +20,4 @@ import os
 # not been imported yet.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-# bitsandbytes' CPU backend warns at import, on CPUs with AVX512-BF16, that its optional
-# `kernels` package is missing: that package fetches a kernel from the Hugging Face Hub at
-# run time, which this app never does. bitsandbytes then runs its own CPU kernel, so the
-# warning says nothing a learner or an operator can act on; errors still show.
-logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
+import model_classes  # noqa: E402, F401  (quiets bitsandbytes' import-time warning; see there)

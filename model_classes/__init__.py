@@ -11,3 +11,11 @@ planner (planner/).
 
 Nothing here imports Streamlit; torch and the libraries are imported where they are used.
 """
+
+import logging
+
+# bitsandbytes' CPU backend warns at import, on CPUs with AVX512-BF16, that its optional
+# `kernels` package is missing: that package fetches a kernel from the Hugging Face Hub at
+# run time, which this app never does. bitsandbytes then runs its own CPU kernel, so the
+# warning says nothing a learner or an operator can act on; errors still show.
+logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
