@@ -123,10 +123,14 @@ def plan_need(plan: list[Segment], full: list[int], inputs: list[int]) -> int:
     return Chain(full, inputs).need(plan)
 
 
-def place(method: str, chain: Chain, budget: int | None = None) -> list[Segment]:
+def place(
+    method: str, chain: Chain, budget: int | None = None, longest: int | None = None
+) -> list[Segment]:
     """The segments `method` (one of METHODS) places on the chain. The budgeted methods
     raise BudgetTooSmall when nothing they can place fits; the others ignore the budget
-    (their plan may need more: compare `chain.need(plan)` with it)."""
+    (their plan may need more: compare `chain.need(plan)` with it). `longest` ('optimal'
+    only): no checkpointed segment longer than that many layers (1: each layer wrapped on
+    its own, as a library that checkpoints block by block applies a plan)."""
     if method not in METHODS:
         raise ValueError(f"placement {method!r} is unknown; allowed: {', '.join(METHODS)}")
     n = chain.layers
@@ -146,7 +150,7 @@ def place(method: str, chain: Chain, budget: int | None = None) -> list[Segment]
         raise BudgetTooSmall(_too_small(chain, budget))
     if method == "greedy":
         return _greedy(chain, budget)
-    return _optimal(chain, budget)
+    return _optimal(chain, budget, longest)
 
 
 def frontier(chain: Chain, limit: int = 400) -> list[tuple[int, float]]:
@@ -210,7 +214,7 @@ def _greedy(chain: Chain, budget: int) -> list[Segment]:
     return best
 
 
-def _optimal(chain: Chain, budget: int) -> list[Segment]:
+def _optimal(chain: Chain, budget: int, longest: int | None = None) -> list[Segment]:
     """Exact dynamic programming over prefixes. Every moment of a segment depends only on
     what the layers before it hold, so a prefix is described by (its recompute, bytes it
     holds); a state that costs no more and holds no more than another dominates it, and
@@ -233,7 +237,7 @@ def _optimal(chain: Chain, budget: int) -> list[Segment]:
             if (moment := held + full[i] + after[i]) <= budget:  # keep layer i
                 offer(i + 1, redo, held + full[i], max(worst, moment), (i, redo), Segment(i, i + 1))
             rebuilt, seg_worst = 0, worst
-            for j in range(i + 1, n + 1):  # checkpoint layers [i, j)
+            for j in range(i + 1, min(n, i + (longest or n)) + 1):  # checkpoint [i, j)
                 rebuilt += full[j - 1]
                 seg_worst = max(seg_worst, held + rebuilt + after[j - 1])
                 if seg_worst > budget:
