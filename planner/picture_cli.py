@@ -229,7 +229,7 @@ def print_alternatives(rec: dict[str, Any], blocks: int, p: PictureInputs) -> No
     plan = take["plan"]
     print(f"Take {_flags(take)}: peak {_gib(take['every_layer_peak_bytes'])}, fits. "
           f"The code below is that plan's: {_name(plan)} ({plan['blocks_checkpointed']} of "
-          f"{blocks} blocks checkpointed, the fewest that fit), peak "
+          f"{blocks} blocks checkpointed, as --placement places them), peak "
           f"{_gib(plan['peak_bytes'])}, {_verdict(plan, take_inputs(take, p))}")
 
 
