@@ -93,6 +93,19 @@ def _targets(kind: Any, model: torch.nn.Module, targets: str) -> list[str] | str
     return lora_targets(model, targets)
 
 
+def cpu_attention() -> dict[Any, Any]:
+    """FlopCounterMode's formulas for SDPA's CPU kernel (fake tensors live on the CPU,
+    where SDPA runs a kernel the counter has no formula for): the counts of a GPU's flash
+    attention, forward and backward."""
+    from torch.utils.flop_counter import sdpa_backward_flop_count, sdpa_flop_count
+
+    aten = torch.ops.aten
+    return {aten._scaled_dot_product_flash_attention_for_cpu:
+            lambda q, k, v, *_, out_shape=None, **__: sdpa_flop_count(q, k, v),
+            aten._scaled_dot_product_flash_attention_for_cpu_backward:
+            lambda g, q, k, v, *_, out_shape=None, **__: sdpa_backward_flop_count(g, q, k, v)}
+
+
 def count_flops(kind: Any, config: Any, v: Variant, unit: int) -> dict[str, Any]:
     """FLOPs counted by torch.utils.flop_counter.FlopCounterMode (matrix products,
     convolutions, attention: the operations it knows) in one plain step of the reduced
@@ -106,16 +119,8 @@ def count_flops(kind: Any, config: Any, v: Variant, unit: int) -> dict[str, Any]
     (`picture_plan.step_flops`). Coefficients as fractions' text; a batch of b images
     counts b times one image's."""
     from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
+    from torch.utils.flop_counter import FlopCounterMode
 
-    # fake tensors live on the CPU, where SDPA runs a kernel the counter has no formula
-    # for: the same count as a GPU's flash attention
-    aten = torch.ops.aten
-    cpu_attention = {
-        aten._scaled_dot_product_flash_attention_for_cpu:
-            lambda q, k, v, *_, out_shape=None, **__: sdpa_flop_count(q, k, v),
-        aten._scaled_dot_product_flash_attention_for_cpu_backward:
-            lambda g, q, k, v, *_, out_shape=None, **__: sdpa_backward_flop_count(g, q, k, v)}
     xs = picture_samples(unit)
     forward: dict[str, list[int]] = {}
     totals: dict[str, list[int]] = {"outside_forward": [], "reduced_forward": [],
@@ -133,9 +138,9 @@ def count_flops(kind: Any, config: Any, v: Variant, unit: int) -> dict[str, Any]
                 slots[i] = layout[i]
         for t in xs:
             run = kind.training_forward(model, 1, side_of(t, unit), v)
-            with FlopCounterMode(display=False, custom_mapping=cpu_attention) as ahead:
+            with FlopCounterMode(display=False, custom_mapping=cpu_attention()) as ahead:
                 loss = run(lambda: None)
-            with FlopCounterMode(display=False, custom_mapping=cpu_attention) as back:
+            with FlopCounterMode(display=False, custom_mapping=cpu_attention()) as back:
                 loss.backward()
             counts = ahead.get_flop_counts()
             per = [sum(counts.get(key, {}).values()) for key in keys]
@@ -153,10 +158,11 @@ def count_flops(kind: Any, config: Any, v: Variant, unit: int) -> dict[str, Any]
 
 
 def measure(cfg: dict[str, Any], precision: str, rank: int, targets: str, batch: int,
-            device: str = "cuda", check: bool = True) -> dict[str, Any]:
+            device: str = "cuda", check: bool = True, flops: bool = True) -> dict[str, Any]:
     """describe(cfg) with the fits of the variant (plain and every block checkpointed),
     at one image (batch 1) or at any batch, each checked at a point it was not made from;
-    the whole model's parameters with LoRA's adapters, and the trained ones."""
+    the whole model's parameters with LoRA's adapters, and the trained ones; the FLOP
+    counts (`count_flops`; `flops` False: left out, and a plan places by block count)."""
     kind = kind_for(cfg)
     config = kind.config(cfg)
     out = describe(cfg)
@@ -169,6 +175,7 @@ def measure(cfg: dict[str, Any], precision: str, rank: int, targets: str, batch:
         out["params"] = sum(p.numel() for p in model.parameters())
     out["trainable"] = fits["none"].trainable
     out["fits"] = {strategy: fit_to_json(fit) for strategy, fit in fits.items()}
-    out["flops"] = count_flops(kind, config, v, out["unit"])
+    if flops:
+        out["flops"] = count_flops(kind, config, v, out["unit"])
     out["format"] = FORMAT
     return out

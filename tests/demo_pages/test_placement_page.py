@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from demos.placement_lab import PlacementRun, run
 from i18n.units import MIB, format_bytes, format_bytes_in, format_flops
-from reports.placement_figures import method_name
+from reports.placement_figures import method_name, step_time_text
 from serving import placement_jobs
 from serving.jobs import Job, store_key
 from serving.service import get_service
@@ -56,7 +56,12 @@ def test_the_page_shows_what_a_small_run_measured(app_test: Callable) -> None:
     dots = _measured_dots(at)
     for r in ran:
         assert dots[method_name(r.method)] == r.peak_bytes / MIB
-    assert "Measured on this run on" in texts(at, "caption")
+        assert len(r.step_seconds) == 5 and min(r.step_seconds) > 0
+    assert _column(at, "Step time, median (middle half)") == [
+        step_time_text(r) if r.ran else "–" for r in result.runs
+    ]
+    captions = texts(at, "caption")
+    assert "Measured on this run on" in captions and "CPU time" in captions
 
 
 def _stored_with_measured_apart() -> tuple[Job, PlacementRun]:
@@ -69,6 +74,7 @@ def _stored_with_measured_apart() -> tuple[Job, PlacementRun]:
         if r.error is None:
             r.peak_bytes = r.predicted_peak_bytes - 3 * 1024 * (i + 1)
             r.recompute_flops = r.predicted_recompute_flops + 1e6 * (i + 1)
+            r.step_seconds = [0.011, 0.010, 0.013, 0.012, 0.030]
     every = result.run_of("every")
     assert every.within_budget  # predicted within it
     every.peak_bytes = result.budget_bytes + 50 * 1024
@@ -102,6 +108,9 @@ def test_the_page_shows_the_measured_numbers_not_the_predicted_ones(app_test: Ca
     segments = dict(zip(_column(at, "Method"), _column(at, "Checkpointed segments"), strict=True))
     assert segments[method_name("sqrt")] == "0–2, 3–5, 6–7"  # √8: segments of 3 layers
     assert segments[method_name("none")] == "none"
+    times = dict(zip(_column(at, "Method"), _column(at, "Step time, median (middle half)"),
+                     strict=True))
+    assert times[method_name("every")] == "12.0 ms (11.0 ms–13.0 ms)"  # quartiles, inclusive
     verdicts = dict(zip(_column(at, "Method"), _column(at, "Budget"), strict=True))
     assert verdicts[method_name("every")] == "✗ over"
     assert verdicts[method_name("optimal")] == "✓ within"
