@@ -30,9 +30,10 @@ def _column(at, name: str) -> list[str]:
     return list(at.table[0].value[name])
 
 
-def _measured_dots(at) -> dict[str, float]:
-    """Each method's measured dot on the chart: its name and its peak in MiB."""
-    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+def _measured_dots(at, chart: int = 0) -> dict[str, float]:
+    """Each method's measured dot on the chart (the page's `chart`-th): its name and its
+    peak in MiB."""
+    spec = json.loads(at.get("plotly_chart")[chart].proto.spec)
     return {
         trace["name"]: trace["y"][0]
         for trace in spec["data"]
@@ -123,3 +124,28 @@ def test_the_page_shows_the_measured_numbers_not_the_predicted_ones(app_test: Ca
     extra = result.run_of("every").recompute_flops - best.recompute_flops
     assert f"recomputes {format_flops(extra)} more than the optimum" in lines
     assert "Over the budget, measured: " in lines and method_name("every") in lines
+
+
+def test_lesson_6_draws_the_stored_run_of_the_page(app_test: Callable) -> None:
+    """Lesson 6's {{measured:placement}} is the page's default run: stored, it is drawn
+    (the same dots), not run again."""
+    job, result = _stored_with_measured_apart()
+    service = get_service()
+    ResultStore().put(
+        store_key(job, service.device),
+        "test",
+        result,
+        1.0,
+        1.0,
+        kind=job.kind,
+        device=service.device_label,
+        request=request_json(job),
+    )
+    started = service.runs_started
+    at = app_test("pages/lessons/cost_and_correctness.py")
+    no_errors(at)
+    assert service.runs_started == started
+    dots = _measured_dots(at, -1)  # the lesson's last chart, after a step's cost
+    for r in result.runs:
+        if r.ran:
+            assert dots[method_name(r.method)] == r.peak_bytes / MIB
