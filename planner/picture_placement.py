@@ -25,8 +25,9 @@ def _at(coefficients: list[str], t: int) -> float:
     return float(sum(Fraction(c) * t**i for i, c in enumerate(coefficients)))
 
 
-def block_flops(measured: dict[str, Any], batch: int, side: int
-                ) -> tuple[tuple[float, ...], float] | None:
+def block_flops(
+    measured: dict[str, Any], batch: int, side: int
+) -> tuple[tuple[float, ...], float] | None:
     """(each block's forward FLOPs, the whole step's FLOPs, forward and backward) at a
     batch and side, from the measurement's counts (planner.picture_measure.count_flops);
     None for a measurement without them. The step's backward is its forward times the
@@ -43,17 +44,27 @@ def block_flops(measured: dict[str, Any], batch: int, side: int
     return per, ahead * (1 + ratio)
 
 
-def chain(plain: tuple[int, ...], checkpointed: tuple[int, ...], outside: int,
-          flops: tuple[float, ...], bound: int) -> Chain:
+def chain(
+    plain: tuple[int, ...],
+    checkpointed: tuple[int, ...],
+    outside: int,
+    flops: tuple[float, ...],
+    bound: int,
+) -> Chain:
     """The chain whose need is the planner's activations (kept, outside the blocks
     checkpointed, and the rebuild) for any placement of blocks no larger than `bound`."""
     inputs = [c if p <= bound else p for p, c in zip(plain, checkpointed, strict=True)]
     return Chain(plain, inputs, flops, base=outside, top=bound)
 
 
-def optimal(plain: tuple[int, ...], checkpointed: tuple[int, ...], outside_plain: int,
-            outside_checkpointed: int, flops: tuple[float, ...], budget: float
-            ) -> tuple[int, ...] | None:
+def optimal(
+    plain: tuple[int, ...],
+    checkpointed: tuple[int, ...],
+    outside_plain: int,
+    outside_checkpointed: int,
+    flops: tuple[float, ...],
+    budget: float,
+) -> tuple[int, ...] | None:
     """The blocks to checkpoint, the fewest FLOPs recomputed, such that the activations
     (the planner's count) stay within `budget` bytes; () when nothing needs checkpointing,
     None when even every block does not fit."""
@@ -71,4 +82,3 @@ def optimal(plain: tuple[int, ...], checkpointed: tuple[int, ...], outside_plain
         if picked and (best is None or redo < best[0]):
             best = (redo, picked)
     return None if best is None else best[1]
-

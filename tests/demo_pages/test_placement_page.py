@@ -82,8 +82,8 @@ def _stored_with_measured_apart() -> tuple[Job, PlacementRun]:
     return job, result
 
 
-def test_the_page_shows_the_measured_numbers_not_the_predicted_ones(app_test: Callable) -> None:
-    job, result = _stored_with_measured_apart()
+def _store(job: Job, result: PlacementRun):
+    """The result stored for the job, as the demo service stores a run: the service."""
     service = get_service()
     ResultStore().put(
         store_key(job, service.device),
@@ -95,6 +95,12 @@ def test_the_page_shows_the_measured_numbers_not_the_predicted_ones(app_test: Ca
         device=service.device_label,
         request=request_json(job),
     )
+    return service
+
+
+def test_the_page_shows_the_measured_numbers_not_the_predicted_ones(app_test: Callable) -> None:
+    job, result = _stored_with_measured_apart()
+    service = _store(job, result)
     started = service.runs_started
     at = app_test(SCRIPT)  # the page's defaults
     no_errors(at)
@@ -109,8 +115,9 @@ def test_the_page_shows_the_measured_numbers_not_the_predicted_ones(app_test: Ca
     segments = dict(zip(_column(at, "Method"), _column(at, "Checkpointed segments"), strict=True))
     assert segments[method_name("sqrt")] == "0–2, 3–5, 6–7"  # √8: segments of 3 layers
     assert segments[method_name("none")] == "none"
-    times = dict(zip(_column(at, "Method"), _column(at, "Step time, median (middle half)"),
-                     strict=True))
+    times = dict(
+        zip(_column(at, "Method"), _column(at, "Step time, median (middle half)"), strict=True)
+    )
     assert times[method_name("every")] == "12.0 ms (11.0 ms–13.0 ms)"  # quartiles, inclusive
     verdicts = dict(zip(_column(at, "Method"), _column(at, "Budget"), strict=True))
     assert verdicts[method_name("every")] == "✗ over"
@@ -130,17 +137,7 @@ def test_lesson_6_draws_the_stored_run_of_the_page(app_test: Callable) -> None:
     """Lesson 6's {{measured:placement}} is the page's default run: stored, it is drawn
     (the same dots), not run again."""
     job, result = _stored_with_measured_apart()
-    service = get_service()
-    ResultStore().put(
-        store_key(job, service.device),
-        "test",
-        result,
-        1.0,
-        1.0,
-        kind=job.kind,
-        device=service.device_label,
-        request=request_json(job),
-    )
+    service = _store(job, result)
     started = service.runs_started
     at = app_test("pages/lessons/cost_and_correctness.py")
     no_errors(at)

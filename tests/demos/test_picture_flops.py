@@ -25,8 +25,7 @@ def test_the_counted_flops_are_a_real_steps() -> None:
     v = variant("fp32", 4, "attention", "cpu")
     unit = kind.side_unit(config)
     types = list(kind.block_types(config))
-    measured = {"unit": unit, "block_types": types,
-                "flops": count_flops(kind, config, v, unit)}
+    measured = {"unit": unit, "block_types": types, "flops": count_flops(kind, config, v, unit)}
     side = unit * 5  # the fit sampled 2, 3 and 4 units
     per, step = block_flops(measured, 1, side)
     model = kind.build(config, v, blocks=len(types))
@@ -37,8 +36,9 @@ def test_the_counted_flops_are_a_real_steps() -> None:
         loss.backward()
     names = {id(m): name for name, m in model.named_modules()}
     counts = ahead.get_flop_counts()
-    real = [sum(counts[f"{type(model).__name__}.{names[id(b)]}"].values())
-            for b in kind.blocks(model)]
+    real = [
+        sum(counts[f"{type(model).__name__}.{names[id(b)]}"].values()) for b in kind.blocks(model)
+    ]
     assert len(real) == len(types) > 2 and all(real)
     assert list(per) == real
     # the step's backward is an estimate (the reduced class's backward / forward; its
