@@ -223,11 +223,12 @@ def _optimal(chain: Chain, budget: int, longest: int | None = None) -> list[Segm
     full, after = chain.full, chain.after
     if chain.floor > budget:
         raise BudgetTooSmall(_too_small(chain, budget))
-    # fronts[i][recompute] = (held, worst, back-pointer (i', recompute'), segment)
+    # fronts[i][recompute] = (held, worst, back-pointer (i', recompute'), segment's
+    # (start, stop, mode): made a Segment only on the way back, as most states are beaten)
     fronts: list[dict[float, tuple]] = [{} for _ in range(n + 1)]
     fronts[0][0] = (chain.base, 0, None, None)
 
-    def offer(j: int, redo: float, held: int, worst: int, back: tuple, seg: Segment) -> None:
+    def offer(j: int, redo: float, held: int, worst: int, back: tuple, seg: tuple) -> None:
         old = fronts[j].get(redo)
         if old is None or (held, worst) < (old[0], old[1]):
             fronts[j][redo] = (held, worst, back, seg)
@@ -235,7 +236,8 @@ def _optimal(chain: Chain, budget: int, longest: int | None = None) -> list[Segm
     for i in range(n):
         for redo, (held, worst, _, _) in _pareto(fronts[i]):
             if (moment := held + full[i] + after[i]) <= budget:  # keep layer i
-                offer(i + 1, redo, held + full[i], max(worst, moment), (i, redo), Segment(i, i + 1))
+                kept = (i, i + 1, "keep")
+                offer(i + 1, redo, held + full[i], max(worst, moment), (i, redo), kept)
             rebuilt, seg_worst = 0, worst
             for j in range(i + 1, min(n, i + (longest or n)) + 1):  # checkpoint [i, j)
                 rebuilt += full[j - 1]
@@ -248,7 +250,7 @@ def _optimal(chain: Chain, budget: int, longest: int | None = None) -> list[Segm
                     held + chain.inputs[i],
                     seg_worst,
                     (i, redo),
-                    Segment(i, j, "checkpoint"),
+                    (i, j, "checkpoint"),
                 )
     ends = {redo: state for redo, state in fronts[n].items() if state[0] + chain.top <= budget}
     if not ends:
@@ -257,7 +259,7 @@ def _optimal(chain: Chain, budget: int, longest: int | None = None) -> list[Segm
     plan, at = [], (n, redo)
     while at[0] != 0:
         _, _, back, seg = fronts[at[0]][at[1]]
-        plan.append(seg)
+        plan.append(Segment(*seg))
         at = back
     return _merge_keeps(plan[::-1])
 

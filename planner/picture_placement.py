@@ -11,7 +11,9 @@ maximum is fixed: for a bound m on the largest checkpointed block, a `Chain` wit
 `top = m` (beside the held activations at the loss) and blocks larger than m unable to
 save anything (their checkpointed bytes set to their plain ones) needs exactly what the
 planner counts, since every rebuild moment is below the loss's. The optimum is the best
-of the chains over every bound m (each block's plain bytes)."""
+of the chains over every bound m (each block's plain bytes), tried from the one whose
+relaxed knapsack promises least; a bound whose relaxation cannot beat the best found is
+not solved."""
 
 from __future__ import annotations
 
@@ -71,14 +73,51 @@ def optimal(
     if sum(plain) + outside_plain <= budget:
         return ()
     best: tuple[float, tuple[int, ...]] | None = None
-    for bound in sorted(set(plain)):
+    # each bound's least recompute, relaxed (blocks taken in part): no plan under that
+    # bound recomputes less, so the bounds are tried from the lowest and the rest skipped
+    # once one cannot beat the best found
+    for least, bound in sorted(_relaxed(plain, checkpointed, outside_checkpointed, flops, budget)):
+        if best is not None and least >= best[0]:
+            break
         c = chain(plain, checkpointed, outside_checkpointed, flops, bound)
         try:
             plan = place("optimal", c, int(budget), longest=1)
         except BudgetTooSmall:
             continue
         picked = tuple(s.start for s in plan if s.mode != "keep" and plain[s.start] <= bound)
+        if not picked:  # the chain holds outside's checkpointed bytes: one block at least
+            picked = (min((i for i, p in enumerate(plain) if p <= bound), key=flops.__getitem__),)
         redo = sum(flops[i] for i in picked)
-        if picked and (best is None or redo < best[0]):
+        if best is None or redo < best[0]:
             best = (redo, picked)
     return None if best is None else best[1]
+
+
+def _relaxed(
+    plain: tuple[int, ...],
+    checkpointed: tuple[int, ...],
+    outside: int,
+    flops: tuple[float, ...],
+    budget: float,
+) -> list[tuple[float, int]]:
+    """(a lower bound on the recompute, bound) for each bound m under which some placement
+    may fit: the bytes to free, bought from the blocks no larger than m at their best
+    FLOPs per byte saved, the last one in part (the knapsack's relaxation)."""
+    out = []
+    for bound in sorted(set(plain)):
+        free = outside + bound + sum(plain) - budget
+        items = sorted(
+            (flops[i] / (plain[i] - checkpointed[i]), plain[i] - checkpointed[i])
+            for i in range(len(plain))
+            if plain[i] <= bound and plain[i] > checkpointed[i]
+        )
+        if free > sum(saved for _, saved in items):
+            continue  # even every block it allows checkpointed does not fit
+        least = 0.0
+        for rate, saved in items:
+            if free <= 0:
+                break
+            least += rate * min(saved, free)
+            free -= saved
+        out.append((least, bound))
+    return out
