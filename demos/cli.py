@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 import sys
 
 from command_line import CourseParser
@@ -134,7 +135,10 @@ def _placement(args, cfg: ModelConfig) -> int:
         within = "within budget" if r.within_budget else "OVER budget"
         print(f"{r.method:8} peak {r.peak_bytes} (predicted {r.predicted_peak_bytes}, {within})"
               f"; recompute {r.recompute_flops:.4g} FLOPs (predicted "
-              f"{r.predicted_recompute_flops:.4g}); checkpointed layers {r.checkpointed}")
+              f"{r.predicted_recompute_flops:.4g}); checkpointed layers {r.checkpointed}"
+              + (f"; step {statistics.median(r.step_seconds) * 1000:.1f} ms "
+                 f"{'CPU' if result.timing == 'cpu' else 'wall'} (median of "
+                 f"{len(r.step_seconds)})" if r.step_seconds else ""))
     return 0
 
 

@@ -3,7 +3,10 @@ unequal layers: each method of memory.placement places its segments on the model
 (memory.lab_chain), then one step per placement is measured: its peak under the live
 tracker (above the parameters, as every demo measures it) and its recomputed FLOPs under
 torch's FlopCounterMode (the step's count less the plain step's), beside what the chain
-predicts. Methods that give the same segments are run once. The result also holds the
+predicts, and its step time over a few runs (this process's CPU time on a CPU, the
+synchronised wall time on a GPU; a spread for the page, never a verdict: which placement
+recomputes least is read from the counted FLOPs). Methods that give the same segments are
+run once. The result also holds the
 optimal placements' frontier (memory.placement.frontier: the least recompute at every
 budget), predicted. Also `python -m demos compare --placement ...` and the /placement page
 (a "placement" job of the demo service: serving.placement_jobs)."""
@@ -17,7 +20,7 @@ from torch import nn
 
 from demos.gpt import GPTBlock
 from demos.installed_torch import counter_counts_attention
-from demos.measure import Step, warm_up
+from demos.measure import PAGE_REPEATS, Step, warm_up
 from demos.model import GPT, build_model, make_batch
 from memory import lab_chain
 from memory.config import ModelConfig
@@ -41,6 +44,7 @@ class MethodRun:
     peak_bytes: int | None = None
     recompute_flops: float | None = None
     error: str | None = None
+    step_seconds: list[float] = field(default_factory=list)  # each timed step
 
     @property
     def checkpointed(self) -> list[int]:
@@ -65,6 +69,7 @@ class PlacementRun:
     runs: list[MethodRun] = field(default_factory=list)
     # (bytes needed, FLOPs recomputed) of the optimal placement as the budget falls
     frontier: list[tuple[int, float]] = field(default_factory=list)
+    timing: str = "cpu"  # the step times: "cpu" (process CPU time) or "wall" (on a GPU)
 
     def run_of(self, method: str) -> MethodRun:
         return next(r for r in self.runs if r.method == method)
@@ -97,6 +102,7 @@ class PlacementRun:
             data["step_flops"],
             runs,
             [(int(n), float(r)) for n, r in data.get("frontier", [])],
+            data.get("timing", "cpu"),
         )
 
 
@@ -142,9 +148,11 @@ def run(
     methods=METHODS,
     device: str = "cpu",
     measure: bool = True,
+    repeats: int | None = None,
 ) -> PlacementRun:
     """Place and (`measure`) run each method. `budget`: bytes above the parameters, or a
-    share (a float up to 1) of the plain step's predicted peak."""
+    share (a float up to 1) of the plain step's predicted peak; `repeats`: timed steps
+    per placement (default: the page's, demos.measure.PAGE_REPEATS; 0: none)."""
     widths = lab_chain.mlp_widths(cfg, shape)
     counted = counter_counts_attention(device)
     chain = lab_chain.chain(cfg, widths, device, attention_counted=counted)
@@ -159,6 +167,7 @@ def run(
         lab_chain.parameter_bytes(cfg, widths),
         None,
         frontier=frontier(chain),
+        timing="wall" if torch.device(device).type == "cuda" else "cpu",
     )
     for method, plan, error in plan_methods(chain, int(budget), methods):
         segments = [(s.start, s.stop, s.mode) for s in plan or []]
@@ -174,11 +183,15 @@ def run(
             )
         )
     if measure:
-        _measure(cfg, widths, device, result)
+        if repeats is None:
+            repeats = PAGE_REPEATS[torch.device(device).type]
+        _measure(cfg, widths, device, result, repeats)
     return result
 
 
-def _measure(cfg: ModelConfig, widths: tuple[int, ...], device: str, result: PlacementRun) -> None:
+def _measure(
+    cfg: ModelConfig, widths: tuple[int, ...], device: str, result: PlacementRun, repeats: int
+) -> None:
     warm_up()
     dev = torch.device(device)
     model = build_unequal(cfg, widths, dev)
@@ -186,7 +199,7 @@ def _measure(cfg: ModelConfig, widths: tuple[int, ...], device: str, result: Pla
     step = Step(cfg, model, idx, tgt, dev)
     plain = [Segment(0, cfg.layers, "keep")]
     result.step_flops = float(step.counted(_IN_PLACE, plain))
-    done: dict[tuple, tuple[int, float]] = {}
+    done: dict[tuple, tuple[int, float, list[float]]] = {}
     for r in result.runs:
         if r.error is not None:
             continue
@@ -198,6 +211,15 @@ def _measure(cfg: ModelConfig, widths: tuple[int, ...], device: str, result: Pla
             peak = (
                 step.allocator_peak(_IN_PLACE, plan) if dev.type == "cuda" else tracker.peak_bytes
             )
-            done[key] = (int(peak), step.counted(_IN_PLACE, plan) - result.step_flops)
-        r.peak_bytes, r.recompute_flops = done[key]
+            flops = step.counted(_IN_PLACE, plan) - result.step_flops
+            done[key] = (int(peak), flops, _times(step, plan, repeats, result.timing))
+        r.peak_bytes, r.recompute_flops, r.step_seconds = done[key]
         model.zero_grad(set_to_none=True)
+
+
+def _times(step: Step, plan: list[Segment], repeats: int, timing: str) -> list[float]:
+    """`repeats` steps' times after one untimed step: CPU seconds, or wall seconds."""
+    if repeats:
+        step.timed_with_cpu(_IN_PLACE, plan)
+    runs = [step.timed_with_cpu(_IN_PLACE, plan) for _ in range(repeats)]
+    return [cpu if timing == "cpu" else wall for wall, cpu in runs]

@@ -123,10 +123,14 @@ def plan_need(plan: list[Segment], full: list[int], inputs: list[int]) -> int:
     return Chain(full, inputs).need(plan)
 
 
-def place(method: str, chain: Chain, budget: int | None = None) -> list[Segment]:
+def place(
+    method: str, chain: Chain, budget: int | None = None, longest: int | None = None
+) -> list[Segment]:
     """The segments `method` (one of METHODS) places on the chain. The budgeted methods
     raise BudgetTooSmall when nothing they can place fits; the others ignore the budget
-    (their plan may need more: compare `chain.need(plan)` with it)."""
+    (their plan may need more: compare `chain.need(plan)` with it). `longest` ('optimal'
+    only): no checkpointed segment longer than that many layers (1: each layer wrapped on
+    its own, as a library that checkpoints block by block applies a plan)."""
     if method not in METHODS:
         raise ValueError(f"placement {method!r} is unknown; allowed: {', '.join(METHODS)}")
     n = chain.layers
@@ -146,7 +150,7 @@ def place(method: str, chain: Chain, budget: int | None = None) -> list[Segment]
         raise BudgetTooSmall(_too_small(chain, budget))
     if method == "greedy":
         return _greedy(chain, budget)
-    return _optimal(chain, budget)
+    return _optimal(chain, budget, longest)
 
 
 def frontier(chain: Chain, limit: int = 400) -> list[tuple[int, float]]:
@@ -210,7 +214,7 @@ def _greedy(chain: Chain, budget: int) -> list[Segment]:
     return best
 
 
-def _optimal(chain: Chain, budget: int) -> list[Segment]:
+def _optimal(chain: Chain, budget: int, longest: int | None = None) -> list[Segment]:
     """Exact dynamic programming over prefixes. Every moment of a segment depends only on
     what the layers before it hold, so a prefix is described by (its recompute, bytes it
     holds); a state that costs no more and holds no more than another dominates it, and
@@ -219,11 +223,12 @@ def _optimal(chain: Chain, budget: int) -> list[Segment]:
     full, after = chain.full, chain.after
     if chain.floor > budget:
         raise BudgetTooSmall(_too_small(chain, budget))
-    # fronts[i][recompute] = (held, worst, back-pointer (i', recompute'), segment)
+    # fronts[i][recompute] = (held, worst, back-pointer (i', recompute'), segment's
+    # (start, stop, mode): made a Segment only on the way back, as most states are beaten)
     fronts: list[dict[float, tuple]] = [{} for _ in range(n + 1)]
     fronts[0][0] = (chain.base, 0, None, None)
 
-    def offer(j: int, redo: float, held: int, worst: int, back: tuple, seg: Segment) -> None:
+    def offer(j: int, redo: float, held: int, worst: int, back: tuple, seg: tuple) -> None:
         old = fronts[j].get(redo)
         if old is None or (held, worst) < (old[0], old[1]):
             fronts[j][redo] = (held, worst, back, seg)
@@ -231,9 +236,10 @@ def _optimal(chain: Chain, budget: int) -> list[Segment]:
     for i in range(n):
         for redo, (held, worst, _, _) in _pareto(fronts[i]):
             if (moment := held + full[i] + after[i]) <= budget:  # keep layer i
-                offer(i + 1, redo, held + full[i], max(worst, moment), (i, redo), Segment(i, i + 1))
+                kept = (i, i + 1, "keep")
+                offer(i + 1, redo, held + full[i], max(worst, moment), (i, redo), kept)
             rebuilt, seg_worst = 0, worst
-            for j in range(i + 1, n + 1):  # checkpoint layers [i, j)
+            for j in range(i + 1, min(n, i + (longest or n)) + 1):  # checkpoint [i, j)
                 rebuilt += full[j - 1]
                 seg_worst = max(seg_worst, held + rebuilt + after[j - 1])
                 if seg_worst > budget:
@@ -244,7 +250,7 @@ def _optimal(chain: Chain, budget: int) -> list[Segment]:
                     held + chain.inputs[i],
                     seg_worst,
                     (i, redo),
-                    Segment(i, j, "checkpoint"),
+                    (i, j, "checkpoint"),
                 )
     ends = {redo: state for redo, state in fronts[n].items() if state[0] + chain.top <= budget}
     if not ends:
@@ -253,7 +259,7 @@ def _optimal(chain: Chain, budget: int) -> list[Segment]:
     plan, at = [], (n, redo)
     while at[0] != 0:
         _, _, back, seg = fronts[at[0]][at[1]]
-        plan.append(seg)
+        plan.append(Segment(*seg))
         at = back
     return _merge_keeps(plan[::-1])
 

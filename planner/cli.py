@@ -72,6 +72,14 @@ def build_parser() -> CourseParser:
     p.add_argument("--chunked-loss", dest="chunked_loss", action="store_true")
     p.add_argument("--strategy", choices=list(P.STRATEGIES), default="every-layer",
                    help="your current checkpointing (the table covers every choice)")
+    p.add_argument("--placement", choices=["optimal", "sqrt", "every", "first-k"],
+                   default=None,
+                   help="an image model's recommended checkpoints: optimal (the blocks that "
+                        "recompute the fewest FLOPs within the GPU's budget, the default), "
+                        "every (every block), first-k (the fewest first blocks that fit); "
+                        "sqrt (segments of about √N blocks) is a chain's placement, which "
+                        "block-by-block checkpointing cannot apply; --json lists the "
+                        "blocks chosen")
     p.add_argument("--some-layers", dest="some_layers", type=int, default=None,
                    help="layers checkpointed by --strategy some-layers")
     gpu = p.add_mutually_exclusive_group()
@@ -165,6 +173,11 @@ def picture(args) -> int | None:
         cfg = None
     kind = picture_kind(cfg)
     if kind is None:
+        if args.placement is not None:
+            raise PlanError("--placement places checkpoints on an image model's blocks, "
+                            "which differ; a language model's decoder layers are equal "
+                            "(any k of them recompute the same): --strategy some-layers "
+                            "--some-layers k")
         for flag in ("resolution", "encoders", "cached_images"):
             if getattr(args, flag) is not None:
                 raise PlanError(f"--{flag.replace('_', '-')} is an image model's flag: a "

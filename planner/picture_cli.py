@@ -83,6 +83,10 @@ def refuse_language_flags(args: Any) -> None:
         raise Refused(f"--lora-targets {args.lora_targets}: one of {', '.join(TARGETS)}")
     if args.chunked_loss or args.some_layers is not None:
         raise Refused("--chunked-loss and --some-layers are a language model's flags")
+    if args.placement == "sqrt":
+        raise Refused("--placement sqrt checkpoints segments of about √N blocks, each "
+                      "rebuilt whole; diffusers and transformers checkpoint block by block, "
+                      "so an image plan places optimal, every or first-k")
 
 
 def inputs(args: Any, cfg: dict[str, Any], kind: str, label: str) -> PictureInputs:
@@ -115,7 +119,8 @@ def inputs(args: Any, cfg: dict[str, Any], kind: str, label: str) -> PictureInpu
                          precision=args.precision, tuning=tuning, lora_rank=args.lora_rank,
                          lora_targets=args.lora_targets, optimizer=args.optimizer,
                          encoders=args.encoders or ENCODERS[0], cached_images=cached,
-                         gpu_bytes=gpu, headroom=args.headroom / 100, label=label)
+                         gpu_bytes=gpu, headroom=args.headroom / 100, label=label,
+                         placement=args.placement or "optimal")
 
 
 def _gib(n: float) -> str:
@@ -132,6 +137,8 @@ def _verdict(row: dict[str, Any], p: PictureInputs) -> str:
 
 
 def _name(row: dict[str, Any]) -> str:
+    if row["strategy"] == "optimal":
+        return f"optimal ({row['blocks_checkpointed']})"
     if row["strategy"] == "every-n":
         return f"every-n ({row['n']})"
     if row["strategy"] == "first-k":
@@ -171,6 +178,7 @@ def print_report(data: dict[str, Any], p: PictureInputs) -> None:
     if rec["fits"]:
         print(f"\nRecommended: {_name(rec)} ({count}), peak {_gib(rec['peak_bytes'])}, "
               "fits")
+        print_placement(data)
     else:
         print(f"\nDoes not fit: even {_name(rec)} ({count}) peaks at "
               f"{_gib(rec['peak_bytes'])}, {_verdict(rec, p)}")
@@ -178,6 +186,25 @@ def print_report(data: dict[str, Any], p: PictureInputs) -> None:
     for part in ("model", "pipeline", "script"):
         if data["code"][part]:
             print("\n" + data["code"][part].rstrip())
+
+
+def print_placement(data: dict[str, Any]) -> None:
+    """The recommendation's recompute against every block and the first k blocks, each a
+    share of a step's counted FLOPs, and the blocks it checkpoints."""
+    placed, rec = data.get("placement"), data["recommendation"]
+    if not placed:
+        return
+
+    def share(x: float | None) -> str:
+        return "-" if x is None else f"{x:.1%}"
+
+    print(f"# recomputes {share(placed['recompute_share'])} of a step's FLOPs "
+          f"({placed['step_flops'] / 1e12:,.2f} TFLOPs counted by torch); saves "
+          f"{share(placed['saved_vs_every_layer'])} against every block, "
+          f"{share(placed['saved_vs_first_k'])} against the first "
+          f"{placed['first_k'] or '-'} blocks")
+    if rec["strategy"] == "optimal":
+        print("# checkpointed: " + ", ".join(rec["checkpointed_blocks"]))
 
 
 def _flags(alt: dict[str, Any]) -> str:
@@ -202,7 +229,7 @@ def print_alternatives(rec: dict[str, Any], blocks: int, p: PictureInputs) -> No
     plan = take["plan"]
     print(f"Take {_flags(take)}: peak {_gib(take['every_layer_peak_bytes'])}, fits. "
           f"The code below is that plan's: {_name(plan)} ({plan['blocks_checkpointed']} of "
-          f"{blocks} blocks checkpointed, the fewest that fit), peak "
+          f"{blocks} blocks checkpointed, as --placement places them), peak "
           f"{_gib(plan['peak_bytes'])}, {_verdict(plan, take_inputs(take, p))}")
 
 

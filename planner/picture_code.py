@@ -48,7 +48,14 @@ PICKER = '''class PickBlocks:
 '''
 
 
-def _picks(strategy: str, n: int, k: int) -> str:
+def _indices(picked: tuple[int, ...]) -> str:
+    """The picked blocks' indices as a Python set literal."""
+    return "{" + ", ".join(map(str, picked)) + "}"
+
+
+def _picks(strategy: str, n: int, k: int, picked: tuple[int, ...] = ()) -> str:
+    if strategy == "optimal":
+        return f"lambda i: i in {_indices(picked)}"
     return f"lambda i: i % {n} == 0" if strategy == "every-n" else f"lambda i: i < {k}"
 
 
@@ -92,9 +99,11 @@ def _quantized_load(cls: str, name: str, repo: str | None, dtype: str, code: str
 
 def diffusers_code(settings: dict[str, Any], cfg: dict[str, Any], strategy: str, n: int,
                    k: int, repo: str | None = None, config_path: str = "config.json",
-                   targets: list[str] | None = None, code: str = DEFAULT) -> str:
+                   targets: list[str] | None = None, code: str = DEFAULT,
+                   picked: tuple[int, ...] = ()) -> str:
     """The trained model of a diffusers pipeline, with LoRA (QLoRA: over a 4-bit base) and
-    checkpointing, commented in the language `code`."""
+    checkpointing (`picked`: the blocks "optimal" checkpoints), commented in the language
+    `code`."""
     cls = cfg["_class_name"]
     name = SUBFOLDER.get(cls, "model")
     qlora = settings["tuning"] == "qlora"
@@ -129,12 +138,15 @@ def diffusers_code(settings: dict[str, Any], cfg: dict[str, Any], strategy: str,
     if strategy == "every-layer":
         lines.append(f"{name}.enable_gradient_checkpointing()  # " + gettext(
             code, "every block"))
-    elif strategy in ("every-n", "first-k"):
+    elif strategy in ("every-n", "first-k", "optimal"):
         which = (gettext(code, "every n-th block, n = {n}", n=n) if strategy == "every-n"
-                 else ngettext(code, "the first block", "the first {count} blocks", k))
+                 else ngettext(code, "the first block", "the first {count} blocks", k)
+                 if strategy == "first-k" else
+                 gettext(code, "the blocks that recompute the fewest FLOPs within the budget"))
         lines += ["", _picker(code).rstrip(), "",
                   f"{name}.enable_gradient_checkpointing(  # {which}",
-                  f"    gradient_checkpointing_func=PickBlocks({_picks(strategy, n, k)}))"]
+                  "    gradient_checkpointing_func=PickBlocks("
+                  f"{_picks(strategy, n, k, picked)}))"]
     else:
         lines.append("# " + gettext(code, "no checkpointing: {name} keeps every block's "
                                     "activations", name=name))
@@ -201,7 +213,7 @@ def script_command(settings: dict[str, Any], cfg: dict[str, Any], strategy: str,
     lines = [f"accelerate launch {fam.script} \\"]
     lines += [f"  {flag} \\" for flag in flags[:-1]] + [f"  {flags[-1]}"]
     notes = []
-    if strategy in ("every-n", "first-k"):
+    if strategy in ("every-n", "first-k", "optimal"):
         notes += comment(gettext(code, "the script's --gradient_checkpointing checkpoints "
                                        "every block: more saved than the plan needs, more "
                                        "recomputed"))
@@ -218,10 +230,10 @@ def script_command(settings: dict[str, Any], cfg: dict[str, Any], strategy: str,
 def vision_code(settings: dict[str, Any], cfg: dict[str, Any], strategy: str, n: int,
                 k: int, repo: str | None = None, config_path: str = "config.json",
                 targets: list[str] | str | None = None, cls: str = "ViTModel",
-                code: str = DEFAULT) -> str:
+                code: str = DEFAULT, picked: tuple[int, ...] = ()) -> str:
     """A transformers vision encoder (`cls`: the class measured, a dual encoder's vision
-    tower for a SigLIP or CLIP config) with PEFT LoRA and its checkpointing, commented in
-    the language `code`."""
+    tower for a SigLIP or CLIP config) with PEFT LoRA and its checkpointing (`picked`: the
+    layers "optimal" checkpoints), commented in the language `code`."""
     lines = ["import torch", f"from transformers import {cls}"]
     lora = settings["tuning"] == "lora"
     if lora:
@@ -245,13 +257,20 @@ def vision_code(settings: dict[str, Any], cfg: dict[str, Any], strategy: str, n:
                                       "gradient_checkpointing_kwargs=...)"),
                   "model.activation_checkpointing_enable(activation_checkpointing_kwargs="
                   f'{{"use_reentrant": False}}{every})']
+        layers = ["from transformers.modeling_layers import GradientCheckpointingLayer",
+                  "layers = [m for m in model.modules() "
+                  "if isinstance(m, GradientCheckpointingLayer)]"]
         if strategy == "first-k":
-            lines += ["from transformers.modeling_layers import GradientCheckpointingLayer",
-                      "layers = [m for m in model.modules() "
-                      "if isinstance(m, GradientCheckpointingLayer)]",
+            lines += [*layers,
                       f"for layer in layers[{k}:]:  # " + ngettext(
                           code, "the first layer only", "the first {count} layers only", k),
                       "    layer.gradient_checkpointing = False"]
+        elif strategy == "optimal":
+            lines += [*layers,
+                      "for i, layer in enumerate(layers):  # " + gettext(
+                          code, "the layers that recompute the fewest FLOPs within the "
+                                "budget"),
+                      f"    layer.gradient_checkpointing = i in {_indices(picked)}"]
     if lora:
         lines.append(f"model = get_peft_model(model, LoraConfig(r={settings['lora_rank']}, "
                      f"target_modules={targets!r}))")

@@ -38,6 +38,7 @@ from memory.footprint import DEFAULT_HEADROOM, OPTIMIZER_KEYS, QUANTIZED, qlora_
 from memory.hardware import FRAGMENTATION, GPUS, WORKSPACE_BYTES
 from memory.precisions import PRECISIONS, optimizer_state_bytes
 from planner import picture_parts as parts
+from planner import picture_placement as placement
 from planner.class_json import fit_from_json
 
 PRECISION_KEYS = ("mixed", "bf16", "fp32")
@@ -49,8 +50,11 @@ QLORA_KINDS = ("diffusion-transformer",)
 OPTIMIZERS = OPTIMIZER_KEYS
 ENCODERS = ("resident", "cached")
 TARGETS = ("attention", "all-linear")
-STRATEGIES = ("none", "first-k", "every-n", "every-layer")
+STRATEGIES = ("none", "optimal", "first-k", "every-n", "every-layer")
 MARGIN = DEFAULT_HEADROOM  # the share of the GPU a recommendation keeps free
+# how the recommendation places checkpoints (`recommend`): the least recompute that fits,
+# every block, or the fewest first blocks that fit
+PLACEMENTS = ("optimal", "every", "first-k")
 
 
 class PictureError(ValueError):
@@ -75,6 +79,7 @@ class PictureInputs:
     gpu_bytes: int = GPUS["h100"].bytes
     headroom: float = MARGIN
     label: str = ""
+    placement: str = "optimal"  # one of PLACEMENTS
 
     def with_(self, **changes: Any) -> PictureInputs:
         return replace(self, **changes)
@@ -126,7 +131,9 @@ def _slot_bytes(fit: ClassFit, slot: str, b: int, t: int) -> int:
 
 @dataclass(frozen=True)
 class Blocks:
-    """Each block's kept bytes plain and checkpointed, and outside the blocks."""
+    """Each block's kept bytes plain and checkpointed, and outside the blocks; each
+    block's forward FLOPs (what its rebuild reruns) and the step's, when the measurement
+    counted them (else empty and 0)."""
 
     names: tuple[str, ...]
     types: tuple[str, ...]
@@ -134,6 +141,8 @@ class Blocks:
     checkpointed: tuple[int, ...]
     outside_plain: int
     outside_checkpointed: int
+    flops: tuple[float, ...] = ()
+    step_flops: float = 0.0
 
 
 def blocks(measured: dict[str, Any], batch: int, side: int) -> Blocks:
@@ -145,14 +154,16 @@ def blocks(measured: dict[str, Any], batch: int, side: int) -> Blocks:
     slots = ["first" if i == 0 else kind for i, kind in enumerate(types)]
     per = {s: tuple(_slot_bytes(fit, slot, batch, t) for slot in slots)
            for s, fit in fits.items()}
+    flops, step = placement.block_flops(measured, batch, side) or ((), 0.0)
     return Blocks(tuple(measured["block_names"]), types, per["none"], per["every-layer"],
                   _slot_bytes(fits["none"], "outside", batch, t),
-                  _slot_bytes(fits["every-layer"], "outside", batch, t))
+                  _slot_bytes(fits["every-layer"], "outside", batch, t), flops, step)
 
 
 def chosen(strategy: str, count: int, n: int = 2, k: int = 1) -> tuple[int, ...]:
     """The checkpointed blocks of a strategy, as the libraries pick them (diffusers'
-    BlockPicker, transformers' every_n_layers: blocks 0, n, 2n ...)."""
+    BlockPicker, transformers' every_n_layers: blocks 0, n, 2n ...); "optimal"'s are
+    picked by `optimal_blocks`."""
     if strategy == "none":
         return ()
     if strategy == "every-layer":
@@ -175,6 +186,26 @@ def kept(b: Blocks, picked: tuple[int, ...]) -> tuple[list[int], int, int]:
     outside = b.outside_checkpointed if on else b.outside_plain
     rebuilt = max((b.plain[i] for i in on), default=0)
     return per, outside, rebuilt
+
+
+def activation_budget(p: PictureInputs, measured: dict[str, Any]) -> float:
+    """The bytes the blocks' kept and rebuilt activations may take for a row to fit
+    (`row`'s peak solved for them)."""
+    held = sum(model_state(p, int(measured["params"]), int(measured["trainable"]),
+                           int(measured.get("quantized_params", 0))).values())
+    held += sum(around(p).values())
+    return (p.usable_bytes - WORKSPACE_BYTES) / (1 + FRAGMENTATION) - held
+
+
+def optimal_blocks(p: PictureInputs, measured: dict[str, Any], b: Blocks
+                   ) -> tuple[int, ...] | None:
+    """The blocks whose checkpointing fits with the fewest FLOPs recomputed
+    (planner.picture_placement.optimal); None without FLOP counts or when even every
+    block does not fit."""
+    if not b.flops:
+        return None
+    return placement.optimal(b.plain, b.checkpointed, b.outside_plain,
+                             b.outside_checkpointed, b.flops, activation_budget(p, measured))
 
 
 # ---------------------------------------------------------------- the state
@@ -228,6 +259,8 @@ class Row:
     parts: dict[str, float]
     fits: bool
     spare: float
+    picked: tuple[int, ...] = ()  # the checkpointed blocks' indices
+    recompute: float | None = None  # FLOPs their rebuilds rerun (None: not counted)
 
     @property
     def key(self) -> str:
@@ -236,8 +269,10 @@ class Row:
 
 
 def row(p: PictureInputs, measured: dict[str, Any], b: Blocks, strategy: str, n: int = 2,
-        k: int = 1) -> Row:
-    picked = chosen(strategy, len(b.plain), n, k)
+        k: int = 1, picked: tuple[int, ...] | None = None) -> Row:
+    """One choice's peak; `picked`: the blocks "optimal" checkpoints."""
+    if picked is None:
+        picked = chosen(strategy, len(b.plain), n, k)
     per, outside, rebuilt = kept(b, picked)
     pieces: dict[str, float] = dict(model_state(
         p, int(measured["params"]), int(measured["trainable"]),
@@ -247,36 +282,53 @@ def row(p: PictureInputs, measured: dict[str, Any], b: Blocks, strategy: str, n:
     pieces["activations_rebuilt"] = rebuilt
     pieces["workspace"] = WORKSPACE_BYTES + FRAGMENTATION * sum(pieces.values())
     peak = sum(pieces.values())
+    redo = sum(b.flops[i] for i in picked) if b.flops else None
     return Row(strategy, n, k, len(picked), sum(per) + outside, rebuilt, peak, pieces,
-               peak <= p.usable_bytes, p.usable_bytes - peak)
+               peak <= p.usable_bytes, p.usable_bytes - peak, tuple(picked), redo)
 
 
 def candidates(p: PictureInputs, measured: dict[str, Any], b: Blocks) -> list[Row]:
-    """Every choice: none, the first k blocks (each k), every n-th block (each n), every
+    """Every choice: none, the optimal placement (when FLOPs are counted and some block
+    needs checkpointing), the first k blocks (each k), every n-th block (each n), every
     block."""
     count = len(b.plain)
     rows = [row(p, measured, b, "none")]
+    best = optimal_blocks(p, measured, b)
+    if best:
+        rows.append(row(p, measured, b, "optimal", picked=best))
     rows += [row(p, measured, b, "first-k", k=k) for k in range(1, count)]
     rows += [row(p, measured, b, "every-n", n=n) for n in range(count - 1, 1, -1)]
     rows.append(row(p, measured, b, "every-layer"))
     return rows
 
 
-def recommend(rows: list[Row]) -> Row:
-    """The choice that fits with the fewest blocks checkpointed (the least forward run
-    again), the lower peak between equals; none fitting: every block (the least memory
-    the checkpointing can give)."""
+def recommend(rows: list[Row], placement: str = "optimal") -> Row:
+    """The choice that fits with the fewest FLOPs recomputed (without FLOP counts: the
+    fewest blocks checkpointed), the lower peak between equals; none fitting: every
+    block (the least memory the checkpointing can give). `placement` "every": every
+    block; "first-k": none or the fewest first blocks that fit."""
+    if placement not in PLACEMENTS:
+        raise ValueError(f"placement {placement!r}: one of {', '.join(PLACEMENTS)}")
+    if placement == "every":
+        return rows[-1]
     fitting = [r for r in rows if r.fits]
+    if placement == "first-k":
+        fitting = [r for r in fitting if r.strategy in ("none", "first-k")] or [rows[-1]]
+        return min(fitting, key=lambda r: r.checkpointed)
     if not fitting:
         return min(rows, key=lambda r: r.peak)
+    if all(r.recompute is not None for r in fitting):
+        return min(fitting, key=lambda r: (r.recompute, r.peak))
     return min(fitting, key=lambda r: (r.checkpointed, r.peak))
 
 
 def table(rows: list[Row], best: Row) -> list[Row]:
-    """The rows a page shows: none, the first k blocks (the fewest that fit, else half of
-    them), every second block, every block; the recommended row in its strategy's place."""
+    """The rows a page shows: none, the optimal placement, the first k blocks (the fewest
+    that fit, else half of them), every second block, every block; the recommended row in
+    its strategy's place."""
     count = max(r.checkpointed for r in rows)
     out = {"none": rows[0], "every-layer": rows[-1]}
+    out.update((r.strategy, r) for r in rows if r.strategy == "optimal")
     firsts = [r for r in rows if r.strategy == "first-k"]
     fitting = [r for r in firsts if r.fits]
     half = [r for r in firsts if r.k == max(1, count // 2)]
@@ -286,8 +338,7 @@ def table(rows: list[Row], best: Row) -> list[Row]:
     if second:
         out["every-n"] = second[0]
     out[best.strategy] = best
-    order = ("none", "first-k", "every-n", "every-layer")
-    return [out[s] for s in order if s in out]
+    return [out[s] for s in STRATEGIES if s in out]
 
 
 # the changes an alternative may make, in the order they are offered: the task kept
@@ -345,7 +396,7 @@ def alternative(p: PictureInputs, made: tuple[tuple[str, Any], ...], measure: Me
         return None
     b = blocks(measured, q.batch, q.resolution)
     rows = candidates(q, measured, b)
-    return Alternative(made, q, measured, recommend(rows), rows[-1])
+    return Alternative(made, q, measured, recommend(rows, q.placement), rows[-1])
 
 
 def alternatives(p: PictureInputs, kind: str, measure: Measure) -> list[Alternative]:

@@ -53,15 +53,40 @@ def settings(p: PictureInputs) -> dict[str, Any]:
             "optimizer": p.optimizer,
             "encoders": p.encoders if "_class_name" in p.config else None,
             "cached_images": p.cached_images, "gpu_bytes": p.gpu_bytes,
-            "headroom": p.headroom}
+            "headroom": p.headroom, "placement": p.placement}
 
 
-def _row(r: plan.Row, p: PictureInputs) -> dict[str, Any]:
+def _row(r: plan.Row, p: PictureInputs, b: plan.Blocks) -> dict[str, Any]:
     return {"strategy": r.strategy, "n": r.n if r.strategy == "every-n" else None,
             "k": r.k if r.strategy == "first-k" else None,
             "blocks_checkpointed": r.checkpointed, "activations_kept_bytes": r.kept,
             "activations_rebuilt_bytes": r.rebuilt, "peak_bytes": r.peak, "fits": r.fits,
-            "spare_bytes": r.spare, "breakdown": r.parts}
+            "spare_bytes": r.spare, "breakdown": r.parts,
+            "checkpointed_blocks": [b.names[i] for i in r.picked],
+            "recompute_flops": r.recompute,
+            "recompute_share": r.recompute / b.step_flops if r.recompute is not None
+            and b.step_flops else None}
+
+
+def placement(rows: list[plan.Row], best: plan.Row, b: plan.Blocks) -> dict[str, Any] | None:
+    """What the recommended placement recomputes against every block checkpointed and
+    against the fewest first blocks that fit, each a share of a step's FLOPs (forward and
+    backward, counted); None without FLOP counts."""
+    if not b.step_flops or best.recompute is None:
+        return None
+    every = next(r for r in rows if r.strategy == "every-layer")
+    firsts = [r for r in rows if r.strategy in ("none", "first-k") and r.fits]
+
+    def saved(other: plan.Row | None) -> float | None:
+        if other is None or other.recompute is None:
+            return None
+        return (other.recompute - best.recompute) / b.step_flops
+
+    return {"step_flops": b.step_flops, "recompute_flops": best.recompute,
+            "recompute_share": best.recompute / b.step_flops,
+            "saved_vs_every_layer": saved(every),
+            "first_k": firsts[0].checkpointed if firsts else None,
+            "saved_vs_first_k": saved(firsts[0] if firsts else None)}
 
 
 def _code(p: PictureInputs, measured: dict[str, Any], r: plan.Row, repo: str | None,
@@ -73,11 +98,11 @@ def _code(p: PictureInputs, measured: dict[str, Any], r: plan.Row, repo: str | N
     if "_class_name" not in p.config:
         return {"model": code.vision_code(s, p.config, r.strategy, r.n, r.k, repo,
                                           config_path, targets, measured["class"],
-                                          language),
+                                          language, r.picked),
                 "pipeline": "", "script": code.script_command(s, p.config, r.strategy, repo,
                                                               targets or [], language)}
     return {"model": code.diffusers_code(s, p.config, r.strategy, r.n, r.k, repo,
-                                         config_path, targets, language),
+                                         config_path, targets, language, r.picked),
             "pipeline": code.pipeline_code(p.config, p.precision, p.encoders, repo,
                                            language),
             "script": code.script_command(s, p.config, r.strategy, repo, targets or [],
@@ -88,10 +113,11 @@ NO_CODE = {"model": "", "pipeline": "", "script": ""}
 
 
 def _alternative(a: plan.Alternative) -> dict[str, Any]:
+    b = plan.blocks(a.measured, a.inputs.batch, a.inputs.resolution)
     return {"changes": [{"change": change, "value": value} for change, value in a.changes],
             "changes_the_task": a.changes_the_task, "fits": a.fits,
             "every_layer_peak_bytes": a.every.peak, "settings": settings(a.inputs),
-            "plan": {**_row(a.best, a.inputs), "key": a.best.key}}
+            "plan": {**_row(a.best, a.inputs, b), "key": a.best.key}}
 
 
 def report(p: PictureInputs, measured: dict[str, Any], repo: str | None = None,
@@ -109,7 +135,7 @@ def report(p: PictureInputs, measured: dict[str, Any], repo: str | None = None,
     plan.check(p, unit, measured["kind"])
     blocks = plan.blocks(measured, p.batch, p.resolution)
     rows = plan.candidates(p, measured, blocks)
-    best = plan.recommend(rows)
+    best = plan.recommend(rows, p.placement)
     shown = plan.table(rows, best)
     fam = parts.family(p.config)
     frozen = parts.frozen_bytes(fam, p.precision, p.encoders)
@@ -151,9 +177,10 @@ def report(p: PictureInputs, measured: dict[str, Any], repo: str | None = None,
                     "bytes": frozen[part.id]} for part in (fam.parts if fam else ())
                    if part.id in frozen],
         "around_model_bytes": plan.around(p),
-        "strategies": {r.key: _row(r, p) for r in shown},
+        "strategies": {r.key: _row(r, p, blocks) for r in shown},
         "recommended_row": best.key,
-        "recommendation": {**_row(best, p), "key": best.key,
+        "placement": placement(rows, best, blocks),
+        "recommendation": {**_row(best, p, blocks), "key": best.key,
                            "alternatives": [_alternative(a) for a in alternatives],
                            "take": None if take is None else _alternative(take)},
         # whose code: the asked plan's when it fits, else the alternative taken, else none

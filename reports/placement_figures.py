@@ -5,10 +5,13 @@ the budget. Pure functions, no Streamlit; texts in the language `lang`."""
 
 from __future__ import annotations
 
+import statistics
+
 import pandas as pd
 import plotly.graph_objects as go
 
 from demos.placement_lab import MethodRun, PlacementRun
+from demos.results import step_range
 from i18n import N_, format_percent, gettext
 from i18n.units import (
     MIB,
@@ -19,6 +22,7 @@ from i18n.units import (
     format_bytes,
     format_bytes_in,
     format_flops,
+    format_ms,
 )
 from reports.figure_style import apply_layout, colour_of
 from reports.report import babel
@@ -266,8 +270,42 @@ TABLE_COLUMNS = {
     "peak_predicted": N_("Peak (predicted)"),
     "recompute": N_("Recomputed (measured)"),
     "recompute_predicted": N_("Recomputed (predicted)"),
+    "step_time": N_("Step time, median (middle half)"),
     "budget": N_("Budget"),
 }
+
+
+def step_time_text(r: MethodRun, lang: str = "en") -> str:
+    """A placement's step time: the median of its timed steps and their middle half
+    (demos.results.step_range), in milliseconds; a dash when it was not timed."""
+    if not r.step_seconds:
+        return MISSING
+    loc = babel(lang)
+    low, high = step_range(r.step_seconds) or (None, None)
+    median = statistics.median(r.step_seconds)
+    return (
+        f"{format_ms(median, locale=loc)} ({format_ms(low, locale=loc)}–"
+        f"{format_ms(high, locale=loc)})"
+    )
+
+
+def timing_caption(result: PlacementRun, lang: str = "en") -> str:
+    """What the step times are, and what they are not."""
+    if result.timing == "wall":
+        return gettext(
+            lang,
+            "Step times: the GPU's wall time, synchronised, over a few "
+            "steps. They show what a placement costs on this run; which "
+            "placement recomputes least is read from the counted FLOPs, not "
+            "from times.",
+        )
+    return gettext(
+        lang,
+        "Step times: this process's CPU time over a few steps (less disturbed "
+        "than wall time by other work on the machine). They show what a "
+        "placement costs on this run; which placement recomputes least is read "
+        "from the counted FLOPs, not from times.",
+    )
 
 
 def placement_table(result: PlacementRun, lang: str = "en") -> pd.DataFrame:
@@ -297,6 +335,7 @@ def placement_table(result: PlacementRun, lang: str = "en") -> pd.DataFrame:
                 "recompute_predicted": format_flops(
                     r.predicted_recompute_flops if r.ran else None, locale=loc
                 ),
+                "step_time": step_time_text(r, lang) if r.ran else MISSING,
                 "budget": verdict,
             }
         )

@@ -27,7 +27,10 @@ LAYERS = (2, 16)  # the page's layers slider
 BUDGETS = (20, 100, 5)  # percent of the plain step's peak: lowest, highest, step
 DEFAULT_BUDGET = 50
 DEFAULT_SHAPE = "unequal"
-STEP_COST = theory.TRACKED_STEP_COST + theory.COUNTED_STEP_COST  # per distinct plan
+# per distinct plan: a tracked step, a counted one, and six plain steps timed
+# (demos.placement_lab._times: one untimed, then demos.measure.PAGE_REPEATS["cpu"]; that
+# module imports torch, which an estimate does not)
+STEP_COST = theory.TRACKED_STEP_COST + theory.COUNTED_STEP_COST + 6
 # What a tracked or counted step costs per layer beyond its FLOPs at these sizes: the
 # tracker's and the FLOP counter's Python work per op (measured: about 1.2 s of CPU for
 # the default's 8 layers and 5 distinct plans, a tracked and a counted step each, against

@@ -1,6 +1,7 @@
 """What the lesson widgets share: the language-fixed labels of a widget's options, sizes and
-units as text, number inputs that clamp what they are given and say so, and the metric delta
-of a memory change. The widgets themselves: ui.lesson_calculators and ui.lesson_figures.
+units as text, number inputs that clamp what they are given and say so, the metric delta
+of a memory change, and a measurement on this server shown or asked for. The widgets
+themselves: ui.lesson_calculators, ui.lesson_figures and ui.lesson_toolbox.
 """
 
 from __future__ import annotations
@@ -79,3 +80,34 @@ def saving_delta(before: float, after: float) -> tuple[str | None, str]:
         return None, "off"
     sign = "-" if change < 0 else "+"
     return f"{sign}{gb(abs(change))}", "inverse"
+
+
+def measured_or_ask(job: Any, key: str, run: Callable[[Any], Any]) -> Any:
+    """A demo-service job's stored result, or the learner's click to run it now (`run(job)`:
+    the run, with its place in the queue, progress and Cancel), or None. The demo runner
+    (and with it torch) is imported only here, when a measurement is drawn."""
+    from ui import demo_runner as runner
+
+    found = runner.cached(job)
+    if found is not None:
+        return found
+    if runner.collecting():
+        return None
+    ask = st.empty()  # the button goes once clicked: the run's progress takes its place
+    with ask.container():
+        clicked = st.button(
+            t("Measure it on this server"),
+            key=key,
+            icon=":material/play_arrow:",
+        )
+        st.caption(
+            t(
+                "Not measured on this server for this setting yet: one click runs it "
+                "(about {duration}) and stores it for every learner.",
+                duration=runner.duration_text(runner.estimated_seconds(job)),
+            )
+        )
+    if not clicked:
+        return None
+    ask.empty()
+    return run(job)

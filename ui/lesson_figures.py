@@ -31,7 +31,7 @@ from lessons.stepper import (
     summary_rows,
 )
 from ui.i18n import current_language, fmt_decimal, fmt_number, t
-from ui.lesson_common import CHART, option_words, units
+from ui.lesson_common import CHART, measured_or_ask, option_words, units
 from ui.progress import between, keep, one_of
 
 # --------------------------------------------------------------------------------------
@@ -162,13 +162,38 @@ def k_curve() -> None:
 
 
 # --------------------------------------------------------------------------------------
-# Lesson 6: the cost of a step
+# Lesson 6: the cost of a step, and where the checkpoints go
 # --------------------------------------------------------------------------------------
 
 
 def step_cost() -> None:
     st.plotly_chart(figures.step_cost_figure(code=current_language()), key="cost_chart",
                     **CHART)
+
+
+def placement() -> None:
+    """Every placement method for a budget on the lab's model with unequal layers (the
+    /placement page's default run: serving.placement_jobs), measured on this server when
+    the learner asks: its figure of recompute against peak, with the optimum at every
+    budget."""
+    from reports import placement_figures
+    from serving import placement_jobs
+    from serving.jobs import Job
+    from ui import demo_runner as runner
+    from ui.navigation import page_link
+
+    code = current_language()
+    st.markdown(t("**Measured: where the checkpoints go, on layers of unequal widths**"))
+    options = placement_jobs.options(placement_jobs.DEFAULT_SHAPE, placement_jobs.DEFAULT_BUDGET)
+    job = Job.make("placement", placement_jobs.BASE, (), **options)
+    result = measured_or_ask(job, "placement-lesson", runner.run_placement)
+    if result is None:
+        return
+    st.plotly_chart(placement_figures.placement_figure(result, code), key="placement_chart",
+                    **CHART)
+    st.caption(placement_figures.figure_caption(code))
+    page_link("placement", label=t("Run it for another budget: the live placement demo"),
+              icon=":material/play_arrow:")
 
 
 # --------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from i18n import N_
 from i18n.units import format_bytes
 from memory.toolbox import lora_kept_numbers
 from ui.i18n import babel_locale, current_language, fmt_decimal, fmt_number, fmt_percent, t
-from ui.lesson_common import option_words
+from ui.lesson_common import measured_or_ask, option_words
 from ui.lesson_parallel import SCHEDULE_LABELS as SCHEDULES
 from ui.progress import keep, one_of
 
@@ -69,34 +69,12 @@ def _table(frame: pd.DataFrame) -> None:
 
 def _measured(part: str, value: Any = None) -> pd.DataFrame | None:
     """The stored measurement of `part` at `value`, or the learner's click to measure it
-    now (then the run, with its place in the queue, progress and Cancel), or None."""
+    now (ui.lesson_common.measured_or_ask), or None."""
     from serving.jobs import Job
     from ui import demo_runner as runner
 
     job = Job.make("toolbox", CASE_CONFIG, (), **settings.options(part, value))
-    frame = runner.cached(job)
-    if frame is not None:
-        return frame
-    if runner.collecting():
-        return None
-    ask = st.empty()  # the button goes once clicked: the run's progress takes its place
-    with ask.container():
-        clicked = st.button(
-            t("Measure it on this server"),
-            key=f"toolbox-{part}-{value}",
-            icon=":material/play_arrow:",
-        )
-        st.caption(
-            t(
-                "Not measured on this server for this setting yet: one click runs it "
-                "(about {duration}) and stores it for every learner.",
-                duration=runner.duration_text(runner.estimated_seconds(job)),
-            )
-        )
-    if not clicked:
-        return None
-    ask.empty()
-    return runner.run_toolbox(job)
+    return measured_or_ask(job, f"toolbox-{part}-{value}", runner.run_toolbox)
 
 
 def _caption(how: str) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ui.lesson_calculators import budget, layer_calculator, logits_calculator, memory_calculator
-from ui.lesson_figures import decision, k_curve, step_cost, stepper, tradeoff
+from ui.lesson_figures import decision, k_curve, placement, step_cost, stepper, tradeoff
 from ui.lesson_parallel import parallel_calculator
 from ui.lesson_toolbox import autocast, checkpoint_error, flops, lora, packing, pipeline
 
@@ -28,6 +28,7 @@ WIDGETS: dict[str, Callable[[], None]] = {
     "calculator:layer": layer_calculator,
     "calculator:logits": logits_calculator,
     "figure:step-cost": step_cost,
+    "measured:placement": placement,
     "figure:decision": decision,
     "calculator:parallel": parallel_calculator,
     "measured:packing": packing,

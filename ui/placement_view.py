@@ -99,6 +99,7 @@ def show(result: PlacementRun) -> None:
             "rebuilt together from layer 0's input. Peaks above the parameters, to 0.1 KiB."
         )
     )
+    st.caption(figures.timing_caption(result, lang))
     display.measured_caption(
         device_text(runner.device()),
         [N_("live-tensor tracker (TorchDispatchMode)"), N_("torch's FlopCounterMode")],

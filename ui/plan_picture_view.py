@@ -26,7 +26,7 @@ from planner.picture_plan import ENCODERS, QLORA_KINDS, TUNINGS, PictureError, P
 from planner.picture_presets import PICTURE_PRESETS, preset_config
 from planner.picture_report import PICTURE_SECONDS, plan_report
 from ui import query
-from ui.i18n import babel_locale, current_language, t, tn
+from ui.i18n import babel_locale, current_language, fmt_percent, t, tn
 from ui.navigation import page_link
 from ui.plan_controls import (
     MeasuringNotice,
@@ -208,6 +208,9 @@ class PictureNotice(MeasuringNotice):
 
 def strategy_name(row: dict[str, Any]) -> str:
     """A checkpointing choice of an image plan in words: which blocks it checkpoints."""
+    if row["strategy"] == "optimal":
+        return tn("The least recompute: {count} chosen block",
+                  "The least recompute: {count} chosen blocks", row["blocks_checkpointed"])
     if row["strategy"] == "first-k":
         return tn("The first block", "The first {count} blocks", row["k"])
     if row["strategy"] == "every-n":
@@ -233,6 +236,8 @@ def strategy_table(data: dict[str, Any], p: PictureInputs) -> pd.DataFrame:
                 "blocks_checkpointed"], blocks=blocks),
             t("Activations kept"): gib(row["activations_kept_bytes"]),
             t(COLUMNS["peak"]): gib(row["peak_bytes"]),
+            t("Recomputed (share of a step's FLOPs)"): "–" if row[
+                "recompute_share"] is None else fmt_percent(row["recompute_share"], 1),
             t(COLUMNS["fits"]): ("✓ " if row["fits"] else "✗ ") + verdict(
                 _whole_gpu_spare(row, p), row["fits"], p.headroom)})
     return pd.DataFrame(rows)
@@ -253,11 +258,23 @@ def _alternative(alt: dict[str, Any], p: PictureInputs) -> str:
 
 def _take(take: dict[str, Any], blocks: int, p: PictureInputs) -> str:
     plan = take["plan"]
-    return t("Take **{change}**: {plan} ({count} of {blocks} blocks checkpointed, the "
-             "fewest that fit) then peaks at {peak} per GPU: {verdict}. The code below is "
-             "that plan's.", change=change_name(take), plan=strategy_name(plan),
+    return t("Take **{change}**: {plan} ({count} of {blocks} blocks checkpointed) then "
+             "peaks at {peak} per GPU: {verdict}. The code below is that plan's.",
+             change=change_name(take), plan=strategy_name(plan),
              count=plan["blocks_checkpointed"], blocks=blocks, peak=gib(plan["peak_bytes"]),
              verdict=verdict(p.gpu_bytes - plan["peak_bytes"], True, p.headroom))
+
+
+def _placement(placed: dict[str, Any]) -> str:
+    """Why the optimal placement: what it reruns, and saves against every block and the
+    first blocks that fit, in shares of a step's counted FLOPs."""
+    return t("Of the blocks whose checkpointing fits, these rerun the fewest FLOPs in "
+             "backward: {share} of a step's FLOPs (counted by torch), {every} less than "
+             "every block and {first} less than the first {count} blocks that fit.",
+             share=fmt_percent(placed["recompute_share"], 1),
+             every=fmt_percent(placed["saved_vs_every_layer"], 1),
+             first=fmt_percent(placed["saved_vs_first_k"] or 0, 1),
+             count=placed["first_k"] or 0)
 
 
 def recommendation(data: dict[str, Any], p: PictureInputs) -> None:
@@ -288,6 +305,8 @@ def recommendation(data: dict[str, Any], p: PictureInputs) -> None:
     elif rec["strategy"] == "every-layer":
         lines = [t("Only checkpointing every block fits; it costs about one more forward "
                    "pass of the model.")]
+    elif rec["strategy"] == "optimal" and data.get("placement"):
+        lines = [_placement(data["placement"])]
     else:
         lines = [t("Checkpointing only as many blocks as needed to fit runs the fewest of "
                    "them again in backward: cheaper than every block.")]

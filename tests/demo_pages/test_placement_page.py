@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from demos.placement_lab import PlacementRun, run
 from i18n.units import MIB, format_bytes, format_bytes_in, format_flops
-from reports.placement_figures import method_name
+from reports.placement_figures import method_name, step_time_text
 from serving import placement_jobs
 from serving.jobs import Job, store_key
 from serving.service import get_service
@@ -30,9 +30,10 @@ def _column(at, name: str) -> list[str]:
     return list(at.table[0].value[name])
 
 
-def _measured_dots(at) -> dict[str, float]:
-    """Each method's measured dot on the chart: its name and its peak in MiB."""
-    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+def _measured_dots(at, chart: int = 0) -> dict[str, float]:
+    """Each method's measured dot on the chart (the page's `chart`-th): its name and its
+    peak in MiB."""
+    spec = json.loads(at.get("plotly_chart")[chart].proto.spec)
     return {
         trace["name"]: trace["y"][0]
         for trace in spec["data"]
@@ -56,7 +57,12 @@ def test_the_page_shows_what_a_small_run_measured(app_test: Callable) -> None:
     dots = _measured_dots(at)
     for r in ran:
         assert dots[method_name(r.method)] == r.peak_bytes / MIB
-    assert "Measured on this run on" in texts(at, "caption")
+        assert len(r.step_seconds) == 5 and min(r.step_seconds) > 0
+    assert _column(at, "Step time, median (middle half)") == [
+        step_time_text(r) if r.ran else "–" for r in result.runs
+    ]
+    captions = texts(at, "caption")
+    assert "Measured on this run on" in captions and "CPU time" in captions
 
 
 def _stored_with_measured_apart() -> tuple[Job, PlacementRun]:
@@ -69,14 +75,15 @@ def _stored_with_measured_apart() -> tuple[Job, PlacementRun]:
         if r.error is None:
             r.peak_bytes = r.predicted_peak_bytes - 3 * 1024 * (i + 1)
             r.recompute_flops = r.predicted_recompute_flops + 1e6 * (i + 1)
+            r.step_seconds = [0.011, 0.010, 0.013, 0.012, 0.030]
     every = result.run_of("every")
     assert every.within_budget  # predicted within it
     every.peak_bytes = result.budget_bytes + 50 * 1024
     return job, result
 
 
-def test_the_page_shows_the_measured_numbers_not_the_predicted_ones(app_test: Callable) -> None:
-    job, result = _stored_with_measured_apart()
+def _store(job: Job, result: PlacementRun):
+    """The result stored for the job, as the demo service stores a run: the service."""
     service = get_service()
     ResultStore().put(
         store_key(job, service.device),
@@ -88,6 +95,12 @@ def test_the_page_shows_the_measured_numbers_not_the_predicted_ones(app_test: Ca
         device=service.device_label,
         request=request_json(job),
     )
+    return service
+
+
+def test_the_page_shows_the_measured_numbers_not_the_predicted_ones(app_test: Callable) -> None:
+    job, result = _stored_with_measured_apart()
+    service = _store(job, result)
     started = service.runs_started
     at = app_test(SCRIPT)  # the page's defaults
     no_errors(at)
@@ -102,6 +115,10 @@ def test_the_page_shows_the_measured_numbers_not_the_predicted_ones(app_test: Ca
     segments = dict(zip(_column(at, "Method"), _column(at, "Checkpointed segments"), strict=True))
     assert segments[method_name("sqrt")] == "0–2, 3–5, 6–7"  # √8: segments of 3 layers
     assert segments[method_name("none")] == "none"
+    times = dict(
+        zip(_column(at, "Method"), _column(at, "Step time, median (middle half)"), strict=True)
+    )
+    assert times[method_name("every")] == "12.0 ms (11.0 ms–13.0 ms)"  # quartiles, inclusive
     verdicts = dict(zip(_column(at, "Method"), _column(at, "Budget"), strict=True))
     assert verdicts[method_name("every")] == "✗ over"
     assert verdicts[method_name("optimal")] == "✓ within"
@@ -114,3 +131,18 @@ def test_the_page_shows_the_measured_numbers_not_the_predicted_ones(app_test: Ca
     extra = result.run_of("every").recompute_flops - best.recompute_flops
     assert f"recomputes {format_flops(extra)} more than the optimum" in lines
     assert "Over the budget, measured: " in lines and method_name("every") in lines
+
+
+def test_lesson_6_draws_the_stored_run_of_the_page(app_test: Callable) -> None:
+    """Lesson 6's {{measured:placement}} is the page's default run: stored, it is drawn
+    (the same dots), not run again."""
+    job, result = _stored_with_measured_apart()
+    service = _store(job, result)
+    started = service.runs_started
+    at = app_test("pages/lessons/cost_and_correctness.py")
+    no_errors(at)
+    assert service.runs_started == started
+    dots = _measured_dots(at, -1)  # the lesson's last chart, after a step's cost
+    for r in result.runs:
+        if r.ran:
+            assert dots[method_name(r.method)] == r.peak_bytes / MIB

@@ -80,7 +80,7 @@ def test_a_lora_plan_at_1024_pixels_recommends_its_table_row(
     assert code == "en" or not untranslated_on_page(text, code)
     if code == "de":  # the code's comments in the learner's language, numbers in hers
         assert ("# die Basis bleibt eingefroren" if rec["fits"] else  # QLoRA's, taken
-                "# die ersten") in data["code"]["model"]
+                "# die Blöcke, die innerhalb des Budgets") in data["code"]["model"]
         assert "," in peak
 
 

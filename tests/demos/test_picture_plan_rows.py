@@ -1,11 +1,13 @@
 """The image planner's arithmetic (planner.picture_plan) on a made-up measurement, no
 torch: which blocks each strategy checkpoints, what a plan keeps and rebuilds, the
-trained model's state by precision and tuning, and the recommendation: the fewest
-blocks checkpointed that fit."""
+trained model's state by precision and tuning, and the recommendation: the least
+recompute that fits (the optimal placement against brute force on unequal blocks), or
+the fewest blocks checkpointed without FLOP counts."""
 
 from __future__ import annotations
 
 from fractions import Fraction
+from itertools import combinations
 
 from memory.class_layers import ClassFit, Poly, Term
 from memory.hardware import FRAGMENTATION, WORKSPACE_BYTES
@@ -100,3 +102,50 @@ def test_the_recommendation_checkpoints_the_fewest_blocks_that_fit() -> None:
     assert best.strategy == "every-layer" and not best.fits
     assert [r.strategy for r in P.table(P.candidates(short, m, b), best)] == [
         "none", "first-k", "every-n", "every-layer"]
+
+
+def _unequal() -> dict:
+    """Six blocks of three types whose bytes and FLOPs differ, not in proportion; FLOPs
+    counted per block slot as planner.picture_measure.count_flops writes them."""
+    types = ["wide", "a", "b", "a", "b", "wide"]
+    per = {"first": (300, 30), "a": (100, 10), "b": (60, 25), "wide": (250, 20)}
+    plain = ClassFit(tuple(_term(s, per[s][0]) for s in per) + (_term("outside", 10),))
+    ckpt = ClassFit(tuple(_term(s, per[s][0] // 10) for s in per) + (_term("outside", 20),))
+    flops = {"first": 7, "a": 9, "b": 2, "wide": 5}  # per unit of t
+
+    def poly(c: int) -> list[str]:
+        return ["0", str(c), "0"]
+
+    return {"unit": 16, "block_types": types, "block_names": [f"b.{i}" for i in range(6)],
+            "params": 1000, "trainable": 10,
+            "fits": {"none": fit_to_json(plain), "every-layer": fit_to_json(ckpt)},
+            "flops": {"forward": {s: poly(c) for s, c in flops.items()},
+                      "outside_forward": poly(3), "reduced_forward": poly(1),
+                      "reduced_backward": poly(2)}}
+
+
+def test_the_optimal_placement_is_the_least_recompute_of_any_blocks_that_fit() -> None:
+    m = _unequal()
+    base = P.PictureInputs(VISION, resolution=32, tuning="full", precision="fp32",
+                           headroom=0.0)
+    b = P.blocks(m, 1, 32)  # t = 4
+    assert b.flops == (28.0, 36.0, 8.0, 36.0, 8.0, 20.0)
+    assert b.step_flops == (12 + sum(b.flops)) * 3  # backward: twice the forward
+    low, high = P.row(base, m, b, "every-layer").peak, P.row(base, m, b, "none").peak
+    subsets = [c for k in range(7) for c in combinations(range(6), k)]
+    beaten = 0
+    for gpu in range(int(low) + 1, int(high), 40):
+        p = base.with_(gpu_bytes=gpu)
+        rows = P.candidates(p, m, b)
+        best = P.recommend(rows)
+        brute = min(sum(b.flops[i] for i in c) for c in subsets
+                    if P.row(p, m, b, "optimal", picked=c).fits)
+        assert best.fits and best.recompute <= brute + 0.01 * b.step_flops
+        assert best.recompute == brute  # exact: the dynamic program over the chain
+        first = P.recommend(rows, "first-k")
+        assert first.strategy in ("none", "first-k") or first.strategy == "every-layer"
+        assert first.recompute >= best.recompute
+        beaten += first.recompute > best.recompute
+    assert beaten > 10  # unequal blocks: the first ones are rarely the ones to rebuild
+    assert P.recommend(P.candidates(base.with_(gpu_bytes=int(low) - 1), m, b),
+                       "every").strategy == "every-layer"

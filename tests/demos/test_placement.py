@@ -1,7 +1,8 @@
 """The chain placement (memory.placement): the optimal method against brute force on
 small random chains of unequal layers, with the backward's extra bytes (`after`, `top`,
 `base`, `floor`) and torch's early stop (`skip`); every method against the optimum; the
-optimal frontier against the least recompute of every plan at each budget."""
+optimal frontier against the least recompute of every plan at each budget; the optimum
+with each checkpointed segment one layer long."""
 
 from __future__ import annotations
 
@@ -79,6 +80,13 @@ def test_optimal_is_the_least_recompute_of_every_plan(seed):
             assert chain.recompute(other) >= best, method
     with pytest.raises(BudgetTooSmall):
         place("optimal", chain, needs[0] - 1)
+    # each layer checkpointed on its own (a library that wraps block by block)
+    single = [p for p in plans if all(s.mode == "keep" or s.stop - s.start == 1 for s in p)]
+    fits = [chain.recompute(p) for p in single if chain.need(p) <= budget]
+    if fits:
+        plan = place("optimal", chain, budget, longest=1)
+        assert all(s.mode == "keep" or s.stop - s.start == 1 for s in plan)
+        assert chain.need(plan) <= budget and chain.recompute(plan) == min(fits)
 
 
 def test_optimal_weighs_flops_not_layers_and_early_stop():
