@@ -29,8 +29,7 @@ from memory.config import ModelConfig
 from memory.segments import Segment, sqrt_k
 from memory.strategies import SavedOps, policy
 
-__all__ = ["BLOCKS", "GPT", "Probe", "Segment", "build_model", "make_batch", "policy_fn",
-           "sqrt_k"]
+__all__ = ["BLOCKS", "GPT", "Probe", "Segment", "build_model", "make_batch", "policy_fn", "sqrt_k"]
 
 aten = torch.ops.aten
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -74,10 +73,18 @@ def _all_but_attention(ctx, func, *args, **kwargs) -> CheckpointPolicy:
     return _SAVE
 
 
+def _contexts(policy: str | Callable) -> Callable:
+    """A selective segment's context_fn: a named policy (memory.strategies), or a factory
+    that makes a fresh policy function for each checkpointed call (a policy that counts the
+    ops it sees: demos.sac_placement)."""
+    if isinstance(policy, str):
+        return partial(create_selective_checkpoint_contexts, policy_fn(policy))
+    return lambda: create_selective_checkpoint_contexts(policy())
+
+
 # Architecture -> the layer it stacks. GPT builds its layers through this table, so a
 # different block (a ProbedBlock with the same constructor) is one entry here.
-BLOCKS: dict[str, Callable[[ModelConfig, int], nn.Module]] = {"gpt": GPTBlock,
-                                                              "llama": LlamaBlock}
+BLOCKS: dict[str, Callable[[ModelConfig, int], nn.Module]] = {"gpt": GPTBlock, "llama": LlamaBlock}
 
 
 def final_norm(cfg: ModelConfig, arch: str) -> nn.Module:
@@ -133,12 +140,12 @@ class GPT(nn.Module):
         if seg.mode == "checkpoint":
             return checkpoint(fn, x, use_reentrant=False)
         if seg.mode == "selective":
-            ctx = partial(create_selective_checkpoint_contexts, policy_fn(seg.policy))
-            return checkpoint(fn, x, use_reentrant=False, context_fn=ctx)
+            return checkpoint(fn, x, use_reentrant=False, context_fn=_contexts(seg.policy))
         raise ValueError(f"unknown segment mode {seg.mode!r}")
 
-    def forward(self, idx: torch.Tensor, targets: torch.Tensor,
-                plan: list[Segment] | None = None) -> torch.Tensor:
+    def forward(
+        self, idx: torch.Tensor, targets: torch.Tensor, plan: list[Segment] | None = None
+    ) -> torch.Tensor:
         """Mean next-token cross-entropy; plan says how layers are checkpointed."""
         probe = self.probe
         if probe is not None:
@@ -167,8 +174,9 @@ def build_model(cfg: ModelConfig, device: str | torch.device = "cpu") -> GPT:
     return model.to(dtype=TORCH_DTYPES[cfg.dtype]).train()
 
 
-def make_batch(cfg: ModelConfig, step: int = 0, device: str | torch.device = "cpu"
-               ) -> tuple[torch.Tensor, torch.Tensor]:
+def make_batch(
+    cfg: ModelConfig, step: int = 0, device: str | torch.device = "cpu"
+) -> tuple[torch.Tensor, torch.Tensor]:
     """A learnable synthetic task: each row counts up from a random start with a random
     stride (mod vocab), so the next token follows from the previous two."""
     g = torch.Generator().manual_seed(cfg.seed * 100_003 + step + 1)

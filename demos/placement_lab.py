@@ -6,7 +6,9 @@ torch's FlopCounterMode (the step's count less the plain step's), beside what th
 predicts, and its step time over a few runs (this process's CPU time on a CPU, the
 synchronised wall time on a GPU; a spread for the page, never a verdict: which placement
 recomputes least is read from the counted FLOPs). Methods that give the same segments are
-run once. The result also holds the
+run once. One more row, "sac" (demos.sac_placement): every block checkpointed with a
+selective policy that saves the ops torch's SAC solver picks, at the largest share of the
+block's op memory whose predicted peak fits the budget. The result also holds the
 optimal placements' frontier (memory.placement.frontier: the least recompute at every
 budget), predicted. Also `python -m demos compare --placement ...` and the /placement page
 (a "placement" job of the demo service: serving.placement_jobs)."""
@@ -22,6 +24,8 @@ from demos.gpt import GPTBlock
 from demos.installed_torch import counter_counts_attention
 from demos.measure import PAGE_REPEATS, Step, warm_up
 from demos.model import GPT, build_model, make_batch
+from demos.sac_placement import METHOD as SAC
+from demos.sac_placement import SacPlacement, place_sac
 from memory import lab_chain
 from memory.config import ModelConfig
 from memory.placement import BUDGETED, METHODS, BudgetTooSmall, Chain, frontier, place
@@ -45,6 +49,7 @@ class MethodRun:
     recompute_flops: float | None = None
     error: str | None = None
     step_seconds: list[float] = field(default_factory=list)  # each timed step
+    share: float | None = None  # "sac": the share of each block's op memory torch's solver had
 
     @property
     def checkpointed(self) -> list[int]:
@@ -149,10 +154,12 @@ def run(
     device: str = "cpu",
     measure: bool = True,
     repeats: int | None = None,
+    sac: bool = True,
 ) -> PlacementRun:
-    """Place and (`measure`) run each method. `budget`: bytes above the parameters, or a
-    share (a float up to 1) of the plain step's predicted peak; `repeats`: timed steps
-    per placement (default: the page's, demos.measure.PAGE_REPEATS; 0: none)."""
+    """Place and (`measure`) run each method, and (`sac`) torch's SAC solver's policy in
+    every block. `budget`: bytes above the parameters, or a share (a float up to 1) of the
+    plain step's predicted peak; `repeats`: timed steps per placement (default: the
+    page's, demos.measure.PAGE_REPEATS; 0: none)."""
     widths = lab_chain.mlp_widths(cfg, shape)
     counted = counter_counts_attention(device)
     chain = lab_chain.chain(cfg, widths, device, attention_counted=counted)
@@ -182,15 +189,48 @@ def run(
                 error=error,
             )
         )
+    sac_plan = _sac_row(cfg, widths, chain, int(budget), counted, result) if sac else None
     if measure:
         if repeats is None:
             repeats = PAGE_REPEATS[torch.device(device).type]
-        _measure(cfg, widths, device, result, repeats)
+        _measure(cfg, widths, device, result, repeats, sac_plan)
     return result
 
 
+def _sac_row(
+    cfg: ModelConfig,
+    widths: tuple[int, ...],
+    chain: Chain,
+    budget: int,
+    counted: bool,
+    result: PlacementRun,
+) -> SacPlacement | None:
+    """torch's SAC solver's row (its placement, for the measuring; None: nothing fits)."""
+    try:
+        found = place_sac(cfg, widths, chain, budget, counted)
+    except BudgetTooSmall as exc:
+        result.runs.append(MethodRun(SAC, [], 0, 0.0, False, error=str(exc)))
+        return None
+    result.runs.append(
+        MethodRun(
+            SAC,
+            found.segments,
+            found.predicted_peak_bytes,
+            found.predicted_recompute_flops,
+            found.predicted_peak_bytes <= budget,
+            share=found.share,
+        )
+    )
+    return found
+
+
 def _measure(
-    cfg: ModelConfig, widths: tuple[int, ...], device: str, result: PlacementRun, repeats: int
+    cfg: ModelConfig,
+    widths: tuple[int, ...],
+    device: str,
+    result: PlacementRun,
+    repeats: int,
+    sac_plan: SacPlacement | None = None,
 ) -> None:
     warm_up()
     dev = torch.device(device)
@@ -203,9 +243,13 @@ def _measure(
     for r in result.runs:
         if r.error is not None:
             continue
-        key = tuple(r.segments)
+        key = (r.method,) if r.method == SAC else tuple(r.segments)
         if key not in done:
-            plan = [Segment(a, b, mode) for a, b, mode in r.segments]
+            plan = (
+                sac_plan.plan()
+                if r.method == SAC and sac_plan is not None
+                else [Segment(a, b, mode) for a, b, mode in r.segments]
+            )
             tracker, _, _ = step.tracked(_IN_PLACE, plan, False)
             tracker.close()
             peak = (

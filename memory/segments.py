@@ -6,17 +6,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
 class Segment:
     """Layers [start, stop) run as one unit: 'keep' (plain), 'checkpoint', or
-    'selective' (checkpoint with a per-op policy, a SelectivePolicy value)."""
+    'selective' (checkpoint with a per-op policy: a SelectivePolicy value, or a factory of
+    policy functions, one per checkpointed call)."""
 
     start: int
     stop: int
     mode: str = "keep"
-    policy: str | None = None
+    policy: Any = None  # str | Callable[[], policy function] | None
 
     @property
     def size(self) -> int:

@@ -34,6 +34,7 @@ METHOD_NAMES = {
     "every": N_("every layer"),
     "first-k": N_("the first k layers"),
     "none": N_("no checkpoints"),
+    "sac": N_("torch's SAC solver (ops inside each block)"),
 }
 # the lab's strategies' colours where a method is one of them (memory.strategies)
 METHOD_COLOURS = {
@@ -43,6 +44,7 @@ METHOD_COLOURS = {
     "every": colour_of("every-layer"),
     "first-k": "#9333ea",
     "none": colour_of("none"),
+    "sac": "#0891b2",
 }
 FRONTIER_COLOUR = "#94a3b8"
 # FLOPs within this share of a step count as the same recompute (rounding of the counter)
@@ -134,8 +136,10 @@ def figure_caption(lang: str = "en") -> str:
         "Dots: each method's placement run on this server, its peak above the parameters "
         "(the live tracker) against the FLOPs its backward recomputed (torch's FLOP "
         "counter: the step's count less the plain step's). Rings: what the chain's memory "
-        "model predicts for the same placement. The grey staircase: the optimal placement at "
-        "every budget, predicted; no placement lies below it. The dashed line: the budget.",
+        "model predicts for the same placement. The grey staircase: the optimal placement of "
+        "whole layers at every budget, predicted; no placement of whole layers lies below it, "
+        "while torch's SAC solver, which saves single ops inside every block, may. The dashed "
+        "line: the budget.",
     )
 
 
@@ -199,6 +203,18 @@ def comparison_lines(result: PlacementRun, lang: str = "en") -> list[str]:
                 peak=_peak_words(r, result, lang),
             )
         )
+    sac = next((r for r in result.runs if r.method == "sac" and r.ran), None)
+    if sac is not None:
+        lines.append(
+            gettext(
+                lang,
+                "**{name}**: every block checkpointed, saving the ops torch's solver picks "
+                "within {share} of the block's op memory, the largest share whose predicted "
+                "peak fits the budget.",
+                name=method_name("sac", lang),
+                share=format_percent(sac.share or 0.0, lang, 1),
+            )
+        )
     refused = [method_name(r.method, lang) for r in result.runs if r.error is not None]
     if refused and best is not None:
         lines.append(
@@ -251,6 +267,8 @@ def _peak_words(r: MethodRun, result: PlacementRun, lang: str) -> str:
 def segments_text(run: MethodRun, lang: str = "en") -> str:
     """The checkpointed segments: a layer alone ("5"), or layers rebuilt together as one
     segment ("0–2"); "none" when nothing is checkpointed."""
+    if run.share is not None:
+        return gettext(lang, "each layer, selective")
     parts = [
         str(a) if b - a == 1 else f"{a}–{b - 1}" for a, b, mode in run.segments if mode != "keep"
     ]

@@ -5,8 +5,9 @@ turns in the fair queue and stored for every learner like the other demos' runs.
 
 A job's `config` is the model (the page's small GPT model, its layers from a slider), its
 options the layers' `shape` (memory.lab_chain.SHAPES) and the budget as a percentage of
-what the plain step peaks at (`budget_percent`). One step: every method's placement, one
-tracked and one counted step per distinct plan (a second or two on a CPU at the page's
+what the plain step peaks at (`budget_percent`). One step: every method's placement and
+torch's SAC solver's policy in every block (demos.sac_placement), one tracked and one
+counted step per distinct plan (a second or two on a CPU at the page's
 sizes). Its result is a demos.placement_lab.PlacementRun, stored as its JSON."""
 
 from __future__ import annotations
@@ -79,11 +80,11 @@ def step_work(job: Any, device_kind: str = "cpu") -> float:
         )
     except ValueError:  # an invalid combination: the engine explains it
         return 0.0
+    count = len(found) + 1  # and torch's SAC solver's policy in every block
     runs = [
-        (config, StrategySpec("none" if i == 0 else "every-layer"), STEP_COST)
-        for i in range(len(found))
+        (config, StrategySpec("none" if i == 0 else "every-layer"), STEP_COST) for i in range(count)
     ]
-    overhead = LAYER_STEP_SECONDS * config.layers * 2 * len(found)
+    overhead = LAYER_STEP_SECONDS * config.layers * 2 * count
     return theory.cpu_seconds(runs) + overhead
 
 

@@ -19,6 +19,18 @@ st.markdown(
     )
 )
 
+st.markdown(
+    t(
+        "One more row asks torch's own SAC solver which ops inside each block to save: every "
+        "block is checkpointed with a selective policy that keeps exactly the ops the solver "
+        "picks for a share of the block's op memory, the largest share whose predicted peak "
+        "fits the budget. The compiler's memory budget (torch.compile's "
+        "activation_memory_budget) is not run here: one compile of this page's model takes "
+        "from tens of seconds to minutes on this server, longer than a page answers; its own "
+        "page measures it on a smaller model."
+    )
+)
+
 
 @st.fragment
 def placement_demo() -> None:
@@ -27,3 +39,4 @@ def placement_demo() -> None:
 
 placement_demo()
 page_link("how-many", label=t("Where the idea is taught"), icon=":material/school:")
+page_link("compiler-budget", label=t("The compiler's memory budget"), icon=":material/memory:")

@@ -63,6 +63,10 @@ def test_the_page_shows_what_a_small_run_measured(app_test: Callable) -> None:
     ]
     captions = texts(at, "caption")
     assert "Measured on this run on" in captions and "CPU time" in captions
+    # torch's SAC solver's row: in the table, on the chart and under it
+    sac = result.run_of("sac")
+    assert sac.ran and method_name("sac") in _column(at, "Method") and method_name("sac") in dots
+    assert f"**{method_name('sac')}**: every block checkpointed" in texts(at, "markdown")
 
 
 def _stored_with_measured_apart() -> tuple[Job, PlacementRun]:
@@ -115,6 +119,7 @@ def test_the_page_shows_the_measured_numbers_not_the_predicted_ones(app_test: Ca
     segments = dict(zip(_column(at, "Method"), _column(at, "Checkpointed segments"), strict=True))
     assert segments[method_name("sqrt")] == "0–2, 3–5, 6–7"  # √8: segments of 3 layers
     assert segments[method_name("none")] == "none"
+    assert segments[method_name("sac")] == "each layer, selective"
     times = dict(
         zip(_column(at, "Method"), _column(at, "Step time, median (middle half)"), strict=True)
     )

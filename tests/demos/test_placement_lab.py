@@ -45,12 +45,29 @@ def test_unequal_layers_measured_each_method_as_predicted_and_the_optimum_recomp
             assert r.peak_bytes <= run.budget_bytes, r.method
     best = run.run_of("optimal")
     assert best.within_budget and best.recompute_flops > 0
-    others = [r for r in run.runs if r.method != "optimal" and r.within_budget]
+    # the optimum of whole layers: torch's SAC solver saves single ops inside every block
+    others = [r for r in run.runs if r.method not in ("optimal", "sac") and r.within_budget]
     assert {r.method for r in others} >= {"first-k", "every", "greedy"}
     for r in others:
         assert best.recompute_flops < r.recompute_flops, r.method
     assert not run.run_of("sqrt").within_budget  # √N segments put the wide layer in a pair
     assert run.to_json()["runs"][0]["checkpointed_layers"] == best.checkpointed
+    # torch's SAC solver's row: measured within the budget as predicted (above), saving
+    # some ops in every block, so it recomputes less than checkpointing every layer
+    sac = run.run_of("sac")
+    assert sac.within_budget and 0 < sac.share < 1
+    assert sac.checkpointed == list(range(SMALL.layers))
+    assert sac.recompute_flops < run.run_of("every").recompute_flops
+
+
+def test_torchs_sac_solver_says_when_even_saving_nothing_does_not_fit():
+    from demos.sac_placement import METHOD
+
+    run = placement_lab.run(SMALL, "unequal", 0.2, methods=("every",), measure=False)
+    every, sac = run.runs
+    assert not every.within_budget and sac.method == METHOD
+    assert not sac.ran and "too small for torch's SAC solver" in sac.error
+    assert sac.error.endswith(" bytes)")
 
 
 def test_the_compare_command_prints_each_placements_layers(capsys):
@@ -80,7 +97,7 @@ def test_the_compare_command_prints_each_placements_layers(capsys):
                 "compare",
                 *small,
                 "--placement",
-                "optimal,every",
+                "optimal,every,sac",
                 "--budget",
                 "80%",
                 "--shape",
@@ -91,8 +108,10 @@ def test_the_compare_command_prints_each_placements_layers(capsys):
         == 0
     )
     out = json.loads(capsys.readouterr().out)
-    optimal, every = out["runs"]
+    optimal, every, sac = out["runs"]
     assert every["checkpointed_layers"] == [0, 1, 2, 3]
+    assert sac["method"] == "sac" and sac["share"] is not None
+    assert sac["peak_bytes"] == pytest.approx(sac["predicted_peak_bytes"], rel=0.01)
     assert optimal["within_budget"] and optimal["peak_bytes"] <= out["budget_bytes"]
     assert optimal["checkpointed_layers"] == [
         i for a, b, mode in optimal["segments"] if mode == "checkpoint" for i in range(a, b)
@@ -116,7 +135,8 @@ def test_a_placement_job_estimates_bounds_and_stores_its_run():
     chain = lab_chain.chain(SMALL, result.widths)
     plain = chain.need(place("none", chain))
     assert job.memory_bytes("cpu") == result.parameter_bytes + plain
-    # a tracked and a counted step per distinct plan, the plain one included
-    distinct = {tuple(r.segments) for r in result.runs if r.error is None}
+    # a tracked and a counted step per distinct plan, the plain one included (and one for
+    # torch's SAC solver's row, which step_work adds)
+    distinct = {tuple(r.segments) for r in result.runs if r.error is None and r.method != "sac"}
     assert len(placement_jobs.plans(chain, 50)) == len(distinct)
     assert job.step_count() == 1 and job.step_work(0) > 0
