@@ -14,6 +14,13 @@ stays in the cache until the block's backward is over. The predicted recompute i
 FLOP counter counts of the ops rebuilt: those not saved, up to that last op (the fused
 attention only where the installed counter has a formula for it on this device).
 
+At every share, even 0, the solver saves the block's last op: the estimator counts its
+output as 0 bytes ("always stored as the output of the checkpoint block",
+torch/distributed/_tools/sac_estimator.py), and saving it avoids a recompute cost above 0.
+The next block does hold that output until its own backward, but the cache then holds it
+on through this block's backward, so the least this row needs is a little above
+checkpointing every layer, and a budget between the two says so.
+
 The policy matches an op by its name and how many ops of that name came before it in the
 block (the estimator leaves out the ops in its `OPS_TO_ALWAYS_SKIP`, so the policy does
 too); the fused attention's kernel, which differs by device, counts as one name."""
