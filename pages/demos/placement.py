@@ -26,8 +26,10 @@ st.markdown(
         "picks for a share of the block's op memory, the largest share whose predicted peak "
         "fits the budget. The compiler's memory budget (torch.compile's "
         "activation_memory_budget) is not run here: one compile of this page's model takes "
-        "from tens of seconds to minutes on this server, longer than a page answers; its own "
-        "page measures it on a smaller model."
+        "from tens of seconds to minutes on this server, longer than a page answers, and on a "
+        "CPU the live tracker cannot watch compiled code (Dynamo runs a function eagerly while "
+        "a dispatch mode is active), so its peak could not be measured as the other rows' "
+        "are. Its own page measures what compiled code saves for backward, on a smaller model."
     )
 )
 
