@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from i18n.units import format_bytes
 from memory.placement import BudgetTooSmall, Chain
@@ -37,7 +38,8 @@ from memory.segments import Segment
 
 METHOD = "sac"
 # shares tried: 0 and 1, then halving the gap this many times (torch's solver per try and
-# distinct layer width: a pulp CBC solve, about 20 ms)
+# distinct layer width: a pulp CBC solve in a subprocess, about 20 ms; the shares tried are
+# the same for every budget, so each answer is kept for the worker's next run)
 SEARCH_STEPS = 6
 
 
@@ -137,22 +139,39 @@ def predicted(chain: Chain, blocks: tuple[BlockChoice, ...]) -> int:
     return sac_chain.need([Segment(i, i + 1, "checkpoint") for i in range(n)])
 
 
-def place_sac(cfg, widths: tuple[int, ...], chain: Chain, budget: int, attention_counted: bool):
-    """The largest share (searched) whose predicted peak fits `budget`: a SacPlacement.
-    BudgetTooSmall when even share 0 (nothing saved: every layer checkpointed) does not."""
-    from torch.distributed._tools.sac_ilp import get_optimal_checkpointing_policy_per_module
-
+@lru_cache(maxsize=64)
+def _stats(cfg, width: int):
     from demos.op_policy import block_stats
 
-    stats = {w: block_stats(cfg, w) for w in set(widths)}
+    return block_stats(cfg, width)
+
+
+@lru_cache(maxsize=1024)
+def _decisions(cfg, width: int, share: float) -> tuple[int, ...]:
+    from torch.distributed._tools.sac_ilp import get_optimal_checkpointing_policy_per_module
+
+    decisions = get_optimal_checkpointing_policy_per_module(_stats(cfg, width), share)
+    if not decisions:
+        raise RuntimeError("torch's SAC solver found no solution")
+    return tuple(decisions)
+
+
+def place_sac(cfg, widths: tuple[int, ...], chain: Chain, budget: int, attention_counted: bool):
+    """The largest share (searched) whose predicted peak fits `budget`: a SacPlacement.
+    BudgetTooSmall when even share 0 (the least the solver saves) does not."""
+
+    block = cfg.replace(layers=1)  # one block's ops: the same at every depth
 
     def at(share: float) -> SacPlacement:
-        by_width = {}
-        for w, s in stats.items():
-            decisions = get_optimal_checkpointing_policy_per_module(s, share)
-            if not decisions:
-                raise RuntimeError("torch's SAC solver found no solution")
-            by_width[w] = block_choice(s, decisions, attention_counted, chain.inputs[0])
+        by_width = {
+            w: block_choice(
+                _stats(block, w),
+                list(_decisions(block, w, share)),
+                attention_counted,
+                chain.inputs[0],
+            )
+            for w in set(widths)
+        }
         blocks = tuple(by_width[w] for w in widths)
         return SacPlacement(
             share, blocks, predicted(chain, blocks), sum(b.recompute_flops for b in blocks)
