@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import tempfile
@@ -50,6 +51,17 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(config.stash.get(_OWN_DATA_DIR, ""), ignore_errors=True)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # What collection imported (torch, transformers, diffusers, Streamlit, every test
+    # module: most of a test process's objects) lives as long as the process: frozen, the
+    # full collections that follow pass it over. Streamlit collects after every script run
+    # (runner.postScriptGC: every AppTest run), accelerate at every Trainer.train, the
+    # engine before each measurement; each of those walked the whole heap (0.3 s and more
+    # in a test process). Nothing frozen is freed early or kept longer than it was.
+    gc.collect()
+    gc.freeze()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
