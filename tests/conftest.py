@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import tempfile
@@ -50,6 +51,18 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(config.stash.get(_OWN_DATA_DIR, ""), ignore_errors=True)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # What collection imported (torch, transformers, diffusers, Streamlit, every test
+    # module: about 720,000 objects, most of a test process's) lives as long as the
+    # process: frozen, the full collections that follow pass it over. Each walked all of
+    # it (0.36 s of CPU): accelerate asks for one at every Trainer.train (the printed
+    # scripts' tests), the engine after an out-of-memory, Python itself as objects pile
+    # up. Only a frozen object that later becomes unreachable in a cycle stays until the
+    # process ends.
+    gc.collect()
+    gc.freeze()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -31,6 +31,10 @@ MARKERS = ("Sign in again", "ADMIN NOTICE", "onerror", "x^2", "evil.example")
 READ_ONLY = ("id", "attempt", "lang")
 MARKDOWN_KINDS = ("markdown", "caption", "warning", "error", "info", "success", "toast",
                   "title", "header", "subheader", "exception")
+# One test process runs this module, so each page's default run (which lists the
+# parameters it writes back to its URL) is made once and serves both sweeps below.
+pytestmark = pytest.mark.xdist_group("query-echo")
+_PARAMETERS: dict[str, frozenset[str]] = {}
 
 
 def _texts(at: AppTest) -> Iterator[str]:
@@ -70,9 +74,16 @@ def page_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
     return run
 
 
+def _parameters(spec, page_run) -> frozenset[str]:  # noqa: ANN001
+    """The query parameters the page writes back to its URL on its default run."""
+    if spec.file not in _PARAMETERS:
+        _PARAMETERS[spec.file] = frozenset(page_run(spec.file, {}).query_params)
+    return _PARAMETERS[spec.file]
+
+
 @pytest.mark.parametrize("spec", PAGES, ids=lambda spec: spec.url_path or "home")
 def test_every_query_parameter_shows_payloads_literally(spec, page_run) -> None:  # noqa: ANN001
-    names = sorted({*page_run(spec.file, {}).query_params, *READ_ONLY})
+    names = sorted({*_parameters(spec, page_run), *READ_ONLY})
     shown = 0
     for turn in range(len(PAYLOADS)):  # every parameter gets every payload once
         query = {name: PAYLOADS[(index + turn) % len(PAYLOADS)]
@@ -131,7 +142,7 @@ def test_no_query_value_is_echoed_beyond_its_limit(spec, page_run) -> None:  # n
     attacker wrote (each parameter gets 20,000 characters of its own letter)."""
     from ui.query import SHOWN_CHARACTERS
 
-    names = sorted({*page_run(spec.file, {}).query_params, *READ_ONLY, "case"})
+    names = sorted({*_parameters(spec, page_run), *READ_ONLY, "case"})
     letters = "BCDFGHJKMNPQRSTVWXYZ"
     query = {name: letters[index % len(letters)] * 20_000 for index, name in enumerate(names)}
     at = page_run(spec.file, query)

@@ -20,6 +20,7 @@ from model_classes import variant as V
 from planner import class_fit as CF
 from tests.demos.class_fixtures import load, tiny
 from tests.demos.test_planner_classes import (  # noqa: F401  (_cache: an autouse fixture)
+    CLI_GROUP,
     POINTS,
     _cache,
     _plan,
@@ -106,6 +107,7 @@ def test_deepseek_layers_are_typed_by_their_mlp() -> None:
     assert CC.layer_types(CC.hf_config(load("qwen3-235b-a22b"))) == ("full_attention",) * 94
 
 
+@CLI_GROUP
 @pytest.mark.heavy
 def test_deepseek_v2_lite_is_planned_by_layer_kind(capsys) -> None:
     data = _plan(capsys, "deepseek-v2-lite", "--seq", "2048")
@@ -118,6 +120,7 @@ def test_deepseek_v2_lite_is_planned_by_layer_kind(capsys) -> None:
     assert 15.5e9 < data["model"]["params"] < 16e9
 
 
+@CLI_GROUP
 def test_a_pasted_configs_qlora_plan_measures_the_4bit_class(capsys) -> None:
     cfg = load("qwen3-8b")
     lora = _plan(capsys, "qwen3-8b", "--tuning", "lora")

@@ -161,6 +161,12 @@ def test_a_non_decoder_model_is_refused_in_one_line() -> None:
 
 # ---------------------------------------------------------------- the CLI at full size
 
+# The CLI tests here and in test_planner_class_kinds run in one test process: a full-size
+# config measured there (its class and each variant's fit, seconds of CPU in a measuring
+# process) is kept in that process and in its DATA_DIR for the next test that plans the
+# same config (Gemma 2 twice, Qwen3-MoE twice, Qwen3 three times).
+CLI_GROUP = pytest.mark.xdist_group("planner-cli")
+
 
 def _plan(capsys, name: str, *extra: str) -> dict:
     from planner.cli import main
@@ -174,6 +180,7 @@ def _cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("DATA_DIR", str(tmp_path_factory.getbasetemp() / "classes"))
 
 
+@CLI_GROUP
 def test_mistral_v01_prices_its_window_at_4096_tokens(capsys) -> None:
     """Below its window Mistral v0.1's layer is the course's Llama layer; from 4,096 tokens
     transformers builds the window's mask, SDPA repeats k and v to every head and keeps
@@ -190,6 +197,7 @@ def test_mistral_v01_prices_its_window_at_4096_tokens(capsys) -> None:
             course.tensors()), seq
 
 
+@CLI_GROUP
 def test_gemma2_is_planned_with_eager_attention_and_prints_no_sdpa(capsys) -> None:
     data = _plan(capsys, "gemma-2-9b", "--attention", "sdpa")
     assert data["class"]["kernel"] == "eager"
@@ -203,6 +211,7 @@ def test_gemma2_is_planned_with_eager_attention_and_prints_no_sdpa(capsys) -> No
     assert {"pre_feedforward_layernorm", "post_feedforward_layernorm"} <= modules
 
 
+@CLI_GROUP
 def test_the_cli_words_each_term_beyond_the_course_in_a_size_that_is_not_zero(
     capsys,
 ) -> None:
@@ -221,6 +230,7 @@ def test_the_cli_words_each_term_beyond_the_course_in_a_size_that_is_not_zero(
     assert "+112.0 MiB" in added and "none in the course's formula" in added
 
 
+@CLI_GROUP
 def test_the_cli_says_when_the_class_keeps_none_of_a_course_module(capsys) -> None:
     """Qwen3-MoE's MLP is its experts: the course's dense MLP is kept by none."""
     from planner.cli import main
@@ -231,6 +241,7 @@ def test_the_cli_says_when_the_class_keeps_none_of_a_course_module(capsys) -> No
     assert "the class keeps none, the course's formula" in mlp and " 0 B" not in mlp
 
 
+@CLI_GROUP
 @pytest.mark.parametrize("name", ["qwen3-8b", "qwen3-235b-a22b", "gemma-3-1b",
                                   "phi-3-mini-4k", "mixtral-8x7b"])
 def test_the_headline_families_are_planned(capsys, name: str) -> None:

@@ -9,6 +9,7 @@ model built and measured under fake tensors (as the planner measures) keeps the 
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import pytest
@@ -29,6 +30,9 @@ SIZE, BATCH = 128, 2
 FP32, BF16_LORA = Variant(), Variant("bf16", lora_rank=4, lora_targets="attention")
 VARIANTS = [Variant(), Variant("bf16"), Variant(lora_rank=4, lora_targets="attention"),
             BF16_LORA]
+# One test process runs this module: a family's plain step (_plain_step) is measured once
+# for the three sweeps below that start from it.
+pytestmark = pytest.mark.xdist_group("image-kinds")
 
 
 def _built(family: str, variant: Variant = FP32):
@@ -38,6 +42,14 @@ def _built(family: str, variant: Variant = FP32):
     torch.manual_seed(0)
     model = kind.build(config, variant, blocks=len(kind.block_types(config)))
     return model, kind
+
+
+@functools.cache
+def _plain_step(family: str, variant: Variant = FP32):
+    """What a real step of a freshly built model keeps, no block checkpointed (a forward
+    only: the model is left as it was built). Read only by the tests."""
+    model, kind = _built(family, variant)
+    return kind.measure_step(model, BATCH, SIZE, variant)
 
 
 def test_each_config_is_claimed_by_its_kind() -> None:
@@ -97,7 +109,7 @@ def test_the_interval_checkpoints_exactly_every_nth_block(family: str, monkeypat
     step = kind.measure_step(model, BATCH, SIZE, FP32)
     if family != "vit":
         assert ran == list(checkpointed)
-    plain = _built(family)[1].measure_step(_built(family)[0], BATCH, SIZE, FP32)
+    plain = _plain_step(family)
     kept, whole = step.per_block(len(blocks)), plain.per_block(len(blocks))
     for i in range(len(blocks)):
         if i in checkpointed:
@@ -148,7 +160,7 @@ def test_a_blocks_bytes_are_what_checkpointing_it_frees(family: str, variant: Va
     # first block
     model, kind = _built(family, variant)
     blocks = kind.blocks(model)
-    plain = kind.measure_step(model, BATCH, SIZE, variant)
+    plain = _plain_step(family, variant)
     plain_held = _held_at_end_of_forward(model, kind, variant)
     for index in sorted({0, len(blocks) // 2, len(blocks) - 1}):
         _only(model, kind, index)
@@ -175,7 +187,7 @@ def test_a_fake_step_keeps_what_a_real_one_does(family: str, variant: Variant) -
     kind = kind_for(cfg)
     config = kind.config(cfg)
     blocks = len(kind.block_types(config))
-    real = kind.measure_step(_built(family, variant)[0], BATCH, SIZE, variant)
+    real = _plain_step(family, variant)
     with FakeTensorMode():
         fake = kind.measure_step(kind.build(config, variant, blocks=blocks, fake=True),
                                  BATCH, SIZE, variant)
