@@ -253,11 +253,15 @@ class Job:
         if self.kind == "compare":
             from demos.measure import compare
 
-            timing = index == 1
+            # Measured in two parts, the memory step's partial result (its memory, shown
+            # at once) comes before its FLOP count; the plain reference step for the
+            # gradient check waits for the timing part.
+            timing, apart = index == 1, self.timed_apart()
             return compare(self.config, list(self.strategies), device=device_kind,
                            repeats=int(self.option("repeats", 1)),
                            timeline=bool(self.option("timeline", False)) and not timing,
                            time_steps=timing, memory=not timing,
+                           check_gradients=timing or not apart,
                            limit_bytes=limit_bytes, on_partial=partial)
         if self.kind == "budget":
             from demos.compiler_budget import measure_point, reference_grads
