@@ -447,6 +447,7 @@ class DemoService(RunEstimates, BusyRemeasuring, Housekeeping):
     def _set_partial(self, run: Run, partial: Any) -> None:
         with self._cond:
             run.partial, run.partial_version = partial, run.partial_version + 1
+            self._cond.notify_all()  # a page waiting for its first numbers draws them now
 
     def _end(self, run: Run, result: Any = None, error: StepFailed | None = None) -> None:
         with self._cond:

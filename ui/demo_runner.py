@@ -442,7 +442,7 @@ def _wait(ticket: Ticket, what: str, show: Show | None = None, job: Job | None =
                       on_click=_mark_cancelled, args=(what,))
         # Numbers so far (a run under way, joined) draw at once; else the result or the
         # first numbers within QUICK_SECONDS replace the previous result directly.
-        quick = ticket.has_numbers or ticket.wait(QUICK_SECONDS) or ticket.has_numbers
+        quick = ticket.wait_numbers(QUICK_SECONDS)
         if show is not None and job is not None and not quick:
             with view.next():
                 _show_previous(show, job)
@@ -456,7 +456,13 @@ def _wait(ticket: Ticket, what: str, show: Show | None = None, job: Job | None =
                 with view.next(), _drawing(f"partial-{version}"):
                     st.caption(":material/pending: " + _partial_caption(job, partial))
                     show(partial)
-            if ticket.wait(POLL_SECONDS):
+            # The first numbers draw as soon as they come; later ones at most every
+            # REDRAW_SECONDS (polled).
+            if shown_version == 0 and partial is None:
+                ticket.wait_numbers(POLL_SECONDS)
+            else:
+                ticket.wait(POLL_SECONDS)
+            if ticket.done:
                 break
             _show_status(ticket, notice)
     finally:
