@@ -120,3 +120,12 @@ def test_the_memory_part_shows_its_memory_before_the_flop_count_and_the_referenc
     merged = job.merge([memory, job.run_step(1, "cpu", None)])
     assert all(r.bitwise_equal and r.max_grad_diff == 0.0 for r in merged.results)
     assert all(r.flops_counted and r.step_seconds for r in merged.results)
+
+
+def test_a_page_waiting_for_numbers_wakes_with_the_memory(make_service) -> None:
+    worker = FakeWorker(lambda job, index: 0.05 if index == 0 else 1.0)
+    svc = make_service(worker=worker, use_store=False)
+    ticket = svc.submit(tiny_compare(seed=2, timed=True), "learner")
+    assert ticket.wait_numbers(10)
+    assert ticket.partial[1] is not None and not ticket.done  # the memory, not the end
+    assert ticket.wait(20) and ticket.wait_numbers(0)
