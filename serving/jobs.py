@@ -41,6 +41,9 @@ FIT_REPEATS = 3  # timed steps at the confirmed size, whatever its size (demos.f
 # count the asked runs only
 
 Progress = Callable[[int, int], None]
+# multi-step runs whose steps so far make a result to show (a comparison: its memory,
+# measured in its first step, while its steps are timed in the second)
+PARTIAL_KINDS = ("sweep", "compare")
 # The strategies the lab of mistakes' steps are estimated with: a plain, a wrong and a
 # fixed step of its small models.
 _MISTAKE_RUNS = (StrategySpec("none"), StrategySpec("every-layer"), StrategySpec("every-layer"))

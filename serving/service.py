@@ -50,7 +50,7 @@ from demos.device import DeviceInfo, detect_device
 from serving.estimates import RunEstimates
 from serving.housekeeping import Housekeeping
 from serving.idle_remeasure import BusyRemeasuring
-from serving.jobs import MEMORY_FACTOR, MEMORY_SLACK_BYTES, Job, store_key
+from serving.jobs import MEMORY_FACTOR, MEMORY_SLACK_BYTES, PARTIAL_KINDS, Job, store_key
 from serving.store import ResultStore
 from serving.tickets import Run, RunRefused, Ticket, request_json
 from serving.worker import DeviceWorker, StepFailed
@@ -61,9 +61,6 @@ MAX_RUN_SECONDS = 900.0  # no run holds the device longer (its steps' time toget
 MIN_CAP_SECONDS = 60.0
 CAP_FACTOR = 6.0  # × the run's estimate: the cap of an estimated run
 MEMORY_CACHE = 256  # decoded results kept in this process
-# multi-step runs whose steps so far make a result to show (a comparison: its memory,
-# measured in its first step, while its steps are timed in the second)
-PARTIAL_KINDS = ("sweep", "compare")
 IDLE_AFTER_S = 5.0  # idle-time runs start this long after a learner's last run or request
 # A learner's run that has shown nothing this long after it was asked for goes before
 # every shorter first step (in arrival order): shortest first never starves it.
@@ -191,6 +188,14 @@ class DemoService(RunEstimates, BusyRemeasuring, Housekeeping):
         key = store_key(job, self.device)
         with self._cond:
             return key in self._active
+
+    def partial_of(self, job: Job) -> Any:
+        """What the job's run under way has measured so far (None when it has nothing
+        yet or is not under way here), without joining it."""
+        key = store_key(job, self.device)
+        with self._cond:
+            run = self._active.get(key)
+            return run.partial if run is not None else None
 
     def _remember(self, key: str, result: Any) -> None:
         with self._cond:

@@ -62,6 +62,9 @@ REDRAW_SECONDS = 1.0
 _CANCELLED = "_cancelled_demo_runs"
 # Set (by ui.server's warm-up) to list the jobs a page would run instead of running them.
 COLLECT_ENV = "DEMO_RUNNER_COLLECT"
+# Set (by ui.server while it draws the common views once) to draw a run's result, or what
+# it measured so far, without waiting for the rest or joining the run.
+DRAW_ONCE_ENV = "DEMO_RUNNER_DRAW_ONCE"
 collected: list[Job] = []
 
 
@@ -356,6 +359,8 @@ def _run(job: Job, what: str | None = None, show: Show | None = None) -> Any:
         collected.append(job)
         return None
     svc = service()
+    if os.environ.get(DRAW_ONCE_ENV):  # the server's own drawing: no learner is waiting
+        return _draw_once(svc, job, show)
     svc.touch()  # a learner browsing the demos: the idle-time runs wait
     result = svc.cached(job)
     if result is not None:
@@ -392,6 +397,19 @@ def _run(job: Job, what: str | None = None, show: Show | None = None) -> Any:
         _show_failure(ticket)
         return None
     return _finished(job, ticket.result, show, view)
+
+
+def _draw_once(svc: DemoService, job: Job, show: Show | None) -> Any:
+    """The result when it is known, else the numbers measured so far drawn (the charts'
+    and tables' first drawing in this process) and None; nothing is run or joined."""
+    result = svc.cached(job)
+    if result is not None:
+        return _finished(job, result, show)
+    partial = svc.partial_of(job)
+    if show is not None and partial is not None:
+        with _drawing("partial-1"):
+            show(partial)
+    return None
 
 
 def _finished(job: Job, result: Any, show: Show | None, view: _Turns | None = None) -> Any:

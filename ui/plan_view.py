@@ -30,6 +30,7 @@ from planner.class_cache import from_config_json as class_config
 from planner.preset_classes import preset_source
 from reports.figure_style import separators
 from ui import query
+from ui.demo_display import paint_numbers_first
 from ui.i18n import babel_locale, current_language, fmt_percent, pt, t, tn
 from ui.navigation import page_link
 from ui.plan_class_view import measured_class
@@ -432,6 +433,7 @@ def outputs(settings: P.PlannerInputs) -> None:
     st.caption(t("{params:,.2f}B parameters, {trained:,.3f}B trained · {tokens:,} tokens per "
                  "optimizer step", params=plan.params / 1e9, trained=plan.trainable / 1e9,
                  tokens=plan.tokens_per_step))
+    paint_numbers_first()  # a session's first chart loads Plotly: the peak shows first
     st.plotly_chart(memory_figure(plan))
     st.subheader(t("Every checkpointing choice"))
     # The names column pinned and of medium width: the German table is wider than a laptop's
