@@ -265,7 +265,8 @@ class Job:
                            timeline=bool(self.option("timeline", False)) and not timing,
                            time_steps=timing, memory=not timing,
                            check_gradients=timing or not apart,
-                           limit_bytes=limit_bytes, on_partial=partial)
+                           limit_bytes=limit_bytes,
+                           on_partial=partial if timing or apart else None)
         if self.kind == "budget":
             from demos.compiler_budget import measure_point, reference_grads
 
