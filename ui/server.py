@@ -340,8 +340,11 @@ def listen_wait_s() -> float:
         return LISTEN_WAIT_S
 
 
+PROGRESS_EVERY_S = 20.0  # the terminal hears how far the measuring is this often
+
+
 def wait_for_common_views(tickets: list[Any], limit_s: float,
-                          expected_s: float | None = None,
+                          expected: Callable[[list[Any]], float] | None = None,
                           meanwhile: Callable[[], None] | None = None) -> float | None:
     """Wait (at most `limit_s`) until every ticket's run shows its first numbers (a
     comparison's memory, any other run's result; or its failure): a class that comes
@@ -349,24 +352,32 @@ def wait_for_common_views(tickets: list[Any], limit_s: float,
     timed steps go on after the server opens, as the warm-up's background runs, each step
     giving way at once to a learner's run. The seconds waited, or None when some had no
     numbers in time. The operator is told on stderr why the server does not answer yet
-    and for about how long (`expected_s`, the service's estimate), and when it does (the
-    terminal of `make run`). `meanwhile()` runs once half of them have their numbers
+    and for about how long (`expected(tickets)`: the service's estimate for those, which
+    follows the steps it measures meanwhile: said again every PROGRESS_EVERY_S), and when
+    it does (the terminal of `make run`). `meanwhile()` runs once half of them have their numbers
     (the longest come last: the scheduler goes shortest first step first), on this
     process's core while the engine measures the rest on the other."""
     began = time.monotonic()
     missing = sum(not ticket.has_numbers for ticket in tickets)
     if missing and limit_s > 0:
-        about = (f"about {expected_s:.0f} s, " if expected_s is not None else "")
+        about = (f"about {expected(tickets):.0f} s, " if expected is not None else "")
         print(f"Measuring the first numbers of the {missing} demo views a class opens first "
               f"before the server opens (an empty result store: a first start or a new "
               f"engine): {about}at most {limit_s:.0f} s; their timed steps go on once it "
               f"is open, giving way to learners' runs. {LISTEN_WAIT_ENV}=0 opens at once.",
               file=sys.stderr, flush=True)
+    told = began
     while not all(ticket.has_numbers for ticket in tickets):
         if meanwhile is not None and 2 * sum(t.has_numbers for t in tickets) >= len(tickets):
             meanwhile()
             meanwhile = None
             continue
+        if expected is not None and time.monotonic() - told >= PROGRESS_EVERY_S:
+            told = time.monotonic()
+            left = [ticket for ticket in tickets if not ticket.has_numbers]
+            print(f"{len(tickets) - len(left)} of {len(tickets)} views measured after "
+                  f"{told - began:.0f} s; about {expected(left):.0f} s left at the speed "
+                  f"measured so far.", file=sys.stderr, flush=True)
         if time.monotonic() - began >= limit_s:
             missing = sum(not ticket.has_numbers for ticket in tickets)
             log.warning("%d of the common views had no numbers after %.0f s; serving "
@@ -485,8 +496,9 @@ def _before_listening() -> None:
                   f"{LONG_FIRST_NUMBERS_S:.0f} s each to their first numbers: they are "
                   f"measured after the server opens.", file=sys.stderr, flush=True)
         # The views drawn once while the longest first numbers are still measured.
-        wait_for_common_views(short, listen_wait_s(), service.first_numbers_seconds(
-            ticket.job for ticket in short), meanwhile=draw_views)
+        wait_for_common_views(
+            short, listen_wait_s(), lambda waiting: service.first_numbers_seconds(
+                ticket.job for ticket in waiting), meanwhile=draw_views)
     PagesManager.uses_pages_directory = False  # after the AppTest runs, which reset it
 
 

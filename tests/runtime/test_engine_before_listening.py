@@ -38,7 +38,8 @@ def test_a_worker_that_does_not_start_holds_the_server_for_a_bounded_time() -> N
 
 
 def test_the_server_listens_once_every_common_view_has_its_first_numbers(make_service,
-                                                                         capsys):
+                                                                         capsys,
+                                                                         monkeypatch):
     """Each view's first numbers (a comparison's memory): a class that comes with the
     health check finds them in the store; the timed steps go on after it opens. The
     operator's terminal says why it waits, for about how long, and when it opens."""
@@ -48,9 +49,12 @@ def test_the_server_listens_once_every_common_view_has_its_first_numbers(make_se
                         tiny_compare(seed=3)])
     assert not any(ticket.has_numbers for ticket in tickets)
     expected = svc.first_numbers_seconds(ticket.job for ticket in tickets)
+    monkeypatch.setattr("ui.server.PROGRESS_EVERY_S", 0.2)
     drawn = []  # the views drawn once half have their numbers, the rest still measured
-    waited = wait_for_common_views(tickets, limit_s=20, expected_s=expected, meanwhile=lambda:
-                                   drawn.append(sum(t.has_numbers for t in tickets)))
+    waited = wait_for_common_views(
+        tickets, limit_s=20,
+        expected=lambda waiting: svc.first_numbers_seconds(t.job for t in waiting),
+        meanwhile=lambda: drawn.append(sum(t.has_numbers for t in tickets)))
     assert waited is not None and 0.8 <= waited < 20  # the three memory steps
     assert drawn == [2]
     assert all(ticket.has_numbers for ticket in tickets)
@@ -59,6 +63,7 @@ def test_the_server_listens_once_every_common_view_has_its_first_numbers(make_se
     said = capsys.readouterr().err
     assert "first numbers of the 3 demo views a class opens first" in said
     assert f"about {expected:.0f} s" in said
+    assert " of 3 views measured after " in said and "s left at the speed" in said
     assert "DEMO_WARM_BEFORE_LISTEN=0 opens at once" in said and "the server opens." in said
     assert all(ticket.wait(20) for ticket in tickets)
 
