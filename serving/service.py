@@ -142,7 +142,10 @@ class DemoService(RunEstimates, BusyRemeasuring, Housekeeping):
         """The queued runs in the order they will get the device next: the learners' runs,
         then the warm-up's (each `_first_numbers_first`: the server listens once the
         warm-up's runs have their first numbers, and their timed steps wait behind every
-        first step), then the idle-time runs."""
+        first step), then the idle-time runs. While a learner is here (a run of theirs, a
+        page drawn within IDLE_AFTER_S), the warm-up's steps that only add times to numbers
+        already shown wait as the idle-time runs do: the learners' pages get the CPU (a
+        learner who opens such a view joins its run, which then goes first)."""
         now = time.monotonic()
         fg = _first_numbers_first([r for r in self._queue if not r.background], now)
         warm = _first_numbers_first([r for r in self._queue if r.background and not r.idle],
@@ -150,6 +153,7 @@ class DemoService(RunEstimates, BusyRemeasuring, Housekeeping):
         idle = [r for r in self._queue if r.idle]
         if fg or time.monotonic() - self._last_foreground < IDLE_AFTER_S:
             idle = []  # not yet: a learner is (or was just) waiting for the device
+            warm = [r for r in warm if not _shown(r)]
         return fg + warm + idle
 
     def waiting(self) -> int:
@@ -475,6 +479,12 @@ class DemoService(RunEstimates, BusyRemeasuring, Housekeeping):
         run.event.set()
 
 
+def _shown(run: Run) -> bool:
+    """The run has shown numbers (a comparison's memory, a sweep's first values): its
+    next step only adds to them."""
+    return run.next_step > 0 and run.job.kind in PARTIAL_KINDS
+
+
 def _first_numbers_first(runs: list[Run], now: float) -> list[Run]:
     """Learners' runs in the order they get the device: a run that has shown nothing yet
     before one that has (a comparison's timed steps, a sweep's later values), and among
@@ -483,7 +493,7 @@ def _first_numbers_first(runs: list[Run], now: float) -> list[Run]:
     twenty learners for minutes); equal steps keep their arrival order, and a run that has
     shown nothing OVERDUE_S after it was asked for goes first."""
     def key(run: Run) -> tuple[bool, bool, float]:
-        shown = run.next_step > 0 and run.job.kind in PARTIAL_KINDS
+        shown = _shown(run)
         overdue = not shown and now - run.created > OVERDUE_S
         return (not overdue, shown, 0.0 if overdue else run.step_work[run.next_step])
 
