@@ -246,10 +246,11 @@ def compare(config: ModelConfig, strategies: Sequence[StrategySpec], device: str
     `check_gradients=False`: no plain reference step for the gradient agreement (a search
     that needs only the memory and time, whose plain step would hold several times the
     checkpointed step's memory).
-    `memory=False`: the timed steps only (no tracked step, FLOP count or gradient check;
-    an untimed round first, since no tracked step warmed the model): the second half of a
-    comparison measured in two parts, its memory by `compare(time_steps=False)` first
-    (merged by `with_times`).
+    `memory=False`: the timed steps only (no tracked step or FLOP count; an untimed round
+    first, since no tracked step warmed the model; the plain reference step and each
+    strategy's gradient check on its first timed step): the second half of a comparison
+    measured in two parts, its memory by `compare(time_steps=False,
+    check_gradients=False)` first (merged by `with_times`).
 
     Never raises for a strategy that does not fit (predicted over the limit, a budget too
     small, CUDA-only on a CPU, out of memory): its result has fits=False and an error.
@@ -291,19 +292,23 @@ def compare(config: ModelConfig, strategies: Sequence[StrategySpec], device: str
                                 f"{info.label()}")
         return comparison
     step = Step(config, model, idx, tgt, dev)
-    if not memory:
-        if time_steps and repeats > 0:
-            _time(step, specs, plans, results, repeats, time_cap_s, min_repeats,
-                  on_round=(lambda: on_partial(comparison)) if on_partial else None,
-                  warm=True)
-        del step, model
-        return comparison
     has_none = any(specs[i].name == "none" for i in plans)
     none_need = param_bytes + theory.predicted_peak_bytes(config, StrategySpec("none"), kind)
     # The gradients every strategy is checked against: 'none''s own, else a plain step's
-    # when it fits. Shown progressively (on_partial) with every strategy timed, the plain
-    # step runs after the memory is shown, each strategy checked on its first timed step.
+    # when it fits. With every strategy timed, the plain step runs after the memory is
+    # shown (in the timing part when measured in two), each strategy checked on its first
+    # timed step.
     reference = check_gradients and not has_none and (limit is None or none_need <= limit)
+    if not memory:
+        if time_steps and repeats > 0:
+            check = None
+            if reference and (ref := _reference(step)) is not None:
+                check = functools.partial(_check_grads, results, ref, step.model)
+            _time(step, specs, plans, results, repeats, time_cap_s, min_repeats,
+                  on_round=(lambda: on_partial(comparison)) if on_partial else None,
+                  check=check, warm=True)
+        del step, model
+        return comparison
     later = (reference and on_partial is not None and time_steps and repeats > 0
              and time_within is None)
     ref = _reference(step) if reference and not later else None
@@ -314,7 +319,7 @@ def compare(config: ModelConfig, strategies: Sequence[StrategySpec], device: str
     if time_within is not None:
         plans = {i: plan for i, plan in plans.items()
                  if (results[i].peak_bytes or 0) + param_bytes <= time_within}
-    if on_partial is not None and time_steps and repeats > 0 and plans:
+    if on_partial is not None and plans:
         on_partial(comparison)  # the memory, before the FLOP count and the timed steps
     check = None
     if later and (ref := _reference(step)) is not None:

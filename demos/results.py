@@ -202,7 +202,8 @@ class Comparison:
     def with_times(self, timed: Comparison) -> Comparison:
         """This comparison's memory figures with the times of `timed` (the same strategies,
         timed by `compare(memory=False)`): a strategy that fit here takes its timed runs
-        there, or that part's refusal when it ran out of memory while timing."""
+        (and the gradient check, when that part made it) there, or that part's refusal
+        when it ran out of memory while timing."""
         results = []
         for mine, theirs in zip(self.results, timed.results, strict=True):
             if not mine.fits:
@@ -212,10 +213,13 @@ class Comparison:
                                        error_id=theirs.error_id,
                                        error_args=dict(theirs.error_args)))
             else:
+                checked = theirs.bitwise_equal is not None  # the timing part checked them
                 results.append(replace(
                     mine, step_seconds=theirs.step_seconds,
                     step_seconds_runs=list(theirs.step_seconds_runs),
-                    cpu_seconds_runs=list(theirs.cpu_seconds_runs), threads=theirs.threads))
+                    cpu_seconds_runs=list(theirs.cpu_seconds_runs), threads=theirs.threads,
+                    max_grad_diff=theirs.max_grad_diff if checked else mine.max_grad_diff,
+                    bitwise_equal=theirs.bitwise_equal if checked else mine.bitwise_equal))
         return replace(self, results=results)
 
     def to_json(self, timeline: bool = False) -> dict:

@@ -14,6 +14,7 @@ from i18n.units import MISSING, column_unit, format_bytes_in
 from reports.report import babel, baseline_and_best, header, label
 from reports.timing import (
     counter_misses,
+    cpu_spread,
     cpu_text,
     extra_compute,
     signed_percent,
@@ -178,4 +179,18 @@ def timing_note(results: Sequence[StrategyResult], lang: str = "en",
         note += " " + gettext(lang, "{names}: CPU time measured lower than without "
                                     "checkpointing, which is timing noise (checkpointing only "
                                     "adds work).", names=faster)
+    if (slowest := _slowest_by_cpu(results)) and counter_misses(slowest, base, device_kind):
+        note += " " + gettext(lang, "{name}: the slowest by CPU time, though torch counted "
+                                    "no extra FLOPs: every op of its forward and of its rerun "
+                                    "goes through torch's selective-checkpoint dispatch, "
+                                    "Python code that asks the policy and saves or looks up "
+                                    "each output, and what it reruns (attention and the "
+                                    "element-wise ops) takes time the counter does not "
+                                    "count.", name=label(slowest, lang))
     return note
+
+
+def _slowest_by_cpu(results: Sequence[StrategyResult]) -> StrategyResult | None:
+    """The strategy with the highest median CPU time per step, when two or more were timed."""
+    timed = [(spread.median, r) for r in results if (spread := cpu_spread(r)) is not None]
+    return max(timed, key=lambda pair: pair[0])[1] if len(timed) > 1 else None

@@ -25,7 +25,7 @@ from typing import Any
 from sqlalchemy.exc import SQLAlchemyError
 
 from demos.device import DeviceInfo
-from serving.jobs import Job
+from serving.jobs import PARTIAL_KINDS, Job
 from serving.store import ResultStore
 from serving.tickets import Run, RunStatus
 
@@ -121,6 +121,16 @@ class RunEstimates:
         """Estimated seconds the run holds the device."""
         return self._seconds([job.step_work(i, self.device.kind)
                               for i in range(job.step_count())], self.speed())
+
+    def first_numbers_seconds(self, jobs: Iterable[Job]) -> float:
+        """Estimated seconds until every job shows its first numbers, run one after
+        another (the worker's start first): a comparison's or a sweep's first step (its
+        memory, its first point), any other run whole."""
+        kind, speed = self.device.kind, self.speed()
+        works = [work for job in jobs
+                 for work in ([job.step_work(0, kind)] if job.kind in PARTIAL_KINDS
+                              else [job.step_work(i, kind) for i in range(job.step_count())])]
+        return self.restart_left() + self._seconds(works, speed)
 
     @staticmethod
     def _seconds(works: Iterable[float], speed: float) -> float:

@@ -41,6 +41,9 @@ FIT_REPEATS = 3  # timed steps at the confirmed size, whatever its size (demos.f
 # count the asked runs only
 
 Progress = Callable[[int, int], None]
+# multi-step runs whose steps so far make a result to show (a comparison: its memory,
+# measured in its first step, while its steps are timed in the second)
+PARTIAL_KINDS = ("sweep", "compare")
 # The strategies the lab of mistakes' steps are estimated with: a plain, a wrong and a
 # fixed step of its small models.
 _MISTAKE_RUNS = (StrategySpec("none"), StrategySpec("every-layer"), StrategySpec("every-layer"))
@@ -253,12 +256,17 @@ class Job:
         if self.kind == "compare":
             from demos.measure import compare
 
-            timing = index == 1
+            # Measured in two parts, the memory step's partial result (its memory, shown
+            # at once) comes before its FLOP count; the plain reference step for the
+            # gradient check waits for the timing part.
+            timing, apart = index == 1, self.timed_apart()
             return compare(self.config, list(self.strategies), device=device_kind,
                            repeats=int(self.option("repeats", 1)),
                            timeline=bool(self.option("timeline", False)) and not timing,
                            time_steps=timing, memory=not timing,
-                           limit_bytes=limit_bytes, on_partial=partial)
+                           check_gradients=timing or not apart,
+                           limit_bytes=limit_bytes,
+                           on_partial=partial if timing or apart else None)
         if self.kind == "budget":
             from demos.compiler_budget import measure_point, reference_grads
 

@@ -50,7 +50,7 @@ from demos.device import DeviceInfo, detect_device
 from serving.estimates import RunEstimates
 from serving.housekeeping import Housekeeping
 from serving.idle_remeasure import BusyRemeasuring
-from serving.jobs import MEMORY_FACTOR, MEMORY_SLACK_BYTES, Job, store_key
+from serving.jobs import MEMORY_FACTOR, MEMORY_SLACK_BYTES, PARTIAL_KINDS, Job, store_key
 from serving.store import ResultStore
 from serving.tickets import Run, RunRefused, Ticket, request_json
 from serving.worker import DeviceWorker, StepFailed
@@ -61,9 +61,6 @@ MAX_RUN_SECONDS = 900.0  # no run holds the device longer (its steps' time toget
 MIN_CAP_SECONDS = 60.0
 CAP_FACTOR = 6.0  # × the run's estimate: the cap of an estimated run
 MEMORY_CACHE = 256  # decoded results kept in this process
-# multi-step runs whose steps so far make a result to show (a comparison: its memory,
-# measured in its first step, while its steps are timed in the second)
-PARTIAL_KINDS = ("sweep", "compare")
 IDLE_AFTER_S = 5.0  # idle-time runs start this long after a learner's last run or request
 # A learner's run that has shown nothing this long after it was asked for goes before
 # every shorter first step (in arrival order): shortest first never starves it.
@@ -145,7 +142,10 @@ class DemoService(RunEstimates, BusyRemeasuring, Housekeeping):
         """The queued runs in the order they will get the device next: the learners' runs,
         then the warm-up's (each `_first_numbers_first`: the server listens once the
         warm-up's runs have their first numbers, and their timed steps wait behind every
-        first step), then the idle-time runs."""
+        first step), then the idle-time runs. While a learner is here (a run of theirs, a
+        page drawn within IDLE_AFTER_S), the warm-up's steps that only add times to numbers
+        already shown wait as the idle-time runs do: the learners' pages get the CPU (a
+        learner who opens such a view joins its run, which then goes first)."""
         now = time.monotonic()
         fg = _first_numbers_first([r for r in self._queue if not r.background], now)
         warm = _first_numbers_first([r for r in self._queue if r.background and not r.idle],
@@ -153,6 +153,7 @@ class DemoService(RunEstimates, BusyRemeasuring, Housekeeping):
         idle = [r for r in self._queue if r.idle]
         if fg or time.monotonic() - self._last_foreground < IDLE_AFTER_S:
             idle = []  # not yet: a learner is (or was just) waiting for the device
+            warm = [r for r in warm if not _shown(r)]
         return fg + warm + idle
 
     def waiting(self) -> int:
@@ -191,6 +192,14 @@ class DemoService(RunEstimates, BusyRemeasuring, Housekeeping):
         key = store_key(job, self.device)
         with self._cond:
             return key in self._active
+
+    def partial_of(self, job: Job) -> Any:
+        """What the job's run under way has measured so far (None when it has nothing
+        yet or is not under way here), without joining it."""
+        key = store_key(job, self.device)
+        with self._cond:
+            run = self._active.get(key)
+            return run.partial if run is not None else None
 
     def _remember(self, key: str, result: Any) -> None:
         with self._cond:
@@ -447,6 +456,7 @@ class DemoService(RunEstimates, BusyRemeasuring, Housekeeping):
     def _set_partial(self, run: Run, partial: Any) -> None:
         with self._cond:
             run.partial, run.partial_version = partial, run.partial_version + 1
+            self._cond.notify_all()  # a page waiting for its first numbers draws them now
 
     def _end(self, run: Run, result: Any = None, error: StepFailed | None = None) -> None:
         with self._cond:
@@ -469,6 +479,12 @@ class DemoService(RunEstimates, BusyRemeasuring, Housekeeping):
         run.event.set()
 
 
+def _shown(run: Run) -> bool:
+    """The run has shown numbers (a comparison's memory, a sweep's first values): its
+    next step only adds to them."""
+    return run.next_step > 0 and run.job.kind in PARTIAL_KINDS
+
+
 def _first_numbers_first(runs: list[Run], now: float) -> list[Run]:
     """Learners' runs in the order they get the device: a run that has shown nothing yet
     before one that has (a comparison's timed steps, a sweep's later values), and among
@@ -477,7 +493,7 @@ def _first_numbers_first(runs: list[Run], now: float) -> list[Run]:
     twenty learners for minutes); equal steps keep their arrival order, and a run that has
     shown nothing OVERDUE_S after it was asked for goes first."""
     def key(run: Run) -> tuple[bool, bool, float]:
-        shown = run.next_step > 0 and run.job.kind in PARTIAL_KINDS
+        shown = _shown(run)
         overdue = not shown and now - run.created > OVERDUE_S
         return (not overdue, shown, 0.0 if overdue else run.step_work[run.next_step])
 

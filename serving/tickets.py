@@ -150,6 +150,22 @@ class Ticket:
         self.heartbeat()
         return self._run.event.wait(timeout)
 
+    def wait_numbers(self, timeout: float) -> bool:
+        """Wait until the run has numbers to show (`has_numbers`: its first partial
+        result, its end) or the timeout passes (False); a heartbeat. The service notifies
+        its condition with each partial result, so they draw as they come, not at the next
+        poll."""
+        self.heartbeat()
+        end = time.monotonic() + timeout
+        cond = self._service._cond
+        with cond:
+            while not (self.done or self._run.partial is not None):
+                left = end - time.monotonic()
+                if left <= 0:
+                    return False
+                cond.wait(min(left, 0.05))  # the run's end sets its event after notifying
+        return True
+
     def heartbeat(self) -> None:
         self.last_seen = time.monotonic()
 

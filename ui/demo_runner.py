@@ -62,6 +62,9 @@ REDRAW_SECONDS = 1.0
 _CANCELLED = "_cancelled_demo_runs"
 # Set (by ui.server's warm-up) to list the jobs a page would run instead of running them.
 COLLECT_ENV = "DEMO_RUNNER_COLLECT"
+# Set (by ui.server while it draws the common views once) to draw a run's result, or what
+# it measured so far, without waiting for the rest or joining the run.
+DRAW_ONCE_ENV = "DEMO_RUNNER_DRAW_ONCE"
 collected: list[Job] = []
 
 
@@ -356,6 +359,8 @@ def _run(job: Job, what: str | None = None, show: Show | None = None) -> Any:
         collected.append(job)
         return None
     svc = service()
+    if os.environ.get(DRAW_ONCE_ENV):  # the server's own drawing: no learner is waiting
+        return _draw_once(svc, job, show)
     svc.touch()  # a learner browsing the demos: the idle-time runs wait
     result = svc.cached(job)
     if result is not None:
@@ -392,6 +397,19 @@ def _run(job: Job, what: str | None = None, show: Show | None = None) -> Any:
         _show_failure(ticket)
         return None
     return _finished(job, ticket.result, show, view)
+
+
+def _draw_once(svc: DemoService, job: Job, show: Show | None) -> Any:
+    """The result when it is known, else the numbers measured so far drawn (the charts'
+    and tables' first drawing in this process) and None; nothing is run or joined."""
+    result = svc.cached(job)
+    if result is not None:
+        return _finished(job, result, show)
+    partial = svc.partial_of(job)
+    if show is not None and partial is not None:
+        with _drawing("partial-1"):
+            show(partial)
+    return None
 
 
 def _finished(job: Job, result: Any, show: Show | None, view: _Turns | None = None) -> Any:
@@ -442,7 +460,7 @@ def _wait(ticket: Ticket, what: str, show: Show | None = None, job: Job | None =
                       on_click=_mark_cancelled, args=(what,))
         # Numbers so far (a run under way, joined) draw at once; else the result or the
         # first numbers within QUICK_SECONDS replace the previous result directly.
-        quick = ticket.has_numbers or ticket.wait(QUICK_SECONDS) or ticket.has_numbers
+        quick = ticket.wait_numbers(QUICK_SECONDS)
         if show is not None and job is not None and not quick:
             with view.next():
                 _show_previous(show, job)
@@ -456,7 +474,13 @@ def _wait(ticket: Ticket, what: str, show: Show | None = None, job: Job | None =
                 with view.next(), _drawing(f"partial-{version}"):
                     st.caption(":material/pending: " + _partial_caption(job, partial))
                     show(partial)
-            if ticket.wait(POLL_SECONDS):
+            # The first numbers draw as soon as they come; later ones at most every
+            # REDRAW_SECONDS (polled).
+            if shown_version == 0 and partial is None:
+                ticket.wait_numbers(POLL_SECONDS)
+            else:
+                ticket.wait(POLL_SECONDS)
+            if ticket.done:
                 break
             _show_status(ticket, notice)
     finally:

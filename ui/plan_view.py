@@ -8,6 +8,7 @@ this module keeps the widgets and the layout.
 
 from __future__ import annotations
 
+import functools
 import textwrap
 
 import pandas as pd
@@ -20,6 +21,7 @@ from memory import footprint as P
 from memory import hf_config
 from memory.architectures import DEFAULT_PRESET, PRESETS, Architecture, ShapeError, custom
 from memory.class_layers import LayerSource
+from memory.parallel import Layout
 from model_classes.causal_lm_config import ClassConfigError
 from planner import class_worker
 from planner import hf_code as hf_module
@@ -30,6 +32,7 @@ from planner.class_cache import from_config_json as class_config
 from planner.preset_classes import preset_source
 from reports.figure_style import separators
 from ui import query
+from ui.demo_display import paint_numbers_first
 from ui.i18n import babel_locale, current_language, fmt_percent, pt, t, tn
 from ui.navigation import page_link
 from ui.plan_class_view import measured_class
@@ -413,11 +416,20 @@ def render() -> None:
             st.error(class_problem(error), icon=":material/error:")
 
 
+@functools.lru_cache(maxsize=256)
+def _plan(settings: P.PlannerInputs, layout: Layout | None, per_node: int
+          ) -> recommend_module.Plan:
+    """recommend_module.plan, kept per server process for the settings seen last (a
+    shared link opened by a class, a learner's slider moved back): the search took 0.2-0.3
+    s of CPU on every run of the page. Its inputs and its plan are frozen records."""
+    return recommend_module.plan(settings, layout, per_node)
+
+
 def outputs(settings: P.PlannerInputs) -> None:
     """Everything below the inputs: the layout across GPUs, the peak, the table, the
     class, the recommendation, the code, the GPUs, the approximations."""
     layout, per_node = layout_controls(settings)
-    plan = recommend_module.plan(settings, layout, per_node)
+    plan = _plan(settings, layout, per_node)
     positions = settings.arch.positions
     if positions and settings.seq > positions:
         st.warning(t("{model} learned positions for {positions:,} tokens only; the plan below "
@@ -432,6 +444,7 @@ def outputs(settings: P.PlannerInputs) -> None:
     st.caption(t("{params:,.2f}B parameters, {trained:,.3f}B trained · {tokens:,} tokens per "
                  "optimizer step", params=plan.params / 1e9, trained=plan.trainable / 1e9,
                  tokens=plan.tokens_per_step))
+    paint_numbers_first()  # a session's first chart loads Plotly: the peak shows first
     st.plotly_chart(memory_figure(plan))
     st.subheader(t("Every checkpointing choice"))
     # The names column pinned and of medium width: the German table is wider than a laptop's

@@ -16,11 +16,13 @@ collect mode, which also imports every page's modules and draws each page once, 
 first learners' pages do not pay for that; the jobs it lists are queued behind any
 learner's. The server answers its health check, which a proxy waits for, once the worker
 is ready, the libraries of the real-model page are imported (or after ENGINE_WAIT_S) and
-every common view is measured, its times too (at most DEMO_WARM_BEFORE_LISTEN seconds;
-the runs go first numbers first, so a cut-short wait leaves each view its memory at
-least): a class that arrives with the health check then finds its numbers in the store
-as on a warm server, with none of the server's own runs taking the CPU while its pages
-draw, instead of twenty pages waiting for a dozen first runs. Then, whenever no learner
+every common view has its first numbers (a comparison's memory; at most
+DEMO_WARM_BEFORE_LISTEN seconds, the terminal saying about how long it expects; the views
+whose first numbers alone take over LONG_FIRST_NUMBERS_S are measured next): a class
+that arrives with the health check then finds its numbers in the store, instead of
+twenty pages waiting for a dozen first runs. The views' timed steps go on once it
+listens, as background runs whose steps give way at once to a learner's run (the
+service's preemption); their times fill in on the pages meanwhile. Then, whenever no learner
 has asked for a run for a few seconds, the server measures the neighbours of every demo
 page's defaults (each slider one step either way, listed by a child process at the
 lowest priority), so that a learner's first move from the defaults is served from the
@@ -37,7 +39,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +67,10 @@ ENGINE_WAIT_S = 60.0
 # warms, or a test server).
 LISTEN_WAIT_ENV = "DEMO_WARM_BEFORE_LISTEN"
 LISTEN_WAIT_S = 240.0
+# A common view whose first numbers alone are estimated longer than this is not waited
+# for: a lesson's large model, the what-fits search. Measured next, after the server
+# opens; a learner who opens one meanwhile joins its run under way.
+LONG_FIRST_NUMBERS_S = 10.0
 log = logging.getLogger(__name__)
 # What Streamlit says when a page runs outside a browser session, as the warm-up's AppTest
 # runs do before the server listens ("Thread 'MainThread': missing ScriptRunContext! This
@@ -212,15 +218,22 @@ def _app_test(script: str, query: dict[str, str]) -> Any:
 
 
 def draw_views() -> None:
-    """Draw every common view once with its results, in this process (AppTest; the
-    results are in the store): the first drawing of each chart and table (Plotly's figure
-    code, the tables' Arrow) happens here, not in the first learners' pages, whose chart
-    pages took 0.9 s on a fresh server against 0.3 s once warm."""
-    for script, query in warm_views():
-        try:
-            _app_test(script, query).run()
-        except Exception:  # noqa: BLE001 - a page's own error shows on that page
-            log.exception("warm-up: drawing %s %s failed", script, query)
+    """Draw every common view once with its results, or its first numbers while its
+    timed steps are still under way, in this process (AppTest; the runner draws what
+    there is without waiting or joining a run): the first drawing of each chart and table
+    (Plotly's figure code, the tables' Arrow) happens here, not in the first learners'
+    pages, whose chart pages took 0.9 s on a fresh server against 0.3 s once warm."""
+    from ui.demo_runner import DRAW_ONCE_ENV
+
+    os.environ[DRAW_ONCE_ENV] = "1"
+    try:
+        for script, query in warm_views():
+            try:
+                _app_test(script, query).run()
+            except Exception:  # noqa: BLE001 - a page's own error shows on that page
+                log.exception("warm-up: drawing %s %s failed", script, query)
+    finally:  # the server's own pages wait for their runs once it listens
+        del os.environ[DRAW_ONCE_ENV]
 
 
 def _collect_views(neighbours: bool) -> dict[str, list]:
@@ -327,32 +340,56 @@ def listen_wait_s() -> float:
         return LISTEN_WAIT_S
 
 
-def wait_for_common_views(tickets: list[Any], limit_s: float) -> float | None:
-    """Wait (at most `limit_s`) until every ticket's run has ended (measured, or failed):
-    a class that comes with the health check then finds each common view in the store,
-    its times too, with no run of the server's own under way while its pages draw. The
-    runs still go first numbers first (the scheduler's order), so a wait cut short by the
-    limit leaves each view with its memory at least. The seconds waited, or None when
-    some were not measured in time. The operator is told on stderr why the server does
-    not answer yet, and when it does (the terminal of `make run`)."""
+PROGRESS_EVERY_S = 20.0  # the terminal hears how far the measuring is this often
+
+
+def wait_for_common_views(tickets: list[Any], limit_s: float,
+                          expected: Callable[[list[Any]], float] | None = None,
+                          meanwhile: Callable[[], None] | None = None) -> float | None:
+    """Wait (at most `limit_s`) until every ticket's run shows its first numbers (a
+    comparison's memory, any other run's result; or its failure): a class that comes
+    with the health check then finds each common view's numbers in the store. Their
+    timed steps go on after the server opens, as the warm-up's background runs, each step
+    giving way at once to a learner's run. The seconds waited, or None when some had no
+    numbers in time. The operator is told on stderr why the server does not answer yet
+    and for about how long (`expected(tickets)`: the service's estimate for those, which
+    follows the steps it measures meanwhile: said again every PROGRESS_EVERY_S), and when
+    it does (the terminal of `make run`). `meanwhile()` runs once half of them have their numbers
+    (the longest come last: the scheduler goes shortest first step first), on this
+    process's core while the engine measures the rest on the other."""
     began = time.monotonic()
-    missing = sum(not ticket.done for ticket in tickets)
+    missing = sum(not ticket.has_numbers for ticket in tickets)
     if missing and limit_s > 0:
-        print(f"Measuring the {missing} demo views a class opens first before the server "
-              f"opens (an empty result store: a first start or a new engine), at most "
-              f"{limit_s:.0f} s; {LISTEN_WAIT_ENV}=0 opens at once.", file=sys.stderr,
-              flush=True)
-    while not all(ticket.done for ticket in tickets):
+        about = (f"about {expected(tickets):.0f} s, " if expected is not None else "")
+        print(f"Measuring the first numbers of the {missing} demo views a class opens first "
+              f"before the server opens (an empty result store: a first start or a new "
+              f"engine): {about}at most {limit_s:.0f} s; their timed steps go on once it "
+              f"is open, giving way to learners' runs. {LISTEN_WAIT_ENV}=0 opens at once.",
+              file=sys.stderr, flush=True)
+    told = began
+    while not all(ticket.has_numbers for ticket in tickets):
+        if meanwhile is not None and 2 * sum(t.has_numbers for t in tickets) >= len(tickets):
+            meanwhile()
+            meanwhile = None
+            continue
+        if expected is not None and time.monotonic() - told >= PROGRESS_EVERY_S:
+            told = time.monotonic()
+            left = [ticket for ticket in tickets if not ticket.has_numbers]
+            print(f"{len(tickets) - len(left)} of {len(tickets)} views measured after "
+                  f"{told - began:.0f} s; about {expected(left):.0f} s left at the speed "
+                  f"measured so far.", file=sys.stderr, flush=True)
         if time.monotonic() - began >= limit_s:
-            missing = sum(not ticket.done for ticket in tickets)
-            log.warning("%d of the common views were not measured after %.0f s; serving "
+            missing = sum(not ticket.has_numbers for ticket in tickets)
+            log.warning("%d of the common views had no numbers after %.0f s; serving "
                         "anyway", missing, limit_s)
             return None
         time.sleep(0.1)
+    if meanwhile is not None:
+        meanwhile()
     waited = time.monotonic() - began
     if missing:
-        print(f"The common views measured in {waited:.0f} s; the server opens.",
-              file=sys.stderr, flush=True)
+        print(f"The common views' first numbers measured in {waited:.0f} s; the server "
+              f"opens.", file=sys.stderr, flush=True)
     return waited
 
 
@@ -451,9 +488,17 @@ def _before_listening() -> None:
                          daemon=True).start()
     waited = wait_for_engine(service)
     libraries.join(max(ENGINE_WAIT_S - (waited or ENGINE_WAIT_S), 1.0))
-    if (tickets and waited is not None
-            and wait_for_common_views(tickets, listen_wait_s()) is not None):
-        draw_views()
+    if tickets and waited is not None:
+        short = [ticket for ticket in tickets
+                 if service.first_numbers_seconds([ticket.job]) <= LONG_FIRST_NUMBERS_S]
+        if len(short) < len(tickets):
+            print(f"{len(tickets) - len(short)} of the common views take longer than "
+                  f"{LONG_FIRST_NUMBERS_S:.0f} s each to their first numbers: they are "
+                  f"measured after the server opens.", file=sys.stderr, flush=True)
+        # The views drawn once while the longest first numbers are still measured.
+        wait_for_common_views(
+            short, listen_wait_s(), lambda waiting: service.first_numbers_seconds(
+                ticket.job for ticket in waiting), meanwhile=draw_views)
     PagesManager.uses_pages_directory = False  # after the AppTest runs, which reset it
 
 

@@ -203,6 +203,11 @@ def test_selective_counted_as_nothing_says_why_in_its_verdict() -> None:
     why = ": the counter skips it" if counter_misses(selective, none) else ""
     assert list(table.iloc[:, 1]) == ["baseline", "+0.0% (predicted +0.0%)" + why,
                                       "+20.0% (predicted +20.0%)"]
+    # the slowest by CPU time with no FLOPs counted: the note says where the time goes
+    slowest = _busy("selective:save-matmuls", [0.4] * 3, [0.4] * 3, 50_000_000_000)
+    note = timing_note([none, slowest, every])
+    assert ("the slowest by CPU time, though torch counted no extra FLOPs" in note) is bool(why)
+    assert "the slowest by CPU time" not in timing_note([none, selective, every])
 
 
 def test_the_overhead_note_states_early_stop_as_torch_applies_it(monkeypatch) -> None:

@@ -1,5 +1,5 @@
 """The server listens once its engine's worker can run a learner's first demo and the
-common views are measured, and after a bounded wait when they are not."""
+common views have their first numbers, and after a bounded wait when they do not."""
 
 from __future__ import annotations
 
@@ -37,23 +37,35 @@ def test_a_worker_that_does_not_start_holds_the_server_for_a_bounded_time() -> N
     assert time.monotonic() - began < 30
 
 
-def test_the_server_listens_once_every_common_view_is_measured(make_service, capsys):
-    """Each view's whole result, a comparison's timed steps too: a class that comes with
-    the health check finds them in the store, and no run of the server's own takes the
-    CPU while its pages draw. The runs still go first numbers first (every memory step
-    before any timed one). The operator's terminal says why it waits, and when it opens."""
+def test_the_server_listens_once_every_common_view_has_its_first_numbers(make_service,
+                                                                         capsys,
+                                                                         monkeypatch):
+    """Each view's first numbers (a comparison's memory): a class that comes with the
+    health check finds them in the store; the timed steps go on after it opens. The
+    operator's terminal says why it waits, for about how long, and when it opens."""
     worker = FakeWorker(lambda job, index: 0.3 if index == 0 else 0.5)
     svc = make_service(worker=worker, use_store=False)
     tickets = svc.warm([tiny_compare(seed=1, timed=True), tiny_compare(seed=2, timed=True),
                         tiny_compare(seed=3)])
     assert not any(ticket.has_numbers for ticket in tickets)
-    waited = wait_for_common_views(tickets, limit_s=20)
-    assert waited is not None and 1.8 <= waited < 20  # three memory steps, two timed ones
-    assert all(ticket.done for ticket in tickets)
+    expected = svc.first_numbers_seconds(ticket.job for ticket in tickets)
+    monkeypatch.setattr("ui.server.PROGRESS_EVERY_S", 0.2)
+    drawn = []  # the views drawn once half have their numbers, the rest still measured
+    waited = wait_for_common_views(
+        tickets, limit_s=20,
+        expected=lambda waiting: svc.first_numbers_seconds(t.job for t in waiting),
+        meanwhile=lambda: drawn.append(sum(t.has_numbers for t in tickets)))
+    assert waited is not None and 0.8 <= waited < 20  # the three memory steps
+    assert drawn == [2]
+    assert all(ticket.has_numbers for ticket in tickets)
+    assert not all(ticket.done for ticket in tickets)  # the timed steps go on
     assert worker.log[:3] == [(1, 0), (2, 0), (3, 0)]  # the memory steps first
     said = capsys.readouterr().err
-    assert "Measuring the 3 demo views a class opens first" in said
+    assert "first numbers of the 3 demo views a class opens first" in said
+    assert f"about {expected:.0f} s" in said
+    assert " of 3 views measured after " in said and "s left at the speed" in said
     assert "DEMO_WARM_BEFORE_LISTEN=0 opens at once" in said and "the server opens." in said
+    assert all(ticket.wait(20) for ticket in tickets)
 
 
 def test_views_without_numbers_hold_the_server_for_a_bounded_time(make_service):
@@ -147,3 +159,17 @@ def test_the_server_draws_every_common_view_once_before_it_listens(monkeypatch):
     monkeypatch.setattr(server, "_app_test", _Page)
     server.draw_views()
     assert drawn == [(script, query, False) for script, query in views]
+
+
+def test_the_servers_drawing_shows_the_numbers_so_far_without_joining_the_run() -> None:
+    """While the server draws the common views once, a view whose timed steps are under
+    way draws its first numbers, and the page neither waits nor joins the run (a joined
+    warm-up run would stop giving way to learners)."""
+    from ui import demo_runner
+
+    shown, joined = [], []
+    svc = SimpleNamespace(cached=lambda job: None, partial_of=lambda job: "the memory",
+                          submit=joined.append)
+    show = lambda result: shown.append((result, demo_runner.view_phase()))  # noqa: E731
+    assert demo_runner._draw_once(svc, tiny_compare(timed=True), show) is None
+    assert shown == [("the memory", "partial-1")] and not joined

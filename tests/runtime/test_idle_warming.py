@@ -236,3 +236,18 @@ def test_the_warm_up_lists_its_runs_at_the_lowest_priority() -> None:
                          capture_output=True, text=True, check=True,
                          preexec_fn=lowest_priority).stdout
     assert int(out) == 19
+
+
+def test_the_warm_ups_timed_steps_wait_while_a_learner_is_here(make_service, monkeypatch):
+    """Once the warm-up's comparison has shown its memory, its timed steps wait as the
+    idle-time runs do while a learner's pages draw; its first numbers never wait."""
+    pause = 2.0
+    monkeypatch.setattr(service_module, "IDLE_AFTER_S", pause)
+    worker = FakeWorker(lambda job, index: 0.05)
+    svc = make_service(worker=worker, use_store=False)
+    svc.touch()  # a learner's page drew just now
+    here = time.monotonic()
+    warm = svc.warm([tiny_compare(seed=4, timed=True)])[0]
+    assert warm.wait(20)
+    assert worker.step_began[4, 1] - here >= pause  # the timed steps waited ...
+    assert worker.step_began[4, 0] - here < pause  # ... not the memory

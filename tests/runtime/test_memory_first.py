@@ -4,6 +4,8 @@ are timed; the two parts merge into what one run measured."""
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 
 from demos.measure import compare
@@ -99,3 +101,31 @@ def test_a_run_waiting_past_its_due_keeps_its_place(make_service, monkeypatch) -
     monkeypatch.setattr(service_module, "OVERDUE_S", 0.0)  # every run is overdue at once
     worker = _class_behind_a_first_run(make_service, ahead=3)
     assert [seed for seed, _ in worker.log] == [0, 7, 1, 2]  # arrival order
+
+
+def test_the_memory_part_shows_its_memory_before_the_flop_count_and_the_reference_step(
+        ) -> None:
+    """Without 'none' among the strategies the gradients are checked against a plain
+    step: that step and the FLOP count come after the memory is shown, the check with the
+    timing part's first timed step."""
+    job = Job.make("compare", TINY, parse_strategies("every-layer,sqrt"), repeats=1,
+                   timeline=False, time_steps=True)
+    seen = []  # as the worker's pipe sends it: a copy at that moment
+    memory = job.run_step(0, "cpu", None,
+                          partial=lambda part: seen.append(pickle.loads(pickle.dumps(part))))
+    first = seen[0].results
+    assert all(r.peak_bytes and r.flops_counted is None for r in first)  # no count yet
+    assert all(r.bitwise_equal is None for r in memory.results)  # no plain step yet
+    assert all(r.flops_counted for r in memory.results)
+    merged = job.merge([memory, job.run_step(1, "cpu", None)])
+    assert all(r.bitwise_equal and r.max_grad_diff == 0.0 for r in merged.results)
+    assert all(r.flops_counted and r.step_seconds for r in merged.results)
+
+
+def test_a_page_waiting_for_numbers_wakes_with_the_memory(make_service) -> None:
+    worker = FakeWorker(lambda job, index: 0.05 if index == 0 else 1.0)
+    svc = make_service(worker=worker, use_store=False)
+    ticket = svc.submit(tiny_compare(seed=2, timed=True), "learner")
+    assert ticket.wait_numbers(10)
+    assert ticket.partial[1] is not None and not ticket.done  # the memory, not the end
+    assert ticket.wait(20) and ticket.wait_numbers(0)
