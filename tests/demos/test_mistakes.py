@@ -114,7 +114,10 @@ def test_peft_kbit_helper_turns_on_the_reentrant_mode(results) -> None:
     # counted in the step's autograd graph: one reentrant checkpoint per decoder layer
     assert (r.plain.statistic, r.wrong.statistic, r.fixed.statistic) == (0, layers, 0)
     assert "use_reentrant parameter should be passed explicitly" in r.wrong.warning
-    assert "use_reentrant" not in r.fixed.warning  # transformers' deprecation notes remain
+    # the fixed way says nothing: transformers' deprecation notes on the methods peft's
+    # helper calls inside come whichever way the mode is passed, and the wrong way lists them
+    assert r.fixed.warning is None
+    assert any("deprecat" in line.lower() for line in r.wrong.warning.splitlines()[1:])
     assert r.wrong.max_grad_diff == r.fixed.max_grad_diff == 0.0  # LoRA still trains
 
 
