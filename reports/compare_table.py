@@ -1,6 +1,7 @@
 """The compare page's table and its notes: one row per strategy (peak, activations held,
-step time against none, gradient verdict) and how the step times were taken. Pure
-functions, no Streamlit; texts in the language `lang`."""
+step time against none, gradient verdict) and how the step times were taken; the memory
+model's predicted peaks, shown while a new config is measured. Pure functions, no
+Streamlit; texts in the language `lang`."""
 
 from __future__ import annotations
 
@@ -11,6 +12,10 @@ import pandas as pd
 from demos.results import StrategyResult
 from i18n import N_, gettext, pgettext
 from i18n.units import MISSING, column_unit, format_bytes_in
+from memory import theory
+from memory.config import ModelConfig
+from memory.placement import BudgetTooSmall
+from memory.strategies import StrategySpec
 from reports.report import babel, baseline_and_best, header, label
 from reports.timing import (
     counter_misses,
@@ -68,6 +73,20 @@ def results_table(results: Sequence[StrategyResult], lang: str = "en",
                      gradient_match(r, lang)])
     columns = [header(lang, text) for text in COMPARE_COLUMNS.values()]
     return pd.DataFrame(rows, columns=columns)
+
+
+def predicted_peaks(config: ModelConfig, strategies: Sequence[StrategySpec],
+                    device_kind: str = "cpu") -> list[tuple[StrategySpec, int | None]]:
+    """Per strategy, the memory model's peak above the parameters (the prediction the
+    engine stores beside each measured peak, memory.theory.predicted_peak_bytes), None
+    where the strategy's plan cannot hold the model (a budget too small)."""
+    peaks: list[tuple[StrategySpec, int | None]] = []
+    for spec in strategies:
+        try:
+            peaks.append((spec, theory.predicted_peak_bytes(config, spec, device_kind)))
+        except BudgetTooSmall:
+            peaks.append((spec, None))
+    return peaks
 
 
 def step_time_text(result: StrategyResult, base: StrategyResult | None,

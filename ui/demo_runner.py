@@ -14,7 +14,9 @@
   waited for (or waits for "Run it anyway") the previous one stays, dimmed and labelled
   with the settings it was measured for; what the run measured so far replaces it as
   soon as it comes (a comparison's memory first, then its times round by round, the
-  ranges narrowing), and the finished result replaces that.
+  ranges narrowing), and the finished result replaces that. A comparison asked with
+  `predict=` shows the memory model's peaks at once, marked predicted, until its memory
+  is measured (ui.demo_standins).
 
 A `ConfigError` (an invalid combination such as hidden 320 with 3 heads) is shown with
 `st.error` and the page keeps serving; an out-of-memory error or a guard refusal comes
@@ -51,6 +53,7 @@ from serving.budget_example import BudgetExample, stored_example
 from serving.jobs import Job
 from serving.service import DemoService, get_service
 from serving.tickets import RunRefused, Ticket
+from ui import demo_standins as standins
 from ui.i18n import babel_locale, current_language, t
 
 POLL_SECONDS = 0.25
@@ -253,21 +256,6 @@ def _show_previous(show: Show | None, job: Job) -> bool:
     return True
 
 
-def _partial_caption(job: Job, partial: Any) -> str:
-    if isinstance(partial, Comparison):
-        done = max((len(r.step_seconds_runs) for r in partial.results), default=0)
-        total = int(job.option("repeats", 0))
-        if done == 0:
-            return t("Memory measured. Timing the steps now: the times fill in as the repeats "
-                     "come in.")
-        return t("Memory measured; times from {done} of {total} repeats so far (their ranges "
-                 "narrow as more come in).", done=done, total=total)
-    if isinstance(partial, pd.DataFrame) and job.kind == "sweep":
-        return t("{done} of {total} points measured so far.",
-                 done=partial["value"].nunique(), total=job.step_count())
-    return t("Measured so far:")
-
-
 # ---------------------------------------------------------------- running and waiting
 
 def _requester() -> str:
@@ -341,11 +329,13 @@ def _show_failure(ticket: Ticket) -> None:
                  icon=":material/error:")
 
 
-def _run(job: Job, what: str | None = None, show: Show | None = None) -> Any:
+def _run(job: Job, what: str | None = None, show: Show | None = None,
+         predict: bool = False) -> Any:
     """The job's result (shown at once when known), or None with the reason on the page.
     `what` names the run in this session's state and widget keys (default: the job).
     `show(result)` draws a result: given, the runner draws it (the finished result, and
-    meanwhile the previous one dimmed and the run's result so far)."""
+    meanwhile the previous one dimmed and the run's result so far); `predict`: a
+    comparison's predicted peaks show at once above the previous one until it lands."""
     collecting = bool(os.environ.get(COLLECT_ENV))
     kind = _collect_device().kind if collecting else service().device.kind
     try:
@@ -390,7 +380,7 @@ def _run(job: Job, what: str | None = None, show: Show | None = None) -> Any:
         return None
     view = None
     if not ticket.done:
-        view = _wait(ticket, what, show, job)
+        view = _wait(ticket, what, show, job, predict)
     if ticket.error is not None:
         if view is not None:
             view.empty()
@@ -444,8 +434,8 @@ class _Turns:
             place.empty()
 
 
-def _wait(ticket: Ticket, what: str, show: Show | None = None, job: Job | None = None
-          ) -> _Turns:
+def _wait(ticket: Ticket, what: str, show: Show | None = None, job: Job | None = None,
+          predict: bool = False) -> _Turns:
     """Show the place, the estimate and progress until the run ends, with the previous
     result dimmed below, replaced by the run's result so far as it comes. Leaving the
     page stops this script at its next element update: the ticket is released, and a run
@@ -458,11 +448,19 @@ def _wait(ticket: Ticket, what: str, show: Show | None = None, job: Job | None =
             notice = st.empty()
             st.button(t("Cancel"), key=f"cancel-{what}", icon=":material/cancel:",
                       on_click=_mark_cancelled, args=(what,))
-        # Numbers so far (a run under way, joined) draw at once; else the result or the
-        # first numbers within QUICK_SECONDS replace the previous result directly.
+        # The prediction draws at once (`predict`); numbers so far (a run under way,
+        # joined) too; else the result or the first numbers within QUICK_SECONDS replace
+        # the previous result directly.
+        predict = (predict and show is not None and job is not None
+                   and job.kind == "compare" and not ticket.has_numbers)
+        if predict:
+            with view.next():
+                standins.show_prediction(job, device().kind, 1)
         quick = ticket.wait_numbers(QUICK_SECONDS)
         if show is not None and job is not None and not quick:
             with view.next():
+                if predict:
+                    standins.show_prediction(job, device().kind, 2)
                 _show_previous(show, job)
         while not ticket.done:
             version, partial = ticket.partial
@@ -472,7 +470,7 @@ def _wait(ticket: Ticket, what: str, show: Show | None = None, job: Job | None =
                     and (shown_version == 0 or now - drawn_at >= REDRAW_SECONDS)):
                 shown_version, drawn_at = version, now
                 with view.next(), _drawing(f"partial-{version}"):
-                    st.caption(":material/pending: " + _partial_caption(job, partial))
+                    st.caption(":material/pending: " + standins.partial_caption(job, partial))
                     show(partial)
             # The first numbers draw as soon as they come; later ones at most every
             # REDRAW_SECONDS (polled).
@@ -502,11 +500,12 @@ def compare_job(config: ModelConfig, strategies: Sequence[StrategySpec], *,
 
 def run_compare(config: ModelConfig, strategies: Sequence[StrategySpec], *,
                 timeline: bool = False, time_steps: bool = True, repeats: int | None = None,
-                show: Show | None = None) -> Comparison | None:
-    """Comparison of one training step per strategy, or None."""
+                show: Show | None = None, predict: bool = False) -> Comparison | None:
+    """Comparison of one training step per strategy, or None; `predict`: while a new one
+    is measured, the memory model's peaks show at once, marked predicted."""
     job = compare_job(config, strategies, timeline=timeline, time_steps=time_steps,
                       repeats=repeats)
-    return _run(job, show=show)
+    return _run(job, show=show, predict=predict)
 
 
 def run_sweep(base: ModelConfig, vary: str, values: Sequence[int],

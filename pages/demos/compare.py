@@ -61,7 +61,7 @@ def compare_demo() -> None:
         display.download(comparison, f"compare-{report.config_slug(config)}")
         display.download_snapshot(comparison, f"compare-{report.config_slug(config)}")
 
-    runner.run_compare(config, strategies, show=show)
+    runner.run_compare(config, strategies, show=show, predict=True)
 
 
 compare_demo()
