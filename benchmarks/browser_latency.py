@@ -1,6 +1,11 @@
-"""Browser latency of the compare demo at its default config, in headless Chromium.
+"""Browser latency of the compare demo at its default config, in headless Chromium, against
+the course's requirement: after a slider move a learner sees numbers within a second.
 
-Not a test: a benchmark. It starts its own server (`python -m ui.server`), then measures
+Not a test: a benchmark. It starts its own server (`python -m ui.server`) on an empty
+store, then measures
+  * the server's time to open: from starting its process to its health check answering
+    (its start-up draws the common views and measures their first numbers before it
+    listens);
   * the cold first load: a new browser session opening /compare on the fresh server
     (imports, the engine's start, and a server busy with its start-up warm-up);
   * then waits for that warm-up to end (the status file the server writes: every page's
@@ -9,15 +14,22 @@ Not a test: a benchmark. It starts its own server (`python -m ui.server`), then 
   * first page load: a new browser session opening /compare until the results show;
   * the first move from the defaults: one step right on the vocabulary slider (served
     from the store when the warm-up measured that step);
-  * slider release -> results: more steps right (configs never seen before: a real
-    measurement) until the numbers on the page change (the memory: the times fill in
-    after), and until the run has ended (every time measured);
+  * slider release -> numbers: more steps right (configs never seen before: a real
+    measurement), each timed in the browser from the key press to
+      - the first predicted numbers (the memory model's peaks, drawn at once, marked
+        predicted, in their own frame),
+      - the first measured numbers (the measured peak replacing the prediction),
+      - new numbers (whichever of the two came first: the requirement's figure),
+      - every time measured (the run has ended and the page is idle);
+    so the prediction cannot hide a slow measurement;
+  * the same slider steps beside `--busy` processes that keep a core busy each;
   * a cached config: the same slider moved back to configs seen a moment ago;
   * /plan beside /compare: a new session opening each until its first number shows (the
     planner's peak memory per GPU; `--plan` sets the planner's link, by default Llama 3.1
-    70B fully fine-tuned on 16 H100s), quiet and again beside `--busy` processes that keep
-    a core busy each; the planner's target is twice /compare's time.
-It prints medians with the load average and writes benchmarks/browser-latency.json.
+    70B fully fine-tuned on 16 H100s), quiet and again beside `--busy` busy processes;
+    the planner's target is twice /compare's time.
+Each figure is written with its target, the busy processes beside it and the 1-minute
+load average when it was taken, to benchmarks/browser-latency.json.
 
     .venv/bin/python -m benchmarks.browser_latency [--runs 5] [--neighbours vocab] [--busy 2]
 
@@ -41,12 +53,48 @@ from tests.helpers import background_app, launch_chromium
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "browser-latency.json"
-TARGETS = {"slider_to_results_s": 2.0, "cached_config_s": 0.5, "first_page_load_s": 3.0}
+# The course's requirement (seconds; "quiet": no other work on the machine).
+TARGETS = {
+    "slider_to_new_numbers_s": 1.0,
+    "slider_to_new_numbers_busy_s": 2.0,  # beside `--busy` busy processes
+    "first_page_load_s": 1.5,
+    "slider_to_every_time_measured_s": 3.0,
+    "cached_config_s": 0.5,
+    "server_open_s": 60.0,  # process start to health check, empty store
+}
 METRIC = '[data-testid="stMetricValue"]'
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
-CHANGED = """([selector, before]) => {
-    const el = document.querySelector(selector);
-    return el !== null && el.innerText !== before;
+# Frames whose numbers are not this run's measurement: the prediction (ui.demo_standins)
+# and the previous result, dimmed (ui.demo_runner).
+STAND_INS = '[class*="st-key-demo-predicted"], [class*="st-key-demo-previous"]'
+# Marks, in ms from the next key press, when a predicted number first shows and when the
+# first measured number differs from `before` (checked on every change of the page).
+WATCH = """([metric, standIns, before]) => {
+    const marks = window.__latency = {};
+    let pressed = null;
+    document.addEventListener("keydown", () => { pressed = performance.now(); },
+                              {capture: true, once: true});
+    const check = () => {
+        if (pressed === null) return;
+        const now = performance.now() - pressed;
+        if (marks.predicted === undefined
+                && document.querySelector('[class*="st-key-demo-predicted"] ' + metric)) {
+            marks.predicted = now;
+        }
+        if (marks.measured === undefined) {
+            const first = [...document.querySelectorAll(metric)]
+                .find((el) => el.closest(standIns) === null);
+            if (first !== undefined && first.innerText !== before) marks.measured = now;
+        }
+        if (marks.measured !== undefined) observer.disconnect();
+    };
+    const observer = new MutationObserver(check);
+    observer.observe(document.body, {subtree: true, childList: true, characterData: true});
+}"""
+MEASURED_TEXT = """([metric, standIns]) => {
+    const first = [...document.querySelectorAll(metric)]
+        .find((el) => el.closest(standIns) === null);
+    return first === undefined ? null : first.innerText;
 }"""
 
 
@@ -67,17 +115,28 @@ def page_load(browser, url: str, path: str = "compare") -> float:
     return elapsed
 
 
-def move(page: Page, slider, key: str) -> tuple[float, float]:
-    """Press a key on the slider; seconds until the first number on the page changes,
-    and until the page's script has finished (the run ended, every time measured)."""
-    before = page.locator(METRIC).first.inner_text()
+def move(page: Page, slider, key: str) -> dict[str, float | None]:
+    """Press a key on the slider: seconds (in the browser, from the key press) until the
+    first predicted number shows (None when none did: a config the store had), until the
+    first measured number changes, until new numbers (the first of the two), and (here,
+    from before the press) until the page's script has finished (the run ended, every
+    time measured)."""
+    before = page.evaluate(MEASURED_TEXT, [METRIC, STAND_INS])
+    page.evaluate(WATCH, [METRIC, STAND_INS, before])
     start = time.perf_counter()
     slider.press(key)
-    page.wait_for_function(CHANGED, arg=[METRIC, before], polling="raf", timeout=120_000)
-    elapsed = time.perf_counter() - start
+    page.wait_for_function("window.__latency.measured !== undefined", polling=50,
+                           timeout=120_000)
     page.wait_for_timeout(300)
     page.wait_for_selector(IDLE, timeout=120_000)
-    return elapsed, time.perf_counter() - start
+    every = time.perf_counter() - start
+    marks = page.evaluate("window.__latency")
+    predicted = marks.get("predicted")
+    measured = marks["measured"]
+    return {"predicted": None if predicted is None else predicted / 1000,
+            "measured": measured / 1000,
+            "new": min(measured, predicted if predicted is not None else measured) / 1000,
+            "every": every}
 
 
 def wait_for_warm_up(status: Path, limit_s: float = 3600) -> dict:
@@ -94,29 +153,69 @@ def wait_for_warm_up(status: Path, limit_s: float = 3600) -> dict:
     raise TimeoutError(f"the warm-up did not end within {limit_s:.0f} s")
 
 
+def figure(name: str, samples: list[float], busy: int = 0) -> dict:
+    """A figure's median with its target (TARGETS[`name`], if any), the busy processes
+    beside it, the 1-minute load average as it was taken, and its samples."""
+    median = statistics.median(samples)
+    target = TARGETS.get(name)
+    return {"median_s": round(median, 3), "target_s": target,
+            "met": None if target is None else median <= target,
+            "busy_processes": busy, "load_average_1min": round(os.getloadavg()[0], 2),
+            "samples_s": [round(v, 3) for v in samples]}
+
+
+def slider_figures(moves: list[dict], suffix: str = "", busy: int = 0) -> dict[str, dict]:
+    """The slider's figures from `moves` (move()'s marks): new, predicted and measured
+    numbers, and every time measured; the predicted ones only where a prediction showed
+    (a config the store had shows its numbers at once)."""
+    predicted = [m["predicted"] for m in moves if m["predicted"] is not None]
+    found = {
+        f"slider_to_new_numbers{suffix}_s": figure(
+            f"slider_to_new_numbers{suffix}_s", [m["new"] for m in moves], busy),
+        f"slider_to_first_measured_numbers{suffix}_s": figure(
+            f"slider_to_first_measured_numbers{suffix}_s", [m["measured"] for m in moves],
+            busy),
+        f"slider_to_every_time_measured{suffix}_s": figure(
+            f"slider_to_every_time_measured{suffix}_s", [m["every"] for m in moves], busy),
+    }
+    if predicted:
+        found[f"slider_to_first_predicted_numbers{suffix}_s"] = figure(
+            f"slider_to_first_predicted_numbers{suffix}_s", predicted, busy)
+    for value in found.values():
+        value["moves"], value["moves_with_a_prediction"] = len(moves), len(predicted)
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--neighbours", default="vocab",
                         help="the sliders whose steps the warm-up measures (DEMO_WARM_NEIGHBOURS)")
     parser.add_argument("--busy", type=int, default=2, metavar="N",
-                        help="busy processes beside the server for the /plan and /compare "
-                             "first numbers measured under load (0: quiet only)")
+                        help="busy processes beside the server for the slider moves and the "
+                             "/plan and /compare first numbers measured under load (0: quiet "
+                             "only)")
     parser.add_argument("--plan", default=PLAN_QUERY,
                         help="the planner's link (its query string) whose first number is timed")
     args = parser.parse_args()
+    from benchmarks.load import busy_processes
+
     load_before = os.getloadavg()[0]
-    data_dir = Path(tempfile.mkdtemp(prefix="latency-"))
+    data_dir = Path(tempfile.mkdtemp(prefix="latency-"))  # an empty store
     status = data_dir / "warm-up.json"
     env = {"DATA_DIR": str(data_dir), "DEMO_WARM_NEIGHBOURS": args.neighbours}
+    opening = time.perf_counter()
     with background_app(env) as url, sync_playwright() as playwright:
+        figures = {"server_open_s": figure("server_open_s", [time.perf_counter() - opening])}
         browser = launch_chromium(playwright)
         started = time.perf_counter()
         cold = page_load(browser, url)
+        figures["first_load_cold_server_s"] = figure("first_load_cold_server_s", [cold])
         warm_up = wait_for_warm_up(status)
         warm_up_s = time.perf_counter() - started
         load_up = os.getloadavg()[0]
-        loads = [page_load(browser, url) for _ in range(args.runs)]
+        figures["first_page_load_s"] = figure(
+            "first_page_load_s", [page_load(browser, url) for _ in range(args.runs)])
 
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         page = context.new_page()
@@ -127,55 +226,56 @@ def main() -> None:
             has_text="Vocabulary").get_by_role("slider")
         slider.focus()
         first = move(page, slider, "ArrowRight")
-        fresh = [move(page, slider, "ArrowRight") for _ in range(args.runs)]
-        cached = [move(page, slider, "ArrowLeft")[0] for _ in range(args.runs)]
+        # One step from the defaults: the warm-up measured it, so the store serves it.
+        figures["first_move_from_default_s"] = figure("first_move_from_default_s",
+                                                      [first["new"]])
+        figures.update(slider_figures([move(page, slider, "ArrowRight")
+                                       for _ in range(args.runs)]))
+        figures["cached_config_s"] = figure(
+            "cached_config_s", [move(page, slider, "ArrowLeft")["new"] for _ in range(args.runs)])
+        if args.busy:
+            for _ in range(args.runs):  # back past the configs measured above (the store's)
+                move(page, slider, "ArrowRight")
+            with busy_processes(args.busy):
+                time.sleep(30)  # the load average follows the busy processes first
+                figures.update(slider_figures(
+                    [move(page, slider, "ArrowRight") for _ in range(args.runs)], "_busy",
+                    args.busy))
         context.close()
         pages = first_numbers(browser, url, args.plan, args.runs, args.busy)
         browser.close()
 
-    medians = {
-        "slider_to_results_s": statistics.median(r[0] for r in fresh),
-        "cached_config_s": statistics.median(cached),
-        "first_page_load_s": statistics.median(loads),
-    }
     load = {"before": round(load_before, 2), "after_warm_up": round(load_up, 2),
             "after": round(os.getloadavg()[0], 2)}
     report = {
-        "what": "compare page at its default config, headless Chromium on this machine, "
-                "measured once the server's start-up warm-up has ended",
+        "what": "compare page at its default config, headless Chromium on this machine; the "
+                "server opened on an empty store, the rest measured once its start-up "
+                "warm-up had ended",
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                     "platform": platform.platform()},
         # The 1-minute load average: other work on the machine slows every figure here.
         "load_average_1min": load,
         "runs": args.runs,
-        "medians_s": {k: round(v, 3) for k, v in medians.items()},
         "targets_s": TARGETS,
-        "met": {k: medians[k] <= TARGETS[k] for k in TARGETS},
-        "slider_to_every_time_measured_s": round(statistics.median(r[1] for r in fresh), 3),
-        "first_load_cold_server_s": round(cold, 3),
+        "met": {k: figures[k]["met"] for k in TARGETS if k in figures},
+        "figures": figures,
         "warm_up": {"seconds": round(warm_up_s, 1), "neighbours": args.neighbours,
                     **{k: v for k, v in warm_up.items() if k not in ("pid", "time")}},
-        # One step from the defaults: the warm-up measured it, so the store serves it.
-        "first_move_from_default_s": round(first[0], 3),
-        "samples_s": {"slider_to_results": [round(r[0], 3) for r in fresh],
-                      "slider_to_every_time_measured": [round(r[1], 3) for r in fresh],
-                      "cached_config": [round(v, 3) for v in cached],
-                      "page_load_new_session": [round(v, 3) for v in loads]},
         "plan_beside_compare": pages,
     }
     OUT.write_text(json.dumps(report, indent=2) + "\n")
-    for key, value in medians.items():
-        mark = "ok" if value <= TARGETS[key] else "OVER"
-        print(f"{key:>22}: median {value:.3f} s (target {TARGETS[key]} s) {mark}")
-    print(f"{'every time measured':>22}: median {report['slider_to_every_time_measured_s']} s")
-    print(f"{'first move (store)':>22}: {first[0]:.3f} s")
-    print(f"{'cold first load':>22}: {cold:.3f} s (fresh server: imports, engine start, "
-          f"warm-up running); warm-up took {warm_up_s:.0f} s")
-    print(f"load average (1 min) {load['before']} before, {load['after_warm_up']} after the "
-          f"warm-up, {load['after']} after, on {os.cpu_count()} CPUs")
+    for key, value in figures.items():
+        target = value["target_s"]
+        mark = "" if target is None else (
+            f" (target {target} s) " + ("ok" if value["met"] else "OVER"))
+        print(f"{key:>40}: median {value['median_s']:.3f} s{mark}, "
+              f"{value['busy_processes']} busy, load {value['load_average_1min']}")
+    print(f"warm-up took {warm_up_s:.0f} s; load average (1 min) {load['before']} before, "
+          f"{load['after_warm_up']} after the warm-up, {load['after']} after, on "
+          f"{os.cpu_count()} CPUs")
     for case in pages["cases"]:
         mark = "ok" if case["within_target"] else "OVER"
-        print(f"{'/plan first numbers':>22}: median {case['plan_s']:.3f} s, /compare "
+        print(f"{'/plan first numbers':>40}: median {case['plan_s']:.3f} s, /compare "
               f"{case['compare_s']:.3f} s ({case['ratio']:.2f}x, target "
               f"{PLAN_TARGET_RATIO}x) {mark}, {case['busy_processes']} busy processes, "
               f"load {case['load_average_1min']}")

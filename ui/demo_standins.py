@@ -23,6 +23,7 @@ from reports.compare_table import predicted_peaks
 from serving.jobs import Job
 from ui.i18n import babel_locale, current_language, t
 
+PREDICTED_DELTA = N_("predicted — measuring…")  # under each predicted number
 PREDICTED_COLUMNS = 4  # metrics per row: a phone stacks them, a laptop reads a row
 PREDICTED_HELP = N_(
     "This model's prediction from its shapes alone (the course's memory model, "
@@ -53,7 +54,7 @@ def show_prediction(job: Job, device_kind: str, turn: int) -> None:
                 cell.metric(
                     t("Peak memory: {strategy}", strategy=strategy_title(spec, lang)),
                     format_bytes(peak, locale=loc) if peak is not None else MISSING,
-                    delta=t("predicted — measuring…") if peak is not None else t("does not fit"),
+                    delta=t(PREDICTED_DELTA) if peak is not None else t("does not fit"),
                     delta_color="off",
                     delta_arrow="off",
                     help=t(PREDICTED_HELP),

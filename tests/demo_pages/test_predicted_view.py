@@ -13,6 +13,7 @@ from i18n.units import format_bytes
 from memory import theory
 from memory.config import ModelConfig
 from memory.strategies import parse_strategies, title
+from ui.demo_standins import PREDICTED_DELTA as PREDICTED
 
 # A tiny model no other page test asks for, so its run is new to this process's store.
 QUERY = {
@@ -24,7 +25,6 @@ QUERY = {
     "vocab": "768",
     "strategy": "every-layer",
 }
-PREDICTED = "predicted — measuring…"
 
 
 @pytest.fixture
