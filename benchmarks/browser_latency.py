@@ -62,6 +62,7 @@ TARGETS = {
     "cached_config_s": 0.5,
     "server_open_s": 60.0,  # process start to health check, empty store
 }
+OPEN_LIMIT_S = 900.0
 METRIC = '[data-testid="stMetricValue"]'
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 # Frames whose numbers are not this run's measurement: the prediction (ui.demo_standins)
@@ -205,7 +206,10 @@ def main() -> None:
     status = data_dir / "warm-up.json"
     env = {"DATA_DIR": str(data_dir), "DEMO_WARM_NEIGHBOURS": args.neighbours}
     opening = time.perf_counter()
-    with background_app(env) as url, sync_playwright() as playwright:
+    # Past the server's own wait before it listens (DEMO_WARM_BEFORE_LISTEN, 240 s): a
+    # loaded machine's slow opening is a figure, not a failure.
+    with background_app(env, open_timeout=OPEN_LIMIT_S) as url, \
+            sync_playwright() as playwright:
         figures = {"server_open_s": figure("server_open_s", [time.perf_counter() - opening])}
         browser = launch_chromium(playwright)
         started = time.perf_counter()

@@ -181,11 +181,13 @@ def background_app(
     env: Mapping[str, str] | None = None,
     command: Sequence[str] | None = None,
     log: IO | None = None,
+    open_timeout: float = 240,
 ) -> Iterator[str]:
     """Serve the app from a child process on a free loopback port; yield its base URL once
-    the health check answers, then stop it with its whole process group. `command` runs
-    something else that serves it (`make run`), given the port as `{port}`. Certificates
-    link to this server unless `env` names another APP_BASE_URL."""
+    the health check answers (within `open_timeout` seconds), then stop it with its whole
+    process group. `command` runs something else that serves it (`make run`), given the
+    port as `{port}`. Certificates link to this server unless `env` names another
+    APP_BASE_URL."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     argv = [part.format(port=port) for part in command] if command else [
@@ -198,7 +200,7 @@ def background_app(
         stderr=subprocess.STDOUT, start_new_session=True,
     )
     try:
-        wait_healthy(url, process)
+        wait_healthy(url, process, open_timeout)
         yield url
     finally:
         os.killpg(process.pid, signal.SIGTERM)
