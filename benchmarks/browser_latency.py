@@ -65,9 +65,11 @@ TARGETS = {
 OPEN_LIMIT_S = 900.0
 METRIC = '[data-testid="stMetricValue"]'
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
-# Frames whose numbers are not this run's measurement: the prediction (ui.demo_standins)
-# and the previous result, dimmed (ui.demo_runner).
-STAND_INS = '[class*="st-key-demo-predicted"], [class*="st-key-demo-previous"]'
+# What holds no number this run measured: the prediction's frame (ui.demo_standins), the
+# previous result, dimmed (ui.demo_runner), and an element left from the script's last
+# run that this run has not drawn again yet (Streamlit marks it stale).
+STAND_INS = ('[class*="st-key-demo-predicted"], [class*="st-key-demo-previous"], '
+             '[data-stale="true"]')
 # Marks, in ms from the next key press, when a predicted number first shows and when the
 # first measured number differs from `before` (checked on every change of the page).
 WATCH = """([metric, standIns, before]) => {
