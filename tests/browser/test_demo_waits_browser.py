@@ -4,7 +4,8 @@
   page's defaults), a learner's first move from each page's defaults is served from the
   store: no wait notice, no Cancel button.
 * While a new result is measured, the previous one stays on the page, dimmed and
-  labelled with its settings.
+  labelled with its settings, and the compare page shows the memory model's peaks
+  first, marked predicted, until the measurement replaces them.
 * The language picker shows without scrolling on a 1400×900 laptop, page titles are not
   cut, an unknown address says "Page not found" with links, sliders read 1.024 in German,
   lesson 1's calculator shows the value it uses."""
@@ -39,15 +40,29 @@ WATCH_CANCEL = """() => {
 # number only the old result shows), in the elements of this run: Streamlit fades the
 # elements of the run before (data-stale) while a rerun draws, and removes them when it
 # ends; on a loaded machine a rerun can draw its first numbers before then.
+# And whether the memory model's prediction showed (its frame, marked predicted, never
+# "measured"), and whether it ever stood beside the run's measured numbers.
 WATCH_PREVIOUS = """(old) => {
     window.__previous = {seen: false, present: false, caption: false, metric: false,
-                         opacity: 1, mixed: false};
+                         opacity: 1, mixed: false, predicted: false,
+                         predicted_says_measured: false, predicted_beside_measured: false};
     const look = () => {
         const text = [...document.querySelectorAll('[data-testid="stElementContainer"]')]
             .filter(e => !e.closest('[data-stale="true"]'))
             .map(e => e.innerText).join(' ');
         if (text.includes('Memory measured') && text.includes(old)) {
             window.__previous.mixed = true;
+        }
+        const frame = document.querySelector('[class*="st-key-demo-predicted"]');
+        if (frame && frame.querySelector('[data-testid="stMetricValue"]')
+                && frame.innerText.includes('predicted — measuring')) {
+            window.__previous.predicted = true;
+            if (/measured/i.test(frame.innerText)) {
+                window.__previous.predicted_says_measured = true;
+            }
+            if (text.includes('Memory measured')) {
+                window.__previous.predicted_beside_measured = true;
+            }
         }
         const box = document.querySelector('[class*="st-key-demo-previous"]');
         window.__previous.present = !!box;
@@ -156,6 +171,12 @@ def test_the_previous_result_stays_dimmed_while_a_new_one_runs(page: Page, app_u
     assert seen["metric"], seen  # its numbers stay readable
     assert seen["opacity"] < 0.6, seen  # dimmed
     assert not seen["mixed"], seen  # no old number beside the new run's, at any moment
+    # The memory model's peaks showed first, marked predicted and never "measured", and
+    # gave way to the measurement.
+    assert seen["predicted"], seen
+    assert not seen["predicted_says_measured"], seen
+    assert not seen["predicted_beside_measured"], seen
+    expect(page.locator('[class*="st-key-demo-predicted"]')).to_have_count(0)
     expect(page.locator('[class*="st-key-demo-previous"]')).to_have_count(0)  # replaced
     expect(page.locator('[data-testid="stMetricValue"]').first).to_be_visible()
     screenshot(page, "demo-previous-result-replaced")
