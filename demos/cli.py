@@ -251,16 +251,7 @@ def _budget_parser(sub) -> None:
 def _budget(args) -> int:
     from demos.compiler_budget import sweep_budget, to_frame
 
-    cfg = ModelConfig(
-        layers=args.layers,
-        hidden=args.hidden,
-        heads=args.heads,
-        seq_len=args.seq_len,
-        batch=args.batch,
-        vocab=args.vocab,
-        arch=args.arch,
-        kv_heads=args.kv_heads,
-    ).validated("cpu")
+    cfg = _config(args, "cpu")
     try:
         budgets = [float(b) for b in args.budgets.split(",") if b.strip()]
     except ValueError:
@@ -316,7 +307,9 @@ def torch_version() -> str:
     return torch.__version__
 
 
-def _config(args) -> ModelConfig:
+def _config(args, device: str | None = None) -> ModelConfig:
+    """The model the flags describe; flags a command does not offer (the budget sweep has
+    no --dtype, --dropout or --seed) keep the lab's defaults."""
     return ModelConfig(
         layers=args.layers,
         hidden=args.hidden,
@@ -324,12 +317,12 @@ def _config(args) -> ModelConfig:
         seq_len=args.seq_len,
         batch=args.batch,
         vocab=args.vocab,
-        dtype=args.dtype,
-        dropout=args.dropout,
-        seed=args.seed,
+        dtype=getattr(args, "dtype", DEFAULT.dtype),
+        dropout=getattr(args, "dropout", DEFAULT.dropout),
+        seed=getattr(args, "seed", DEFAULT.seed),
         arch=args.arch,
         kv_heads=args.kv_heads,
-    ).validated()
+    ).validated(device)
 
 
 def _clean(obj):
