@@ -43,10 +43,11 @@ _WATCH_BODY = """
     const now = performance.now();
     if (!window.__gclRuns) {
         const runs = window.__gclRuns = {finished: 0, seen: 0, running: false, changed: now,
-                                         waitFrom: now};
+                                         waitFrom: now, mutated: now};
         const state = () => document.querySelector('[data-testid="stApp"]')
             ?.getAttribute('data-test-script-state');
         const look = () => {
+            runs.mutated = performance.now();
             const value = state();
             if (value === 'running' && !runs.running) {
                 runs.running = true;
@@ -77,7 +78,7 @@ _WATCH_RUNS = f"""() => {{
 # can start a moment after an interaction, or the interaction started none). With
 # `first`, a page just opened: its first run must have finished, however long it took to
 # start (on a busy machine a click before it ended landed in a page still being drawn).
-_RUN_DONE = """([graceMs, quietMs, first]) => {
+_RUN_DONE = """([graceMs, quietMs, first, drawnQuietMs]) => {
     const app = document.querySelector('[data-testid="stApp"]');
     if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') {
         return false;
@@ -86,12 +87,18 @@ _RUN_DONE = """([graceMs, quietMs, first]) => {
     const now = performance.now();
     const quiet = runs && runs.finished > runs.seen && now - runs.changed >= quietMs;
     if (first) {
-        return quiet;
+        // A short first run can start and end between two of React's renders, so the
+        // page never shows it running: drawn content, nothing running, no change for a
+        // while, is a finished first run too.
+        const drawn = runs && !runs.running && now - runs.mutated >= drawnQuietMs
+            && document.querySelector('[data-testid="stMain"] [data-testid="stElementContainer"]');
+        return quiet || Boolean(drawn);
     }
     return quiet || now - runs.waitFrom >= graceMs;
 }"""
 GRACE_MS = 300
 QUIET_MS = 100
+DRAWN_QUIET_MS = 1500
 _WATCHED: weakref.WeakSet = weakref.WeakSet()  # the tabs whose documents get the counter
 
 
@@ -99,7 +106,7 @@ def _wait_for_run(page: Page, timeout_ms: int, *, first: bool) -> None:
     page.wait_for_selector('[data-testid="stApp"]', state="attached", timeout=timeout_ms)
     if not first:
         page.evaluate(_WATCH_RUNS)
-    page.wait_for_function(_RUN_DONE, arg=[GRACE_MS, QUIET_MS, first], polling=20,
+    page.wait_for_function(_RUN_DONE, arg=[GRACE_MS, QUIET_MS, first, DRAWN_QUIET_MS], polling=20,
                            timeout=timeout_ms)
     page.wait_for_selector('[data-testid="stStatusWidget"] >> text=Running', state="detached",
                            timeout=timeout_ms)

@@ -38,6 +38,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from demos.pipeline_bubble import exit_without_teardown
+
 # Distinct sizes, so no two kinds of tensor share a shape.
 BATCH, SEQ, HIDDEN, HEADS, MLP = 2, 12, 24, 4, 40
 WORLD = 2
@@ -388,6 +390,7 @@ def _run(rank: int, store: str, out: str) -> None:
                 json.dump({"ranks": gathered, "single": single}, handle)
     finally:
         dist.destroy_process_group()
+    exit_without_teardown()
 
 
 def main(out: str) -> None:

@@ -22,6 +22,7 @@ import torch.multiprocessing as mp
 from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointWrapper
 from transformers import AutoModelForCausalLM, LlamaForCausalLM
 
+from demos.pipeline_bubble import exit_without_teardown
 from memory.architectures import PRESETS
 from memory.footprint import PlannerInputs
 from memory.parallel import Layout
@@ -109,6 +110,7 @@ def _run(rank: int, store: str, out: str) -> None:
                            "transformers": transformers_tp, "script": scripts}, handle)
     finally:
         dist.destroy_process_group()
+    exit_without_teardown()
 
 
 def _step(family: str, layout: Layout, strategy: str) -> dict:
