@@ -30,6 +30,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # small, so a second thread per process mostly waits for a core another process holds.
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("DEMOS_THREADS", "1")  # the engine's own setting (demos.measure)
 
 from tests.helpers import ARTIFACTS, CHROMIUM, background_app, launch_chromium  # noqa: E402
 
