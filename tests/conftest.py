@@ -24,13 +24,6 @@ import pytest
 # spinning thread of one took the CPU the other needed (a page test subset: 70 CPU-s with
 # spinning, 60 without). Set before torch is imported.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-# In `make test`'s worker processes (pytest-xdist) torch runs on one thread, and so does
-# everything they start (the demo engine's worker, the CLI, the FSDP children): three
-# workers beside the browser tests' app servers share two cores, and the tests' models are
-# small, so a second thread per process mostly waits for a core another process holds.
-if os.environ.get("PYTEST_XDIST_WORKER"):
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    os.environ.setdefault("DEMOS_THREADS", "1")  # the engine's own setting (demos.measure)
 
 from tests.helpers import ARTIFACTS, CHROMIUM, background_app, launch_chromium  # noqa: E402
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import IO
 
 from playwright.sync_api import Browser, Page, Playwright
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -144,6 +145,27 @@ def goto(page: Page, app_url: str, path: str = "", timeout_ms: int = 60_000) -> 
     page.goto(f"{app_url}/{path.lstrip('/')}", wait_until="domcontentloaded")
     _wait_for_run(page, timeout_ms, first=True)
     _run_when_asked(page, timeout_ms)
+
+
+SIDEBAR = '[data-testid="stSidebar"]'
+
+
+def pick_language(page: Page, native_name: str, tries: int = 3) -> None:
+    """Choose a language in the sidebar's picker, as a learner does, and wait for the run
+    it starts. On a loaded machine the list can open while the sidebar is still being
+    laid out, placed outside the window, where no click reaches it: closed, it opens
+    again in place."""
+    box = page.locator(f"{SIDEBAR} [data-testid='stSelectbox']")
+    for attempt in range(tries):
+        box.click()
+        try:
+            page.get_by_role("option", name=native_name).click(timeout=15_000)
+            break
+        except PlaywrightTimeout:
+            if attempt == tries - 1:
+                raise
+            page.keyboard.press("Escape")
+    wait_for_app(page)
 
 
 def screenshot(page: Page, name: str) -> Path:

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs, urlsplit
 
-from tests.helpers import goto, screenshot, wait_for_app
-
-SIDEBAR = "[data-testid='stSidebar']"
+from tests.helpers import SIDEBAR, goto, pick_language, screenshot, wait_for_app
 
 
 def lang_of(url: str) -> str | None:
@@ -22,9 +20,7 @@ def test_german_then_vietnamese_across_a_page_change(page, app_url: str) -> None
         assert nav.get_by_text(text, exact=True).first.is_visible(), text
     assert "Die Demos laufen auf" in page.inner_text(SIDEBAR)
 
-    page.locator(f"{SIDEBAR} [data-testid='stSelectbox']").click()
-    page.get_by_role("option", name="Tiếng Việt").click()
-    wait_for_app(page)
+    pick_language(page, "Tiếng Việt")
     page.wait_for_function("() => new URL(location.href).searchParams.get('lang') === 'vi'")
     assert nav.get_by_text("Bài học", exact=True).first.is_visible()
     assert "Demo chạy trên" in page.inner_text(SIDEBAR)

@@ -24,6 +24,7 @@ from quiz.ids import new_id
 from quiz.service import QuizService, open_service
 from tests.browser.layout import overlap
 from tests.helpers import ARTIFACTS, goto, screenshot, wait_for_app
+from tests.helpers import pick_language as choose_language
 from tests.quiz.open_badge_check import independent_verify
 from tests.quiz.pdf_text import embedded_characters
 from tools.translations import untranslated_on_page
@@ -42,7 +43,6 @@ def attempt_on_screen(page: Page, service: QuizService) -> Attempt:
     return service.attempt(attempt_id)
 
 
-SIDEBAR = '[data-testid="stSidebar"]'
 QUESTION = ".st-key-quiz-question"  # the question's options and its Check button
 # The language each run takes the quiz in, the name it prints, and the language of the
 # verify page that checks the certificate afterwards (always another one).
@@ -52,9 +52,7 @@ RUNS = [("en", "Nguyễn Thị Minh Khai", "vi"), ("de", "Jürgen Müller-Lüden
 
 def pick_language(page: Page, code: str) -> None:
     """Switch with the sidebar's picker, as a learner does."""
-    page.locator(f"{SIDEBAR} [data-testid='stSelectbox']").click()
-    page.get_by_role("option", name=language(code).native_name).click()
-    wait_for_app(page)
+    choose_language(page, language(code).native_name)
     page.wait_for_function(
         f"() => new URL(location.href).searchParams.get('lang') === '{code}'")
 
