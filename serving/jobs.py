@@ -131,6 +131,13 @@ class Job:
         return (self.kind == "compare" and bool(self.option("time_steps", True))
                 and int(self.option("repeats", 1)) > 0)
 
+    def later_part(self) -> bool:
+        """A part of a page drawn below numbers another run of that page shows first (the
+        /pictures page's costs and size sweep, below its memory): like a comparison's timed
+        steps, it waits behind every run's first numbers, and a server's start-up does not
+        wait for it."""
+        return self.kind == "pictures" and picture_jobs.later_part(self)
+
     def _sweep_config(self, value: int) -> ModelConfig:
         vary = self.option("vary")
         return self.config if vary == "k" else self.config.replace(**{vary: value})

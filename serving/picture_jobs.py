@@ -50,6 +50,11 @@ def setup_of(job: Any) -> PictureSetup:
     return PictureSetup(**values)
 
 
+def later_part(job: Any) -> bool:
+    """The costs and the sweep: the page draws them below the memory, its first numbers."""
+    return job.option("part") != "memory"
+
+
 def step_count(job: Any) -> int:
     return len(SWEEP_SIZES) if job.option("part") == "sweep" else 1
 

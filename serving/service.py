@@ -480,9 +480,9 @@ class DemoService(RunEstimates, BusyRemeasuring, Housekeeping):
 
 
 def _shown(run: Run) -> bool:
-    """The run has shown numbers (a comparison's memory, a sweep's first values): its
-    next step only adds to them."""
-    return run.next_step > 0 and run.job.kind in PARTIAL_KINDS
+    """The run has shown numbers (a comparison's memory, a sweep's first values), or its
+    page shows another run's first (Job.later_part): its next step only adds to them."""
+    return (run.next_step > 0 and run.job.kind in PARTIAL_KINDS) or run.job.later_part()
 
 
 def _first_numbers_first(runs: list[Run], now: float) -> list[Run]:

@@ -429,6 +429,21 @@ def _warm_store(tickets: list[Any] | None = None) -> None:
             idle_failed_reasons=idle_reasons)
 
 
+def first_numbers_waited_for(service: Any, tickets: list[Any]) -> list[Any]:
+    """The warm-up's runs the server waits for before it listens: each view's first
+    numbers, not a page's later parts (the pictures' costs and size sweep, drawn below its
+    memory), and none whose first numbers alone take over LONG_FIRST_NUMBERS_S (said on
+    the terminal: they are measured after it opens)."""
+    first = [ticket for ticket in tickets if not ticket.job.later_part()]
+    short = [ticket for ticket in first
+             if service.first_numbers_seconds([ticket.job]) <= LONG_FIRST_NUMBERS_S]
+    if len(short) < len(first):
+        print(f"{len(first) - len(short)} of the common views take longer than "
+              f"{LONG_FIRST_NUMBERS_S:.0f} s each to their first numbers: they are "
+              f"measured after the server opens.", file=sys.stderr, flush=True)
+    return short
+
+
 def wait_for_engine(service: Any, limit_s: float = ENGINE_WAIT_S) -> float | None:
     """Wait (at most `limit_s`) until the service's worker process is ready to run a
     demo; the seconds waited, or None when it was not ready in time."""
@@ -489,16 +504,11 @@ def _before_listening() -> None:
     waited = wait_for_engine(service)
     libraries.join(max(ENGINE_WAIT_S - (waited or ENGINE_WAIT_S), 1.0))
     if tickets and waited is not None:
-        short = [ticket for ticket in tickets
-                 if service.first_numbers_seconds([ticket.job]) <= LONG_FIRST_NUMBERS_S]
-        if len(short) < len(tickets):
-            print(f"{len(tickets) - len(short)} of the common views take longer than "
-                  f"{LONG_FIRST_NUMBERS_S:.0f} s each to their first numbers: they are "
-                  f"measured after the server opens.", file=sys.stderr, flush=True)
         # The views drawn once while the longest first numbers are still measured.
         wait_for_common_views(
-            short, listen_wait_s(), lambda waiting: service.first_numbers_seconds(
-                ticket.job for ticket in waiting), meanwhile=draw_views)
+            first_numbers_waited_for(service, tickets), listen_wait_s(),
+            lambda waiting: service.first_numbers_seconds(ticket.job for ticket in waiting),
+            meanwhile=draw_views)
     PagesManager.uses_pages_directory = False  # after the AppTest runs, which reset it
 
 

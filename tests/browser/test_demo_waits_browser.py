@@ -1,8 +1,8 @@
 """Demo waits and first-sight labels in a real browser.
 
-* On a warm server (its idle time spent measuring the slider steps next to every demo
-  page's defaults), a learner's first move from each page's defaults is served from the
-  store: no wait notice, no Cancel button.
+* On a warm server (its idle time spent measuring the slider steps next to a demo
+  page's defaults), a learner's first move from the defaults is served from the store:
+  no wait notice, no Cancel button.
 * While a new result is measured, the previous one stays on the page, dimmed and
   labelled with its settings, and the compare page shows the memory model's peaks
   first, marked predicted, until the measurement replaces them.
@@ -22,9 +22,13 @@ from playwright.sync_api import Page, expect
 from tests.helpers import goto, screenshot, wait_for_app
 
 # The slider moved on each page (one step right of its default); the second server
-# (tests/browser/conftest.py) measures these sliders' neighbours while idle.
-FIRST_MOVES = {"compare": "Layers", "timeline": "Layers", "curves": "Batch",
-               "what-fits": "Layers", "same-result": "Layers"}
+# (tests/browser/conftest.py) measures these sliders' neighbours while idle. Two pages of
+# two run kinds (a sweep, a training run) whose views are cheap: a page named here is
+# warmed with every lesson link to it, and the compare page's (a 16-layer model) alone
+# took the niced server over two minutes. Every page's first moves are counted by
+# `python -m benchmarks.load --first-moves-only`, the compare page's timed by
+# `python -m benchmarks.browser_latency`.
+FIRST_MOVES = {"curves": "Batch", "same-result": "Layers"}
 # Records whether a Cancel button (a run being waited for) showed after the move.
 WATCH_CANCEL = """() => {
     window.__waited = false;

@@ -287,3 +287,22 @@ def test_a_search_can_skip_the_plain_reference_step(monkeypatch) -> None:
     largest_fitting(TINY, parse_strategy("every-layer"), "batch", 4 * 2**20, device="cpu",
                     repeats=1)
     assert len(plain_steps) == 1  # the fit's confirmation ran none
+
+
+def test_the_timing_part_warms_with_one_untimed_step(monkeypatch):
+    """Measured apart from its memory (a model of its own), the timing warms the model with
+    one step, not a round: every strategy runs the same operators on the same shapes."""
+    from demos import measure
+
+    steps = []
+    original = measure.Step.timed_with_cpu
+
+    def counted(self, spec, plan):
+        steps.append(spec.name)
+        return original(self, spec, plan)
+
+    monkeypatch.setattr(measure.Step, "timed_with_cpu", counted)
+    comp = compare(TINY, parse_strategies("none,every-layer,sqrt"), device="cpu", repeats=3,
+                   memory=False)
+    assert all(len(r.step_seconds_runs) == 3 for r in comp.results)
+    assert len(steps) == 1 + 3 * 3 and steps[0] == "none"

@@ -173,3 +173,37 @@ def test_the_servers_drawing_shows_the_numbers_so_far_without_joining_the_run() 
     show = lambda result: shown.append((result, demo_runner.view_phase()))  # noqa: E731
     assert demo_runner._draw_once(svc, tiny_compare(timed=True), show) is None
     assert shown == [("the memory", "partial-1")] and not joined
+
+
+def _pictures_job(seed: int, part: str):
+    from demos.picture_settings import PictureSetup
+    from serving import picture_jobs
+    from serving.jobs import Job
+    from tests.runtime.conftest import TINY
+
+    return Job.make("pictures", TINY.replace(seed=seed), (),
+                    **picture_jobs.options(PictureSetup("sdxl-unet"), part))
+
+
+def test_a_pages_later_parts_wait_behind_every_first_number(make_service, monkeypatch):
+    """The pictures' costs and size sweep are drawn below its memory: queued first and
+    the shortest, they still run after the views' first numbers."""
+    monkeypatch.setattr("serving.picture_jobs.step_work", lambda job, index: 1e-6)
+    worker = FakeWorker(lambda job, index: 0.02)
+    svc = make_service(worker=worker, use_store=False)
+    tickets = svc.warm([_pictures_job(5, "time"), _pictures_job(6, "memory"),
+                        tiny_compare(seed=1, timed=True)])
+    assert all(ticket.wait(20) for ticket in tickets)
+    assert set(worker.log[:2]) == {(6, 0), (1, 0)}  # the memory of both views first
+
+
+def test_the_server_does_not_wait_for_a_pages_later_parts(make_service, capsys):
+    from ui.server import first_numbers_waited_for
+
+    svc = make_service(worker=FakeWorker(lambda job, index: 0.01), use_store=False)
+    jobs = [_pictures_job(2, "memory"), _pictures_job(2, "time"), _pictures_job(2, "sweep"),
+            tiny_compare(seed=1, timed=True)]
+    assert [job.later_part() for job in jobs] == [False, True, True, False]
+    tickets = [SimpleNamespace(job=job) for job in jobs]
+    assert first_numbers_waited_for(svc, tickets) == [tickets[0], tickets[3]]
+    assert capsys.readouterr().err == ""  # no view is long here
