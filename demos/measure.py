@@ -32,17 +32,18 @@ __all__ = ["PAGE_REPEATS", "OutOfMemory", "Step", "compare", "default_limit",
 TRACKER_METHOD = N_("live-tensor tracker (TorchDispatchMode)")
 CUDA_METHOD = N_("CUDA allocator (max_memory_allocated)")
 # Timed steps per strategy on the demo pages, interleaved strategy by strategy: the median
-# and the spread (reports.timing.time_spread) are shown, and a difference the spread covers
-# reads "within noise". Five on a CPU answer a slider at the default in about 1.4 s
-# (2 cores, idle machine).
-PAGE_REPEATS = {"cpu": 5, "cuda": 9}
-# After those, timing goes on (rounds of every strategy, interleaved) while a strategy's
+# and the spread (reports.timing.time_spread: the lowest and highest of three) are shown,
+# and a difference the spread covers reads "within noise"; the verdict rests on the FLOPs
+# torch counts and, on a CPU, the CPU time. Three on a CPU: with the memory's tracked and
+# counted steps, the compare page's default is complete about 3 s after a slider move (2
+# cores, the learner's browser on the same machine; five took 4.2 s).
+PAGE_REPEATS = {"cpu": 3, "cuda": 9}
+# From MIN_ADAPTIVE_RUNS asked runs on (the command line's default, a GPU page's nine),
+# timing goes on after them (rounds of every strategy, interleaved) while a strategy's
 # spread is wider than NARROW_SPREAD of its median, up to MAX_REPEATS_FACTOR × the asked
 # runs or TIME_CAP_SECONDS of timing in all, whichever comes first: short steps get more
-# runs, while the asked runs of the demo pages' default (1.4 s) already pass the cap, so a
-# learner's page is complete once they are timed (with a 3 s cap, a page whose own drawing
-# widened the spread waited for ten rounds). Fewer than MIN_ADAPTIVE_RUNS asked: exactly
-# those (no spread worth the name to narrow).
+# runs, long ones are done once the asked ones are timed (with a 3 s cap, a page whose own
+# drawing widened the spread waited for ten rounds). Fewer asked: exactly those.
 NARROW_SPREAD = 0.10
 MAX_REPEATS_FACTOR = 2
 TIME_CAP_SECONDS = 1.0

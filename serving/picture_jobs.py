@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from demos.measure import PAGE_REPEATS
 from demos.picture_settings import (
     SWEEP_SIZES,
     PictureSetup,
@@ -30,7 +31,7 @@ PARTS = ("memory", "time", "sweep")
 # formula for, such as group norm), a sweep point's forward about one; measured on the
 # tiny UNets
 TRACKED_COST, COUNTED_COST, SWEEP_COST = 4, 8, 1
-TIME_REPEATS = 5  # demos.measure.PAGE_REPEATS on a CPU
+TIME_REPEATS = PAGE_REPEATS["cpu"]
 SETUP_FIELDS = ("family", "size", "batch", "strategy", "n", "lora")
 
 
