@@ -60,9 +60,8 @@ POLL_SECONDS = 0.25
 # A run whose first result comes within this long is drawn at once: no dimmed previous
 # result in between (the browser would draw every chart twice for a blink of it).
 QUICK_SECONDS = 0.6
-# The times of a comparison come round by round: redrawn at most this often. Each drawing
-# costs the server and the browser a chart's worth of CPU that the timed steps then lack:
-# at the default, the memory draws first and the times once they are all measured.
+# The times of a comparison come round by round: redrawn at most this often (each drawing
+# takes CPU from the timed steps; at the default they draw once, all measured).
 REDRAW_SECONDS = 2.5
 _CANCELLED = "_cancelled_demo_runs"
 # Set (by ui.server's warm-up) to list the jobs a page would run instead of running them.
