@@ -89,6 +89,16 @@ class _DropFrameworkNoise(logging.Filter):
         return not any(noise in message for noise in FRAMEWORK_NOISE)
 
 
+# Said by Streamlit when `streamlit run` parses its flags after the warm-up's AppTest runs
+# read the config with the defaults: nothing was served before, nothing needs a restart.
+RESTART_NOISE = "An update to the [server] config option section was detected"
+
+
+class _DropRestartNoise(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return RESTART_NOISE not in record.getMessage()
+
+
 @contextlib.contextmanager
 def framework_noise_dropped() -> Iterator[None]:
     """Drop Streamlit's bare-mode warnings (FRAMEWORK_NOISE) while pages are drawn before
@@ -465,6 +475,7 @@ def main(argv: list[str]) -> None:
 
     with framework_noise_dropped():
         _before_listening()
+    logging.getLogger("streamlit.config").addFilter(_DropRestartNoise())
     sys.argv = ["streamlit", "run", str(APP), *argv]
     cli.main(prog_name="streamlit")
 
