@@ -249,8 +249,10 @@ def compare(config: ModelConfig, strategies: Sequence[StrategySpec], device: str
     `check_gradients=False`: no plain reference step for the gradient agreement (a search
     that needs only the memory and time, whose plain step would hold several times the
     checkpointed step's memory).
-    `memory=False`: the timed steps only (no tracked step or FLOP count; an untimed round
-    first, since no tracked step warmed the model; the plain reference step and each
+    `memory=False`: the timed steps only (no tracked step or FLOP count; on a GPU an
+    untimed step first, since no tracked step warmed the model; on a CPU the memory part
+    just run in the same worker ran the same shapes, and a fresh model's first step there
+    is as fast as its next; the plain reference step and each
     strategy's gradient check on its first timed step): the second half of a comparison
     measured in two parts, its memory by `compare(time_steps=False,
     check_gradients=False)` first (merged by `with_times`).
@@ -309,7 +311,7 @@ def compare(config: ModelConfig, strategies: Sequence[StrategySpec], device: str
                 check = functools.partial(_check_grads, results, ref, step.model)
             _time(step, specs, plans, results, repeats, time_cap_s, min_repeats,
                   on_round=(lambda: on_partial(comparison)) if on_partial else None,
-                  check=check, warm=True)
+                  check=check, warm=step.dev.type == "cuda")
         del step, model
         return comparison
     later = (reference and on_partial is not None and time_steps and repeats > 0
@@ -486,8 +488,8 @@ def _time(step: Step, specs, plans, results, repeats: int,
     time. `on_round()` after each round, with the medians so far; `check(i)` after
     strategy i's first timed step, its gradients still on the model (outside the clock).
     `warm`: one untimed step first (default: on a GPU only; on a CPU the tracked step
-    warmed the model). One step warms every strategy: they run the same operators on the
-    same shapes (a checkpointed one runs some of them twice)."""
+    warmed this process for these shapes). One step warms every strategy: they run the
+    same operators on the same shapes (a checkpointed one runs some of them twice)."""
     if warm is None:
         warm = step.dev.type == "cuda"
     most = repeats * MAX_REPEATS_FACTOR if repeats >= MIN_ADAPTIVE_RUNS else repeats

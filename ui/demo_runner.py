@@ -54,6 +54,7 @@ from serving.jobs import Job
 from serving.service import DemoService, get_service
 from serving.tickets import RunRefused, Ticket
 from ui import demo_standins as standins
+from ui.demo_status import duration_text, show_status
 from ui.i18n import babel_locale, current_language, t
 
 POLL_SECONDS = 0.25
@@ -108,15 +109,6 @@ def estimated_seconds(job: Job) -> float:
     """Seconds the run will hold this device: the theory's CPU estimate scaled by what
     this device measured before."""
     return service().estimate(job)
-
-
-def duration_text(seconds: float) -> str:
-    """'35 s', '12 min', '5.1 hours': a rough duration a learner can read at a glance."""
-    if seconds < 100:
-        return t("{seconds:.0f} s", seconds=seconds)
-    if seconds < 5400:
-        return t("{minutes:.0f} min", minutes=seconds / 60)
-    return t("{hours:.1f} hours", hours=seconds / 3600)
 
 
 def confirm_long_run(seconds: float, what: str) -> bool:
@@ -272,39 +264,6 @@ def _unmark_cancelled(key: str) -> None:
     st.session_state.setdefault(_CANCELLED, set()).discard(key)
 
 
-def _show_status(ticket: Ticket, notice: Any) -> None:
-    status = ticket.status()
-    noun = device_noun()
-    if status.state == "queued" and status.restart > 0 and status.ahead == 0:
-        notice.info(t("Waiting for the {device}: its demo engine is restarting after a "
-                      "stopped run, about {wait} until this run starts, then about {run} to "
-                      "run.", device=noun, wait=duration_text(status.start_in),
-                      run=duration_text(status.run_seconds)),
-                    icon=":material/restart_alt:")
-    elif status.state == "queued" and not getattr(status, "known", True):
-        # No run measured on this server's current load: a number would be a guess.
-        notice.info(t("Waiting for the {device}: {ahead} ahead; no estimate yet on this "
-                      "load.", device=noun, ahead=status.ahead), icon=":material/hourglass:")
-    elif status.state == "queued":
-        notice.info(t("Waiting for the {device}: {ahead} ahead, about {wait} until this run "
-                      "starts, then about {run} to run.", device=noun, ahead=status.ahead,
-                      wait=duration_text(status.start_in),
-                      run=duration_text(status.run_seconds)),
-                    icon=":material/hourglass:")
-    elif status.state == "remote":
-        notice.info(t("Another server is measuring this same demo; its result will show "
-                      "here."), icon=":material/hourglass:")
-    elif not getattr(status, "known", True):
-        notice.progress(status.progress, text=t(
-            "Running on the {device} ({elapsed} so far); no estimate yet on this load.",
-            device=noun, elapsed=duration_text(status.elapsed)))
-    else:
-        notice.progress(status.progress,  # 0..1: DemoService.status clamps it
-                        text=t("Running on the {device}: about {left} left ({elapsed} so far).",
-                               device=noun, left=duration_text(status.left),
-                               elapsed=duration_text(status.elapsed)))
-
-
 def _show_failure(ticket: Ticket) -> None:
     error = ticket.error
     assert error is not None
@@ -443,7 +402,7 @@ def _wait(ticket: Ticket, what: str, show: Show | None = None, job: Job | None =
     nobody waits for any more is cancelled. Returns the placeholders of the view."""
     box = st.empty()
     view = _Turns()
-    shown_version, drawn_at = 0, 0.0
+    shown_version, drawn_at, status = 0, 0.0, None
     try:
         with box.container():
             notice = st.empty()
@@ -481,7 +440,7 @@ def _wait(ticket: Ticket, what: str, show: Show | None = None, job: Job | None =
                 ticket.wait(POLL_SECONDS)
             if ticket.done:
                 break
-            _show_status(ticket, notice)
+            status = show_status(ticket, notice, device_noun(), status)
     finally:
         ticket.release()
         box.empty()

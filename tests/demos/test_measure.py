@@ -289,9 +289,10 @@ def test_a_search_can_skip_the_plain_reference_step(monkeypatch) -> None:
     assert len(plain_steps) == 1  # the fit's confirmation ran none
 
 
-def test_the_timing_part_warms_with_one_untimed_step(monkeypatch):
-    """Measured apart from its memory (a model of its own), the timing warms the model with
-    one step, not a round: every strategy runs the same operators on the same shapes."""
+def test_the_timing_part_warms_with_one_untimed_step_on_a_gpu_only(monkeypatch):
+    """Measured apart from its memory (a model of its own), the timing warms a GPU with one
+    step, not a round (every strategy runs the same operators on the same shapes); on a
+    CPU the memory part in the same process ran those shapes, and no step is untimed."""
     from demos import measure
 
     steps = []
@@ -302,7 +303,17 @@ def test_the_timing_part_warms_with_one_untimed_step(monkeypatch):
         return original(self, spec, plan)
 
     monkeypatch.setattr(measure.Step, "timed_with_cpu", counted)
-    comp = compare(TINY, parse_strategies("none,every-layer,sqrt"), device="cpu", repeats=3,
-                   memory=False)
+    specs = parse_strategies("none,every-layer,sqrt")
+    comp = compare(TINY, specs, device="cpu", repeats=3, memory=False)
     assert all(len(r.step_seconds_runs) == 3 for r in comp.results)
+    assert len(steps) == 3 * 3
+    steps.clear()
+    model = measure.build_model(TINY, "cpu")
+    step = measure.Step(TINY, model, *measure.make_batch(TINY, 0, "cpu"), torch.device("cpu"))
+    prepared = [measure._prepare(TINY, spec, comp.device, None, None,
+                                 theory.parameter_bytes(TINY)) for spec in specs]
+    results = [result for result, _ in prepared]
+    plans = {i: plan for i, (_, plan) in enumerate(prepared)}
+    measure._time(step, specs, plans, results, 3, warm=True)
     assert len(steps) == 1 + 3 * 3 and steps[0] == "none"
+    assert all(len(r.step_seconds_runs) == 3 for r in results)

@@ -186,7 +186,7 @@ def test_turns_from_an_earlier_load_do_not_back_a_wait(clock: FakeClock) -> None
 
 def test_a_page_says_it_has_no_estimate_rather_than_a_guess() -> None:
     from serving.estimates import WaitStatus
-    from ui import demo_runner
+    from ui.demo_status import show_status
 
     shown: list[str] = []
 
@@ -204,11 +204,36 @@ def test_a_page_says_it_has_no_estimate_rather_than_a_guess() -> None:
         def status(self) -> WaitStatus:
             return self._status
 
-    demo_runner._show_status(Ticket(WaitStatus("queued", ahead=4, start_in=3.0,
-                                               known=False)), Notice())
-    demo_runner._show_status(Ticket(WaitStatus("running", elapsed=12.0, left=1.0,
-                                               known=False)), Notice())
-    demo_runner._show_status(Ticket(WaitStatus("queued", ahead=4, start_in=30.0)), Notice())
+    show_status(Ticket(WaitStatus("queued", ahead=4, start_in=3.0, known=False)), Notice(),
+                "CPU")
+    show_status(Ticket(WaitStatus("running", elapsed=12.0, left=1.0, known=False)), Notice(),
+                "CPU")
+    show_status(Ticket(WaitStatus("queued", ahead=4, start_in=30.0)), Notice(), "CPU")
     assert "4 ahead; no estimate yet on this load" in shown[0] and "about" not in shown[0]
     assert "(12 s so far); no estimate yet on this load" in shown[1]
     assert "4 ahead, about 30 s until this run starts" in shown[2]
+
+
+def test_a_waiting_page_draws_its_status_only_when_it_reads_otherwise() -> None:
+    from serving.estimates import WaitStatus
+    from ui.demo_status import show_status
+
+    drawn: list[tuple[float, str]] = []
+
+    class Notice:
+        def progress(self, value: float, text: str = "") -> None:
+            drawn.append((value, text))
+
+    class Ticket:
+        def __init__(self, status: WaitStatus) -> None:
+            self._status = status
+
+        def status(self) -> WaitStatus:
+            return self._status
+
+    shown = None
+    for progress, elapsed in ((0.50, 1.2), (0.51, 1.3), (0.52, 1.4), (0.60, 1.4), (0.60, 2.1)):
+        shown = show_status(Ticket(WaitStatus("running", elapsed=elapsed, left=1.0,
+                                              progress=progress)), Notice(), "CPU", shown)
+    assert [value for value, _ in drawn] == [0.5, 0.6, 0.6]  # a twentieth, a second
+    assert drawn[-1][1] == "Running on the CPU: about 1 s left (2 s so far)."
