@@ -465,9 +465,14 @@ def _warm_step(step: Step, specs, plans, results) -> None:
             step.timed(specs[i], plans[i])
         if oom.message is None:
             return
-        _free_memory(step.model)
-        _refuse(results[i], "oom-timing", {},
-                f"does not fit: out of memory while timing ({oom.message})")
+        _refuse_timing(step, results[i], oom.message)
+
+
+def _refuse_timing(step: Step, result: StrategyResult, message: str) -> None:
+    """Out of memory while timing: the memory given back, the strategy refused."""
+    _free_memory(step.model)
+    _refuse(result, "oom-timing", {},
+            f"does not fit: out of memory while timing ({message})")
 
 
 def _narrow(result: StrategyResult) -> bool:
@@ -511,10 +516,7 @@ def _time(step: Step, specs, plans, results, repeats: int,
                 if run == 0 and check is not None and specs[i].name != "none":
                     check(i)
             if oom.message is not None:
-                _free_memory(step.model)
-                _refuse(results[i], "oom-timing", {},
-                        f"does not fit: out of memory while timing "
-                                    f"({oom.message})")
+                _refuse_timing(step, results[i], oom.message)
         if on_round is not None:
             for r in results:
                 if r.fits and r.step_seconds_runs:

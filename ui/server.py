@@ -83,27 +83,28 @@ NOISY_LOGGERS = ("streamlit.runtime.scriptrunner_utils.script_run_context",
                  "streamlit.runtime.caching.cache_resource_api")
 
 
-class _DropFrameworkNoise(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        return not any(noise in message for noise in FRAMEWORK_NOISE)
-
-
 # Said by Streamlit when `streamlit run` parses its flags after the warm-up's AppTest runs
 # read the config with the defaults: nothing was served before, nothing needs a restart.
 RESTART_NOISE = "An update to the [server] config option section was detected"
 
 
-class _DropRestartNoise(logging.Filter):
+class _DropLines(logging.Filter):
+    """Drops the log lines that contain any of `texts`; every other line passes."""
+
+    def __init__(self, *texts: str) -> None:
+        super().__init__()
+        self.texts = texts
+
     def filter(self, record: logging.LogRecord) -> bool:
-        return RESTART_NOISE not in record.getMessage()
+        message = record.getMessage()
+        return not any(text in message for text in self.texts)
 
 
 @contextlib.contextmanager
 def framework_noise_dropped() -> Iterator[None]:
     """Drop Streamlit's bare-mode warnings (FRAMEWORK_NOISE) while pages are drawn before
     the server listens; every other line of those loggers still shows."""
-    drop = _DropFrameworkNoise()
+    drop = _DropLines(*FRAMEWORK_NOISE)
     loggers = [logging.getLogger(name) for name in NOISY_LOGGERS]
     for logger in loggers:
         logger.addFilter(drop)
@@ -475,7 +476,7 @@ def main(argv: list[str]) -> None:
 
     with framework_noise_dropped():
         _before_listening()
-    logging.getLogger("streamlit.config").addFilter(_DropRestartNoise())
+    logging.getLogger("streamlit.config").addFilter(_DropLines(RESTART_NOISE))
     sys.argv = ["streamlit", "run", str(APP), *argv]
     cli.main(prog_name="streamlit")
 
