@@ -39,9 +39,14 @@ def test_moving_a_slider_on_compare_changes_the_numbers(page: Page, app_url: str
     expect(page.get_by_text("Measured on this run on")).to_be_visible()
     screenshot(page, "demo-compare-after-slider")
 
+    # The new result's own button: until the run ends, the previous result's button may
+    # still be on the page for a moment (Streamlit replaces elements as the run reaches them).
+    name = "compare-L3-h64-a2-s64-b1-V512-float32"
+    button = page.locator(f".st-key-download-{name}").get_by_role(
+        "button", name="Download the results (CSV)")
     with page.expect_download() as download:
-        page.get_by_role("button", name="Download the results (CSV)").click()
-    assert download.value.suggested_filename == "compare-L3-h64-a2-s64-b1-V512-float32.csv"
+        button.click()
+    assert download.value.suggested_filename == f"{name}.csv"
     csv = Path(download.value.path()).read_text().splitlines()
     assert csv[0].startswith("strategy,label,fits,error,peak_bytes")
     assert [line.split(",")[0] for line in csv[1:]] == ["none", "every-layer"]
