@@ -6,6 +6,7 @@ a link), so a deep link such as /verify?id=... or /compare?layers=16 opens that 
 
 import streamlit as st
 
+from ui.demo_runner import learner_arrives
 from ui.navigation import build_navigation
 from ui.query import limit_notice
 from ui.sidebar import render_sidebar
@@ -15,6 +16,7 @@ st.set_page_config(
     page_icon=":material/memory:",
     layout="wide",
 )
+learner_arrives()  # the demo engine's background work gives way to this page at once
 navigation = st.navigation(build_navigation(), expanded=True)
 limit_notice()  # a link too long for Streamlit: say why its settings were not used
 sidebar = st.sidebar.container()

@@ -9,12 +9,13 @@ client message can clear them), each behind a lock.
   at a time, round-robin: a long search (what-fits, a sweep) yields the device after each
   step, so a short run that arrives meanwhile runs after at most one step of it. Learners'
   runs that have shown nothing yet go first, the shortest next step first (equal ones in
-  arrival order, one waiting OVERDUE_S first: `_first_numbers_first`); warm-up runs
-  (background) go only when no learner waits, and idle-time runs (the neighbours of the
-  pages' defaults: `warm(jobs, idle=True)`) only once no learner has asked for a run for
-  IDLE_AFTER_S. A learner never waits behind a background step: when one arrives, the
-  background step on the device is interrupted in place (the worker process lives on,
-  serving.worker) and runs again, from its start, once no learner waits.
+  arrival order, one waiting OVERDUE_S first: `_first_numbers_first`). The background
+  runs, the start-up warm-up's and then the idle-time ones (the neighbours of the pages'
+  defaults: `warm(jobs, idle=True)`), go only once no learner has asked for a run or
+  drawn a demo page for IDLE_AFTER_S. A learner never waits behind a background step: when their
+  run arrives or their page draws, the step on the device is interrupted in place (the
+  worker process lives on, serving.worker) and runs again, from its start, once the
+  learners have gone quiet. The server's own drawing before it listens is no learner.
 * A run every requester has left (released its ticket, or stopped sending heartbeats) is
   cancelled: the worker is killed and restarted, the device is free. A run is capped in
   time; a finished result is always stored, whoever still waits for it.
@@ -139,22 +140,35 @@ class DemoService(RunEstimates, BusyRemeasuring, Housekeeping):
             thread.join(5)
 
     def _order(self) -> list[Run]:
-        """The queued runs in the order they will get the device next: the learners' runs,
-        then the warm-up's (each `_first_numbers_first`: the server listens once the
-        warm-up's runs have their first numbers, and their timed steps wait behind every
-        first step), then the idle-time runs. While a learner is here (a run of theirs, a
-        page drawn within IDLE_AFTER_S), the warm-up's steps that only add times to numbers
-        already shown wait as the idle-time runs do: the learners' pages get the CPU (a
-        learner who opens such a view joins its run, which then goes first)."""
+        """The queued runs in the order they will get the device next: the learners' runs
+        (`_first_numbers_first`), then, only while no learner is here (none has asked for a
+        run or drawn a demo page for IDLE_AFTER_S), the warm-up's (`_first_numbers_first`
+        too: the server listens once their first numbers are in, and their timed steps
+        wait behind every first step), then the idle-time runs. A learner's pages get the
+        CPU; a learner who opens a view the warm-up has not measured yet joins its run,
+        which then goes first."""
         now = time.monotonic()
         fg = _first_numbers_first([r for r in self._queue if not r.background], now)
+        if fg or self._learner_here(now):
+            return fg
         warm = _first_numbers_first([r for r in self._queue if r.background and not r.idle],
                                     now)
-        idle = [r for r in self._queue if r.idle]
-        if fg or time.monotonic() - self._last_foreground < IDLE_AFTER_S:
-            idle = []  # not yet: a learner is (or was just) waiting for the device
-            warm = [r for r in warm if not _shown(r)]
-        return fg + warm + idle
+        return warm + [r for r in self._queue if r.idle]
+
+    def _learner_here(self, now: float) -> bool:
+        """A learner asked for a run or drew a demo page within IDLE_AFTER_S (lock held)."""
+        return now - self._last_foreground < IDLE_AFTER_S
+
+    def _yields(self, run: Run) -> bool:
+        """Whether a background step on the device gives way now: a learner's run waits,
+        or a learner is here (`_order`). The step is interrupted at once, not finished on
+        the CPU the learner's page needs, and runs again from its start once the learners
+        have gone quiet."""
+        if not run.background:
+            return False
+        with self._cond:
+            return (any(not r.background for r in self._queue)
+                    or self._learner_here(time.monotonic()))
 
     def waiting(self) -> int:
         """Runs queued or running in this process."""
@@ -361,7 +375,7 @@ class DemoService(RunEstimates, BusyRemeasuring, Housekeeping):
                 run.job, index, limit_bytes=self.memory_limit, memory_bound=run.memory_bound,
                 deadline=started + cap - run.used_seconds,
                 should_stop=lambda: not run.wanted(time.monotonic()),
-                should_yield=lambda: run.background and self.learner_waiting(),
+                should_yield=lambda: self._yields(run),
                 on_progress=on_progress, on_tick=lambda: self._renew(run),
                 on_partial=on_partial)
         except StepFailed as failure:
@@ -413,11 +427,6 @@ class DemoService(RunEstimates, BusyRemeasuring, Housekeeping):
         self._remember(run.key, result)
         self._note_busy(run.key, run.job, result)
         self._end(run, result=result)
-
-    def learner_waiting(self) -> bool:
-        """A learner's run is queued in this process (a background step then yields)."""
-        with self._cond:
-            return any(not r.background for r in self._queue)
 
     def _requeue_preempted(self, run: Run) -> None:
         """A background step interrupted for a learner: the run goes back to the head of
@@ -513,6 +522,15 @@ def get_service() -> DemoService:
         if _service is None:
             _service = DemoService().start()
         return _service
+
+
+def note_learner() -> None:
+    """A learner's page is drawing (any page: the router calls it first): the running
+    service's background runs give way at once. Starts no service."""
+    with _service_lock:
+        running = _service
+    if running is not None:
+        running.touch()
 
 
 def set_service(service: DemoService | None) -> DemoService | None:

@@ -51,7 +51,7 @@ from memory.strategies import StrategySpec
 from memory.strategies import title as strategy_title
 from serving.budget_example import BudgetExample, stored_example
 from serving.jobs import Job
-from serving.service import DemoService, get_service
+from serving.service import DemoService, get_service, note_learner
 from serving.tickets import RunRefused, Ticket
 from ui import demo_standins as standins
 from ui.demo_status import duration_text, show_status
@@ -78,6 +78,14 @@ collected: list[Job] = []
 def service() -> DemoService:
     """This server process's demo service (started on first use)."""
     return get_service()
+
+
+def learner_arrives() -> None:
+    """A page run for a learner begins (the router calls this first): the background
+    runs on the device give way before the page draws. The server's own drawing and the
+    warm-up's listing of the views' runs are no learner."""
+    if not (os.environ.get(DRAW_ONCE_ENV) or os.environ.get(COLLECT_ENV)):
+        note_learner()
 
 
 def device() -> DeviceInfo:

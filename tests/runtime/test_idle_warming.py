@@ -14,7 +14,7 @@ from tests.runtime.conftest import FakeWorker, tiny_compare, wait_for
 from ui.server import slider_neighbours
 
 
-def test_idle_runs_wait_until_no_learner_asked_for_a_while(make_service, monkeypatch):
+def test_background_runs_wait_until_no_learner_asked_for_a_while(make_service, monkeypatch):
     # Judged on when the worker began each step, not on what this thread sees when it
     # looks (a busy machine can hold it past the pause): the pause is long beside the
     # scheduler's own reaction, so the warm-up's prompt start is told from it under load.
@@ -26,11 +26,10 @@ def test_idle_runs_wait_until_no_learner_asked_for_a_while(make_service, monkeyp
     idle = svc.warm([tiny_compare(seed=2)], idle=True)[0]
     warm = svc.warm([tiny_compare(seed=3)])[0]
     assert learner.wait(10) and warm.wait(10) and idle.wait(20)
-    assert [seed for seed, _ in worker.log] == [1, 3, 2]
+    assert [seed for seed, _ in worker.log] == [1, 3, 2]  # the warm-up's before the idle
     served = worker.step_ended[1, 0]  # the learner's step ended (served just after)
-    # the start-up warm-up goes as soon as no learner waits ...
-    assert worker.step_began[3, 0] - served < pause
-    # ... the idle-time run only after a pause
+    # both only after a pause: the learner may draw another page meanwhile
+    assert worker.step_began[3, 0] - served >= pause
     assert worker.step_began[2, 0] - served >= pause
 
 
@@ -159,6 +158,29 @@ def test_a_learner_browsing_served_pages_holds_the_idle_runs(make_service, monke
     assert worker.step_began[30, 0] - last_view >= pause
 
 
+@pytest.mark.parametrize("idle", [True, False], ids=["idle-time run", "warm-up run"])
+def test_a_page_drawn_meanwhile_interrupts_a_background_step(make_service, monkeypatch,
+                                                              idle):
+    """A learner opening a page served from the store starts no run, yet the background
+    step on the device (an idle-time run's, or the warm-up's once the server listens)
+    would take the CPU their page needs: it gives way at once and runs again, from its
+    start, once they have gone quiet."""
+    pause = 0.6
+    monkeypatch.setattr(service_module, "IDLE_AFTER_S", pause)
+    # The first step lasts until interrupted (a minute otherwise: a busy machine can hold
+    # this thread for a while before it draws its page).
+    worker = FakeWorker(lambda job, index: 60.0 if index == 0 and not worker.preempted
+                        else 0.05)
+    svc = make_service(worker=worker, use_store=False)
+    run = svc.warm([tiny_compare(seed=20)], idle=idle)[0]
+    wait_for(lambda: run.status().state == "running", timeout=10)
+    svc.touch()  # a learner's page drew
+    wait_for(lambda: worker.preempted == [(20, 0)], timeout=10)
+    drawn = time.monotonic()
+    assert run.wait(20)
+    assert worker.step_began[20, 0] - drawn >= pause * 0.9  # again, once quiet
+
+
 def test_the_warm_up_reports_its_state_and_counts(make_service, monkeypatch, tmp_path):
     """The warm-up's status file says what it does, and "done" once every run it listed
     (the defaults, then the slider steps next to them) has ended, with the failures."""
@@ -238,9 +260,10 @@ def test_the_warm_up_lists_its_runs_at_the_lowest_priority() -> None:
     assert int(out) == 19
 
 
-def test_the_warm_ups_timed_steps_wait_while_a_learner_is_here(make_service, monkeypatch):
-    """Once the warm-up's comparison has shown its memory, its timed steps wait as the
-    idle-time runs do while a learner's pages draw; its first numbers never wait."""
+def test_the_warm_up_waits_while_a_learner_is_here(make_service, monkeypatch):
+    """Once the server listens, the warm-up's steps wait as the idle-time runs do while a
+    learner's pages draw, its first numbers too: the pages get the CPU (a learner who
+    opens such a view joins its run, which then goes first)."""
     pause = 2.0
     monkeypatch.setattr(service_module, "IDLE_AFTER_S", pause)
     worker = FakeWorker(lambda job, index: 0.05)
@@ -249,5 +272,24 @@ def test_the_warm_ups_timed_steps_wait_while_a_learner_is_here(make_service, mon
     here = time.monotonic()
     warm = svc.warm([tiny_compare(seed=4, timed=True)])[0]
     assert warm.wait(20)
-    assert worker.step_began[4, 1] - here >= pause  # the timed steps waited ...
-    assert worker.step_began[4, 0] - here < pause  # ... not the memory
+    assert worker.step_began[4, 0] - here >= pause
+    assert worker.step_began[4, 1] - here >= pause
+
+
+def test_a_page_run_for_a_learner_holds_the_background_runs(make_service, monkeypatch):
+    """The router tells the service first thing on every page run, any page; the
+    server's own drawing of the views before it listens is no learner."""
+    from serving.service import set_service
+    from ui import demo_runner
+
+    svc = make_service(worker=FakeWorker(lambda job, index: 0.05), use_store=False)
+    old = set_service(svc)
+    try:
+        monkeypatch.setenv(demo_runner.DRAW_ONCE_ENV, "1")
+        demo_runner.learner_arrives()
+        assert not svc._learner_here(time.monotonic())
+        monkeypatch.delenv(demo_runner.DRAW_ONCE_ENV)
+        demo_runner.learner_arrives()
+        assert svc._learner_here(time.monotonic())
+    finally:
+        set_service(old)
