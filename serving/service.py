@@ -153,7 +153,7 @@ class DemoService(RunEstimates, BusyRemeasuring, Housekeeping):
             return fg
         warm = _first_numbers_first([r for r in self._queue if r.background and not r.idle],
                                     now)
-        return warm + [r for r in self._queue if r.idle]
+        return sorted(warm, key=_listen_rank) + [r for r in self._queue if r.idle]
 
     def _learner_here(self, now: float) -> bool:
         """A learner asked for a run or drew a demo page within IDLE_AFTER_S (lock held)."""
@@ -292,6 +292,17 @@ class DemoService(RunEstimates, BusyRemeasuring, Housekeeping):
         run = Run(key, job, [0.0], 0, state="done", result=result)
         run.event.set()
         return Ticket(self, run, requester)
+
+    def before_listening(self, first: Iterable[Ticket], whole: Iterable[Ticket]) -> None:
+        """The warm-up runs the server waits for before it listens: the first numbers of
+        `first`, the whole of `whole`. Their steps go before the rest of the warm-up's:
+        every first number, then the whole ones' later steps, then the others."""
+        with self._cond:
+            for ticket in first:
+                ticket._run.before_listening = "first"
+            for ticket in whole:
+                ticket._run.before_listening = "whole"
+            self._cond.notify_all()
 
     def warm(self, jobs: Iterable[Job], idle: bool = False) -> list[Ticket]:
         """Queue runs nobody waits for yet (the common views), behind every learner;
@@ -492,6 +503,15 @@ def _shown(run: Run) -> bool:
     """The run has shown numbers (a comparison's memory, a sweep's first values), or its
     page shows another run's first (Job.later_part): its next step only adds to them."""
     return (run.next_step > 0 and run.job.kind in PARTIAL_KINDS) or run.job.later_part()
+
+
+def _listen_rank(run: Run) -> int:
+    """A warm-up run's place while the server waits to listen (`before_listening`): the
+    first numbers it waits for, then the later steps of the runs it waits for whole, then
+    the rest."""
+    if run.before_listening is not None and not _shown(run):
+        return 0
+    return 1 if run.before_listening == "whole" else 2
 
 
 def _first_numbers_first(runs: list[Run], now: float) -> list[Run]:

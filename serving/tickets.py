@@ -75,6 +75,9 @@ class Run:
     created: float = field(default_factory=time.monotonic)  # when it was asked for
     # a background run a learner joined: the warm-up still waits for it when they leave
     kept: bool = False
+    # what the server waits for before it listens: None, "first" (its first numbers) or
+    # "whole" (the whole run); these go before the rest of the warm-up
+    before_listening: str | None = None
 
     @property
     def steps(self) -> int:

@@ -18,15 +18,16 @@ learner's. The server answers its health check, which a proxy waits for, once th
 is ready, the libraries of the real-model page are imported (or after ENGINE_WAIT_S) and
 every common view has its first numbers (a comparison's memory; at most
 DEMO_WARM_BEFORE_LISTEN seconds, the terminal saying about how long it expects; the views
-whose first numbers alone take over LONG_FIRST_NUMBERS_S are measured next): a class
-that arrives with the health check then finds its numbers in the store, instead of
-twenty pages waiting for a dozen first runs. The views' timed steps go on once it
-listens, as background runs whose steps give way at once to a learner's run (the
-service's preemption); their times fill in on the pages meanwhile. Then, whenever no learner
-has asked for a run for a few seconds, the server measures the neighbours of every demo
-page's defaults (each slider one step either way, listed by a child process at the
-lowest priority), so that a learner's first move from the defaults is served from the
-store.
+whose first numbers alone take over LONG_FIRST_NUMBERS_S are measured next; those whose
+whole run is estimated within WHOLE_VIEW_S are waited for whole): a class that arrives
+with the health check then finds its numbers in the store, instead of twenty pages
+waiting for a dozen first runs. The other timed steps go on once it listens, as
+background runs that wait while a learner is here and whose steps give way at once (the
+service's preemption); their times fill in on the pages meanwhile. Then, whenever no
+learner has asked for a run or drawn a page for a few seconds, the server measures the
+neighbours of every demo page's defaults (each slider one step either way, listed by a
+child process at the lowest priority), so that a learner's first move from the defaults
+is served from the store.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +73,10 @@ LISTEN_WAIT_S = 240.0
 # for: a lesson's large model, the what-fits search. Measured next, after the server
 # opens; a learner who opens one meanwhile joins its run under way.
 LONG_FIRST_NUMBERS_S = 10.0
+# A common view whose whole run (a comparison's timed steps too) is estimated at most this
+# long is measured whole before the server listens: its first learners find it complete in
+# the store, as on a warm server, instead of joining its timed steps while their page draws.
+WHOLE_VIEW_S = 5.0
 log = logging.getLogger(__name__)
 # What Streamlit says when a page runs outside a browser session, as the warm-up's AppTest
 # runs do before the server listens ("Thread 'MainThread': missing ScriptRunContext! This
@@ -358,25 +364,28 @@ def wait_for_common_views(tickets: list[Any], limit_s: float,
                           expected: Callable[[list[Any]], float] | None = None,
                           meanwhile: Callable[[], None] | None = None) -> float | None:
     """Wait (at most `limit_s`) until every ticket's run shows its first numbers (a
-    comparison's memory, any other run's result; or its failure): a class that comes
-    with the health check then finds each common view's numbers in the store. Their
-    timed steps go on after the server opens, as the warm-up's background runs, each step
-    giving way at once to a learner's run. The seconds waited, or None when some had no
-    numbers in time. The operator is told on stderr why the server does not answer yet
-    and for about how long (`expected(tickets)`: the service's estimate for those, which
-    follows the steps it measures meanwhile: said again every PROGRESS_EVERY_S), and when
-    it does (the terminal of `make run`). `meanwhile()` runs once half of them have their numbers
-    (the longest come last: the scheduler goes shortest first step first), on this
-    process's core while the engine measures the rest on the other."""
+    comparison's memory, any other run's result; or its failure; an AwaitedView's whole
+    run, where it is one): a class that comes with the health check then finds each
+    common view's numbers in the store. The other timed steps go on after the server
+    opens, as the warm-up's background runs, each step giving way at once to a learner.
+    The seconds waited, or None when some had no numbers in time. The operator is told
+    on stderr why the server does not answer yet and for about how long
+    (`expected(tickets)`: the service's estimate for those, which follows the steps it
+    measures meanwhile: said again every PROGRESS_EVERY_S), and when it does (the terminal
+    of `make run`). `meanwhile()` runs once half of them have their numbers (the longest
+    come last: the scheduler goes shortest first step first), on this process's core
+    while the engine measures the rest on the other."""
     began = time.monotonic()
     missing = sum(not ticket.has_numbers for ticket in tickets)
     if missing and limit_s > 0:
         about = (f"about {expected(tickets):.0f} s, " if expected is not None else "")
-        print(f"Measuring the first numbers of the {missing} demo views a class opens first "
-              f"before the server opens (an empty result store: a first start or a new "
-              f"engine): {about}at most {limit_s:.0f} s; their timed steps go on once it "
-              f"is open, giving way to learners' runs. {LISTEN_WAIT_ENV}=0 opens at once.",
-              file=sys.stderr, flush=True)
+        whole = sum(getattr(ticket, "whole", False) for ticket in tickets)
+        quickest = f" (the quickest {whole} with their times)" if whole else ""
+        print(f"Measuring the first numbers of the {missing} demo views a class opens first"
+              f"{quickest} before the server opens (an empty result store: a first start "
+              f"or a new engine): {about}at most {limit_s:.0f} s; the other timed steps go "
+              f"on once it is open, giving way to learners. {LISTEN_WAIT_ENV}=0 opens at "
+              f"once.", file=sys.stderr, flush=True)
     told = began
     while not all(ticket.has_numbers for ticket in tickets):
         if meanwhile is not None and 2 * sum(t.has_numbers for t in tickets) >= len(tickets):
@@ -399,7 +408,7 @@ def wait_for_common_views(tickets: list[Any], limit_s: float,
         meanwhile()
     waited = time.monotonic() - began
     if missing:
-        print(f"The common views' first numbers measured in {waited:.0f} s; the server "
+        print(f"The common views' numbers measured in {waited:.0f} s; the server "
               f"opens.", file=sys.stderr, flush=True)
     return waited
 
@@ -453,6 +462,40 @@ def first_numbers_waited_for(service: Any, tickets: list[Any]) -> list[Any]:
               f"{LONG_FIRST_NUMBERS_S:.0f} s each to their first numbers: they are "
               f"measured after the server opens.", file=sys.stderr, flush=True)
     return short
+
+
+@dataclass(frozen=True)
+class AwaitedView:
+    """A common view the server waits for before it listens: its first numbers, or
+    (`whole`) its whole run."""
+
+    ticket: Any
+    whole: bool
+
+    @property
+    def job(self) -> Any:
+        return self.ticket.job
+
+    @property
+    def has_numbers(self) -> bool:
+        return self.ticket.done if self.whole else self.ticket.has_numbers
+
+
+def views_waited_for(service: Any, tickets: list[Any]) -> list[AwaitedView]:
+    """The common views the server waits for (`first_numbers_waited_for`), those whose
+    whole run is estimated within WHOLE_VIEW_S whole; the service runs their steps before
+    the rest of the warm-up's."""
+    views = [AwaitedView(ticket, service.estimate(ticket.job) <= WHOLE_VIEW_S)
+             for ticket in first_numbers_waited_for(service, tickets)]
+    service.before_listening([v.ticket for v in views if not v.whole],
+                             [v.ticket for v in views if v.whole])
+    return views
+
+
+def seconds_left(service: Any, views: list[AwaitedView]) -> float:
+    """The service's estimate of the wait for `views`: first numbers, or whole runs."""
+    return (service.first_numbers_seconds(v.job for v in views if not v.whole)
+            + sum(service.estimate(v.job) for v in views if v.whole))
 
 
 def wait_for_engine(service: Any, limit_s: float = ENGINE_WAIT_S) -> float | None:
@@ -517,10 +560,9 @@ def _before_listening() -> None:
     libraries.join(max(ENGINE_WAIT_S - (waited or ENGINE_WAIT_S), 1.0))
     if tickets and waited is not None:
         # The views drawn once while the longest first numbers are still measured.
-        wait_for_common_views(
-            first_numbers_waited_for(service, tickets), listen_wait_s(),
-            lambda waiting: service.first_numbers_seconds(ticket.job for ticket in waiting),
-            meanwhile=draw_views)
+        wait_for_common_views(views_waited_for(service, tickets), listen_wait_s(),
+                              lambda waiting: seconds_left(service, waiting),
+                              meanwhile=draw_views)
     PagesManager.uses_pages_directory = False  # after the AppTest runs, which reset it
 
 

@@ -207,3 +207,28 @@ def test_the_server_does_not_wait_for_a_pages_later_parts(make_service, capsys):
     tickets = [SimpleNamespace(job=job) for job in jobs]
     assert first_numbers_waited_for(svc, tickets) == [tickets[0], tickets[3]]
     assert capsys.readouterr().err == ""  # no view is long here
+
+
+def test_the_quickest_views_are_measured_whole_before_the_server_listens(make_service,
+                                                                         monkeypatch):
+    """A view whose whole run is quick is waited for whole: its first learners find its
+    times in the store too, as on a warm server. Its timed steps go right after the
+    awaited first numbers, before a long view's first step and the other timed steps."""
+    import threading
+
+    from ui.server import views_waited_for
+
+    gate = threading.Event()  # holds the first step until the views are marked
+    worker = FakeWorker(lambda job, index: 0.05 if gate.wait(20) else 0.05)
+    svc = make_service(worker=worker, use_store=False)
+    quick, other, long = svc.warm([tiny_compare(seed=s, timed=True) for s in (1, 2, 3)])
+    monkeypatch.setattr(svc, "estimate", lambda job: {1: 1.0, 2: 8.0, 3: 9.0}[job.config.seed])
+    monkeypatch.setattr(svc, "first_numbers_seconds",
+                        lambda jobs: 60.0 if any(j.config.seed == 3 for j in jobs) else 1.0)
+    views = views_waited_for(svc, [quick, other, long])
+    assert [(v.ticket, v.whole) for v in views] == [(quick, True), (other, False)]
+    gate.set()
+    assert wait_for_common_views(views, limit_s=20) is not None
+    assert quick.done and other.has_numbers
+    assert all(ticket.wait(20) for ticket in (quick, other, long))
+    assert worker.log == [(1, 0), (2, 0), (1, 1), (3, 0), (2, 1), (3, 1)]
