@@ -12,7 +12,7 @@ client message can clear them), each behind a lock.
   arrival order, one waiting OVERDUE_S first: `_first_numbers_first`). The background
   runs, the start-up warm-up's and then the idle-time ones (the neighbours of the pages'
   defaults: `warm(jobs, idle=True)`), go only once no learner has asked for a run or
-  drawn a demo page for IDLE_AFTER_S. A learner never waits behind a background step: when their
+  drawn a page for IDLE_AFTER_S. A learner never waits behind a background step: when their
   run arrives or their page draws, the step on the device is interrupted in place (the
   worker process lives on, serving.worker) and runs again, from its start, once the
   learners have gone quiet. The server's own drawing before it listens is no learner.
@@ -142,22 +142,23 @@ class DemoService(RunEstimates, BusyRemeasuring, Housekeeping):
     def _order(self) -> list[Run]:
         """The queued runs in the order they will get the device next: the learners' runs
         (`_first_numbers_first`), then, only while no learner is here (none has asked for a
-        run or drawn a demo page for IDLE_AFTER_S), the warm-up's (`_first_numbers_first`
+        run or drawn a page for IDLE_AFTER_S), the warm-up's (`_first_numbers_first`
         too: the server listens once their first numbers are in, and their timed steps
         wait behind every first step), then the idle-time runs. A learner's pages get the
         CPU; a learner who opens a view the warm-up has not measured yet joins its run,
         which then goes first."""
         now = time.monotonic()
-        fg = _first_numbers_first([r for r in self._queue if not r.background], now)
-        if fg or self._learner_here(now):
-            return fg
+        if self._learners_first(now):
+            return _first_numbers_first([r for r in self._queue if not r.background], now)
         warm = _first_numbers_first([r for r in self._queue if r.background and not r.idle],
                                     now)
         return sorted(warm, key=_listen_rank) + [r for r in self._queue if r.idle]
 
-    def _learner_here(self, now: float) -> bool:
-        """A learner asked for a run or drew a demo page within IDLE_AFTER_S (lock held)."""
-        return now - self._last_foreground < IDLE_AFTER_S
+    def _learners_first(self, now: float) -> bool:
+        """A learner's run is queued, or a learner asked for a run or drew a page within
+        IDLE_AFTER_S: no background step now (lock held)."""
+        return (now - self._last_foreground < IDLE_AFTER_S
+                or any(not r.background for r in self._queue))
 
     def _yields(self, run: Run) -> bool:
         """Whether a background step on the device gives way now: a learner's run waits,
@@ -167,8 +168,7 @@ class DemoService(RunEstimates, BusyRemeasuring, Housekeeping):
         if not run.background:
             return False
         with self._cond:
-            return (any(not r.background for r in self._queue)
-                    or self._learner_here(time.monotonic()))
+            return self._learners_first(time.monotonic())
 
     def waiting(self) -> int:
         """Runs queued or running in this process."""

@@ -319,7 +319,7 @@ def _run(job: Job, what: str | None = None, show: Show | None = None,
     svc = service()
     if os.environ.get(DRAW_ONCE_ENV):  # the server's own drawing: no learner is waiting
         return _draw_once(svc, job, show)
-    svc.touch()  # a learner browsing the demos: the idle-time runs wait
+    svc.touch()  # a learner is here (the router says so first; AppTest runs a page alone)
     result = svc.cached(job)
     if result is not None:
         return _finished(job, result, show)

@@ -287,9 +287,9 @@ def test_a_page_run_for_a_learner_holds_the_background_runs(make_service, monkey
     try:
         monkeypatch.setenv(demo_runner.DRAW_ONCE_ENV, "1")
         demo_runner.learner_arrives()
-        assert not svc._learner_here(time.monotonic())
+        assert not svc._learners_first(time.monotonic())
         monkeypatch.delenv(demo_runner.DRAW_ONCE_ENV)
         demo_runner.learner_arrives()
-        assert svc._learner_here(time.monotonic())
+        assert svc._learners_first(time.monotonic())
     finally:
         set_service(old)
