@@ -174,11 +174,13 @@ def test_a_page_drawn_meanwhile_interrupts_a_background_step(make_service, monke
     svc = make_service(worker=worker, use_store=False)
     run = svc.warm([tiny_compare(seed=20)], idle=idle)[0]
     wait_for(lambda: run.status().state == "running", timeout=10)
+    # Taken before the service hears of the page: the step runs again a full pause after
+    # that, whenever a busy machine lets this thread look.
+    drawn = time.monotonic()
     svc.touch()  # a learner's page drew
     wait_for(lambda: worker.preempted == [(20, 0)], timeout=10)
-    drawn = time.monotonic()
     assert run.wait(20)
-    assert worker.step_began[20, 0] - drawn >= pause * 0.9  # again, once quiet
+    assert worker.step_began[20, 0] - drawn >= pause  # again, once quiet
 
 
 def test_the_warm_up_reports_its_state_and_counts(make_service, monkeypatch, tmp_path):
@@ -268,8 +270,8 @@ def test_the_warm_up_waits_while_a_learner_is_here(make_service, monkeypatch):
     monkeypatch.setattr(service_module, "IDLE_AFTER_S", pause)
     worker = FakeWorker(lambda job, index: 0.05)
     svc = make_service(worker=worker, use_store=False)
+    here = time.monotonic()  # before the touch: the pause counts from the touch
     svc.touch()  # a learner's page drew just now
-    here = time.monotonic()
     warm = svc.warm([tiny_compare(seed=4, timed=True)])[0]
     assert warm.wait(20)
     assert worker.step_began[4, 0] - here >= pause
