@@ -47,6 +47,25 @@ def pytest_configure(config: pytest.Config) -> None:
     # The Open Badges status lists go there too, not to the checkout's static/status/.
     os.environ["OPEN_BADGE_STATUS_DIR"] = os.path.join(os.environ["DATA_DIR"], "status")
     os.environ.pop("DATABASE_URL", None)
+    _scan_components_once()
+
+
+def _scan_components_once() -> None:
+    """Each new AppTest scans every installed distribution's metadata for Streamlit
+    components (about 0.5 CPU-s: some 400 metadata files parsed), where a server does it
+    once at start. Nothing is installed while the tests run, so a test process scans once
+    and each AppTest registers the same manifests from that scan."""
+    from streamlit.components.v2 import manifest_scanner
+
+    scan = manifest_scanner.scan_component_manifests
+    found: list = []
+
+    def scan_once(max_workers: int | None = None) -> list:
+        if not found:
+            found.append(scan(max_workers))
+        return list(found[0])
+
+    manifest_scanner.scan_component_manifests = scan_once
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
