@@ -25,6 +25,7 @@ from collections.abc import Iterable, Sequence
 
 import pandas as pd
 import plotly.graph_objects as go
+import plotly.io as pio
 from babel.numbers import get_decimal_symbol, get_group_symbol
 from plotly.subplots import make_subplots
 
@@ -32,8 +33,16 @@ from demos.results import StrategyResult
 from memory.strategies import colour, fallback_colour, spec_of_label
 from reports.report import babel
 
+# Plotly's "plotly_white" as these figures use it: its layout, and its defaults for the two
+# kinds of trace drawn here (bars and lines). Plotly copies a figure's template into it;
+# the whole one, with its defaults for two dozen kinds of trace, took 10 ms of CPU a
+# figure, this one 4 ms, and the figures look the same.
+_WHITE = pio.templates["plotly_white"]
+TEMPLATE = go.layout.Template(layout=_WHITE.layout,
+                              data={"bar": _WHITE.data.bar, "scatter": _WHITE.data.scatter})
+
 LAYOUT = dict(
-    template="plotly_white",
+    template=TEMPLATE,
     font=dict(size=13),
     # the title under Plotly's tool bar (top right), which a narrow screen would put on it
     title=dict(x=0, xanchor="left", y=1, yref="container", yanchor="top", pad=dict(t=34),

@@ -72,6 +72,27 @@ def test_peak_and_time_figure_draws_one_bar_per_strategy_in_its_colour() -> None
     assert "above the parameters" in fig.layout.annotations[0].text
 
 
+def test_figures_look_as_plotly_white_for_every_kind_of_trace_they_draw() -> None:
+    """The figures carry a smaller template than Plotly's "plotly_white" (the copy into
+    each figure is cheaper): its layout whole and its defaults for every kind of trace
+    drawn, so each figure looks as it would with the whole one."""
+    import plotly.io as pio
+
+    white = pio.templates["plotly_white"].to_plotly_json()
+    frame = pd.DataFrame({"layers": [2, 4], "strategy": ["none"] * 2,
+                          "activation_bytes": [MIB, 2 * MIB], "step_seconds": [0.1, 0.2],
+                          "fits": [True] * 2})
+    for fig in (peak_and_time_figure(RESULTS), breakdown_figure(RESULTS),
+                timeline_figure(timeline_frame({StrategySpec("none"): _points("none")})),
+                sweep_figure(frame, "layers", "layers N")):
+        template = fig.layout.template.to_plotly_json()
+        assert template["layout"] == white["layout"]
+        kinds = {trace.type for trace in fig.data}
+        assert kinds and kinds <= set(template["data"])
+        for kind in kinds:
+            assert template["data"][kind] == white["data"][kind], kind
+
+
 def test_step_times_carry_their_spread_as_error_bars() -> None:
     """A bar per strategy from two steps, with no spread, showed noise as fact."""
     noisy = [result("none", 200, 0.4), result("every-layer", 60, 0.5)]
