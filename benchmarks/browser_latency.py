@@ -12,7 +12,9 @@ store, then measures
   * then waits for that warm-up to end (the status file the server writes: every page's
     defaults, then the slider steps next to them, here those of `--neighbours`), and
     measures a learner's view of a server that is up:
-  * first page load: a new browser session opening /compare until the results show;
+  * first page load: a new browser session opening /compare until its first number is
+    on screen, timed in the browser from the navigation's start (Playwright's own wait,
+    which polls every 0.5 s by then, is kept beside it as `..._playwright_s`);
   * the first move from the defaults: one step right on the vocabulary slider (served
     from the store when the warm-up measured that step);
   * slider release -> numbers: more steps right (configs never seen before: a real
@@ -29,8 +31,11 @@ store, then measures
     planner's peak memory per GPU; `--plan` sets the planner's link, by default Llama 3.1
     70B fully fine-tuned on 16 H100s), quiet and again beside `--busy` busy processes;
     the planner's target is twice /compare's time.
-Each figure is written with its target, the busy processes beside it and the 1-minute
-load average when it was taken, to benchmarks/browser-latency.json.
+Before the server starts, the machine's own speed: the default demo's memory part and
+timed part outside the server (`demos.bench.machine_speed`), so a run on a slow day reads
+against that day's steps. Each figure is written with its target, the busy processes
+beside it and the 1-minute load average when it was taken, to
+benchmarks/browser-latency.json.
 
     .venv/bin/python -m benchmarks.browser_latency [--runs 5] [--neighbours vocab] [--busy 2]
 
@@ -44,9 +49,12 @@ import json
 import os
 import platform
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from playwright.sync_api import Page, sync_playwright
 
@@ -72,8 +80,9 @@ IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 # run that this run has not drawn again yet (Streamlit marks it stale).
 STAND_INS = ('[class*="st-key-demo-predicted"], [class*="st-key-demo-previous"], '
              '[data-stale="true"]')
-# Marks, in ms from the next key press, when a predicted number first shows and when the
-# first measured number differs from `before` (checked on every change of the page).
+# Marks, in ms from the next key press, when a predicted number first shows, when the
+# first measured number differs from `before` (checked on every change of the page), and
+# when the run last ended (the page idle: every time measured).
 WATCH = """([metric, standIns, before]) => {
     const marks = window.__latency = {};
     let pressed = null;
@@ -95,6 +104,13 @@ WATCH = """([metric, standIns, before]) => {
     };
     const observer = new MutationObserver(check);
     observer.observe(document.body, {subtree: true, childList: true, characterData: true});
+    // The run's end: the last time the app's script state turned to "notRunning".
+    const app = document.querySelector('[data-testid="stApp"]');
+    new MutationObserver(() => {
+        if (pressed !== null && app.dataset.testScriptState === "notRunning") {
+            marks.idle = performance.now() - pressed;
+        }
+    }).observe(app, {attributes: true, attributeFilter: ["data-test-script-state"]});
 }"""
 MEASURED_TEXT = """([metric, standIns]) => {
     const first = [...document.querySelectorAll(metric)]
@@ -103,21 +119,48 @@ MEASURED_TEXT = """([metric, standIns]) => {
 }"""
 
 
+# In every new page: the time (ms from the navigation's start) of the first animation frame
+# in which a number is on screen.
+FIRST_PAINT = """(() => {
+    const check = () => {
+        const number = document.querySelector(%(metric)s);
+        if (number !== null && number.getClientRects().length > 0) {
+            window.__firstNumber = performance.now();
+        } else {
+            requestAnimationFrame(check);
+        }
+    };
+    requestAnimationFrame(check);
+})();"""
+
+
 PLAN_QUERY = "model=llama-3.1-70b&gpu=h100&shards=16&tuning=full&seq=4096"
 PLAN_TARGET_RATIO = 2.0  # /plan's first numbers within twice /compare's
 
 
-def page_load(browser, url: str, path: str = "compare") -> float:
-    """A new session (new browser context) opening `path` until its first number shows."""
+class PageLoad(NamedTuple):
+    painted: float  # navigation start to the first number on screen, timed in the browser
+    playwright: float  # the same as Playwright's wait saw it (up to 0.5 s late: it polls)
+
+
+def page_load(browser, url: str, path: str = "compare") -> PageLoad:
+    """A new session (new browser context) opening `path` until its first number shows.
+    Timed in the browser: from the navigation's start to the animation frame that first
+    draws a number. Playwright's own wait polls at widening steps (0, 20, 50, 100, 100 ms,
+    then every 500 ms), so past half a second it sees a number up to 0.5 s after it is on
+    screen; its time is kept beside, as earlier runs measured it."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.add_init_script(FIRST_PAINT % {"metric": json.dumps(METRIC)})
     page = context.new_page()
     start = time.perf_counter()
     page.goto(f"{url}/{path}", wait_until="commit")
     page.wait_for_selector(METRIC, timeout=120_000)
     elapsed = time.perf_counter() - start
+    page.wait_for_function("window.__firstNumber !== undefined", polling=50, timeout=120_000)
+    painted = page.evaluate("window.__firstNumber") / 1000
     page.wait_for_selector(IDLE, timeout=120_000)
     context.close()
-    return elapsed
+    return PageLoad(painted, elapsed)
 
 
 def warm_browser(browser) -> None:
@@ -131,9 +174,9 @@ def warm_browser(browser) -> None:
 def move(page: Page, slider, key: str) -> dict[str, float | None]:
     """Press a key on the slider: seconds (in the browser, from the key press) until the
     first predicted number shows (None when none did: a config the store had), until the
-    first measured number changes, until new numbers (the first of the two), and (here,
-    from before the press) until the page's script has finished (the run ended, every
-    time measured)."""
+    first measured number changes, until new numbers (the first of the two), and until
+    the page's script last finished (the run ended, every time measured), all timed in
+    the browser."""
     before = page.evaluate(MEASURED_TEXT, [METRIC, STAND_INS])
     page.evaluate(WATCH, [METRIC, STAND_INS, before])
     start = time.perf_counter()
@@ -142,8 +185,9 @@ def move(page: Page, slider, key: str) -> dict[str, float | None]:
                            timeout=120_000)
     page.wait_for_timeout(300)
     page.wait_for_selector(IDLE, timeout=120_000)
-    every = time.perf_counter() - start
+    waited = time.perf_counter() - start  # Playwright's polling adds up to 0.5 s
     marks = page.evaluate("window.__latency")
+    every = marks["idle"] / 1000 if "idle" in marks else waited
     predicted = marks.get("predicted")
     measured = marks["measured"]
     return {"predicted": None if predicted is None else predicted / 1000,
@@ -199,6 +243,14 @@ def slider_figures(moves: list[dict], suffix: str = "", busy: int = 0) -> dict[s
     return found
 
 
+def machine_speed() -> dict:
+    """The default demo's two parts outside the server, in a process of their own (medians)."""
+    code = "import json; from demos.bench import machine_speed; print(json.dumps(machine_speed()))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
@@ -213,6 +265,7 @@ def main() -> None:
     args = parser.parse_args()
     from benchmarks.load import busy_processes
 
+    speed = machine_speed()
     load_before = os.getloadavg()[0]
     data_dir = Path(tempfile.mkdtemp(prefix="latency-"))  # an empty store
     status = data_dir / "warm-up.json"
@@ -226,13 +279,18 @@ def main() -> None:
         browser = launch_chromium(playwright)
         warm_browser(browser)
         started = time.perf_counter()
+        cold = [page_load(browser, url) for _ in range(FIRST_LEARNERS)]
         figures["first_load_cold_server_s"] = figure(
-            "first_load_cold_server_s", [page_load(browser, url) for _ in range(FIRST_LEARNERS)])
+            "first_load_cold_server_s", [load.painted for load in cold])
         warm_up = wait_for_warm_up(status)
         warm_up_s = time.perf_counter() - started
         load_up = os.getloadavg()[0]
+        warm = [page_load(browser, url) for _ in range(args.runs)]
         figures["first_page_load_s"] = figure(
-            "first_page_load_s", [page_load(browser, url) for _ in range(args.runs)])
+            "first_page_load_s", [load.painted for load in warm])
+        for name, loads in (("first_load_cold_server", cold), ("first_page_load", warm)):
+            figures[f"{name}_playwright_s"] = figure(
+                f"{name}_playwright_s", [load.playwright for load in loads])
 
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         page = context.new_page()
@@ -272,6 +330,8 @@ def main() -> None:
                     "platform": platform.platform()},
         # The 1-minute load average: other work on the machine slows every figure here.
         "load_average_1min": load,
+        # The default demo's memory and timed parts outside the server, just before.
+        "machine_speed_s": speed,
         "runs": args.runs,
         "targets_s": TARGETS,
         "met": {k: figures[k]["met"] for k in TARGETS if k in figures},
@@ -287,6 +347,8 @@ def main() -> None:
             f" (target {target} s) " + ("ok" if value["met"] else "OVER"))
         print(f"{key:>40}: median {value['median_s']:.3f} s{mark}, "
               f"{value['busy_processes']} busy, load {value['load_average_1min']}")
+    print(f"this machine's default demo outside the server: memory part "
+          f"{speed['memory_part_s']:.2f} s, timed part {speed['timed_part_s']:.2f} s")
     print(f"warm-up took {warm_up_s:.0f} s; load average (1 min) {load['before']} before, "
           f"{load['after_warm_up']} after the warm-up, {load['after']} after, on "
           f"{os.cpu_count()} CPUs")
@@ -306,7 +368,7 @@ def first_numbers(browser, url: str, plan_query: str, runs: int, busy: int) -> d
     from benchmarks.load import busy_processes
 
     plan_path = f"plan?{plan_query}"
-    first_plan = page_load(browser, url, plan_path)
+    first_plan = page_load(browser, url, plan_path).painted
     cases = []
     for n in sorted({0, busy}):
         with busy_processes(n):
@@ -314,8 +376,8 @@ def first_numbers(browser, url: str, plan_query: str, runs: int, busy: int) -> d
                 time.sleep(30)  # the load average follows the busy processes first
             compare, plan = [], []
             for _ in range(runs):
-                compare.append(page_load(browser, url))
-                plan.append(page_load(browser, url, plan_path))
+                compare.append(page_load(browser, url).painted)
+                plan.append(page_load(browser, url, plan_path).painted)
             cases.append({
                 "busy_processes": n, "load_average_1min": round(os.getloadavg()[0], 2),
                 "compare_s": round(statistics.median(compare), 3),

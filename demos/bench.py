@@ -92,6 +92,25 @@ def default_latency(repeats: int = 3) -> dict:
             "seconds_median": statistics.median(walls)}
 
 
+def machine_speed(repeats: int = 3) -> dict:
+    """How fast this machine runs the default demo's two parts right now (medians of
+    `repeats`): its memory part (the tracked step, no timing) and its timed part (the
+    timed steps, the plain reference step among them). A benchmark taken on a busy
+    machine reads against these: every page figure slows by about as much."""
+    kind = detect_device("auto").kind
+    cfg = demo_default(kind)
+    parts: dict[str, list[float]] = {"memory_part_s": [], "timed_part_s": []}
+    for _ in range(repeats + 1):  # the first round warms the process and is not counted
+        start = time.perf_counter()
+        compare(cfg, [NONE, EVERY_LAYER], time_steps=False, check_gradients=False)
+        memory = time.perf_counter() - start
+        start = time.perf_counter()
+        compare(cfg, [NONE, EVERY_LAYER], repeats=PAGE_REPEATS[kind], memory=False)
+        parts["memory_part_s"].append(memory)
+        parts["timed_part_s"].append(time.perf_counter() - start)
+    return {key: round(statistics.median(runs[1:]), 3) for key, runs in parts.items()}
+
+
 def run_bench(out: str | None = None, device: str = "auto", quick: bool = False,
               arch: str = "gpt") -> list[Path]:
     info = detect_device(device)
