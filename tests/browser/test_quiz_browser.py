@@ -39,6 +39,10 @@ def server_side(app_data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> QuizServ
 
 
 def attempt_on_screen(page: Page, service: QuizService) -> Attempt:
+    """The attempt the page shows, once its address names it (the page writes the
+    attempt's ID into the address as it draws the first question, which on a busy machine
+    can come after the click's run has been seen to finish)."""
+    page.wait_for_function("() => new URL(location.href).searchParams.has('attempt')")
     attempt_id = parse_qs(urlparse(page.url).query)["attempt"][0]
     return service.attempt(attempt_id)
 
